@@ -1,0 +1,272 @@
+"""Hot path of doubly stochastic functional gradients (DSG): prediction and a chunk of updates.
+
+Model: ``f(x) = sum_j z_j(x) @ coef[j]`` with feature blocks
+``z_j(x) = scale * cos(x @ W[j] + phase[j])`` (``scale = sqrt(2 / r)``), ``coef[j]`` of
+shape ``(r, C)``.  See ``docs/algorithms/dsg_kernels.md`` for the conventions and the proof
+that :func:`dsg_chunk_update` plus the caller's combination rule equals Algorithm 1.
+
+Both kernels work tile by tile over the rows (``_TILE_BYTES`` of features per tile), so
+memory is ``O(tile * r)`` whatever ``n`` and ``m``; every GEMM is ``np.dot`` on C-contiguous
+2-D slices (BLAS) and the cosine is :func:`ooc_kernels._jit.rff.cos_affine_inplace`.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels._jit.dsg import dsg_predict, dsg_chunk_update
+>>> rng = np.random.default_rng(0)
+>>> n, d, r, b = 10, 3, 4, 4                       # 3 steps, the last batch has 2 rows
+>>> X = rng.normal(size=(n, d)); Y = rng.normal(size=(n, 1))
+>>> W = rng.normal(size=(3, d, r)); ph = rng.uniform(0, 2 * np.pi, (3, r))
+>>> coef, decay = dsg_chunk_update(X, Y, np.zeros((n, 1)), W, ph, np.full(3, 0.5), 0.1, b, 0, 0.5 ** 0.5)
+>>> coef.shape, round(decay, 6)
+((3, 4, 1), 0.857375)
+>>> dsg_predict(X, W, ph, coef, 0.5 ** 0.5).shape
+(10, 1)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ooc_kernels._jit.losses import loss_gradient, loss_gradient_ref
+from ooc_kernels._jit.rff import cos_affine_inplace
+from ooc_kernels.exceptions import ValidationError
+
+__all__ = ["dsg_predict", "dsg_predict_ref", "dsg_chunk_update", "dsg_chunk_update_ref"]
+
+#: Bytes of the feature tile ``(rows, r)`` evaluated at once (fits in L2 with the X tile).
+_TILE_BYTES = 1 << 19
+_MIN_TILE_ROWS = 64
+
+
+@numba.njit(cache=True, nogil=True)
+def _tile_rows(r, itemsize):
+    rows = _TILE_BYTES // max(1, r * itemsize)
+    return max(_MIN_TILE_ROWS, rows)
+
+
+@numba.njit(cache=True, nogil=True)
+def dsg_predict(X, W, phase, coef, scale):
+    """Decision values ``F = sum_j scale * cos(X @ W[j] + phase[j]) @ coef[j]``.
+
+    Parameters
+    ----------
+    X : ndarray (n, d), C-contiguous, float32 or float64
+    W : ndarray (m, d, r), C-contiguous, X's dtype
+    phase : ndarray (m, r), X's dtype
+    coef : ndarray (m, r, C), X's dtype
+    scale : float
+        ``sqrt(2 / r)``.
+
+    Returns
+    -------
+    F : ndarray (n, C) in X's dtype (accumulated in float64 across blocks).
+
+    Notes
+    -----
+    Rows are processed in tiles and blocks one at a time: memory ``O(tile * r)``, never
+    ``O(n * m * r)``.  Twin: :func:`dsg_predict_ref`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.zeros((2, 1)); W = np.zeros((1, 1, 2)); ph = np.zeros((1, 2))
+    >>> coef = np.ones((1, 2, 1))
+    >>> dsg_predict(X, W, ph, coef, 1.0).ravel().tolist()    # cos(0) * 1 + cos(0) * 1
+    [2.0, 2.0]
+    """
+    n, d = X.shape
+    m = W.shape[0]
+    r = W.shape[2]
+    C = coef.shape[2]
+    if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
+        raise ValidationError("dsg_predict: W must be (m, d, r) and phase (m, r) for X (n, d)")
+    if coef.shape[0] != m or coef.shape[1] != r:
+        raise ValidationError("dsg_predict: coef must be (m, r, C) matching W (m, d, r)")
+    out = np.zeros((n, C), dtype=np.float64)
+    if n == 0 or m == 0 or r == 0 or C == 0:
+        return out.astype(X.dtype)
+    tile = min(_tile_rows(r, X.itemsize), n)
+    Z = np.empty((tile, r), dtype=X.dtype)
+    acc = np.empty((tile, C), dtype=X.dtype)
+    for start in range(0, n, tile):
+        stop = min(start + tile, n)
+        k = stop - start
+        Xt = X[start:stop]
+        Zt = Z[:k]
+        At = acc[:k]
+        for j in range(m):
+            np.dot(Xt, W[j], Zt)
+            cos_affine_inplace(Zt, phase[j], scale)
+            np.dot(Zt, coef[j], At)
+            for i in range(k):
+                for c in range(C):
+                    out[start + i, c] += At[i, c]
+    return out.astype(X.dtype)
+
+
+def _features_ref(X, W, phase, scale):
+    return X.dtype.type(scale) * np.cos(X @ W + phase)
+
+
+def dsg_predict_ref(X, W, phase, coef, scale):
+    """Numpy twin of :func:`dsg_predict`: the literal sum over blocks, in X's dtype."""
+    X = np.asarray(X)
+    F = np.zeros((X.shape[0], coef.shape[2]), dtype=X.dtype)
+    for j in range(W.shape[0]):
+        F += _features_ref(X, W[j], phase[j], scale) @ coef[j]
+    return F
+
+
+@numba.njit(cache=True, nogil=True)
+def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scale, loss_param=0.0):
+    """Run the local mini-batch DSG iterations of one chunk.
+
+    Parameters
+    ----------
+    X : ndarray (n, d), C-contiguous, float32 or float64
+        The chunk's rows in visiting order.
+    Y : ndarray (n, C)
+        Encoded targets (see :mod:`ooc_kernels.losses.registry`).
+    F : ndarray (n, C), C-contiguous, **overwritten**
+        On entry: predictions of the model as it stood before this chunk.  On return: row
+        ``i`` of batch ``s`` holds the prediction the step-``s`` gradient used (the model after
+        steps ``0 .. s-1`` of this chunk), i.e. progressive-validation predictions.
+    W : ndarray (m, d, r), phase : ndarray (m, r)
+        Feature block used at local step ``s``, ``m = ceil(n / batch_size)``.
+    gammas : ndarray (m,) float64
+        Step sizes of the ``m`` steps.
+    alpha : float
+        Regularisation ``nu`` (coefficient of ``||f||^2 / 2``).
+    batch_size : int
+        ``b``; step ``s`` uses rows ``[s b, min((s + 1) b, n))`` (the last one may be short).
+    loss_id : int
+        See :func:`ooc_kernels._jit.losses.loss_gradient`.
+    scale : float
+        ``sqrt(2 / r)``.
+    loss_param : float, optional
+        Scalar loss hyper-parameter (unused by the current losses).
+
+    Returns
+    -------
+    new_coef : ndarray (m, r, C) in X's dtype
+        Coefficients of the ``m`` new blocks after all later decays inside this chunk.
+    decay : float
+        ``prod_s (1 - gammas[s] * alpha)``; the caller multiplies all older coefficients by it.
+
+    Notes
+    -----
+    Step ``s`` with batch ``B`` (``nb`` rows): ``Z = scale cos(X[B] W[s] + phase[s])``,
+    ``G = l'(F[B], Y[B])``, ``delta = -(gammas[s] / nb) Z^T G``; every earlier coefficient
+    and the running ``F`` of the unvisited rows are multiplied by ``1 - gammas[s] alpha``; the
+    new block enters undecayed (Algorithm 1 steps 5-6) and the unvisited rows get
+    ``F += Z(X_rest) delta``.  The decays of the new blocks are applied at the end as suffix
+    products of the step factors (exact, also when a factor is 0).  Twin:
+    :func:`dsg_chunk_update_ref`.
+    """
+    n, d = X.shape
+    C = Y.shape[1]
+    m = W.shape[0]
+    r = W.shape[2]
+    b = batch_size
+    if b < 1:
+        raise ValidationError("dsg_chunk_update: batch_size must be >= 1")
+    if m != (n + b - 1) // b:
+        raise ValidationError("dsg_chunk_update: W must hold ceil(n / batch_size) blocks")
+    if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
+        raise ValidationError("dsg_chunk_update: W must be (m, d, r) and phase (m, r)")
+    if Y.shape[0] != n or F.shape[0] != n or F.shape[1] != C:
+        raise ValidationError("dsg_chunk_update: X (n, d), Y (n, C) and F (n, C) must agree")
+    if gammas.shape[0] != m:
+        raise ValidationError("dsg_chunk_update: gammas must have one step size per block")
+    new_coef = np.zeros((m, r, C), dtype=X.dtype)
+    factors = np.empty(m, dtype=np.float64)
+    decay = 1.0
+    if m == 0:
+        return new_coef, decay
+    tile = min(_tile_rows(r, X.itemsize), n)
+    Zb = np.empty((min(b, n), r), dtype=X.dtype)
+    G = np.empty((min(b, n), C), dtype=X.dtype)
+    Zt_buf = np.empty((tile, r), dtype=X.dtype)
+    acc = np.empty((tile, C), dtype=X.dtype)
+    delta = np.empty((r, C), dtype=X.dtype)
+    for s in range(m):
+        lo = s * b
+        hi = min(lo + b, n)
+        nb = hi - lo
+        Ws = W[s]
+        ph = phase[s]
+        # features and loss gradient of the batch
+        Zs = Zb[:nb]
+        np.dot(X[lo:hi], Ws, Zs)
+        cos_affine_inplace(Zs, ph, scale)
+        Gs = G[:nb]
+        loss_gradient(loss_id, F[lo:hi], Y[lo:hi], Gs, loss_param)
+        np.dot(Zs.T, Gs, delta)
+        step = -gammas[s] / nb
+        for k in range(r):
+            for c in range(C):
+                new_coef[s, k, c] = step * delta[k, c]
+        factor = 1.0 - gammas[s] * alpha
+        factors[s] = factor
+        decay *= factor
+        dcoef = new_coef[s]
+        # decay and update the running predictions of the rows not visited yet
+        for start in range(hi, n, tile):
+            stop = min(start + tile, n)
+            k = stop - start
+            Zt = Zt_buf[:k]
+            At = acc[:k]
+            np.dot(X[start:stop], Ws, Zt)
+            cos_affine_inplace(Zt, ph, scale)
+            np.dot(Zt, dcoef, At)
+            for i in range(k):
+                for c in range(C):
+                    F[start + i, c] = F[start + i, c] * factor + At[i, c]
+    # decays of the new blocks by the later steps of this chunk (suffix products)
+    suffix = 1.0
+    for s in range(m - 1, -1, -1):
+        if suffix != 1.0:
+            for k in range(r):
+                for c in range(C):
+                    new_coef[s, k, c] = new_coef[s, k, c] * suffix
+        suffix *= factors[s]
+    return new_coef, decay
+
+
+def dsg_chunk_update_ref(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scale, loss_param=0.0):
+    """Numpy twin of :func:`dsg_chunk_update`, written literally.
+
+    Each batch prediction is recomputed from scratch as ``F_start * decay_so_far`` plus the
+    contributions of the new blocks with their coefficients as they stand; coefficients are
+    decayed explicitly at every step.  ``F`` is not modified.  Cost ``O(m^2)`` blocks: tests only.
+    """
+    X = np.asarray(X)
+    dt = X.dtype
+    n = X.shape[0]
+    b = int(batch_size)
+    m = math.ceil(n / b)
+    if W.shape[0] != m:
+        raise ValidationError(f"W must hold ceil(n / batch_size) = {m} blocks; got {W.shape[0]}")
+    F_start = np.array(F, dtype=dt, copy=True)
+    coefs: list[np.ndarray] = []
+    decay = 1.0
+    for s in range(m):
+        rows = slice(s * b, min((s + 1) * b, n))
+        nb = rows.stop - rows.start
+        pred = F_start[rows] * dt.type(decay)
+        for t in range(s):
+            pred = pred + _features_ref(X[rows], W[t], phase[t], scale) @ coefs[t]
+        grad = loss_gradient_ref(loss_id, pred, Y[rows], loss_param).astype(dt)
+        Z = _features_ref(X[rows], W[s], phase[s], scale)
+        new = (-(gammas[s] / nb) * (Z.T @ grad)).astype(dt)
+        factor = 1.0 - gammas[s] * alpha
+        coefs = [(c * factor).astype(dt) for c in coefs]  # step 6: decay the older blocks
+        decay *= factor
+        coefs.append(new)  # step 5: the new block, not decayed at its own step
+    if m == 0:
+        return np.zeros((0, W.shape[2], Y.shape[1]), dtype=dt), 1.0
+    return np.stack(coefs), decay

@@ -1,0 +1,129 @@
+"""Random Fourier feature evaluation: ``scale * cos(X @ W + phase)``.
+
+The cosine is the costly non-GEMM part of every DSG step, so float32 arrays use a
+branch-free polynomial that LLVM vectorises (AVX2/AVX-512): range reduction
+``t = x - 2 pi round(x / 2 pi)`` with a three-term Cody-Waite split of ``2 pi``, then a
+degree-12 even minimax polynomial on ``[-pi, pi]`` (approximation error 1.1e-8; with float32
+rounding the absolute error is below 1e-6 for ``|x| <= 1e3``, see the tests).  Float64 arrays
+use ``np.cos`` (libm), the accurate reference path.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels._jit.rff import rff_transform, rff_transform_ref
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(5, 3)); W = rng.normal(size=(3, 4)); b = rng.uniform(0, 6.28, 4)
+>>> Z = rff_transform(X, W, b, 0.5)
+>>> Z.shape, bool(np.allclose(Z, rff_transform_ref(X, W, b, 0.5)))
+((5, 4), True)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = ["rff_transform", "rff_transform_ref", "cos_affine_inplace", "cos_affine_inplace_ref"]
+
+# 2 pi = _C1 + _C2 + _C3 (Cody-Waite): _C1 has 9 significant bits so k * _C1 is exact.
+_INV_2PI = np.float32(1.0 / (2.0 * math.pi))
+_C1 = np.float32(6.28125)
+_C2 = np.float32(0.0019353071693331003)
+_C3 = np.float32(1.0253131677018246e-11)
+# cos(t) ~ sum_k P_k t^(2k) on [-pi, pi] (near-minimax, max error 1.1e-8)
+_P0 = np.float32(0.9999999891435573)
+_P1 = np.float32(-0.49999989182862675)
+_P2 = np.float32(0.04166649019355003)
+_P3 = np.float32(-0.001388780782799181)
+_P4 = np.float32(2.47699662363288e-05)
+_P5 = np.float32(-2.707977544078033e-07)
+_P6 = np.float32(1.724760612109577e-09)
+_HALF = np.float32(0.5)
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"contract"})
+def cos_affine_inplace(P, phase, scale):
+    """Overwrite ``P`` (n, r), C-contiguous, with ``scale * cos(P + phase)``.
+
+    Float32: vectorised polynomial cosine; float64: ``np.cos``.  Twin:
+    :func:`cos_affine_inplace_ref`.
+    """
+    n, r = P.shape
+    if P.itemsize == 4:
+        s32 = np.float32(scale)
+        for i in range(n):
+            row = P[i]
+            for k in range(r):
+                x = row[k] + phase[k]
+                q = np.floor(x * _INV_2PI + _HALF)
+                t = x - q * _C1
+                t = t - q * _C2
+                t = t - q * _C3
+                u = t * t
+                p = _P6
+                p = p * u + _P5
+                p = p * u + _P4
+                p = p * u + _P3
+                p = p * u + _P2
+                p = p * u + _P1
+                p = p * u + _P0
+                row[k] = s32 * p
+    else:
+        for i in range(n):
+            row = P[i]
+            for k in range(r):
+                row[k] = scale * np.cos(row[k] + phase[k])
+
+
+def cos_affine_inplace_ref(P, phase, scale):
+    """Numpy twin of :func:`cos_affine_inplace` (``np.cos`` in the array's dtype)."""
+    P[...] = P.dtype.type(scale) * np.cos(P + phase)
+
+
+@numba.njit(cache=True, nogil=True)
+def rff_transform(X, W, phase, scale):
+    """Random features ``scale * cos(X @ W + phase)``.
+
+    Parameters
+    ----------
+    X : ndarray (n, d), C-contiguous, float32 or float64
+    W : ndarray (d, r), C-contiguous, same dtype
+    phase : ndarray (r,), same dtype
+    scale : float
+        Usually ``sqrt(2 / r)`` (:func:`ooc_kernels.features.rbf.feature_scale`).
+
+    Returns
+    -------
+    Z : ndarray (n, r) in X's dtype
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels._jit.rff import rff_transform
+    >>> Z = rff_transform(np.zeros((2, 3)), np.ones((3, 2)), np.zeros(2), 2.0)
+    >>> Z.tolist()
+    [[2.0, 2.0], [2.0, 2.0]]
+    """
+    n = X.shape[0]
+    r = W.shape[1]
+    if W.shape[0] != X.shape[1] or phase.shape[0] != r:
+        raise ValueError("rff_transform: shapes of X (n, d), W (d, r) and phase (r,) do not agree")
+    Z = np.empty((n, r), dtype=X.dtype)
+    if n == 0 or r == 0:
+        return Z
+    # row tiles of ~512 KiB so the cosine pass reads the GEMM output from cache
+    tile = max(64, (1 << 19) // (r * X.itemsize))
+    for start in range(0, n, tile):
+        stop = min(start + tile, n)
+        Zt = Z[start:stop]
+        np.dot(X[start:stop], W, Zt)
+        cos_affine_inplace(Zt, phase, scale)
+    return Z
+
+
+def rff_transform_ref(X, W, phase, scale):
+    """Numpy twin of :func:`rff_transform`: ``scale * np.cos(X @ W + phase)`` in X's dtype."""
+    X = np.asarray(X)
+    return (X.dtype.type(scale) * np.cos(X @ W + phase)).astype(X.dtype, copy=False)

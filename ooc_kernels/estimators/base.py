@@ -1,0 +1,264 @@
+"""Machinery shared by the DSG estimators: inputs, hyperparameters, fitting through the engine.
+
+The public classes live in :mod:`ooc_kernels.estimators.dsg`.
+"""
+
+from __future__ import annotations
+
+
+import dask
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
+
+from ooc_kernels.estimators._validation import check_float, check_int, check_option
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.losses import get_loss
+from ooc_kernels.parallel.chunked import ChunkedData, as_chunked, is_lazy_input
+from ooc_kernels.parallel.engine import resolve_scheduler, run_rounds
+from ooc_kernels.parallel.sampling import sample_rows
+from ooc_kernels.parallel.schedule import derive_seed
+from ooc_kernels.solvers.dsg import DSGAlgorithm, DSGConfig, init_state, predict_chunk
+
+__all__ = ["BaseDSG"]
+
+_KERNELS = ("rbf",)
+_LEARNING_RATES = ("inverse", "constant")
+
+
+def _predict_block(X, model):
+    config, state = model
+    return predict_chunk(config, state, X)  # one chunk in, one chunk of predictions out
+
+
+class BaseDSG(BaseEstimator):
+    """Common parameters and logic of :class:`DSGClassifier` and :class:`DSGRegressor`."""
+
+    _losses: tuple[str, ...] = ()
+    _is_classifier = False
+
+    def __init__(self, *, loss, kernel="rbf", bandwidth="median", median_multiplier=1.0,
+                 alpha=1e-5, n_features=4096, block_size=256, batch_size=256, n_epochs=5,
+                 learning_rate="inverse", eta0=100.0, t0=100.0, chunks_per_round=1,
+                 chunk_size=10_000, shuffle=True, random_state=None, scheduler=None,
+                 progress=None):
+        self.loss = loss
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.median_multiplier = median_multiplier
+        self.alpha = alpha
+        self.n_features = n_features
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.t0 = t0
+        self.chunks_per_round = chunks_per_round
+        self.chunk_size = chunk_size
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self) -> dict:
+        p = {}
+        p["loss"] = check_option("loss", self.loss, self._losses)
+        p["kernel"] = check_option("kernel", self.kernel, _KERNELS)
+        if isinstance(self.bandwidth, str):
+            check_option("bandwidth", self.bandwidth, ("median",))
+        else:
+            check_float("bandwidth", self.bandwidth, low=0.0, low_open=True)
+        p["median_multiplier"] = check_float("median_multiplier", self.median_multiplier,
+                                             low=0.0, low_open=True)
+        p["alpha"] = check_float("alpha", self.alpha, low=0.0)
+        p["block_size"] = check_int("block_size", self.block_size, low=1)
+        p["n_features"] = check_int("n_features", self.n_features, low=1)
+        if p["n_features"] % p["block_size"]:
+            raise ValidationError(
+                f"n_features={self.n_features} is not a multiple of block_size="
+                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
+                f"n_features={max(1, p['n_features'] // p['block_size']) * p['block_size']}."
+            )
+        p["batch_size"] = check_int("batch_size", self.batch_size, low=1)
+        p["n_epochs"] = check_int("n_epochs", self.n_epochs, low=1)
+        p["learning_rate"] = check_option("learning_rate", self.learning_rate,
+                                          _LEARNING_RATES)
+        p["eta0"] = check_float("eta0", self.eta0, low=0.0, low_open=True)
+        p["t0"] = check_float("t0", self.t0, low=0.0)
+        p["chunks_per_round"] = check_int("chunks_per_round", self.chunks_per_round, low=1)
+        p["chunk_size"] = check_int("chunk_size", self.chunk_size, low=1)
+        resolve_scheduler(self.scheduler)
+        return p
+
+    # ------------------------------------------------------------------ inputs
+    def _chunked_fit_input(self, X, y, *, reset: bool) -> ChunkedData:
+        if is_lazy_input(X) or (hasattr(X, "read") and callable(X.read)):
+            data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
+            if reset:
+                self.n_features_in_ = data.n_features
+            elif data.n_features != self.n_features_in_:
+                raise ValidationError(
+                    f"X has {data.n_features} features, but {type(self).__name__} is "
+                    f"expecting {self.n_features_in_} features as input."
+                )
+            return data
+        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
+                             y_numeric=not self._is_classifier, multi_output=False)
+        return as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
+
+    def _chunked_predict_input(self, X) -> tuple[ChunkedData, bool]:
+        check_is_fitted(self, "_state")
+        if is_lazy_input(X) or (hasattr(X, "read") and callable(X.read)):
+            data = as_chunked(X, chunk_size=self.chunk_size)
+            if data.n_features != self.n_features_in_:
+                raise ValidationError(
+                    f"X has {data.n_features} features, but {type(self).__name__} is "
+                    f"expecting {self.n_features_in_} features as input."
+                )
+            return data, True
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return as_chunked(X, chunk_size=self.chunk_size), False
+
+    # ------------------------------------------------------------------ model setup
+    def _initialize(self, data: ChunkedData, params: dict, classes=None) -> None:
+        rs = check_random_state(self.random_state)
+        seed = int(rs.randint(0, 2**31 - 1))
+        self.random_seed_ = seed
+        self._data_seed = derive_seed(seed, 2)
+        classes_ = self._resolve_classes(data, classes)
+        n_classes = 0 if classes_ is None else len(classes_)
+        target, n_outputs, loss_id = self._target_spec(params["loss"], n_classes)
+        if isinstance(self.bandwidth, str):
+            if data.n_samples < 2:
+                raise ValidationError(
+                    f"bandwidth='median' needs at least 2 samples, got {data.n_samples} "
+                    "sample; pass a numeric bandwidth or more data."
+                )
+            sample = sample_rows(data, n_rows=2000, max_chunks=8, seed=derive_seed(seed, 3),
+                                 scheduler=self.scheduler)
+            bandwidth = median_heuristic(sample, params["median_multiplier"],
+                                         random_state=derive_seed(seed, 4) % 2**32)
+        else:
+            bandwidth = float(self.bandwidth)
+        dtype = "float32" if data.dtype == np.float32 else "float64"
+        self._config = DSGConfig(
+            loss_id=loss_id, target=target, n_outputs=n_outputs,
+            n_features_in=data.n_features, block_size=params["block_size"],
+            n_blocks=params["n_features"] // params["block_size"], bandwidth=bandwidth,
+            feature_seed=derive_seed(seed, 1), alpha=params["alpha"],
+            batch_size=params["batch_size"], learning_rate=params["learning_rate"],
+            eta0=params["eta0"], t0=params["t0"], dtype=dtype,
+            classes=None if classes_ is None else tuple(classes_.tolist()),
+            shuffle=bool(self.shuffle))
+        self._state = init_state(self._config)
+        self._n_epochs_done = 0
+        self.bandwidth_ = bandwidth
+        self.feature_seed_ = self._config.feature_seed
+        if classes_ is not None:
+            self.classes_ = classes_
+
+    def _run(self, data: ChunkedData, params: dict, n_epochs: int) -> None:
+        if data.n_features != self._config.n_features_in:
+            raise ValidationError(
+                f"X has {data.n_features} features, but {type(self).__name__} is expecting "
+                f"{self._config.n_features_in} features as input."
+            )
+        dtype = "float32" if data.dtype == np.float32 else "float64"
+        if dtype != self._config.dtype:
+            data = ChunkedData(X=data.X.astype(self._config.dtype), y=data.y,
+                               attrs=data.attrs)
+        start = self._n_epochs_done
+        result = run_rounds(DSGAlgorithm(self._config), self._state, data,
+                            n_epochs=start + n_epochs, chunks_per_round=params["chunks_per_round"],
+                            seed=self._data_seed, shuffle=bool(self.shuffle),
+                            start_epoch=start, scheduler=self.scheduler,
+                            progress=self.progress, desc=type(self).__name__)
+        self._state = result.state
+        self._n_epochs_done = start + n_epochs
+        self.n_iter_ = self._state.n_iter
+        self.n_blocks_seen_ = self._state.n_blocks_seen
+        self.n_samples_seen_ = self._state.n_samples_seen
+
+    # ------------------------------------------------------------------ public API
+    def fit(self, X, y=None):
+        """Fit the model with ``n_epochs`` passes of doubly stochastic gradients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), dask array, xarray.Dataset or
+            Intake reader.  Dask/Zarr inputs are read chunk by chunk, never as a whole.
+        y : array-like or dask array of shape (n_samples,), optional when ``X`` is a
+            Dataset with a ``y`` variable.
+
+        Returns
+        -------
+        self
+        """
+        params = self._check_params()
+        data = self._chunked_fit_input(X, y, reset=True)
+        self._initialize(data, params)
+        self._run(data, params, params["n_epochs"])
+        return self
+
+    def partial_fit(self, X, y=None, classes=None):
+        """One pass over ``X`` continuing from the current model (initializing it if needed).
+
+        Parameters
+        ----------
+        X, y : as in :meth:`fit`.
+        classes : array-like, optional
+            All the classes (classifiers): required on the first call unless ``X`` is a
+            Dataset whose ``classes`` attribute lists them.
+        """
+        params = self._check_params()
+        first = not hasattr(self, "_state")
+        data = self._chunked_fit_input(X, y, reset=first)
+        if first:
+            self._initialize(data, params, classes=classes)
+        elif classes is not None and self._is_classifier:
+            given = np.unique(np.asarray(classes))
+            if not np.array_equal(given, self.classes_):
+                raise ValidationError(
+                    f"classes={given.tolist()} differs from the classes of the first "
+                    f"partial_fit call ({self.classes_.tolist()}); pass the same list."
+                )
+        self._run(data, params, 1)
+        return self
+
+    def _decision_2d(self, X):
+        """Decision values (n, n_outputs): NumPy for in-memory input, Dask for lazy input."""
+        data, lazy = self._chunked_predict_input(X)
+        config, state = self._config, self._state
+        if data.dtype != np.dtype(config.dtype):
+            data = ChunkedData(X=data.X.astype(config.dtype), y=None, attrs=data.attrs)
+        if lazy:
+            model = dask.delayed((config, state), traverse=False)
+            return data.X.map_blocks(_predict_block, model,
+                                     chunks=(data.X.chunks[0], (config.n_outputs,)),
+                                     dtype=np.dtype(config.dtype), meta=np.empty((0, 0)))
+        X_np = np.asarray(data.X)  # in-memory input: already in memory
+        sizes = data.chunk_sizes
+        out, lo = [], 0
+        for s in sizes:
+            out.append(predict_chunk(config, state, X_np[lo:lo + s]))
+            lo += s
+        return np.concatenate(out) if out else np.zeros((0, config.n_outputs))
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Coefficient blocks in use, shape (n_blocks_used, block_size, n_outputs)."""
+        check_is_fitted(self, "_state")
+        return self._state.coef[: self._state.n_blocks_used].copy()
+
+    def save(self, path) -> None:
+        """Write the fitted model to a Zarr group at ``path`` (atomically, no pickle).
+
+        See :func:`ooc_kernels.load`.
+        """
+        from ooc_kernels.estimators.persistence import save_model
+
+        save_model(self, path)
+

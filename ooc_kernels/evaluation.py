@@ -1,0 +1,81 @@
+"""Metrics and predictions over lazy datasets, computed chunk by chunk.
+
+Examples
+--------
+>>> import numpy as np, xarray as xr
+>>> import ooc_kernels as ok
+>>> from ooc_kernels.evaluation import evaluate
+>>> X = np.random.default_rng(0).normal(size=(60, 2)).astype("float32")
+>>> y = (X[:, 0] > 0).astype("int64")
+>>> clf = ok.DSGClassifier(n_features=256, batch_size=8, random_state=0,
+...                        scheduler="sync").fit(X, y)
+>>> sorted(evaluate(clf, X, y))
+['accuracy', 'log_loss']
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+
+from ooc_kernels._atomic import atomic_dir
+from ooc_kernels.parallel.chunked import as_chunked
+
+__all__ = ["evaluate", "write_predictions"]
+
+
+def _y_index(y, classes):
+    idx = np.searchsorted(classes, y)
+    return np.clip(idx, 0, len(classes) - 1)
+
+
+def evaluate(estimator, X, y=None) -> dict:
+    """Metrics of a fitted estimator on ``X`` (any accepted input), in one pass.
+
+    Classifiers: ``accuracy`` (and ``log_loss`` when probabilities exist).
+    Regressors: ``r2``, ``rmse``, ``mae``.
+    """
+    data = as_chunked(X, y, chunk_size=estimator.chunk_size, require_y=True)
+    Xd, yd = data.X, data.y
+    if hasattr(estimator, "classes_"):
+        classes = estimator.classes_
+        out = {"accuracy": (estimator.predict(Xd) == yd).astype(np.float64).mean()}
+        if hasattr(estimator, "predict_proba"):
+            proba = estimator.predict_proba(Xd)
+            yi = yd.map_blocks(_y_index, classes, dtype=np.intp)
+            p_true = da.map_blocks(lambda p, i: p[np.arange(len(i)), i], proba, yi,
+                                   drop_axis=1, dtype=np.float64)
+            out["log_loss"] = -da.log(da.clip(p_true, 1e-15, 1.0)).mean()
+    else:
+        pred = estimator.predict(Xd).astype(np.float64)
+        yt = yd.astype(np.float64)
+        resid = yt - pred
+        ss_tot = ((yt - yt.mean()) ** 2).sum()
+        out = {"r2": 1.0 - (resid ** 2).sum() / ss_tot,
+               "rmse": da.sqrt((resid ** 2).mean()), "mae": abs(resid).mean()}
+    (values,) = dask.compute(out)
+    return {k: float(v) for k, v in values.items()}
+
+
+def write_predictions(estimator, X, path) -> Path:
+    """Write predictions (and class probabilities when available) to a Zarr store.
+
+    The store is written chunk by chunk into a temporary sibling folder and renamed into
+    place when complete.
+    """
+    import xarray as xr
+
+    data = as_chunked(X, chunk_size=estimator.chunk_size)
+    pred = estimator.predict(data.X)
+    variables = {"prediction": (("sample",), pred)}
+    if hasattr(estimator, "classes_") and hasattr(estimator, "predict_proba"):
+        variables["proba"] = (("sample", "class"), estimator.predict_proba(data.X))
+    coords = {"class": np.asarray(estimator.classes_)} if "proba" in variables else {}
+    ds = xr.Dataset(variables, coords=coords)
+    path = Path(path)
+    with atomic_dir(path) as tmp:
+        ds.to_zarr(str(tmp), mode="w", consolidated=False)
+    return path

@@ -1,0 +1,73 @@
+"""The library's exception hierarchy.
+
+Every error raised on bad user input is an :class:`OocKernelsError` that also subclasses
+the matching built-in (``ValueError``, ``KeyError``, ``FileExistsError`` ...), so callers can
+catch either.  Messages follow one rule: *what is wrong, the offending value, how to fix it*.
+
+Examples
+--------
+>>> from ooc_kernels.exceptions import SchemaError, OocKernelsError
+>>> try:
+...     raise SchemaError("variable 'X' has dims ('a',); expected ('sample', 'feature')")
+... except ValueError as err:
+...     isinstance(err, OocKernelsError)
+True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "OocKernelsError",
+    "ValidationError",
+    "SchemaError",
+    "InvalidDataError",
+    "CatalogError",
+    "UnknownEntryError",
+    "UntrustedCatalogError",
+    "PipelineConfigError",
+    "ModelFormatError",
+    "DatasetExistsError",
+]
+
+
+class OocKernelsError(Exception):
+    """Base class of every error the library raises on purpose."""
+
+
+class ValidationError(OocKernelsError, ValueError):
+    """An argument or input has a wrong value, shape, dtype or type."""
+
+
+class SchemaError(ValidationError):
+    """A dataset does not follow the ``ooc_kernels`` Zarr schema (variables, dims, dtypes, chunks)."""
+
+
+class InvalidDataError(ValidationError):
+    """Values inside a chunk are unusable (NaN/inf, labels outside the declared classes ...)."""
+
+
+class CatalogError(OocKernelsError, ValueError):
+    """An Intake catalog cannot be read or used."""
+
+
+class UnknownEntryError(CatalogError, KeyError):
+    """A catalog has no entry of the requested name."""
+
+    def __str__(self) -> str:  # KeyError would otherwise print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
+class UntrustedCatalogError(CatalogError):
+    """A catalog uses a reader outside the allow-list and was not opened with ``trusted=True``."""
+
+
+class PipelineConfigError(OocKernelsError, ValueError):
+    """A pipeline YAML file is invalid (unknown key, wrong type, missing value)."""
+
+
+class ModelFormatError(OocKernelsError, ValueError):
+    """A saved model is missing, corrupt, or written by an incompatible library version."""
+
+
+class DatasetExistsError(OocKernelsError, FileExistsError):
+    """The output path of a write already exists and overwriting was not asked for."""

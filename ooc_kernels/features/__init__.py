@@ -1,0 +1,38 @@
+"""Kernels and their random feature maps (seed-addressable blocks), feature cache, bandwidth.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.features import block_params, feature_scale, median_heuristic
+>>> W, b = block_params(seed=0, block_id=0, n_features_in=4, block_size=8, bandwidth=1.0)
+>>> W.shape, b.shape, feature_scale(8)
+((4, 8), (8,), 0.5)
+"""
+
+from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.cache import BlockCache, default_cache, set_cache_budget
+from ooc_kernels.features.rbf import (
+    block_cache_key,
+    block_params,
+    feature_scale,
+    philox_normals,
+    philox_uniforms,
+    rbf_kernel,
+    rff_map,
+    stacked_block_params,
+)
+
+__all__ = [
+    "block_params",
+    "stacked_block_params",
+    "feature_scale",
+    "rbf_kernel",
+    "rff_map",
+    "philox_normals",
+    "philox_uniforms",
+    "block_cache_key",
+    "BlockCache",
+    "default_cache",
+    "set_cache_budget",
+    "median_heuristic",
+]

@@ -1,0 +1,202 @@
+"""The round-based chunk engine (DESIGN.md section 5).
+
+One round takes the current state, sends it with ``K`` chunks to ``K`` tasks; each task runs
+``algorithm.chunk_step`` (a numba update) over its chunk and returns a small delta; the deltas
+are tree-reduced with ``algorithm.combine`` in a fixed order, and ``algorithm.apply`` turns
+the reduced delta into the next state.  Only the chunks of the current round are ever read,
+so memory stays at ``K`` chunks plus the model.  The reduction tree has a fixed shape, so the
+result is bit-identical on the synchronous, threaded and distributed schedulers.
+
+An algorithm is any object with four methods (see :class:`ChunkAlgorithm`); the DSG, DSPDC
+and PKAWV solvers plug in here.
+
+Examples
+--------
+A toy algorithm that counts samples and sums them:
+
+>>> import numpy as np
+>>> from ooc_kernels.parallel.chunked import as_chunked
+>>> from ooc_kernels.parallel.engine import run_rounds
+>>> class Sum:
+...     def make_tasks(self, state, info):
+...         return [None] * len(info.chunk_ids)
+...     def chunk_step(self, state, X, y, task):
+...         return X.sum(), len(X)
+...     def combine(self, a, b):
+...         return a[0] + b[0], a[1] + b[1]
+...     def apply(self, state, delta, info):
+...         return (state[0] + delta[0], state[1] + delta[1])
+>>> data = as_chunked(np.ones((10, 2)), chunk_size=3)
+>>> run_rounds(Sum(), (0.0, 0), data, n_epochs=1, chunks_per_round=2, seed=0,
+...            scheduler="sync").state
+(np.float64(20.0), 10)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import dask
+
+from ooc_kernels._progress import progress_bar
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.schedule import plan_epoch
+
+__all__ = ["ChunkAlgorithm", "RoundInfo", "RunResult", "run_rounds", "tree_reduce",
+           "resolve_scheduler"]
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    """Where a round stands: epoch, round index, the chunks it visits and their sizes."""
+
+    epoch: int
+    round: int
+    chunk_ids: tuple[int, ...]
+    chunk_sizes: tuple[int, ...]
+    seed: int
+
+
+class ChunkAlgorithm(Protocol):
+    """What an algorithm provides to the engine.  No Dask inside any of these."""
+
+    def make_tasks(self, state: Any, info: RoundInfo) -> Sequence[Any]:
+        """One small, picklable task description per chunk of the round (in order)."""
+
+    def chunk_step(self, state: Any, X: Any, y: Any, task: Any) -> Any:
+        """Run the update over one chunk; return a small delta.  Runs on a worker."""
+
+    def combine(self, a: Any, b: Any) -> Any:
+        """Merge two deltas (associative; applied in a fixed tree order)."""
+
+    def apply(self, state: Any, delta: Any, info: RoundInfo) -> Any:
+        """The next state from the current one and the round's reduced delta."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Final state and where the run stopped (``epoch``, ``round`` of the next round)."""
+
+    state: Any
+    epoch: int
+    round: int
+    n_rounds: int
+
+
+_SCHEDULER_NAMES = {"sync": "sync", "synchronous": "sync", "single-threaded": "sync",
+                    "threads": "threads", "threading": "threads",
+                    "processes": "processes", "multiprocessing": "processes"}
+
+
+def resolve_scheduler(scheduler: Any) -> Any:
+    """Normalise a scheduler argument for :func:`dask.compute`.
+
+    ``None`` keeps Dask's default (an active ``distributed.Client`` if there is one, else
+    threads); ``"sync"``, ``"threads"``, ``"processes"``; a ``distributed.Client``; or a
+    ``"tcp://host:port"`` address (a client to it must already exist in this process: the
+    command line creates it).
+    """
+    if scheduler is None:
+        return None
+    if isinstance(scheduler, str):
+        if scheduler in _SCHEDULER_NAMES:
+            return _SCHEDULER_NAMES[scheduler]
+        if "://" in scheduler:
+            from distributed import default_client
+
+            try:
+                client = default_client()
+            except ValueError:
+                from distributed import Client
+
+                client = Client(scheduler)
+            return client
+        raise ValidationError(
+            f"unknown scheduler {scheduler!r}; use one of 'sync', 'threads', 'processes', a "
+            "'tcp://host:port' address or a distributed.Client."
+        )
+    return scheduler  # a distributed.Client (or anything dask.compute accepts)
+
+
+def tree_reduce(parts: list, combine: Callable[[Any, Any], Any]) -> Any:
+    """Pairwise reduction of delayed parts in a fixed, balanced tree."""
+    if not parts:
+        raise ValueError("nothing to reduce")
+    level = list(parts)
+    while len(level) > 1:
+        nxt = [dask.delayed(combine, pure=True)(level[i], level[i + 1])
+               for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_epochs: int,
+               chunks_per_round: int = 1, seed: int = 0, shuffle: bool = True,
+               start_epoch: int = 0, start_round: int = 0, scheduler: Any = None,
+               progress: bool | None = None, desc: str = "fit",
+               callback: Callable[[Any, RoundInfo], None] | None = None) -> RunResult:
+    """Run ``n_epochs`` passes over ``data`` in rounds of ``chunks_per_round`` chunks.
+
+    Parameters
+    ----------
+    algorithm : ChunkAlgorithm
+    state : object
+        Initial state (small: it is shipped to every task of a round).
+    data : ChunkedData
+    n_epochs : int
+        Passes over the data; epochs ``start_epoch .. n_epochs - 1`` are run.
+    chunks_per_round : int
+        ``K``: chunks processed in parallel per round.
+    seed : int
+        Root of the chunk order (``shuffle``) and of every task's randomness.
+    start_epoch, start_round : int
+        Where to start (resuming); the chunk plan of an epoch depends only on ``seed``.
+    scheduler : see :func:`resolve_scheduler`.
+    progress : bool or None
+        Show a progress bar over chunks (``None``: only on a terminal).
+    callback : callable, optional
+        ``callback(state, info)`` after each round (checkpoints, diagnostics).
+    """
+    if chunks_per_round < 1:
+        raise ValidationError(
+            f"chunks_per_round must be >= 1, got {chunks_per_round!r}."
+        )
+    sched = resolve_scheduler(scheduler)
+    xd, yd = data.delayed_chunks()
+    sizes = data.chunk_sizes
+    n_rounds = 0
+    epoch, rnd = start_epoch, start_round
+    total = max(n_epochs - start_epoch, 0) * data.n_chunks
+    with progress_bar(total=total, desc=desc, enabled=progress, unit="chunk") as bar:
+        for epoch in range(start_epoch, n_epochs):
+            plan = plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
+                              epoch=epoch, shuffle=shuffle)
+            first = start_round if epoch == start_epoch else 0
+            if first:
+                bar.update(sum(len(r) for r in plan[:first]))
+            for rnd in range(first, len(plan)):
+                chunk_ids = plan[rnd]
+                info = RoundInfo(epoch=epoch, round=rnd, chunk_ids=chunk_ids,
+                                 chunk_sizes=tuple(sizes[c] for c in chunk_ids), seed=seed)
+                tasks = list(algorithm.make_tasks(state, info))
+                state_d = dask.delayed(state, traverse=False)
+                parts = [
+                    dask.delayed(algorithm.chunk_step, pure=True)(
+                        state_d, xd[c], None if yd is None else yd[c], task)
+                    for c, task in zip(chunk_ids, tasks)
+                ]
+                (delta,) = dask.compute(tree_reduce(parts, algorithm.combine),
+                                        scheduler=sched)
+                state = algorithm.apply(state, delta, info)
+                n_rounds += 1
+                bar.update(len(chunk_ids))
+                if callback is not None:
+                    callback(state, info)
+        else:
+            epoch, rnd = n_epochs, 0
+    return RunResult(state=state, epoch=epoch, round=rnd, n_rounds=n_rounds)

@@ -1,0 +1,45 @@
+"""Small random samples of rows drawn from a few chunks (for the median-trick bandwidth).
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.parallel.chunked import as_chunked
+>>> from ooc_kernels.parallel.sampling import sample_rows
+>>> data = as_chunked(np.arange(40.0).reshape(20, 2), chunk_size=5)
+>>> sample_rows(data, n_rows=6, max_chunks=3, seed=0, scheduler="sync").shape
+(6, 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask
+import numpy as np
+
+from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.engine import resolve_scheduler
+
+__all__ = ["sample_rows"]
+
+
+def _take(X, rows):
+    return np.asarray(X)[rows]  # one chunk -> a few rows
+
+
+def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, seed: int = 0,
+                scheduler: Any = None) -> np.ndarray:
+    """Up to ``n_rows`` rows drawn uniformly from up to ``max_chunks`` random chunks.
+
+    Only the chosen chunks are read, one task each; the result is small.
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x5A,)))
+    n_chunks = data.n_chunks
+    chosen = np.sort(rng.choice(n_chunks, size=min(max_chunks, n_chunks), replace=False))
+    sizes = np.array([data.chunk_sizes[c] for c in chosen])
+    per_chunk = np.minimum(sizes, int(np.ceil(n_rows / len(chosen))))
+    xd, _ = data.delayed_chunks()
+    parts = [dask.delayed(_take)(xd[c], np.sort(rng.choice(s, size=k, replace=False)))
+             for c, s, k in zip(chosen, sizes, per_chunk)]
+    rows = dask.compute(*parts, scheduler=resolve_scheduler(scheduler))
+    return np.concatenate(rows)[:n_rows]

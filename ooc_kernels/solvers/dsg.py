@@ -1,0 +1,261 @@
+"""Doubly stochastic functional gradients (Dai et al. 2014) as a chunk algorithm.
+
+The model is a fixed-capacity table of coefficient blocks ``coef[j]`` (``block_size`` x
+``n_outputs``), block ``j`` being the random-feature block regenerated from
+``(feature_seed, j)``.  Global step ``t`` (1-based) uses block ``(t - 1) mod n_blocks``:
+until the capacity ``n_blocks`` is reached every step opens a new block, exactly as
+Algorithm 1 of the paper; past it, steps revisit the oldest blocks in turn and add to their
+coefficients, so the model (and the prediction cost) stops growing.
+
+A chunk task runs the local mini-batch iterations of :func:`ooc_kernels._jit.dsg.dsg_chunk_update`
+and returns a :class:`DSGDelta`: the scalar decay of the old coefficients and the new
+coefficient blocks with their ids.  Deltas of the ``K`` chunks of a round are averaged
+(DESIGN.md section 5): old coefficients are multiplied by the mean decay, new blocks are
+added with weight ``1/K``.  With ``K = 1`` this is the sequential algorithm exactly.
+
+No Dask here: these are pure functions over small frozen objects.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_predict
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
+from ooc_kernels.features.cache import default_cache
+from ooc_kernels.features.rbf import feature_scale, stacked_block_params
+from ooc_kernels.parallel.schedule import task_rng
+
+__all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
+           "step_sizes", "predict_chunk", "encode_targets"]
+
+#: Upper bound on the bytes of random-feature parameters generated at once in prediction.
+_PREDICT_GROUP_BYTES = 32 * 2**20
+
+
+@dataclass(frozen=True)
+class DSGConfig:
+    """Everything a chunk task needs besides the state (hashable, picklable, small)."""
+
+    loss_id: int
+    target: str  # "regression" | "binary" | "ovr" | "softmax"
+    n_outputs: int
+    n_features_in: int
+    block_size: int
+    n_blocks: int
+    bandwidth: float
+    feature_seed: int
+    alpha: float
+    batch_size: int
+    learning_rate: str
+    eta0: float
+    t0: float
+    dtype: str
+    classes: tuple | None = None
+    shuffle: bool = True
+
+
+@dataclass(frozen=True)
+class DSGState:
+    """The model between rounds.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_blocks, block_size, n_outputs), float64
+    n_iter : int
+        Global step counter ``t`` (mini-batch iterations so far, for the step size).
+    n_blocks_seen : int
+        Global block counter: the next step uses block ``n_blocks_seen mod n_blocks``.
+    n_samples_seen : int
+    """
+
+    coef: np.ndarray
+    n_iter: int = 0
+    n_blocks_seen: int = 0
+    n_samples_seen: int = 0
+
+    @property
+    def n_blocks_used(self) -> int:
+        return min(self.n_blocks_seen, self.coef.shape[0])
+
+
+@dataclass(frozen=True)
+class DSGTask:
+    chunk: int
+    epoch: int
+    round: int
+    seed: int
+    block_start: int
+    t_start: int
+
+
+@dataclass(frozen=True)
+class DSGDelta:
+    decay_sum: float
+    count: int
+    block_ids: np.ndarray
+    coefs: np.ndarray
+    max_steps: int
+    n_samples: int
+
+
+def init_state(config: DSGConfig) -> DSGState:
+    """The zero model."""
+    return DSGState(coef=np.zeros((config.n_blocks, config.block_size, config.n_outputs)))
+
+
+def step_sizes(config: DSGConfig, t: np.ndarray) -> np.ndarray:
+    """Step sizes ``gamma_t`` for 1-based global steps ``t``.
+
+    ``"inverse"``: ``eta0 / (t + t0)`` (the paper's ``theta / t`` is ``eta0 = theta, t0 = 0``);
+    ``"constant"``: ``eta0``.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    if config.learning_rate == "constant":
+        return np.full(t.shape, float(config.eta0))
+    return float(config.eta0) / (t + float(config.t0))
+
+
+def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
+    """Targets of one chunk as the (n, n_outputs) matrix the numba losses expect."""
+    dtype = np.dtype(config.dtype)
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if config.target == "regression":
+        yf = y.astype(dtype, copy=False)
+        bad = ~np.isfinite(yf)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InvalidDataError(
+                f"y has a non-finite value ({y[row]!r}) in chunk {chunk}, row {row}; remove "
+                "or impute the invalid targets before fitting."
+            )
+        return yf.reshape(-1, 1)
+    classes = np.asarray(config.classes)
+    idx = np.searchsorted(classes, y)
+    idx_c = np.clip(idx, 0, len(classes) - 1)
+    bad = classes[idx_c] != y
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise InvalidDataError(
+            f"label {y[row]!r} in chunk {chunk}, row {row} is not one of the classes "
+            f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
+            "or the dataset's 'classes' attribute)."
+        )
+    if config.target == "binary":
+        return np.where(idx_c == 1, 1.0, -1.0).astype(dtype).reshape(-1, 1)
+    out = np.zeros((len(y), len(classes)), dtype=dtype)
+    out[np.arange(len(y)), idx_c] = 1.0
+    if config.target == "ovr":
+        out = 2.0 * out - 1.0
+    return out.astype(dtype, copy=False)
+
+
+def _check_finite(X: np.ndarray, chunk: int) -> None:
+    if not np.isfinite(X).all():
+        bad = ~np.isfinite(X)
+        row, col = (int(v) for v in np.argwhere(bad)[0])
+        raise InvalidDataError(
+            f"X has a non-finite value ({X[row, col]!r}) in chunk {chunk}, row {row}, "
+            f"feature {col}; remove or impute invalid values before fitting."
+        )
+
+
+def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarray:
+    """Decision values (n, n_outputs) of the model for one chunk (Algorithm 2).
+
+    Feature blocks are regenerated from their seeds (through the process-wide cache) in
+    groups whose parameters take at most ~32 MiB, so memory is bounded by the chunk.
+    """
+    dtype = np.dtype(config.dtype)
+    X = np.ascontiguousarray(X, dtype=dtype)
+    n_used = state.n_blocks_used
+    F = np.zeros((X.shape[0], config.n_outputs), dtype=dtype)
+    if n_used == 0 or X.shape[0] == 0:
+        return F
+    per_block = config.n_features_in * config.block_size * dtype.itemsize
+    group = max(1, _PREDICT_GROUP_BYTES // max(per_block, 1))
+    scale = feature_scale(config.block_size)
+    cache = default_cache()
+    for lo in range(0, n_used, group):
+        ids = np.arange(lo, min(lo + group, n_used))
+        W, phase = stacked_block_params(config.feature_seed, ids, config.n_features_in,
+                                        config.block_size, config.bandwidth, dtype,
+                                        cache=cache)
+        coef = np.ascontiguousarray(state.coef[ids], dtype=dtype)
+        F += dsg_predict(X, W, phase, coef, scale)
+    return F
+
+
+class DSGAlgorithm:
+    """The DSG chunk algorithm for :func:`ooc_kernels.parallel.engine.run_rounds`."""
+
+    def __init__(self, config: DSGConfig):
+        self.config = config
+
+    def n_steps(self, n_rows: int) -> int:
+        return math.ceil(n_rows / self.config.batch_size)
+
+    def make_tasks(self, state: DSGState, info) -> list[DSGTask]:
+        tasks, offset = [], state.n_blocks_seen
+        for c, size in zip(info.chunk_ids, info.chunk_sizes):
+            tasks.append(DSGTask(chunk=c, epoch=info.epoch, round=info.round, seed=info.seed,
+                                 block_start=offset, t_start=state.n_iter))
+            offset += self.n_steps(size)
+        return tasks
+
+    def chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
+        cfg = self.config
+        dtype = np.dtype(cfg.dtype)
+        X = np.asarray(X)  # one chunk
+        if X.ndim != 2 or X.shape[1] != cfg.n_features_in:
+            raise ValidationError(
+                f"chunk {task.chunk} has shape {X.shape}; expected (n, {cfg.n_features_in})."
+            )
+        X = np.ascontiguousarray(X, dtype=dtype)
+        n = X.shape[0]
+        empty = DSGDelta(decay_sum=1.0, count=1, block_ids=np.zeros(0, np.int64),
+                         coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), max_steps=0,
+                         n_samples=0)
+        if n == 0:
+            return empty
+        _check_finite(X, task.chunk)
+        Y = encode_targets(cfg, y, task.chunk)
+        if cfg.shuffle:
+            order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
+            X, Y = X[order], Y[order]
+        F = predict_chunk(cfg, state, X)
+        m = self.n_steps(n)
+        block_ids = (task.block_start + np.arange(m, dtype=np.int64)) % cfg.n_blocks
+        W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
+                                        cfg.block_size, cfg.bandwidth, dtype,
+                                        cache=default_cache())
+        gammas = step_sizes(cfg, task.t_start + 1 + np.arange(m))
+        new_coef, decay = dsg_chunk_update(X, np.ascontiguousarray(Y), F, W, phase, gammas,
+                                           float(cfg.alpha), int(cfg.batch_size),
+                                           int(cfg.loss_id), feature_scale(cfg.block_size))
+        return DSGDelta(decay_sum=float(decay), count=1, block_ids=block_ids,
+                        coefs=np.asarray(new_coef, dtype=np.float64), max_steps=m,
+                        n_samples=n)
+
+    def combine(self, a: DSGDelta, b: DSGDelta) -> DSGDelta:
+        return DSGDelta(decay_sum=a.decay_sum + b.decay_sum, count=a.count + b.count,
+                        block_ids=np.concatenate([a.block_ids, b.block_ids]),
+                        coefs=np.concatenate([a.coefs, b.coefs]),
+                        max_steps=max(a.max_steps, b.max_steps),
+                        n_samples=a.n_samples + b.n_samples)
+
+    def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
+        if delta.count == 1:
+            coef = state.coef * delta.decay_sum
+            np.add.at(coef, delta.block_ids, delta.coefs)
+        else:
+            coef = state.coef * (delta.decay_sum / delta.count)
+            np.add.at(coef, delta.block_ids, delta.coefs / delta.count)
+        return replace(state, coef=coef, n_iter=state.n_iter + delta.max_steps,
+                       n_blocks_seen=state.n_blocks_seen + len(delta.block_ids),
+                       n_samples_seen=state.n_samples_seen + delta.n_samples)
