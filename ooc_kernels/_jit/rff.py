@@ -25,6 +25,8 @@ import math
 import numba
 import numpy as np
 
+from ooc_kernels.exceptions import ValidationError
+
 __all__ = ["rff_transform", "rff_transform_ref", "cos_affine_inplace", "cos_affine_inplace_ref"]
 
 # 2 pi = _C1 + _C2 + _C3 (Cody-Waite): _C1 has 9 significant bits so k * _C1 is exact.
@@ -109,7 +111,7 @@ def rff_transform(X, W, phase, scale):
     n = X.shape[0]
     r = W.shape[1]
     if W.shape[0] != X.shape[1] or phase.shape[0] != r:
-        raise ValueError("rff_transform: shapes of X (n, d), W (d, r) and phase (r,) do not agree")
+        raise ValidationError("rff_transform: shapes of X (n, d), W (d, r) and phase (r,) do not agree")
     Z = np.empty((n, r), dtype=X.dtype)
     if n == 0 or r == 0:
         return Z

@@ -170,9 +170,17 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
 
     attrs: dict = {}
     if isinstance(X, xr.Dataset):
-        from ooc_kernels.data.schema import validate_dataset
+        from ooc_kernels.data.schema import SCHEMA_VERSION_ATTR, validate_dataset
 
-        ds = validate_dataset(X, require_y=require_y and y is None)
+        ds = X
+        if SCHEMA_VERSION_ATTR in ds.attrs:  # a store of the library's schema: full check
+            validate_dataset(ds, require_y=require_y and y is None)
+        elif "X" not in ds.variables or ds["X"].ndim != 2:
+            found = {str(k): ds[k].dims for k in ds.data_vars}
+            raise SchemaError(
+                f"the Dataset needs a 2-D variable 'X' (sample, feature); found {found}. "
+                "Fix: name the feature matrix 'X' (and the targets 'y')."
+            )
         attrs = dict(ds.attrs)
         Xd = ds["X"].data
         if not isinstance(Xd, da.Array):  # an in-memory Dataset

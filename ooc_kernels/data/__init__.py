@@ -1,0 +1,59 @@
+"""Data layer: the Zarr dataset schema, chunk-by-chunk writers, generators and catalogs.
+
+Examples
+--------
+>>> import os, tempfile
+>>> from ooc_kernels.data import make_dataset, open_zarr_dataset
+>>> p = make_dataset("synthetic_krr_2d", os.path.join(tempfile.mkdtemp(), "k.zarr"), 200,
+...                  chunk_size=50)
+>>> open_zarr_dataset(p).X.shape
+(200, 2)
+"""
+
+from .catalog import (
+    ALLOWED_DATATYPES,
+    ALLOWED_READERS,
+    describe_catalog,
+    entry_path,
+    list_datasets,
+    load_catalog,
+    open_dataset,
+    register_dataset,
+)
+from .generators import (
+    available_generators,
+    digits_source_split,
+    generate_chunk,
+    get_generator,
+    iter_chunks,
+    make_dataset,
+)
+from .schema import (
+    SCHEMA_VERSION,
+    make_attrs,
+    open_zarr_dataset,
+    validate_dataset,
+)
+from .zarr_io import write_chunks
+
+__all__ = [
+    "ALLOWED_DATATYPES",
+    "ALLOWED_READERS",
+    "SCHEMA_VERSION",
+    "available_generators",
+    "describe_catalog",
+    "digits_source_split",
+    "entry_path",
+    "generate_chunk",
+    "get_generator",
+    "iter_chunks",
+    "list_datasets",
+    "load_catalog",
+    "make_attrs",
+    "make_dataset",
+    "open_dataset",
+    "open_zarr_dataset",
+    "register_dataset",
+    "validate_dataset",
+    "write_chunks",
+]

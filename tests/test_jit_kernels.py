@@ -1,0 +1,289 @@
+"""Numba kernels of ``ooc_kernels._jit`` against their numpy twins and against Algorithm 1."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ooc_kernels._jit.dsg import (
+    _tile_rows,
+    dsg_chunk_update,
+    dsg_chunk_update_ref,
+    dsg_predict,
+    dsg_predict_ref,
+)
+from ooc_kernels._jit.losses import loss_gradient, loss_gradient_ref
+from ooc_kernels._jit.rff import cos_affine_inplace, cos_affine_inplace_ref, rff_transform, rff_transform_ref
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.features.rbf import feature_scale, stacked_block_params
+
+DTYPES = [np.float32, np.float64]
+TOL = {np.float32: dict(rtol=1e-4, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-13)}
+LOSS_IDS = [0, 1, 2, 3]
+
+
+def _targets(rng, loss_id, n, C, dtype):
+    if loss_id == 0:
+        Y = rng.normal(size=(n, C))
+    elif loss_id in (1, 2):
+        Y = rng.choice([-1.0, 1.0], size=(n, C))
+    else:
+        Y = np.eye(C)[rng.integers(0, C, n)]
+    return np.ascontiguousarray(Y, dtype=dtype)
+
+
+def _problem(dtype, loss_id, C, n=23, d=5, r=6, b=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = np.ascontiguousarray(rng.normal(size=(n, d)), dtype=dtype)
+    Y = _targets(rng, loss_id, n, C, dtype)
+    m = math.ceil(n / b)
+    W, ph = stacked_block_params(seed + 11, np.arange(m), d, r, 1.3, dtype)
+    F0 = np.ascontiguousarray(0.3 * rng.normal(size=(n, C)), dtype=dtype)
+    gammas = 0.8 / np.sqrt(1.0 + np.arange(m))
+    return X, Y, F0, W, ph, gammas
+
+
+def _close(a, b, dtype):
+    np.testing.assert_allclose(a, b, **TOL[dtype])
+
+
+# ---------------------------------------------------------------------------------------
+# rff / cosine
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 7, 130])
+def test_rff_transform_matches_twin(dtype, n):
+    rng = np.random.default_rng(1)
+    r = 1024  # tile of 64-128 rows: n = 130 spans several tiles with a ragged last one
+    X = np.ascontiguousarray(rng.normal(size=(n, 3)), dtype=dtype)
+    W = np.ascontiguousarray(rng.normal(size=(3, r)), dtype=dtype)
+    ph = rng.uniform(0, 2 * np.pi, r).astype(dtype)
+    Z = rff_transform(X, W, ph, feature_scale(r))
+    assert Z.dtype == dtype and Z.shape == (n, r)
+    _close(Z, rff_transform_ref(X, W, ph, feature_scale(r)), dtype)
+
+
+def test_float32_cosine_accuracy():
+    x = np.linspace(-1000.0, 1000.0, 400_001).astype(np.float32)[None, :]
+    ph = np.zeros(x.shape[1], np.float32)
+    P = x.copy()
+    cos_affine_inplace(P, ph, 1.0)
+    err = np.abs(P.astype(np.float64) - np.cos(x.astype(np.float64)))
+    assert err.max() < 1e-6
+    # phases are added in float32 before the cosine, like the twin
+    ph = np.linspace(0, 2 * np.pi, x.shape[1], dtype=np.float32)
+    P = x.copy()
+    cos_affine_inplace(P, ph, 0.5)
+    Q = x.copy()
+    cos_affine_inplace_ref(Q, ph, 0.5)
+    assert np.abs(P - Q).max() < 1e-6
+
+
+def test_float64_cosine_is_libm():
+    rng = np.random.default_rng(0)
+    x = rng.normal(scale=20, size=(3, 50))
+    ph = rng.uniform(0, 6, 50)
+    P = x.copy()
+    cos_affine_inplace(P, ph, 2.0)
+    np.testing.assert_allclose(P, 2.0 * np.cos(x + ph), rtol=0, atol=1e-15)
+
+
+def test_rff_transform_shape_error():
+    with pytest.raises(ValidationError):
+        rff_transform(np.zeros((2, 3)), np.zeros((4, 2)), np.zeros(2), 1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# losses
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss_id", LOSS_IDS)
+@pytest.mark.parametrize("C", [1, 3])
+def test_loss_gradient_matches_twin(dtype, loss_id, C):
+    rng = np.random.default_rng(loss_id)
+    F = np.ascontiguousarray(3 * rng.normal(size=(40, C)), dtype=dtype)
+    F[0] = 200.0  # large values must stay finite (stable sigmoid / softmax)
+    F[1] = -200.0
+    Y = _targets(rng, loss_id, 40, C, dtype)
+    out = np.empty_like(F)
+    loss_gradient(loss_id, F, Y, out)
+    assert np.isfinite(out).all()
+    _close(out, loss_gradient_ref(loss_id, F, Y).astype(dtype), dtype)
+
+
+def test_loss_gradient_unknown_id():
+    F = np.zeros((2, 1))
+    with pytest.raises(ValidationError, match="unknown loss_id"):
+        loss_gradient(9, F, F, np.empty_like(F))
+    with pytest.raises(ValidationError, match="unknown loss_id"):
+        loss_gradient_ref(9, F, F)
+
+
+def test_hinge_kink_gives_zero():
+    F = np.array([[1.0], [-1.0], [0.999]])
+    Y = np.array([[1.0], [-1.0], [1.0]])
+    out = np.empty_like(F)
+    loss_gradient(1, F, Y, out)
+    assert out.ravel().tolist() == [0.0, 0.0, -1.0]
+
+
+# ---------------------------------------------------------------------------------------
+# dsg_predict
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("C", [1, 3])
+@pytest.mark.parametrize("n,r", [(23, 6), (150, 1024)])
+def test_dsg_predict_matches_twin(dtype, C, n, r):
+    rng = np.random.default_rng(2)
+    X = np.ascontiguousarray(rng.normal(size=(n, 4)), dtype=dtype)
+    W, ph = stacked_block_params(3, [0, 5, 2], 4, r, 0.9, dtype)
+    coef = np.ascontiguousarray(rng.normal(size=(3, r, C)) / r, dtype=dtype)
+    if r == 1024:
+        assert _tile_rows(r, np.dtype(dtype).itemsize) < n  # several row tiles, ragged last
+    F = dsg_predict(X, W, ph, coef, feature_scale(r))
+    assert F.dtype == dtype and F.shape == (n, C)
+    _close(F, dsg_predict_ref(X, W, ph, coef, feature_scale(r)), dtype)
+
+
+def test_dsg_predict_empty_model_and_errors():
+    X = np.zeros((4, 2))
+    F = dsg_predict(X, np.zeros((0, 2, 3)), np.zeros((0, 3)), np.zeros((0, 3, 2)), 1.0)
+    assert F.shape == (4, 2) and not F.any()
+    with pytest.raises(ValidationError):
+        dsg_predict(X, np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 3, 2)), 1.0)
+    with pytest.raises(ValidationError):
+        dsg_predict(X, np.zeros((1, 2, 3)), np.zeros((1, 3)), np.zeros((2, 3, 2)), 1.0)
+
+
+# ---------------------------------------------------------------------------------------
+# dsg_chunk_update vs twin
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss_id", LOSS_IDS)
+@pytest.mark.parametrize("C", [1, 3])
+def test_chunk_update_matches_twin(dtype, loss_id, C):
+    if loss_id == 3 and C == 1:
+        C = 2  # softmax with one class has a zero gradient; use two
+    X, Y, F0, W, ph, gammas = _problem(dtype, loss_id, C)  # n = 23, b = 4: last batch has 3 rows
+    r = W.shape[2]
+    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
+    coef_ref, decay_ref = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
+    assert coef.dtype == dtype and coef.shape == (6, r, C)
+    assert np.abs(coef).max() > 1e-3  # the test data produce real updates
+    _close(coef, coef_ref, dtype)
+    assert decay == pytest.approx(decay_ref, rel=1e-15)
+    assert decay == pytest.approx(np.prod(1 - 0.1 * gammas), rel=1e-15)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_chunk_update_many_tiles_matches_twin(dtype):
+    # r = 1024 gives tiles of 64 (float64) / 128 (float32) rows; b = 32 with n = 150
+    X, Y, F0, W, ph, gammas = _problem(dtype, 2, 2, n=150, d=3, r=1024, b=32, seed=4)
+    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.05, 32, 2, feature_scale(1024))
+    coef_ref, decay_ref = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.05, 32, 2, feature_scale(1024))
+    _close(coef, coef_ref, dtype)
+
+
+def test_chunk_update_zero_factor_wipes_older_blocks():
+    # gamma_s * alpha = 1 at step 2: blocks 0, 1 and the model's past are wiped exactly
+    X, Y, F0, W, ph, _ = _problem(np.float64, 0, 1, n=20, b=4)
+    gammas = np.array([0.5, 0.5, 2.0, 0.5, 0.5])
+    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.5, 4, 0, feature_scale(6))
+    coef_ref, _ = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.5, 4, 0, feature_scale(6))
+    assert decay == 0.0
+    assert not coef[:2].any() and coef[2:].any()
+    _close(coef, coef_ref, np.float64)
+
+
+def test_chunk_update_returns_progressive_predictions_in_F():
+    X, Y, F0, W, ph, gammas = _problem(np.float64, 0, 2)
+    F = F0.copy()
+    coef, _ = dsg_chunk_update(X, Y, F, W, ph, gammas, 0.1, 4, 0, feature_scale(6))
+    # batch s of F holds the model after steps 0..s-1: recompute for the last batch
+    s = 5
+    coef_prefix, decay_prefix = dsg_chunk_update_ref(
+        X[:20], Y[:20], F0[:20], W[:s], ph[:s], gammas[:s], 0.1, 4, 0, feature_scale(6)
+    )
+    expect = F0[20:] * decay_prefix + dsg_predict_ref(X[20:], W[:s], ph[:s], coef_prefix, feature_scale(6))
+    np.testing.assert_allclose(F[20:], expect, rtol=1e-12, atol=1e-13)
+
+
+def test_chunk_update_shape_errors():
+    X, Y, F0, W, ph, gammas = _problem(np.float64, 0, 1)
+    sc = feature_scale(6)
+    with pytest.raises(ValidationError, match="ceil"):
+        dsg_chunk_update(X, Y, F0, W[:3], ph[:3], gammas[:3], 0.1, 4, 0, sc)
+    with pytest.raises(ValidationError, match="gammas"):
+        dsg_chunk_update(X, Y, F0, W, ph, gammas[:2], 0.1, 4, 0, sc)
+    with pytest.raises(ValidationError, match="agree"):
+        dsg_chunk_update(X, Y[:5], F0, W, ph, gammas, 0.1, 4, 0, sc)
+    with pytest.raises(ValidationError, match="batch_size"):
+        dsg_chunk_update(X, Y, F0, W, ph, gammas, 0.1, 0, 0, sc)
+
+
+# ---------------------------------------------------------------------------------------
+# Algorithm 1 / 2 of the paper, transcribed literally (batch 1, one feature per block)
+# ---------------------------------------------------------------------------------------
+def _phi(x, w, b):
+    return math.sqrt(2.0) * math.cos(float(np.dot(w, x)) + b)
+
+
+def _algorithm1(X, Y, omegas, phases, gammas, nu, loss_id, alphas=None, omegas_old=(), phases_old=()):
+    """Algorithm 1 on the rows of X; ``alphas`` (list of C-vectors) continues an older model."""
+    alphas = [] if alphas is None else alphas
+    all_w = list(omegas_old)
+    all_b = list(phases_old)
+    preds = []
+    for i in range(X.shape[0]):
+        # step 4: f(x_i) = Predict(x_i, {alpha_j}), Algorithm 2
+        f = np.zeros(Y.shape[1])
+        for a, w, b in zip(alphas, all_w, all_b):
+            f = f + a * _phi(X[i], w, b)
+        preds.append(f)
+        g = loss_gradient_ref(loss_id, f[None, :], Y[i][None, :])[0]
+        new = -gammas[i] * g * _phi(X[i], omegas[i], phases[i])  # step 5
+        alphas = [(1.0 - gammas[i] * nu) * a for a in alphas]  # step 6
+        alphas.append(new)
+        all_w.append(omegas[i])
+        all_b.append(phases[i])
+    return alphas, np.array(preds)
+
+
+@pytest.mark.parametrize("loss_id,C", [(0, 1), (1, 1), (2, 1), (2, 3), (3, 3)])
+def test_batch1_block1_equals_algorithm1(loss_id, C):
+    rng = np.random.default_rng(10 + loss_id)
+    n, d = 25, 3
+    X = rng.normal(size=(n, d))
+    Y = _targets(rng, loss_id, n, C, np.float64)
+    W, ph = stacked_block_params(99, np.arange(n), d, 1, 1.0, np.float64)
+    theta, nu = 2.0, 0.1
+    gammas = theta / np.arange(1, n + 1)
+    F = np.zeros((n, C))
+    coef, decay = dsg_chunk_update(X, Y, F, W, ph, gammas, nu, 1, loss_id, feature_scale(1))
+    alphas, preds = _algorithm1(X, Y, W[:, :, 0], ph[:, 0], gammas, nu, loss_id)
+    np.testing.assert_allclose(coef[:, 0, :], np.array(alphas), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(F, preds, rtol=1e-12, atol=1e-12)  # progressive predictions
+    # Algorithm 2 on fresh points equals dsg_predict
+    Xt = rng.normal(size=(6, d))
+    f_alg2 = np.array([[sum(a[c] * _phi(x, w, b) for a, w, b in zip(alphas, W[:, :, 0], ph[:, 0]))
+                        for c in range(C)] for x in Xt])
+    np.testing.assert_allclose(dsg_predict(Xt, W, ph, coef, feature_scale(1)), f_alg2, rtol=1e-12, atol=1e-12)
+
+
+def test_two_chunks_with_caller_rule_equal_algorithm1():
+    """Old coefficients times ``decay`` plus the new blocks = Algorithm 1 over both chunks."""
+    rng = np.random.default_rng(3)
+    n1, n2, d, C = 12, 9, 4, 1
+    X = rng.normal(size=(n1 + n2, d))
+    Y = _targets(rng, 2, n1 + n2, C, np.float64)
+    W, ph = stacked_block_params(5, np.arange(n1 + n2), d, 1, 1.5, np.float64)
+    gammas = 1.0 / (1.0 + 0.3 * np.arange(n1 + n2))
+    nu, sc = 0.2, feature_scale(1)
+    coef1, _ = dsg_chunk_update(X[:n1], Y[:n1], np.zeros((n1, C)), W[:n1], ph[:n1], gammas[:n1], nu, 1, 2, sc)
+    F2 = dsg_predict(X[n1:], W[:n1], ph[:n1], coef1, sc)
+    coef2, decay2 = dsg_chunk_update(X[n1:], Y[n1:], F2, W[n1:], ph[n1:], gammas[n1:], nu, 1, 2, sc)
+    model = np.concatenate([coef1 * decay2, coef2])
+    alphas, _ = _algorithm1(X, Y, W[:, :, 0], ph[:, 0], gammas, nu, 2)
+    np.testing.assert_allclose(model[:, 0, :], np.array(alphas), rtol=1e-12, atol=1e-12)
