@@ -32,6 +32,10 @@ def _y_index(y, classes):
     return np.clip(idx, 0, len(classes) - 1)
 
 
+def _take_true(proba, idx):
+    return proba[np.arange(len(idx)), idx[:, 0]]  # one chunk: probability of the true class
+
+
 def evaluate(estimator, X, y=None) -> dict:
     """Metrics of a fitted estimator on ``X`` (any accepted input), in one pass.
 
@@ -45,9 +49,8 @@ def evaluate(estimator, X, y=None) -> dict:
         out = {"accuracy": (estimator.predict(Xd) == yd).astype(np.float64).mean()}
         if hasattr(estimator, "predict_proba"):
             proba = estimator.predict_proba(Xd)
-            yi = yd.map_blocks(_y_index, classes, dtype=np.intp)
-            p_true = da.map_blocks(lambda p, i: p[np.arange(len(i)), i], proba, yi,
-                                   drop_axis=1, dtype=np.float64)
+            yi = yd.map_blocks(_y_index, classes, dtype=np.intp)[:, None]
+            p_true = da.map_blocks(_take_true, proba, yi, drop_axis=1, dtype=np.float64)
             out["log_loss"] = -da.log(da.clip(p_true, 1e-15, 1.0)).mean()
     else:
         pred = estimator.predict(Xd).astype(np.float64)
@@ -77,5 +80,5 @@ def write_predictions(estimator, X, path) -> Path:
     ds = xr.Dataset(variables, coords=coords)
     path = Path(path)
     with atomic_dir(path) as tmp:
-        ds.to_zarr(str(tmp), mode="w", consolidated=False)
+        ds.to_zarr(str(tmp), mode="w", consolidated=True)
     return path
