@@ -22,6 +22,7 @@ import dask.array as da
 import numpy as np
 
 from ooc_kernels._atomic import atomic_dir
+from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.parallel.chunked import as_chunked
 
 __all__ = ["evaluate", "write_predictions"]
@@ -80,5 +81,6 @@ def write_predictions(estimator, X, path) -> Path:
     ds = xr.Dataset(variables, coords=coords)
     path = Path(path)
     with atomic_dir(path) as tmp:
-        ds.to_zarr(str(tmp), mode="w", consolidated=True)
+        ds.to_zarr(str(tmp), mode="w", consolidated=False)
+        consolidate(tmp)
     return path

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._atomic import replace_dir
 from .._progress import progress_bar
 from ..exceptions import DatasetExistsError, ValidationError
 from .schema import FEATURE_DIM, SAMPLE_DIM, X_NAME, Y_NAME
@@ -195,34 +196,23 @@ def _write_store(tmp: Path, chunks, *, n_samples, n_features, chunk_size, y_dtyp
             "pass the number of samples it actually yields"
         )
     group.attrs.update(attrs)
+    consolidate(tmp)
+
+
+def consolidate(path: str | os.PathLike) -> None:
+    """Write consolidated metadata so ``xr.open_zarr(path)`` opens the store in one read."""
+    import zarr
+
     with warnings.catch_warnings():
         # zarr warns that consolidated metadata is not in the v3 spec yet; xarray uses it
         warnings.simplefilter("ignore")
-        zarr.consolidate_metadata(str(tmp))
+        zarr.consolidate_metadata(str(path))
 
 
 def _move_into_place(tmp: Path, target: Path, *, overwrite: bool) -> None:
-    if not (target.exists() or target.is_symlink()):
-        try:
-            os.rename(tmp, target)
-            return
-        except OSError:
-            if not target.exists():
-                raise
-        # somebody created target meanwhile: fall through to the overwrite logic
-    if not overwrite:
+    if not overwrite and (target.exists() or target.is_symlink()):
         raise DatasetExistsError(
             f"dataset path {str(target)!r} appeared while writing; pass overwrite=True to "
             "replace it"
         )
-    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:12]}"
-    os.rename(target, old)
-    try:
-        os.rename(tmp, target)
-    except BaseException:
-        os.rename(old, target)  # put the previous dataset back
-        raise
-    if old.is_dir() and not old.is_symlink():
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        old.unlink(missing_ok=True)
+    replace_dir(tmp, target)

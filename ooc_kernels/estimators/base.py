@@ -14,7 +14,6 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 from ooc_kernels.estimators._validation import check_float, check_int, check_option
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
-from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData, as_chunked, is_lazy_input
 from ooc_kernels.parallel.engine import resolve_scheduler, run_rounds
 from ooc_kernels.parallel.sampling import sample_rows

@@ -20,7 +20,6 @@ import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels.estimators.base import BaseDSG
 from ooc_kernels.exceptions import ValidationError
