@@ -56,7 +56,7 @@ def _close(a, b, dtype):
 @pytest.mark.parametrize("n", [1, 7, 130])
 def test_rff_transform_matches_twin(dtype, n):
     rng = np.random.default_rng(1)
-    r = 1024  # tile of 64-128 rows: n = 130 spans several tiles with a ragged last one
+    r = 8192  # tiles of 64 rows: n = 130 spans three tiles, the last one ragged
     X = np.ascontiguousarray(rng.normal(size=(n, 3)), dtype=dtype)
     W = np.ascontiguousarray(rng.normal(size=(3, r)), dtype=dtype)
     ph = rng.uniform(0, 2 * np.pi, r).astype(dtype)
@@ -134,13 +134,13 @@ def test_hinge_kink_gives_zero():
 # ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("C", [1, 3])
-@pytest.mark.parametrize("n,r", [(23, 6), (150, 1024)])
+@pytest.mark.parametrize("n,r", [(23, 6), (150, 8192)])
 def test_dsg_predict_matches_twin(dtype, C, n, r):
     rng = np.random.default_rng(2)
     X = np.ascontiguousarray(rng.normal(size=(n, 4)), dtype=dtype)
     W, ph = stacked_block_params(3, [0, 5, 2], 4, r, 0.9, dtype)
     coef = np.ascontiguousarray(rng.normal(size=(3, r, C)) / r, dtype=dtype)
-    if r == 1024:
+    if r == 8192:
         assert _tile_rows(r, np.dtype(dtype).itemsize) < n  # several row tiles, ragged last
     F = dsg_predict(X, W, ph, coef, feature_scale(r))
     assert F.dtype == dtype and F.shape == (n, C)
@@ -179,10 +179,12 @@ def test_chunk_update_matches_twin(dtype, loss_id, C):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_chunk_update_many_tiles_matches_twin(dtype):
-    # r = 1024 gives tiles of 64 (float64) / 128 (float32) rows; b = 32 with n = 150
-    X, Y, F0, W, ph, gammas = _problem(dtype, 2, 2, n=150, d=3, r=1024, b=32, seed=4)
-    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.05, 32, 2, feature_scale(1024))
-    coef_ref, decay_ref = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.05, 32, 2, feature_scale(1024))
+    # r = 8192 gives tiles of 64 rows; b = 40 with n = 150: ragged batches and tiles
+    r = 8192
+    assert _tile_rows(r, np.dtype(dtype).itemsize) < 110
+    X, Y, F0, W, ph, gammas = _problem(dtype, 2, 2, n=150, d=3, r=r, b=40, seed=4)
+    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.05, 40, 2, feature_scale(r))
+    coef_ref, decay_ref = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.05, 40, 2, feature_scale(r))
     _close(coef, coef_ref, dtype)
 
 
@@ -287,3 +289,37 @@ def test_two_chunks_with_caller_rule_equal_algorithm1():
     model = np.concatenate([coef1 * decay2, coef2])
     alphas, _ = _algorithm1(X, Y, W[:, :, 0], ph[:, 0], gammas, nu, 2)
     np.testing.assert_allclose(model[:, 0, :], np.array(alphas), rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# compilation flags and threads
+# ---------------------------------------------------------------------------------------
+def test_every_kernel_is_cached_and_nogil():
+    import numba
+
+    import ooc_kernels._jit.dsg as dsg_mod
+    import ooc_kernels._jit.losses as losses_mod
+    import ooc_kernels._jit.rff as rff_mod
+
+    kernels = [
+        obj
+        for mod in (dsg_mod, losses_mod, rff_mod)
+        for obj in vars(mod).values()
+        if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.py_func.__module__ == mod.__name__
+    ]
+    assert len(kernels) >= 6
+    for k in kernels:
+        assert k.targetoptions.get("nogil") is True, k
+        assert type(k._cache).__name__ == "FunctionCache", k
+
+
+def test_chunk_update_in_two_threads_gives_same_result():
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, Y, F0, W, ph, gammas = _problem(np.float32, 3, 3, n=200, d=8, r=64, b=16, seed=6)
+    args = (W, ph, gammas, 0.01, 16, 3, feature_scale(64))
+    expect = dsg_chunk_update(X, Y, F0.copy(), *args)[0]
+    with ThreadPoolExecutor(2) as ex:
+        results = list(ex.map(lambda _: dsg_chunk_update(X, Y, F0.copy(), *args)[0], range(4)))
+    for res in results:
+        np.testing.assert_allclose(res, expect, rtol=1e-6, atol=1e-7)

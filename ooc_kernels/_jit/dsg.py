@@ -37,8 +37,9 @@ from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["dsg_predict", "dsg_predict_ref", "dsg_chunk_update", "dsg_chunk_update_ref"]
 
-#: Bytes of the feature tile ``(rows, r)`` evaluated at once (fits in L2 with the X tile).
-_TILE_BYTES = 1 << 19
+#: Bytes of the feature tile ``(rows, r)`` evaluated at once (2 MiB: best of 0.5/1/2/4 MiB on a
+#: 2-core Zen 5 for d = 256, r = 256..1024; see docs/algorithms/dsg_kernels.md).
+_TILE_BYTES = 1 << 21
 _MIN_TILE_ROWS = 64
 
 

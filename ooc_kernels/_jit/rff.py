@@ -115,8 +115,8 @@ def rff_transform(X, W, phase, scale):
     Z = np.empty((n, r), dtype=X.dtype)
     if n == 0 or r == 0:
         return Z
-    # row tiles of ~512 KiB so the cosine pass reads the GEMM output from cache
-    tile = max(64, (1 << 19) // (r * X.itemsize))
+    # row tiles of ~2 MiB so the cosine pass reads the GEMM output from cache
+    tile = max(64, (1 << 21) // (r * X.itemsize))
     for start in range(0, n, tile):
         stop = min(start + tile, n)
         Zt = Z[start:stop]
