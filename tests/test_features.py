@@ -71,7 +71,7 @@ def test_box_muller_normals_distribution():
 
 
 def test_phases_uniform():
-    W, b = block_params(7, 0, 1, 50_000, 1.0)
+    _, b = block_params(7, 0, 1, 50_000, 1.0)
     assert b.min() >= 0.0 and b.max() < 2 * np.pi
     assert stats.kstest(b / (2 * np.pi), "uniform").pvalue > 1e-3
     u = philox_uniforms(7, 0, 10, skip=5)
@@ -146,19 +146,19 @@ def test_cache_key_distinguishes_everything():
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(seed=-1), "seed"),
-        (dict(seed=2**64), "seed"),
-        (dict(seed=1.5), "seed"),
-        (dict(block_id=-3), "block_id"),
-        (dict(block_size=0), "block_size"),
-        (dict(n_features_in=0), "n_features_in"),
-        (dict(bandwidth=0.0), "bandwidth"),
-        (dict(bandwidth=float("nan")), "bandwidth"),
-        (dict(dtype=np.int32), "dtype"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**64}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"block_id": -3}, "block_id"),
+        ({"block_size": 0}, "block_size"),
+        ({"n_features_in": 0}, "n_features_in"),
+        ({"bandwidth": 0.0}, "bandwidth"),
+        ({"bandwidth": float("nan")}, "bandwidth"),
+        ({"dtype": np.int32}, "dtype"),
     ],
 )
 def test_block_params_validation(kwargs, match):
-    args = dict(seed=0, block_id=0, n_features_in=2, block_size=3, bandwidth=1.0)
+    args = {"seed": 0, "block_id": 0, "n_features_in": 2, "block_size": 3, "bandwidth": 1.0}
     args.update(kwargs)
     with pytest.raises(ValidationError, match=match):
         block_params(**args)
@@ -350,8 +350,8 @@ def test_median_heuristic_subsample():
         (np.zeros((1, 3)), {}, "at least 2 points"),
         (np.ones((10, 3)), {}, "identical"),
         (np.array([[0.0], [np.nan], [1.0]]), {}, "NaN"),
-        (np.eye(3), dict(multiplier=0.0), "multiplier"),
-        (np.eye(3), dict(max_points=1), "max_points"),
+        (np.eye(3), {"multiplier": 0.0}, "multiplier"),
+        (np.eye(3), {"max_points": 1}, "max_points"),
         (np.zeros((2, 2, 2)), {}, "2-D"),
     ],
 )

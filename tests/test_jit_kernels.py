@@ -15,12 +15,17 @@ from ooc_kernels._jit.dsg import (
     dsg_predict_ref,
 )
 from ooc_kernels._jit.losses import loss_gradient, loss_gradient_ref
-from ooc_kernels._jit.rff import cos_affine_inplace, cos_affine_inplace_ref, rff_transform, rff_transform_ref
+from ooc_kernels._jit.rff import (
+    cos_affine_inplace,
+    cos_affine_inplace_ref,
+    rff_transform,
+    rff_transform_ref,
+)
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.rbf import feature_scale, stacked_block_params
 
 DTYPES = [np.float32, np.float64]
-TOL = {np.float32: dict(rtol=1e-4, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-13)}
+TOL = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-12, "atol": 1e-13}}
 LOSS_IDS = [0, 1, 2, 3]
 
 
@@ -183,8 +188,8 @@ def test_chunk_update_many_tiles_matches_twin(dtype):
     r = 8192
     assert _tile_rows(r, np.dtype(dtype).itemsize) < 110
     X, Y, F0, W, ph, gammas = _problem(dtype, 2, 2, n=150, d=3, r=r, b=40, seed=4)
-    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.05, 40, 2, feature_scale(r))
-    coef_ref, decay_ref = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.05, 40, 2, feature_scale(r))
+    coef, _ = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.05, 40, 2, feature_scale(r))
+    coef_ref, _ = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.05, 40, 2, feature_scale(r))
     _close(coef, coef_ref, dtype)
 
 
@@ -202,7 +207,7 @@ def test_chunk_update_zero_factor_wipes_older_blocks():
 def test_chunk_update_returns_progressive_predictions_in_F():
     X, Y, F0, W, ph, gammas = _problem(np.float64, 0, 2)
     F = F0.copy()
-    coef, _ = dsg_chunk_update(X, Y, F, W, ph, gammas, 0.1, 4, 0, feature_scale(6))
+    dsg_chunk_update(X, Y, F, W, ph, gammas, 0.1, 4, 0, feature_scale(6))
     # batch s of F holds the model after steps 0..s-1: recompute for the last batch
     s = 5
     coef_prefix, decay_prefix = dsg_chunk_update_ref(
@@ -263,7 +268,7 @@ def test_batch1_block1_equals_algorithm1(loss_id, C):
     theta, nu = 2.0, 0.1
     gammas = theta / np.arange(1, n + 1)
     F = np.zeros((n, C))
-    coef, decay = dsg_chunk_update(X, Y, F, W, ph, gammas, nu, 1, loss_id, feature_scale(1))
+    coef, _ = dsg_chunk_update(X, Y, F, W, ph, gammas, nu, 1, loss_id, feature_scale(1))
     alphas, preds = _algorithm1(X, Y, W[:, :, 0], ph[:, 0], gammas, nu, loss_id)
     np.testing.assert_allclose(coef[:, 0, :], np.array(alphas), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(F, preds, rtol=1e-12, atol=1e-12)  # progressive predictions

@@ -54,7 +54,7 @@ def test_unknown_loss_lists_valid_names():
 
 
 def test_register_refuses_duplicates_and_bad_entries():
-    grad = lambda F, Y, p: F - Y  # noqa: E731
+    grad = lambda F, Y, p: F - Y
     with pytest.raises(ValidationError, match="already registered"):
         register_loss(Loss("squared", 50, "regression", "none", _value=grad, _gradient=grad))
     with pytest.raises(ValidationError, match="loss_id"):
@@ -93,7 +93,7 @@ def test_numba_matches_numpy(name, C, dtype):
     Y = _targets(name, rng, 50, C).astype(dtype)
     out = np.empty_like(F)
     loss_gradient(loss.loss_id, F, Y, out, loss.param)
-    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-14)
+    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-14}
     np.testing.assert_allclose(out, loss.gradient(F, Y), **tol)
 
 

@@ -35,7 +35,7 @@ from ooc_kernels._jit.losses import loss_gradient, loss_gradient_ref
 from ooc_kernels._jit.rff import cos_affine_inplace
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["dsg_predict", "dsg_predict_ref", "dsg_chunk_update", "dsg_chunk_update_ref"]
+__all__ = ["dsg_chunk_update", "dsg_chunk_update_ref", "dsg_predict", "dsg_predict_ref"]
 
 #: Bytes of the feature tile ``(rows, r)`` evaluated at once (2 MiB: best of 0.5/1/2/4 MiB on a
 #: 2-core Zen 5 for d = 256, r = 256..1024; see docs/algorithms/dsg_kernels.md).

@@ -27,7 +27,7 @@ import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["rff_transform", "rff_transform_ref", "cos_affine_inplace", "cos_affine_inplace_ref"]
+__all__ = ["cos_affine_inplace", "cos_affine_inplace_ref", "rff_transform", "rff_transform_ref"]
 
 # 2 pi = _C1 + _C2 + _C3 (Cody-Waite): _C1 has 9 significant bits so k * _C1 is exact.
 _INV_2PI = np.float32(1.0 / (2.0 * math.pi))

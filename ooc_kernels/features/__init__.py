@@ -23,16 +23,16 @@ from ooc_kernels.features.rbf import (
 )
 
 __all__ = [
+    "BlockCache",
+    "block_cache_key",
     "block_params",
-    "stacked_block_params",
+    "default_cache",
     "feature_scale",
-    "rbf_kernel",
-    "rff_map",
+    "median_heuristic",
     "philox_normals",
     "philox_uniforms",
-    "block_cache_key",
-    "BlockCache",
-    "default_cache",
+    "rbf_kernel",
+    "rff_map",
     "set_cache_budget",
-    "median_heuristic",
+    "stacked_block_params",
 ]

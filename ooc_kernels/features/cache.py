@@ -35,7 +35,7 @@ import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["BlockCache", "default_cache", "set_cache_budget", "CACHE_ENV_VAR"]
+__all__ = ["CACHE_ENV_VAR", "BlockCache", "default_cache", "set_cache_budget"]
 
 #: Environment variable holding the default cache budget in MiB.
 CACHE_ENV_VAR = "OOC_KERNELS_FEATURE_CACHE_MB"

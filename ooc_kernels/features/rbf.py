@@ -46,14 +46,14 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.cache import BlockCache
 
 __all__ = [
+    "block_cache_key",
     "block_params",
-    "stacked_block_params",
     "feature_scale",
+    "philox_normals",
+    "philox_uniforms",
     "rbf_kernel",
     "rff_map",
-    "philox_uniforms",
-    "philox_normals",
-    "block_cache_key",
+    "stacked_block_params",
 ]
 
 _TWO_PI = 2.0 * math.pi
@@ -311,7 +311,7 @@ def stacked_block_params(
         if params is None:
             if cache is not None:
                 key = block_cache_key(seed, bid, d, r, bw, dt)
-                params = cache.get_or_create(key, lambda: _generate_block(seed, bid, d, r, bw, dt))
+                params = cache.get_or_create(key, lambda bid=bid: _generate_block(seed, bid, d, r, bw, dt))
             else:
                 params = _generate_block(seed, bid, d, r, bw, dt)
             local[bid] = params

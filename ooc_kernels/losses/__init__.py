@@ -23,12 +23,12 @@ from ooc_kernels.losses.registry import (
 )
 
 __all__ = [
-    "Loss",
-    "get_loss",
-    "register_loss",
-    "available_losses",
-    "LOSS_SQUARED",
     "LOSS_HINGE",
     "LOSS_LOGISTIC",
     "LOSS_SOFTMAX",
+    "LOSS_SQUARED",
+    "Loss",
+    "available_losses",
+    "get_loss",
+    "register_loss",
 ]

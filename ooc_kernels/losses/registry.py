@@ -43,14 +43,14 @@ import numpy as np
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = [
-    "Loss",
-    "get_loss",
-    "register_loss",
-    "available_losses",
-    "LOSS_SQUARED",
     "LOSS_HINGE",
     "LOSS_LOGISTIC",
     "LOSS_SOFTMAX",
+    "LOSS_SQUARED",
+    "Loss",
+    "available_losses",
+    "get_loss",
+    "register_loss",
 ]
 
 #: Integer ids understood by :func:`ooc_kernels._jit.losses.loss_gradient`.
