@@ -19,26 +19,11 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from scipy.spatial.distance import pdist
 
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["median_heuristic"]
-
-
-def _pairwise_distances_upper(X: np.ndarray) -> np.ndarray:
-    """Euclidean distances of all pairs ``i < j`` (row-major order, like ``pdist``), float64."""
-    sq = (X * X).sum(axis=1)
-    G = X @ X.T
-    D2 = sq[:, None] + sq[None, :] - 2.0 * G
-    iu = np.triu_indices(X.shape[0], k=1)
-    d2 = D2[iu]
-    # the Gram form loses accuracy for nearly equal points: recompute small ones directly
-    small = d2 < 1e-8 * (sq[iu[0]] + sq[iu[1]] + 1e-300)
-    if small.any():
-        diff = X[iu[0][small]] - X[iu[1][small]]
-        d2[small] = (diff * diff).sum(axis=1)
-    np.maximum(d2, 0.0, out=d2)
-    return np.sqrt(d2)
 
 
 def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=None) -> float:
@@ -105,7 +90,9 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
     X = np.asarray(X, dtype=np.float64)
     if not np.isfinite(X).all():
         raise ValidationError("sample contains NaN or inf; clean the data before the median heuristic")
-    med = float(np.median(_pairwise_distances_upper(X)))
+    # pdist computes each distance directly (no n x n Gram matrix): memory is the n(n-1)/2
+    # distances only, and the median partitions them in place.
+    med = float(np.median(pdist(X), overwrite_input=True))
     if med == 0.0:
         raise ValidationError(
             f"median pairwise distance is 0 over {X.shape[0]} sampled points: all sampled points "
