@@ -172,10 +172,11 @@ def main():
                      "chunk_update_seconds": t_upd, "predict_seconds": t_pred}
     out["hot_loop"] = hot
 
-    # End-to-end fit (the quickstart's settings), rows/s and peak memory.
-    params = dict(loss="logistic", median_multiplier=0.5, n_features=16384, block_size=256,
-                  batch_size=256, n_epochs=6, eta0=10000.0, t0=1000.0, random_state=0,
-                  scheduler="threads", progress=False)
+    # End-to-end fit with the quickstart pipeline's settings: rows/s and peak memory.
+    from ooc_kernels.pipeline import load_pipeline
+
+    spec, _ = load_pipeline(Path(__file__).parents[1] / "pipelines" / "quickstart.yaml")
+    params = dict(spec.model.params, scheduler="threads", progress=False)
     fits = []
     for _ in range(args.repeats):
         with PeakRSS() as mem:
@@ -197,7 +198,7 @@ def main():
     out["sklearn"] = [
         sklearn_equal_time(digits, digits_test, seconds=fit_s, bandwidth=clf.bandwidth_,
                            n_components=nc, sub_batch=1000)
-        for nc in (16384, 2048)
+        for nc in sorted({params['n_features'], 2048})
     ]
     text = json.dumps(out, indent=2)
     print(text)

@@ -109,3 +109,24 @@ def test_integer_theta_nu_wipes_early_coefficients():
     coef = reg.coef_[:, 0, 0]
     assert coef[0] == 0.0            # (1 - gamma_2 nu) = 1 - (4/2)(0.5) = 0
     assert np.all(coef[1:] != 0.0)
+
+
+def test_past_the_feature_budget_every_coefficient_is_updated():
+    """Batch 1, block 1, K = 1, n_features = 10 < steps: Algorithm 1 for the first 10 steps,
+    then each step uses all 10 features: alpha_j <- (1 - g nu) alpha_j - g/10 l' phi_j(x)."""
+    X, _ = _data(n=15)
+    y = np.cos(X[:, 0]) - X[:, 2]
+    eta0, t0, nu, m, n_steps = 1.2, 1.0, 0.05, 10, 30
+    reg = ok.DSGRegressor(bandwidth=1.1, alpha=nu, n_features=m, block_size=1, batch_size=1,
+                          n_epochs=2, shuffle=False, eta0=eta0, t0=t0, chunk_size=4,
+                          random_state=2, scheduler="sync").fit(X, y)
+    alphas, _, _, _ = algorithm1(X, y, loss="squared", seed=reg.feature_seed_, bandwidth=1.1,
+                                 n_steps=m, eta0=eta0, t0=t0, nu=nu)
+    Wb = [block_params(reg.feature_seed_, j, 3, 1, 1.1, np.float64) for j in range(m)]
+    for i in range(m, n_steps):
+        x, target = X[i % len(X)], y[i % len(X)]
+        phi = np.array([np.sqrt(2.0) * np.cos(x @ W[:, 0] + b[0]) for W, b in Wb])
+        gamma = eta0 / (i + 1 + t0)
+        alphas = (1.0 - gamma * nu) * alphas - gamma / m * (phi @ alphas - target) * phi
+    np.testing.assert_allclose(reg.coef_[:, 0, 0], alphas, rtol=0, atol=1e-10)
+    assert reg.n_blocks_seen_ == m and reg.n_iter_ == n_steps

@@ -87,10 +87,35 @@ def test_k_chunks_are_averaged_as_documented():
     for d in (d0, d1):
         for bid, c in zip(d.block_ids, d.coefs):
             expected[bid] += c / 2
-    assert list(d1.block_ids) == [(state.n_blocks_seen + 2 + s) % 16 for s in range(2)]
+    assert list(d1.block_ids) == [state.n_blocks_seen + 2 + s for s in range(2)]
     got = alg.apply(state, alg.combine(d0, d1), info)
     np.testing.assert_allclose(got.coef, expected, rtol=0, atol=1e-14)
     assert got.n_iter == state.n_iter + 2 and got.n_blocks_seen == state.n_blocks_seen + 4
+
+
+def test_round_crossing_the_feature_budget_averages_linearly():
+    """K=2 where the second task reaches the budget: its delta is its whole local model."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 3))
+    y = np.sin(X[:, 0])
+    params = dict(bandwidth=1.0, alpha=0.01, n_features=24, block_size=4, batch_size=5,
+                  shuffle=False, random_state=0, scheduler="sync", chunk_size=10)
+    reg = ok.DSGRegressor(n_epochs=1, chunks_per_round=2, **params).fit(X[:20], y[:20])
+    alg = DSGAlgorithm(reg._config)
+    state = reg._state                                 # 4 of the 6 blocks are open
+    assert state.n_blocks_seen == 4
+    info = RoundInfo(epoch=1, round=0, chunk_ids=(0, 1), chunk_sizes=(10, 10),
+                     seed=reg._data_seed)
+    t0, t1 = alg.make_tasks(state, info)
+    d0 = alg.chunk_step(state, X[20:30], y[20:30], t0)   # opens blocks 4, 5: growth only
+    d1 = alg.chunk_step(state, X[30:40], y[30:40], t1)   # budget already reached: full phase
+    assert d0.dense is None and list(d0.block_ids) == [4, 5]
+    assert d1.dense is not None and d1.decay_sum == 0.0 and len(d1.block_ids) == 0
+    local0 = state.coef * d0.decay_sum
+    local0[[4, 5]] += d0.coefs
+    got = alg.apply(state, alg.combine(d0, d1), info)
+    np.testing.assert_allclose(got.coef, (local0 + d1.dense) / 2, rtol=0, atol=1e-14)
+    assert got.n_blocks_seen == 6
 
 
 def _fit(scheduler):

@@ -11,6 +11,8 @@ from ooc_kernels._jit.dsg import (
     _tile_rows,
     dsg_chunk_update,
     dsg_chunk_update_ref,
+    dsg_full_update,
+    dsg_full_update_ref,
     dsg_predict,
     dsg_predict_ref,
 )
@@ -294,6 +296,47 @@ def test_two_chunks_with_caller_rule_equal_algorithm1():
     model = np.concatenate([coef1 * decay2, coef2])
     alphas, _ = _algorithm1(X, Y, W[:, :, 0], ph[:, 0], gammas, nu, 2)
     np.testing.assert_allclose(model[:, 0, :], np.array(alphas), rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# dsg_full_update (all blocks updated: the capped phase) vs twin
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss_id", LOSS_IDS)
+@pytest.mark.parametrize("C", [1, 3])
+@pytest.mark.parametrize("keep_features", [True, False])
+def test_full_update_matches_twin(dtype, loss_id, C, keep_features):
+    if loss_id == 3 and C == 1:
+        C = 2
+    rng = np.random.default_rng(loss_id + 10 * C)
+    n, d, r, m, b = 23, 5, 6, 4, 4                       # ragged: the last batch has 3 rows
+    X = np.ascontiguousarray(rng.normal(size=(n, d)), dtype=dtype)
+    Y = _targets(rng, loss_id, n, C, dtype)
+    W, ph = stacked_block_params(3, np.arange(m), d, r, 1.1, dtype)
+    coef = np.ascontiguousarray(0.2 * rng.normal(size=(m, r, C)), dtype=dtype)
+    gammas = 0.9 / np.sqrt(1.0 + np.arange(math.ceil(n / b)))
+    budget = 1 << 30 if keep_features else 0           # 0: recompute features for the gradient
+    got = dsg_full_update(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r), 0.0,
+                          budget)
+    ref = dsg_full_update_ref(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r))
+    assert got.dtype == dtype and got.shape == coef.shape
+    assert np.abs(got - coef).max() > 1e-3             # the steps changed the model
+    _close(got, ref, dtype)
+
+
+def test_full_update_step_is_the_averaged_kernel_gradient():
+    """One step of batch 1, r = 1: alpha_j <- (1 - g nu) alpha_j - g/m l'(f(x)) phi_j(x)."""
+    rng = np.random.default_rng(0)
+    m, d = 5, 3
+    X = rng.normal(size=(1, d))
+    Y = np.array([[0.7]])
+    W, ph = stacked_block_params(9, np.arange(m), d, 1, 1.0, np.float64)
+    coef = rng.normal(size=(m, 1, 1))
+    phi = np.sqrt(2.0) * np.cos(X[0] @ W[:, :, 0].T + ph[:, 0])      # phi_j(x), j = 1..m
+    f = float(phi @ coef[:, 0, 0])
+    expected = (1 - 0.3 * 0.2) * coef[:, 0, 0] - 0.3 / m * (f - 0.7) * phi
+    got = dsg_full_update(X, Y, W, ph, coef, np.array([0.3]), 0.2, 1, 0, np.sqrt(2.0))
+    np.testing.assert_allclose(got[:, 0, 0], expected, rtol=0, atol=1e-14)
 
 
 # ---------------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ from ooc_kernels._jit.losses import loss_gradient, loss_gradient_ref
 from ooc_kernels._jit.rff import cos_affine_inplace
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["dsg_chunk_update", "dsg_chunk_update_ref", "dsg_predict", "dsg_predict_ref"]
+__all__ = ["dsg_chunk_update", "dsg_chunk_update_ref", "dsg_full_update", "dsg_full_update_ref",
+           "dsg_predict", "dsg_predict_ref"]
 
 #: Bytes of the feature tile ``(rows, r)`` evaluated at once (2 MiB: best of 0.5/1/2/4 MiB on a
 #: 2-core Zen 5 for d = 256, r = 256..1024; see docs/algorithms/dsg_kernels.md).
@@ -271,3 +272,118 @@ def dsg_chunk_update_ref(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, 
     if m == 0:
         return np.zeros((0, W.shape[2], Y.shape[1]), dtype=dt), 1.0
     return np.stack(coefs), decay
+
+
+#: Bytes of the per-batch feature buffer of :func:`dsg_full_update` (all blocks of one
+#: batch).  Past it, the features are recomputed for the gradient instead of kept.
+_FULL_BUFFER_BYTES = 64 * 2**20
+
+
+@numba.njit(cache=True, nogil=True)
+def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, scale,
+                    loss_param=0.0, max_buffer_bytes=_FULL_BUFFER_BYTES):
+    """Mini-batch steps that update every block of a full model (the capped phase).
+
+    Once a model holds its ``m`` blocks, a step estimates the kernel with all of them,
+    ``k(x, x') ~ (1/m) sum_j z_j(x) . z_j(x')``, instead of one new block: the functional
+    gradient keeps its expectation (so step sizes keep their meaning) and every coefficient
+    is updated.
+
+    Parameters
+    ----------
+    X : ndarray (n, d), C-contiguous
+        Rows in visiting order.
+    Y : ndarray (n, C)
+        Encoded targets.
+    W : ndarray (m, d, r), phase : ndarray (m, r)
+        All feature blocks of the model.
+    coef : ndarray (m, r, C), X's dtype
+        The model before this chunk (not modified).
+    gammas : ndarray (s,) float64
+        Step sizes of the ``s = ceil(n / batch_size)`` steps.
+    alpha, batch_size, loss_id, scale, loss_param
+        As in :func:`dsg_chunk_update`.
+    max_buffer_bytes : int
+        The features of one batch for all blocks are kept for the gradient when they fit in
+        this many bytes, and recomputed otherwise.
+
+    Returns
+    -------
+    coef : ndarray (m, r, C), X's dtype
+        The model after the steps.  Step ``s`` with batch ``B`` (``nb`` rows):
+        ``G = l'(f(X[B]), Y[B])``; every coefficient times ``1 - gammas[s] alpha``; then
+        ``coef[j] -= gammas[s] / (nb m) * z_j(X[B])^T G`` for every block ``j``.
+        Twin: :func:`dsg_full_update_ref`.
+    """
+    n, d = X.shape
+    C = Y.shape[1]
+    m = W.shape[0]
+    r = W.shape[2]
+    b = batch_size
+    if b < 1:
+        raise ValidationError("dsg_full_update: batch_size must be >= 1")
+    steps = (n + b - 1) // b
+    if gammas.shape[0] != steps:
+        raise ValidationError("dsg_full_update: gammas must have ceil(n / batch_size) entries")
+    if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
+        raise ValidationError("dsg_full_update: W must be (m, d, r) and phase (m, r)")
+    if coef.shape[0] != m or coef.shape[1] != r or Y.shape[0] != n:
+        raise ValidationError("dsg_full_update: coef must be (m, r, C), Y (n, C)")
+    out = coef.copy()
+    if n == 0 or m == 0:
+        return out
+    nbmax = min(b, n)
+    keep = m * nbmax * r * X.itemsize <= max_buffer_bytes
+    Zall = np.empty((m if keep else 1, nbmax, r), dtype=X.dtype)
+    Fb = np.empty((nbmax, C), dtype=X.dtype)
+    acc = np.empty((nbmax, C), dtype=X.dtype)
+    G = np.empty((nbmax, C), dtype=X.dtype)
+    delta = np.empty((r, C), dtype=X.dtype)
+    for s in range(steps):
+        lo = s * b
+        hi = min(lo + b, n)
+        nb = hi - lo
+        Xb = X[lo:hi]
+        Fs = Fb[:nb]
+        Fs[:, :] = 0.0
+        At = acc[:nb]
+        for j in range(m):
+            Zj = Zall[j if keep else 0, :nb]
+            np.dot(Xb, W[j], Zj)
+            cos_affine_inplace(Zj, phase[j], scale)
+            np.dot(Zj, out[j], At)
+            Fs += At
+        Gs = G[:nb]
+        loss_gradient(loss_id, Fs, Y[lo:hi], Gs, loss_param)
+        factor = X.dtype.type(1.0 - gammas[s] * alpha)
+        step = X.dtype.type(-gammas[s] / (nb * m))
+        for j in range(m):
+            Zj = Zall[j if keep else 0, :nb]
+            if not keep:
+                np.dot(Xb, W[j], Zj)
+                cos_affine_inplace(Zj, phase[j], scale)
+            np.dot(Zj.T, Gs, delta)
+            for k in range(r):
+                for c in range(C):
+                    out[j, k, c] = out[j, k, c] * factor + step * delta[k, c]
+    return out
+
+
+def dsg_full_update_ref(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, scale,
+                        loss_param=0.0, max_buffer_bytes=None):
+    """Numpy twin of :func:`dsg_full_update`: the literal step over all blocks."""
+    X = np.asarray(X)
+    dt = X.dtype
+    n, m = X.shape[0], W.shape[0]
+    b = int(batch_size)
+    out = np.array(coef, dtype=dt, copy=True)
+    for s in range(math.ceil(n / b)):
+        rows = slice(s * b, min((s + 1) * b, n))
+        nb = rows.stop - rows.start
+        Z = [_features_ref(X[rows], W[j], phase[j], scale) for j in range(m)]
+        f = sum(Z[j] @ out[j] for j in range(m))
+        grad = loss_gradient_ref(loss_id, f, Y[rows], loss_param).astype(dt)
+        factor = 1.0 - gammas[s] * alpha
+        out = np.stack([(out[j] * factor - gammas[s] / (nb * m) * (Z[j].T @ grad)).astype(dt)
+                        for j in range(m)])
+    return out

@@ -40,8 +40,9 @@ _PARAMS_DOC = """
         coefficients by ``1 - gamma_t * alpha``.
     n_features : int, default=4096
         How many random features the model may hold (a multiple of ``block_size``).  Each
-        step adds a block of ``block_size`` features until the model holds ``n_features``;
-        later steps revisit the oldest blocks in turn, so prediction cost stops growing.
+        step adds a block of ``block_size`` new features (Algorithm 1) until the model holds
+        ``n_features``; from then on each step estimates the kernel with all the blocks and
+        updates every coefficient, so the prediction cost stops growing.
     block_size : int, default=256
         Random features per block (one block per mini-batch step).
     batch_size : int, default=256
@@ -50,7 +51,10 @@ _PARAMS_DOC = """
         Passes over the data in :meth:`fit`.
     learning_rate : {"inverse", "constant"}, default="inverse"
         ``"inverse"``: ``gamma_t = eta0 / (t + t0)`` (the paper's ``theta / t`` with
-        ``t0 = 0``); ``"constant"``: ``gamma_t = eta0``.  ``t`` counts steps.
+        ``t0 = 0``); ``"constant"``: ``gamma_t = eta0``.  ``t`` counts steps.  ``gamma_t``
+        multiplies the gradient averaged over the batch, so with large batches much larger
+        values than the default (about 1 at first) often train faster; the quickstart uses
+        ``eta0=2e5, t0=1e3`` with ``batch_size=256``.
     eta0 : float, default=100.0
     t0 : float, default=100.0
     chunks_per_round : int, default=1

@@ -1,17 +1,24 @@
 """Doubly stochastic functional gradients (Dai et al. 2014) as a chunk algorithm.
 
-The model is a fixed-capacity table of coefficient blocks ``coef[j]`` (``block_size`` x
-``n_outputs``), block ``j`` being the random-feature block regenerated from
-``(feature_seed, j)``.  Global step ``t`` (1-based) uses block ``(t - 1) mod n_blocks``:
-until the capacity ``n_blocks`` is reached every step opens a new block, exactly as
-Algorithm 1 of the paper; past it, steps revisit the oldest blocks in turn and add to their
-coefficients, so the model (and the prediction cost) stops growing.
+The model is a table of ``n_blocks = n_features / block_size`` coefficient blocks
+``coef[j]`` (``block_size`` x ``n_outputs``), block ``j`` being the random-feature block
+regenerated from ``(feature_seed, j)``.
 
-A chunk task runs the local mini-batch iterations of :func:`ooc_kernels._jit.dsg.dsg_chunk_update`
-and returns a :class:`DSGDelta`: the scalar decay of the old coefficients and the new
-coefficient blocks with their ids.  Deltas of the ``K`` chunks of a round are averaged
-(DESIGN.md section 5): old coefficients are multiplied by the mean decay, new blocks are
-added with weight ``1/K``.  With ``K = 1`` this is the sequential algorithm exactly.
+* **Growth phase** (Algorithm 1): while the model holds fewer than ``n_blocks`` blocks, every
+  mini-batch step opens the next block, whose coefficient is the step's gradient, and decays
+  all older ones (:func:`ooc_kernels._jit.dsg.dsg_chunk_update`).
+* **Full phase**: once all blocks are open, a step estimates the kernel with all of them,
+  ``(1/n_blocks) sum_j z_j(x) z_j(x')`` (same expectation as one block, so the step size keeps
+  its meaning), and updates every coefficient (:func:`ooc_kernels._jit.dsg.dsg_full_update`).
+  The prediction cost stops growing at ``n_features``.
+
+A chunk task returns a :class:`DSGDelta` describing its local model as
+``state.coef * decay + (new blocks at their ids) + dense``: pure growth gives a scalar decay
+and the new blocks (small); a task that reached the full phase gives ``decay = 0`` and its
+whole local model as ``dense``.  That description is linear, so averaging the ``K`` local
+models of a round (DESIGN.md section 5: old coefficients times the mean decay, new blocks
+added with weight ``1/K``) is a sum of deltas divided by ``K``.  With ``K = 1`` this is the
+sequential algorithm exactly.
 
 No Dask here: these are pure functions over small frozen objects.
 """
@@ -23,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_predict
+from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_full_update, dsg_predict
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.rbf import feature_scale, stacked_block_params
@@ -68,7 +75,7 @@ class DSGState:
     n_iter : int
         Global step counter ``t`` (mini-batch iterations so far, for the step size).
     n_blocks_seen : int
-        Global block counter: the next step uses block ``n_blocks_seen mod n_blocks``.
+        Blocks opened so far (at most ``n_blocks``); the next growth step opens this one.
     n_samples_seen : int
     """
 
@@ -94,12 +101,16 @@ class DSGTask:
 
 @dataclass(frozen=True)
 class DSGDelta:
+    """Sum over ``count`` tasks of local models ``coef * decay + blocks + dense``."""
+
     decay_sum: float
     count: int
     block_ids: np.ndarray
     coefs: np.ndarray
+    dense: np.ndarray | None
     max_steps: int
     n_samples: int
+    n_new_blocks: int
 
 
 def init_state(config: DSGConfig) -> DSGState:
@@ -218,44 +229,78 @@ class DSGAlgorithm:
             )
         X = np.ascontiguousarray(X, dtype=dtype)
         n = X.shape[0]
-        empty = DSGDelta(decay_sum=1.0, count=1, block_ids=np.zeros(0, np.int64),
-                         coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), max_steps=0,
-                         n_samples=0)
         if n == 0:
-            return empty
+            return DSGDelta(decay_sum=1.0, count=1, block_ids=np.zeros(0, np.int64),
+                            coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=None,
+                            max_steps=0, n_samples=0, n_new_blocks=0)
         _check_finite(X, task.chunk)
         Y = encode_targets(cfg, y, task.chunk)
         if cfg.shuffle:
             order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
             X, Y = X[order], Y[order]
-        F = predict_chunk(cfg, state, X)
+        Y = np.ascontiguousarray(Y)
         m = self.n_steps(n)
-        block_ids = (task.block_start + np.arange(m, dtype=np.int64)) % cfg.n_blocks
-        W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
-                                        cfg.block_size, cfg.bandwidth, dtype,
-                                        cache=default_cache())
         gammas = step_sizes(cfg, task.t_start + 1 + np.arange(m))
-        new_coef, decay = dsg_chunk_update(X, np.ascontiguousarray(Y), F, W, phase, gammas,
-                                           float(cfg.alpha), int(cfg.batch_size),
-                                           int(cfg.loss_id), feature_scale(cfg.block_size))
-        return DSGDelta(decay_sum=float(decay), count=1, block_ids=block_ids,
-                        coefs=np.asarray(new_coef, dtype=np.float64), max_steps=m,
-                        n_samples=n)
+        scale = feature_scale(cfg.block_size)
+        cache = default_cache()
+        g = int(min(m, max(0, cfg.n_blocks - task.block_start)))  # growth steps
+        block_ids = task.block_start + np.arange(g, dtype=np.int64)
+        decay, new_coef = 1.0, np.zeros((0, cfg.block_size, cfg.n_outputs))
+        if g:
+            rows = min(n, g * cfg.batch_size)
+            F = predict_chunk(cfg, state, X[:rows])
+            W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
+                                            cfg.block_size, cfg.bandwidth, dtype, cache=cache)
+            new, decay = dsg_chunk_update(X[:rows], Y[:rows], F, W, phase, gammas[:g],
+                                          float(cfg.alpha), int(cfg.batch_size),
+                                          int(cfg.loss_id), scale)
+            new_coef = np.asarray(new, dtype=np.float64)
+        if g == m:
+            return DSGDelta(decay_sum=float(decay), count=1, block_ids=block_ids,
+                            coefs=new_coef, dense=None, max_steps=m, n_samples=n,
+                            n_new_blocks=g)
+        # Full phase for the remaining rows, from the local model reached so far.
+        local = state.coef * decay
+        np.add.at(local, block_ids, new_coef)
+        rows = g * cfg.batch_size
+        W, phase = stacked_block_params(cfg.feature_seed, np.arange(cfg.n_blocks),
+                                        cfg.n_features_in, cfg.block_size, cfg.bandwidth,
+                                        dtype, cache=cache)
+        after = dsg_full_update(X[rows:], Y[rows:], W, phase, local.astype(dtype), gammas[g:],
+                                float(cfg.alpha), int(cfg.batch_size), int(cfg.loss_id),
+                                scale)
+        return DSGDelta(decay_sum=0.0, count=1, block_ids=np.zeros(0, np.int64),
+                        coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)),
+                        dense=np.asarray(after, dtype=np.float64), max_steps=m, n_samples=n,
+                        n_new_blocks=g)
 
     def combine(self, a: DSGDelta, b: DSGDelta) -> DSGDelta:
+        if a.dense is None:
+            dense = b.dense
+        elif b.dense is None:
+            dense = a.dense
+        else:
+            dense = a.dense + b.dense
         return DSGDelta(decay_sum=a.decay_sum + b.decay_sum, count=a.count + b.count,
                         block_ids=np.concatenate([a.block_ids, b.block_ids]),
-                        coefs=np.concatenate([a.coefs, b.coefs]),
+                        coefs=np.concatenate([a.coefs, b.coefs]), dense=dense,
                         max_steps=max(a.max_steps, b.max_steps),
-                        n_samples=a.n_samples + b.n_samples)
+                        n_samples=a.n_samples + b.n_samples,
+                        n_new_blocks=a.n_new_blocks + b.n_new_blocks)
 
     def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
-        if delta.count == 1:
+        k = delta.count
+        if k == 1:
             coef = state.coef * delta.decay_sum
             np.add.at(coef, delta.block_ids, delta.coefs)
+            if delta.dense is not None:
+                coef += delta.dense
         else:
-            coef = state.coef * (delta.decay_sum / delta.count)
-            np.add.at(coef, delta.block_ids, delta.coefs / delta.count)
+            coef = state.coef * (delta.decay_sum / k)
+            np.add.at(coef, delta.block_ids, delta.coefs / k)
+            if delta.dense is not None:
+                coef += delta.dense / k
         return replace(state, coef=coef, n_iter=state.n_iter + delta.max_steps,
-                       n_blocks_seen=state.n_blocks_seen + len(delta.block_ids),
+                       n_blocks_seen=min(state.n_blocks_seen + delta.n_new_blocks,
+                                         self.config.n_blocks),
                        n_samples_seen=state.n_samples_seen + delta.n_samples)
