@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
 from ooc_kernels.estimators._validation import check_float, check_int, check_option
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.parallel.chunked import ChunkedData, as_chunked, is_lazy_input
 from ooc_kernels.parallel.engine import resolve_scheduler, run_rounds
@@ -24,6 +24,16 @@ __all__ = ["BaseDSG"]
 
 _KERNELS = ("rbf",)
 _LEARNING_RATES = ("inverse", "constant")
+
+
+def _sklearn_validated(func, *args, **kwargs):
+    """scikit-learn's input validation, its ValueErrors re-raised as ValidationError."""
+    try:
+        return func(*args, **kwargs)
+    except ValidationError:
+        raise
+    except ValueError as err:
+        raise ValidationError(str(err)) from err
 
 
 def _predict_block(X, model):
@@ -104,8 +114,9 @@ class BaseDSG(BaseEstimator):
                     f"expecting {self.n_features_in_} features as input."
                 )
             return data
-        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             y_numeric=not self._is_classifier, multi_output=False)
+        X, y = _sklearn_validated(validate_data, self, X, y, reset=reset,
+                                  dtype=[np.float64, np.float32],
+                                  y_numeric=not self._is_classifier, multi_output=False)
         return as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
 
     def _chunked_predict_input(self, X) -> tuple[ChunkedData, bool]:
@@ -118,7 +129,8 @@ class BaseDSG(BaseEstimator):
                     f"expecting {self.n_features_in_} features as input."
                 )
             return data, True
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = _sklearn_validated(validate_data, self, X, reset=False,
+                               dtype=[np.float64, np.float32])
         return as_chunked(X, chunk_size=self.chunk_size), False
 
     # ------------------------------------------------------------------ model setup
@@ -136,8 +148,17 @@ class BaseDSG(BaseEstimator):
                     f"bandwidth='median' needs at least 2 samples, got {data.n_samples} "
                     "sample; pass a numeric bandwidth or more data."
                 )
-            sample = sample_rows(data, n_rows=2000, max_chunks=8, seed=derive_seed(seed, 3),
-                                 scheduler=self.scheduler)
+            sample, chunk_of, row_of = sample_rows(data, n_rows=2000, max_chunks=8,
+                                                   seed=derive_seed(seed, 3),
+                                                   scheduler=self.scheduler, return_index=True)
+            bad = ~np.isfinite(sample).all(axis=1)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InvalidDataError(
+                    f"X has a non-finite value in chunk {int(chunk_of[i])}, row "
+                    f"{int(row_of[i])} (found while estimating the median bandwidth); remove "
+                    "or impute invalid values before fitting."
+                )
             bandwidth = median_heuristic(sample, params["median_multiplier"],
                                          random_state=derive_seed(seed, 4) % 2**32)
         else:

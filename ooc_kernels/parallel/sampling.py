@@ -28,10 +28,11 @@ def _take(X, rows):
 
 
 def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, seed: int = 0,
-                scheduler: Any = None) -> np.ndarray:
+                scheduler: Any = None, return_index: bool = False):
     """Up to ``n_rows`` rows drawn uniformly from up to ``max_chunks`` random chunks.
 
-    Only the chosen chunks are read, one task each; the result is small.
+    Only the chosen chunks are read, one task each; the result is small.  With
+    ``return_index``, also returns the chunk and the row inside the chunk of every sampled row.
     """
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x5A,)))
     n_chunks = data.n_chunks
@@ -39,7 +40,10 @@ def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, s
     sizes = np.array([data.chunk_sizes[c] for c in chosen])
     per_chunk = np.minimum(sizes, int(np.ceil(n_rows / len(chosen))))
     xd, _ = data.delayed_chunks()
-    parts = [dask.delayed(_take)(xd[c], np.sort(rng.choice(s, size=k, replace=False)))
-             for c, s, k in zip(chosen, sizes, per_chunk)]
-    rows = dask.compute(*parts, scheduler=resolve_scheduler(scheduler))
-    return np.concatenate(rows)[:n_rows]
+    picks = [np.sort(rng.choice(s, size=k, replace=False)) for s, k in zip(sizes, per_chunk)]
+    parts = [dask.delayed(_take)(xd[c], p) for c, p in zip(chosen, picks)]
+    rows = np.concatenate(dask.compute(*parts, scheduler=resolve_scheduler(scheduler)))[:n_rows]
+    if not return_index:
+        return rows
+    chunk_of = np.concatenate([np.full(len(p), c) for c, p in zip(chosen, picks)])[:n_rows]
+    return rows, chunk_of, np.concatenate(picks)[:n_rows]

@@ -142,7 +142,7 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise InvalidDataError(
-                f"y has a non-finite value ({y[row]!r}) in chunk {chunk}, row {row}; remove "
+                f"y has a non-finite value ({y[row].item()!r}) in chunk {chunk}, row {row}; remove "
                 "or impute the invalid targets before fitting."
             )
         return yf.reshape(-1, 1)
@@ -153,7 +153,7 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise InvalidDataError(
-            f"label {y[row]!r} in chunk {chunk}, row {row} is not one of the classes "
+            f"label {np.asarray(y[row]).item()!r} in chunk {chunk}, row {row} is not one of the classes "
             f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
             "or the dataset's 'classes' attribute)."
         )
@@ -171,7 +171,7 @@ def _check_finite(X: np.ndarray, chunk: int) -> None:
         bad = ~np.isfinite(X)
         row, col = (int(v) for v in np.argwhere(bad)[0])
         raise InvalidDataError(
-            f"X has a non-finite value ({X[row, col]!r}) in chunk {chunk}, row {row}, "
+            f"X has a non-finite value ({X[row, col].item()!r}) in chunk {chunk}, row {row}, "
             f"feature {col}; remove or impute invalid values before fitting."
         )
 

@@ -1,0 +1,195 @@
+"""DSG estimators: every accepted input, partial_fit, probabilities, lazy outputs, errors."""
+
+import dask.array as da
+import numpy as np
+import pytest
+import xarray as xr
+from scipy.spatial.distance import pdist
+
+import ooc_kernels as ok
+from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
+from ooc_kernels.features.cache import default_cache, set_cache_budget
+
+SMALL = dict(n_features=512, block_size=64, batch_size=16, n_epochs=3, random_state=0,
+             scheduler="sync")
+
+
+def _xor(n=300, d=3, seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)).astype(dtype)
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    return X, y
+
+
+def test_numpy_dask_and_dataset_inputs_give_the_same_model():
+    X, y = _xor(dtype=np.float32)
+    params = dict(SMALL, n_epochs=10)
+    ref = ok.DSGClassifier(chunk_size=100, **params).fit(X, y)
+    lazy = ok.DSGClassifier(**params).fit(da.from_array(X, chunks=(100, 3)),
+                                          da.from_array(y, chunks=100))
+    ds = xr.Dataset({"X": (("sample", "feature"), X), "y": (("sample",), y)}).chunk(
+        {"sample": 100})
+    from_ds = ok.DSGClassifier(**params).fit(ds)
+    for other in (lazy, from_ds):
+        assert np.array_equal(ref.coef_, other.coef_)
+    assert ref.score(X, y) > 0.85
+
+
+def test_catalog_entry_and_intake_reader_inputs(tmp_path):
+    from ooc_kernels.data.catalog import load_catalog, register_dataset
+
+    store = ok.make_dataset("nonlinear_binary", tmp_path / "nb.zarr", 400, chunk_size=100,
+                            n_features=4, progress=False)
+    register_dataset(tmp_path / "cat.yaml", "nb", store)
+    ds = ok.open_dataset(tmp_path / "cat.yaml", "nb")
+    a = ok.DSGClassifier(**SMALL).fit(ds)
+    reader = load_catalog(tmp_path / "cat.yaml")["nb"]          # an Intake reader
+    b = ok.DSGClassifier(**SMALL).fit(reader)
+    assert np.array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.classes_, [0, 1])           # from the store's attrs
+
+
+def test_lazy_inputs_give_lazy_outputs_equal_to_eager():
+    X, y = _xor()
+    clf = ok.DSGClassifier(**SMALL).fit(X, y)
+    Xd = da.from_array(X, chunks=(70, 3))
+    for method in ("predict", "predict_proba", "decision_function"):
+        lazy = getattr(clf, method)(Xd)
+        assert isinstance(lazy, da.Array)
+        np.testing.assert_allclose(lazy.compute(), getattr(clf, method)(X), rtol=1e-12)
+    assert clf.score(Xd, da.from_array(y, chunks=70)) == pytest.approx(clf.score(X, y))
+
+
+@pytest.mark.parametrize("loss", ["logistic", "softmax"])
+def test_predict_proba_is_a_distribution_consistent_with_predict(loss):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(240, 2))
+    y = np.digitize(X[:, 0], [-0.5, 0.5])                    # three classes
+    clf = ok.DSGClassifier(loss=loss, **SMALL).fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.shape == (240, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X))
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), proba, rtol=1e-12)
+
+
+def test_hinge_has_no_predict_proba_and_one_vs_rest_outputs():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 2))
+    y = np.digitize(X[:, 1], [0.0])
+    clf = ok.DSGClassifier(loss="hinge", **SMALL).fit(X, np.where(y, "b", "a"))
+    assert not hasattr(clf, "predict_proba")
+    assert set(clf.predict(X)) <= {"a", "b"} and clf.decision_function(X).shape == (200,)
+
+
+def test_partial_fit_epochs_equal_fit_epochs():
+    X, y = _xor()
+    params = dict(SMALL, n_epochs=2)
+    full = ok.DSGClassifier(**params).fit(X, y)
+    inc = ok.DSGClassifier(**params)
+    inc.partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
+    assert np.array_equal(full.coef_, inc.coef_) and inc.n_iter_ == full.n_iter_
+
+
+def test_partial_fit_errors():
+    X, y = _xor()
+    clf = ok.DSGClassifier(**SMALL).partial_fit(X, y, classes=[0, 1, 2])
+    with pytest.raises(ValidationError, match=r"classes=\[0, 1\] differs"):
+        clf.partial_fit(X, y, classes=[0, 1])
+    with pytest.raises(ValidationError, match="X has 2 features, but DSGClassifier is expecting 3"):
+        clf.partial_fit(X[:, :2], y)
+
+
+@pytest.mark.parametrize("bandwidth, match", [
+    (1.0, r"chunk 2, row 17, feature 1"),                        # found by the chunk task
+    ("median", r"chunk 2, row 17 \(found while estimating the median bandwidth\)"),
+])
+def test_invalid_values_in_a_lazy_chunk_name_the_chunk_and_row(bandwidth, match):
+    X, y = _xor(n=300)
+    X[217, 1] = np.nan
+    with pytest.raises(InvalidDataError, match=match):
+        ok.DSGClassifier(**dict(SMALL, shuffle=False, bandwidth=bandwidth)).fit(
+            da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100))
+
+
+def test_label_outside_declared_classes_in_a_chunk():
+    X, y = _xor(n=200)
+    y[150] = 7
+    with pytest.raises(InvalidDataError, match=r"label 7 in chunk 1, row 50"):
+        ok.DSGClassifier(**dict(SMALL, shuffle=False)).partial_fit(
+            da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100), classes=[0, 1])
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(n_features=100, block_size=64), r"n_features=100 is not a multiple of block_size=64"),
+    (dict(loss="squared"), r"loss='squared' is not supported"),
+    (dict(kernel="laplacian"), r"kernel='laplacian' is not supported"),
+    (dict(bandwidth=-1.0), r"bandwidth must be > 0.0"),
+    (dict(batch_size=0), r"batch_size must be >= 1"),
+    (dict(learning_rate="optimal"), r"learning_rate='optimal'"),
+    (dict(scheduler="gpu"), r"unknown scheduler 'gpu'"),
+])
+def test_bad_hyperparameters(params, match):
+    X, y = _xor(n=50)
+    with pytest.raises(ValidationError, match=match):
+        ok.DSGClassifier(**dict(SMALL, **params)).fit(X, y)
+
+
+def test_dataset_without_X_is_refused():
+    ds = xr.Dataset({"features": (("s", "f"), np.zeros((4, 2)))})
+    with pytest.raises(SchemaError, match="needs a 2-D variable 'X'"):
+        ok.DSGRegressor(**SMALL).fit(ds)
+
+
+def test_single_class_is_refused():
+    X, _ = _xor(n=50)
+    with pytest.raises(ValueError, match="only 1 class"):
+        ok.DSGClassifier(**SMALL).fit(da.from_array(X, chunks=(25, 3)),
+                                      da.from_array(np.ones(50, int), chunks=25))
+
+
+def test_median_bandwidth_is_the_median_pairwise_distance():
+    """Small data (< 2000 rows, <= 8 chunks): the sample is every row, so this is exact."""
+    X, y = _xor(n=120)
+    for c in (1.0, 0.5):
+        clf = ok.DSGClassifier(median_multiplier=c, chunk_size=40, **SMALL).fit(X, y)
+        assert clf.bandwidth_ == pytest.approx(c * np.median(pdist(X)), rel=1e-12)
+
+
+def test_constant_step_size_is_used():
+    X = np.random.default_rng(4).normal(size=(30, 2))
+    y = X[:, 0]
+    reg = ok.DSGRegressor(bandwidth=1.0, alpha=0.0, n_features=64, block_size=1, batch_size=1,
+                          n_epochs=1, shuffle=False, learning_rate="constant", eta0=0.3,
+                          random_state=0, scheduler="sync").fit(X, y)
+    from ooc_kernels.features.rbf import block_params
+
+    # the first coefficient is -gamma * l'(0, y_1) * phi_1(x_1) with gamma = eta0, nu = 0
+    W, b = block_params(reg.feature_seed_, 0, 2, 1, 1.0)
+    phi = np.sqrt(2.0) * np.cos(X[0] @ W[:, 0] + b[0])
+    assert reg.coef_[0, 0, 0] == pytest.approx(-0.3 * (0.0 - y[0]) * phi, rel=1e-12)
+
+
+def test_feature_cache_budget_does_not_change_the_model():
+    X, y = _xor(n=200)
+    cache = default_cache()
+    before = cache.max_bytes
+    try:
+        default_cache().clear()
+        set_cache_budget(0)                      # every block regenerated from its seed
+        regenerated = ok.DSGClassifier(**SMALL).fit(X, y)
+        set_cache_budget(64 * 2**20)
+        cached = ok.DSGClassifier(**SMALL).fit(X, y)
+        assert default_cache().hits > 0
+    finally:
+        set_cache_budget(before)
+    assert np.array_equal(regenerated.coef_, cached.coef_)
+    np.testing.assert_array_equal(regenerated.decision_function(X), cached.decision_function(X))
+
+
+def test_processes_scheduler_gives_the_same_model():
+    X, y = _xor(n=120, dtype=np.float32)
+    params = dict(SMALL, n_epochs=1, chunk_size=60, chunks_per_round=2)
+    ref = ok.DSGClassifier(**params).fit(X, y)
+    proc = ok.DSGClassifier(**dict(params, scheduler="processes")).fit(X, y)
+    assert np.array_equal(ref.coef_, proc.coef_)

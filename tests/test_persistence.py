@@ -1,0 +1,109 @@
+"""Saving and loading models: Zarr + JSON (no pickle), identical predictions, atomic."""
+
+import json
+
+import numpy as np
+import pytest
+import zarr
+
+import ooc_kernels as ok
+from ooc_kernels.estimators.persistence import FORMAT_VERSION
+from ooc_kernels.exceptions import ModelFormatError
+
+SMALL = dict(n_features=256, block_size=32, batch_size=8, n_epochs=2, random_state=3,
+             scheduler="sync")
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(120, 3))
+    return X, np.where(X[:, 0] * X[:, 2] > 0, "yes", "no")
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ok.DSGClassifier(**SMALL),
+    lambda: ok.DSGClassifier(loss="softmax", **SMALL),
+    lambda: ok.DSGRegressor(**SMALL),
+])
+def test_round_trip_gives_identical_predictions(tmp_path, make):
+    X, labels = _data()
+    y = labels if isinstance(make(), ok.DSGClassifier) else X[:, 0] ** 2
+    est = make().fit(X, y)
+    est.save(tmp_path / "m.zarr")
+    loaded = ok.load(tmp_path / "m.zarr")
+    assert type(loaded) is type(est)
+    runtime = ("scheduler", "progress")        # where a model runs is not saved with it
+    assert {k: v for k, v in loaded.get_params().items() if k not in runtime} == \
+        {k: v for k, v in est.get_params().items() if k not in runtime}
+    assert loaded.scheduler is None
+    Xt = np.random.default_rng(5).normal(size=(40, 3))
+    np.testing.assert_array_equal(loaded.predict(Xt), est.predict(Xt))
+    if hasattr(est, "decision_function"):
+        np.testing.assert_array_equal(loaded.decision_function(Xt), est.decision_function(Xt))
+    # training can continue from a loaded model exactly as from the original
+    est.partial_fit(X, y)
+    loaded.partial_fit(X, y)
+    np.testing.assert_array_equal(loaded.coef_, est.coef_)
+
+
+def test_saved_layout_is_zarr_and_json_without_pickle(tmp_path):
+    X, y = _data()
+    ok.DSGClassifier(**SMALL).fit(X, y).save(tmp_path / "m.zarr")
+    group = zarr.open_group(str(tmp_path / "m.zarr"), mode="r")
+    meta = group.attrs["ooc_kernels"]
+    json.dumps(meta)                                        # plain JSON
+    assert meta["format_version"] == FORMAT_VERSION
+    assert meta["library_version"] == ok.__version__
+    assert meta["classes"]["values"] == ["no", "yes"]
+    assert set(group.array_keys()) == {"coef"}
+    blobs = b"".join(p.read_bytes() for p in (tmp_path / "m.zarr").rglob("*") if p.is_file())
+    assert b"pickle" not in blobs and b"\x80\x04\x95" not in blobs   # no pickle protocol 4
+
+
+def test_failed_save_leaves_the_previous_model_intact(tmp_path, monkeypatch):
+    X, y = _data()
+    first = ok.DSGClassifier(**SMALL).fit(X, y)
+    first.save(tmp_path / "m.zarr")
+    second = ok.DSGClassifier(**dict(SMALL, random_state=9)).fit(X, y)
+
+    def broken(*args, **kwargs):                       # fails half way through the write
+        raise OSError("disk full")
+
+    monkeypatch.setattr(zarr.Group, "create_array", broken)
+    with pytest.raises(OSError, match="disk full"):
+        second.save(tmp_path / "m.zarr")
+    monkeypatch.undo()
+    np.testing.assert_array_equal(ok.load(tmp_path / "m.zarr").coef_, first.coef_)
+    assert [p.name for p in tmp_path.iterdir()] == ["m.zarr"]   # no temporary left behind
+
+
+def test_save_refuses_to_replace_something_that_is_not_a_model(tmp_path):
+    X, y = _data()
+    (tmp_path / "important").mkdir()
+    (tmp_path / "important" / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not an ooc_kernels model"):
+        ok.DSGClassifier(**SMALL).fit(X, y).save(tmp_path / "important")
+    assert (tmp_path / "important" / "notes.txt").read_text() == "keep me"
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(ModelFormatError, match="does not exist"):
+        ok.load(tmp_path / "missing.zarr")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(ModelFormatError, match="is not an ooc_kernels model"):
+        ok.load(tmp_path / "plain")
+    X, y = _data()
+    ok.DSGClassifier(**SMALL).fit(X, y).save(tmp_path / "m.zarr")
+    group = zarr.open_group(str(tmp_path / "m.zarr"), mode="r+")
+    meta = dict(group.attrs["ooc_kernels"])
+    meta["format_version"] = FORMAT_VERSION + 1
+    group.attrs["ooc_kernels"] = meta
+    with pytest.raises(ModelFormatError, match="Upgrade ooc_kernels"):
+        ok.load(tmp_path / "m.zarr")
+
+
+def test_unfitted_estimator_cannot_be_saved(tmp_path):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        ok.DSGRegressor().save(tmp_path / "m.zarr")
