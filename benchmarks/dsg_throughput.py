@@ -114,7 +114,7 @@ def sklearn_equal_time(train, test, *, seconds, bandwidth, n_components, sub_bat
     chunks = train["X"].data.to_delayed().ravel()
     ychunks = train["y"].data.to_delayed().ravel()
     t0 = time.perf_counter()
-    rows, epochs = 0, 0.0
+    rows = 0
     while time.perf_counter() - t0 < seconds:
         for xc, yc in zip(chunks, ychunks):
             Xc, yc_ = np.asarray(xc.compute()), np.asarray(yc.compute())  # one chunk
