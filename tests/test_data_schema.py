@@ -172,7 +172,7 @@ def _leftovers(folder):
 
 def test_interrupted_write_leaves_nothing(tmp_path):
     target = tmp_path / "d.zarr"
-    with pytest.raises(Boom):
+    with pytest.raises(Boom, match="simulated failure"):
         write_chunks(target, _failing(2), n_samples=20, n_features=2, chunk_size=5,
                      y_dtype="float32", attrs=make_attrs("regression"))
     assert not target.exists()
@@ -183,7 +183,7 @@ def test_interrupted_overwrite_keeps_previous_dataset(tmp_path):
     target = tmp_path / "d.zarr"
     make_dataset("synthetic_krr_2d", target, 30, chunk_size=10)
     before = open_zarr_dataset(target).X.values
-    with pytest.raises(Boom):
+    with pytest.raises(Boom, match="simulated failure"):
         write_chunks(target, _failing(2), n_samples=20, n_features=2, chunk_size=5,
                      y_dtype="float32", attrs=make_attrs("regression"), overwrite=True)
     np.testing.assert_array_equal(open_zarr_dataset(target).X.values, before)

@@ -179,7 +179,7 @@ def test_stacked_validation():
 def test_feature_scale():
     assert feature_scale(1) == math.sqrt(2.0)
     assert feature_scale(512) == math.sqrt(2.0 / 512)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"block_size must be a positive integer; got 0"):
         feature_scale(0)
 
 
@@ -230,7 +230,7 @@ def test_rbf_kernel_direct():
     X, Y = rng.normal(size=(5, 3)), rng.normal(size=(4, 3))
     direct = np.exp(-((X[:, None, :] - Y[None, :, :]) ** 2).sum(-1) / (2 * 0.8**2))
     np.testing.assert_allclose(rbf_kernel(X, Y, 0.8), direct, rtol=1e-12)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"same number of columns; got 3 and 2"):
         rbf_kernel(X, Y[:, :2], 1.0)
 
 
@@ -270,15 +270,15 @@ def test_cache_zero_budget_and_readonly():
     c = BlockCache(100)
     a = np.zeros(3)
     c.put("a", (a,))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         c.get("a")[0][0] = 1.0
     calls = []
     v = c.get_or_create("k", lambda: calls.append(1) or (np.ones(2),))
     v2 = c.get_or_create("k", lambda: calls.append(1) or (np.ones(2),))
     assert v2[0] is v[0] and calls == [1]
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"non-negative integer number of bytes; got -1"):
         BlockCache(-1)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"non-negative integer number of bytes; got 1.5"):
         BlockCache(1.5)
 
 

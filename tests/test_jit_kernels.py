@@ -98,7 +98,7 @@ def test_float64_cosine_is_libm():
 
 
 def test_rff_transform_shape_error():
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="rff_transform"):
         rff_transform(np.zeros((2, 3)), np.zeros((4, 2)), np.zeros(2), 1.0)
 
 
@@ -158,9 +158,9 @@ def test_dsg_predict_empty_model_and_errors():
     X = np.zeros((4, 2))
     F = dsg_predict(X, np.zeros((0, 2, 3)), np.zeros((0, 3)), np.zeros((0, 3, 2)), 1.0)
     assert F.shape == (4, 2) and not F.any()
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"W must be \(m, d, r\)"):
         dsg_predict(X, np.zeros((1, 3, 3)), np.zeros((1, 3)), np.zeros((1, 3, 2)), 1.0)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"coef must be \(m, r, C\)"):
         dsg_predict(X, np.zeros((1, 2, 3)), np.zeros((1, 3)), np.zeros((2, 3, 2)), 1.0)
 
 

@@ -49,7 +49,7 @@ def test_unknown_loss_lists_valid_names():
         get_loss("huberr")
     msg = str(err.value)
     assert "huberr" in msg and all(repr(n) in msg for n in NAMES)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"unknown loss 3; valid names are"):
         get_loss(3)
 
 

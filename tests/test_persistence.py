@@ -105,5 +105,5 @@ def test_load_errors(tmp_path):
 def test_unfitted_estimator_cannot_be_saved(tmp_path):
     from sklearn.exceptions import NotFittedError
 
-    with pytest.raises(NotFittedError):
+    with pytest.raises(NotFittedError, match="not fitted yet"):
         ok.DSGRegressor().save(tmp_path / "m.zarr")

@@ -116,7 +116,7 @@ def _features_ref(X, W, phase, scale):
 
 def dsg_predict_ref(X, W, phase, coef, scale):
     """Numpy twin of :func:`dsg_predict`: the literal sum over blocks, in X's dtype."""
-    X = np.asarray(X)
+    X = np.asarray(X)  # one chunk (reference twin, tests only)
     F = np.zeros((X.shape[0], coef.shape[2]), dtype=X.dtype)
     for j in range(W.shape[0]):
         F += _features_ref(X, W[j], phase[j], scale) @ coef[j]
@@ -246,7 +246,7 @@ def dsg_chunk_update_ref(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, 
     contributions of the new blocks with their coefficients as they stand; coefficients are
     decayed explicitly at every step.  ``F`` is not modified.  Cost ``O(m^2)`` blocks: tests only.
     """
-    X = np.asarray(X)
+    X = np.asarray(X)  # one chunk (reference twin, tests only)
     dt = X.dtype
     n = X.shape[0]
     b = int(batch_size)
@@ -372,7 +372,7 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
 def dsg_full_update_ref(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, scale,
                         loss_param=0.0, max_buffer_bytes=None):
     """Numpy twin of :func:`dsg_full_update`: the literal step over all blocks."""
-    X = np.asarray(X)
+    X = np.asarray(X)  # one chunk (reference twin, tests only)
     dt = X.dtype
     n, m = X.shape[0], W.shape[0]
     b = int(batch_size)

@@ -127,5 +127,5 @@ def rff_transform(X, W, phase, scale):
 
 def rff_transform_ref(X, W, phase, scale):
     """Numpy twin of :func:`rff_transform`: ``scale * np.cos(X @ W + phase)`` in X's dtype."""
-    X = np.asarray(X)
+    X = np.asarray(X)  # one chunk (reference twin, tests only)
     return (X.dtype.type(scale) * np.cos(X @ W + phase)).astype(X.dtype, copy=False)

@@ -482,7 +482,7 @@ def krr_2d_target(X: np.ndarray) -> np.ndarray:
     >>> float(krr_2d_target(np.zeros((1, 2)))[0])
     1.0
     """
-    r = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)
+    r = np.linalg.norm(np.asarray(X, dtype=np.float64), axis=1)  # one chunk
     return np.cos(0.5 * np.pi * r) * np.exp(-0.1 * np.pi * r)
 
 
@@ -527,7 +527,7 @@ def nonlinear_binary_label(X: np.ndarray, n_informative: int) -> np.ndarray:
     >>> nonlinear_binary_label(np.array([[0.0, 0.0, 5.0], [3.0, 0.0, 0.0]]), 2).tolist()
     [0, 1]
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)  # one chunk
     sq = np.sum(X[:, :n_informative] ** 2, axis=1)
     return (sq > _chi2_median(n_informative)).astype(np.int32)
 

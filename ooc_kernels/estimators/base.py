@@ -259,7 +259,7 @@ class BaseDSG(BaseEstimator):
             return data.X.map_blocks(_predict_block, model,
                                      chunks=(data.X.chunks[0], (config.n_outputs,)),
                                      dtype=np.dtype(config.dtype), meta=np.empty((0, 0)))
-        X_np = np.asarray(data.X)  # in-memory input: already in memory
+        X_np = np.asarray(data.X)  # bounded: the caller's in-memory input, no copy
         sizes = data.chunk_sizes
         out, lo = [], 0
         for s in sizes:

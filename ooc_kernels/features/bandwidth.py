@@ -87,7 +87,7 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
         rng = np.random.default_rng(random_state)
         idx = np.sort(rng.choice(n, size=int(max_points), replace=False))
         X = X[idx]
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)  # a small sample (at most max_points rows)
     if not np.isfinite(X).all():
         raise ValidationError("sample contains NaN or inf; clean the data before the median heuristic")
     # pdist computes each distance directly (no n x n Gram matrix): memory is the n(n-1)/2

@@ -332,8 +332,8 @@ def rbf_kernel(X, Y, bandwidth):
     [1.0, 0.6065]
     """
     bw = _check_bandwidth(bandwidth)
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
-    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))  # small: exact Gram matrix, tests
+    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))  # small: exact Gram matrix, tests
     if X.shape[1] != Y.shape[1]:
         raise ValidationError(f"X and Y must have the same number of columns; got {X.shape[1]} and {Y.shape[1]}")
     sq = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
@@ -356,7 +356,7 @@ def rff_map(X, seed, block_ids, bandwidth, block_size, dtype=None):
     >>> rff_map(np.zeros((2, 3)), 0, [0, 1], 1.0, 4).shape
     (2, 8)
     """
-    X = np.asarray(X)
+    X = np.asarray(X)  # small: the full feature matrix of a few rows (tests, examples)
     if X.ndim != 2:
         raise ValidationError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}")
     dt = _check_dtype(dtype if dtype is not None else (X.dtype if X.dtype in _ALLOWED_DTYPES else np.float64))
