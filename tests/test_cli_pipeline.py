@@ -118,3 +118,29 @@ def test_cli_errors_are_one_line(tmp_path):
     result = CliRunner().invoke(main, ["catalog", "list", str(tmp_path / "missing.yaml")])
     assert result.exit_code == 1
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_train_on_a_remote_scheduler_address(tmp_path):
+    """--scheduler tcp://...: the command connects a Client to that scheduler."""
+    distributed = pytest.importorskip("distributed")
+    from ooc_kernels.data.catalog import register_dataset
+
+    store = ok.make_dataset("nonlinear_binary", tmp_path / "nb.zarr", 300, chunk_size=100,
+                            n_features=3, progress=False)
+    register_dataset(tmp_path / "c.yaml", "nb", store)
+    args = ["train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb",
+            "-p", "n_features=256", "-p", "block_size=32", "-p", "batch_size=16",
+            "-p", "random_state=0", "-p", "chunks_per_round=2", "-q"]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster:
+        r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "remote.zarr"),
+                                             "--scheduler", cluster.scheduler_address])
+        assert r.exit_code == 0, r.output
+        executed = sum(w.state.executed_count for w in cluster.workers.values())
+        assert executed > 0                             # the tasks ran on that cluster
+    r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "local.zarr"),
+                                         "--scheduler", "sync"])
+    assert r.exit_code == 0, r.output
+    np.testing.assert_array_equal(ok.load(tmp_path / "remote.zarr").coef_,
+                                  ok.load(tmp_path / "local.zarr").coef_)
