@@ -19,7 +19,7 @@ Example (``pipelines/quickstart.yaml``)::
     model:
       estimator: DSGClassifier
       params: {loss: logistic, n_features: 8192, random_state: 0}
-    fit: {scheduler: threads}
+    fit: {scheduler: threads, checkpoint_every: 5, resume: true}
     evaluate: {predictions: true}
     save: {output_dir: outputs/quickstart}
 
@@ -82,6 +82,8 @@ class ModelSpec(_Strict):
 
 class FitSpec(_Strict):
     scheduler: str | None = None
+    checkpoint_every: int = Field(default=5, gt=0)
+    resume: bool = True
 
 
 class EvaluateSpec(_Strict):
@@ -93,6 +95,7 @@ class SaveSpec(_Strict):
     model: str = "model.zarr"
     metrics: str = "metrics.json"
     predictions: str = "predictions.zarr"
+    checkpoint: str = "checkpoint.zarr"
 
 
 class PipelineSpec(_Strict):
@@ -197,7 +200,10 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None,
     """Run a pipeline file end to end and return its metrics.
 
     Writes ``model.zarr``, ``metrics.json`` and (with ``evaluate.predictions``)
-    ``predictions.zarr`` into ``save.output_dir``, each atomically.
+    ``predictions.zarr`` into ``save.output_dir``, each atomically.  The fit writes
+    ``checkpoint.zarr`` there every ``fit.checkpoint_every`` rounds; with ``fit.resume``
+    (the default) running the same pipeline again continues from it and gives exactly the
+    model of an uninterrupted run.
     """
     from ooc_kernels.data.catalog import open_dataset
     from ooc_kernels.evaluation import evaluate, write_predictions
@@ -215,7 +221,8 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None,
         est = _build_estimator(spec)
         est.set_params(progress=progress)
         t0 = time.perf_counter()
-        est.fit(train)
+        est.fit(train, checkpoint=out_dir / spec.save.checkpoint,
+                checkpoint_every=spec.fit.checkpoint_every, resume=spec.fit.resume)
         fit_seconds = time.perf_counter() - t0
         out_dir.mkdir(parents=True, exist_ok=True)
         est.save(out_dir / spec.save.model)

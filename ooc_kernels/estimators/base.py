@@ -180,7 +180,8 @@ class BaseDSG(BaseEstimator):
         if classes_ is not None:
             self.classes_ = classes_
 
-    def _run(self, data: ChunkedData, params: dict, n_epochs: int) -> None:
+    def _run(self, data: ChunkedData, params: dict, *, start: tuple[int, int],
+             end_epoch: int, callback=None) -> None:
         if data.n_features != self._config.n_features_in:
             raise ValidationError(
                 f"X has {data.n_features} features, but {type(self).__name__} is expecting "
@@ -190,20 +191,20 @@ class BaseDSG(BaseEstimator):
         if dtype != self._config.dtype:
             data = ChunkedData(X=data.X.astype(self._config.dtype), y=data.y,
                                attrs=data.attrs)
-        start = self._n_epochs_done
         result = run_rounds(DSGAlgorithm(self._config), self._state, data,
-                            n_epochs=start + n_epochs, chunks_per_round=params["chunks_per_round"],
+                            n_epochs=end_epoch, chunks_per_round=params["chunks_per_round"],
                             seed=self._data_seed, shuffle=bool(self.shuffle),
-                            start_epoch=start, scheduler=self.scheduler,
-                            progress=self.progress, desc=type(self).__name__)
+                            start_epoch=start[0], start_round=start[1],
+                            scheduler=self.scheduler, progress=self.progress,
+                            desc=type(self).__name__, callback=callback)
         self._state = result.state
-        self._n_epochs_done = start + n_epochs
+        self._n_epochs_done = end_epoch
         self.n_iter_ = self._state.n_iter
         self.n_blocks_seen_ = self._state.n_blocks_seen
         self.n_samples_seen_ = self._state.n_samples_seen
 
     # ------------------------------------------------------------------ public API
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
         """Fit the model with ``n_epochs`` passes of doubly stochastic gradients.
 
         Parameters
@@ -212,15 +213,42 @@ class BaseDSG(BaseEstimator):
             Intake reader.  Dask/Zarr inputs are read chunk by chunk, never as a whole.
         y : array-like or dask array of shape (n_samples,), optional when ``X`` is a
             Dataset with a ``y`` variable.
+        checkpoint : str or path-like, optional
+            Zarr folder where the fit's state is written every ``checkpoint_every`` rounds
+            and at the end, atomically (a crash while writing keeps the previous one).
+        checkpoint_every : int, default=1
+            Rounds between checkpoints.
+        resume : bool, default=False
+            Continue from ``checkpoint`` if it exists.  The result is bit-identical to an
+            uninterrupted fit.  A checkpoint of another dataset, other hyperparameters
+            (``n_epochs`` may grow) or another library version is refused.
 
         Returns
         -------
         self
         """
+        from ooc_kernels.estimators._checkpointing import CheckpointWriter, resume_position
+        from ooc_kernels.parallel.checkpoint import read_checkpoint
+
         params = self._check_params()
+        if resume and checkpoint is None:
+            raise ValidationError(
+                "resume=True needs the checkpoint path: pass checkpoint=PATH as well."
+            )
         data = self._chunked_fit_input(X, y, reset=True)
-        self._initialize(data, params)
-        self._run(data, params, params["n_epochs"])
+        ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
+        if ck is not None:
+            start = resume_position(self, ck, data, checkpoint)
+        else:
+            self._initialize(data, params)
+            start = (0, 0)
+        writer = None
+        if checkpoint is not None:
+            writer = CheckpointWriter(self, data, checkpoint, checkpoint_every,
+                                      params["n_epochs"])
+        self._run(data, params, start=start, end_epoch=params["n_epochs"], callback=writer)
+        if writer is not None:
+            writer.write(self._state, (params["n_epochs"], 0))
         return self
 
     def partial_fit(self, X, y=None, classes=None):
@@ -245,7 +273,8 @@ class BaseDSG(BaseEstimator):
                     f"classes={given.tolist()} differs from the classes of the first "
                     f"partial_fit call ({self.classes_.tolist()}); pass the same list."
                 )
-        self._run(data, params, 1)
+        self._run(data, params, start=(self._n_epochs_done, 0),
+                  end_epoch=self._n_epochs_done + 1)
         return self
 
     def _decision_2d(self, X):

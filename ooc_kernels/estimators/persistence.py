@@ -37,7 +37,7 @@ from ooc_kernels._atomic import atomic_dir
 from ooc_kernels._version import __version__
 from ooc_kernels.exceptions import ModelFormatError, OocKernelsError
 
-__all__ = ["save_model", "load", "FORMAT_VERSION"]
+__all__ = ["save_model", "load", "model_metadata", "restore_model", "FORMAT_VERSION"]
 
 FORMAT = "ooc_kernels-model"
 FORMAT_VERSION = 1
@@ -68,23 +68,13 @@ def _is_model(path: Path) -> bool:
     return _META_KEY in group.attrs
 
 
-def save_model(estimator, path) -> None:
-    """Write a fitted estimator to ``path`` (a Zarr group).  See the module docstring."""
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(estimator, "_state")
-    path = Path(path)
-    if path.exists() and not _is_model(path):
-        raise ModelPathError(
-            f"refusing to overwrite {str(path)!r}: it exists and is not an ooc_kernels "
-            "model; choose another path or remove it first."
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
+def model_metadata(estimator) -> dict:
+    """JSON metadata describing a fitted estimator (everything but its coefficients)."""
     config = dataclasses.asdict(estimator._config)
     classes = config.pop("classes")
     config["feature_seed"] = str(config["feature_seed"])
     state = estimator._state
-    meta = {
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
@@ -102,9 +92,23 @@ def save_model(estimator, path) -> None:
                    "data_seed": str(estimator._data_seed),
                    "n_epochs_done": int(estimator._n_epochs_done)},
     }
+
+
+def save_model(estimator, path) -> None:
+    """Write a fitted estimator to ``path`` (a Zarr group).  See the module docstring."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(estimator, "_state")
+    path = Path(path)
+    if path.exists() and not _is_model(path):
+        raise ModelPathError(
+            f"refusing to overwrite {str(path)!r}: it exists and is not an ooc_kernels "
+            "model; choose another path or remove it first."
+        )
+    meta = model_metadata(estimator)
     with atomic_dir(path) as tmp:
         group = zarr.open_group(str(tmp), mode="w")
-        group.create_array("coef", data=np.asarray(state.coef, dtype=np.float64))
+        group.create_array("coef", data=np.asarray(estimator._state.coef, dtype=np.float64))
         group.attrs[_META_KEY] = meta
 
 
@@ -122,8 +126,6 @@ def load(path):
     ModelFormatError
         The path holds no model, a corrupt one, or one of a newer format version.
     """
-    from ooc_kernels.solvers.dsg import DSGConfig, DSGState
-
     path = Path(path)
     if not path.exists():
         raise ModelFormatError(f"no model at {str(path)!r}: the path does not exist.")
@@ -150,7 +152,25 @@ def load(path):
             f"{str(path)!r} holds an unknown estimator {meta.get('estimator')!r}; known: "
             f"{sorted(classes_by_name)}."
         )
-    est = classes_by_name[meta["estimator"]](**meta["params"])
+    try:
+        coef = np.asarray(group["coef"][...], dtype=np.float64)  # the model, not data
+    except Exception as err:
+        raise ModelFormatError(
+            f"{str(path)!r}: the coefficient array is missing or corrupt ({err})."
+        ) from err
+    return restore_model(meta, coef, where=str(path))
+
+
+def restore_model(meta: dict, coef: np.ndarray, *, where: str = "model", estimator=None):
+    """Rebuild a fitted estimator from :func:`model_metadata` and its coefficients.
+
+    With ``estimator``, its fitted state is set in place (its parameters are kept).
+    """
+    from ooc_kernels.solvers.dsg import DSGConfig, DSGState
+
+    classes_by_name = _estimator_classes()
+    est = estimator if estimator is not None else \
+        classes_by_name[meta["estimator"]](**meta["params"])
     config = dict(meta["config"])
     config["feature_seed"] = int(config["feature_seed"])
     classes = None
@@ -159,17 +179,11 @@ def load(path):
         config["classes"] = tuple(classes.tolist())
     else:
         config["classes"] = None
-    try:
-        coef = np.asarray(group["coef"][...], dtype=np.float64)  # the model, not data
-    except Exception as err:
-        raise ModelFormatError(
-            f"{str(path)!r}: the coefficient array is missing or corrupt ({err})."
-        ) from err
     est._config = DSGConfig(**config)
     expected = (est._config.n_blocks, est._config.block_size, est._config.n_outputs)
     if coef.shape != expected:
         raise ModelFormatError(
-            f"{str(path)!r}: coef has shape {coef.shape}, the metadata says {expected}."
+            f"{where}: coef has shape {coef.shape}, the metadata says {expected}."
         )
     est._state = DSGState(coef=coef, **meta["state"])
     fitted = meta["fitted"]

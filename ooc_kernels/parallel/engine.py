@@ -58,6 +58,13 @@ class RoundInfo:
     chunk_ids: tuple[int, ...]
     chunk_sizes: tuple[int, ...]
     seed: int
+    n_rounds_in_epoch: int = 0
+
+    def next_position(self) -> tuple[int, int]:
+        """``(epoch, round)`` of the round that follows this one."""
+        if self.round + 1 >= self.n_rounds_in_epoch:
+            return self.epoch + 1, 0
+        return self.epoch, self.round + 1
 
 
 class ChunkAlgorithm(Protocol):
@@ -160,7 +167,8 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
     progress : bool or None
         Show a progress bar over chunks (``None``: only on a terminal).
     callback : callable, optional
-        ``callback(state, info)`` after each round (checkpoints, diagnostics).
+        ``callback(state, info)`` after each round (checkpoints, diagnostics);
+        ``info.next_position()`` says where a resumed run would start.
     """
     if chunks_per_round < 1:
         raise ValidationError(
@@ -182,7 +190,8 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
             for rnd in range(first, len(plan)):
                 chunk_ids = plan[rnd]
                 info = RoundInfo(epoch=epoch, round=rnd, chunk_ids=chunk_ids,
-                                 chunk_sizes=tuple(sizes[c] for c in chunk_ids), seed=seed)
+                                 chunk_sizes=tuple(sizes[c] for c in chunk_ids), seed=seed,
+                                 n_rounds_in_epoch=len(plan))
                 tasks = list(algorithm.make_tasks(state, info))
                 state_d = dask.delayed(state, traverse=False)
                 parts = [

@@ -1,0 +1,120 @@
+"""Checkpoints of a running fit: the engine state written atomically to a Zarr group.
+
+A checkpoint holds the model arrays, the model's JSON metadata (hyperparameters, kernel
+spec, seeds), the position of the next round (``epoch``, ``round``: every random number of
+a fit derives from ``(random_state, epoch, round, chunk)``, so the position *is* the RNG
+state), the number of epochs asked for, the identity of the dataset and the library version.
+It is written into a temporary sibling folder and renamed into place, so a crash while
+writing leaves the previous checkpoint intact.
+
+Examples
+--------
+>>> import numpy as np, tempfile, os
+>>> from ooc_kernels.parallel.checkpoint import read_checkpoint, write_checkpoint
+>>> path = os.path.join(tempfile.mkdtemp(), "ck.zarr")
+>>> write_checkpoint(path, {"coef": np.ones(3)}, {"position": {"epoch": 1, "round": 4}})
+>>> ck = read_checkpoint(path)
+>>> ck.meta["position"], ck.arrays["coef"].tolist()
+({'epoch': 1, 'round': 4}, [1.0, 1.0, 1.0])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import zarr
+
+from ooc_kernels._atomic import atomic_dir
+from ooc_kernels._version import __version__
+from ooc_kernels.exceptions import ValidationError
+
+__all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError", "write_checkpoint",
+           "read_checkpoint", "dataset_identity", "differences"]
+
+_KEY = "ooc_kernels_checkpoint"
+FORMAT_VERSION = 1
+
+
+class CheckpointError(ValidationError):
+    """A checkpoint cannot be read (corrupt, or not a checkpoint)."""
+
+
+class CheckpointMismatchError(ValidationError):
+    """A checkpoint belongs to another dataset, other hyperparameters or another version."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Arrays and JSON metadata read back from a checkpoint."""
+
+    arrays: dict
+    meta: dict
+
+
+def write_checkpoint(path: str | os.PathLike, arrays: dict, meta: dict) -> None:
+    """Write ``arrays`` (name -> ndarray) and JSON ``meta`` to ``path`` atomically."""
+    meta = dict(meta, format_version=FORMAT_VERSION, library_version=__version__)
+    json.dumps(meta)  # fail before writing anything if the metadata is not JSON
+    with atomic_dir(path) as tmp:
+        group = zarr.open_group(str(tmp), mode="w")
+        for name, value in arrays.items():
+            group.create_array(name, data=np.asarray(value))
+        group.attrs[_KEY] = meta
+
+
+def read_checkpoint(path: str | os.PathLike) -> Checkpoint | None:
+    """The checkpoint at ``path``, or ``None`` when there is none.
+
+    Raises
+    ------
+    CheckpointError
+        ``path`` exists but is not a readable checkpoint.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        group = zarr.open_group(str(path), mode="r")
+        meta = dict(group.attrs[_KEY])
+        arrays = {name: np.asarray(arr[...]) for name, arr in group.arrays()}  # the model
+    except Exception as err:
+        raise CheckpointError(
+            f"{str(path)!r} is not a readable checkpoint ({type(err).__name__}: {err}); "
+            "remove it to start the fit from scratch."
+        ) from err
+    return Checkpoint(arrays=arrays, meta=meta)
+
+
+def dataset_identity(data) -> dict:
+    """What identifies the training data without reading it: shape, chunks, dtype, the
+    Dask token of its source and its attributes (generator, seed, split ...)."""
+    sizes = json.dumps(list(data.chunk_sizes))
+    attrs = {k: v for k, v in sorted(data.attrs.items())
+             if isinstance(v, (str, int, float, bool, list, type(None)))}
+    return {
+        "n_samples": int(data.n_samples),
+        "n_features": int(data.n_features),
+        "dtype": str(data.dtype),
+        "chunks": hashlib.sha256(sizes.encode()).hexdigest()[:16],
+        "n_chunks": int(data.n_chunks),
+        "token": str(data.token),
+        "attrs": json.loads(json.dumps(attrs, default=str)),
+    }
+
+
+def differences(expected: dict, found: dict, prefix: str = "") -> list[str]:
+    """Human-readable differences between two JSON-like dicts (checkpoint vs now)."""
+    out = []
+    for key in sorted(set(expected) | set(found)):
+        a, b = expected.get(key, "<missing>"), found.get(key, "<missing>")
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend(differences(a, b, prefix=f"{name}."))
+        elif a != b:
+            out.append(f"{name}: checkpoint has {a!r}, this fit has {b!r}")
+    return out
