@@ -150,8 +150,13 @@ def main():
     out = {"machine": {"cpu_count": psutil.cpu_count(), "python": platform.python_version(),
                        "numpy": np.__version__}}
 
+    from threadpoolctl import threadpool_limits
+
     gemm = gemm_rate(args.repeats)
+    with threadpool_limits(limits=1, user_api="blas"):
+        gemm1 = gemm_rate(args.repeats)
     out["gemm_float32_gflops"] = gemm / 1e9
+    out["gemm_float32_gflops_1_thread"] = gemm1 / 1e9
 
     # Hot loop on one real chunk: digits (d = 64) and nonlinear_binary with d = 256.
     digits = ensure("digits_deformed", args.data_dir / "digits_train.zarr", args.n_train,
@@ -165,11 +170,16 @@ def main():
         X = np.ascontiguousarray(ds["X"][:10_000].values)  # one chunk
         Y = np.zeros((len(X), C), np.float32)
         Y[np.arange(len(X)), np.asarray(ds["y"][:10_000].values) % C] = 1.0
-        upd, pred, t_upd, t_pred = hot_loop_rates(X, Y, block_size=256, batch_size=256,
-                                                  n_blocks_model=64, repeats=args.repeats)
-        hot[name] = {"chunk_update_gflops": upd / 1e9, "predict_gflops": pred / 1e9,
-                     "chunk_update_ratio": upd / gemm, "predict_ratio": pred / gemm,
-                     "chunk_update_seconds": t_upd, "predict_seconds": t_pred}
+        for threads, ref in ((2, gemm), (1, gemm1)):
+            # chunk tasks run with one BLAS thread (bit-identical results on every scheduler)
+            with threadpool_limits(limits=threads, user_api="blas"):
+                upd, pred, t_upd, t_pred = hot_loop_rates(
+                    X, Y, block_size=256, batch_size=256, n_blocks_model=64,
+                    repeats=args.repeats)
+            hot[f"{name}, {threads} BLAS thread(s)"] = {
+                "chunk_update_gflops": upd / 1e9, "predict_gflops": pred / 1e9,
+                "chunk_update_ratio": upd / ref, "predict_ratio": pred / ref,
+                "chunk_update_seconds": t_upd, "predict_seconds": t_pred}
     out["hot_loop"] = hot
 
     # End-to-end fit with the quickstart pipeline's settings: rows/s and peak memory.

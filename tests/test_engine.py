@@ -144,3 +144,23 @@ def test_bit_identical_on_sync_threads_and_distributed():
         assert ref.n_iter_ == other.n_iter_
     Xt = np.random.default_rng(9).normal(size=(50, 4)).astype(np.float32)
     assert np.array_equal(ref.decision_function(Xt), dist.decision_function(Xt))
+
+
+def test_models_do_not_depend_on_the_callers_blas_threads():
+    """OpenBLAS results change in the last bits with its thread count (distributed workers
+    run with one thread); chunk tasks pin one BLAS thread, so the model is the same."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 32)).astype(np.float32)
+    y = (np.sum(X[:, :3] ** 2, axis=1) > 2.4).astype(int)
+    params = dict(n_features=4096, block_size=128, batch_size=64, n_epochs=1, chunk_size=2000,
+                  random_state=0, scheduler="sync")
+    with threadpool_limits(limits=2, user_api="blas"):
+        two = ok.DSGClassifier(**params).fit(X, y)
+        after = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    with threadpool_limits(limits=1, user_api="blas"):
+        one = ok.DSGClassifier(**params).fit(X, y)
+    assert np.array_equal(one.coef_, two.coef_)
+    assert np.array_equal(one.decision_function(X), two.decision_function(X))
+    assert after == [2] * len(after)        # the caller's setting is restored after the fit

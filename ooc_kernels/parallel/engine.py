@@ -40,6 +40,7 @@ from typing import Any, Protocol
 
 import dask
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
@@ -175,6 +176,15 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
             f"chunks_per_round must be >= 1, got {chunks_per_round!r}."
         )
     sched = resolve_scheduler(scheduler)
+    with single_threaded_blas():
+        return _run(algorithm, state, data, n_epochs=n_epochs,
+                    chunks_per_round=chunks_per_round, seed=seed, shuffle=shuffle,
+                    start_epoch=start_epoch, start_round=start_round, sched=sched,
+                    progress=progress, desc=desc, callback=callback)
+
+
+def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle, start_epoch,
+         start_round, sched, progress, desc, callback) -> RunResult:
     xd, yd = data.delayed_chunks()
     sizes = data.chunk_sizes
     n_rounds = 0

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_full_update, dsg_predict
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.cache import default_cache
@@ -137,7 +138,15 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if config.target == "regression":
-        yf = y.astype(dtype, copy=False)
+        try:
+            yf = y.astype(dtype, copy=False)
+        except (TypeError, ValueError) as err:
+            raise InvalidDataError(
+                f"y holds values that are not numbers (dtype {y.dtype}, e.g. "
+                f"{_first_value(y)!r}) in chunk {chunk} ({err}); a regressor needs numeric "
+                "targets: convert them, e.g. y.astype('float32'), or use a classifier for "
+                "labels."
+            ) from None
         bad = ~np.isfinite(yf)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -147,7 +156,14 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
             )
         return yf.reshape(-1, 1)
     classes = np.asarray(config.classes)
-    idx = np.searchsorted(classes, y)
+    try:
+        idx = np.searchsorted(classes, y)
+    except TypeError:  # labels of a kind that cannot be compared with the classes
+        raise InvalidDataError(
+            f"labels of dtype {y.dtype} (e.g. {_first_value(y)!r}) in chunk {chunk} cannot be "
+            f"compared with the classes {classes.tolist()}; pass labels of the same type as "
+            "the classes (classes=... in partial_fit, or the dataset's 'classes' attribute)."
+        ) from None
     idx_c = np.clip(idx, 0, len(classes) - 1)
     bad = classes[idx_c] != y
     if bad.any():
@@ -166,6 +182,13 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
     return out.astype(dtype, copy=False)
 
 
+def _first_value(y: np.ndarray):
+    if not np.size(y):
+        return None
+    value = np.asarray(y).ravel()[0]
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _check_finite(X: np.ndarray, chunk: int) -> None:
     if not np.isfinite(X).all():
         bad = ~np.isfinite(X)
@@ -182,6 +205,11 @@ def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarr
     Feature blocks are regenerated from their seeds (through the process-wide cache) in
     groups whose parameters take at most ~32 MiB, so memory is bounded by the chunk.
     """
+    with single_threaded_blas():
+        return _predict_chunk(config, state, X)
+
+
+def _predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarray:
     dtype = np.dtype(config.dtype)
     X = np.ascontiguousarray(X, dtype=dtype)
     n_used = state.n_blocks_used
@@ -220,6 +248,10 @@ class DSGAlgorithm:
         return tasks
 
     def chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
+        with single_threaded_blas():
+            return self._chunk_step(state, X, y, task)
+
+    def _chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
         cfg = self.config
         dtype = np.dtype(cfg.dtype)
         X = np.asarray(X)  # one chunk
@@ -248,7 +280,7 @@ class DSGAlgorithm:
         decay, new_coef = 1.0, np.zeros((0, cfg.block_size, cfg.n_outputs))
         if g:
             rows = min(n, g * cfg.batch_size)
-            F = predict_chunk(cfg, state, X[:rows])
+            F = _predict_chunk(cfg, state, X[:rows])
             W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
                                             cfg.block_size, cfg.bandwidth, dtype, cache=cache)
             new, decay = dsg_chunk_update(X[:rows], Y[:rows], F, W, phase, gammas[:g],
