@@ -19,14 +19,17 @@ from __future__ import annotations
 __all__ = [
     "OocKernelsError",
     "ValidationError",
+    "InputTypeError",
     "SchemaError",
     "InvalidDataError",
+    "CorruptChunkError",
     "CatalogError",
     "UnknownEntryError",
     "UntrustedCatalogError",
     "PipelineConfigError",
     "ModelFormatError",
     "DatasetExistsError",
+    "DivergenceError",
 ]
 
 
@@ -38,12 +41,24 @@ class ValidationError(OocKernelsError, ValueError):
     """An argument or input has a wrong value, shape, dtype or type."""
 
 
+class InputTypeError(ValidationError, TypeError):
+    """An input has values of a type that cannot be used at all (e.g. dicts in X)."""
+
+
 class SchemaError(ValidationError):
     """A dataset does not follow the ``ooc_kernels`` Zarr schema (variables, dims, dtypes, chunks)."""
 
 
 class InvalidDataError(ValidationError):
     """Values inside a chunk are unusable (NaN/inf, labels outside the declared classes ...)."""
+
+
+class CorruptChunkError(InvalidDataError):
+    """A chunk of a Zarr store is missing, truncated or fails its checksum.
+
+    The message names the variable, the chunk index, the chunk file, the store and the
+    fix (regenerate or restore the store).
+    """
 
 
 class CatalogError(OocKernelsError, ValueError):
@@ -71,3 +86,8 @@ class ModelFormatError(OocKernelsError, ValueError):
 
 class DatasetExistsError(OocKernelsError, FileExistsError):
     """The output path of a write already exists and overwriting was not asked for."""
+
+
+class DivergenceError(OocKernelsError, FloatingPointError):
+    """A fit produced non-finite coefficients (overflow): the step size is too large for the
+    scale of the data (lower ``eta0``, raise ``t0`` or standardize ``X``/``y``)."""

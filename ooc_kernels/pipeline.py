@@ -72,6 +72,7 @@ class DataSpec(_Strict):
     train: str
     test: str | None = None
     trusted: bool = False
+    allow_outside: bool = False  # catalog entries may point outside the catalog's folder
     generate: dict[str, GenerateSpec] = Field(default_factory=dict)
 
 
@@ -103,6 +104,7 @@ class PipelineSpec(_Strict):
 
     name: str
     base_dir: str = "."
+    allow_outside: bool = False  # pipeline paths may leave base_dir
     data: DataSpec
     model: ModelSpec
     fit: FitSpec = Field(default_factory=FitSpec)
@@ -176,9 +178,18 @@ def _build_estimator(spec: PipelineSpec, *, validate_only: bool = False, where: 
     return None if validate_only else est
 
 
-def _resolve(base: Path, p: str) -> Path:
-    q = Path(p)
-    return q if q.is_absolute() else base / q
+def _resolve(base: Path, p: str, *, allow_outside: bool = False, key: str = "") -> Path:
+    """``p`` relative to ``base``; a path leaving ``base`` (``..``, absolute, symlink) is
+    refused unless the pipeline sets ``allow_outside: true``."""
+    q = Path(p).expanduser()
+    out = q if q.is_absolute() else base / q
+    if not allow_outside and not out.resolve().is_relative_to(base.resolve()):
+        raise PipelineConfigError(
+            f"pipeline key {key!r} = {p!r} resolves to {str(out.resolve())!r}, outside "
+            f"base_dir {str(base)!r}; use a path inside base_dir or set "
+            "'allow_outside: true' in the pipeline file."
+        )
+    return out
 
 
 def _ensure_datasets(spec: PipelineSpec, base: Path, catalog: Path, progress) -> None:
@@ -187,7 +198,8 @@ def _ensure_datasets(spec: PipelineSpec, base: Path, catalog: Path, progress) ->
     from ooc_kernels.data.generators import make_dataset
 
     for entry, gen in spec.data.generate.items():
-        store = entry_path(catalog, entry, trusted=spec.data.trusted)
+        store = entry_path(catalog, entry, trusted=spec.data.trusted,
+                           allow_outside=spec.data.allow_outside)
         if store.exists():
             continue
         make_dataset(gen.generator, store, gen.n_samples, chunk_size=gen.chunk_size,
@@ -210,13 +222,16 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None,
     from ooc_kernels.parallel.scheduling import scheduler_context
 
     spec, base = load_pipeline(path)
-    catalog = _resolve(base, spec.data.catalog)
-    out_dir = _resolve(base, spec.save.output_dir)
+    catalog = _resolve(base, spec.data.catalog, allow_outside=spec.allow_outside,
+                       key="data.catalog")
+    out_dir = _resolve(base, spec.save.output_dir, allow_outside=spec.allow_outside,
+                       key="save.output_dir")
+    where = dict(trusted=spec.data.trusted, allow_outside=spec.data.allow_outside)
     sched = scheduler if scheduler is not None else spec.fit.scheduler
     with scheduler_context(sched):
         _ensure_datasets(spec, base, catalog, progress)
-        train = open_dataset(catalog, spec.data.train, trusted=spec.data.trusted)
-        test = (open_dataset(catalog, spec.data.test, trusted=spec.data.trusted)
+        train = open_dataset(catalog, spec.data.train, **where)
+        test = (open_dataset(catalog, spec.data.test, **where)
                 if spec.data.test else None)
         est = _build_estimator(spec)
         est.set_params(progress=progress)

@@ -37,10 +37,10 @@ EXAMPLE_ENTRIES = ["digits_deformed", "digits_deformed_test", "nonlinear_binary"
 
 @pytest.fixture
 def project(tmp_path):
-    """A copy of catalogs/examples.yaml next to small generated data in ../data/."""
+    """A copy of catalogs/examples.yaml next to small generated data in catalogs/data/."""
     (tmp_path / "catalogs").mkdir()
     shutil.copy(EXAMPLES, tmp_path / "catalogs" / "examples.yaml")
-    data = tmp_path / "data"
+    data = tmp_path / "catalogs" / "data"
     make_dataset("digits_deformed", data / "digits_deformed.zarr", 120, chunk_size=50)
     make_dataset("digits_deformed", data / "digits_deformed_test.zarr", 60, chunk_size=50,
                  split="test")
@@ -56,7 +56,7 @@ def test_examples_catalog_loads_with_intake_itself():
     assert sorted(cat.entries) == EXAMPLE_ENTRIES
     for name in EXAMPLE_ENTRIES:
         url = describe_catalog(EXAMPLES)[EXAMPLE_ENTRIES.index(name)]["path"]
-        assert Path(url) == EXAMPLES.parent.parent / "data" / f"{name}.zarr"
+        assert Path(url) == EXAMPLES.parent / "data" / f"{name}.zarr"
 
 
 def test_examples_catalog_passes_the_trust_check():
@@ -67,7 +67,7 @@ def test_open_every_example_entry(project):
     cat = project / "catalogs" / "examples.yaml"
     for name in EXAMPLE_ENTRIES:
         ds = open_dataset(cat, name)
-        direct = open_zarr_dataset(project / "data" / f"{name}.zarr")
+        direct = open_zarr_dataset(project / "catalogs" / "data" / f"{name}.zarr")
         assert isinstance(ds.X.data, da.Array)
         assert ds.X.chunks == direct.X.chunks  # Dask chunks = Zarr chunks
         assert ds.y.chunks == direct.y.chunks
@@ -79,7 +79,7 @@ def test_open_every_example_entry(project):
 def test_relative_paths_follow_the_catalog_folder(project, tmp_path_factory):
     moved = tmp_path_factory.mktemp("elsewhere") / "proj"
     shutil.copytree(project, moved)
-    shutil.rmtree(project / "data")  # the original data is gone
+    shutil.rmtree(project / "catalogs" / "data")  # the original data is gone
     ds = open_dataset(moved / "catalogs" / "examples.yaml", "synthetic_krr_2d")
     assert ds.sizes["sample"] == 100
 
@@ -88,14 +88,15 @@ def test_describe_catalog(project):
     rows = describe_catalog(project / "catalogs" / "examples.yaml")
     assert [r["name"] for r in rows] == EXAMPLE_ENTRIES
     krr = rows[EXAMPLE_ENTRIES.index("synthetic_krr_2d")]
-    assert Path(krr["path"]) == project / "data" / "synthetic_krr_2d.zarr"
+    assert Path(krr["path"]) == project / "catalogs" / "data" / "synthetic_krr_2d.zarr"
     assert krr["reader"] == "intake.readers.readers:XArrayDatasetReader"
     assert "cos" in krr["description"]
 
 
 def test_entry_path(project):
     cat = project / "catalogs" / "examples.yaml"
-    assert entry_path(cat, "digits_deformed_test") == project / "data" / "digits_deformed_test.zarr"
+    assert entry_path(cat, "digits_deformed_test") == \
+        project / "catalogs" / "data" / "digits_deformed_test.zarr"
     with pytest.raises(UnknownEntryError, match="available entries"):
         entry_path(cat, "nope")
 
@@ -263,25 +264,26 @@ def test_trusted_catalog_may_use_other_readers(evil, tmp_path):
 # --- register_dataset ------------------------------------------------------------------
 
 def test_register_creates_and_updates(tmp_path):
-    a = make_dataset("synthetic_krr_2d", tmp_path / "data" / "a.zarr", 30, chunk_size=10)
-    b = make_dataset("nonlinear_binary", tmp_path / "data" / "b.zarr", 20, chunk_size=10,
-                     n_features=3)
+    a = make_dataset("synthetic_krr_2d", tmp_path / "cats" / "data" / "a.zarr", 30,
+                     chunk_size=10)
+    b = make_dataset("nonlinear_binary", tmp_path / "cats" / "data" / "b.zarr", 20,
+                     chunk_size=10, n_features=3)
     cat = tmp_path / "cats" / "mine.yaml"
     register_dataset(cat, "first", a, description="one")
     register_dataset(cat, "second", b)
     spec = yaml.safe_load(cat.read_text())
     urls = sorted(d["kwargs"]["url"] for d in spec["data"].values())
-    assert urls == ["{CATALOG_DIR}/../data/a.zarr", "{CATALOG_DIR}/../data/b.zarr"]
+    assert urls == ["{CATALOG_DIR}/data/a.zarr", "{CATALOG_DIR}/data/b.zarr"]
     assert list_datasets(cat) == ["first", "second"]
     assert open_dataset(cat, "second").sizes["feature"] == 3
     # update: "first" now points at b; a's data description is dropped, "second" kept
     register_dataset(cat, "first", b, description="now b")
     spec = yaml.safe_load(cat.read_text())
-    assert [d["kwargs"]["url"] for d in spec["data"].values()] == ["{CATALOG_DIR}/../data/b.zarr"]
+    assert [d["kwargs"]["url"] for d in spec["data"].values()] == ["{CATALOG_DIR}/data/b.zarr"]
     assert open_dataset(cat, "first").sizes["feature"] == 3
     assert describe_catalog(cat)[0]["description"] == "now b"
     assert sorted(intake.from_yaml_file(str(cat)).entries) == ["first", "second"]
-    assert sorted(p.name for p in cat.parent.iterdir()) == ["mine.yaml"]  # no temp files
+    assert sorted(p.name for p in cat.parent.iterdir()) == ["data", "mine.yaml"]  # no temp
 
 
 def test_register_rejects_bad_name_and_bad_file(tmp_path):

@@ -144,3 +144,13 @@ def test_train_on_a_remote_scheduler_address(tmp_path):
     assert r.exit_code == 0, r.output
     np.testing.assert_array_equal(ok.load(tmp_path / "remote.zarr").coef_,
                                   ok.load(tmp_path / "local.zarr").coef_)
+
+
+def test_pipeline_paths_may_not_leave_base_dir(tmp_path):
+    from ooc_kernels.pipeline import run_pipeline
+
+    path = _pipeline(tmp_path, save={"output_dir": "../elsewhere"})
+    with pytest.raises(PipelineConfigError, match=r"'save.output_dir' = '../elsewhere' "
+                                                  r"resolves to .* outside base_dir"):
+        run_pipeline(path)
+    assert not (tmp_path.parent / "elsewhere").exists()

@@ -193,3 +193,32 @@ def test_processes_scheduler_gives_the_same_model():
     ref = ok.DSGClassifier(**params).fit(X, y)
     proc = ok.DSGClassifier(**dict(params, scheduler="processes")).fit(X, y)
     assert np.array_equal(ref.coef_, proc.coef_)
+
+
+def test_on_invalid_skip_leaves_out_and_counts_invalid_rows():
+    X, y = _xor(n=300)
+    bad = [5, 117, 250]
+    Xb = X.copy()
+    Xb[5, 0], Xb[117, 2], Xb[250, 1] = np.nan, np.inf, -np.inf
+    params = dict(SMALL, shuffle=False, bandwidth=1.0)
+    keep = np.setdiff1d(np.arange(300), bad)
+    for make in (lambda A: A, lambda A: da.from_array(A, chunks=(100, 3))):
+        skipped = ok.DSGClassifier(on_invalid="skip", **params).fit(make(Xb), y)
+        assert skipped.n_samples_skipped_ == 3 * 3 and skipped.n_samples_seen_ == 3 * 297
+    # reference: the same fit on the valid rows only, chunked the same way
+    chunks = tuple(100 - sum(1 for b in bad if lo <= b < lo + 100) for lo in (0, 100, 200))
+    ref = ok.DSGClassifier(**params).fit(da.from_array(X[keep], chunks=(chunks, 3)),
+                                         da.from_array(y[keep], chunks=(chunks,)))
+    assert np.array_equal(skipped.coef_, ref.coef_)
+    with pytest.raises(ValidationError, match=r"on_invalid='drop' is not supported"):
+        ok.DSGClassifier(on_invalid="drop", **params).fit(X, y)
+
+
+def test_on_invalid_skip_for_targets_of_a_regressor():
+    X, _ = _xor(n=200)
+    y = X[:, 0] - X[:, 1]
+    y[[3, 150]] = np.nan
+    reg = ok.DSGRegressor(on_invalid="skip", **dict(SMALL, bandwidth=1.0)).fit(
+        da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100))
+    assert reg.n_samples_skipped_ == 2 * SMALL["n_epochs"]
+    assert np.isfinite(reg.predict(X)).all()

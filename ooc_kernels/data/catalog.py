@@ -3,7 +3,7 @@
 A catalog is an Intake 2 YAML file (``version: 2``).  Each dataset is a reader entry
 ``intake.readers.readers:XArrayDatasetReader`` over a data entry
 ``intake.readers.datatypes:Zarr`` whose ``url`` is relative to the catalog's folder
-(``{CATALOG_DIR}/../data/NAME.zarr``).  :func:`register_dataset` writes such entries.
+(``{CATALOG_DIR}/data/NAME.zarr``).  :func:`register_dataset` writes such entries.
 
 Trust rule
 ----------
@@ -15,6 +15,16 @@ a small allow-list of classes that only read data, and every template must be a 
 parameter (``{CATALOG_DIR}``), ``{data(...)}`` or ``{env(...)}``.  Anything else raises
 :class:`~ooc_kernels.exceptions.UntrustedCatalogError` without importing anything.
 
+Path rule
+---------
+Every local path an entry reads (after templates such as ``{CATALOG_DIR}``, user parameters
+and ``{env(...)}`` are filled in, ``..`` removed and symbolic links followed) must lie inside
+the catalog file's folder, so a catalog cannot reach ``../../home/me/.ssh`` or ``/etc``.
+Otherwise :class:`PathEscapeError` is raised unless the caller passes
+``allow_outside=True`` (any path) or ``allow_outside=[folder, ...]`` (these folders as
+well).  The rule holds for trusted catalogs too; remote URLs (``s3://``, ``https://`` ...)
+are not local paths and are not checked.
+
 Examples
 --------
 >>> import os, tempfile
@@ -22,12 +32,20 @@ Examples
 >>> d = tempfile.mkdtemp()
 >>> p = make_dataset("synthetic_krr_2d", os.path.join(d, "data", "krr.zarr"), 100,
 ...                  chunk_size=50)
->>> cat = os.path.join(d, "catalogs", "demo.yaml")
+>>> cat = os.path.join(d, "demo.yaml")
 >>> register_dataset(cat, "krr", p, description="toy regression")
 >>> list_datasets(cat)
 ['krr']
 >>> open_dataset(cat, "krr").X.chunks
 ((50, 50), (2,))
+>>> outside = os.path.join(d, "catalogs", "demo.yaml")   # data is in ../data from there
+>>> register_dataset(outside, "krr", p)
+Traceback (most recent call last):
+...
+ooc_kernels.data.catalog.PathEscapeError: cannot register entry 'krr' ...
+>>> register_dataset(outside, "krr", p, allow_outside=[os.path.join(d, "data")])
+>>> open_dataset(outside, "krr", allow_outside=[os.path.join(d, "data")]).sizes["sample"]
+100
 """
 
 from __future__ import annotations
@@ -36,7 +54,7 @@ import os
 import re
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +64,23 @@ import yaml
 from ..exceptions import CatalogError, UnknownEntryError, UntrustedCatalogError
 from .schema import validate_dataset
 
+
+class PathEscapeError(CatalogError):
+    """A catalog entry's data lies outside the catalog's folder and this was not allowed.
+
+    Raised by every function of :mod:`ooc_kernels.data.catalog` (reading and
+    :func:`register_dataset`); pass ``allow_outside=True`` or a list of allowed folders.
+    """
+
+
 __all__ = [
     "ALLOWED_READERS",
     "ALLOWED_DATATYPES",
     "ALLOWED_USER_PARAMETERS",
+    "AllowOutside",
+    "PathEscapeError",
     "check_catalog_trust",
+    "check_catalog_paths",
     "load_catalog",
     "list_datasets",
     "describe_catalog",
@@ -84,6 +114,10 @@ _ENV_REF = re.compile(r"^env\(\s*[A-Za-z_][A-Za-z0-9_]*\s*\)$")
 # intake also matches these *without* braces in user-parameter defaults
 _CALL_TEMPLATE = re.compile(r"(func|import|pickle64)\s*\(", re.IGNORECASE)
 _HINT = "pass trusted=True if you trust this file"
+
+#: ``allow_outside`` argument: False (only the catalog's folder), True (anywhere) or an
+#: iterable of extra folders that entries may read from.
+AllowOutside = bool | Iterable[str | os.PathLike]
 
 
 
@@ -226,6 +260,155 @@ def _check_user_parameters(ups: Any, where: str, source: str) -> None:
                      source)
 
 
+# --- path rule -------------------------------------------------------------------------
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+
+
+def _allowed_roots(base: Path | None, allow_outside: Any) -> list[Path] | None:
+    """The folders entries may read from (``None``: anywhere)."""
+    if allow_outside is True:
+        return None
+    if allow_outside is False or allow_outside is None:
+        extra: list = []
+    elif isinstance(allow_outside, (str, os.PathLike)):
+        extra = [allow_outside]
+    elif isinstance(allow_outside, Iterable) and not isinstance(allow_outside, Mapping):
+        extra = list(allow_outside)
+    else:
+        extra = [allow_outside]
+    roots = [] if base is None else [base]
+    for root in extra:
+        if not isinstance(root, (str, os.PathLike)) or isinstance(root, bool) or not \
+                os.fspath(root):
+            raise CatalogError(
+                f"allow_outside must be True, False or a list of folders, found {root!r} in "
+                f"{allow_outside!r}; e.g. allow_outside=['/data/shared']"
+            )
+        roots.append(Path(os.fspath(root)).expanduser().resolve())
+    return roots
+
+
+def _local_paths(url: Any) -> list[Path]:
+    """Resolved local paths a URL reads (fsspec chains ``a::b`` give several); remote: none."""
+    if not isinstance(url, str) or not url:
+        return []
+    from urllib.parse import unquote, urlparse
+
+    out = []
+    for part in url.split("::"):
+        m = _SCHEME.match(part)
+        if m and m.group(1).lower() not in ("file", "local"):
+            continue  # remote (s3://, https://, memory:// ...): not a local path
+        local = unquote(urlparse(part).path) if m else part
+        out.append(Path(os.path.abspath(os.path.expanduser(local))).resolve())
+    return out
+
+
+def _catalog_base(cat) -> Path | None:
+    """The catalog file's folder (resolved); the working folder for in-memory catalogs."""
+    base = cat.user_parameters.get("CATALOG_DIR")
+    base = getattr(base, "default", base)
+    if base is None:
+        return Path.cwd().resolve()
+    paths = _local_paths(str(base))
+    return paths[0] if len(paths) == 1 else None
+
+
+def _entry_urls(cat, name: str) -> list[str]:
+    """The data URLs entry ``name`` reads, templates filled in as intake fills them."""
+    entry = cat.entries[cat.aliases.get(name, name)]
+    urls: list[str] = []
+
+    def walk(value):
+        if isinstance(value, Mapping):
+            for key, v in value.items():
+                if key in ("url", "urlpath", "path") and isinstance(v, str):
+                    urls.append(_resolve(cat, v))
+                else:
+                    walk(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            m = re.match(r"{?data[(]\s*([^),\s]+)", value)
+            if m and m.group(1) in cat.data:
+                token = m.group(1)
+                try:
+                    url = getattr(cat[token], "url", None)
+                except Exception:  # noqa: BLE001 - a trusted custom datatype failing to build
+                    url = None
+                if not isinstance(url, str):
+                    url = _resolve(cat, cat.data[token].kwargs.get("url"))
+                urls.append(url)
+        elif hasattr(value, "kwargs"):
+            walk(value.kwargs)
+
+    walk(entry.kwargs)
+    return [u for u in urls if isinstance(u, str)]
+
+
+def _outside(path: Path, roots: list[Path]) -> bool:
+    return not any(path == r or path.is_relative_to(r) for r in roots)
+
+
+def _fmt_roots(base: Path | None, roots: list[Path]) -> str:
+    extra = [str(r) for r in roots if r != base]
+    where = f"the catalog's folder {str(base)!r}" if base is not None else \
+        "no local folder (the catalog is not a local file)"
+    return where + (f" or the allowed folders {extra}" if extra else "")
+
+
+def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
+                        source: str | None = None) -> None:
+    """Refuse a loaded catalog whose entries read local paths outside its folder.
+
+    Parameters
+    ----------
+    catalog : intake.readers.entry.Catalog
+        As returned by :func:`load_catalog` or ``intake.from_yaml_file``.
+    allow_outside : bool or iterable of folders, default False
+        True: no check.  Folders: allowed in addition to the catalog's folder.
+    source : str, optional
+        Name of the catalog in error messages.
+
+    Raises
+    ------
+    PathEscapeError
+        Naming the entry, the path as written, where it resolves, the allowed folder(s) and
+        the fix.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> f = os.path.join(d, "cat", "c.yaml")
+    >>> register_dataset(f, "a", os.path.join(d, "a.zarr"), allow_outside=True)
+    >>> check_catalog_paths(load_catalog(f, allow_outside=True))
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.data.catalog.PathEscapeError: catalog ...: entry 'a' reads ...
+    """
+    base = _catalog_base(catalog)
+    roots = _allowed_roots(base, allow_outside)
+    if roots is None:
+        return
+    if source is None:
+        path = catalog.user_parameters.get("CATALOG_PATH")
+        source = repr(str(getattr(path, "default", path) or "<in-memory catalog>"))
+    for name in sorted(catalog.entries):
+        for url in _entry_urls(catalog, name):
+            for path in _local_paths(url):
+                if _outside(path, roots):
+                    raise PathEscapeError(
+                        f"catalog {source}: entry {name!r} reads {url!r}, which resolves to "
+                        f"{str(path)!r}, outside {_fmt_roots(base, roots)}; move the data "
+                        f"under the catalog's folder, or pass allow_outside=True (any path) "
+                        f"or allow_outside=[{str(path.parent)!r}] if you trust this catalog "
+                        "(command line: --allow-outside)"
+                    )
+
+
 # --- loading ---------------------------------------------------------------------------
 
 def _read_yaml(path: Path) -> Any:
@@ -245,7 +428,8 @@ def _read_yaml(path: Path) -> Any:
         ) from None
 
 
-def load_catalog(catalog: Any, *, trusted: bool = False):
+def load_catalog(catalog: Any, *, trusted: bool = False,
+                 allow_outside: AllowOutside = False):
     """Load an Intake 2 catalog, refusing code references unless ``trusted``.
 
     Parameters
@@ -254,6 +438,9 @@ def load_catalog(catalog: Any, *, trusted: bool = False):
         A YAML file, or a catalog already loaded by intake (checked as well).
     trusted : bool, default False
         Skip the allow-list check (the file may then import and run code).
+    allow_outside : bool or iterable of folders, default False
+        Entries must read local paths inside the catalog file's folder; True lifts the
+        rule, a list of folders allows these too (see :func:`check_catalog_paths`).
 
     Returns
     -------
@@ -265,6 +452,9 @@ def load_catalog(catalog: Any, *, trusted: bool = False):
         Missing, unreadable or invalid file.
     UntrustedCatalogError
         The catalog names code outside the allow-list and ``trusted`` is False.
+    PathEscapeError
+        An entry reads a path outside the catalog's folder that ``allow_outside`` does not
+        allow.
 
     Examples
     --------
@@ -279,6 +469,7 @@ def load_catalog(catalog: Any, *, trusted: bool = False):
     if isinstance(catalog, Catalog):
         if not trusted:
             check_catalog_trust(catalog.to_dict(), source=repr(type(catalog).__name__))
+        check_catalog_paths(catalog, allow_outside=allow_outside)
         return catalog
     if not isinstance(catalog, (str, os.PathLike)):
         raise CatalogError(
@@ -303,10 +494,12 @@ def load_catalog(catalog: Any, *, trusted: bool = False):
     cat.user_parameters["CATALOG_PATH"] = str(path)
     cat.user_parameters["CATALOG_DIR"] = path.parent.as_uri()
     cat.user_parameters["STORAGE_OPTIONS"] = {}
+    check_catalog_paths(cat, allow_outside=allow_outside, source=source)
     return cat
 
 
-def list_datasets(catalog: Any, *, trusted: bool = False) -> list[str]:
+def list_datasets(catalog: Any, *, trusted: bool = False,
+                  allow_outside: AllowOutside = False) -> list[str]:
     """Sorted names of the entries (and aliases) of a catalog.
 
     Examples
@@ -314,7 +507,7 @@ def list_datasets(catalog: Any, *, trusted: bool = False) -> list[str]:
     >>> list_datasets("catalogs/examples.yaml")  # doctest: +SKIP
     ['digits_deformed', 'digits_deformed_test', 'nonlinear_binary', 'synthetic_krr_2d']
     """
-    cat = load_catalog(catalog, trusted=trusted)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
     return sorted(set(cat.entries) | set(cat.aliases))
 
 
@@ -358,7 +551,8 @@ def _resolve(cat, url: str | None) -> str | None:
     return url
 
 
-def describe_catalog(catalog: Any, *, trusted: bool = False) -> list[dict]:
+def describe_catalog(catalog: Any, *, trusted: bool = False,
+                     allow_outside: AllowOutside = False) -> list[dict]:
     """One row per entry: ``name``, ``description``, ``path`` (resolved) and ``reader``.
 
     Examples
@@ -370,7 +564,7 @@ def describe_catalog(catalog: Any, *, trusted: bool = False) -> list[dict]:
     >>> row["name"], row["description"], row["reader"], os.path.basename(row["path"])
     ('a', 'A', 'intake.readers.readers:XArrayDatasetReader', 'a.zarr')
     """
-    cat = load_catalog(catalog, trusted=trusted)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
     rows = []
     for name in sorted(set(cat.entries) | set(cat.aliases)):
         entry = _entry(cat, name)
@@ -383,7 +577,8 @@ def describe_catalog(catalog: Any, *, trusted: bool = False) -> list[dict]:
     return rows
 
 
-def entry_path(catalog: Any, name: str, *, trusted: bool = False) -> Path:
+def entry_path(catalog: Any, name: str, *, trusted: bool = False,
+               allow_outside: AllowOutside = False) -> Path:
     """Local path of the Zarr store that entry ``name`` reads (it need not exist yet).
 
     Raises
@@ -392,6 +587,8 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False) -> Path:
         ``name`` is not in the catalog.
     CatalogError
         The entry has no data path, or it is a remote URL.
+    PathEscapeError
+        The path is outside the catalog's folder (see :func:`load_catalog`).
 
     Examples
     --------
@@ -401,7 +598,7 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False) -> Path:
     >>> entry_path(os.path.join(d, "c.yaml"), "a").relative_to(d).as_posix()
     'data/a.zarr'
     """
-    cat = load_catalog(catalog, trusted=trusted)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
     url = _resolve(cat, _data_url(cat, _entry(cat, name)))
     if not isinstance(url, str) or not url or "://" in url or "{" in url:
         raise CatalogError(
@@ -411,7 +608,8 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False) -> Path:
     return Path(url)
 
 
-def open_dataset(catalog: Any, name: str, *, trusted: bool = False) -> xr.Dataset:
+def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
+                 allow_outside: AllowOutside = False) -> xr.Dataset:
     """Open catalog entry ``name`` as a lazy, validated, Dask-backed ``xarray.Dataset``.
 
     Parameters
@@ -419,7 +617,7 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False) -> xr.Datase
     catalog : str, path-like or intake.readers.entry.Catalog
     name : str
         Entry (or alias) name.
-    trusted : bool, default False
+    trusted, allow_outside
         See :func:`load_catalog`.
 
     Returns
@@ -431,13 +629,13 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False) -> xr.Datase
     ------
     UnknownEntryError
         ``name`` is not in the catalog (the message lists the available entries).
-    CatalogError, UntrustedCatalogError, SchemaError
+    CatalogError, UntrustedCatalogError, PathEscapeError, SchemaError
 
     Examples
     --------
     >>> ds = open_dataset("catalogs/examples.yaml", "synthetic_krr_2d")  # doctest: +SKIP
     """
-    cat = load_catalog(catalog, trusted=trusted)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
     entry = _entry(cat, name)
     try:
         reader = cat[name]
@@ -509,7 +707,8 @@ def _data_refs(entry: Mapping) -> set[str]:
 
 
 def register_dataset(catalog_path: str | os.PathLike, entry: str,
-                     data_path: str | os.PathLike, *, description: str | None = None) -> None:
+                     data_path: str | os.PathLike, *, description: str | None = None,
+                     allow_outside: AllowOutside = False) -> None:
     """Create or update an Intake 2 catalog file with an entry for a Zarr store.
 
     The store's path is written relative to the catalog's folder (``{CATALOG_DIR}/...``)
@@ -527,19 +726,26 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
         The Zarr store (it need not exist yet).
     description : str, optional
         Shown by :func:`describe_catalog` / ``ooc-kernels catalog list``.
+    allow_outside : bool or iterable of folders, default False
+        The store must lie inside the catalog's folder (readers refuse other paths, see
+        :func:`load_catalog`); True allows any path, a list of folders allows these too.
+        Whoever opens the catalog then needs the same ``allow_outside``.
 
     Raises
     ------
     CatalogError
         Invalid entry name, or an existing file that is not an Intake 2 catalog.
+    PathEscapeError
+        ``data_path`` is outside the catalog's folder and ``allow_outside`` does not allow it
+        (the catalog file is left untouched).
 
     Examples
     --------
     >>> import os, tempfile
     >>> d = tempfile.mkdtemp()
     >>> f = os.path.join(d, "catalogs", "c.yaml")
-    >>> register_dataset(f, "digits", os.path.join(d, "data", "digits.zarr"))
-    >>> "{CATALOG_DIR}/../data/digits.zarr" in open(f).read()
+    >>> register_dataset(f, "digits", os.path.join(d, "catalogs", "data", "digits.zarr"))
+    >>> "{CATALOG_DIR}/data/digits.zarr" in open(f).read()
     True
     """
     if not isinstance(entry, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", entry):
@@ -549,6 +755,19 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
         )
     cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
     data_abs = Path(os.fspath(data_path)).expanduser().absolute()
+    base = cat_path.parent.resolve()
+    roots = _allowed_roots(base, allow_outside)
+    resolved = data_abs.resolve()
+    if roots is not None and _outside(resolved, roots):
+        raise PathEscapeError(
+            f"cannot register entry {entry!r} in catalog {str(cat_path)!r}: its data "
+            f"{str(data_abs)!r} resolves to {str(resolved)!r}, outside "
+            f"{_fmt_roots(base, roots)}, and readers of the catalog would refuse it; write "
+            f"the store under the catalog's folder (e.g. "
+            f"{str(base / 'data' / resolved.name)!r}), or pass allow_outside=True or "
+            f"allow_outside=[{str(resolved.parent)!r}] (readers then need the same; command "
+            "line: --allow-outside)"
+        )
     if cat_path.exists():
         spec = _read_yaml(cat_path)
         if spec is None:

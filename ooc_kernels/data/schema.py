@@ -260,14 +260,18 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True) -> xr.
     Returns
     -------
     xarray.Dataset
-        Lazy; nothing but metadata is read.
+        Lazy; nothing but metadata is read.  Every chunk read checks that the chunk file
+        exists and decodes (see :mod:`ooc_kernels.data.integrity`): a missing, truncated
+        or garbled chunk raises :class:`~ooc_kernels.exceptions.CorruptChunkError` when it
+        is read.
 
     Raises
     ------
     ValidationError
         The path does not exist.
     SchemaError
-        The path is not a Zarr group or does not follow the schema.
+        The path is not a Zarr group, does not follow the schema, or its consolidated
+        metadata lists an array that is missing from the store.
 
     Examples
     --------
@@ -293,6 +297,7 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True) -> xr.
             f"{str(p)!r} is not a Zarr group ({type(err).__name__}: {err}); point to the "
             "folder of a dataset written by ooc_kernels.data.write_chunks"
         ) from None
+    _check_arrays_present(group, p, zarr)
     # xarray refuses arrays of different lengths along one dimension with a generic
     # message: check the lengths on the Zarr metadata first
     shapes = {k: getattr(group.get(k), "shape", None) for k in (X_NAME, Y_NAME)}
@@ -309,4 +314,30 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True) -> xr.
             f"cannot open {str(p)!r} as an xarray dataset ({type(err).__name__}: {err}); "
             "the arrays need dimension names: rewrite it with ooc_kernels.data.write_chunks"
         ) from None
-    return validate_dataset(ds, require_y=require_y)
+    validate_dataset(ds, require_y=require_y)
+    from .integrity import guard_dataset
+
+    # chunk reads check that each chunk file exists and decodes (CorruptChunkError)
+    return guard_dataset(ds)
+
+
+def _check_arrays_present(group, p: Path, zarr) -> None:
+    """Refuse a store whose consolidated metadata lists an array that is gone.
+
+    xarray opens such a store from the consolidated metadata alone and would read the lost
+    array as its fill value (zeros) everywhere.
+    """
+    try:
+        real = zarr.open_group(str(p), mode="r", use_consolidated=False)
+    except Exception:  # no group metadata outside the consolidated copy: checked below
+        real = None
+    for name in (X_NAME, Y_NAME):
+        listed = group.get(name) is not None
+        present = real is not None and real.get(name) is not None
+        if listed and not present:
+            raise SchemaError(
+                f"variable {name!r} is listed in the consolidated metadata of {str(p)!r} but "
+                f"its array ({str(p / name)!r}) is missing from the store; the store is "
+                "damaged: regenerate it (ooc_kernels.data.make_dataset(..., overwrite=True)) "
+                "or restore it from a backup"
+            )

@@ -70,9 +70,20 @@ def _check_positive_int(name: str, value: Any) -> int:
 
 
 def _compressor():
-    from zarr.codecs import BloscCodec
+    """Blosc/Zstd, then a CRC32C checksum of the compressed bytes.
 
-    return BloscCodec(cname="zstd", clevel=3, shuffle="shuffle")
+    The checksum makes a flipped byte or a truncated chunk file fail on read (as a
+    :class:`~ooc_kernels.exceptions.CorruptChunkError`, see :mod:`ooc_kernels.data.integrity`)
+    instead of decoding to wrong numbers.
+    """
+    from zarr.codecs import BloscCodec, Crc32cCodec
+
+    return [BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"), Crc32cCodec()]
+
+
+#: Every chunk is written, even one equal to the fill value, so a missing chunk file is
+#: always damage (zarr would otherwise read it back as the fill value, silently).
+_ARRAY_CONFIG = {"write_empty_chunks": True}
 
 
 def write_chunks(
@@ -157,10 +168,11 @@ def _write_store(tmp: Path, chunks, *, n_samples, n_features, chunk_size, y_dtyp
     x_arr = group.create_array(
         X_NAME, shape=(n_samples, n_features), chunks=(chunk_size, n_features),
         dtype="float32", dimension_names=(SAMPLE_DIM, FEATURE_DIM),
-        compressors=_compressor(), fill_value=0.0)
+        compressors=_compressor(), fill_value=0.0, config=_ARRAY_CONFIG)
     y_arr = group.create_array(
         Y_NAME, shape=(n_samples,), chunks=(chunk_size,), dtype=y_dtype,
-        dimension_names=(SAMPLE_DIM,), compressors=_compressor(), fill_value=0)
+        dimension_names=(SAMPLE_DIM,), compressors=_compressor(), fill_value=0,
+        config=_ARRAY_CONFIG)
     written = 0
     with progress_bar(total=total, desc=desc, enabled=progress, unit="chunk") as bar:
         for index, pair in enumerate(chunks):
@@ -215,4 +227,4 @@ def _move_into_place(tmp: Path, target: Path, *, overwrite: bool) -> None:
             f"dataset path {str(target)!r} appeared while writing; pass overwrite=True to "
             "replace it"
         )
-    replace_dir(tmp, target)
+    replace_dir(tmp, target, overwrite=overwrite)

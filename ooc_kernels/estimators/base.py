@@ -7,12 +7,18 @@ from __future__ import annotations
 
 
 import dask
+import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
 from ooc_kernels.estimators._validation import check_float, check_int, check_option
-from ooc_kernels.exceptions import InvalidDataError, ValidationError
+from ooc_kernels.exceptions import (
+    DivergenceError,
+    InputTypeError,
+    InvalidDataError,
+    ValidationError,
+)
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.parallel.chunked import ChunkedData, as_chunked, is_lazy_input
 from ooc_kernels.parallel.engine import resolve_scheduler, run_rounds
@@ -32,6 +38,8 @@ def _sklearn_validated(func, *args, **kwargs):
         return func(*args, **kwargs)
     except ValidationError:
         raise
+    except TypeError as err:
+        raise InputTypeError(str(err)) from err
     except ValueError as err:
         raise ValidationError(str(err)) from err
 
@@ -50,8 +58,8 @@ class BaseDSG(BaseEstimator):
     def __init__(self, *, loss, kernel="rbf", bandwidth="median", median_multiplier=1.0,
                  alpha=1e-5, n_features=4096, block_size=256, batch_size=256, n_epochs=5,
                  learning_rate="inverse", eta0=100.0, t0=100.0, chunks_per_round=1,
-                 chunk_size=10_000, shuffle=True, random_state=None, scheduler=None,
-                 progress=None):
+                 chunk_size=10_000, shuffle=True, on_invalid="error", random_state=None,
+                 scheduler=None, progress=None):
         self.loss = loss
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -67,6 +75,7 @@ class BaseDSG(BaseEstimator):
         self.chunks_per_round = chunks_per_round
         self.chunk_size = chunk_size
         self.shuffle = shuffle
+        self.on_invalid = on_invalid
         self.random_state = random_state
         self.scheduler = scheduler
         self.progress = progress
@@ -99,13 +108,15 @@ class BaseDSG(BaseEstimator):
         p["t0"] = check_float("t0", self.t0, low=0.0)
         p["chunks_per_round"] = check_int("chunks_per_round", self.chunks_per_round, low=1)
         p["chunk_size"] = check_int("chunk_size", self.chunk_size, low=1)
+        p["on_invalid"] = check_option("on_invalid", self.on_invalid, ("error", "skip"))
         resolve_scheduler(self.scheduler)
         return p
 
     # ------------------------------------------------------------------ inputs
     def _chunked_fit_input(self, X, y, *, reset: bool) -> ChunkedData:
         if is_lazy_input(X) or (hasattr(X, "read") and callable(X.read)):
-            data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
+            data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
+                              check_y=self.on_invalid != "skip")
             if reset:
                 self.n_features_in_ = data.n_features
             elif data.n_features != self.n_features_in_:
@@ -114,10 +125,16 @@ class BaseDSG(BaseEstimator):
                     f"expecting {self.n_features_in_} features as input."
                 )
             return data
+        skip = self.on_invalid == "skip"
         X, y = _sklearn_validated(validate_data, self, X, y, reset=reset,
                                   dtype=[np.float64, np.float32],
-                                  y_numeric=not self._is_classifier, multi_output=False)
-        return as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
+                                  y_numeric=not self._is_classifier, multi_output=False,
+                                  ensure_all_finite=not skip)
+        if skip:  # invalid rows are dropped chunk by chunk by the solver
+            X = da.from_array(X, chunks=(self.chunk_size, X.shape[1]))
+            y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+        return as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
+                          check_y=self.on_invalid != "skip")
 
     def _chunked_predict_input(self, X) -> tuple[ChunkedData, bool]:
         check_is_fitted(self, "_state")
@@ -172,7 +189,7 @@ class BaseDSG(BaseEstimator):
             batch_size=params["batch_size"], learning_rate=params["learning_rate"],
             eta0=params["eta0"], t0=params["t0"], dtype=dtype,
             classes=None if classes_ is None else tuple(classes_.tolist()),
-            shuffle=bool(self.shuffle))
+            shuffle=bool(self.shuffle), on_invalid=params["on_invalid"])
         self._state = init_state(self._config)
         self._n_epochs_done = 0
         self.bandwidth_ = bandwidth
@@ -191,17 +208,29 @@ class BaseDSG(BaseEstimator):
         if dtype != self._config.dtype:
             data = ChunkedData(X=data.X.astype(self._config.dtype), y=data.y,
                                attrs=data.attrs)
+        def after_round(state, info):
+            # the model is small: checking it every round costs nothing next to a chunk
+            if not np.isfinite(state.coef).all():
+                raise DivergenceError(
+                    f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
+                    f"{info.round} (step sizes eta0={self.eta0}, t0={self.t0}); lower eta0, "
+                    "raise t0, or standardize X (and y for regression)."
+                )
+            if callback is not None:
+                callback(state, info)
+
         result = run_rounds(DSGAlgorithm(self._config), self._state, data,
                             n_epochs=end_epoch, chunks_per_round=params["chunks_per_round"],
                             seed=self._data_seed, shuffle=bool(self.shuffle),
                             start_epoch=start[0], start_round=start[1],
                             scheduler=self.scheduler, progress=self.progress,
-                            desc=type(self).__name__, callback=callback)
+                            desc=type(self).__name__, callback=after_round)
         self._state = result.state
         self._n_epochs_done = end_epoch
         self.n_iter_ = self._state.n_iter
         self.n_blocks_seen_ = self._state.n_blocks_seen
         self.n_samples_seen_ = self._state.n_samples_seen
+        self.n_samples_skipped_ = self._state.n_samples_skipped
 
     # ------------------------------------------------------------------ public API
     def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):

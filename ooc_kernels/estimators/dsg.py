@@ -21,7 +21,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.metaestimators import available_if
 
-from ooc_kernels.estimators.base import BaseDSG
+from ooc_kernels.estimators.base import BaseDSG, _sklearn_validated
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
@@ -65,6 +65,10 @@ _PARAMS_DOC = """
         Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
     shuffle : bool, default=True
         Shuffle the chunk order every epoch and the rows inside each chunk.
+    on_invalid : {"error", "skip"}, default="error"
+        Rows with NaN or inf in ``X`` (or in ``y`` for regression): ``"error"`` stops the fit
+        with the chunk and row; ``"skip"`` leaves them out and counts them in
+        ``n_samples_skipped_``.
     random_state : int, RandomState instance or None, default=None
         Seeds the random features, the chunk order and the row order.
     scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
@@ -94,6 +98,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     n_iter_ : int
         Steps taken so far (global ``t``).
     n_blocks_seen_, n_samples_seen_ : int
+    n_samples_skipped_ : int
+        Rows left out by ``on_invalid="skip"``.
     n_features_in_ : int
 
     Examples
@@ -113,16 +119,16 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="median",
                  median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
                  batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, random_state=None,
-                 scheduler=None, progress=None):
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, on_invalid="error",
+                 random_state=None, scheduler=None, progress=None):
         super().__init__(loss=loss, kernel=kernel, bandwidth=bandwidth,
                          median_multiplier=median_multiplier, alpha=alpha,
                          n_features=n_features, block_size=block_size,
                          batch_size=batch_size, n_epochs=n_epochs,
                          learning_rate=learning_rate, eta0=eta0, t0=t0,
                          chunks_per_round=chunks_per_round, chunk_size=chunk_size,
-                         shuffle=shuffle, random_state=random_state, scheduler=scheduler,
-                         progress=progress)
+                         shuffle=shuffle, on_invalid=on_invalid, random_state=random_state,
+                         scheduler=scheduler, progress=progress)
 
     def _target_spec(self, loss, n_classes):
         if loss == "softmax" or (loss == "logistic" and n_classes > 2):
@@ -141,7 +147,9 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
             found = np.asarray(da.unique(data.y).compute(scheduler=_sched(self)))
         else:  # pragma: no cover - as_chunked always gives a dask y
             found = np.unique(np.asarray(data.y))
-        check_classification_targets(found)
+        if self.on_invalid == "skip" and found.dtype.kind == "f":
+            found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
+        _sklearn_validated(check_classification_targets, found)
         if len(found) < 2:
             raise ValidationError(
                 f"y has only 1 class ({found.tolist()}); a classifier needs samples of at "
@@ -235,16 +243,16 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     def __init__(self, loss="squared", *, kernel="rbf", bandwidth="median",
                  median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
                  batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, random_state=None,
-                 scheduler=None, progress=None):
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, on_invalid="error",
+                 random_state=None, scheduler=None, progress=None):
         super().__init__(loss=loss, kernel=kernel, bandwidth=bandwidth,
                          median_multiplier=median_multiplier, alpha=alpha,
                          n_features=n_features, block_size=block_size,
                          batch_size=batch_size, n_epochs=n_epochs,
                          learning_rate=learning_rate, eta0=eta0, t0=t0,
                          chunks_per_round=chunks_per_round, chunk_size=chunk_size,
-                         shuffle=shuffle, random_state=random_state, scheduler=scheduler,
-                         progress=progress)
+                         shuffle=shuffle, on_invalid=on_invalid, random_state=random_state,
+                         scheduler=scheduler, progress=progress)
 
     def _target_spec(self, loss, n_classes):
         return "regression", 1, get_loss(loss).loss_id

@@ -86,7 +86,8 @@ def model_metadata(estimator) -> dict:
             "values": np.asarray(estimator.classes_).tolist(),
             "dtype": np.asarray(estimator.classes_).dtype.str},
         "state": {"n_iter": int(state.n_iter), "n_blocks_seen": int(state.n_blocks_seen),
-                  "n_samples_seen": int(state.n_samples_seen)},
+                  "n_samples_seen": int(state.n_samples_seen),
+                  "n_samples_skipped": int(state.n_samples_skipped)},
         "fitted": {"n_features_in_": int(estimator.n_features_in_),
                    "random_seed_": int(estimator.random_seed_),
                    "data_seed": str(estimator._data_seed),
@@ -196,6 +197,7 @@ def restore_model(meta: dict, coef: np.ndarray, *, where: str = "model", estimat
     est.n_iter_ = est._state.n_iter
     est.n_blocks_seen_ = est._state.n_blocks_seen
     est.n_samples_seen_ = est._state.n_samples_seen
+    est.n_samples_skipped_ = est._state.n_samples_skipped
     if classes is not None:
         est.classes_ = classes
     return est

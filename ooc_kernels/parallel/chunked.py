@@ -101,7 +101,7 @@ def _check_chunk_size(chunk_size: Any) -> int:
     return int(chunk_size)
 
 
-def _from_dask(X: da.Array, y: Any, chunk_size: int) -> ChunkedData:
+def _from_dask(X: da.Array, y: Any, chunk_size: int, check_y: bool = True) -> ChunkedData:
     if X.ndim != 2:
         raise ValidationError(
             f"X must be 2-D (n_samples, n_features), got a Dask array of shape {X.shape}; "
@@ -123,12 +123,23 @@ def _from_dask(X: da.Array, y: Any, chunk_size: int) -> ChunkedData:
         )
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
+    if X.shape[1] == 0:
+        raise ValidationError(
+            f"X has 0 features (shape {X.shape}); give at least one feature column."
+        )
     yd = None
     if y is not None:
+        y = _unwrap_xarray(y)
         if isinstance(y, da.Array):
             yd = y
         else:
             y_np = np.asarray(y)  # y given in memory by the caller (small next to X)
+            if y_np.ndim == 0 or y_np.shape[0] != X.shape[0]:
+                raise ValidationError(
+                    f"X and y have different numbers of samples: {X.shape[0]} and "
+                    f"{y_np.shape[0] if y_np.ndim else 'a scalar y'}; they must describe the "
+                    "same samples."
+                )
             yd = da.from_array(y_np, chunks=(X.chunks[0],) + y_np.shape[1:])
         if yd.ndim == 2 and yd.shape[1] == 1:
             yd = yd[:, 0]
@@ -137,18 +148,48 @@ def _from_dask(X: da.Array, y: Any, chunk_size: int) -> ChunkedData:
                 f"y must be 1-D (n_samples,), got shape {yd.shape}; pass y.ravel() for a "
                 "single target."
             )
+        if any(np.isnan(c) for c in yd.chunks[0]):
+            raise ValidationError(
+                "y has unknown chunk sizes along samples; call y.compute_chunk_sizes() first."
+            )
         if yd.shape[0] != X.shape[0]:
             raise ValidationError(
                 f"X and y have different numbers of samples: {X.shape[0]} and {yd.shape[0]}; "
                 "they must describe the same samples."
             )
+        if yd.dtype.kind not in _Y_KINDS:
+            raise ValidationError(
+                f"y must hold numbers (regression) or labels (classification), got dtype "
+                f"{yd.dtype}; convert it, e.g. y.astype('float32') or y.astype('int32')."
+            )
         if yd.chunks[0] != X.chunks[0]:
             yd = yd.rechunk((X.chunks[0],))
+        if check_y:
+            from ooc_kernels.data.integrity import check_finite_blocks
+
+            yd = check_finite_blocks(yd, "y")  # NaN/inf named by chunk and row when read
     return ChunkedData(X=X, y=yd)
 
 
+#: dtype kinds accepted for y: bool, integers, floats, strings and objects (labels).
+_Y_KINDS = "biufUSO"
+
+
+def _unwrap_xarray(y: Any) -> Any:
+    """The (integrity-checked) Dask array behind an xarray ``y``; other inputs unchanged."""
+    import xarray as xr
+
+    if isinstance(y, xr.DataArray):
+        y = y.data
+    if isinstance(y, da.Array):
+        from ooc_kernels.data.integrity import guard_dask_array
+
+        y = guard_dask_array(y, "y")
+    return y
+
+
 def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
-               require_y: bool = False) -> ChunkedData:
+               require_y: bool = False, check_y: bool = True) -> ChunkedData:
     """Wrap any accepted input as :class:`ChunkedData` without reading it.
 
     Parameters
@@ -162,6 +203,9 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         Rows per chunk for in-memory inputs (Dask and Zarr inputs keep their chunks).
     require_y : bool
         Raise when no targets can be found.
+    check_y : bool
+        Check, chunk by chunk when read, that ``y`` holds no NaN/inf (off when the caller
+        skips invalid rows itself).
     """
     chunk_size = _check_chunk_size(chunk_size)
     if hasattr(X, "read") and callable(X.read) and not isinstance(X, np.ndarray):
@@ -181,29 +225,44 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
                 f"the Dataset needs a 2-D variable 'X' (sample, feature); found {found}. "
                 "Fix: name the feature matrix 'X' (and the targets 'y')."
             )
+        from ooc_kernels.data.integrity import guard_dataset
+
+        ds = guard_dataset(ds)  # chunk reads check that chunk files exist and decode
         attrs = dict(ds.attrs)
         Xd = ds["X"].data
         if not isinstance(Xd, da.Array):  # an in-memory Dataset
             Xd = da.from_array(Xd, chunks=(chunk_size, -1))
         if y is None and "y" in ds:
             y = ds["y"].data
-        data = _from_dask(Xd, y, chunk_size)
+        data = _from_dask(Xd, y, chunk_size, check_y)
         data = ChunkedData(X=data.X, y=data.y, attrs=attrs)
     elif isinstance(X, xr.DataArray):
-        data = _from_dask(X.data if isinstance(X.data, da.Array)
-                          else da.from_array(X.data, chunks=(chunk_size, -1)), y, chunk_size)
+        Xd = X.data
+        if isinstance(Xd, da.Array):
+            from ooc_kernels.data.integrity import guard_dask_array
+
+            Xd = guard_dask_array(Xd, str(X.name) if X.name is not None else "X")
+        else:
+            Xd = da.from_array(Xd, chunks=(chunk_size,) + (-1,) * max(Xd.ndim - 1, 0))
+        data = _from_dask(Xd, y, chunk_size, check_y)
     elif isinstance(X, da.Array):
-        data = _from_dask(X, y, chunk_size)
+        data = _from_dask(X, y, chunk_size, check_y)
     else:
         from sklearn.utils.validation import check_array, check_consistent_length
 
-        X_np = check_array(X, dtype=[np.float64, np.float32], ensure_all_finite=True,
-                           accept_sparse=False)
-        if y is not None and not isinstance(y, da.Array):
-            y = np.asarray(y)
-            check_consistent_length(X_np, y)
+        y = None if y is None else _unwrap_xarray(y)
+        try:  # scikit-learn's checks (NaN/inf, dtype, dimensions), in the library's hierarchy
+            X_np = check_array(X, dtype=[np.float64, np.float32], ensure_all_finite=True,
+                               accept_sparse=False)
+            if y is not None and not isinstance(y, da.Array):
+                y = np.asarray(y)
+                check_consistent_length(X_np, y)
+        except ValidationError:
+            raise
+        except (ValueError, TypeError) as err:
+            raise ValidationError(f"invalid input: {err}") from err
         data = _from_dask(da.from_array(X_np, chunks=(chunk_size, X_np.shape[1])), y,
-                          chunk_size)
+                          chunk_size, check_y)
     if data.n_samples == 0:
         raise ValidationError(
             "the dataset is empty (0 samples); give at least one sample."

@@ -1,5 +1,12 @@
 """Choosing where Dask runs the tasks, for the command line and pipelines.
 
+A scheduler is ``"sync"``, ``"threads"``, ``"processes"``, the address of a Dask scheduler
+(``tcp://host:8786`` or ``tls://host:8786``), a Dask scheduler file (``scheduler_file=``,
+the JSON file ``dask scheduler --scheduler-file`` writes), or an already connected
+``distributed.Client``.  TLS settings come from a ``distributed.security.Security``
+(:func:`make_security` builds one from certificate files) or, when none is given, from Dask's
+configuration (``distributed.comm.tls.*`` in ``~/.config/dask/*.yaml`` or ``DASK_CONFIG``).
+
 Examples
 --------
 >>> from ooc_kernels.parallel.scheduling import scheduler_context
@@ -12,55 +19,189 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dask
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["scheduler_context", "SCHEDULER_CHOICES"]
+__all__ = ["SCHEDULER_CHOICES", "make_security", "scheduler_context"]
 
 SCHEDULER_CHOICES = ("sync", "threads", "processes")
 
 
+def make_security(ca_file: str | os.PathLike | None = None,
+                  cert: str | os.PathLike | None = None,
+                  key: str | os.PathLike | None = None, *,
+                  require_encryption: bool = True):
+    """A ``distributed.security.Security`` for a client of a TLS-secured scheduler.
+
+    Parameters
+    ----------
+    ca_file : path
+        PEM file of the certificate authority that signed the scheduler's certificate (the
+        client refuses any other scheduler).
+    cert : path
+        PEM file of this client's certificate (it may also hold the private key).
+    key : path, optional
+        PEM file of the client's private key, when it is not inside ``cert``.
+    require_encryption : bool, default True
+        Refuse unencrypted (``tcp://``) connections.
+
+    Returns
+    -------
+    distributed.security.Security or None
+        ``None`` when no file is given (Dask's configuration then applies).
+
+    Raises
+    ------
+    ValidationError
+        A file is missing, or ``key`` is given without ``cert``, or ``cert`` without
+        ``ca_file``.
+
+    Examples
+    --------
+    >>> make_security() is None
+    True
+    >>> make_security(cert="client.pem")
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: TLS: a client certificate was given without ...
+    """
+    if ca_file is None and cert is None and key is None:
+        return None
+    if ca_file is None:
+        raise ValidationError(
+            "TLS: a client certificate was given without the certificate authority; pass "
+            "the CA file too (--tls-ca-file / ca_file=...) so the scheduler can be verified"
+        )
+    if cert is None:
+        raise ValidationError(
+            f"TLS: the CA file {str(ca_file)!r} was given without a client certificate; "
+            "Dask's TLS needs one on every connection: pass --tls-cert (and --tls-key if the "
+            "key is in a separate file)"
+        )
+    for what, f in (("CA file", ca_file), ("client certificate", cert), ("client key", key)):
+        if f is not None and not Path(os.fspath(f)).expanduser().is_file():
+            raise ValidationError(
+                f"TLS: the {what} {str(f)!r} does not exist or is not a file; check the path"
+            )
+    from distributed.security import Security
+
+    def _s(f):
+        return None if f is None else os.fspath(Path(os.fspath(f)).expanduser())
+
+    return Security(tls_ca_file=_s(ca_file), tls_client_cert=_s(cert),
+                    tls_client_key=_s(key), require_encryption=require_encryption)
+
+
+def _is_client(obj: Any) -> bool:
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(obj, Client)
+
+
 @contextlib.contextmanager
-def scheduler_context(spec: Any, *, security: Any = None) -> Iterator[Any]:
+def scheduler_context(spec: Any = None, *, security: Any = None,
+                      scheduler_file: str | os.PathLike | None = None) -> Iterator[Any]:
     """Make ``spec`` Dask's default scheduler inside the block.
 
     Parameters
     ----------
-    spec : None, "sync", "threads", "processes", "tcp://host:port", "tls://host:port"
-        ``None`` leaves Dask's configuration alone.  An address connects a
-        ``distributed.Client`` for the duration of the block (closed afterwards).
+    spec : None, "sync", "threads", "processes", "tcp://host:port", "tls://host:port" or a
+        ``distributed.Client``
+        ``None`` leaves Dask's configuration alone (unless ``scheduler_file`` is given).  An
+        address connects a ``distributed.Client`` for the duration of the block (closed
+        afterwards); a ``Client`` is used as is (and left open).
     security : distributed.security.Security, optional
-        TLS settings passed to the client for ``tls://`` addresses.
+        TLS settings passed to the client (see :func:`make_security`).  Without it, a
+        ``tls://`` address uses Dask's configuration (``distributed.comm.tls.*``).
+    scheduler_file : path, optional
+        Connect to the scheduler described by this Dask scheduler file instead of an
+        address (``spec`` must then be None).
+
+    Raises
+    ------
+    ValidationError
+        Unknown scheduler, both an address and a scheduler file, TLS settings with a local
+        scheduler or a ``tcp://`` address, a missing scheduler file, or no scheduler
+        reachable (the message names the address and the fix).
     """
+    if scheduler_file is not None:
+        if spec is not None:
+            raise ValidationError(
+                f"both a scheduler ({spec!r}) and a scheduler file ({str(scheduler_file)!r}) "
+                "were given; pass only one of them"
+            )
+        path = Path(os.fspath(scheduler_file)).expanduser()
+        if not path.is_file():
+            raise ValidationError(
+                f"scheduler file {str(path)!r} does not exist; start the scheduler with "
+                "`dask scheduler --scheduler-file PATH` or check the path"
+            )
+        with _client(str(path), security, scheduler_file=True) as client:
+            yield client
+        return
     if spec is None:
+        if security is not None:
+            raise ValidationError(_local_tls_message(None))
         yield None
+        return
+    if _is_client(spec):
+        with dask.config.set(scheduler=spec):
+            yield spec
         return
     if not isinstance(spec, str):
         raise ValidationError(f"scheduler must be a string, got {spec!r}.")
     if spec in SCHEDULER_CHOICES:
+        if security is not None:
+            raise ValidationError(_local_tls_message(spec))
         with dask.config.set(scheduler=spec):
             yield spec
         return
     if "://" in spec:
-        from distributed import Client
-
-        try:
-            client = Client(spec, security=security, timeout="20s")
-        except OSError as err:
+        if security is not None and getattr(security, "require_encryption", False) \
+                and not spec.startswith("tls://"):
             raise ValidationError(
-                f"cannot connect to the Dask scheduler at {spec!r} ({err}); check the "
-                "address and that the scheduler is running."
-            ) from err
-        try:
+                f"TLS settings were given but the scheduler address {spec!r} is not "
+                "encrypted; use its tls:// address (e.g. 'tls://host:8786')"
+            )
+        with _client(spec, security) as client:
             yield client
-        finally:
-            client.close()
         return
     raise ValidationError(
-        f"unknown scheduler {spec!r}; use one of {', '.join(SCHEDULER_CHOICES)} or a "
-        "'tcp://host:port' address."
+        f"unknown scheduler {spec!r}; use one of {', '.join(SCHEDULER_CHOICES)}, a "
+        "'tcp://host:port' or 'tls://host:port' address, or a scheduler file."
     )
+
+
+def _local_tls_message(spec) -> str:
+    return (f"TLS settings only apply to a remote Dask scheduler, but the scheduler is "
+            f"{spec!r}; pass a tls://host:port address or a scheduler file, or drop the TLS "
+            "options")
+
+
+@contextlib.contextmanager
+def _client(target: str, security: Any, *, scheduler_file: bool = False) -> Iterator[Any]:
+    from distributed import Client
+
+    where = f"scheduler file {target!r}" if scheduler_file else f"Dask scheduler at {target!r}"
+    kwargs = {"scheduler_file": target} if scheduler_file else {"address": target}
+    try:
+        client = Client(**kwargs, security=security, timeout="20s")
+    except (OSError, TimeoutError) as err:
+        hint = (" and that the TLS files match the scheduler's certificate authority"
+                if security is not None or target.startswith("tls://") else "")
+        raise ValidationError(
+            f"cannot connect to the {where} ({type(err).__name__}: {err}); check the "
+            f"address and that the scheduler is running{hint}."
+        ) from err
+    try:
+        yield client
+    finally:
+        client.close()

@@ -64,6 +64,7 @@ class DSGConfig:
     dtype: str
     classes: tuple | None = None
     shuffle: bool = True
+    on_invalid: str = "error"  # "error" | "skip": rows with NaN/inf in X or y
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class DSGState:
     n_iter: int = 0
     n_blocks_seen: int = 0
     n_samples_seen: int = 0
+    n_samples_skipped: int = 0
 
     @property
     def n_blocks_used(self) -> int:
@@ -112,6 +114,7 @@ class DSGDelta:
     max_steps: int
     n_samples: int
     n_new_blocks: int
+    n_skipped: int = 0
 
 
 def init_state(config: DSGConfig) -> DSGState:
@@ -199,6 +202,18 @@ def _check_finite(X: np.ndarray, chunk: int) -> None:
         )
 
 
+def _drop_invalid_rows(config: DSGConfig, X: np.ndarray, y):
+    """``on_invalid="skip"``: the rows of one chunk whose X (and y) are finite."""
+    keep = np.isfinite(X).all(axis=1)
+    y_arr = None if y is None else np.asarray(y)
+    if y_arr is not None and y_arr.dtype.kind in "fc":  # NaN/inf targets or labels
+        keep &= np.isfinite(y_arr.reshape(len(X), -1)).all(axis=1)
+    n_bad = int(len(keep) - keep.sum())
+    if n_bad == 0:
+        return X, y, 0
+    return np.ascontiguousarray(X[keep]), np.asarray(y)[keep], n_bad
+
+
 def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarray:
     """Decision values (n, n_outputs) of the model for one chunk (Algorithm 2).
 
@@ -260,11 +275,14 @@ class DSGAlgorithm:
                 f"chunk {task.chunk} has shape {X.shape}; expected (n, {cfg.n_features_in})."
             )
         X = np.ascontiguousarray(X, dtype=dtype)
+        n_skipped = 0
+        if cfg.on_invalid == "skip" and X.shape[0]:
+            X, y, n_skipped = _drop_invalid_rows(cfg, X, y)
         n = X.shape[0]
         if n == 0:
             return DSGDelta(decay_sum=1.0, count=1, block_ids=np.zeros(0, np.int64),
                             coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=None,
-                            max_steps=0, n_samples=0, n_new_blocks=0)
+                            max_steps=0, n_samples=0, n_new_blocks=0, n_skipped=n_skipped)
         _check_finite(X, task.chunk)
         Y = encode_targets(cfg, y, task.chunk)
         if cfg.shuffle:
@@ -290,7 +308,7 @@ class DSGAlgorithm:
         if g == m:
             return DSGDelta(decay_sum=float(decay), count=1, block_ids=block_ids,
                             coefs=new_coef, dense=None, max_steps=m, n_samples=n,
-                            n_new_blocks=g)
+                            n_new_blocks=g, n_skipped=n_skipped)
         # Full phase for the remaining rows, from the local model reached so far.
         local = state.coef * decay
         np.add.at(local, block_ids, new_coef)
@@ -304,7 +322,7 @@ class DSGAlgorithm:
         return DSGDelta(decay_sum=0.0, count=1, block_ids=np.zeros(0, np.int64),
                         coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)),
                         dense=np.asarray(after, dtype=np.float64), max_steps=m, n_samples=n,
-                        n_new_blocks=g)
+                        n_new_blocks=g, n_skipped=n_skipped)
 
     def combine(self, a: DSGDelta, b: DSGDelta) -> DSGDelta:
         if a.dense is None:
@@ -318,7 +336,8 @@ class DSGAlgorithm:
                         coefs=np.concatenate([a.coefs, b.coefs]), dense=dense,
                         max_steps=max(a.max_steps, b.max_steps),
                         n_samples=a.n_samples + b.n_samples,
-                        n_new_blocks=a.n_new_blocks + b.n_new_blocks)
+                        n_new_blocks=a.n_new_blocks + b.n_new_blocks,
+                        n_skipped=a.n_skipped + b.n_skipped)
 
     def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
         k = delta.count
@@ -335,4 +354,5 @@ class DSGAlgorithm:
         return replace(state, coef=coef, n_iter=state.n_iter + delta.max_steps,
                        n_blocks_seen=min(state.n_blocks_seen + delta.n_new_blocks,
                                          self.config.n_blocks),
-                       n_samples_seen=state.n_samples_seen + delta.n_samples)
+                       n_samples_seen=state.n_samples_seen + delta.n_samples,
+                       n_samples_skipped=state.n_samples_skipped + delta.n_skipped)

@@ -1,0 +1,232 @@
+"""Chunk integrity: reads of Zarr-backed data that refuse missing, truncated or garbled chunks.
+
+Zarr answers a read of a chunk whose file is *missing* with the array's fill value, silently:
+a dataset that lost a chunk file would train on zeros.  A truncated or garbled chunk fails
+deep inside a codec (``RuntimeError: error during blosc decompression: -1``), or, for a
+flipped byte inside compressed data, may even decode to wrong numbers.
+
+This module rebuilds the Dask array of a Zarr-backed variable so that every chunk task
+
+1. checks that the file of every Zarr chunk it covers exists in the store, and
+2. decodes them, turning any codec error (including a CRC32C checksum mismatch: stores
+   written by :func:`ooc_kernels.data.write_chunks` carry a ``crc32c`` codec) into a
+   :class:`~ooc_kernels.exceptions.CorruptChunkError` that names the variable, the chunk
+   index, the chunk file, the store and the fix.
+
+Reads stay lazy and one chunk at a time: only the task graph changes, and the values read
+are exactly those xarray would read.  :func:`guard_dataset` is applied by
+:func:`ooc_kernels.data.open_zarr_dataset` and, for Datasets opened any other way (a catalog,
+``xr.open_zarr``), by :func:`ooc_kernels.parallel.chunked.as_chunked`.  Only an *untouched*
+view of a whole Zarr array is rebuilt (the two-layer graph xarray creates when it opens a
+store with Dask chunks); a variable that was sliced, converted or computed on is left as it
+is.
+
+Every store written by this library has all its chunks written (``write_empty_chunks``), so
+a missing chunk file is always an error.
+
+Examples
+--------
+>>> import os, tempfile
+>>> import ooc_kernels as ok
+>>> from ooc_kernels.data import open_zarr_dataset
+>>> p = ok.make_dataset("synthetic_krr_2d", os.path.join(tempfile.mkdtemp(), "k.zarr"), 30,
+...                     chunk_size=10)
+>>> os.remove(os.path.join(p, "X", "c", "1", "0"))         # lose one chunk file
+>>> open_zarr_dataset(p).X.values
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.CorruptChunkError: chunk 1 of variable 'X' (rows 10..19) ...
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import CorruptChunkError, InvalidDataError
+
+__all__ = ["guard_dataset", "guard_dask_array", "zarr_source", "check_finite_blocks",
+           "CHECKSUM_CODEC"]
+
+#: Name of the checksum codec written by :func:`ooc_kernels.data.write_chunks`.
+CHECKSUM_CODEC = "crc32c"
+
+_FIX = ("regenerate the store (ooc_kernels.data.make_dataset(..., overwrite=True) or "
+        "`ooc-kernels data make --overwrite`) or restore it from a backup")
+
+# xarray's lazy wrappers that only forward indexing (no value conversion).
+_PASS_THROUGH = ("ImplicitToExplicitIndexingAdapter", "CopyOnWriteArray", "MemoryCachedArray")
+
+
+# --------------------------------------------------------------------------- detection
+def zarr_source(arr: Any):
+    """The ``zarr.Array`` behind an untouched xarray view of a whole Zarr array, else None.
+
+    "Untouched": the Dask graph is exactly the two layers xarray builds when it opens a store
+    with Dask chunks (the backend array and one getter per chunk), the lazy indexer selects
+    everything and no decoding wrapper sits in between, so reading the Zarr array directly
+    gives the same values.
+    """
+    import dask.array as da
+
+    if not isinstance(arr, da.Array):
+        return None
+    layers = arr.dask.layers
+    original = "original-" + arr.name
+    if set(layers) != {arr.name, original}:
+        return None
+    values = list(layers[original].values())
+    if len(values) != 1:
+        return None
+    obj = values[0]
+    for _ in range(8):
+        kind = type(obj).__name__
+        if kind in _PASS_THROUGH:
+            obj = getattr(obj, "array", None)
+        elif kind == "LazilyIndexedArray":
+            key = getattr(getattr(obj, "key", None), "tuple", None)
+            if key is None or any(k != slice(None) for k in key):
+                return None
+            obj = getattr(obj, "array", None)
+        elif kind == "ZarrArrayWrapper":
+            zarray = getattr(obj, "_array", None)
+            if zarray is None or tuple(zarray.shape) != tuple(arr.shape) \
+                    or np.dtype(zarray.dtype) != arr.dtype:
+                return None
+            return zarray
+        else:
+            return None
+    return None
+
+
+def guard_dask_array(arr: Any, var: str):
+    """``arr`` with integrity-checked chunk reads when it is an untouched Zarr view.
+
+    Any other input is returned unchanged (so the call is idempotent).
+    """
+    zarray = zarr_source(arr)
+    if zarray is None:
+        return arr
+    import dask.array as da
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+
+    token = tokenize(arr.name, "ooc-kernels-checked-read")
+    name = f"checked-{var}-{token}"
+    src = f"zarr-source-{var}-{token}"
+    dsk: dict = {src: zarray}
+    bounds = [np.concatenate([[0], np.cumsum(c)]).astype(int) for c in arr.chunks]
+    for index in itertools.product(*(range(len(c)) for c in arr.chunks)):
+        slices = tuple(slice(int(b[i]), int(b[i + 1])) for b, i in zip(bounds, index))
+        dsk[(name, *index)] = (_read_block, src, var, index, slices)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
+    return da.Array(graph, name, arr.chunks, dtype=arr.dtype,
+                    meta=np.empty((0,) * arr.ndim, dtype=arr.dtype))
+
+
+def guard_dataset(ds):
+    """``ds`` with every untouched Zarr-backed data variable read through integrity checks."""
+    out = ds
+    for var in list(ds.data_vars):
+        data = ds[var].data
+        guarded = guard_dask_array(data, str(var))
+        if guarded is not data:
+            if out is ds:
+                out = ds.copy()
+            out[var] = ds[var].copy(data=guarded)  # keeps dims, attrs and encoding
+    return out
+
+
+# --------------------------------------------------------------------------- reading
+def _grid(zarray) -> tuple[int, ...]:
+    shards = getattr(zarray, "shards", None)  # keys name shards when the array is sharded
+    return tuple(shards if shards is not None else zarray.chunks)
+
+
+def _store_location(zarray) -> str:
+    store = zarray.store
+    root = getattr(store, "root", None)
+    return str(root) if root is not None else str(store)
+
+
+def _chunk_keys(zarray, slices: tuple[slice, ...]) -> list[tuple[tuple[int, ...], str]]:
+    """(grid coordinates, store key) of every stored chunk overlapping ``slices``."""
+    ranges = []
+    for s, size in zip(slices, _grid(zarray)):
+        if s.stop <= s.start:
+            return []
+        ranges.append(range(s.start // size, (s.stop - 1) // size + 1))
+    prefix = f"{zarray.path}/" if zarray.path else ""
+    return [(coords, prefix + zarray.metadata.encode_chunk_key(coords))
+            for coords in itertools.product(*ranges)]
+
+
+def _describe(var: str, index: tuple[int, ...], slices: tuple[slice, ...]) -> str:
+    rows = slices[0]
+    return (f"chunk {index[0]} of variable {var!r} (rows {rows.start}..{rows.stop - 1})"
+            if len(index) == 1 or all(i == 0 for i in index[1:])
+            else f"block {index} of variable {var!r} (rows {rows.start}..{rows.stop - 1})")
+
+
+def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, ...]):
+    """One chunk task: check the chunk files exist, decode them, wrap codec errors."""
+    from zarr.core.sync import sync
+
+    where = _describe(var, index, slices)
+    store = _store_location(zarray)
+    for _coords, key in _chunk_keys(zarray, slices):
+        if not sync(zarray.store.exists(key)):
+            raise CorruptChunkError(
+                f"{where} in the Zarr store {store!r} is corrupt: its chunk file {key!r} is "
+                f"missing (zarr would silently read it as the fill value "
+                f"{_fill(zarray)!r}); {_FIX}. A store written by another tool that skips "
+                "chunks equal to the fill value must be rewritten with "
+                "ooc_kernels.data.write_chunks (or zarr's write_empty_chunks=True)."
+            )
+    try:
+        return np.asarray(zarray[slices])
+    except MemoryError:
+        raise
+    except Exception as err:
+        keys = [k for _c, k in _chunk_keys(zarray, slices)]
+        raise CorruptChunkError(
+            f"{where} in the Zarr store {store!r} is corrupt: chunk file(s) {keys} cannot be "
+            f"decoded ({type(err).__name__}: {err}); the file is truncated, garbled or fails "
+            f"its checksum: {_FIX}."
+        ) from err
+
+
+def _fill(zarray) -> Any:
+    value = zarray.fill_value
+    return value.item() if isinstance(value, np.generic) else value
+
+
+# --------------------------------------------------------------------------- values
+def _finite_block(block: np.ndarray, var: str, block_info=None) -> np.ndarray:
+    block = np.asarray(block)
+    if block.dtype.kind not in "fc" or block.size == 0:
+        return block
+    ok = np.isfinite(block)
+    if not ok.all():
+        pos = tuple(int(v) for v in np.argwhere(~ok)[0])
+        chunk = "?" if not block_info else block_info[0]["chunk-location"][0]
+        where = f"chunk {chunk}, row {pos[0]}" + (f", feature {pos[1]}" if len(pos) > 1 else "")
+        what = "targets" if var == "y" else "values"
+        raise InvalidDataError(
+            f"{var} has a non-finite value ({block[pos].item()!r}) in {where}; remove or "
+            f"impute the invalid {what} before fitting."
+        )
+    return block
+
+
+def check_finite_blocks(arr, var: str):
+    """A lazy view of ``arr`` whose chunks raise :class:`InvalidDataError` on NaN/inf.
+
+    The check runs in the chunk task (one chunk at a time) and names the chunk and row.
+    Non-float arrays are returned unchanged.
+    """
+    if arr.dtype.kind not in "fc":
+        return arr
+    return arr.map_blocks(_finite_block, var, dtype=arr.dtype, meta=arr._meta)
