@@ -222,3 +222,13 @@ def test_on_invalid_skip_for_targets_of_a_regressor():
         da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100))
     assert reg.n_samples_skipped_ == 2 * SMALL["n_epochs"]
     assert np.isfinite(reg.predict(X)).all()
+
+
+def test_lazy_predict_on_invalid_values():
+    X, y = _xor(n=200)
+    clf = ok.DSGClassifier(**SMALL).fit(X, y)
+    Xb = X.copy()
+    Xb[130, 1] = np.nan
+    lazy = clf.predict(da.from_array(Xb, chunks=(50, 3)))
+    with pytest.raises(InvalidDataError, match=r"chunk 2, row 30"):
+        lazy.compute()

@@ -313,9 +313,12 @@ class BaseDSG(BaseEstimator):
         if data.dtype != np.dtype(config.dtype):
             data = ChunkedData(X=data.X.astype(config.dtype), y=None, attrs=data.attrs)
         if lazy:
+            from ooc_kernels.data.integrity import check_finite_blocks
+
             model = dask.delayed((config, state), traverse=False)
-            return data.X.map_blocks(_predict_block, model,
-                                     chunks=(data.X.chunks[0], (config.n_outputs,)),
+            Xc = check_finite_blocks(data.X, "X")  # NaN/inf named by chunk and row
+            return Xc.map_blocks(_predict_block, model,
+                                     chunks=(Xc.chunks[0], (config.n_outputs,)),
                                      dtype=np.dtype(config.dtype), meta=np.empty((0, 0)))
         X_np = np.asarray(data.X)  # bounded: the caller's in-memory input, no copy
         sizes = data.chunk_sizes
