@@ -91,6 +91,19 @@ def test_resume_refuses_other_data_hyperparameters_and_versions(tmp_path):
         ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, resume=True)
     with pytest.raises(ValueError, match="resume=True needs the checkpoint path"):
         ok.DSGClassifier(**PARAMS).fit(ds, resume=True)
+    with pytest.raises(ValueError, match="checkpoint_every must be a positive number"):
+        ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=tmp_path / "x.zarr", checkpoint_every=0)
+
+
+def test_resume_refuses_fewer_epochs_than_already_done(tmp_path):
+    from ooc_kernels.data.schema import open_zarr_dataset
+
+    ds = open_zarr_dataset(_store(tmp_path))
+    ck = tmp_path / "ck.zarr"
+    ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck)              # 3 epochs
+    with pytest.raises(CheckpointMismatchError, match=r"already at epoch 3, round 0, past "
+                                                      r"this fit's n_epochs=2"):
+        ok.DSGClassifier(**dict(PARAMS, n_epochs=2)).fit(ds, checkpoint=ck, resume=True)
 
 
 def test_crash_while_writing_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypatch):

@@ -77,6 +77,10 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
     problems += differences(saved, {k: v for k, v in now.items() if k not in _MAY_DIFFER},
                             prefix="hyperparameter ")
     problems += differences(meta["dataset"], dataset_identity(data), prefix="dataset ")
+    position = (int(meta["position"]["epoch"]), int(meta["position"]["round"]))
+    if position > (int(estimator.n_epochs), 0):
+        problems.append(f"n_epochs: the checkpoint is already at epoch {position[0]}, round "
+                        f"{position[1]}, past this fit's n_epochs={estimator.n_epochs}")
     if problems:
         raise CheckpointMismatchError(
             f"cannot resume from checkpoint {str(path)!r}: " + "; ".join(problems)

@@ -208,6 +208,7 @@ class BaseDSG(BaseEstimator):
         if dtype != self._config.dtype:
             data = ChunkedData(X=data.X.astype(self._config.dtype), y=data.y,
                                attrs=data.attrs)
+
         def after_round(state, info):
             # the model is small: checking it every round costs nothing next to a chunk
             if not np.isfinite(state.coef).all():
@@ -265,16 +266,16 @@ class BaseDSG(BaseEstimator):
                 "resume=True needs the checkpoint path: pass checkpoint=PATH as well."
             )
         data = self._chunked_fit_input(X, y, reset=True)
+        writer = None
+        if checkpoint is not None:  # validates checkpoint_every before any work
+            writer = CheckpointWriter(self, data, checkpoint, checkpoint_every,
+                                      params["n_epochs"])
         ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
         if ck is not None:
             start = resume_position(self, ck, data, checkpoint)
         else:
             self._initialize(data, params)
             start = (0, 0)
-        writer = None
-        if checkpoint is not None:
-            writer = CheckpointWriter(self, data, checkpoint, checkpoint_every,
-                                      params["n_epochs"])
         self._run(data, params, start=start, end_epoch=params["n_epochs"], callback=writer)
         if writer is not None:
             writer.write(self._state, (params["n_epochs"], 0))
