@@ -45,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import CorruptChunkError, InvalidDataError
+from .._checks import check_finite
+from ..exceptions import CorruptChunkError
 
 __all__ = ["guard_dataset", "guard_dask_array", "zarr_source", "check_finite_blocks",
            "CHECKSUM_CODEC"]
@@ -205,19 +206,8 @@ def _fill(zarray) -> Any:
 
 # --------------------------------------------------------------------------- values
 def _finite_block(block: np.ndarray, var: str, block_info=None) -> np.ndarray:
-    block = np.asarray(block)
-    if block.dtype.kind not in "fc" or block.size == 0:
-        return block
-    ok = np.isfinite(block)
-    if not ok.all():
-        pos = tuple(int(v) for v in np.argwhere(~ok)[0])
-        chunk = "?" if not block_info else block_info[0]["chunk-location"][0]
-        where = f"chunk {chunk}, row {pos[0]}" + (f", feature {pos[1]}" if len(pos) > 1 else "")
-        what = "targets" if var == "y" else "values"
-        raise InvalidDataError(
-            f"{var} has a non-finite value ({block[pos].item()!r}) in {where}; remove or "
-            f"impute the invalid {what} before fitting."
-        )
+    block = np.asarray(block)  # one chunk
+    check_finite(block, var, "?" if not block_info else block_info[0]["chunk-location"][0])
     return block
 
 

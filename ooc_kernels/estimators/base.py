@@ -13,12 +13,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
 from ooc_kernels.estimators._validation import check_float, check_int, check_option
-from ooc_kernels.exceptions import (
-    DivergenceError,
-    InputTypeError,
-    InvalidDataError,
-    ValidationError,
-)
+from ooc_kernels._checks import non_finite_error
+from ooc_kernels.exceptions import DivergenceError, InputTypeError, ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.parallel.chunked import ChunkedData, as_chunked, is_lazy_input
 from ooc_kernels.parallel.engine import resolve_scheduler, run_rounds
@@ -171,11 +167,9 @@ class BaseDSG(BaseEstimator):
             bad = ~np.isfinite(sample).all(axis=1)
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise InvalidDataError(
-                    f"X has a non-finite value in chunk {int(chunk_of[i])}, row "
-                    f"{int(row_of[i])} (found while estimating the median bandwidth); remove "
-                    "or impute invalid values before fitting."
-                )
+                raise non_finite_error(
+                    "X", None, int(chunk_of[i]), int(row_of[i]),
+                    context=" (found while estimating the median bandwidth)")
             bandwidth = median_heuristic(sample, params["median_multiplier"],
                                          random_state=derive_seed(seed, 4) % 2**32)
         else:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._checks import check_finite
 from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_full_update, dsg_predict
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.cache import default_cache
@@ -150,13 +151,7 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
                 "targets: convert them, e.g. y.astype('float32'), or use a classifier for "
                 "labels."
             ) from None
-        bad = ~np.isfinite(yf)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise InvalidDataError(
-                f"y has a non-finite value ({y[row].item()!r}) in chunk {chunk}, row {row}; remove "
-                "or impute the invalid targets before fitting."
-            )
+        check_finite(yf, "y", chunk)
         return yf.reshape(-1, 1)
     classes = np.asarray(config.classes)
     try:
@@ -190,16 +185,6 @@ def _first_value(y: np.ndarray):
         return None
     value = np.asarray(y).ravel()[0]
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _check_finite(X: np.ndarray, chunk: int) -> None:
-    if not np.isfinite(X).all():
-        bad = ~np.isfinite(X)
-        row, col = (int(v) for v in np.argwhere(bad)[0])
-        raise InvalidDataError(
-            f"X has a non-finite value ({X[row, col].item()!r}) in chunk {chunk}, row {row}, "
-            f"feature {col}; remove or impute invalid values before fitting."
-        )
 
 
 def _drop_invalid_rows(config: DSGConfig, X: np.ndarray, y):
@@ -283,7 +268,7 @@ class DSGAlgorithm:
             return DSGDelta(decay_sum=1.0, count=1, block_ids=np.zeros(0, np.int64),
                             coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=None,
                             max_steps=0, n_samples=0, n_new_blocks=0, n_skipped=n_skipped)
-        _check_finite(X, task.chunk)
+        check_finite(X, "X", task.chunk)
         Y = encode_targets(cfg, y, task.chunk)
         if cfg.shuffle:
             order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
