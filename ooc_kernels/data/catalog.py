@@ -694,7 +694,7 @@ def _data_refs(entry: Mapping) -> set[str]:
 
     def walk(v):
         if isinstance(v, Mapping):
-            for x in v.values():
+            for x in v.values():  # small: a mapping from the catalog YAML
                 walk(x)
         elif isinstance(v, (list, tuple)):
             for x in v:
@@ -790,8 +790,8 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     spec["entries"].update(new_entries)
     spec["data"].update(new_data)
     if isinstance(old, Mapping):  # drop data no longer referenced by any entry
-        still_used = set().union(*(_data_refs(e) for e in spec["entries"].values()
-                                   if isinstance(e, Mapping)))
+        entries = spec["entries"].values()  # small: catalog entries (YAML mappings)
+        still_used = set().union(*(_data_refs(e) for e in entries if isinstance(e, Mapping)))
         for ref in _data_refs(old) - still_used:
             spec["data"].pop(ref, None)
     cat_path.parent.mkdir(parents=True, exist_ok=True)

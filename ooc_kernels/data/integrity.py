@@ -32,7 +32,7 @@ Examples
 >>> p = ok.make_dataset("synthetic_krr_2d", os.path.join(tempfile.mkdtemp(), "k.zarr"), 30,
 ...                     chunk_size=10)
 >>> os.remove(os.path.join(p, "X", "c", "1", "0"))         # lose one chunk file
->>> open_zarr_dataset(p).X.values
+>>> open_zarr_dataset(p).X.values                        # small: a 30-row example
 Traceback (most recent call last):
 ...
 ooc_kernels.exceptions.CorruptChunkError: chunk 1 of variable 'X' (rows 10..19) ...
@@ -78,7 +78,7 @@ def zarr_source(arr: Any):
     original = "original-" + arr.name
     if set(layers) != {arr.name, original}:
         return None
-    values = list(layers[original].values())
+    values = list(layers[original].values())  # small: the layer's graph dict
     if len(values) != 1:
         return None
     obj = values[0]

@@ -301,7 +301,8 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True) -> xr.
     # xarray refuses arrays of different lengths along one dimension with a generic
     # message: check the lengths on the Zarr metadata first
     shapes = {k: getattr(group.get(k), "shape", None) for k in (X_NAME, Y_NAME)}
-    if all(s for s in shapes.values()) and shapes[X_NAME][0] != shapes[Y_NAME][0]:
+    known = all(s for s in shapes.values())  # small: a dict of two array shapes
+    if known and shapes[X_NAME][0] != shapes[Y_NAME][0]:
         _fail(Y_NAME, f"{shapes[X_NAME][0]} samples (the length of 'X')",
               f"{shapes[Y_NAME][0]}", "the store is inconsistent: regenerate or rewrite it")
     try:

@@ -16,7 +16,7 @@ Examples
 >>> path = write_chunks(os.path.join(tempfile.mkdtemp(), "tiny.zarr"), chunks,
 ...                     n_samples=6, n_features=3, chunk_size=2, y_dtype="float32",
 ...                     attrs=make_attrs("regression"))
->>> open_zarr_dataset(path).y.values.tolist()
+>>> open_zarr_dataset(path).y.values.tolist()   # small: a 6-row example
 [0.0, 0.0, 1.0, 1.0, 2.0, 2.0]
 """
 

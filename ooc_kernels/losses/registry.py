@@ -263,7 +263,8 @@ def register_loss(loss: Loss) -> Loss:
         raise ValidationError(f"register_loss expects a Loss; got {type(loss).__name__}")
     if loss.name in _REGISTRY:
         raise ValidationError(f"a loss named {loss.name!r} is already registered")
-    if any(other.loss_id == loss.loss_id for other in _REGISTRY.values()):
+    registered = _REGISTRY.values()  # small: the loss registry dict
+    if any(other.loss_id == loss.loss_id for other in registered):
         raise ValidationError(f"loss_id {loss.loss_id} is already used")
     if loss.task not in ("classification", "regression"):
         raise ValidationError(f"task must be 'classification' or 'regression'; got {loss.task!r}")
