@@ -19,7 +19,7 @@ import numpy as np
 
 from ooc_kernels.exceptions import InvalidDataError
 
-__all__ = ["check_finite", "non_finite_error"]
+__all__ = ["RowOrigin", "check_finite", "non_finite_error"]
 
 
 def non_finite_error(var: str, value, chunk, row: int, feature: int | None = None,
@@ -34,14 +34,57 @@ def non_finite_error(var: str, value, chunk, row: int, feature: int | None = Non
     )
 
 
+class RowOrigin:
+    """Where the rows of a task's input come from: its chunks concatenated in order, of which
+    the rows at ``kept`` (all rows when None) remain.
+
+    Examples
+    --------
+    >>> RowOrigin((7, 2), (3, 4)).locate(5)
+    (2, 2)
+    >>> RowOrigin((7, 2), (3, 4), kept=np.array([0, 4, 6])).locate(1)
+    (2, 1)
+    """
+
+    def __init__(self, chunks, sizes, kept=None):
+        self.chunks = tuple(int(c) for c in chunks)
+        self.starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.kept = kept
+
+    def locate(self, row: int) -> tuple[int, int]:
+        """``(chunk, row inside the chunk)`` of row ``row`` of the task's input."""
+        row = int(row if self.kept is None else self.kept[row])
+        i = int(np.searchsorted(self.starts, row, side="right")) - 1
+        return self.chunks[i], row - int(self.starts[i])
+
+    def describe(self) -> str:
+        return (f"chunk {self.chunks[0]}" if len(self.chunks) == 1
+                else f"chunks {', '.join(map(str, self.chunks))}")
+
+    def keep(self, mask: np.ndarray) -> "RowOrigin":
+        """The origin of the rows left after selecting ``mask``."""
+        rows = np.flatnonzero(mask)
+        out = RowOrigin.__new__(RowOrigin)
+        out.chunks, out.starts = self.chunks, self.starts
+        out.kept = rows if self.kept is None else self.kept[rows]
+        return out
+
+
 def check_finite(values: np.ndarray, var: str, chunk) -> None:
-    """Raise :func:`non_finite_error` for the first NaN/inf of one chunk (1-D or 2-D)."""
-    values = np.asarray(values)  # one chunk
+    """Raise :func:`non_finite_error` for the first NaN/inf of one chunk (1-D or 2-D).
+
+    ``chunk`` is the chunk index, or a :class:`RowOrigin` for a task reading several chunks
+    (the error then names the chunk and row the value came from).
+    """
+    values = np.asarray(values)  # one chunk (or one task's group of chunks)
     if values.dtype.kind not in "fc" or values.size == 0:
         return
     ok = np.isfinite(values)
     if ok.all():
         return
     pos = tuple(int(v) for v in np.argwhere(~ok)[0])
-    raise non_finite_error(var, values[pos].item(), chunk, pos[0],
+    row = pos[0]
+    if isinstance(chunk, RowOrigin):
+        chunk, row = chunk.locate(row)
+    raise non_finite_error(var, values[pos].item(), chunk, row,
                            pos[1] if len(pos) > 1 else None)

@@ -8,7 +8,7 @@ import time
 import psutil
 
 
-def main(store: str, chunk_rows: int) -> None:
+def main(store: str, chunk_rows: int, shuffle_chunks="auto") -> None:
     import numpy as np
 
     import ooc_kernels as ok
@@ -17,7 +17,7 @@ def main(store: str, chunk_rows: int) -> None:
     proc = psutil.Process()
     params = dict(n_features=512, block_size=64, batch_size=2048, n_epochs=1,
                   bandwidth=3.0, chunks_per_round=2, random_state=0, scheduler="threads",
-                  progress=False)
+                  shuffle_chunks=shuffle_chunks, progress=False)
     # Warm up: imports, numba caches, thread pools, on a tiny in-memory problem.
     rng = np.random.default_rng(0)
     Xw = rng.normal(size=(chunk_rows, 32)).astype(np.float32)
@@ -42,8 +42,10 @@ def main(store: str, chunk_rows: int) -> None:
     peak[0] = max(peak[0], proc.memory_info().rss)
     print(json.dumps({"baseline": baseline, "peak": peak[0], "seconds": seconds,
                       "n_samples_seen": clf.n_samples_seen_,
-                      "x_nbytes": int(ds["X"].nbytes)}))
+                      "x_nbytes": int(ds["X"].nbytes),
+                      "shuffle_chunks_": int(clf.shuffle_chunks_)}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]),
+         *[a if a == "auto" else int(a) for a in sys.argv[3:4]])

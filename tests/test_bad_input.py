@@ -174,10 +174,16 @@ def test_labels_of_another_type_than_the_classes():
                                         classes=[0, 1])
     # objects that cannot even be ordered against the classes (used to be a raw TypeError)
     with pytest.raises(InvalidDataError, match=r"labels of dtype object \(e.g. None\) in chunk "
-                                               r"\d+ cannot be compared with the classes "
-                                               r"\[0, 1\]"):
+                                               r"\d+, row 0 cannot be compared with the "
+                                               r"classes \[0, 1\]"):
         _clf(bandwidth=1.0).partial_fit(_lazy(X), _lazy(np.full(30, None, dtype=object)),
                                         classes=[0, 1])
+    # the culprit among comparable labels, named by its chunk and row in a group of chunks
+    labels = np.zeros(30, dtype=object)
+    labels[17] = None
+    with pytest.raises(InvalidDataError, match=r"\(e.g. None\) in chunk 2, row 1 cannot be"):
+        _clf(bandwidth=1.0, shuffle=False, shuffle_chunks=3).partial_fit(
+            _lazy(X), _lazy(labels), classes=[0, 1])
 
 
 @pytest.mark.parametrize("lazy", [False, True])
@@ -371,6 +377,26 @@ def test_missing_y_chunk_when_opened_with_xarray_directly(store, tmp_path):
     with pytest.raises(CorruptChunkError, match=r"chunk 2 of variable 'y' \(rows 40..49\).*"
                                                 r"'y/c/2' is missing"):
         _clf(bandwidth=1.0).fit(ds)
+
+
+def test_store_written_by_plain_to_zarr_with_skipped_empty_chunks(tmp_path):
+    """Zarr leaves out chunks equal to the fill value unless told otherwise: in a store
+    written with plain ds.to_zarr() (labels sorted, so the first y chunks are all 0) those
+    files are missing by design and read as the fill value, not as damage."""
+    y = np.repeat(np.array([0, 1], np.int32), 30)
+    X = np.random.default_rng(0).normal(size=(60, 3)).astype(np.float32)
+    path = tmp_path / "plain.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        xr.Dataset({"X": (("sample", "feature"), X), "y": (("sample",), y)}).chunk(
+            {"sample": 10}).to_zarr(path)
+    assert not (path / "y" / "c" / "0").exists()       # zarr skipped the all-zero chunk
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = xr.open_zarr(path)
+    clf = _clf(bandwidth=1.0).fit(ds)
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
+    assert clf.n_samples_seen_ == 60
 
 
 def test_missing_chunk_through_a_catalog_entry(store, tmp_path):

@@ -15,8 +15,9 @@ import ooc_kernels as ok
 from ooc_kernels.estimators._checkpointing import CheckpointWriter
 from ooc_kernels.parallel.checkpoint import CheckpointMismatchError, read_checkpoint
 
+# 12 chunks in groups of 2 (rows mixed across chunks), 2 groups per round: 3 rounds/epoch
 PARAMS = dict(n_features=256, block_size=32, batch_size=16, n_epochs=3, chunks_per_round=2,
-              random_state=0, scheduler="sync")
+              shuffle_chunks=2, random_state=0, scheduler="sync")
 
 
 def _store(tmp_path, name="nb.zarr", seed=0):
@@ -47,12 +48,12 @@ def test_resume_after_interruption_is_bit_identical(tmp_path, monkeypatch):
     ds = open_zarr_dataset(_store(tmp_path))
     reference = ok.DSGClassifier(**PARAMS).fit(ds)
     ck = tmp_path / "ck.zarr"
-    _interrupt_after(monkeypatch, 7)                     # epoch 1, in the middle
+    _interrupt_after(monkeypatch, 7)                     # epoch 2, in the middle
     with pytest.raises(_Stop):
         ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, checkpoint_every=1)
     monkeypatch.undo()
     position = read_checkpoint(ck).meta["position"]
-    assert position == {"epoch": 1, "round": 1}          # 6 rounds per epoch
+    assert position == {"epoch": 2, "round": 1}          # 3 rounds per epoch
     resumed = ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, resume=True)
     assert np.array_equal(resumed.coef_, reference.coef_)
     assert resumed.n_iter_ == reference.n_iter_
@@ -124,7 +125,7 @@ def test_crash_while_writing_a_checkpoint_keeps_the_previous_one(tmp_path, monke
     with pytest.raises(OSError, match="disk full"):
         ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, checkpoint_every=1)
     monkeypatch.undo()
-    assert read_checkpoint(ck).meta["position"] == {"epoch": 0, "round": 3}
+    assert read_checkpoint(ck).meta["position"] == {"epoch": 1, "round": 0}  # 3rd write
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.zarr", "nb.zarr"]
     resumed = ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, resume=True)
     assert np.array_equal(resumed.coef_, ok.DSGClassifier(**PARAMS).fit(ds).coef_)
@@ -139,7 +140,7 @@ def _pipeline(tmp_path, out):
         "model": {"estimator": "DSGClassifier",
                   "params": {"n_features": 1024, "block_size": 64, "batch_size": 20,
                              "n_epochs": 4, "random_state": 3}},
-        "fit": {"scheduler": "sync", "checkpoint_every": 1},
+        "fit": {"checkpoint_every": 1},
         "evaluate": {"predictions": False},
         "save": {"output_dir": out},
     }
@@ -161,7 +162,7 @@ def test_sigkill_then_same_command_resumes_to_the_uninterrupted_model(tmp_path):
     from ooc_kernels.data.catalog import register_dataset
 
     register_dataset(tmp_path / "cat.yaml", "nb", tmp_path / "nb.zarr")
-    cmd = [sys.executable, "-m", "ooc_kernels.cli", "run", "--quiet"]
+    cmd = [sys.executable, "-m", "ooc_kernels.cli", "run", "--quiet", "--scheduler", "sync"]
     env = dict(os.environ, OOC_KERNELS_PROGRESS="0")
     killed = _pipeline(tmp_path, "killed")
     proc = subprocess.Popen(cmd + [str(killed)], env=env, stdout=subprocess.DEVNULL,

@@ -18,10 +18,10 @@ class _Recorder:
     """Toy algorithm: records the chunks each task saw; state = list of rounds."""
 
     def make_tasks(self, state, info):
-        return list(info.chunk_ids)
+        return list(info.groups)
 
     def chunk_step(self, state, X, y, task):
-        return [(task, float(X[0, 0]), len(X))]
+        return [(task, tuple(np.unique(X[:, 0]).tolist()), len(X))]
 
     def combine(self, a, b):
         return a + b
@@ -58,17 +58,43 @@ def test_each_round_reads_exactly_its_chunks():
     assert res.n_rounds == 6 and res.epoch == 2
 
 
+def test_a_task_reads_its_group_of_chunks_and_each_chunk_once():
+    loads = []
+    X = _tracked_array(7, 3, loads)
+    data = as_chunked(X)
+    res = run_rounds(_Recorder(), [], data, n_epochs=2, chunks_per_round=2, seed=4,
+                     shuffle=True, shuffle_chunks=3, scheduler="threads")
+    assert sorted(loads) == sorted(list(range(7)) * 2)      # every chunk once per epoch
+    for epoch in range(2):
+        plan = plan_epoch(7, chunks_per_round=2, seed=4, epoch=epoch, shuffle=True,
+                          shuffle_chunks=3)
+        assert [len(g) for r in plan for g in r] == [3, 3, 1]
+        rounds = [r for r in res.state if r[0] == epoch]
+        assert [tuple(t for t, _, _ in r[2]) for r in rounds] == plan
+        # a task's rows are exactly those of its group's chunks
+        assert all(sorted(t) == list(v) and n == 3 * len(t)
+                   for r in rounds for t, v, n in r[2])
+    assert plan_epoch(7, chunks_per_round=2, seed=4, epoch=0, shuffle=True,
+                      shuffle_chunks=3) != plan       # new groups every epoch
+
+
 def test_plan_epoch_is_a_permutation_and_deterministic():
     a = plan_epoch(10, chunks_per_round=4, seed=1, epoch=3, shuffle=True)
     b = plan_epoch(10, chunks_per_round=4, seed=1, epoch=3, shuffle=True)
     c = plan_epoch(10, chunks_per_round=4, seed=1, epoch=4, shuffle=True)
     assert a == b and a != c
-    assert sorted(i for r in a for i in r) == list(range(10))
+    assert sorted(c for r in a for g in r for c in g) == list(range(10))
     assert [len(r) for r in a] == [4, 4, 2]
+    assert all(len(g) == 1 for r in a for g in r)
+    # groups of 3 chunks are cut from the same permutation: the order does not change
+    grouped = plan_epoch(10, chunks_per_round=4, seed=1, epoch=3, shuffle=True,
+                         shuffle_chunks=3)
+    assert [c for r in grouped for g in r for c in g] == [c for r in a for g in r for c in g]
+    assert [[len(g) for g in r] for r in grouped] == [[3, 3, 3, 1]]
 
 
 def test_k_chunks_are_averaged_as_documented():
-    """Round with K=2: old coefficients x mean decay, new blocks added with weight 1/K."""
+    """Round with K=2 equal chunks: old coefficients x mean decay, new blocks with weight 1/K."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
     y = X[:, 0] - X[:, 1] ** 2
@@ -78,12 +104,12 @@ def test_k_chunks_are_averaged_as_documented():
     # Reference: replay the first round of epoch 2 by hand from the epoch-1 state.
     alg = DSGAlgorithm(one_epoch._config)
     state = one_epoch._state
-    info = RoundInfo(epoch=1, round=0, chunk_ids=(0, 1), chunk_sizes=(10, 10),
+    info = RoundInfo(epoch=1, round=0, groups=((0,), (1,)), sizes=((10,), (10,)),
                      seed=one_epoch._data_seed)
     tasks = alg.make_tasks(state, info)
     d0 = alg.chunk_step(state, X[:10], y[:10], tasks[0])
     d1 = alg.chunk_step(state, X[10:20], y[10:20], tasks[1])
-    expected = state.coef * (d0.decay_sum + d1.decay_sum) / 2
+    expected = state.coef * (d0.decay + d1.decay) / 2
     for d in (d0, d1):
         for bid, c in zip(d.block_ids, d.coefs):
             expected[bid] += c / 2
@@ -104,14 +130,14 @@ def test_round_crossing_the_feature_budget_averages_linearly():
     alg = DSGAlgorithm(reg._config)
     state = reg._state                                 # 4 of the 6 blocks are open
     assert state.n_blocks_seen == 4
-    info = RoundInfo(epoch=1, round=0, chunk_ids=(0, 1), chunk_sizes=(10, 10),
+    info = RoundInfo(epoch=1, round=0, groups=((0,), (1,)), sizes=((10,), (10,)),
                      seed=reg._data_seed)
     t0, t1 = alg.make_tasks(state, info)
     d0 = alg.chunk_step(state, X[20:30], y[20:30], t0)   # opens blocks 4, 5: growth only
     d1 = alg.chunk_step(state, X[30:40], y[30:40], t1)   # budget already reached: full phase
     assert d0.dense is None and list(d0.block_ids) == [4, 5]
-    assert d1.dense is not None and d1.decay_sum == 0.0 and len(d1.block_ids) == 0
-    local0 = state.coef * d0.decay_sum
+    assert d1.dense is not None and d1.decay == 0.0 and len(d1.block_ids) == 0
+    local0 = state.coef * d0.decay
     local0[[4, 5]] += d0.coefs
     got = alg.apply(state, alg.combine(d0, d1), info)
     np.testing.assert_allclose(got.coef, (local0 + d1.dense) / 2, rtol=0, atol=1e-14)
@@ -164,3 +190,20 @@ def test_models_do_not_depend_on_the_callers_blas_threads():
     assert np.array_equal(one.coef_, two.coef_)
     assert np.array_equal(one.decision_function(X), two.decision_function(X))
     assert after == [2] * len(after)        # the caller's setting is restored after the fit
+
+
+def test_a_fit_on_a_client_points_its_bar_at_the_dask_dashboard(capsys):
+    """On a distributed Client the bar names the dashboard, Dask's own progress display of
+    the fit's tasks; locally there is no link."""
+    distributed = pytest.importorskip("distributed")
+    from ooc_kernels.parallel.engine import _dashboard_link
+
+    assert _dashboard_link("sync") is None
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        assert _dashboard_link(None) == client.dashboard_link == _dashboard_link(client)
+        ok.DSGRegressor(n_features=64, block_size=16, batch_size=8, n_epochs=1,
+                        random_state=0, progress=True).fit(X, X[:, 0])
+    assert f"dashboard: {client.dashboard_link}" in capsys.readouterr().err

@@ -232,3 +232,63 @@ def test_lazy_predict_on_invalid_values():
     lazy = clf.predict(da.from_array(Xb, chunks=(50, 3)))
     with pytest.raises(InvalidDataError, match=r"chunk 2, row 30"):
         lazy.compute()
+
+
+def test_two_class_softmax_decision_is_the_log_odds():
+    """Issue 7, item 2: for two classes decision_function has shape (n,) and is
+    log(P(classes_[1]) / P(classes_[0])); predict agrees with its sign."""
+    X, y = _xor(200)
+    labels = np.where(y == 1, "b", "a")
+    clf = ok.DSGClassifier(loss="softmax", **SMALL).fit(X, labels)
+    dec = clf.decision_function(X)
+    proba = clf.predict_proba(X)
+    assert dec.shape == (200,) and proba.shape == (200, 2)
+    np.testing.assert_allclose(dec, np.log(proba[:, 1] / proba[:, 0]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(clf.predict(X), np.where(dec > 0, "b", "a"))
+    lazy = clf.decision_function(da.from_array(X, chunks=(50, 3)))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_allclose(lazy.compute(scheduler="sync"), dec, rtol=1e-6)
+
+
+def test_in_memory_prediction_reads_the_callers_array_without_a_copy(monkeypatch):
+    """Issue 7, item 12: prediction of a NumPy input slices the caller's array (it went
+    through a Dask array and np.asarray, a full copy)."""
+    import ooc_kernels.estimators.base as base
+
+    X, y = _xor(300)
+    clf = ok.DSGClassifier(chunk_size=70, **SMALL).fit(X, y)
+    seen = []
+    original = base.predict_chunk
+
+    def spy(config, state, chunk):
+        seen.append((np.shares_memory(chunk, X), len(chunk)))
+        return original(config, state, chunk)
+
+    monkeypatch.setattr(base, "predict_chunk", spy)
+    clf.predict(X)
+    assert seen == [(True, 70)] * 4 + [(True, 20)]
+
+
+@pytest.mark.slow
+def test_clone_and_grid_search_with_a_distributed_client():
+    """Issue 7, item 11: clone() deep-copied the scheduler, and a distributed.Client cannot
+    be copied (TypeError: cannot pickle '_asyncio.Task'); clones now share the Client."""
+    distributed = pytest.importorskip("distributed")
+    from sklearn.base import clone
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    X, y = _xor(240)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        est = ok.DSGClassifier(**dict(SMALL, scheduler=client))
+        twin = clone(est)
+        assert twin.scheduler is client and twin is not est
+        assert twin.get_params()["n_features"] == 512
+        search = GridSearchCV(est, {"alpha": [1e-5, 1e-3]}, cv=2).fit(X, y)
+        assert search.best_estimator_.scheduler is client
+        scores = cross_val_score(est, X, y, cv=2)
+        direct = [ok.DSGClassifier(**SMALL).fit(X[tr], y[tr]).score(X[te], y[te])
+                  for tr, te in [(np.arange(120, 240), np.arange(120)),
+                                 (np.arange(120), np.arange(120, 240))]]
+    np.testing.assert_allclose(scores, direct)   # same models as with the sync scheduler

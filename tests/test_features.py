@@ -348,7 +348,6 @@ def test_median_heuristic_subsample():
     "X,kwargs,match",
     [
         (np.zeros((1, 3)), {}, "at least 2 points"),
-        (np.ones((10, 3)), {}, "identical"),
         (np.array([[0.0], [np.nan], [1.0]]), {}, "NaN"),
         (np.eye(3), {"multiplier": 0.0}, "multiplier"),
         (np.eye(3), {"max_points": 1}, "max_points"),
@@ -358,3 +357,15 @@ def test_median_heuristic_subsample():
 def test_median_heuristic_errors(X, kwargs, match):
     with pytest.raises(ValidationError, match=match):
         median_heuristic(X, **kwargs)
+
+
+def test_median_heuristic_with_duplicated_points():
+    """Mostly duplicated rows: the median of the distinct pairs (pdist reference); all rows
+    equal: the kernel does not depend on the bandwidth, 1 times the multiplier."""
+    rng = np.random.default_rng(3)
+    distinct = rng.normal(size=(5, 3))
+    X = np.vstack([np.repeat(distinct[:1], 40, axis=0), distinct[1:]])   # 44 rows, 4 + 1 distinct
+    d = pdist(X)
+    assert np.median(d) == 0.0
+    assert median_heuristic(X, 2.0) == pytest.approx(2.0 * np.median(d[d > 0]), rel=1e-12)
+    assert median_heuristic(np.ones((10, 3)), 0.5) == 0.5

@@ -177,7 +177,7 @@ def test_chunk_update_matches_twin(dtype, loss_id, C):
     r = W.shape[2]
     coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
     coef_ref, decay_ref = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
-    assert coef.dtype == dtype and coef.shape == (6, r, C)
+    assert coef.dtype == np.float64 and coef.shape == (6, r, C)  # coefficients: float64
     assert np.abs(coef).max() > 1e-3  # the test data produce real updates
     _close(coef, coef_ref, dtype)
     assert decay == pytest.approx(decay_ref, rel=1e-15)
@@ -319,9 +319,40 @@ def test_full_update_matches_twin(dtype, loss_id, C, keep_features):
     got = dsg_full_update(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r), 0.0,
                           budget)
     ref = dsg_full_update_ref(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r))
-    assert got.dtype == dtype and got.shape == coef.shape
+    assert got.dtype == np.float64 and got.shape == coef.shape  # float64 master copy
     assert np.abs(got - coef).max() > 1e-3             # the steps changed the model
     _close(got, ref, dtype)
+
+
+def test_full_update_keeps_small_late_steps_in_float64():
+    """float32 data, float64 coefficients: 300 updates of ~1e-9 on coefficients of ~1
+    accumulate (each is below float32's resolution at 1, so a float32 state keeps none)."""
+    rng = np.random.default_rng(5)
+    n, d, r, m, b = 300, 3, 4, 2, 1
+    X = np.ascontiguousarray(rng.normal(size=(n, d)), dtype=np.float32)
+    Y = np.full((n, 1), -1.0, dtype=np.float32)                 # squared loss, residual ~ m r
+    W, ph = stacked_block_params(1, np.arange(m), d, r, 1.0, np.float32)
+    coef = np.ones((m, r, 1))
+    gammas = np.full(n, 1e-9)
+    got = dsg_full_update(X, Y, W, ph, coef, gammas, 0.0, b, 0, feature_scale(r))
+    change = got - coef
+    assert np.abs(change).max() > 1e-8                          # the updates were kept
+    # reference: the same steps with every product in float64 (features from float32 X)
+    Z = [feature_scale(r) * np.cos(X.astype(np.float64) @ W[j].astype(np.float64)
+                                   + ph[j].astype(np.float64)) for j in range(m)]
+    ref = coef.copy()
+    for s in range(n):
+        f = sum(Z[j][s] @ ref[j] for j in range(m))
+        ref = np.stack([ref[j] - gammas[s] / m * np.outer(Z[j][s], f - Y[s, 0].astype(float))
+                        for j in range(m)])
+    np.testing.assert_allclose(change, ref - coef, rtol=1e-4)
+    # the same steps on a float32 state keep nothing: every update is below half an ulp
+    state32 = coef.astype(np.float32)
+    for s in range(n):
+        f = sum(Z[j][s] @ state32[j] for j in range(m))
+        state32 = np.stack([state32[j] - np.float32(gammas[s] / m) * np.outer(
+            Z[j][s], f - Y[s, 0]).astype(np.float32) for j in range(m)])
+    assert np.array_equal(state32, coef.astype(np.float32))
 
 
 def test_full_update_step_is_the_averaged_kernel_gradient():
@@ -371,3 +402,30 @@ def test_chunk_update_in_two_threads_gives_same_result():
         results = list(ex.map(lambda _: dsg_chunk_update(X, Y, F0.copy(), *args)[0], range(4)))
     for res in results:
         np.testing.assert_allclose(res, expect, rtol=1e-6, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------------------
+# permute_rows_inplace vs twin
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 1000])
+def test_permute_rows_inplace_matches_twin(dtype, n):
+    from ooc_kernels._jit.rows import permute_rows_inplace, permute_rows_ref
+
+    rng = np.random.default_rng(n)
+    X = np.ascontiguousarray(rng.normal(size=(n, 5)), dtype=dtype)
+    for order in (rng.permutation(n), np.arange(n), np.arange(n)[::-1].copy()):
+        expected = permute_rows_ref(X, order)
+        got = X.copy()
+        permute_rows_inplace(got, order.astype(np.int64))
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_permute_rows_inplace_refuses_what_is_not_a_permutation():
+    from ooc_kernels._jit.rows import permute_rows_inplace
+
+    X = np.zeros((3, 2))
+    with pytest.raises(ValidationError, match="not a permutation"):
+        permute_rows_inplace(X, np.array([0, 0, 1]))
+    with pytest.raises(ValidationError, match="one entry per row"):
+        permute_rows_inplace(X, np.array([0, 1]))

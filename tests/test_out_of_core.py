@@ -1,7 +1,13 @@
-"""Out of core: training on a store ten times larger than the memory growth allowed.
+"""Out of core: training on a store many times larger than the memory growth allowed.
 
 A subprocess (fresh interpreter, so nothing else inflates its memory) warms up, then fits
 one epoch over a Zarr store while a thread samples its resident memory every 5 ms.
+
+With ``shuffle_chunks=1`` a task holds one chunk: the growth allowed is 32 MiB for a store
+of 384 MiB.  The default ``shuffle_chunks="auto"`` mixes the rows of a group of chunks of
+at most ``SHUFFLE_BYTES`` (8 MiB) of ``X`` per task, which a task holds twice while the group
+is gathered (its chunks and their concatenation): the documented bound adds
+``K * 2 * SHUFFLE_BYTES``.
 """
 
 import json
@@ -12,10 +18,12 @@ from pathlib import Path
 import pytest
 
 import ooc_kernels as ok
+from ooc_kernels.estimators.base import SHUFFLE_BYTES
 
 ALLOWED_GROWTH = 32 * 2**20          # bytes of resident-memory growth the fit may use
 N_FEATURES = 32
 CHUNK_ROWS = 10_000
+K = 2                                # chunks_per_round of the worker
 
 
 def _dir_bytes(path: Path) -> int:
@@ -23,7 +31,11 @@ def _dir_bytes(path: Path) -> int:
 
 
 @pytest.mark.slow
-def test_fit_memory_is_bounded_by_chunks_not_data(tmp_path):
+@pytest.mark.parametrize("shuffle_chunks,allowed", [
+    ("1", ALLOWED_GROWTH),
+    ("auto", ALLOWED_GROWTH + K * 2 * SHUFFLE_BYTES),
+])
+def test_fit_memory_is_bounded_by_chunks_not_data(tmp_path, shuffle_chunks, allowed):
     # sized so that even compressed on disk the store is > 10x the allowed growth
     n = 12 * ALLOWED_GROWTH // (4 * N_FEATURES)
     store = ok.make_dataset("nonlinear_binary", tmp_path / "big.zarr", n,
@@ -31,12 +43,15 @@ def test_fit_memory_is_bounded_by_chunks_not_data(tmp_path):
     on_disk = _dir_bytes(store)
     assert on_disk >= 10 * ALLOWED_GROWTH
     worker = Path(__file__).with_name("_ooc_fit_worker.py")
-    out = subprocess.run([sys.executable, str(worker), str(store), str(CHUNK_ROWS)],
-                         capture_output=True, text=True, timeout=600, check=True)
+    out = subprocess.run([sys.executable, str(worker), str(store), str(CHUNK_ROWS),
+                          shuffle_chunks], capture_output=True, text=True, timeout=600,
+                         check=True)
     report = json.loads(out.stdout.strip().splitlines()[-1])
     growth = report["peak"] - report["baseline"]
     assert report["n_samples_seen"] == n
-    assert report["x_nbytes"] >= 10 * ALLOWED_GROWTH
-    assert growth <= ALLOWED_GROWTH, (
+    assert report["x_nbytes"] >= 6 * allowed
+    if shuffle_chunks == "auto":     # groups of 6 chunks of 1.25 MiB: rows really mixed
+        assert report["shuffle_chunks_"] == SHUFFLE_BYTES // (CHUNK_ROWS * N_FEATURES * 4)
+    assert growth <= allowed, (
         f"peak memory grew by {growth / 2**20:.1f} MiB while fitting on "
-        f"{report['x_nbytes'] / 2**20:.0f} MiB of data (allowed {ALLOWED_GROWTH / 2**20:.0f})")
+        f"{report['x_nbytes'] / 2**20:.0f} MiB of data (allowed {allowed / 2**20:.0f})")

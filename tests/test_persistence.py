@@ -107,3 +107,26 @@ def test_unfitted_estimator_cannot_be_saved(tmp_path):
 
     with pytest.raises(NotFittedError, match="not fitted yet"):
         ok.DSGRegressor().save(tmp_path / "m.zarr")
+
+
+@pytest.mark.parametrize("key,value", [("scheduler", "tcp://attacker.example:8786"),
+                                       ("progress", True)])
+def test_a_model_file_cannot_choose_the_scheduler(tmp_path, key, value):
+    """Issue 7, item 8: ok.load passed the file's params to the constructor, so an edited
+    model file could make score() connect to any scheduler.  Such a file is refused; a
+    loaded model runs where its user says (scheduler=None)."""
+    X, labels = _data()
+    ok.DSGClassifier(**SMALL).fit(X, labels).save(tmp_path / "m.zarr")
+    loaded = ok.load(tmp_path / "m.zarr")
+    assert loaded.scheduler is None and loaded.progress is None
+    group = zarr.open_group(str(tmp_path / "m.zarr"), mode="r+")
+    meta = dict(group.attrs["ooc_kernels"])
+    meta["params"] = dict(meta["params"], **{key: value})
+    group.attrs["ooc_kernels"] = meta
+    with pytest.raises(ModelFormatError, match=rf"sets \['{key}'\].*may not choose"):
+        ok.load(tmp_path / "m.zarr")
+    meta["params"] = dict(meta["params"], n_feature=3)
+    meta["params"].pop(key)
+    group.attrs["ooc_kernels"] = meta
+    with pytest.raises(ModelFormatError, match=r"unknown hyperparameter\(s\) \['n_feature'\]"):
+        ok.load(tmp_path / "m.zarr")

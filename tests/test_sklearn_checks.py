@@ -15,6 +15,7 @@ _SMALL = dict(batch_size=8, n_features=512, block_size=64, n_epochs=10, random_s
 ESTIMATORS = [
     DSGClassifier(**_SMALL),
     DSGClassifier(loss="hinge", **_SMALL),
+    DSGClassifier(loss="softmax", **_SMALL),
     DSGRegressor(**_SMALL),
 ]
 

@@ -11,6 +11,8 @@ losses
     ``loss_gradient(loss_id, F, Y, out, loss_param=0.0)``.
 dsg
     ``dsg_predict`` and ``dsg_chunk_update``, the hot path of doubly stochastic gradients.
+rows
+    ``permute_rows_inplace``: mixes the rows of a task's input without a second copy.
 
 See ``docs/algorithms/dsg_kernels.md`` for the conventions.
 """

@@ -154,8 +154,10 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
 
     Returns
     -------
-    new_coef : ndarray (m, r, C) in X's dtype
+    new_coef : ndarray (m, r, C), float64
         Coefficients of the ``m`` new blocks after all later decays inside this chunk.
+        They are formed and decayed in float64 from the batch gradients ``Z^T G`` (computed
+        in X's dtype); the running predictions use their rounding to X's dtype.
     decay : float
         ``prod_s (1 - gammas[s] * alpha)``; the caller multiplies all older coefficients by it.
 
@@ -184,7 +186,7 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
         raise ValidationError("dsg_chunk_update: X (n, d), Y (n, C) and F (n, C) must agree")
     if gammas.shape[0] != m:
         raise ValidationError("dsg_chunk_update: gammas must have one step size per block")
-    new_coef = np.zeros((m, r, C), dtype=X.dtype)
+    new_coef = np.zeros((m, r, C), dtype=np.float64)
     factors = np.empty(m, dtype=np.float64)
     decay = 1.0
     if m == 0:
@@ -195,6 +197,7 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
     Zt_buf = np.empty((tile, r), dtype=X.dtype)
     acc = np.empty((tile, C), dtype=X.dtype)
     delta = np.empty((r, C), dtype=X.dtype)
+    dcoef = np.empty((r, C), dtype=X.dtype)  # the new block rounded to X's dtype (GEMM)
     for s in range(m):
         lo = s * b
         hi = min(lo + b, n)
@@ -211,11 +214,12 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
         step = -gammas[s] / nb
         for k in range(r):
             for c in range(C):
-                new_coef[s, k, c] = step * delta[k, c]
+                v = step * delta[k, c]
+                new_coef[s, k, c] = v
+                dcoef[k, c] = v
         factor = 1.0 - gammas[s] * alpha
         factors[s] = factor
         decay *= factor
-        dcoef = new_coef[s]
         # decay and update the running predictions of the rows not visited yet
         for start in range(hi, n, tile):
             stop = min(start + tile, n)
@@ -261,16 +265,17 @@ def dsg_chunk_update_ref(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, 
         nb = rows.stop - rows.start
         pred = F_start[rows] * dt.type(decay)
         for t in range(s):
-            pred = pred + _features_ref(X[rows], W[t], phase[t], scale) @ coefs[t]
+            pred = pred + _features_ref(X[rows], W[t], phase[t], scale) @ coefs[t].astype(dt)
         grad = loss_gradient_ref(loss_id, pred, Y[rows], loss_param).astype(dt)
         Z = _features_ref(X[rows], W[s], phase[s], scale)
-        new = (-(gammas[s] / nb) * (Z.T @ grad)).astype(dt)
+        # the gradient Z^T G in X's dtype; the coefficient itself in float64
+        new = -(gammas[s] / nb) * (Z.T @ grad).astype(np.float64)
         factor = 1.0 - gammas[s] * alpha
-        coefs = [(c * factor).astype(dt) for c in coefs]  # step 6: decay the older blocks
+        coefs = [c * factor for c in coefs]  # step 6: decay the older blocks
         decay *= factor
         coefs.append(new)  # step 5: the new block, not decayed at its own step
     if m == 0:
-        return np.zeros((0, W.shape[2], Y.shape[1]), dtype=dt), 1.0
+        return np.zeros((0, W.shape[2], Y.shape[1]), dtype=np.float64), 1.0
     return np.stack(coefs), decay
 
 
@@ -297,7 +302,7 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
         Encoded targets.
     W : ndarray (m, d, r), phase : ndarray (m, r)
         All feature blocks of the model.
-    coef : ndarray (m, r, C), X's dtype
+    coef : ndarray (m, r, C), float64
         The model before this chunk (not modified).
     gammas : ndarray (s,) float64
         Step sizes of the ``s = ceil(n / batch_size)`` steps.
@@ -309,11 +314,17 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
 
     Returns
     -------
-    coef : ndarray (m, r, C), X's dtype
+    coef : ndarray (m, r, C), float64
         The model after the steps.  Step ``s`` with batch ``B`` (``nb`` rows):
         ``G = l'(f(X[B]), Y[B])``; every coefficient times ``1 - gammas[s] alpha``; then
         ``coef[j] -= gammas[s] / (nb m) * z_j(X[B])^T G`` for every block ``j``.
         Twin: :func:`dsg_full_update_ref`.
+
+    Notes
+    -----
+    Mixed precision: the coefficients are kept and updated in float64 (a master copy);
+    the feature GEMMs use their rounding to X's dtype, refreshed after every step, so the
+    small updates of late steps are not lost to float32 rounding.
     """
     n, d = X.shape
     C = Y.shape[1]
@@ -329,9 +340,10 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
         raise ValidationError("dsg_full_update: W must be (m, d, r) and phase (m, r)")
     if coef.shape[0] != m or coef.shape[1] != r or Y.shape[0] != n:
         raise ValidationError("dsg_full_update: coef must be (m, r, C), Y (n, C)")
-    out = coef.copy()
+    out = coef.astype(np.float64)  # float64 master copy
     if n == 0 or m == 0:
         return out
+    low = out.astype(X.dtype)  # its rounding to X's dtype, for the GEMMs
     nbmax = min(b, n)
     keep = m * nbmax * r * X.itemsize <= max_buffer_bytes
     Zall = np.empty((m if keep else 1, nbmax, r), dtype=X.dtype)
@@ -351,12 +363,12 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
             Zj = Zall[j if keep else 0, :nb]
             np.dot(Xb, W[j], Zj)
             cos_affine_inplace(Zj, phase[j], scale)
-            np.dot(Zj, out[j], At)
+            np.dot(Zj, low[j], At)
             Fs += At
         Gs = G[:nb]
         loss_gradient(loss_id, Fs, Y[lo:hi], Gs, loss_param)
-        factor = X.dtype.type(1.0 - gammas[s] * alpha)
-        step = X.dtype.type(-gammas[s] / (nb * m))
+        factor = 1.0 - gammas[s] * alpha
+        step = -gammas[s] / (nb * m)
         for j in range(m):
             Zj = Zall[j if keep else 0, :nb]
             if not keep:
@@ -365,25 +377,29 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
             np.dot(Zj.T, Gs, delta)
             for k in range(r):
                 for c in range(C):
-                    out[j, k, c] = out[j, k, c] * factor + step * delta[k, c]
+                    v = out[j, k, c] * factor + step * delta[k, c]
+                    out[j, k, c] = v
+                    low[j, k, c] = v
     return out
 
 
 def dsg_full_update_ref(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, scale,
                         loss_param=0.0, max_buffer_bytes=None):
-    """Numpy twin of :func:`dsg_full_update`: the literal step over all blocks."""
+    """Numpy twin of :func:`dsg_full_update`: the literal step over all blocks
+    (coefficients in float64, features and their products in X's dtype)."""
     X = np.asarray(X)  # one chunk (reference twin, tests only)
     dt = X.dtype
     n, m = X.shape[0], W.shape[0]
     b = int(batch_size)
-    out = np.array(coef, dtype=dt, copy=True)
+    out = np.array(coef, dtype=np.float64, copy=True)
     for s in range(math.ceil(n / b)):
         rows = slice(s * b, min((s + 1) * b, n))
         nb = rows.stop - rows.start
         Z = [_features_ref(X[rows], W[j], phase[j], scale) for j in range(m)]
-        f = sum(Z[j] @ out[j] for j in range(m))
+        f = sum(Z[j] @ out[j].astype(dt) for j in range(m))
         grad = loss_gradient_ref(loss_id, f, Y[rows], loss_param).astype(dt)
         factor = 1.0 - gammas[s] * alpha
-        out = np.stack([(out[j] * factor - gammas[s] / (nb * m) * (Z[j].T @ grad)).astype(dt)
+        out = np.stack([out[j] * factor
+                        - gammas[s] / (nb * m) * (Z[j].T @ grad).astype(np.float64)
                         for j in range(m)])
     return out

@@ -21,8 +21,11 @@ view of a whole Zarr array is rebuilt (the two-layer graph xarray creates when i
 store with Dask chunks); a variable that was sliced, converted or computed on is left as it
 is.
 
-Every store written by this library has all its chunks written (``write_empty_chunks``), so
-a missing chunk file is always an error.
+Every store written by this library has all its chunks written (``write_empty_chunks``) and
+says so (the schema-version attribute on its group), so there a missing chunk file is always
+an error.  In a store written by other tools (``ds.to_zarr()``), Zarr leaves out chunks equal
+to the fill value, so a missing chunk file reads as the fill value, as Zarr defines it (see
+:func:`all_chunks_written`); decoding and checksum errors are caught in every store.
 
 Examples
 --------
@@ -49,7 +52,7 @@ from .._checks import check_finite
 from ..exceptions import CorruptChunkError
 
 __all__ = ["guard_dataset", "guard_dask_array", "zarr_source", "check_finite_blocks",
-           "CHECKSUM_CODEC"]
+           "all_chunks_written", "CHECKSUM_CODEC"]
 
 #: Name of the checksum codec written by :func:`ooc_kernels.data.write_chunks`.
 CHECKSUM_CODEC = "crc32c"
@@ -118,10 +121,11 @@ def guard_dask_array(arr: Any, var: str):
     name = f"checked-{var}-{token}"
     src = f"zarr-source-{var}-{token}"
     dsk: dict = {src: zarray}
+    dense = all_chunks_written(zarray)
     bounds = [np.concatenate([[0], np.cumsum(c)]).astype(int) for c in arr.chunks]
     for index in itertools.product(*(range(len(c)) for c in arr.chunks)):
         slices = tuple(slice(int(b[i]), int(b[i + 1])) for b, i in zip(bounds, index))
-        dsk[(name, *index)] = (_read_block, src, var, index, slices)
+        dsk[(name, *index)] = (_read_block, src, var, index, slices, dense)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
     return da.Array(graph, name, arr.chunks, dtype=arr.dtype,
                     meta=np.empty((0,) * arr.ndim, dtype=arr.dtype))
@@ -171,13 +175,35 @@ def _describe(var: str, index: tuple[int, ...], slices: tuple[slice, ...]) -> st
             else f"block {index} of variable {var!r} (rows {rows.start}..{rows.stop - 1})")
 
 
-def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, ...]):
-    """One chunk task: check the chunk files exist, decode them, wrap codec errors."""
+def all_chunks_written(zarray) -> bool:
+    """Whether the store promises every chunk file (written by this library).
+
+    Zarr skips chunks equal to the fill value by default (``write_empty_chunks=False``), so
+    in a store written by other tools (``ds.to_zarr()``) a missing chunk file is the fill
+    value, not damage.  Stores written by :func:`ooc_kernels.data.write_chunks` carry the
+    schema-version attribute on their group and write every chunk.
+    """
+    from ..data.schema import SCHEMA_VERSION_ATTR
+
+    parent = zarray.path.rsplit("/", 1)[0] if "/" in zarray.path else ""
+    try:
+        import zarr
+
+        group = zarr.open_group(store=zarray.store, path=parent, mode="r")
+        return SCHEMA_VERSION_ATTR in group.attrs
+    except Exception:  # noqa: BLE001 - no readable parent group: make no promise
+        return False
+
+
+def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, ...],
+                dense: bool = True):
+    """One chunk task: check the chunk files exist (``dense`` stores), decode them, wrap
+    codec errors."""
     from zarr.core.sync import sync
 
     where = _describe(var, index, slices)
     store = _store_location(zarray)
-    for _coords, key in _chunk_keys(zarray, slices):
+    for _coords, key in _chunk_keys(zarray, slices) if dense else ():
         if not sync(zarray.store.exists(key)):
             raise CorruptChunkError(
                 f"{where} in the Zarr store {store!r} is corrupt: its chunk file {key!r} is "

@@ -25,6 +25,8 @@ from ooc_kernels.solvers.dsg import DSGAlgorithm, DSGConfig, init_state, predict
 __all__ = ["BaseDSG"]
 
 _KERNELS = ("rbf",)
+#: ``shuffle_chunks="auto"``: the X bytes one task may gather to mix rows across chunks.
+SHUFFLE_BYTES = 8 * 2**20
 _LEARNING_RATES = ("inverse", "constant")
 
 
@@ -54,7 +56,8 @@ class BaseDSG(BaseEstimator):
     def __init__(self, *, loss, kernel="rbf", bandwidth="median", median_multiplier=1.0,
                  alpha=1e-5, n_features=4096, block_size=256, batch_size=256, n_epochs=5,
                  learning_rate="inverse", eta0=100.0, t0=100.0, chunks_per_round=1,
-                 chunk_size=10_000, shuffle=True, on_invalid="error", random_state=None,
+                 chunk_size=10_000, shuffle=True,
+                 shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None):
         self.loss = loss
         self.kernel = kernel
@@ -71,10 +74,25 @@ class BaseDSG(BaseEstimator):
         self.chunks_per_round = chunks_per_round
         self.chunk_size = chunk_size
         self.shuffle = shuffle
+        self.shuffle_chunks = shuffle_chunks
         self.on_invalid = on_invalid
         self.random_state = random_state
         self.scheduler = scheduler
         self.progress = progress
+
+    def __sklearn_clone__(self):
+        """scikit-learn's ``clone``, sharing the ``scheduler`` instead of copying it.
+
+        A ``distributed.Client`` is a connection: it cannot be deep-copied (and a copy would
+        be another connection), so a clone uses the same one.  This is what lets
+        ``GridSearchCV`` and ``cross_val_score`` run on a cluster.
+        """
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        scheduler = params.pop("scheduler")
+        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()},
+                          scheduler=scheduler)
 
     # ------------------------------------------------------------------ validation
     def _check_params(self) -> dict:
@@ -104,6 +122,10 @@ class BaseDSG(BaseEstimator):
         p["t0"] = check_float("t0", self.t0, low=0.0)
         p["chunks_per_round"] = check_int("chunks_per_round", self.chunks_per_round, low=1)
         p["chunk_size"] = check_int("chunk_size", self.chunk_size, low=1)
+        if isinstance(self.shuffle_chunks, str):
+            check_option("shuffle_chunks", self.shuffle_chunks, ("auto",))
+        else:
+            check_int("shuffle_chunks", self.shuffle_chunks, low=1)
         p["on_invalid"] = check_option("on_invalid", self.on_invalid, ("error", "skip"))
         resolve_scheduler(self.scheduler)
         return p
@@ -115,11 +137,12 @@ class BaseDSG(BaseEstimator):
                               check_y=self.on_invalid != "skip")
             if reset:
                 self.n_features_in_ = data.n_features
-            elif data.n_features != self.n_features_in_:
-                raise ValidationError(
-                    f"X has {data.n_features} features, but {type(self).__name__} is "
-                    f"expecting {self.n_features_in_} features as input."
-                )
+                if data.feature_names is not None:
+                    self.feature_names_in_ = np.asarray(data.feature_names, dtype=object)
+                elif hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+            else:
+                self._check_lazy_features(data)
             return data
         skip = self.on_invalid == "skip"
         X, y = _sklearn_validated(validate_data, self, X, y, reset=reset,
@@ -132,19 +155,33 @@ class BaseDSG(BaseEstimator):
         return as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
                           check_y=self.on_invalid != "skip")
 
-    def _chunked_predict_input(self, X) -> tuple[ChunkedData, bool]:
+    def _check_lazy_features(self, data: ChunkedData) -> None:
+        """A lazy input after fit: its number of features, and its column names when both
+        it and the training data had names (as scikit-learn checks in-memory frames)."""
+        if data.n_features != self.n_features_in_:
+            raise ValidationError(
+                f"X has {data.n_features} features, but {type(self).__name__} is "
+                f"expecting {self.n_features_in_} features as input."
+            )
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and data.feature_names is not None \
+                and tuple(fitted) != data.feature_names:
+            raise ValidationError(
+                f"The feature names should match those that were passed during fit: "
+                f"fitted with {list(fitted)}, got {list(data.feature_names)}; select and "
+                "order the columns as in fit, e.g. X[list(model.feature_names_in_)]."
+            )
+
+    def _chunked_predict_input(self, X) -> tuple[ChunkedData | np.ndarray, bool]:
+        """Lazy inputs as :class:`ChunkedData`; in-memory inputs as the validated array."""
         check_is_fitted(self, "_state")
         if is_lazy_input(X) or (hasattr(X, "read") and callable(X.read)):
             data = as_chunked(X, chunk_size=self.chunk_size)
-            if data.n_features != self.n_features_in_:
-                raise ValidationError(
-                    f"X has {data.n_features} features, but {type(self).__name__} is "
-                    f"expecting {self.n_features_in_} features as input."
-                )
+            self._check_lazy_features(data)
             return data, True
         X = _sklearn_validated(validate_data, self, X, reset=False,
                                dtype=[np.float64, np.float32])
-        return as_chunked(X, chunk_size=self.chunk_size), False
+        return X, False
 
     # ------------------------------------------------------------------ model setup
     def _initialize(self, data: ChunkedData, params: dict, classes=None) -> None:
@@ -191,6 +228,17 @@ class BaseDSG(BaseEstimator):
         if classes_ is not None:
             self.classes_ = classes_
 
+    def _resolve_shuffle_chunks(self, data: ChunkedData, params: dict) -> int:
+        """Chunks whose rows one task mixes (see the ``shuffle_chunks`` parameter)."""
+        if not isinstance(self.shuffle_chunks, str):
+            return int(min(self.shuffle_chunks, data.n_chunks))
+        if not self.shuffle:
+            return 1
+        chunk_bytes = max(data.chunk_sizes) * data.n_features * data.dtype.itemsize
+        by_memory = SHUFFLE_BYTES // max(chunk_bytes, 1)
+        by_parallelism = data.n_chunks // params["chunks_per_round"]
+        return int(max(1, min(by_memory, by_parallelism)))
+
     def _run(self, data: ChunkedData, params: dict, *, start: tuple[int, int],
              end_epoch: int, callback=None) -> None:
         if data.n_features != self._config.n_features_in:
@@ -214,9 +262,11 @@ class BaseDSG(BaseEstimator):
             if callback is not None:
                 callback(state, info)
 
+        self.shuffle_chunks_ = self._resolve_shuffle_chunks(data, params)
         result = run_rounds(DSGAlgorithm(self._config), self._state, data,
                             n_epochs=end_epoch, chunks_per_round=params["chunks_per_round"],
                             seed=self._data_seed, shuffle=bool(self.shuffle),
+                            shuffle_chunks=self.shuffle_chunks_,
                             start_epoch=start[0], start_round=start[1],
                             scheduler=self.scheduler, progress=self.progress,
                             desc=type(self).__name__, callback=after_round)
@@ -305,7 +355,7 @@ class BaseDSG(BaseEstimator):
         """Decision values (n, n_outputs): NumPy for in-memory input, Dask for lazy input."""
         data, lazy = self._chunked_predict_input(X)
         config, state = self._config, self._state
-        if data.dtype != np.dtype(config.dtype):
+        if lazy and data.dtype != np.dtype(config.dtype):
             data = ChunkedData(X=data.X.astype(config.dtype), y=None, attrs=data.attrs)
         if lazy:
             from ooc_kernels.data.integrity import check_finite_blocks
@@ -315,12 +365,10 @@ class BaseDSG(BaseEstimator):
             return Xc.map_blocks(_predict_block, model,
                                      chunks=(Xc.chunks[0], (config.n_outputs,)),
                                      dtype=np.dtype(config.dtype), meta=np.empty((0, 0)))
-        X_np = np.asarray(data.X)  # bounded: the caller's in-memory input, no copy
-        sizes = data.chunk_sizes
-        out, lo = [], 0
-        for s in sizes:
-            out.append(predict_chunk(config, state, X_np[lo:lo + s]))
-            lo += s
+        X_np = data  # the caller's validated in-memory array, sliced without a copy
+        step = self.chunk_size
+        out = [predict_chunk(config, state, X_np[lo:lo + step])
+               for lo in range(0, X_np.shape[0], step)]
         return np.concatenate(out) if out else np.zeros((0, config.n_outputs))
 
     @property

@@ -64,7 +64,16 @@ _PARAMS_DOC = """
     chunk_size : int, default=10000
         Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
     shuffle : bool, default=True
-        Shuffle the chunk order every epoch and the rows inside each chunk.
+        Visit the rows in a new random order every epoch: the chunks are permuted and cut
+        into groups of ``shuffle_chunks`` chunks; a task reads one group and visits its rows
+        in one random order, so rows of different chunks are mixed (a store sorted by label,
+        time or source is not seen in that order).  ``False``: the rows in storage order.
+    shuffle_chunks : int or "auto", default="auto"
+        Chunks whose rows one task mixes (memory: ``chunks_per_round * shuffle_chunks``
+        chunks, twice that while a group is gathered).  ``"auto"``: as many as fit in
+        8 MiB of ``X`` per task, and at most ``n_chunks // chunks_per_round`` so every round
+        keeps its ``K`` tasks; 1 without ``shuffle``.  The value used is
+        ``shuffle_chunks_``.
     on_invalid : {"error", "skip"}, default="error"
         Rows with NaN or inf in ``X`` (or in ``y`` for regression): ``"error"`` stops the fit
         with the chunk and row; ``"skip"`` leaves them out and counts them in
@@ -119,7 +128,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="median",
                  median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
                  batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, on_invalid="error",
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True,
+                 shuffle_chunks="auto", on_invalid="error",
                  random_state=None, scheduler=None, progress=None):
         super().__init__(loss=loss, kernel=kernel, bandwidth=bandwidth,
                          median_multiplier=median_multiplier, alpha=alpha,
@@ -127,7 +137,8 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
                          batch_size=batch_size, n_epochs=n_epochs,
                          learning_rate=learning_rate, eta0=eta0, t0=t0,
                          chunks_per_round=chunks_per_round, chunk_size=chunk_size,
-                         shuffle=shuffle, on_invalid=on_invalid, random_state=random_state,
+                         shuffle=shuffle,
+                         shuffle_chunks=shuffle_chunks, on_invalid=on_invalid, random_state=random_state,
                          scheduler=scheduler, progress=progress)
 
     def _target_spec(self, loss, n_classes):
@@ -160,11 +171,17 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes, else (n_samples, n_classes).
 
-        NumPy in, NumPy out; Dask/xarray in, a lazy Dask array out.
+        For two classes the value is the score of ``classes_[1]`` against ``classes_[0]``
+        (positive: ``classes_[1]``), as scikit-learn expects; with ``loss="softmax"`` it is
+        the difference of the two outputs, the log-odds.  NumPy in, NumPy out; Dask/xarray
+        in, a lazy Dask array out.
         """
         dec = self._decision_2d(X)
-        return dec[:, 0] if self._config.n_outputs == 1 and len(self.classes_) == 2 \
-            else dec
+        if len(self.classes_) != 2:
+            return dec
+        if self._config.n_outputs == 1:
+            return dec[:, 0]
+        return dec[:, 1] - dec[:, 0]  # softmax over two outputs: the log-odds
 
     def predict(self, X):
         """Predicted class labels."""
@@ -243,7 +260,8 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     def __init__(self, loss="squared", *, kernel="rbf", bandwidth="median",
                  median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
                  batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, on_invalid="error",
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True,
+                 shuffle_chunks="auto", on_invalid="error",
                  random_state=None, scheduler=None, progress=None):
         super().__init__(loss=loss, kernel=kernel, bandwidth=bandwidth,
                          median_multiplier=median_multiplier, alpha=alpha,
@@ -251,7 +269,8 @@ class DSGRegressor(RegressorMixin, BaseDSG):
                          batch_size=batch_size, n_epochs=n_epochs,
                          learning_rate=learning_rate, eta0=eta0, t0=t0,
                          chunks_per_round=chunks_per_round, chunk_size=chunk_size,
-                         shuffle=shuffle, on_invalid=on_invalid, random_state=random_state,
+                         shuffle=shuffle,
+                         shuffle_chunks=shuffle_chunks, on_invalid=on_invalid, random_state=random_state,
                          scheduler=scheduler, progress=progress)
 
     def _target_spec(self, loss, n_classes):

@@ -162,6 +162,34 @@ def load(path):
     return restore_model(meta, coef, where=str(path))
 
 
+def _construct(cls, params, where: str):
+    """The estimator of a model file, built from its saved hyperparameters only.
+
+    Where tasks run (``scheduler``) and whether bars are shown (``progress``) belong to the
+    person using the model, never to the file: a file that sets them is refused (this
+    library never writes them), and the loaded estimator has ``scheduler=None``.
+    """
+    if not isinstance(params, dict):
+        raise ModelFormatError(f"{where}: 'params' must be a mapping, found {params!r}.")
+    forbidden = sorted(set(params) & set(_SKIP_PARAMS))
+    if forbidden:
+        raise ModelFormatError(
+            f"{where}: the model file sets {forbidden}, which a model file may not choose "
+            "(where tasks run and progress display come from the person loading it; "
+            "ooc_kernels never writes them). Remove these keys from the file's metadata, or "
+            "re-save the model with estimator.save(); pass a scheduler after loading with "
+            "model.set_params(scheduler=...)."
+        )
+    valid = set(cls().get_params())
+    unknown = sorted(set(params) - valid)
+    if unknown:
+        raise ModelFormatError(
+            f"{where}: unknown hyperparameter(s) {unknown} for {cls.__name__}; the file was "
+            "not written by this version of ooc_kernels or was edited."
+        )
+    return cls(**params)
+
+
 def restore_model(meta: dict, coef: np.ndarray, *, where: str = "model", estimator=None):
     """Rebuild a fitted estimator from :func:`model_metadata` and its coefficients.
 
@@ -171,7 +199,7 @@ def restore_model(meta: dict, coef: np.ndarray, *, where: str = "model", estimat
 
     classes_by_name = _estimator_classes()
     est = estimator if estimator is not None else \
-        classes_by_name[meta["estimator"]](**meta["params"])
+        _construct(classes_by_name[meta["estimator"]], meta["params"], where)
     config = dict(meta["config"])
     config["feature_seed"] = int(config["feature_seed"])
     classes = None

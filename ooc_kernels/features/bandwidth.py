@@ -12,6 +12,8 @@ Examples
 >>> from ooc_kernels.features.bandwidth import median_heuristic
 >>> median_heuristic(np.array([[0.0], [1.0], [3.0]]))     # distances 1, 2, 3
 2.0
+>>> median_heuristic(np.array([[0.0], [0.0], [0.0], [0.0], [2.0]]))  # six 0s, four 2s
+2.0
 """
 
 from __future__ import annotations
@@ -49,8 +51,15 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
     Raises
     ------
     ValidationError
-        Fewer than 2 points, non-finite values, a non-positive multiplier, or a zero median
-        (more than half of the sampled pairs are identical points).
+        Fewer than 2 points, non-finite values, or a non-positive multiplier.
+
+    Notes
+    -----
+    When more than half of the sampled pairs are identical points (duplicated rows, a
+    dataset with few distinct values), the median is 0 and would give a degenerate kernel;
+    the median of the non-zero distances is used instead.  When every sampled point is the
+    same, any bandwidth gives the same kernel on the sample, and ``multiplier * 1.0`` is
+    returned (scikit-learn's ``gamma="scale"`` falls back to 1 the same way).
 
     Examples
     --------
@@ -92,10 +101,9 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
         raise ValidationError("sample contains NaN or inf; clean the data before the median heuristic")
     # pdist computes each distance directly (no n x n Gram matrix): memory is the n(n-1)/2
     # distances only, and the median partitions them in place.
-    med = float(np.median(pdist(X), overwrite_input=True))
-    if med == 0.0:
-        raise ValidationError(
-            f"median pairwise distance is 0 over {X.shape[0]} sampled points: all sampled points "
-            "are identical (or most pairs are); give the bandwidth explicitly"
-        )
+    dist = pdist(X)
+    med = float(np.median(dist))
+    if med == 0.0:  # mostly duplicated points: the median of the distinct pairs
+        nonzero = dist[dist > 0]
+        med = float(np.median(nonzero, overwrite_input=True)) if nonzero.size else 1.0
     return float(multiplier) * med

@@ -1,11 +1,14 @@
 """The round-based chunk engine (DESIGN.md section 5).
 
-One round takes the current state, sends it with ``K`` chunks to ``K`` tasks; each task runs
-``algorithm.chunk_step`` (a numba update) over its chunk and returns a small delta; the deltas
-are tree-reduced with ``algorithm.combine`` in a fixed order, and ``algorithm.apply`` turns
-the reduced delta into the next state.  Only the chunks of the current round are ever read,
-so memory stays at ``K`` chunks plus the model.  The reduction tree has a fixed shape, so the
-result is bit-identical on the synchronous, threaded and distributed schedulers.
+One round takes the current state, sends it with ``K`` groups of chunks to ``K`` tasks; each
+task runs ``algorithm.chunk_step`` (a numba update) over the rows of its group (one chunk, or
+``shuffle_chunks`` chunks concatenated, whose rows the algorithm visits in one random order:
+see :mod:`ooc_kernels.parallel.schedule`) and returns a small delta; the deltas are
+tree-reduced with ``algorithm.combine`` in a fixed order, and ``algorithm.apply`` turns the
+reduced delta into the next state.  Only the chunks of the current round are ever read, so
+memory stays at ``K * shuffle_chunks`` chunks plus the model.  The reduction tree has a fixed
+shape, so the result is bit-identical on the synchronous, threaded and distributed
+schedulers.
 
 An algorithm is any object with four methods (see :class:`ChunkAlgorithm`); the DSG, DSPDC
 and PKAWV solvers plug in here.
@@ -19,7 +22,7 @@ A toy algorithm that counts samples and sums them:
 >>> from ooc_kernels.parallel.engine import run_rounds
 >>> class Sum:
 ...     def make_tasks(self, state, info):
-...         return [None] * len(info.chunk_ids)
+...         return [None] * len(info.groups)
 ...     def chunk_step(self, state, X, y, task):
 ...         return X.sum(), len(X)
 ...     def combine(self, a, b):
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import dask
+import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._progress import progress_bar
@@ -52,14 +56,36 @@ __all__ = ["ChunkAlgorithm", "RoundInfo", "RunResult", "run_rounds", "tree_reduc
 
 @dataclass(frozen=True)
 class RoundInfo:
-    """Where a round stands: epoch, round index, the chunks it visits and their sizes."""
+    """Where a round stands: epoch, round index, the groups of chunks its tasks read.
+
+    Attributes
+    ----------
+    epoch, round : int
+    groups : tuple of tuple of int
+        One group of chunk ids per task, in task order.
+    sizes : tuple of tuple of int
+        The rows of every chunk of every group.
+    seed : int
+        Root of the fit's data randomness.
+    n_rounds_in_epoch : int
+    """
 
     epoch: int
     round: int
-    chunk_ids: tuple[int, ...]
-    chunk_sizes: tuple[int, ...]
+    groups: tuple[tuple[int, ...], ...]
+    sizes: tuple[tuple[int, ...], ...]
     seed: int
     n_rounds_in_epoch: int = 0
+
+    @property
+    def chunk_ids(self) -> tuple[int, ...]:
+        """Every chunk of the round, in task order."""
+        return tuple(c for g in self.groups for c in g)
+
+    @property
+    def group_rows(self) -> tuple[int, ...]:
+        """Rows per task."""
+        return tuple(sum(s) for s in self.sizes)
 
     def next_position(self) -> tuple[int, int]:
         """``(epoch, round)`` of the round that follows this one."""
@@ -72,10 +98,11 @@ class ChunkAlgorithm(Protocol):
     """What an algorithm provides to the engine.  No Dask inside any of these."""
 
     def make_tasks(self, state: Any, info: RoundInfo) -> Sequence[Any]:
-        """One small, picklable task description per chunk of the round (in order)."""
+        """One small, picklable task description per group of the round (in order)."""
 
     def chunk_step(self, state: Any, X: Any, y: Any, task: Any) -> Any:
-        """Run the update over one chunk; return a small delta.  Runs on a worker."""
+        """Run the update over the rows of one group (its chunks concatenated in group
+        order); return a small delta.  Runs on a worker."""
 
     def combine(self, a: Any, b: Any) -> Any:
         """Merge two deltas (associative; applied in a fixed tree order)."""
@@ -129,6 +156,28 @@ def resolve_scheduler(scheduler: Any) -> Any:
     return scheduler  # a distributed.Client (or anything dask.compute accepts)
 
 
+def _dashboard_link(sched: Any) -> str | None:
+    """The dashboard address of the distributed Client that runs the tasks, if any."""
+    import sys
+
+    if sys.modules.get("distributed") is None:  # no Client can exist: do not import it
+        return None
+    from distributed import Client, default_client
+
+    client = sched if isinstance(sched, Client) else None
+    if client is None and sched is None:
+        try:
+            client = default_client()
+        except ValueError:  # no active Client: Dask's local scheduler
+            return None
+    try:
+        if client is None or "dashboard" not in client.scheduler_info().get("services", {}):
+            return None  # a cluster started without a dashboard
+        return client.dashboard_link
+    except Exception:  # noqa: BLE001 - a client that cannot answer: no link
+        return None
+
+
 def tree_reduce(parts: list, combine: Callable[[Any, Any], Any]) -> Any:
     """Pairwise reduction of delayed parts in a fixed, balanced tree."""
     if not parts:
@@ -143,8 +192,18 @@ def tree_reduce(parts: list, combine: Callable[[Any, Any], Any]) -> Any:
     return level[0]
 
 
+def _concat(*parts):
+    """The rows of a group's chunks, in group order (one task's input).
+
+    The result is a new array that belongs to the task: an algorithm may reorder its rows in
+    place (the chunks themselves may be views of the caller's data and must not be modified).
+    """
+    return None if parts[0] is None else np.concatenate([np.asarray(p) for p in parts])
+
+
 def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_epochs: int,
                chunks_per_round: int = 1, seed: int = 0, shuffle: bool = True,
+               shuffle_chunks: int = 1,
                start_epoch: int = 0, start_round: int = 0, scheduler: Any = None,
                progress: bool | None = None, desc: str = "fit",
                callback: Callable[[Any, RoundInfo], None] | None = None) -> RunResult:
@@ -159,7 +218,9 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
     n_epochs : int
         Passes over the data; epochs ``start_epoch .. n_epochs - 1`` are run.
     chunks_per_round : int
-        ``K``: chunks processed in parallel per round.
+        ``K``: tasks (groups of chunks) processed in parallel per round.
+    shuffle_chunks : int
+        Chunks per group: a task reads that many chunks and gets their rows concatenated.
     seed : int
         Root of the chunk order (``shuffle``) and of every task's randomness.
     start_epoch, start_round : int
@@ -175,45 +236,61 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
         raise ValidationError(
             f"chunks_per_round must be >= 1, got {chunks_per_round!r}."
         )
+    if shuffle_chunks < 1:
+        raise ValidationError(f"shuffle_chunks must be >= 1, got {shuffle_chunks!r}.")
     sched = resolve_scheduler(scheduler)
     with single_threaded_blas():
         return _run(algorithm, state, data, n_epochs=n_epochs,
                     chunks_per_round=chunks_per_round, seed=seed, shuffle=shuffle,
-                    start_epoch=start_epoch, start_round=start_round, sched=sched,
-                    progress=progress, desc=desc, callback=callback)
+                    shuffle_chunks=shuffle_chunks, start_epoch=start_epoch,
+                    start_round=start_round, sched=sched, progress=progress, desc=desc,
+                    callback=callback)
 
 
-def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle, start_epoch,
-         start_round, sched, progress, desc, callback) -> RunResult:
+def _group_input(parts: list, group: tuple[int, ...]):
+    """The delayed input of one task: the chunk itself, or its group concatenated."""
+    if parts is None:
+        return None
+    if len(group) == 1:
+        return parts[group[0]]
+    return dask.delayed(_concat, pure=True)(*[parts[c] for c in group])
+
+
+def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
+         shuffle_chunks, start_epoch, start_round, sched, progress, desc,
+         callback) -> RunResult:
     xd, yd = data.delayed_chunks()
     sizes = data.chunk_sizes
     n_rounds = 0
     epoch, rnd = start_epoch, start_round
     total = max(n_epochs - start_epoch, 0) * data.n_chunks
     with progress_bar(total=total, desc=desc, enabled=progress, unit="chunk") as bar:
+        link = _dashboard_link(sched)
+        if link and not bar.disable:  # Dask's own progress pages for this fit's tasks
+            bar.set_postfix_str(f"dashboard: {link}")
         for epoch in range(start_epoch, n_epochs):
             plan = plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
-                              epoch=epoch, shuffle=shuffle)
+                              epoch=epoch, shuffle=shuffle, shuffle_chunks=shuffle_chunks)
             first = start_round if epoch == start_epoch else 0
             if first:
-                bar.update(sum(len(r) for r in plan[:first]))
+                bar.update(sum(len(g) for r in plan[:first] for g in r))
             for rnd in range(first, len(plan)):
-                chunk_ids = plan[rnd]
-                info = RoundInfo(epoch=epoch, round=rnd, chunk_ids=chunk_ids,
-                                 chunk_sizes=tuple(sizes[c] for c in chunk_ids), seed=seed,
-                                 n_rounds_in_epoch=len(plan))
+                groups = plan[rnd]
+                info = RoundInfo(epoch=epoch, round=rnd, groups=groups,
+                                 sizes=tuple(tuple(sizes[c] for c in g) for g in groups),
+                                 seed=seed, n_rounds_in_epoch=len(plan))
                 tasks = list(algorithm.make_tasks(state, info))
                 state_d = dask.delayed(state, traverse=False)
                 parts = [
                     dask.delayed(algorithm.chunk_step, pure=True)(
-                        state_d, xd[c], None if yd is None else yd[c], task)
-                    for c, task in zip(chunk_ids, tasks)
+                        state_d, _group_input(xd, g), _group_input(yd, g), task)
+                    for g, task in zip(groups, tasks)
                 ]
                 (delta,) = dask.compute(tree_reduce(parts, algorithm.combine),
                                         scheduler=sched)
                 state = algorithm.apply(state, delta, info)
                 n_rounds += 1
-                bar.update(len(chunk_ids))
+                bar.update(len(info.chunk_ids))
                 if callback is not None:
                     callback(state, info)
         else:

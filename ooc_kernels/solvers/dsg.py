@@ -15,10 +15,23 @@ regenerated from ``(feature_seed, j)``.
 A chunk task returns a :class:`DSGDelta` describing its local model as
 ``state.coef * decay + (new blocks at their ids) + dense``: pure growth gives a scalar decay
 and the new blocks (small); a task that reached the full phase gives ``decay = 0`` and its
-whole local model as ``dense``.  That description is linear, so averaging the ``K`` local
-models of a round (DESIGN.md section 5: old coefficients times the mean decay, new blocks
-added with weight ``1/K``) is a sum of deltas divided by ``K``.  With ``K = 1`` this is the
-sequential algorithm exactly.
+whole local model as ``dense``.  That description is linear, so the round's combination
+(DESIGN.md section 5) is a weighted average of the ``K`` local models, each weighted by the
+rows it trained on (the work it did): a short chunk counts for less, and a task that trained
+on nothing (all its rows skipped, or an empty chunk) does not dilute the round.  With
+``K = 1`` the task's local model is taken as it is: the sequential algorithm exactly.
+
+Block ids.  The tasks of a round receive disjoint ranges of block ids, laid out from the
+nominal chunk sizes (``ceil(rows / batch_size)`` each), because a task cannot know how many
+rows the others will skip.  A task opens a prefix of its range; the next round starts after
+the highest block actually opened, so a feature seed is never used twice, and every block
+that received a coefficient lies below ``n_blocks_seen`` (prediction and ``coef_`` see it).
+Ids a task skipped past stay zero: a few unused slots of the feature budget, only with
+``on_invalid="skip"`` and ``K > 1``.
+
+Precision.  Coefficients, decays and the combination are float64 everywhere; the random
+features, their GEMMs and the loss gradients are computed in the data's dtype (float32 for
+float32 data, the fast path), see ``docs/algorithms/dsg_kernels.md`` ("Precision").
 
 No Dask here: these are pure functions over small frozen objects.
 """
@@ -31,8 +44,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
-from ooc_kernels._checks import check_finite
+from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_full_update, dsg_predict
+from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.rbf import feature_scale, stacked_block_params
@@ -95,26 +109,63 @@ class DSGState:
 
 @dataclass(frozen=True)
 class DSGTask:
+    """One task: the group of chunks it reads, where it stands, its first block id.
+
+    ``chunk`` (the group's first chunk) keys the task's random row order.
+    """
+
     chunk: int
     epoch: int
     round: int
     seed: int
     block_start: int
     t_start: int
+    chunks: tuple[int, ...] = ()
+    sizes: tuple[int, ...] = ()
+
+    @property
+    def origin(self) -> RowOrigin:
+        """Maps a row of the task's input back to its chunk and row there."""
+        if not self.chunks:  # a task made by hand: one chunk of unknown size
+            return RowOrigin((self.chunk,), (np.iinfo(np.int64).max // 2,))
+        return RowOrigin(self.chunks, self.sizes)
 
 
 @dataclass(frozen=True)
 class DSGDelta:
-    """Sum over ``count`` tasks of local models ``coef * decay + blocks + dense``."""
+    """The weighted average of the local models ``coef * decay + blocks + dense`` of the
+    tasks combined so far.
 
-    decay_sum: float
+    Attributes
+    ----------
+    decay : float
+        Weighted mean of the tasks' decays of the old coefficients.
+    weight : float
+        Total weight: the rows trained on (0 for tasks that did no work).
+    count : int
+        Tasks combined (with or without work).
+    block_ids : ndarray of int64
+        Ids of the new blocks; ``coefs`` holds their weighted coefficients.
+    coefs : ndarray (len(block_ids), block_size, n_outputs), float64
+    dense : ndarray (n_blocks, block_size, n_outputs) float64, or None (zero)
+        Weighted mean of the full local models of tasks that reached the full phase.
+    max_steps : int
+        Largest number of steps a task took.
+    n_samples, n_skipped : int
+        Rows trained on, rows skipped as invalid.
+    block_end : int
+        One past the highest block id opened (0 when none).
+    """
+
+    decay: float
+    weight: float
     count: int
     block_ids: np.ndarray
     coefs: np.ndarray
     dense: np.ndarray | None
     max_steps: int
     n_samples: int
-    n_new_blocks: int
+    block_end: int = 0
     n_skipped: int = 0
 
 
@@ -135,8 +186,13 @@ def step_sizes(config: DSGConfig, t: np.ndarray) -> np.ndarray:
     return float(config.eta0) / (t + float(config.t0))
 
 
-def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
-    """Targets of one chunk as the (n, n_outputs) matrix the numba losses expect."""
+def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
+    """Targets of one chunk as the (n, n_outputs) matrix the numba losses expect.
+
+    ``chunk`` names where the rows come from in errors: a chunk index, or a
+    :class:`~ooc_kernels._checks.RowOrigin` for a group of chunks.
+    """
+    origin = chunk if isinstance(chunk, RowOrigin) else RowOrigin((chunk,), (len(y),))
     dtype = np.dtype(config.dtype)
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
@@ -147,27 +203,32 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
         except (TypeError, ValueError) as err:
             raise InvalidDataError(
                 f"y holds values that are not numbers (dtype {y.dtype}, e.g. "
-                f"{_first_value(y)!r}) in chunk {chunk} ({err}); a regressor needs numeric "
+                f"{_first_value(y)!r}) in {origin.describe()} ({err}); a regressor needs numeric "
                 "targets: convert them, e.g. y.astype('float32'), or use a classifier for "
                 "labels."
             ) from None
-        check_finite(yf, "y", chunk)
+        check_finite(yf, "y", origin)
         return yf.reshape(-1, 1)
     classes = np.asarray(config.classes)
     try:
         idx = np.searchsorted(classes, y)
     except TypeError:  # labels of a kind that cannot be compared with the classes
+        row = _first_incomparable(classes, y)
+        where_chunk, where_row = origin.locate(row)
         raise InvalidDataError(
-            f"labels of dtype {y.dtype} (e.g. {_first_value(y)!r}) in chunk {chunk} cannot be "
-            f"compared with the classes {classes.tolist()}; pass labels of the same type as "
-            "the classes (classes=... in partial_fit, or the dataset's 'classes' attribute)."
+            f"labels of dtype {y.dtype} (e.g. {np.asarray(y).ravel()[row]!r}) in chunk "
+            f"{where_chunk}, row {where_row} cannot be compared with the classes "
+            f"{classes.tolist()}; pass labels of the same type as the classes (classes=... "
+            "in partial_fit, or the dataset's 'classes' attribute)."
         ) from None
     idx_c = np.clip(idx, 0, len(classes) - 1)
     bad = classes[idx_c] != y
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
+        where_chunk, where_row = origin.locate(row)
         raise InvalidDataError(
-            f"label {np.asarray(y[row]).item()!r} in chunk {chunk}, row {row} is not one of the classes "
+            f"label {np.asarray(y[row]).item()!r} in chunk {where_chunk}, row {where_row} is "
+            f"not one of the classes "
             f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
             "or the dataset's 'classes' attribute)."
         )
@@ -180,6 +241,17 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int) -> np.ndarray:
     return out.astype(dtype, copy=False)
 
 
+def _first_incomparable(classes: np.ndarray, y: np.ndarray) -> int:
+    """The first row whose label cannot be ordered against the classes (error path only)."""
+    flat = np.asarray(y).ravel()
+    for row, value in enumerate(flat):  # one chunk, and only to name the culprit
+        try:
+            np.searchsorted(classes, np.asarray([value], dtype=flat.dtype))
+        except TypeError:
+            return row
+    return 0
+
+
 def _first_value(y: np.ndarray):
     if not np.size(y):
         return None
@@ -187,16 +259,16 @@ def _first_value(y: np.ndarray):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _drop_invalid_rows(config: DSGConfig, X: np.ndarray, y):
-    """``on_invalid="skip"``: the rows of one chunk whose X (and y) are finite."""
+def _drop_invalid_rows(config: DSGConfig, X: np.ndarray, y, origin: RowOrigin):
+    """``on_invalid="skip"``: the rows of one task whose X (and y) are finite."""
     keep = np.isfinite(X).all(axis=1)
     y_arr = None if y is None else np.asarray(y)
     if y_arr is not None and y_arr.dtype.kind in "fc":  # NaN/inf targets or labels
         keep &= np.isfinite(y_arr.reshape(len(X), -1)).all(axis=1)
     n_bad = int(len(keep) - keep.sum())
     if n_bad == 0:
-        return X, y, 0
-    return np.ascontiguousarray(X[keep]), np.asarray(y)[keep], n_bad
+        return X, y, 0, origin
+    return np.ascontiguousarray(X[keep]), np.asarray(y)[keep], n_bad, origin.keep(keep)
 
 
 def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarray:
@@ -241,10 +313,11 @@ class DSGAlgorithm:
 
     def make_tasks(self, state: DSGState, info) -> list[DSGTask]:
         tasks, offset = [], state.n_blocks_seen
-        for c, size in zip(info.chunk_ids, info.chunk_sizes):
-            tasks.append(DSGTask(chunk=c, epoch=info.epoch, round=info.round, seed=info.seed,
-                                 block_start=offset, t_start=state.n_iter))
-            offset += self.n_steps(size)
+        for group, sizes in zip(info.groups, info.sizes):
+            tasks.append(DSGTask(chunk=group[0], epoch=info.epoch, round=info.round,
+                                 seed=info.seed, block_start=offset, t_start=state.n_iter,
+                                 chunks=tuple(group), sizes=tuple(sizes)))
+            offset += self.n_steps(sum(sizes))  # nominal: before any row is skipped
         return tasks
 
     def chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
@@ -254,25 +327,34 @@ class DSGAlgorithm:
     def _chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
         cfg = self.config
         dtype = np.dtype(cfg.dtype)
-        X = np.asarray(X)  # one chunk
+        X = np.asarray(X)  # one chunk, or one group of chunks
+        origin = task.origin
         if X.ndim != 2 or X.shape[1] != cfg.n_features_in:
             raise ValidationError(
-                f"chunk {task.chunk} has shape {X.shape}; expected (n, {cfg.n_features_in})."
+                f"{origin.describe()} has shape {X.shape}; expected (n, "
+                f"{cfg.n_features_in})."
             )
         X = np.ascontiguousarray(X, dtype=dtype)
         n_skipped = 0
         if cfg.on_invalid == "skip" and X.shape[0]:
-            X, y, n_skipped = _drop_invalid_rows(cfg, X, y)
+            X, y, n_skipped, origin = _drop_invalid_rows(cfg, X, y, origin)
         n = X.shape[0]
-        if n == 0:
-            return DSGDelta(decay_sum=1.0, count=1, block_ids=np.zeros(0, np.int64),
+        if n == 0:  # no work: the identity of the combination
+            return DSGDelta(decay=1.0, weight=0.0, count=1,
+                            block_ids=np.zeros(0, np.int64),
                             coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=None,
-                            max_steps=0, n_samples=0, n_new_blocks=0, n_skipped=n_skipped)
-        check_finite(X, "X", task.chunk)
-        Y = encode_targets(cfg, y, task.chunk)
+                            max_steps=0, n_samples=0, block_end=0, n_skipped=n_skipped)
+        check_finite(X, "X", origin)
+        Y = encode_targets(cfg, y, origin)
         if cfg.shuffle:
             order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
-            X, Y = X[order], Y[order]
+            if len(task.chunks) > 1 and X.flags.owndata and X.flags.writeable:
+                # a group's rows arrive concatenated in an array of the task's own: mixing
+                # them in place keeps the task at one copy of its group
+                permute_rows_inplace(X, order)
+            else:  # a single chunk may be a view of the caller's data: never modify it
+                X = X[order]
+            Y = Y[order]
         Y = np.ascontiguousarray(Y)
         m = self.n_steps(n)
         gammas = step_sizes(cfg, task.t_start + 1 + np.arange(m))
@@ -286,14 +368,14 @@ class DSGAlgorithm:
             F = _predict_chunk(cfg, state, X[:rows])
             W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
                                             cfg.block_size, cfg.bandwidth, dtype, cache=cache)
-            new, decay = dsg_chunk_update(X[:rows], Y[:rows], F, W, phase, gammas[:g],
-                                          float(cfg.alpha), int(cfg.batch_size),
-                                          int(cfg.loss_id), scale)
-            new_coef = np.asarray(new, dtype=np.float64)
+            new_coef, decay = dsg_chunk_update(X[:rows], Y[:rows], F, W, phase, gammas[:g],
+                                               float(cfg.alpha), int(cfg.batch_size),
+                                               int(cfg.loss_id), scale)
+        block_end = task.block_start + g if g else 0
         if g == m:
-            return DSGDelta(decay_sum=float(decay), count=1, block_ids=block_ids,
-                            coefs=new_coef, dense=None, max_steps=m, n_samples=n,
-                            n_new_blocks=g, n_skipped=n_skipped)
+            return DSGDelta(decay=float(decay), weight=float(n), count=1,
+                            block_ids=block_ids, coefs=new_coef, dense=None, max_steps=m,
+                            n_samples=n, block_end=block_end, n_skipped=n_skipped)
         # Full phase for the remaining rows, from the local model reached so far.
         local = state.coef * decay
         np.add.at(local, block_ids, new_coef)
@@ -301,43 +383,46 @@ class DSGAlgorithm:
         W, phase = stacked_block_params(cfg.feature_seed, np.arange(cfg.n_blocks),
                                         cfg.n_features_in, cfg.block_size, cfg.bandwidth,
                                         dtype, cache=cache)
-        after = dsg_full_update(X[rows:], Y[rows:], W, phase, local.astype(dtype), gammas[g:],
+        after = dsg_full_update(X[rows:], Y[rows:], W, phase, local, gammas[g:],
                                 float(cfg.alpha), int(cfg.batch_size), int(cfg.loss_id),
                                 scale)
-        return DSGDelta(decay_sum=0.0, count=1, block_ids=np.zeros(0, np.int64),
-                        coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)),
-                        dense=np.asarray(after, dtype=np.float64), max_steps=m, n_samples=n,
-                        n_new_blocks=g, n_skipped=n_skipped)
+        return DSGDelta(decay=0.0, weight=float(n), count=1,
+                        block_ids=np.zeros(0, np.int64),
+                        coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=after,
+                        max_steps=m, n_samples=n, block_end=block_end, n_skipped=n_skipped)
 
     def combine(self, a: DSGDelta, b: DSGDelta) -> DSGDelta:
-        if a.dense is None:
-            dense = b.dense
-        elif b.dense is None:
-            dense = a.dense
-        else:
-            dense = a.dense + b.dense
-        return DSGDelta(decay_sum=a.decay_sum + b.decay_sum, count=a.count + b.count,
-                        block_ids=np.concatenate([a.block_ids, b.block_ids]),
-                        coefs=np.concatenate([a.coefs, b.coefs]), dense=dense,
-                        max_steps=max(a.max_steps, b.max_steps),
+        """Weighted average of two partial averages (weights: rows trained on)."""
+        counters = dict(count=a.count + b.count, max_steps=max(a.max_steps, b.max_steps),
                         n_samples=a.n_samples + b.n_samples,
-                        n_new_blocks=a.n_new_blocks + b.n_new_blocks,
+                        block_end=max(a.block_end, b.block_end),
                         n_skipped=a.n_skipped + b.n_skipped)
+        if b.weight == 0:  # a task without work is the identity
+            return replace(a, **counters)
+        if a.weight == 0:
+            return replace(b, **counters)
+        weight = a.weight + b.weight
+        wa, wb = a.weight / weight, b.weight / weight
+        if a.dense is None and b.dense is None:
+            dense = None
+        elif b.dense is None:
+            dense = a.dense * wa
+        elif a.dense is None:
+            dense = b.dense * wb
+        else:
+            dense = a.dense * wa + b.dense * wb
+        return DSGDelta(decay=a.decay * wa + b.decay * wb, weight=weight,
+                        block_ids=np.concatenate([a.block_ids, b.block_ids]),
+                        coefs=np.concatenate([a.coefs * wa, b.coefs * wb]), dense=dense,
+                        **counters)
 
     def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
-        k = delta.count
-        if k == 1:
-            coef = state.coef * delta.decay_sum
-            np.add.at(coef, delta.block_ids, delta.coefs)
-            if delta.dense is not None:
-                coef += delta.dense
-        else:
-            coef = state.coef * (delta.decay_sum / k)
-            np.add.at(coef, delta.block_ids, delta.coefs / k)
-            if delta.dense is not None:
-                coef += delta.dense / k
+        coef = state.coef * delta.decay
+        np.add.at(coef, delta.block_ids, delta.coefs)
+        if delta.dense is not None:
+            coef += delta.dense
         return replace(state, coef=coef, n_iter=state.n_iter + delta.max_steps,
-                       n_blocks_seen=min(state.n_blocks_seen + delta.n_new_blocks,
+                       n_blocks_seen=min(max(state.n_blocks_seen, delta.block_end),
                                          self.config.n_blocks),
                        n_samples_seen=state.n_samples_seen + delta.n_samples,
                        n_samples_skipped=state.n_samples_skipped + delta.n_skipped)
