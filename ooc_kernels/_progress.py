@@ -1,7 +1,12 @@
-"""Terminal progress bars (tqdm), shown only on an interactive terminal unless asked otherwise.
+"""Progress bars (tqdm), shown on an interactive terminal and in Jupyter unless asked otherwise.
 
-The command line's ``--quiet`` and the ``OOC_KERNELS_PROGRESS`` environment variable
-(``0``/``1``) override the automatic choice.
+The command line's ``--quiet``, :func:`set_progress` and the ``OOC_KERNELS_PROGRESS``
+environment variable (``0``/``1``) override the automatic choice.
+
+Which bar is used is decided when a bar is created, never at import (importing
+``tqdm.auto`` in a notebook without ipywidgets warns ``IProgress not found``): in a
+Jupyter/IPython kernel, ``tqdm.notebook`` when ipywidgets can be imported, else the text
+bar of ``tqdm.std`` on standard error (which the notebook shows); elsewhere ``tqdm.std``.
 
 Examples
 --------
@@ -17,10 +22,51 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-
-from tqdm.auto import tqdm
+from typing import Any
 
 _FORCED: bool | None = None
+
+
+def in_notebook() -> bool:
+    """Whether this code runs in a Jupyter/IPython kernel (a notebook, JupyterLab, VS Code).
+
+    Looks at an already-imported IPython only (never imports it): true when the current
+    IPython shell is connected to a kernel, false in a plain interpreter and in terminal
+    IPython (which is an interactive terminal anyway).
+
+    Examples
+    --------
+    >>> in_notebook()      # doctests run outside a kernel
+    False
+    """
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    try:
+        shell = ipython.get_ipython()
+    except Exception:  # a broken or partial IPython: no kernel to draw in
+        return False
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _ipywidgets_available() -> bool:
+    try:
+        import ipywidgets  # noqa: F401
+    except Exception:  # not installed, or broken: use the text bar
+        return False
+    return True
+
+
+def bar_class() -> type:
+    """The tqdm class for a bar shown now: ``tqdm.notebook.tqdm`` in a kernel with
+    ipywidgets, otherwise ``tqdm.std.tqdm`` (text on standard error).  Never warns."""
+    if in_notebook() and _ipywidgets_available():
+        from tqdm.notebook import tqdm as notebook_tqdm
+
+        return notebook_tqdm
+    from tqdm.std import tqdm as text_tqdm
+
+    return text_tqdm
 
 
 def progress_enabled(enabled: bool | None = None) -> bool:
@@ -30,7 +76,12 @@ def progress_enabled(enabled: bool | None = None) -> bool:
     ----------
     enabled : bool or None
         An explicit choice wins.  ``None`` falls back to :func:`set_progress`, then to the
-        ``OOC_KERNELS_PROGRESS`` environment variable, then to "is stderr a terminal".
+        ``OOC_KERNELS_PROGRESS`` environment variable, then to "is stderr an interactive
+        terminal, or is this a Jupyter/IPython kernel" (:func:`in_notebook`).
+
+    Returns
+    -------
+    bool
     """
     if enabled is not None:
         return bool(enabled)
@@ -39,7 +90,11 @@ def progress_enabled(enabled: bool | None = None) -> bool:
     env = os.environ.get("OOC_KERNELS_PROGRESS")
     if env is not None and env.strip() != "":
         return env.strip().lower() not in {"0", "false", "no", "off"}
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    try:
+        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    except Exception:  # a closed or replaced stderr
+        tty = False
+    return tty or in_notebook()
 
 
 def set_progress(enabled: bool | None) -> None:
@@ -50,10 +105,33 @@ def set_progress(enabled: bool | None) -> None:
 
 @contextlib.contextmanager
 def progress_bar(total: int | None, desc: str, *, enabled: bool | None = None,
-                 unit: str = "it") -> Iterator[tqdm]:
-    """A tqdm bar that is a silent no-op when progress is disabled."""
-    bar = tqdm(total=total, desc=desc, unit=unit, disable=not progress_enabled(enabled),
-               leave=False, dynamic_ncols=True)
+                 unit: str = "it") -> Iterator[Any]:
+    """A tqdm bar that is a silent no-op when progress is disabled.
+
+    Parameters
+    ----------
+    total : int or None
+        Number of steps (``None``: unknown).
+    desc : str
+        Label of the bar.
+    enabled : bool or None
+        See :func:`progress_enabled`.
+    unit : str, default "it"
+        Unit shown after the counts.
+
+    Yields
+    ------
+    tqdm.std.tqdm or tqdm.notebook.tqdm
+        Call ``update(n)`` on it; closed when the block ends.
+    """
+    show = progress_enabled(enabled)
+    if show:
+        cls = bar_class()
+    else:
+        from tqdm.std import tqdm as cls
+    # tqdm.std writes to the sys.stderr of the moment (the notebook's stream in a kernel)
+    bar = cls(total=total, desc=desc, unit=unit, disable=not show, leave=False,
+              dynamic_ncols=True)
     try:
         yield bar
     finally:

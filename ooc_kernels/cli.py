@@ -15,12 +15,13 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import click
-import yaml
 
 from ooc_kernels._version import __version__
 
@@ -28,6 +29,10 @@ _SCHEDULER_HELP = ("Where tasks run: sync, threads, processes, or the tcp:// or 
                    "address of a Dask scheduler (default: Dask's default).")
 _ALLOW_OUTSIDE_HELP = ("Allow catalog entries whose data lies outside the catalog's folder "
                        "(only for catalogs you trust).")
+_DATA_ROOT_HELP = ("Also allow catalog entries to read data under this folder, e.g. a data "
+                   "disk (repeatable).")
+_ALLOW_ENV_HELP = ("Let the catalog read this environment variable through {env(NAME)} "
+                   "templates (repeatable; --trusted allows all).")
 
 
 class _Group(click.Group):
@@ -76,13 +81,23 @@ def _progress(quiet: bool):
 
 
 def _parse_params(pairs) -> dict:
+    """``-p KEY=VALUE`` pairs: values read as YAML, numbers as written (2e5, 1e-3, 1_000)."""
+    from ooc_kernels._params import parse_param_value
+
     out = {}
     for pair in pairs:
         if "=" not in pair:
             raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--param")
         key, value = pair.split("=", 1)
-        out[key.strip()] = yaml.safe_load(value)
+        out[key.strip()] = parse_param_value(value)
     return out
+
+
+def _exit_interrupted(err: BaseException, default: str) -> None:
+    """Print how to continue an interrupted command (one line) and exit with status 130."""
+    notes = getattr(err, "__notes__", None) or [default]
+    click.echo(notes[-1], err=True)
+    raise click.exceptions.Exit(130)
 
 
 def _echo_metrics(metrics: dict) -> None:
@@ -124,37 +139,48 @@ def data_generators():
 @click.option("--entry", default=None, help="Catalog entry name (default: NAME, or "
               "NAME_test for the test split).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing store.")
+@click.option("--exist-ok", is_flag=True, help="Keep an existing store written with the same "
+              "generator, parameters, seed, split, size and chunk size (with --overwrite, "
+              "replace it only if it differs); otherwise fail.")
 @click.option("--allow-outside", is_flag=True, help="Register the store in --catalog even if "
               "it is outside the catalog's folder (readers then need --allow-outside too).")
+@click.option("--data-root", "data_root", multiple=True, type=click.Path(path_type=Path),
+              help="Register the store in --catalog if it is under this folder, even outside "
+              "the catalog's folder (repeatable; readers then need --data-root too).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def data_make(name, n_samples, out, split, seed, chunk_size, params, catalog, entry,
-              overwrite, allow_outside, quiet):
+              overwrite, exist_ok, allow_outside, data_root, quiet):
     """Write dataset NAME to a Zarr store chunk by chunk (and register it in a catalog)."""
     from ooc_kernels.data.catalog import register_dataset
     from ooc_kernels.data.generators import make_dataset
 
     entry = entry or (name if split == "train" else f"{name}_{split}")
     store = out if out.suffix == ".zarr" else out / f"{entry}.zarr"
-    if catalog is not None and not allow_outside:
+    allow = _catalog_allow_outside(allow_outside, data_root)
+    if catalog is not None and allow is not True:
         # refuse before writing anything: the same check register_dataset makes afterwards
         from ooc_kernels.data.catalog import PathEscapeError
 
         base = Path(catalog).expanduser().absolute().parent.resolve()
+        roots = [base] + [Path(r).expanduser().resolve() for r in data_root]
         target = Path(store).expanduser().absolute().resolve()
-        if not target.is_relative_to(base):
+        if not any(target.is_relative_to(r) for r in roots):
+            extra = f" or the --data-root folders {[str(r) for r in roots[1:]]}" \
+                if data_root else ""
             raise PathEscapeError(
                 f"cannot register entry {entry!r} in catalog {str(catalog)!r}: the store "
-                f"{str(store)!r} is outside the catalog's folder {str(base)!r}; write it "
-                f"under that folder (e.g. --out {str(base / 'data')!r}) or pass "
-                "--allow-outside (readers then need --allow-outside too)"
+                f"{str(store)!r} is outside the catalog's folder {str(base)!r}{extra}; write "
+                f"it under that folder (e.g. --out {str(base / 'data')!r}) or pass "
+                f"--data-root {str(target.parent)} or --allow-outside (readers then need the "
+                "same)"
             )
     path = make_dataset(name, store, n_samples, chunk_size=chunk_size, random_state=seed,
-                        split=split, overwrite=overwrite, progress=_progress(quiet),
-                        **_parse_params(params))
+                        split=split, overwrite=overwrite, exist_ok=exist_ok,
+                        progress=_progress(quiet), **_parse_params(params))
     if catalog is not None:
         register_dataset(catalog, entry, path,
                          description=f"{name} ({split}), {n_samples} samples, seed {seed}",
-                         allow_outside=allow_outside)
+                         allow_outside=allow)
     click.echo(str(path))
 
 
@@ -166,30 +192,72 @@ def catalog():
 
 @catalog.command("list")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--trusted", is_flag=True, help="Allow readers outside the allow-list.")
+@click.option("--trusted", is_flag=True, help="Trust the whole catalog: other readers, any "
+              "environment variable, any path.")
 @click.option("--allow-outside", is_flag=True, help=_ALLOW_OUTSIDE_HELP)
-def catalog_list(file, trusted, allow_outside):
+@click.option("--data-root", "data_root", multiple=True, type=click.Path(path_type=Path),
+              help=_DATA_ROOT_HELP)
+@click.option("--allow-env", "allow_env", multiple=True, metavar="NAME", help=_ALLOW_ENV_HELP)
+def catalog_list(file, trusted, allow_outside, data_root, allow_env):
     """List the datasets of catalog FILE."""
     from ooc_kernels.data.catalog import describe_catalog
 
-    rows = describe_catalog(file, trusted=trusted, allow_outside=allow_outside)
+    rows = describe_catalog(file, trusted=trusted,
+                            allow_outside=_catalog_allow_outside(allow_outside, data_root),
+                            allow_env=allow_env)
     width = max([len(r["name"]) for r in rows] + [4])
     for r in rows:
-        exists = "yes" if Path(r["path"]).exists() else "no"
+        paths = r["path"] if isinstance(r["path"], (list, tuple)) else [r["path"]]
+        exists = "yes" if paths and all(isinstance(p, str) and Path(p).exists()
+                                        for p in paths) else "no"
         click.echo(f"{r['name']:<{width}}  exists={exists:<3}  {r['path']}  "
                    f"{r.get('description') or ''}".rstrip())
 
 
 # ---------------------------------------------------------------------------- training
+def _catalog_allow_outside(allow_outside: bool, data_root) -> bool | list[Path]:
+    """``--allow-outside`` and ``--data-root`` as the library's ``allow_outside``."""
+    return True if allow_outside else list(data_root)
+
+
+class _CatalogAccess(NamedTuple):
+    """What the catalog options allow; passed to the command as ``allow_outside``."""
+
+    allow_outside: bool | list
+    allow_env: tuple = ()
+
+
 def _open(catalog_file, entry, trusted, allow_outside):
     from ooc_kernels.data.catalog import open_dataset
 
-    return open_dataset(catalog_file, entry, trusted=trusted, allow_outside=allow_outside)
+    access = allow_outside if isinstance(allow_outside, _CatalogAccess) else \
+        _CatalogAccess(allow_outside)
+    return open_dataset(catalog_file, entry, trusted=trusted,
+                        allow_outside=access.allow_outside, allow_env=access.allow_env)
 
 
 def _data_options(f):
+    """``--catalog --entry --trusted --allow-outside --data-root --allow-env``.
+
+    The command receives ``catalog_file, entry, trusted, allow_outside``; ``allow_outside``
+    is a :class:`_CatalogAccess` that also carries ``--data-root`` and ``--allow-env``, for
+    :func:`_open`.
+    """
+    command = f
+
+    @functools.wraps(command)
+    def f(*args, allow_outside, data_root, allow_env, **kwargs):
+        access = _CatalogAccess(_catalog_allow_outside(allow_outside, data_root),
+                                tuple(allow_env))
+        return command(*args, allow_outside=access, **kwargs)
+
+    f = click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
+                     help=_ALLOW_ENV_HELP)(f)
+    f = click.option("--data-root", "data_root", multiple=True,
+                     type=click.Path(path_type=Path), help=_DATA_ROOT_HELP)(f)
     f = click.option("--allow-outside", is_flag=True, help=_ALLOW_OUTSIDE_HELP)(f)
-    f = click.option("--trusted", is_flag=True, help="Trust the catalog.")(f)
+    f = click.option("--trusted", is_flag=True, help="Trust the whole catalog: other "
+                     "readers, any environment variable, any path.")(f)
     f = click.option("--entry", required=True, help="Catalog entry.")(f)
     f = click.option("--catalog", "catalog_file", required=True,
                      type=click.Path(path_type=Path), help="Intake catalog file.")(f)
@@ -202,19 +270,73 @@ def _data_options(f):
               type=click.Choice(["DSGClassifier", "DSGRegressor"]))
 @click.option("--param", "-p", "params", multiple=True, help="Hyperparameter KEY=VALUE.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Model path.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing model at --out.")
+@click.option("--checkpoint", type=click.Path(path_type=Path), default=None,
+              help="Zarr folder for the fit's checkpoints; with it, re-running the same "
+              "command after an interruption resumes from the last checkpoint.")
+@click.option("--checkpoint-every", type=int, default=5, show_default=True,
+              help="Rounds between checkpoints.")
+@click.option("--resume/--no-resume", default=None, help="Continue from --checkpoint if it "
+              "exists (default when --checkpoint is given); --no-resume starts over.")
 @_common
-def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, quiet,
-          **sched):
+def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, overwrite,
+          checkpoint, checkpoint_every, resume, quiet, **sched):
     """Train an estimator on a catalog entry and save it."""
     import ooc_kernels as ok
+    from ooc_kernels._params import unknown_key_hint
+    from ooc_kernels.exceptions import ValidationError
 
-    est = getattr(ok, estimator)(**_parse_params(params))
+    hyper = _parse_params(params)
+    cls = getattr(ok, estimator)
+    valid = set(cls().get_params())
+    unknown = sorted(set(hyper) - valid)
+    if unknown:  # the pipeline's message for the same typo (pipeline._build_estimator)
+        raise ValidationError(
+            f"unknown hyperparameter '-p {unknown[0]}' for {estimator}; "
+            f"{unknown_key_hint(unknown[0], valid)}."
+        )
+    if resume and checkpoint is None:
+        raise click.UsageError("--resume needs --checkpoint PATH (the checkpoint to resume "
+                               "from).")
+    resume = checkpoint is not None if resume is None else resume
+    _refuse_existing_model(out, overwrite)
+    est = cls(**hyper)
     est._check_params()
-    with _scheduler(**sched):
-        est.set_params(progress=_progress(quiet))
-        est.fit(_open(catalog_file, entry, trusted, allow_outside))
-        est.save(out)
+    try:
+        with _scheduler(**sched):
+            est.set_params(progress=_progress(quiet))
+            est.fit(_open(catalog_file, entry, trusted, allow_outside), checkpoint=checkpoint,
+                    checkpoint_every=checkpoint_every, resume=resume)
+            _refuse_existing_model(out, overwrite)  # written by someone else meanwhile?
+            est.save(out)
+    except KeyboardInterrupt as err:
+        _exit_interrupted(err, _train_interrupted_message(checkpoint, resume))
     click.echo(str(out))
+
+
+def _refuse_existing_model(out: Path, overwrite: bool) -> None:
+    from ooc_kernels.exceptions import DatasetExistsError
+
+    if not overwrite and (out.exists() or out.is_symlink()):
+        raise DatasetExistsError(
+            f"the output {str(out)!r} already exists; pass --overwrite to replace it (the "
+            "new model replaces it only once complete), or choose another --out"
+        )
+
+
+def _train_interrupted_message(checkpoint: Path | None, resume: bool) -> str:
+    """One line telling how to continue an interrupted ``train``."""
+    if checkpoint is None:
+        return ("interrupted: no --checkpoint was given, so re-running starts the fit over; "
+                "pass --checkpoint PATH to make a long fit resumable")
+    if not checkpoint.exists():
+        return (f"interrupted before the first checkpoint ({str(checkpoint)!r}) was written: "
+                "re-running the same command starts the fit again")
+    if not resume:
+        return (f"interrupted: re-run the command with --resume instead of --no-resume to "
+                f"continue from the last checkpoint, {str(checkpoint)!r}")
+    return (f"interrupted: re-running the same command resumes from the last checkpoint, "
+            f"{str(checkpoint)!r}")
 
 
 @main.command()
@@ -257,19 +379,40 @@ def predict(model, catalog_file, entry, trusted, allow_outside, out, quiet, **sc
 
 @main.command()
 @click.argument("pipeline", type=click.Path(path_type=Path))
+@click.option("--trusted", is_flag=True, help="Trust the pipeline's catalog (readers outside "
+              "the allow-list).  Pipeline files cannot set this themselves.")
+@click.option("--allow-outside", is_flag=True, help="Let the pipeline's paths leave its "
+              "base_dir and its catalog's entries read data outside the catalog's folder "
+              "(only for pipelines you trust).  Pipeline files cannot set this themselves.")
+@click.option("--data-root", "data_root", multiple=True, type=click.Path(path_type=Path),
+              help="A folder (repeatable) where the pipeline's paths and its catalog's data "
+              "may also lie, e.g. a data disk; narrower than --allow-outside.")
+@click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
+              help="An environment variable (repeatable) the catalog's {env(NAME)} templates "
+              "may read.")
 @_common
-def run(pipeline, quiet, **sched):
-    """Run a PIPELINE YAML file: data, model, fit, evaluate, save."""
+def run(pipeline, trusted, allow_outside, data_root, allow_env, quiet, **sched):
+    """Run a PIPELINE YAML file: data, model, fit, evaluate, save.
+
+    Interrupted (Ctrl-C), it exits with status 130 and says how to continue: running the
+    same command again resumes from the last checkpoint.
+    """
     from ooc_kernels.pipeline import run_pipeline
 
     scheduler = sched["scheduler"]
-    if any(sched[k] is not None for k in ("scheduler_file", "tls_ca_file", "tls_cert",
-                                           "tls_key")):
-        # connect here and hand the connected Client to the pipeline (which uses it as is)
-        with _scheduler(**sched) as client:
-            metrics = run_pipeline(pipeline, scheduler=client, progress=_progress(quiet))
-    else:
-        metrics = run_pipeline(pipeline, scheduler=scheduler, progress=_progress(quiet))
+    trust = dict(trusted=trusted, allow_env=tuple(allow_env), progress=_progress(quiet),
+                 allow_outside=_catalog_allow_outside(allow_outside, data_root))
+    try:
+        if any(sched[k] is not None for k in ("scheduler_file", "tls_ca_file", "tls_cert",
+                                               "tls_key")):
+            # connect here and hand the connected Client to the pipeline (used as is)
+            with _scheduler(**sched) as client:
+                metrics = run_pipeline(pipeline, scheduler=client, **trust)
+        else:
+            metrics = run_pipeline(pipeline, scheduler=scheduler, **trust)
+    except KeyboardInterrupt as err:
+        _exit_interrupted(err, "interrupted: re-running the same command resumes from the "
+                               "last checkpoint, if one was written")
     _echo_metrics(metrics)
 
 

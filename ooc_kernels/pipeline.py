@@ -5,6 +5,18 @@ missing datasets), ``model`` (the estimator and its hyperparameters), ``fit``, `
 and ``save`` (model, metrics JSON and predictions).  Relative paths are resolved against
 ``base_dir``, itself relative to the pipeline file's folder (default: that folder).
 
+A pipeline file describes *what* to compute, never how much to trust it: the scheduler,
+``trusted`` (catalog readers outside the allow-list) and ``allow_outside`` (paths outside
+``base_dir`` or the catalog's folder) come from the person running it, as arguments of
+:func:`run_pipeline` or flags of ``ooc-kernels run`` (``--scheduler``, ``--trusted``,
+``--allow-outside``).  A file that still sets ``fit.scheduler``, ``data.trusted``,
+``data.allow_outside`` or ``allow_outside`` is refused with a :class:`PipelineConfigError`
+naming the flag to use instead.
+
+Numbers in ``model.params`` and ``data.generate.*.params`` (and the integer settings of a
+``generate`` entry) may be written in exponent notation (``eta0: 2e5``, ``t0: 1e3``), which
+YAML 1.1 reads as strings; they are read as numbers (see :mod:`ooc_kernels._params`).
+
 Example (``pipelines/quickstart.yaml``)::
 
     name: quickstart
@@ -19,7 +31,7 @@ Example (``pipelines/quickstart.yaml``)::
     model:
       estimator: DSGClassifier
       params: {loss: logistic, n_features: 8192, random_state: 0}
-    fit: {scheduler: threads, checkpoint_every: 5, resume: true}
+    fit: {checkpoint_every: 5, resume: true}
     evaluate: {predictions: true}
     save: {output_dir: outputs/quickstart}
 
@@ -43,9 +55,11 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError
+from pydantic import field_validator
 
 from ooc_kernels._atomic import write_text_atomic
-from ooc_kernels.exceptions import PipelineConfigError
+from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
+from ooc_kernels.exceptions import PipelineConfigError, ValidationError
 
 __all__ = ["PipelineSpec", "load_pipeline", "run_pipeline", "ESTIMATORS"]
 
@@ -66,13 +80,21 @@ class GenerateSpec(_Strict):
     chunk_size: int = Field(default=10_000, gt=0)
     params: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("n_samples", "random_state", "chunk_size", mode="before")
+    @classmethod
+    def _number(cls, value):
+        return coerce_number(value)  # 2e5 as written in YAML (read as a string by YAML 1.1)
+
+    @field_validator("params", mode="before")
+    @classmethod
+    def _numbers(cls, value):
+        return coerce_numbers(value) if isinstance(value, dict) else value
+
 
 class DataSpec(_Strict):
     catalog: str
     train: str
     test: str | None = None
-    trusted: bool = False
-    allow_outside: bool = False  # catalog entries may point outside the catalog's folder
     generate: dict[str, GenerateSpec] = Field(default_factory=dict)
 
 
@@ -80,9 +102,13 @@ class ModelSpec(_Strict):
     estimator: Literal["DSGClassifier", "DSGRegressor"]
     params: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("params", mode="before")
+    @classmethod
+    def _numbers(cls, value):
+        return coerce_numbers(value) if isinstance(value, dict) else value
+
 
 class FitSpec(_Strict):
-    scheduler: str | None = None
     checkpoint_every: int = Field(default=5, gt=0)
     resume: bool = True
 
@@ -104,12 +130,39 @@ class PipelineSpec(_Strict):
 
     name: str
     base_dir: str = "."
-    allow_outside: bool = False  # pipeline paths may leave base_dir
     data: DataSpec
     model: ModelSpec
     fit: FitSpec = Field(default_factory=FitSpec)
     evaluate: EvaluateSpec = Field(default_factory=EvaluateSpec)
     save: SaveSpec
+
+
+#: Keys that pipeline files no longer set: trust and schedulers come from the person running
+#: the command.  ``key path -> (command-line flag, run_pipeline argument)``.
+_REMOVED_KEYS = {
+    ("allow_outside",): ("--allow-outside", "allow_outside=True"),
+    ("data", "trusted"): ("--trusted", "trusted=True"),
+    ("data", "allow_outside"): ("--allow-outside", "allow_outside=True"),
+    ("fit", "scheduler"): ("--scheduler NAME_OR_ADDRESS", "scheduler=..."),
+}
+
+
+def _removed_keys(raw: dict) -> list[str]:
+    """One message per key of ``_REMOVED_KEYS`` that the raw pipeline mapping sets."""
+    found = []
+    for keys, (flag, argument) in _REMOVED_KEYS.items():
+        node = raw
+        for k in keys[:-1]:
+            node = node.get(k) if isinstance(node, dict) else None
+        if isinstance(node, dict) and keys[-1] in node:
+            name = ".".join(keys)
+            found.append(
+                f"key '{name}' (= {node[keys[-1]]!r}) is no longer read from pipeline files: "
+                "trust and schedulers come from the person running the command, not from "
+                f"the file; remove it and pass {flag} to `ooc-kernels run` ({argument} to "
+                "run_pipeline) instead"
+            )
+    return found
 
 
 def _format_errors(path: str, err: PydanticValidationError) -> str:
@@ -131,8 +184,10 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
     Raises
     ------
     PipelineConfigError
-        Unreadable file, invalid YAML, unknown key, wrong type or missing value; the
-        message names the key and the problem.
+        Unreadable file, invalid YAML, unknown key, wrong type or missing value; a key
+        that pipeline files no longer set (``fit.scheduler``, ``data.trusted``,
+        ``data.allow_outside``, ``allow_outside``: the message names the flag to pass
+        instead); an unknown hyperparameter (the message suggests the closest valid one).
     """
     path = Path(path)
     try:
@@ -149,6 +204,9 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
             f"pipeline {str(path)!r} must be a mapping with keys name, data, model, fit, "
             f"evaluate, save; got {type(raw).__name__}."
         )
+    removed = _removed_keys(raw)
+    if removed:
+        raise PipelineConfigError(f"invalid pipeline {path}: " + "; ".join(removed) + ".")
     try:
         spec = PipelineSpec.model_validate(raw)
     except PydanticValidationError as err:
@@ -168,7 +226,7 @@ def _build_estimator(spec: PipelineSpec, *, validate_only: bool = False, where: 
     if unknown:
         raise PipelineConfigError(
             f"invalid pipeline {where}: unknown key 'model.params.{unknown[0]}' for "
-            f"{spec.model.estimator}; valid keys: {', '.join(sorted(valid))}."
+            f"{spec.model.estimator}; {unknown_key_hint(unknown[0], valid)}."
         )
     est = cls(**spec.model.params)
     try:
@@ -178,28 +236,47 @@ def _build_estimator(spec: PipelineSpec, *, validate_only: bool = False, where: 
     return None if validate_only else est
 
 
-def _resolve(base: Path, p: str, *, allow_outside: bool = False, key: str = "") -> Path:
+def _allowed_folders(allow_outside: Any) -> list[Path]:
+    """The extra folders of an ``allow_outside`` value other than ``True``."""
+    if allow_outside is False or allow_outside is None:
+        return []
+    if isinstance(allow_outside, (str, os.PathLike)):
+        allow_outside = [allow_outside]
+    try:
+        return [Path(os.fspath(f)).expanduser().resolve() for f in allow_outside]
+    except TypeError:
+        raise ValidationError(
+            f"allow_outside must be True, False, a folder or a list of folders, got "
+            f"{allow_outside!r}."
+        ) from None
+
+
+def _resolve(base: Path, p: str, *, allow_outside: Any = False, key: str = "") -> Path:
     """``p`` relative to ``base``; a path leaving ``base`` (``..``, absolute, symlink) is
-    refused unless the pipeline sets ``allow_outside: true``."""
+    refused unless the caller passes ``allow_outside`` (True, or folders it may lie in)."""
     q = Path(p).expanduser()
     out = q if q.is_absolute() else base / q
-    if not allow_outside and not out.resolve().is_relative_to(base.resolve()):
+    if allow_outside is True:
+        return out
+    roots = [base.resolve(), *_allowed_folders(allow_outside)]
+    if not any(out.resolve().is_relative_to(root) for root in roots):
         raise PipelineConfigError(
             f"pipeline key {key!r} = {p!r} resolves to {str(out.resolve())!r}, outside "
-            f"base_dir {str(base)!r}; use a path inside base_dir or set "
-            "'allow_outside: true' in the pipeline file."
+            f"base_dir {str(base)!r}; use a path inside base_dir, or, if you trust this "
+            "pipeline, pass --allow-outside to `ooc-kernels run` (allow_outside=True or a "
+            "list of folders to run_pipeline)."
         )
     return out
 
 
-def _ensure_datasets(spec: PipelineSpec, base: Path, catalog: Path, progress) -> None:
+def _ensure_datasets(spec: PipelineSpec, base: Path, catalog: Path, progress,
+                     where: dict) -> None:
     """Generate every catalog entry named under ``data.generate`` whose store is missing."""
     from ooc_kernels.data.catalog import entry_path
     from ooc_kernels.data.generators import make_dataset
 
     for entry, gen in spec.data.generate.items():
-        store = entry_path(catalog, entry, trusted=spec.data.trusted,
-                           allow_outside=spec.data.allow_outside)
+        store = entry_path(catalog, entry, **where)
         if store.exists():
             continue
         make_dataset(gen.generator, store, gen.n_samples, chunk_size=gen.chunk_size,
@@ -207,7 +284,8 @@ def _ensure_datasets(spec: PipelineSpec, base: Path, catalog: Path, progress) ->
                      **gen.params)
 
 
-def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None,
+def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: bool = False,
+                 allow_outside: Any = False, allow_env: Any = (),
                  progress: bool | None = None) -> dict:
     """Run a pipeline file end to end and return its metrics.
 
@@ -216,40 +294,100 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None,
     ``checkpoint.zarr`` there every ``fit.checkpoint_every`` rounds; with ``fit.resume``
     (the default) running the same pipeline again continues from it and gives exactly the
     model of an uninterrupted run.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The pipeline YAML file.
+    scheduler : None, str or distributed.Client, optional
+        Where tasks run: ``"sync"``, ``"threads"``, ``"processes"``, a ``tcp://`` or
+        ``tls://`` address, or a connected ``Client`` (used as is).  ``None`` (default)
+        leaves Dask's configuration alone: Dask's default threaded scheduler, or the
+        ``distributed.Client`` already created in this process.
+    trusted : bool, default False
+        Open the pipeline's catalog even if it uses readers outside the allow-list (see
+        ``docs/security.md``).  Only for catalogs you trust.
+    allow_outside : bool, folder or list of folders, default False
+        Let the pipeline's paths (``data.catalog``, ``save.output_dir``) leave ``base_dir``
+        and the catalog's entries read data outside the catalog's folder: ``True`` anywhere,
+        folders only there.  Only for pipelines and catalogs you trust.
+    allow_env : str or sequence of str, default ()
+        Environment variables the catalog's ``{env(NAME)}`` templates may read (an
+        untrusted catalog reads none; see ``docs/security.md``).
+    progress : bool, optional
+        Progress bars (default: on a terminal or in a notebook).
+
+    Returns
+    -------
+    dict
+        The metrics (also written to ``save.metrics`` as JSON).
+
+    Raises
+    ------
+    PipelineConfigError
+        Invalid pipeline file (before any work), or a path outside ``base_dir`` without
+        ``allow_outside``.
+    KeyboardInterrupt
+        Re-raised on interruption with a note (``err.__notes__``) saying how to continue:
+        running the same pipeline again resumes from the last checkpoint.
     """
-    from ooc_kernels.data.catalog import open_dataset
-    from ooc_kernels.evaluation import evaluate, write_predictions
     from ooc_kernels.parallel.scheduling import scheduler_context
 
     spec, base = load_pipeline(path)
-    catalog = _resolve(base, spec.data.catalog, allow_outside=spec.allow_outside,
+    catalog = _resolve(base, spec.data.catalog, allow_outside=allow_outside,
                        key="data.catalog")
-    out_dir = _resolve(base, spec.save.output_dir, allow_outside=spec.allow_outside,
+    out_dir = _resolve(base, spec.save.output_dir, allow_outside=allow_outside,
                        key="save.output_dir")
-    where = dict(trusted=spec.data.trusted, allow_outside=spec.data.allow_outside)
-    sched = scheduler if scheduler is not None else spec.fit.scheduler
-    with scheduler_context(sched):
-        _ensure_datasets(spec, base, catalog, progress)
-        train = open_dataset(catalog, spec.data.train, **where)
-        test = (open_dataset(catalog, spec.data.test, **where)
-                if spec.data.test else None)
-        est = _build_estimator(spec)
-        est.set_params(progress=progress)
-        t0 = time.perf_counter()
-        est.fit(train, checkpoint=out_dir / spec.save.checkpoint,
-                checkpoint_every=spec.fit.checkpoint_every, resume=spec.fit.resume)
-        fit_seconds = time.perf_counter() - t0
-        out_dir.mkdir(parents=True, exist_ok=True)
-        est.save(out_dir / spec.save.model)
-        metrics = {"pipeline": spec.name, "estimator": spec.model.estimator,
-                   "n_train": int(train.sizes["sample"]),
-                   "fit_seconds": round(fit_seconds, 3)}
-        metrics.update({f"train_{k}": v for k, v in evaluate(est, train).items()})
-        if test is not None:
-            metrics["n_test"] = int(test.sizes["sample"])
-            metrics.update({f"test_{k}": v for k, v in evaluate(est, test).items()})
-            if spec.evaluate.predictions:
-                write_predictions(est, test, out_dir / spec.save.predictions)
+    where = dict(trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
+    checkpoint = out_dir / spec.save.checkpoint
+    try:
+        with scheduler_context(scheduler):
+            metrics = _run(spec, base, catalog, out_dir, checkpoint, where, progress)
+    except KeyboardInterrupt as err:
+        err.add_note(_interrupted_note(spec, checkpoint))
+        raise
     write_text_atomic(out_dir / spec.save.metrics,
                       json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    return metrics
+
+
+def _interrupted_note(spec: PipelineSpec, checkpoint: Path) -> str:
+    """One line telling how to continue an interrupted pipeline run."""
+    if not spec.fit.resume:
+        return (f"interrupted: this pipeline sets fit.resume: false, so running it again "
+                f"starts the fit over; set fit.resume: true to continue from the checkpoint "
+                f"{str(checkpoint)!r} instead")
+    if checkpoint.exists():
+        return (f"interrupted: re-running the same command resumes from the last "
+                f"checkpoint, {str(checkpoint)!r}")
+    return (f"interrupted before the first checkpoint ({str(checkpoint)!r}) was written: "
+            "re-running the same command starts the fit again (generated datasets are kept)")
+
+
+def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoint: Path,
+         where: dict, progress: bool | None) -> dict:
+    """The stages of :func:`run_pipeline` after validation (inside its scheduler context)."""
+    from ooc_kernels.data.catalog import open_dataset
+    from ooc_kernels.evaluation import evaluate, write_predictions
+
+    _ensure_datasets(spec, base, catalog, progress, where)
+    train = open_dataset(catalog, spec.data.train, **where)
+    test = open_dataset(catalog, spec.data.test, **where) if spec.data.test else None
+    est = _build_estimator(spec)
+    est.set_params(progress=progress)
+    t0 = time.perf_counter()
+    est.fit(train, checkpoint=checkpoint, checkpoint_every=spec.fit.checkpoint_every,
+            resume=spec.fit.resume)
+    fit_seconds = time.perf_counter() - t0
+    out_dir.mkdir(parents=True, exist_ok=True)
+    est.save(out_dir / spec.save.model)
+    metrics = {"pipeline": spec.name, "estimator": spec.model.estimator,
+               "n_train": int(train.sizes["sample"]),
+               "fit_seconds": round(fit_seconds, 3)}
+    metrics.update({f"train_{k}": v for k, v in evaluate(est, train).items()})
+    if test is not None:
+        metrics["n_test"] = int(test.sizes["sample"])
+        metrics.update({f"test_{k}": v for k, v in evaluate(est, test).items()})
+        if spec.evaluate.predictions:
+            write_predictions(est, test, out_dir / spec.save.predictions)
     return metrics

@@ -1,6 +1,10 @@
 """The command line and pipeline files on tiny data."""
 
 import json
+import shutil
+import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +15,8 @@ import ooc_kernels as ok
 from ooc_kernels.cli import main
 from ooc_kernels.exceptions import PipelineConfigError
 from ooc_kernels.pipeline import load_pipeline
+
+QUICKSTART = Path(__file__).parents[1] / "pipelines" / "quickstart.yaml"
 
 
 def _pipeline(tmp_path, **overrides):
@@ -28,7 +34,6 @@ def _pipeline(tmp_path, **overrides):
         "model": {"estimator": "DSGClassifier",
                   "params": {"n_features": 512, "block_size": 64, "batch_size": 16,
                              "n_epochs": 3, "random_state": 0}},
-        "fit": {"scheduler": "sync"},
         "save": {"output_dir": "out"},
     }
     for key, value in overrides.items():
@@ -44,7 +49,7 @@ def _pipeline(tmp_path, **overrides):
 
 def test_run_tiny_pipeline(tmp_path):
     path = _pipeline(tmp_path)
-    result = CliRunner().invoke(main, ["run", str(path), "--quiet"])
+    result = CliRunner().invoke(main, ["run", str(path), "--quiet", "--scheduler", "sync"])
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.output.strip().splitlines()[-1])
     assert metrics["n_train"] == 600 and metrics["n_test"] == 200
@@ -60,7 +65,7 @@ def test_run_tiny_pipeline(tmp_path):
     np.testing.assert_array_equal(preds["prediction"].values,
                                   model.predict(test["X"].values))
     # a second run reuses the generated data and gives the same model
-    again = CliRunner().invoke(main, ["run", str(path), "--quiet"])
+    again = CliRunner().invoke(main, ["run", str(path), "--quiet", "--scheduler", "sync"])
     assert json.loads(again.output.strip().splitlines()[-1])["test_accuracy"] == \
         metrics["test_accuracy"]
 
@@ -152,5 +157,370 @@ def test_pipeline_paths_may_not_leave_base_dir(tmp_path):
     path = _pipeline(tmp_path, save={"output_dir": "../elsewhere"})
     with pytest.raises(PipelineConfigError, match=r"'save.output_dir' = '../elsewhere' "
                                                   r"resolves to .* outside base_dir"):
-        run_pipeline(path)
+        run_pipeline(path, scheduler="sync")
     assert not (tmp_path.parent / "elsewhere").exists()
+
+
+# --------------------------------------------------------------- trust comes from the command
+@pytest.mark.parametrize("key, set_it, flag", [
+    ("data.trusted", lambda s: s["data"].update(trusted=True), "--trusted"),
+    ("data.allow_outside", lambda s: s["data"].update(allow_outside=True), "--allow-outside"),
+    ("allow_outside", lambda s: s.update(allow_outside=True), "--allow-outside"),
+    ("fit.scheduler", lambda s: s.setdefault("fit", {}).update(scheduler="threads"),
+     "--scheduler"),
+])
+def test_pipeline_files_cannot_set_trust_or_the_scheduler(tmp_path, key, set_it, flag):
+    path = _pipeline(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    set_it(spec)
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineConfigError,
+                       match=rf"key '{key}' \(= .*\) is no longer read from pipeline files.* "
+                             rf"pass {flag}"):
+        load_pipeline(path)
+    result = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync"])
+    assert result.exit_code == 1
+    assert "is no longer read from pipeline files" in result.output
+    assert not (tmp_path / "data").exists()  # refused before any work
+
+
+_READER_MODULE = """
+import pathlib
+from intake.readers.readers import XArrayDatasetReader
+
+class Reader(XArrayDatasetReader):
+    def read(self, *args, **kwargs):
+        pathlib.Path({marker!r}).write_text("ran")
+        return super().read(*args, **kwargs)
+"""
+
+
+def test_trusted_comes_from_the_command_line(tmp_path, monkeypatch):
+    """A catalog with a reader outside the allow-list opens only with ``run --trusted``."""
+    name = f"ooc_reader_{tmp_path.name.replace('-', '_')}"
+    marker = tmp_path / "READER_RAN"
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / f"{name}.py").write_text(_READER_MODULE.format(marker=str(marker)))
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    path = _pipeline(tmp_path)
+    cat = yaml.safe_load((tmp_path / "cat.yaml").read_text())
+    cat["entries"]["nb"]["reader"] = f"{name}:Reader"
+    (tmp_path / "cat.yaml").write_text(yaml.safe_dump(cat))
+    refused = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync"])
+    assert refused.exit_code == 1
+    assert "UntrustedCatalogError" in refused.output and f"{name}:Reader" in refused.output
+    assert not marker.exists()
+    accepted = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync",
+                                         "--trusted"])
+    assert accepted.exit_code == 0, accepted.output
+    assert marker.read_text() == "ran"            # the catalog's own reader opened the data
+    sys.modules.pop(name, None)
+
+
+def test_allow_outside_comes_from_the_caller(tmp_path):
+    """Data outside the catalog's folder and an output_dir outside base_dir need the
+    caller's allow_outside (flag or argument), never a key of the file."""
+    from ooc_kernels.data.catalog import PathEscapeError, register_dataset
+    from ooc_kernels.pipeline import run_pipeline
+
+    (tmp_path / "p").mkdir()
+    path = _pipeline(tmp_path / "p", save={"output_dir": "../outside_out"})
+    register_dataset(tmp_path / "p" / "cat.yaml", "nb", tmp_path / "shared" / "nb.zarr",
+                     allow_outside=True)
+    with pytest.raises(PipelineConfigError, match=r"outside base_dir .*pass --allow-outside"):
+        run_pipeline(path, scheduler="sync")
+    r = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync"])
+    assert r.exit_code == 1 and "outside base_dir" in r.output
+    spec = yaml.safe_load(path.read_text())
+    spec["save"]["output_dir"] = "out"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PathEscapeError, match=r"entry 'nb' .*outside the catalog's folder"):
+        run_pipeline(path, scheduler="sync")
+    assert not (tmp_path / "shared").exists()
+    r = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync",
+                                  "--allow-outside"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "shared" / "nb.zarr").exists()
+    # the argument accepts folders too, like the catalog functions
+    metrics = run_pipeline(path, scheduler="sync", progress=False,
+                           allow_outside=[tmp_path / "shared"])
+    assert metrics["n_train"] == 600
+
+
+def test_run_takes_data_roots_and_environment_names_from_the_command(tmp_path, monkeypatch):
+    """``ooc-kernels run`` has the catalog options of the other commands: --data-root lets
+    the catalog's data lie in another folder, --allow-env lets {env(NAME)} read NAME."""
+    from ooc_kernels.data.catalog import register_dataset
+
+    (tmp_path / "p").mkdir()
+    path = _pipeline(tmp_path / "p")
+    register_dataset(tmp_path / "p" / "cat.yaml", "nb", tmp_path / "disk" / "nb.zarr",
+                     allow_outside=True)
+    run = ["run", str(path), "-q", "--scheduler", "sync"]
+    r = CliRunner().invoke(main, run)
+    assert r.exit_code == 1 and "PathEscapeError" in r.output
+    r = CliRunner().invoke(main, run + ["--data-root", str(tmp_path / "disk")])
+    assert r.exit_code == 0, r.output
+    # the test split read through an environment variable
+    cat = tmp_path / "p" / "cat.yaml"
+    spec = yaml.safe_load(cat.read_text())
+    for data in spec["data"].values():
+        data["kwargs"]["url"] = data["kwargs"]["url"].replace("{CATALOG_DIR}",
+                                                              "{env(OOC_PIPE_ROOT)}")
+    cat.write_text(yaml.safe_dump(spec))
+    shutil.rmtree(tmp_path / "p" / "out")       # a new run, not a resume of the first
+    monkeypatch.setenv("OOC_PIPE_ROOT", str(tmp_path / "p"))
+    r = CliRunner().invoke(main, run + ["--data-root", str(tmp_path / "disk")])
+    assert r.exit_code == 1 and "OOC_PIPE_ROOT" in r.output and "--allow-env" in r.output
+    r = CliRunner().invoke(main, run + ["--data-root", str(tmp_path / "disk"),
+                                        "--allow-env", "OOC_PIPE_ROOT"])
+    assert r.exit_code == 0, r.output
+
+
+def test_quickstart_pipeline_sets_no_scheduler_and_no_trust():
+    spec, _ = load_pipeline(QUICKSTART)
+    raw = yaml.safe_load(open(QUICKSTART).read())
+    assert "scheduler" not in raw.get("fit", {})
+    assert "allow_outside" not in raw and not {"trusted", "allow_outside"} & set(raw["data"])
+    assert spec.fit.resume is True
+
+
+# ------------------------------------------------------------------ numbers as users write them
+@pytest.mark.parametrize("text, expected", [
+    ("2e5", 200000), ("1E+3", 1000), ("1e-3", 0.001), (".5", 0.5), ("-.5e-2", -0.005),
+    ("1_000", 1000), ("2.0e5", 200000.0), ("3.", 3.0), ("+7", 7), ("0.25", 0.25),
+    ("median", "median"), ("logistic", "logistic"), ("1e", "1e"), ("e5", "e5"),
+    ("1e3.5", "1e3.5"), ("nan", "nan"), ("inf", "inf"), ("1e400", float("inf")),
+    ("1e1000000000", float("inf")),                     # no billion-digit int
+])
+def test_numbers_are_read_as_written(text, expected):
+    """Reference values as Python reads the literal (ints when written without a point)."""
+    from ooc_kernels._params import coerce_number, parse_param_value
+
+    for got in (coerce_number(text), parse_param_value(text)):
+        assert got == expected and type(got) is type(expected), (text, got)
+    if not isinstance(expected, str):
+        assert coerce_number(f"  {text} ") == expected       # blanks around are ignored
+
+
+def test_cli_param_in_exponent_notation(tmp_path):
+    store = ok.make_dataset("nonlinear_binary", tmp_path / "data" / "nb.zarr", 300,
+                            chunk_size=100, n_features=3, progress=False)
+    from ooc_kernels.data.catalog import register_dataset
+
+    register_dataset(tmp_path / "c.yaml", "nb", store)
+    r = CliRunner().invoke(main, [
+        "train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb", "-p", "eta0=2e5",
+        "-p", "t0=1E+3", "-p", "alpha=1e-6", "-p", "n_features=1e3", "-p", "block_size=8",
+        "-p", "batch_size=16", "-p", "bandwidth=median", "-p", "random_state=0",
+        "--out", str(tmp_path / "m.zarr"), "--scheduler", "sync", "-q"])
+    assert r.exit_code == 0, r.output
+    model = ok.load(tmp_path / "m.zarr")
+    params = model.get_params()
+    assert (params["eta0"], params["t0"], params["alpha"]) == (200000, 1000, 1e-6)
+    assert params["bandwidth"] == "median"
+    reference = ok.DSGClassifier(eta0=200000.0, t0=1000.0, alpha=0.000001, n_features=1000,
+                                 block_size=8, batch_size=16, random_state=0,
+                                 scheduler="sync", progress=False)
+    reference.fit(ok.open_dataset(tmp_path / "c.yaml", "nb"))
+    np.testing.assert_array_equal(model.coef_, reference.coef_)
+    # generator parameters too
+    r = CliRunner().invoke(main, ["data", "make", "synthetic_krr_2d", "--n", "50", "--out",
+                                  str(tmp_path / "k.zarr"), "-p", "noise=5e-2", "-q"])
+    assert r.exit_code == 0, r.output
+    import xarray as xr
+
+    assert xr.open_zarr(tmp_path / "k.zarr").attrs["generator_params"] == {"noise": 0.05}
+
+
+def test_pipeline_yaml_numbers_in_exponent_notation(tmp_path):
+    path = _pipeline(tmp_path)
+    text = path.read_text()
+    spec = yaml.safe_load(text)
+    spec["model"]["params"].update(eta0="@ETA0@", t0="@T0@", loss="logistic")
+    spec["data"]["generate"]["nb"]["params"]["flip"] = "@FLIP@"
+    spec["data"]["generate"]["nb"]["n_samples"] = "@N@"
+    text = yaml.safe_dump(spec)
+    for mark, value in {"@ETA0@": "1e3", "@T0@": "1E+2", "@FLIP@": "5e-2", "@N@": "6e2"}.items():
+        text = text.replace(f"'{mark}'", value)      # unquoted, as a user writes it
+    assert "eta0: 1e3" in text and "flip: 5e-2" in text
+    assert yaml.safe_load(text)["model"]["params"]["eta0"] == "1e3"   # YAML 1.1: a string
+    path.write_text(text)
+    loaded, _ = load_pipeline(path)
+    assert loaded.model.params["eta0"] == 1000 and loaded.model.params["t0"] == 100
+    assert loaded.model.params["loss"] == "logistic"
+    assert loaded.data.generate["nb"].params == {"n_features": 4, "flip": 0.05}
+    assert loaded.data.generate["nb"].n_samples == 600
+    r = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync"])
+    assert r.exit_code == 0, r.output
+    import xarray as xr
+
+    assert xr.open_zarr(tmp_path / "data" / "nb.zarr").attrs["generator_params"]["flip"] \
+        == 0.05
+    assert ok.load(tmp_path / "out" / "model.zarr").get_params()["eta0"] == 1000
+
+
+# ------------------------------------------------------------------------- train like run
+def _train_args(tmp_path, *extra):
+    from ooc_kernels.data.catalog import register_dataset
+
+    cat = tmp_path / "c.yaml"
+    if not cat.exists():
+        store = ok.make_dataset("nonlinear_binary", tmp_path / "data" / "nb.zarr", 1200,
+                                chunk_size=100, n_features=3, progress=False)
+        register_dataset(cat, "nb", store)
+    return ["train", "--catalog", str(cat), "--entry", "nb", "-p", "n_features=256",
+            "-p", "block_size=32", "-p", "batch_size=16", "-p", "random_state=0",
+            "-p", "n_epochs=3", "--scheduler", "sync", "-q", *extra]
+
+
+def test_train_unknown_param_lists_the_valid_keys_like_the_pipeline(tmp_path):
+    r = CliRunner().invoke(main, _train_args(tmp_path, "-p", "n_feature=1024", "--out",
+                                             str(tmp_path / "m.zarr")))
+    assert r.exit_code == 1
+    assert "TypeError" not in r.output
+    valid = ", ".join(sorted(ok.DSGClassifier().get_params()))
+    assert "n_features, " in valid and "alpha, " in valid
+    assert r.output.strip() == (
+        "Error: ValidationError: unknown hyperparameter '-p n_feature' for DSGClassifier; "
+        f"did you mean 'n_features'? valid keys: {valid}.")
+    path = _pipeline(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    spec["model"]["params"]["n_feature"] = 1024
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineConfigError, match=r"unknown key 'model.params.n_feature' for "
+                                                  r"DSGClassifier; did you mean 'n_features'\? "
+                                                  r"valid keys: alpha, bandwidth, "):
+        load_pipeline(path)
+
+
+def test_train_refuses_an_existing_output_unless_overwrite(tmp_path):
+    out = tmp_path / "m.zarr"
+    assert CliRunner().invoke(main, _train_args(tmp_path, "--out", str(out))).exit_code == 0
+    first = ok.load(out).coef_.copy()
+    r = CliRunner().invoke(main, _train_args(tmp_path, "-p", "eta0=5", "--out", str(out)))
+    assert r.exit_code == 1
+    assert "already exists; pass --overwrite" in r.output
+    np.testing.assert_array_equal(ok.load(out).coef_, first)          # untouched
+    r = CliRunner().invoke(main, _train_args(tmp_path, "-p", "eta0=5", "--out", str(out),
+                                             "--overwrite"))
+    assert r.exit_code == 0, r.output
+    assert ok.load(out).get_params()["eta0"] == 5
+    assert not np.array_equal(ok.load(out).coef_, first)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "data", "m.zarr"]
+
+
+def test_train_resume_needs_checkpoint(tmp_path):
+    r = CliRunner().invoke(main, _train_args(tmp_path, "--out", str(tmp_path / "m.zarr"),
+                                             "--resume"))
+    assert r.exit_code == 2 and "--resume needs --checkpoint PATH" in r.output
+    assert not (tmp_path / "m.zarr").exists()
+
+
+def _interrupt_after_rounds(monkeypatch, n_rounds):
+    """Ctrl-C between two rounds of the fit, right after round ``n_rounds`` (the fits below
+    have at least one round per epoch, 3 epochs: round 3 comes before the final write)."""
+    from ooc_kernels.estimators._checkpointing import CheckpointWriter
+
+    real = CheckpointWriter.__call__
+
+    def interrupted(self, state, info):
+        real(self, state, info)
+        if self.rounds == n_rounds:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(CheckpointWriter, "__call__", interrupted)
+
+
+def test_train_interrupted_then_same_command_resumes(tmp_path, monkeypatch):
+    out, ck = tmp_path / "m.zarr", tmp_path / "ck.zarr"
+    args = _train_args(tmp_path, "--out", str(out), "--checkpoint", str(ck),
+                       "--checkpoint-every", "2")
+    _interrupt_after_rounds(monkeypatch, 3)              # last checkpoint: after round 2
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 130
+    assert r.stderr.strip() == ("interrupted: re-running the same command resumes from the "
+                                f"last checkpoint, {str(ck)!r}")
+    assert "Aborted!" not in r.output and not out.exists()
+    from ooc_kernels.parallel.checkpoint import read_checkpoint
+
+    position = read_checkpoint(ck).meta["position"]        # a checkpoint part way
+    assert (0, 0) < (position["epoch"], position["round"]) < (3, 0)
+    monkeypatch.undo()
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    straight = tmp_path / "straight.zarr"
+    assert CliRunner().invoke(main, _train_args(tmp_path, "--out", str(straight))
+                              ).exit_code == 0
+    np.testing.assert_array_equal(ok.load(out).coef_, ok.load(straight).coef_)
+
+
+def test_train_interrupted_without_checkpoint_says_so(tmp_path, monkeypatch):
+    def boom(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ok.DSGClassifier, "fit", boom)
+    r = CliRunner().invoke(main, _train_args(tmp_path, "--out", str(tmp_path / "m.zarr")))
+    assert r.exit_code == 130
+    assert "no --checkpoint was given" in r.stderr and "--checkpoint PATH" in r.stderr
+
+
+def test_run_interrupted_then_same_command_resumes(tmp_path, monkeypatch):
+    path = _pipeline(tmp_path)
+    args = ["run", str(path), "-q", "--scheduler", "sync"]
+    spec = yaml.safe_load(path.read_text())
+    spec["fit"] = {"checkpoint_every": 1}
+    path.write_text(yaml.safe_dump(spec))
+    _interrupt_after_rounds(monkeypatch, 2)
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 130
+    ck = tmp_path / "out" / "checkpoint.zarr"
+    assert r.stderr.strip() == ("interrupted: re-running the same command resumes from the "
+                                f"last checkpoint, {str(ck)!r}")
+    assert not (tmp_path / "out" / "model.zarr").exists()
+    monkeypatch.undo()
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    resumed = ok.load(tmp_path / "out" / "model.zarr")
+    spec["save"]["output_dir"] = "straight"
+    path.write_text(yaml.safe_dump(spec))
+    assert CliRunner().invoke(main, args).exit_code == 0
+    np.testing.assert_array_equal(resumed.coef_,
+                                  ok.load(tmp_path / "straight" / "model.zarr").coef_)
+
+
+def test_run_interrupted_by_a_real_sigint(tmp_path):
+    """Ctrl-C (SIGINT) in a real process: one line on stderr, exit status 130."""
+    import signal
+    import subprocess
+    import time
+
+    from ooc_kernels.parallel.checkpoint import read_checkpoint
+
+    path = _pipeline(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    spec["data"]["generate"]["nb"].update(n_samples=6000, chunk_size=100)
+    spec["model"]["params"].update(n_features=1024, n_epochs=300)   # long: interrupted
+    spec["fit"] = {"checkpoint_every": 1}
+    path.write_text(yaml.safe_dump(spec))
+    env = dict(os.environ, OOC_KERNELS_PROGRESS="0")
+    proc = subprocess.Popen([sys.executable, "-m", "ooc_kernels.cli", "run", str(path), "-q",
+                             "--scheduler", "sync"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    ck = tmp_path / "out" / "checkpoint.zarr"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if ck.exists() and read_checkpoint(ck) is not None:
+                break
+        except Exception:                                      # being swapped in right now
+            pass
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: re-running the same command resumes from the last checkpoint, "
+        f"{str(ck)!r}")
+    assert "Traceback" not in err and "Aborted!" not in err

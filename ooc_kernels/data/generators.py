@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import ValidationError
+from ..exceptions import DatasetExistsError, ValidationError
 from .schema import make_attrs
 from .zarr_io import chunk_bounds, n_chunks, write_chunks
 
@@ -159,9 +159,13 @@ def _integer(params: dict, key: str, *, low: int = 1) -> None:
 def _resolve_params(spec: GeneratorSpec, params: Mapping[str, Any]) -> dict:
     unknown = sorted(set(params) - set(spec.defaults))
     if unknown:
+        import difflib
+
         allowed = ", ".join(f"{k}={v!r}" for k, v in spec.defaults.items()) or "none"
+        close = difflib.get_close_matches(str(unknown[0]), list(spec.defaults), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         raise ValidationError(
-            f"unknown parameter(s) {unknown} for generator {spec.name!r}; allowed "
+            f"unknown parameter(s) {unknown} for generator {spec.name!r}; {hint}allowed "
             f"parameters (with defaults): {allowed}"
         )
     resolved = dict(spec.defaults)
@@ -269,8 +273,8 @@ def _check_sizes(n_samples: Any, chunk_size: Any) -> tuple[int, int]:
 
 def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
                  chunk_size: int = 10_000, random_state: int = 0, split: str = "train",
-                 overwrite: bool = False, progress: bool | None = None,
-                 **params: Any) -> Path:
+                 overwrite: bool = False, exist_ok: bool = False,
+                 progress: bool | None = None, **params: Any) -> Path:
     """Generate a dataset and write it to a Zarr store, chunk by chunk.
 
     Parameters
@@ -289,8 +293,15 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
         For ``digits_deformed`` the two splits deform disjoint source images.
     overwrite : bool, default False
         Replace an existing store (otherwise :class:`DatasetExistsError`).
+    exist_ok : bool, default False
+        Keep an existing store, without writing anything, when it was written by
+        ``make_dataset`` with the same generator, parameters (defaults filled in),
+        ``random_state``, ``split``, ``n_samples`` and ``chunk_size`` (compared with the
+        store's attributes and array shapes), i.e. when it holds exactly the data this call
+        would write.  A store that differs raises :class:`DatasetExistsError` naming the
+        differences, or, with ``overwrite=True`` as well, is replaced.
     progress : bool, optional
-        Progress bar over chunks (default: on an interactive terminal).
+        Progress bar over chunks (default: on an interactive terminal or in a notebook).
     **params
         Generator parameters (see ``get_generator(name).defaults``).
 
@@ -304,7 +315,8 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
     ValidationError
         Unknown generator or parameter, or an invalid value.
     DatasetExistsError
-        ``path`` exists and ``overwrite`` is False.
+        ``path`` exists and ``overwrite`` is False (with ``exist_ok``: exists and holds
+        other data).
 
     Examples
     --------
@@ -314,6 +326,9 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
     >>> from ooc_kernels.data import open_zarr_dataset
     >>> open_zarr_dataset(p).attrs["generator_params"]
     {'noise': 0.05}
+    >>> make_dataset("synthetic_krr_2d", p, 1000, chunk_size=400, random_state=1,
+    ...              noise=0.05, exist_ok=True) == p      # same settings: kept as is
+    True
     """
     spec = get_generator(name)
     resolved = _resolve_params(spec, params)
@@ -324,12 +339,58 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
     attrs = make_attrs(spec.task, classes=classes, generator=spec.name,
                        generator_params=resolved, random_state=random_state, split=split,
                        description=spec.description)
+    target = Path(os.fspath(path)).expanduser().absolute()
+    if exist_ok and (target.exists() or target.is_symlink()):
+        differences = _store_differences(target, attrs, n_samples=n_samples,
+                                         n_features=spec.n_features(resolved),
+                                         chunk_size=chunk_size)
+        if not differences:
+            return target
+        if not overwrite:
+            raise DatasetExistsError(
+                f"dataset path {str(target)!r} already exists and holds other data than "
+                f"this call would write ({'; '.join(differences)}); exist_ok=True keeps only "
+                "an identical dataset: pass overwrite=True (--overwrite) to replace it, or "
+                "choose another path"
+            )
     return write_chunks(
         path, _iter(spec, resolved, n_samples, chunk_size, random_state, split),
         n_samples=n_samples, n_features=spec.n_features(resolved), chunk_size=chunk_size,
         y_dtype=spec.y_dtype, attrs=attrs, overwrite=overwrite, progress=progress,
         desc=f"{name} ({split})",
     )
+
+
+def _store_differences(path: Path, attrs: dict, *, n_samples: int, n_features: int,
+                       chunk_size: int) -> list[str]:
+    """How the store at ``path`` differs from the one ``make_dataset`` would write.
+
+    Compares the provenance attributes (generator, its parameters, seed, split), the shape
+    of ``X`` and its chunk size; an unreadable store or one not written by
+    :func:`make_dataset` is one difference.  Reads metadata only.
+    """
+    import zarr
+
+    from .schema import X_NAME
+
+    try:
+        group = zarr.open_group(str(path), mode="r")
+        found = dict(group.attrs)
+        x = group[X_NAME]
+        shape, chunks = tuple(x.shape), tuple(x.chunks)
+    except Exception as err:
+        return [f"it is not a dataset store written by make_dataset "
+                f"({type(err).__name__}: {err})"]
+    out = []
+    for key in ("generator", "generator_params", "random_state", "split"):
+        want, have = attrs.get(key), found.get(key, "<missing>")
+        if have != want:
+            out.append(f"{key}: the store has {have!r}, this call {want!r}")
+    if shape != (n_samples, n_features):
+        out.append(f"shape of X: the store has {shape}, this call {(n_samples, n_features)}")
+    elif chunks[0] != chunk_size:
+        out.append(f"chunk_size: the store has {chunks[0]}, this call {chunk_size}")
+    return out
 
 
 # --- digits_deformed --------------------------------------------------------------------
