@@ -58,6 +58,22 @@ def test_each_round_reads_exactly_its_chunks():
     assert res.n_rounds == 6 and res.epoch == 2
 
 
+@pytest.mark.parametrize("n_chunks", [1, 2, 5, 7, 20, 33])
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+@pytest.mark.parametrize("g", [1, 2, 3, 8])
+def test_groups_are_balanced_and_fill_whole_rounds(n_chunks, k, g):
+    plan = plan_epoch(n_chunks, chunks_per_round=k, seed=2, epoch=0, shuffle=True,
+                      shuffle_chunks=g)
+    sizes = [len(grp) for r in plan for grp in r]
+    assert sorted(c for r in plan for grp in r for c in grp) == list(range(n_chunks))
+    assert max(sizes) <= g and max(sizes) - min(sizes) <= 1
+    assert all(len(r) == k for r in plan[:-1])
+    if len(sizes) < n_chunks:            # groups were possible: every round is full
+        assert len(plan[-1]) == k
+    if g == 1:                           # one chunk per task, as before groups existed
+        assert sizes == [1] * n_chunks
+
+
 def test_a_task_reads_its_group_of_chunks_and_each_chunk_once():
     loads = []
     X = _tracked_array(7, 3, loads)
@@ -68,7 +84,7 @@ def test_a_task_reads_its_group_of_chunks_and_each_chunk_once():
     for epoch in range(2):
         plan = plan_epoch(7, chunks_per_round=2, seed=4, epoch=epoch, shuffle=True,
                           shuffle_chunks=3)
-        assert [len(g) for r in plan for g in r] == [3, 3, 1]
+        assert [len(g) for r in plan for g in r] == [2, 2, 2, 1]   # 4 groups: 2 rounds
         rounds = [r for r in res.state if r[0] == epoch]
         assert [tuple(t for t, _, _ in r[2]) for r in rounds] == plan
         # a task's rows are exactly those of its group's chunks
@@ -90,7 +106,7 @@ def test_plan_epoch_is_a_permutation_and_deterministic():
     grouped = plan_epoch(10, chunks_per_round=4, seed=1, epoch=3, shuffle=True,
                          shuffle_chunks=3)
     assert [c for r in grouped for g in r for c in g] == [c for r in a for g in r for c in g]
-    assert [[len(g) for g in r] for r in grouped] == [[3, 3, 3, 1]]
+    assert [[len(g) for g in r] for r in grouped] == [[3, 3, 2, 2]]
 
 
 def test_k_chunks_are_averaged_as_documented():

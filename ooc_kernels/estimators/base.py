@@ -234,10 +234,13 @@ class BaseDSG(BaseEstimator):
             return int(min(self.shuffle_chunks, data.n_chunks))
         if not self.shuffle:
             return 1
+        # the fewest whole rounds of K groups whose groups fit the memory budget
         chunk_bytes = max(data.chunk_sizes) * data.n_features * data.dtype.itemsize
-        by_memory = SHUFFLE_BYTES // max(chunk_bytes, 1)
-        by_parallelism = data.n_chunks // params["chunks_per_round"]
-        return int(max(1, min(by_memory, by_parallelism)))
+        by_memory = max(1, SHUFFLE_BYTES // max(chunk_bytes, 1))
+        k = params["chunks_per_round"]
+        n_rounds = -(-data.n_chunks // (k * by_memory))
+        n_groups = min(data.n_chunks, k * n_rounds)
+        return int(-(-data.n_chunks // n_groups))
 
     def _run(self, data: ChunkedData, params: dict, *, start: tuple[int, int],
              end_epoch: int, callback=None) -> None:

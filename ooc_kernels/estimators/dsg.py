@@ -70,9 +70,10 @@ _PARAMS_DOC = """
         time or source is not seen in that order).  ``False``: the rows in storage order.
     shuffle_chunks : int or "auto", default="auto"
         Chunks whose rows one task mixes (memory: ``chunks_per_round * shuffle_chunks``
-        chunks, twice that while a group is gathered).  ``"auto"``: as many as fit in
-        8 MiB of ``X`` per task, and at most ``n_chunks // chunks_per_round`` so every round
-        keeps its ``K`` tasks; 1 without ``shuffle``.  The value used is
+        chunks, twice that while a group is gathered).  Groups hold at most that many
+        chunks and are balanced so that every round has ``chunks_per_round`` tasks.
+        ``"auto"``: the largest groups that fit in 8 MiB of ``X`` per task while every round
+        keeps its ``K`` tasks (fewest rounds); 1 without ``shuffle``.  The value used is
         ``shuffle_chunks_``.
     on_invalid : {"error", "skip"}, default="error"
         Rows with NaN or inf in ``X`` (or in ``y`` for regression): ``"error"`` stops the fit

@@ -1,10 +1,12 @@
 """Which chunks each round visits, and the random keys every task derives its randomness from.
 
-An epoch is a random permutation of the chunks cut into *groups* of ``shuffle_chunks``
-consecutive chunks of the permutation; a task reads one group and visits its rows in one
-random order, so rows of different chunks are mixed (a store sorted by label, time or source
-is seen in a mixed order) while each chunk is still read once per epoch.  ``K`` groups make a
-round.
+An epoch is a random permutation of the chunks cut into *groups* of at most
+``shuffle_chunks`` consecutive chunks of the permutation; a task reads one group and visits
+its rows in one random order, so rows of different chunks are mixed (a store sorted by
+label, time or source is seen in a mixed order) while each chunk is still read once per
+epoch.  ``K`` groups make a round.  The number of groups is a multiple of ``K`` whenever
+there are enough chunks, and their sizes differ by at most one, so that no round leaves
+workers idle.
 
 All randomness of a fit derives from ``(random_state, epoch, round, chunk)`` through
 :class:`numpy.random.SeedSequence` spawn keys, so a task's random numbers do not depend on
@@ -16,7 +18,10 @@ Examples
 >>> plan_epoch(5, chunks_per_round=2, seed=0, epoch=0, shuffle=False)
 [((0,), (1,)), ((2,), (3,)), ((4,),)]
 >>> plan_epoch(5, chunks_per_round=2, seed=0, epoch=0, shuffle=False, shuffle_chunks=2)
-[((0, 1), (2, 3)), ((4,),)]
+[((0, 1), (2,)), ((3,), (4,))]
+>>> plan_epoch(20, chunks_per_round=2, seed=0, epoch=0, shuffle=False,
+...            shuffle_chunks=3)[-1]                 # 8 groups of 3 or 2 chunks, 4 rounds
+((16, 17), (18, 19))
 """
 
 from __future__ import annotations
@@ -38,20 +43,26 @@ def derive_seed(seed: int, *path: int) -> int:
 
 def plan_epoch(n_chunks: int, *, chunks_per_round: int, seed: int, epoch: int,
                shuffle: bool, shuffle_chunks: int = 1) -> list[tuple[tuple[int, ...], ...]]:
-    """The rounds of one epoch: each round a tuple of ``chunks_per_round`` groups, each group
-    a tuple of ``shuffle_chunks`` chunk ids (the last group and round may be shorter).
+    """The rounds of one epoch: each round a tuple of ``chunks_per_round`` groups (the last
+    round may have fewer), each group a tuple of at most ``shuffle_chunks`` chunk ids.
 
     With ``shuffle`` the chunk order is a permutation drawn from ``(seed, epoch)``, so the
-    groups are new random sets of chunks every epoch.
+    groups are new random sets of chunks every epoch.  There are ``ceil(n_chunks /
+    shuffle_chunks)`` groups, rounded up to a multiple of ``chunks_per_round`` (at most
+    ``n_chunks``), of sizes differing by at most one (the larger ones first).
     """
     order = np.arange(n_chunks)
     if shuffle:
         rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
             int(seed), spawn_key=(_EPOCH_ORDER, int(epoch)))))
         order = rng.permutation(n_chunks)
-    g = int(shuffle_chunks)
-    groups = [tuple(int(c) for c in order[i:i + g]) for i in range(0, n_chunks, g)]
     k = int(chunks_per_round)
+    n_groups = -(-n_chunks // int(shuffle_chunks))
+    if n_groups % k:  # whole rounds: no worker idles in the last round of the epoch
+        n_groups = min(n_chunks, -(-n_groups // k) * k)
+    base, extra = divmod(n_chunks, max(n_groups, 1))
+    bounds = np.cumsum([0] + [base + 1] * extra + [base] * (n_groups - extra))
+    groups = [tuple(int(c) for c in order[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
     return [tuple(groups[i:i + k]) for i in range(0, len(groups), k)]
 
 
