@@ -3,27 +3,55 @@
 Zarr datasets chunked along the sample axis, registered in Intake catalogs, are trained on
 as Dask task graphs whose chunks run numba-compiled updates.
 
+Importing the package is cheap: the functions and estimator classes below are imported on
+first use (PEP 562); estimator classes come from the registry
+(:func:`ooc_kernels.estimators.available_estimators`).
+
 Examples
 --------
 >>> import ooc_kernels as ok
 >>> sorted(ok.available_generators())
 ['digits_deformed', 'nonlinear_binary', 'synthetic_krr_2d']
+>>> ok.DSGClassifier.__name__
+'DSGClassifier'
 """
 
+from __future__ import annotations
+
+import importlib
+
 from ooc_kernels._version import __version__
-from ooc_kernels.data.catalog import list_datasets, open_dataset
-from ooc_kernels.data.generators import available_generators, make_dataset
-from ooc_kernels.estimators import DSGClassifier, DSGRegressor, load
 from ooc_kernels.exceptions import OocKernelsError
 
-__all__ = [
-    "__version__",
-    "DSGClassifier",
-    "DSGRegressor",
-    "OocKernelsError",
-    "available_generators",
-    "list_datasets",
-    "load",
-    "make_dataset",
-    "open_dataset",
-]
+#: Functions re-exported lazily: name -> module.
+_LAZY = {
+    "available_generators": "ooc_kernels.data.generators",
+    "make_dataset": "ooc_kernels.data.generators",
+    "list_datasets": "ooc_kernels.data.catalog",
+    "open_dataset": "ooc_kernels.data.catalog",
+    "load": "ooc_kernels.estimators.persistence",
+    "available_estimators": "ooc_kernels.estimators._registry",
+}
+
+__all__ = ["__version__", "OocKernelsError", *sorted(_LAZY)]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name[:1].isupper():  # an estimator class, from the registry
+        from ooc_kernels.estimators._registry import ESTIMATORS
+
+        if name not in ESTIMATORS:
+            raise AttributeError(f"module 'ooc_kernels' has no attribute {name!r}")
+        value = ESTIMATORS.get(name)
+    else:
+        raise AttributeError(f"module 'ooc_kernels' has no attribute {name!r}")
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    from ooc_kernels.estimators._registry import ESTIMATORS
+
+    return sorted(set(globals()) | set(_LAZY) | set(ESTIMATORS.names()))

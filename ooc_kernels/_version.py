@@ -1,3 +1,3 @@
 """Single source of the library version (read by packaging and stored in saved models)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

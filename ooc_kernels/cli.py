@@ -70,7 +70,7 @@ def _common(f):
 
 def _scheduler(scheduler, scheduler_file, tls_ca_file, tls_cert, tls_key):
     """The scheduler context of the scheduler and TLS options (see ``parallel.scheduling``)."""
-    from ooc_kernels.parallel.scheduling import make_security, scheduler_context
+    from ooc_kernels.parallel.scheduler import make_security, scheduler_context
 
     return scheduler_context(scheduler, scheduler_file=scheduler_file,
                              security=make_security(tls_ca_file, tls_cert, tls_key))
@@ -108,6 +108,16 @@ def _echo_metrics(metrics: dict) -> None:
 @click.version_option(__version__, prog_name="ooc-kernels")
 def main():
     """Train kernel machines on data larger than memory (Zarr + Intake + Dask + numba)."""
+
+
+@main.command("estimators")
+def estimators_list():
+    """List the registered estimators."""
+    from ooc_kernels.estimators._registry import ESTIMATORS
+
+    for name, cls in ESTIMATORS.items():
+        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        click.echo(f"{name:<22} {summary}")
 
 
 # ---------------------------------------------------------------------------- data
@@ -159,7 +169,7 @@ def data_make(name, n_samples, out, split, seed, chunk_size, params, catalog, en
     allow = _catalog_allow_outside(allow_outside, data_root)
     if catalog is not None and allow is not True:
         # refuse before writing anything: the same check register_dataset makes afterwards
-        from ooc_kernels.data.catalog import PathEscapeError
+        from ooc_kernels.exceptions import PathEscapeError
 
         base = Path(catalog).expanduser().absolute().parent.resolve()
         roots = [base] + [Path(r).expanduser().resolve() for r in data_root]
@@ -264,10 +274,26 @@ def _data_options(f):
     return f
 
 
+class _EstimatorName(click.ParamType):
+    """A registered estimator name (the registry is read when the option is parsed, so
+    ``--help`` stays fast and a new family needs no edit here)."""
+
+    name = "estimator"
+
+    def convert(self, value, param, ctx):
+        from ooc_kernels.estimators._registry import ESTIMATORS
+
+        if value not in ESTIMATORS:
+            self.fail(f"{value!r} is not a registered estimator; choose from "
+                      f"{', '.join(ESTIMATORS.names())}", param, ctx)
+        return value
+
+
 @main.command()
 @_data_options
-@click.option("--estimator", default="DSGClassifier",
-              type=click.Choice(["DSGClassifier", "DSGRegressor"]))
+@click.option("--estimator", default="DSGClassifier", type=_EstimatorName(),
+              show_default=True, help="A registered estimator (see `ooc-kernels "
+              "estimators`).")
 @click.option("--param", "-p", "params", multiple=True, help="Hyperparameter KEY=VALUE.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Model path.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model at --out.")
@@ -282,12 +308,13 @@ def _data_options(f):
 def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, overwrite,
           checkpoint, checkpoint_every, resume, quiet, **sched):
     """Train an estimator on a catalog entry and save it."""
-    import ooc_kernels as ok
     from ooc_kernels._params import unknown_key_hint
     from ooc_kernels.exceptions import ValidationError
 
+    from ooc_kernels.estimators._registry import get_estimator
+
     hyper = _parse_params(params)
-    cls = getattr(ok, estimator)
+    cls = get_estimator(estimator)
     valid = set(cls().get_params())
     unknown = sorted(set(hyper) - valid)
     if unknown:  # the pipeline's message for the same typo (pipeline._build_estimator)
@@ -301,7 +328,7 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     resume = checkpoint is not None if resume is None else resume
     _refuse_existing_model(out, overwrite)
     est = cls(**hyper)
-    est._check_params()
+    est._validate_params()
     try:
         with _scheduler(**sched):
             est.set_params(progress=_progress(quiet))

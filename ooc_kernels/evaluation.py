@@ -23,7 +23,8 @@ import numpy as np
 
 from ooc_kernels._atomic import atomic_dir
 from ooc_kernels.data.zarr_io import consolidate
-from ooc_kernels.parallel.chunked import as_chunked
+from ooc_kernels.data.inputs import as_chunked
+from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["evaluate", "write_predictions"]
 
@@ -60,7 +61,8 @@ def evaluate(estimator, X, y=None) -> dict:
         ss_tot = ((yt - yt.mean()) ** 2).sum()
         out = {"r2": 1.0 - (resid ** 2).sum() / ss_tot,
                "rmse": da.sqrt((resid ** 2).mean()), "mae": abs(resid).mean()}
-    (values,) = dask.compute(out)
+    with scheduler_context(getattr(estimator, "scheduler", None)) as sched:
+        (values,) = dask.compute(out, scheduler=sched)
     return {k: float(v) for k, v in values.items()}
 
 
@@ -80,7 +82,7 @@ def write_predictions(estimator, X, path) -> Path:
     coords = {"class": np.asarray(estimator.classes_)} if "proba" in variables else {}
     ds = xr.Dataset(variables, coords=coords)
     path = Path(path)
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path) as tmp, scheduler_context(getattr(estimator, "scheduler", None)):
         ds.to_zarr(str(tmp), mode="w", consolidated=False)
         consolidate(tmp)
     return path

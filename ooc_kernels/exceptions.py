@@ -30,6 +30,12 @@ __all__ = [
     "ModelFormatError",
     "DatasetExistsError",
     "DivergenceError",
+    "InvalidParameterError",
+    "PathEscapeError",
+    "ModelPathError",
+    "CheckpointError",
+    "CheckpointMismatchError",
+    "RegistryError",
 ]
 
 
@@ -39,6 +45,14 @@ class OocKernelsError(Exception):
 
 class ValidationError(OocKernelsError, ValueError):
     """An argument or input has a wrong value, shape, dtype or type."""
+
+
+class InvalidParameterError(ValidationError, TypeError):
+    """A hyperparameter has a value outside its declared constraints.
+
+    Raised by every estimator's parameter validation with one message format: "The 'alpha'
+    parameter of DSGRegressor must be a float in the range [0.0, inf). Got -1 instead."
+    """
 
 
 class InputTypeError(ValidationError, TypeError):
@@ -72,6 +86,15 @@ class UnknownEntryError(CatalogError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class PathEscapeError(CatalogError):
+    """A catalog entry's data lies outside the catalog's folder and this was not allowed.
+
+    Raised by every function of :mod:`ooc_kernels.data.catalog` (reading and
+    :func:`~ooc_kernels.data.catalog.register_dataset`); pass ``allow_outside=True``, a list
+    of allowed folders, or ``trusted=True``.
+    """
+
+
 class UntrustedCatalogError(CatalogError):
     """A catalog uses a reader outside the allow-list and was not opened with ``trusted=True``."""
 
@@ -82,6 +105,25 @@ class PipelineConfigError(OocKernelsError, ValueError):
 
 class ModelFormatError(OocKernelsError, ValueError):
     """A saved model is missing, corrupt, or written by an incompatible library version."""
+
+
+class ModelPathError(OocKernelsError, FileExistsError):
+    """The target of a save exists and is not a model this library wrote."""
+
+
+class CheckpointError(ValidationError):
+    """A checkpoint cannot be read (corrupt, or not a checkpoint)."""
+
+
+class CheckpointMismatchError(ValidationError):
+    """A checkpoint belongs to another dataset, other hyperparameters or another version."""
+
+
+class RegistryError(OocKernelsError, KeyError):
+    """No estimator or solver is registered under a name (or a name is registered twice)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise print the repr of the message
+        return str(self.args[0]) if self.args else ""
 
 
 class DatasetExistsError(OocKernelsError, FileExistsError):

@@ -61,9 +61,7 @@ from ooc_kernels._atomic import write_text_atomic
 from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
 from ooc_kernels.exceptions import PipelineConfigError, ValidationError
 
-__all__ = ["PipelineSpec", "load_pipeline", "run_pipeline", "ESTIMATORS"]
-
-ESTIMATORS = ("DSGClassifier", "DSGRegressor")
+__all__ = ["PipelineSpec", "load_pipeline", "run_pipeline"]
 
 
 class _Strict(BaseModel):
@@ -99,8 +97,17 @@ class DataSpec(_Strict):
 
 
 class ModelSpec(_Strict):
-    estimator: Literal["DSGClassifier", "DSGRegressor"]
+    estimator: str
     params: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("estimator")
+    @classmethod
+    def _registered(cls, value):
+        from ooc_kernels.estimators._registry import ESTIMATORS
+
+        if value not in ESTIMATORS:
+            raise ValueError(f"unknown estimator; registered: {', '.join(ESTIMATORS.names())}")
+        return value
 
     @field_validator("params", mode="before")
     @classmethod
@@ -218,9 +225,9 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
 
 
 def _build_estimator(spec: PipelineSpec, *, validate_only: bool = False, where: str = ""):
-    import ooc_kernels as ok
+    from ooc_kernels.estimators._registry import get_estimator
 
-    cls = getattr(ok, spec.model.estimator)
+    cls = get_estimator(spec.model.estimator)
     valid = set(cls().get_params())
     unknown = sorted(set(spec.model.params) - valid)
     if unknown:
@@ -230,7 +237,7 @@ def _build_estimator(spec: PipelineSpec, *, validate_only: bool = False, where: 
         )
     est = cls(**spec.model.params)
     try:
-        est._check_params()
+        est._validate_params()
     except ValueError as err:
         raise PipelineConfigError(f"invalid pipeline {where}: model.params: {err}") from err
     return None if validate_only else est
@@ -331,7 +338,7 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
         Re-raised on interruption with a note (``err.__notes__``) saying how to continue:
         running the same pipeline again resumes from the last checkpoint.
     """
-    from ooc_kernels.parallel.scheduling import scheduler_context
+    from ooc_kernels.parallel.scheduler import scheduler_context
 
     spec, base = load_pipeline(path)
     catalog = _resolve(base, spec.data.catalog, allow_outside=allow_outside,

@@ -525,7 +525,9 @@ QUICKSTART = os.path.join(os.path.dirname(__file__), "..", "pipelines", "quickst
 
 @pytest.mark.parametrize("edit, match", [
     (("fit:\n", "fitt:\n"), r"unknown key 'fitt': remove it or check its spelling"),
-    (("n_epochs: 3", "n_epochs: three"), r"n_epochs must be an integer, got 'three'"),
+    (("n_epochs: 3", "n_epochs: three"),
+     r"The 'n_epochs' parameter of DSGClassifier must be an int in the range \[1, inf\)\. "
+     r"Got 'three' instead"),
     (("name: quickstart", "name: [quickstart"), r"is not valid YAML"),
 ])
 def test_invalid_pipeline_yaml(tmp_path, edit, match):

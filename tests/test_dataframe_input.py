@@ -17,7 +17,7 @@ from dask.callbacks import Callback
 
 import ooc_kernels as ok
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.parallel.chunked import as_chunked, is_lazy_input
+from ooc_kernels.data.inputs import as_chunked, is_lazy_input
 
 pytest.importorskip("pyarrow")  # dask.dataframe needs it
 # Dask's Parquet reader calls a pandas API that pandas 3.1 deprecates (not ours)

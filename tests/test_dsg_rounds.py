@@ -26,8 +26,8 @@ def opened(monkeypatch):
     seen = []
     original = DSGAlgorithm.chunk_step
 
-    def recording(self, state, X, y, task):
-        delta = original(self, state, X, y, task)
+    def recording(self, state, batch, task):
+        delta = original(self, state, batch, task)
         seen.append([int(b) for b in delta.block_ids])
         return delta
 
@@ -73,7 +73,7 @@ def test_local_models_are_weighted_by_rows(sizes):
     info = RoundInfo(epoch=1, round=0, groups=tuple((i,) for i in range(len(sizes))),
                      sizes=tuple((n,) for n in sizes), seed=reg._data_seed)
     tasks = alg.make_tasks(state, info)
-    deltas = [alg.chunk_step(state, X[a:b], y[a:b], t)
+    deltas = [alg.chunk_step(state, {"X": X[a:b], "y": y[a:b]}, t)
               for a, b, t in zip(bounds[:-1], bounds[1:], tasks)]
     local = [alg.apply(state, d, info).coef for d in deltas]   # one task alone: exact
     expected = sum(n * c for n, c in zip(sizes, local)) / sum(sizes)
@@ -94,10 +94,10 @@ def test_combine_is_associative_and_no_work_is_its_identity():
                      sizes=((20,), (15,), (5,), (1,)), seed=reg._data_seed)
     t = alg.make_tasks(state, info)
     empty = np.empty((0, X.shape[1]))
-    a = alg.chunk_step(state, X[40:60], y[40:60], t[0])
-    b = alg.chunk_step(state, X[60:75], y[60:75], t[1])
-    c = alg.chunk_step(state, X[75:80], y[75:80], t[2])
-    nothing = alg.chunk_step(state, empty, np.empty(0), t[3])
+    a = alg.chunk_step(state, {"X": X[40:60], "y": y[40:60]}, t[0])
+    b = alg.chunk_step(state, {"X": X[60:75], "y": y[60:75]}, t[1])
+    c = alg.chunk_step(state, {"X": X[75:80], "y": y[75:80]}, t[2])
+    nothing = alg.chunk_step(state, {"X": empty, "y": np.empty(0)}, t[3])
     left = alg.apply(state, alg.combine(alg.combine(a, b), c), info)
     right = alg.apply(state, alg.combine(a, alg.combine(b, c)), info)
     np.testing.assert_allclose(left.coef, right.coef, rtol=1e-12, atol=1e-15)
@@ -122,8 +122,8 @@ def test_a_group_task_mixes_its_rows_in_place_with_the_same_result():
     view = owned.copy()
     view.setflags(write=False)
     before = X.copy()
-    a = alg.chunk_step(reg._state, owned, y[30:90], task)
-    b = alg.chunk_step(reg._state, view, y[30:90], task)
+    a = alg.chunk_step(reg._state, {"X": owned, "y": y[30:90]}, task)
+    b = alg.chunk_step(reg._state, {"X": view, "y": y[30:90]}, task)
     np.testing.assert_array_equal(a.coefs, b.coefs)
     assert a.decay == b.decay and a.weight == b.weight == 60
     assert not np.array_equal(owned, view)          # mixed in place...

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
-from ooc_kernels.parallel.chunked import as_chunked
+from ooc_kernels.data.inputs import as_chunked
 from ooc_kernels.parallel.engine import RoundInfo, run_rounds
-from ooc_kernels.parallel.schedule import plan_epoch
+from ooc_kernels.parallel.plan import plan_epoch
 from ooc_kernels.solvers.dsg import DSGAlgorithm
 
 
@@ -20,7 +20,8 @@ class _Recorder:
     def make_tasks(self, state, info):
         return list(info.groups)
 
-    def chunk_step(self, state, X, y, task):
+    def chunk_step(self, state, batch, task):
+        X = batch["X"]
         return [(task, tuple(np.unique(X[:, 0]).tolist()), len(X))]
 
     def combine(self, a, b):
@@ -123,8 +124,8 @@ def test_k_chunks_are_averaged_as_documented():
     info = RoundInfo(epoch=1, round=0, groups=((0,), (1,)), sizes=((10,), (10,)),
                      seed=one_epoch._data_seed)
     tasks = alg.make_tasks(state, info)
-    d0 = alg.chunk_step(state, X[:10], y[:10], tasks[0])
-    d1 = alg.chunk_step(state, X[10:20], y[10:20], tasks[1])
+    d0 = alg.chunk_step(state, {"X": X[:10], "y": y[:10]}, tasks[0])
+    d1 = alg.chunk_step(state, {"X": X[10:20], "y": y[10:20]}, tasks[1])
     expected = state.coef * (d0.decay + d1.decay) / 2
     for d in (d0, d1):
         for bid, c in zip(d.block_ids, d.coefs):
@@ -149,8 +150,8 @@ def test_round_crossing_the_feature_budget_averages_linearly():
     info = RoundInfo(epoch=1, round=0, groups=((0,), (1,)), sizes=((10,), (10,)),
                      seed=reg._data_seed)
     t0, t1 = alg.make_tasks(state, info)
-    d0 = alg.chunk_step(state, X[20:30], y[20:30], t0)   # opens blocks 4, 5: growth only
-    d1 = alg.chunk_step(state, X[30:40], y[30:40], t1)   # budget already reached: full phase
+    d0 = alg.chunk_step(state, {"X": X[20:30], "y": y[20:30]}, t0)  # blocks 4, 5: growth
+    d1 = alg.chunk_step(state, {"X": X[30:40], "y": y[30:40]}, t1)  # full phase
     assert d0.dense is None and list(d0.block_ids) == [4, 5]
     assert d1.dense is not None and d1.decay == 0.0 and len(d1.block_ids) == 0
     local0 = state.coef * d0.decay

@@ -122,17 +122,47 @@ def test_label_outside_declared_classes_in_a_chunk():
 
 @pytest.mark.parametrize("params, match", [
     (dict(n_features=100, block_size=64), r"n_features=100 is not a multiple of block_size=64"),
-    (dict(loss="squared"), r"loss='squared' is not supported"),
-    (dict(kernel="laplacian"), r"kernel='laplacian' is not supported"),
-    (dict(bandwidth=-1.0), r"bandwidth must be > 0.0"),
-    (dict(batch_size=0), r"batch_size must be >= 1"),
-    (dict(learning_rate="optimal"), r"learning_rate='optimal'"),
-    (dict(scheduler="gpu"), r"unknown scheduler 'gpu'"),
+    (dict(loss="squared"), r"The 'loss' parameter of DSGClassifier must be a str among "
+                           r"\{.*'hinge'.*\}\. Got 'squared' instead\."),
+    (dict(kernel="laplacian"), r"The 'kernel' parameter of DSGClassifier must be a str among "
+                               r"\{'rbf'\}\. Got 'laplacian' instead\."),
+    (dict(bandwidth=-1.0), r"The 'bandwidth' parameter of DSGClassifier must be a float in "
+                           r"the range \(0.0, inf\) or a str among \{'median'\}\. Got -1.0 "
+                           r"instead\."),
+    (dict(batch_size=0), r"The 'batch_size' parameter of DSGClassifier must be an int in the "
+                         r"range \[1, inf\)\. Got 0 instead\."),
+    (dict(learning_rate="optimal"), r"The 'learning_rate' parameter.*Got 'optimal' instead"),
+    (dict(scheduler="gpu"), r"The 'scheduler' parameter of DSGClassifier must be None or "
+                            r"'sync', 'threads'.*Got 'gpu' instead\."),
+    (dict(shuffle="yes"), r"The 'shuffle' parameter of DSGClassifier must be an instance of "
+                          r"'bool'.*Got 'yes' instead\."),
 ])
 def test_bad_hyperparameters(params, match):
+    """One message format for every hyperparameter (scikit-learn's), in the library's
+    hierarchy, raised before any data is read and without contacting a cluster."""
+    from ooc_kernels.exceptions import InvalidParameterError
+
     X, y = _xor(n=50)
-    with pytest.raises(ValidationError, match=match):
+    with pytest.raises(ValidationError, match=match) as info:
         ok.DSGClassifier(**dict(SMALL, **params)).fit(X, y)
+    if "n_features" not in params:
+        assert isinstance(info.value, InvalidParameterError)
+        assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+
+
+def test_validation_never_contacts_a_scheduler(monkeypatch):
+    """A tcp:// address is checked by its form; only fit connects (and closes)."""
+    import distributed
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("validation tried to connect")
+
+    monkeypatch.setattr(distributed.Client, "__init__", refuse)
+    est = ok.DSGRegressor(scheduler="tcp://127.0.0.1:1")
+    est._validate_params()
+    from sklearn.base import clone
+
+    clone(est)._validate_params()
 
 
 def test_dataset_without_X_is_refused():
@@ -210,7 +240,8 @@ def test_on_invalid_skip_leaves_out_and_counts_invalid_rows():
     ref = ok.DSGClassifier(**params).fit(da.from_array(X[keep], chunks=(chunks, 3)),
                                          da.from_array(y[keep], chunks=(chunks,)))
     assert np.array_equal(skipped.coef_, ref.coef_)
-    with pytest.raises(ValidationError, match=r"on_invalid='drop' is not supported"):
+    with pytest.raises(ValidationError, match=r"The 'on_invalid' parameter of DSGClassifier "
+                                              r"must be a str among .*Got 'drop' instead"):
         ok.DSGClassifier(on_invalid="drop", **params).fit(X, y)
 
 
@@ -253,7 +284,7 @@ def test_two_class_softmax_decision_is_the_log_odds():
 def test_in_memory_prediction_reads_the_callers_array_without_a_copy(monkeypatch):
     """Issue 7, item 12: prediction of a NumPy input slices the caller's array (it went
     through a Dask array and np.asarray, a full copy)."""
-    import ooc_kernels.estimators.base as base
+    import ooc_kernels.estimators.dsg as base
 
     X, y = _xor(300)
     clf = ok.DSGClassifier(chunk_size=70, **SMALL).fit(X, y)

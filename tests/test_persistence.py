@@ -54,7 +54,9 @@ def test_saved_layout_is_zarr_and_json_without_pickle(tmp_path):
     json.dumps(meta)                                        # plain JSON
     assert meta["format_version"] == FORMAT_VERSION
     assert meta["library_version"] == ok.__version__
-    assert meta["classes"]["values"] == ["no", "yes"]
+    assert meta["estimator"] == "DSGClassifier"                # its registered name
+    assert meta["base"]["classes"]["values"] == ["no", "yes"]
+    assert "scheduler" not in meta["params"] and "progress" not in meta["params"]
     assert set(group.array_keys()) == {"coef"}
     blobs = b"".join(p.read_bytes() for p in (tmp_path / "m.zarr").rglob("*") if p.is_file())
     assert b"pickle" not in blobs and b"\x80\x04\x95" not in blobs   # no pickle protocol 4
@@ -129,4 +131,38 @@ def test_a_model_file_cannot_choose_the_scheduler(tmp_path, key, value):
     meta["params"].pop(key)
     group.attrs["ooc_kernels"] = meta
     with pytest.raises(ModelFormatError, match=r"unknown hyperparameter\(s\) \['n_feature'\]"):
+        ok.load(tmp_path / "m.zarr")
+
+
+DATA = __import__("pathlib").Path(__file__).parent / "data"
+
+
+def test_models_saved_by_version_0_1_load_with_identical_predictions():
+    """Nothing lost: models of format 1 (written by ooc_kernels 0.1.0, before the registry)
+    load through their family's upgrade, and predict exactly what 0.1.0 predicted."""
+    expected = np.load(DATA / "dsg_classifier_v0.1.0_expected.npz")
+    clf = ok.load(DATA / "dsg_classifier_v0.1.0.zarr")
+    assert type(clf).__name__ == "DSGClassifier" and clf.scheduler is None
+    np.testing.assert_array_equal(clf.decision_function(expected["X"]), expected["decision"])
+    np.testing.assert_array_equal(clf.predict_proba(expected["X"]), expected["proba"])
+    np.testing.assert_array_equal(clf.predict(expected["X"]), expected["labels"])
+    expected = np.load(DATA / "dsg_regressor_v0.1.0_expected.npz")
+    reg = ok.load(DATA / "dsg_regressor_v0.1.0.zarr")
+    np.testing.assert_array_equal(reg.predict(expected["X"]), expected["pred"])
+
+
+def test_unknown_estimator_and_unknown_format_are_refused(tmp_path):
+    X, labels = _data()
+    ok.DSGClassifier(**SMALL).fit(X, labels).save(tmp_path / "m.zarr")
+    group = zarr.open_group(str(tmp_path / "m.zarr"), mode="r+")
+    meta = dict(group.attrs["ooc_kernels"])
+    group.attrs["ooc_kernels"] = dict(meta, estimator="QuantumSVM")
+    with pytest.raises(ModelFormatError, match=r"unknown estimator 'QuantumSVM'; this "
+                                               r"installation has \[.*'DSGClassifier'"):
+        ok.load(tmp_path / "m.zarr")
+    group.attrs["ooc_kernels"] = dict(meta, format_version=0)
+    with pytest.raises(ModelFormatError, match=r"unknown model format version 0"):
+        ok.load(tmp_path / "m.zarr")
+    group.attrs["ooc_kernels"] = dict(meta, base={})
+    with pytest.raises(ModelFormatError, match=r"metadata is incomplete or corrupt"):
         ok.load(tmp_path / "m.zarr")

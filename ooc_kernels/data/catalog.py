@@ -75,7 +75,7 @@ Examples
 >>> register_dataset(outside, "krr", p)
 Traceback (most recent call last):
 ...
-ooc_kernels.data.catalog.PathEscapeError: cannot register entry 'krr' ...
+ooc_kernels.exceptions.PathEscapeError: cannot register entry 'krr' ...
 >>> register_dataset(outside, "krr", p, allow_outside=[os.path.join(d, "data")])
 >>> open_dataset(outside, "krr", allow_outside=[os.path.join(d, "data")]).sizes["sample"]
 100
@@ -115,17 +115,8 @@ from urllib.parse import unquote, urlparse
 import xarray as xr
 import yaml
 
-from ..exceptions import CatalogError, UnknownEntryError, UntrustedCatalogError
+from ..exceptions import CatalogError, PathEscapeError, UnknownEntryError, UntrustedCatalogError
 from .schema import validate_dataset
-
-
-class PathEscapeError(CatalogError):
-    """A catalog entry's data lies outside the catalog's folder and this was not allowed.
-
-    Raised by every function of :mod:`ooc_kernels.data.catalog` (reading and
-    :func:`register_dataset`); pass ``allow_outside=[folder]``, ``allow_outside=True`` or
-    (when reading) ``trusted=True``.
-    """
 
 
 __all__ = [
@@ -840,7 +831,7 @@ def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
     >>> check_catalog_paths(load_catalog(f, allow_outside=True))
     Traceback (most recent call last):
     ...
-    ooc_kernels.data.catalog.PathEscapeError: catalog ...: entry 'a' reads ...
+    ooc_kernels.exceptions.PathEscapeError: catalog ...: entry 'a' reads ...
     """
     base = _catalog_base(catalog)
     roots = _allowed_roots(base, allow_outside)

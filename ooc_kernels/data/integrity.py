@@ -16,7 +16,7 @@ This module rebuilds the Dask array of a Zarr-backed variable so that every chun
 Reads stay lazy and one chunk at a time: only the task graph changes, and the values read
 are exactly those xarray would read.  :func:`guard_dataset` is applied by
 :func:`ooc_kernels.data.open_zarr_dataset` and, for Datasets opened any other way (a catalog,
-``xr.open_zarr``), by :func:`ooc_kernels.parallel.chunked.as_chunked`.  Only an *untouched*
+``xr.open_zarr``), by :func:`ooc_kernels.data.inputs.as_chunked`.  Only an *untouched*
 view of a whole Zarr array is rebuilt (the two-layer graph xarray creates when it opens a
 store with Dask chunks); a variable that was sliced, converted or computed on is left as it
 is.

@@ -1,37 +1,117 @@
-"""Machinery shared by the DSG estimators: inputs, hyperparameters, fitting through the engine.
+"""The family-neutral estimator: inputs, fit and resume through the engine, lazy predictions,
+scores and saving, for every algorithm family.
 
-The public classes live in :mod:`ooc_kernels.estimators.dsg`.
+A family is a solver module (:mod:`ooc_kernels.solvers`) plus an estimator module that
+subclasses :class:`ChunkedEstimator`, declares its hyperparameters
+(``_parameter_constraints``) and implements the hooks below; registered with
+:func:`~ooc_kernels.estimators._registry.register_estimator`, it is found by persistence,
+checkpoints, ``ok.load``, the pipeline runner, the command line and the contract suite
+without any of them naming it.
+
+Hooks a family implements
+-------------------------
+``_initialize(data, sched, classes=None)``
+    Set up the model for ``data`` (a :class:`~ooc_kernels.parallel.chunked.ChunkedData`):
+    ``self._config`` (small, frozen) and ``self._state`` (the initial state).
+``_make_algorithm()``
+    The chunk algorithm for :func:`~ooc_kernels.parallel.engine.run_rounds`.
+``_after_round(state, info)``
+    Optional check after every round (e.g. divergence).
+``_publish()``
+    Set the public fitted attributes (``coef_``, ``n_iter_`` ...) from ``self._state``.
+``_predict_block`` (a picklable function) and ``_predict_payload()``
+    ``_predict_block(X_chunk, payload)`` returns decision values ``(n, n_outputs)``.
+``_fitted_arrays()``, ``_fitted_meta()``, ``_restore_fitted(arrays, meta)``
+    The arrays and JSON that make the fitted model (saved models and checkpoints).
+
+Shared hyperparameters (every family has them): ``n_epochs``, ``chunks_per_round``,
+``chunk_size``, ``shuffle``, ``shuffle_chunks``, ``on_invalid``, ``random_state``,
+``scheduler``, ``progress``.
 """
 
 from __future__ import annotations
 
+from numbers import Integral
+from typing import Any
 
 import dask
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
-from ooc_kernels.estimators._validation import check_float, check_int, check_option
-from ooc_kernels._checks import non_finite_error
-from ooc_kernels.exceptions import DivergenceError, InputTypeError, ValidationError
-from ooc_kernels.features.bandwidth import median_heuristic
-from ooc_kernels.parallel.chunked import ChunkedData, as_chunked, is_lazy_input
-from ooc_kernels.parallel.engine import resolve_scheduler, run_rounds
-from ooc_kernels.parallel.sampling import sample_rows
-from ooc_kernels.parallel.schedule import derive_seed
-from ooc_kernels.solvers.dsg import DSGAlgorithm, DSGConfig, init_state, predict_chunk
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.data.inputs import as_chunked, is_lazy_input, wrap_prediction
+from ooc_kernels.estimators._constraints import (
+    Interval,
+    SchedulerSpec,
+    StrOptions,
+    validate_params,
+)
+from ooc_kernels.exceptions import InputTypeError, ValidationError
+from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.engine import run_rounds
+from ooc_kernels.parallel.scheduler import scheduler_context
 
-__all__ = ["BaseDSG"]
+__all__ = ["ChunkedEstimator", "ChunkedClassifierMixin", "ChunkedRegressorMixin",
+           "SHUFFLE_BYTES", "BASE_CONSTRAINTS", "BASE_PARAMS_DOC"]
 
-_KERNELS = ("rbf",)
 #: ``shuffle_chunks="auto"``: the X bytes one task may gather to mix rows across chunks.
 SHUFFLE_BYTES = 8 * 2**20
-_LEARNING_RATES = ("inverse", "constant")
+
+#: Constraints of the hyperparameters every family shares.
+BASE_CONSTRAINTS: dict = {
+    "n_epochs": [Interval(Integral, 1, None, closed="left")],
+    "chunks_per_round": [Interval(Integral, 1, None, closed="left")],
+    "chunk_size": [Interval(Integral, 1, None, closed="left")],
+    "shuffle": ["boolean"],
+    "shuffle_chunks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "on_invalid": [StrOptions({"error", "skip"})],
+    "random_state": ["random_state"],
+    "scheduler": [None, SchedulerSpec()],
+    "progress": ["boolean", None],
+}
 
 
-def _sklearn_validated(func, *args, **kwargs):
-    """scikit-learn's input validation, its ValueErrors re-raised as ValidationError."""
+#: numpydoc of the shared hyperparameters, appended to every family's parameter list.
+BASE_PARAMS_DOC = """    n_epochs : int, default=5
+        Passes over the data in :meth:`fit`.
+    chunks_per_round : int, default=1
+        ``K``: tasks (groups of chunks) processed in parallel per round; their local models
+        are combined, weighted by the rows each trained on.  ``K = 1`` is the sequential
+        algorithm.  Results depend on ``K`` but not on the scheduler.
+    chunk_size : int, default=10000
+        Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
+    shuffle : bool, default=True
+        Visit the rows in a new random order every epoch: the chunks are permuted and cut
+        into groups of ``shuffle_chunks`` chunks; a task reads one group and visits its rows
+        in one random order, so rows of different chunks are mixed (a store sorted by label,
+        time or source is not seen in that order).  ``False``: the rows in storage order.
+    shuffle_chunks : int or "auto", default="auto"
+        Chunks whose rows one task mixes (memory: ``chunks_per_round * shuffle_chunks``
+        chunks, twice that while a group is gathered).  Groups hold at most that many
+        chunks and are balanced so that every round has ``chunks_per_round`` tasks.
+        ``"auto"``: the largest groups that fit in 8 MiB of ``X`` per task while every round
+        keeps its ``K`` tasks (fewest rounds); 1 without ``shuffle``.  The value used is
+        ``shuffle_chunks_``.
+    on_invalid : {"error", "skip"}, default="error"
+        Rows with NaN or inf in ``X`` (or in ``y`` for regression): ``"error"`` stops the fit
+        with the chunk and row; ``"skip"`` leaves them out and counts them in
+        ``n_samples_skipped_``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the model's random numbers, the chunk order and the row order.
+    scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
+        Where the chunk tasks run; ``None`` uses Dask's default (an active Client if any).
+        An address is connected for the duration of each ``fit``/``score`` and closed
+        after.  Never saved with the model.
+    progress : bool or None, default=None
+        Show a progress bar (``None``: on a terminal or in a notebook).
+"""
+
+
+def sklearn_validated(func, *args, **kwargs):
+    """scikit-learn's input validation, its errors re-raised in the library's hierarchy."""
     try:
         return func(*args, **kwargs)
     except ValidationError:
@@ -42,44 +122,23 @@ def _sklearn_validated(func, *args, **kwargs):
         raise ValidationError(str(err)) from err
 
 
-def _predict_block(X, model):
-    config, state = model
-    return predict_chunk(config, state, X)  # one chunk in, one chunk of predictions out
+def _is_chunked_input(X) -> bool:
+    return is_lazy_input(X) or (hasattr(X, "read") and callable(X.read))
 
 
-class BaseDSG(BaseEstimator):
-    """Common parameters and logic of :class:`DSGClassifier` and :class:`DSGRegressor`."""
+class ChunkedEstimator(BaseEstimator):
+    """Family-neutral machinery of the library's estimators (see the module docstring)."""
 
-    _losses: tuple[str, ...] = ()
+    _parameter_constraints: dict = BASE_CONSTRAINTS
+    #: Parameters that belong to whoever runs the model, never saved in files.
+    _runtime_params = ("scheduler", "progress")
+    #: Parameters that may change when a fit resumes from a checkpoint.
+    _resumable_params = ("n_epochs",)
     _is_classifier = False
+    #: Fast settings for the contract suite's fits (scikit-learn's checks use the defaults).
+    _test_params: dict = {}
 
-    def __init__(self, *, loss, kernel="rbf", bandwidth="median", median_multiplier=1.0,
-                 alpha=1e-5, n_features=4096, block_size=256, batch_size=256, n_epochs=5,
-                 learning_rate="inverse", eta0=100.0, t0=100.0, chunks_per_round=1,
-                 chunk_size=10_000, shuffle=True,
-                 shuffle_chunks="auto", on_invalid="error", random_state=None,
-                 scheduler=None, progress=None):
-        self.loss = loss
-        self.kernel = kernel
-        self.bandwidth = bandwidth
-        self.median_multiplier = median_multiplier
-        self.alpha = alpha
-        self.n_features = n_features
-        self.block_size = block_size
-        self.batch_size = batch_size
-        self.n_epochs = n_epochs
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.t0 = t0
-        self.chunks_per_round = chunks_per_round
-        self.chunk_size = chunk_size
-        self.shuffle = shuffle
-        self.shuffle_chunks = shuffle_chunks
-        self.on_invalid = on_invalid
-        self.random_state = random_state
-        self.scheduler = scheduler
-        self.progress = progress
-
+    # ------------------------------------------------------------------ parameters
     def __sklearn_clone__(self):
         """scikit-learn's ``clone``, sharing the ``scheduler`` instead of copying it.
 
@@ -94,47 +153,21 @@ class BaseDSG(BaseEstimator):
         return type(self)(**{k: clone(v, safe=False) for k, v in params.items()},
                           scheduler=scheduler)
 
-    # ------------------------------------------------------------------ validation
-    def _check_params(self) -> dict:
-        p = {}
-        p["loss"] = check_option("loss", self.loss, self._losses)
-        p["kernel"] = check_option("kernel", self.kernel, _KERNELS)
-        if isinstance(self.bandwidth, str):
-            check_option("bandwidth", self.bandwidth, ("median",))
-        else:
-            check_float("bandwidth", self.bandwidth, low=0.0, low_open=True)
-        p["median_multiplier"] = check_float("median_multiplier", self.median_multiplier,
-                                             low=0.0, low_open=True)
-        p["alpha"] = check_float("alpha", self.alpha, low=0.0)
-        p["block_size"] = check_int("block_size", self.block_size, low=1)
-        p["n_features"] = check_int("n_features", self.n_features, low=1)
-        if p["n_features"] % p["block_size"]:
-            raise ValidationError(
-                f"n_features={self.n_features} is not a multiple of block_size="
-                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
-                f"n_features={max(1, p['n_features'] // p['block_size']) * p['block_size']}."
-            )
-        p["batch_size"] = check_int("batch_size", self.batch_size, low=1)
-        p["n_epochs"] = check_int("n_epochs", self.n_epochs, low=1)
-        p["learning_rate"] = check_option("learning_rate", self.learning_rate,
-                                          _LEARNING_RATES)
-        p["eta0"] = check_float("eta0", self.eta0, low=0.0, low_open=True)
-        p["t0"] = check_float("t0", self.t0, low=0.0)
-        p["chunks_per_round"] = check_int("chunks_per_round", self.chunks_per_round, low=1)
-        p["chunk_size"] = check_int("chunk_size", self.chunk_size, low=1)
-        if isinstance(self.shuffle_chunks, str):
-            check_option("shuffle_chunks", self.shuffle_chunks, ("auto",))
-        else:
-            check_int("shuffle_chunks", self.shuffle_chunks, low=1)
-        p["on_invalid"] = check_option("on_invalid", self.on_invalid, ("error", "skip"))
-        resolve_scheduler(self.scheduler)
-        return p
+    def _validate_params(self) -> None:
+        """Declarative checks (``_parameter_constraints``), then the family's own."""
+        validate_params(self)
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Checks that involve several parameters (families override)."""
 
     # ------------------------------------------------------------------ inputs
-    def _chunked_fit_input(self, X, y, *, reset: bool) -> ChunkedData:
-        if is_lazy_input(X) or (hasattr(X, "read") and callable(X.read)):
+    def _fit_data(self, X, y, *, reset: bool) -> ChunkedData:
+        """Any accepted input as :class:`ChunkedData` (X and y), checked against the fit."""
+        skip = self.on_invalid == "skip"
+        if _is_chunked_input(X):
             data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
-                              check_y=self.on_invalid != "skip")
+                              check_y=not skip)
             if reset:
                 self.n_features_in_ = data.n_features
                 if data.feature_names is not None:
@@ -144,16 +177,15 @@ class BaseDSG(BaseEstimator):
             else:
                 self._check_lazy_features(data)
             return data
-        skip = self.on_invalid == "skip"
-        X, y = _sklearn_validated(validate_data, self, X, y, reset=reset,
-                                  dtype=[np.float64, np.float32],
-                                  y_numeric=not self._is_classifier, multi_output=False,
-                                  ensure_all_finite=not skip)
+        X, y = sklearn_validated(validate_data, self, X, y, reset=reset,
+                                 dtype=[np.float64, np.float32],
+                                 y_numeric=not self._is_classifier, multi_output=False,
+                                 ensure_all_finite=not skip)
         if skip:  # invalid rows are dropped chunk by chunk by the solver
             X = da.from_array(X, chunks=(self.chunk_size, X.shape[1]))
             y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
         return as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
-                          check_y=self.on_invalid != "skip")
+                          check_y=not skip)
 
     def _check_lazy_features(self, data: ChunkedData) -> None:
         """A lazy input after fit: its number of features, and its column names when both
@@ -172,124 +204,81 @@ class BaseDSG(BaseEstimator):
                 "order the columns as in fit, e.g. X[list(model.feature_names_in_)]."
             )
 
-    def _chunked_predict_input(self, X) -> tuple[ChunkedData | np.ndarray, bool]:
+    def _predict_data(self, X) -> tuple[ChunkedData | np.ndarray, bool]:
         """Lazy inputs as :class:`ChunkedData`; in-memory inputs as the validated array."""
         check_is_fitted(self, "_state")
-        if is_lazy_input(X) or (hasattr(X, "read") and callable(X.read)):
+        if _is_chunked_input(X):
             data = as_chunked(X, chunk_size=self.chunk_size)
             self._check_lazy_features(data)
             return data, True
-        X = _sklearn_validated(validate_data, self, X, reset=False,
-                               dtype=[np.float64, np.float32])
+        X = sklearn_validated(validate_data, self, X, reset=False,
+                              dtype=[np.float64, np.float32])
         return X, False
 
-    # ------------------------------------------------------------------ model setup
-    def _initialize(self, data: ChunkedData, params: dict, classes=None) -> None:
+    # ------------------------------------------------------------------ fitting
+    def _start(self, data: ChunkedData, sched, classes=None) -> None:
+        """Seeds, then the family's model for ``data``."""
         rs = check_random_state(self.random_state)
-        seed = int(rs.randint(0, 2**31 - 1))
-        self.random_seed_ = seed
-        self._data_seed = derive_seed(seed, 2)
-        classes_ = self._resolve_classes(data, classes)
-        n_classes = 0 if classes_ is None else len(classes_)
-        target, n_outputs, loss_id = self._target_spec(params["loss"], n_classes)
-        if isinstance(self.bandwidth, str):
-            if data.n_samples < 2:
-                raise ValidationError(
-                    f"bandwidth='median' needs at least 2 samples, got {data.n_samples} "
-                    "sample; pass a numeric bandwidth or more data."
-                )
-            sample, chunk_of, row_of = sample_rows(data, n_rows=2000, max_chunks=8,
-                                                   seed=derive_seed(seed, 3),
-                                                   scheduler=self.scheduler, return_index=True)
-            bad = ~np.isfinite(sample).all(axis=1)
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise non_finite_error(
-                    "X", None, int(chunk_of[i]), int(row_of[i]),
-                    context=" (found while estimating the median bandwidth)")
-            bandwidth = median_heuristic(sample, params["median_multiplier"],
-                                         random_state=derive_seed(seed, 4) % 2**32)
-        else:
-            bandwidth = float(self.bandwidth)
-        dtype = "float32" if data.dtype == np.float32 else "float64"
-        self._config = DSGConfig(
-            loss_id=loss_id, target=target, n_outputs=n_outputs,
-            n_features_in=data.n_features, block_size=params["block_size"],
-            n_blocks=params["n_features"] // params["block_size"], bandwidth=bandwidth,
-            feature_seed=derive_seed(seed, 1), alpha=params["alpha"],
-            batch_size=params["batch_size"], learning_rate=params["learning_rate"],
-            eta0=params["eta0"], t0=params["t0"], dtype=dtype,
-            classes=None if classes_ is None else tuple(classes_.tolist()),
-            shuffle=bool(self.shuffle), on_invalid=params["on_invalid"])
-        self._state = init_state(self._config)
+        self.random_seed_ = int(rs.randint(0, 2**31 - 1))
+        self._data_seed = derive_seed(self.random_seed_, 2)
         self._n_epochs_done = 0
-        self.bandwidth_ = bandwidth
-        self.feature_seed_ = self._config.feature_seed
-        if classes_ is not None:
-            self.classes_ = classes_
+        if self._is_classifier:
+            self.classes_ = self._resolve_classes(data, classes, sched)
+        self._initialize(data, sched, classes=getattr(self, "classes_", None))
 
-    def _resolve_shuffle_chunks(self, data: ChunkedData, params: dict) -> int:
+    def _resolve_shuffle_chunks(self, data: ChunkedData) -> int:
         """Chunks whose rows one task mixes (see the ``shuffle_chunks`` parameter)."""
         if not isinstance(self.shuffle_chunks, str):
             return int(min(self.shuffle_chunks, data.n_chunks))
         if not self.shuffle:
             return 1
         # the fewest whole rounds of K groups whose groups fit the memory budget
-        chunk_bytes = max(data.chunk_sizes) * data.n_features * data.dtype.itemsize
-        by_memory = max(1, SHUFFLE_BYTES // max(chunk_bytes, 1))
-        k = params["chunks_per_round"]
+        row_bytes = sum(int(np.prod(a.shape[1:], dtype=np.int64)) * a.dtype.itemsize
+                        for a in data.variables.values())
+        by_memory = max(1, SHUFFLE_BYTES // max(max(data.chunk_sizes) * row_bytes, 1))
+        k = self.chunks_per_round
         n_rounds = -(-data.n_chunks // (k * by_memory))
         n_groups = min(data.n_chunks, k * n_rounds)
         return int(-(-data.n_chunks // n_groups))
 
-    def _run(self, data: ChunkedData, params: dict, *, start: tuple[int, int],
-             end_epoch: int, callback=None) -> None:
-        if data.n_features != self._config.n_features_in:
+    def _run(self, data: ChunkedData, sched, *, start: tuple[int, int], end_epoch: int,
+             callback=None) -> None:
+        if data.n_features != self.n_features_in_:
             raise ValidationError(
                 f"X has {data.n_features} features, but {type(self).__name__} is expecting "
-                f"{self._config.n_features_in} features as input."
+                f"{self.n_features_in_} features as input."
             )
-        dtype = "float32" if data.dtype == np.float32 else "float64"
-        if dtype != self._config.dtype:
-            data = ChunkedData(X=data.X.astype(self._config.dtype), y=data.y,
-                               attrs=data.attrs)
 
         def after_round(state, info):
-            # the model is small: checking it every round costs nothing next to a chunk
-            if not np.isfinite(state.coef).all():
-                raise DivergenceError(
-                    f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
-                    f"{info.round} (step sizes eta0={self.eta0}, t0={self.t0}); lower eta0, "
-                    "raise t0, or standardize X (and y for regression)."
-                )
+            self._after_round(state, info)
             if callback is not None:
                 callback(state, info)
 
-        self.shuffle_chunks_ = self._resolve_shuffle_chunks(data, params)
-        result = run_rounds(DSGAlgorithm(self._config), self._state, data,
-                            n_epochs=end_epoch, chunks_per_round=params["chunks_per_round"],
+        self.shuffle_chunks_ = self._resolve_shuffle_chunks(data)
+        result = run_rounds(self._make_algorithm(), self._state, self._engine_data(data),
+                            n_epochs=end_epoch, chunks_per_round=self.chunks_per_round,
                             seed=self._data_seed, shuffle=bool(self.shuffle),
-                            shuffle_chunks=self.shuffle_chunks_,
-                            start_epoch=start[0], start_round=start[1],
-                            scheduler=self.scheduler, progress=self.progress,
+                            shuffle_chunks=self.shuffle_chunks_, start_epoch=start[0],
+                            start_round=start[1], scheduler=sched, progress=self.progress,
                             desc=type(self).__name__, callback=after_round)
         self._state = result.state
         self._n_epochs_done = end_epoch
-        self.n_iter_ = self._state.n_iter
-        self.n_blocks_seen_ = self._state.n_blocks_seen
-        self.n_samples_seen_ = self._state.n_samples_seen
-        self.n_samples_skipped_ = self._state.n_samples_skipped
+        self._publish()
 
-    # ------------------------------------------------------------------ public API
+    def _engine_data(self, data: ChunkedData) -> ChunkedData:
+        """The data as the algorithm reads it (families may convert dtypes here)."""
+        return data
+
     def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
-        """Fit the model with ``n_epochs`` passes of doubly stochastic gradients.
+        """Fit the model with ``n_epochs`` passes over the data, out of core.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), dask array, xarray.Dataset or
-            Intake reader.  Dask/Zarr inputs are read chunk by chunk, never as a whole.
-        y : array-like or dask array of shape (n_samples,), optional when ``X`` is a
-            Dataset with a ``y`` variable.
+        X : array-like of shape (n_samples, n_features), pandas or Dask DataFrame, Dask
+            array, xarray.Dataset or DataArray, or Intake reader
+            Dask, Zarr and DataFrame inputs are read chunk by chunk, never as a whole.
+        y : array-like, Dask array or Series of shape (n_samples,), optional when ``X`` is
+            a Dataset with a ``y`` variable.
         checkpoint : str or path-like, optional
             Zarr folder where the fit's state is written every ``checkpoint_every`` rounds
             and at the end, atomically (a crash while writing keeps the previous one).
@@ -307,25 +296,26 @@ class BaseDSG(BaseEstimator):
         from ooc_kernels.estimators._checkpointing import CheckpointWriter, resume_position
         from ooc_kernels.parallel.checkpoint import read_checkpoint
 
-        params = self._check_params()
+        self._validate_params()
         if resume and checkpoint is None:
             raise ValidationError(
                 "resume=True needs the checkpoint path: pass checkpoint=PATH as well."
             )
-        data = self._chunked_fit_input(X, y, reset=True)
-        writer = None
-        if checkpoint is not None:  # validates checkpoint_every before any work
-            writer = CheckpointWriter(self, data, checkpoint, checkpoint_every,
-                                      params["n_epochs"])
-        ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
-        if ck is not None:
-            start = resume_position(self, ck, data, checkpoint)
-        else:
-            self._initialize(data, params)
-            start = (0, 0)
-        self._run(data, params, start=start, end_epoch=params["n_epochs"], callback=writer)
+        with scheduler_context(self.scheduler) as sched:
+            data = self._fit_data(X, y, reset=True)
+            writer = None
+            if checkpoint is not None:  # validates checkpoint_every before any work
+                writer = CheckpointWriter(self, data, checkpoint, checkpoint_every,
+                                          self.n_epochs)
+            ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
+            if ck is not None:
+                start = resume_position(self, ck, data, checkpoint)
+            else:
+                self._start(data, sched)
+                start = (0, 0)
+            self._run(data, sched, start=start, end_epoch=self.n_epochs, callback=writer)
         if writer is not None:
-            writer.write(self._state, (params["n_epochs"], 0))
+            writer.write(self._state, (self.n_epochs, 0))
         return self
 
     def partial_fit(self, X, y=None, classes=None):
@@ -337,48 +327,74 @@ class BaseDSG(BaseEstimator):
         classes : array-like, optional
             All the classes (classifiers): required on the first call unless ``X`` is a
             Dataset whose ``classes`` attribute lists them.
+
+        Returns
+        -------
+        self
         """
-        params = self._check_params()
+        self._validate_params()
         first = not hasattr(self, "_state")
-        data = self._chunked_fit_input(X, y, reset=first)
-        if first:
-            self._initialize(data, params, classes=classes)
-        elif classes is not None and self._is_classifier:
-            given = np.unique(np.asarray(classes))
-            if not np.array_equal(given, self.classes_):
-                raise ValidationError(
-                    f"classes={given.tolist()} differs from the classes of the first "
-                    f"partial_fit call ({self.classes_.tolist()}); pass the same list."
-                )
-        self._run(data, params, start=(self._n_epochs_done, 0),
-                  end_epoch=self._n_epochs_done + 1)
+        with scheduler_context(self.scheduler) as sched:
+            data = self._fit_data(X, y, reset=first)
+            if first:
+                self._start(data, sched, classes=classes)
+            elif classes is not None and self._is_classifier:
+                given = np.unique(np.asarray(classes))
+                if not np.array_equal(given, self.classes_):
+                    raise ValidationError(
+                        f"classes={given.tolist()} differs from the classes of the first "
+                        f"partial_fit call ({self.classes_.tolist()}); pass the same list."
+                    )
+            self._run(data, sched, start=(self._n_epochs_done, 0),
+                      end_epoch=self._n_epochs_done + 1)
         return self
 
+    # ------------------------------------------------------------------ family hooks
+    def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
+        raise NotImplementedError
+
+    def _make_algorithm(self):
+        raise NotImplementedError
+
+    def _after_round(self, state, info) -> None:
+        """Called after every round (families check their state here)."""
+
+    def _publish(self) -> None:
+        """Set the public fitted attributes from ``self._state``."""
+
+    @property
+    def _n_outputs(self) -> int:
+        raise NotImplementedError
+
+    @staticmethod
+    def _predict_block(X, payload):
+        raise NotImplementedError
+
+    def _predict_payload(self):
+        raise NotImplementedError
+
+    @property
+    def _predict_dtype(self) -> np.dtype:
+        return np.dtype(np.float64)
+
+    # ------------------------------------------------------------------ prediction
     def _decision_2d(self, X):
-        """Decision values (n, n_outputs): NumPy for in-memory input, Dask for lazy input."""
-        data, lazy = self._chunked_predict_input(X)
-        config, state = self._config, self._state
-        if lazy and data.dtype != np.dtype(config.dtype):
-            data = ChunkedData(X=data.X.astype(config.dtype), y=None, attrs=data.attrs)
+        """Decision values ``(n, n_outputs)``: NumPy for in-memory input, a lazy Dask array
+        for lazy input (chunk by chunk, NaN/inf named by chunk and row)."""
+        data, lazy = self._predict_data(X)
+        payload, block = self._predict_payload(), type(self)._predict_block
+        dtype = self._predict_dtype
         if lazy:
             from ooc_kernels.data.integrity import check_finite_blocks
 
-            model = dask.delayed((config, state), traverse=False)
-            Xc = check_finite_blocks(data.X, "X")  # NaN/inf named by chunk and row
-            return Xc.map_blocks(_predict_block, model,
-                                     chunks=(Xc.chunks[0], (config.n_outputs,)),
-                                     dtype=np.dtype(config.dtype), meta=np.empty((0, 0)))
-        X_np = data  # the caller's validated in-memory array, sliced without a copy
-        step = self.chunk_size
-        out = [predict_chunk(config, state, X_np[lo:lo + step])
-               for lo in range(0, X_np.shape[0], step)]
-        return np.concatenate(out) if out else np.zeros((0, config.n_outputs))
-
-    @property
-    def coef_(self) -> np.ndarray:
-        """Coefficient blocks in use, shape (n_blocks_used, block_size, n_outputs)."""
-        check_is_fitted(self, "_state")
-        return self._state.coef[: self._state.n_blocks_used].copy()
+            model = dask.delayed(payload, traverse=False)
+            Xc = check_finite_blocks(data.X, "X")
+            return Xc.map_blocks(_apply_block, block, model,
+                                 chunks=(Xc.chunks[0], (self._n_outputs,)), dtype=dtype,
+                                 meta=np.empty((0, 0), dtype=dtype))
+        step = self.chunk_size  # the caller's validated array, sliced without a copy
+        out = [block(data[lo:lo + step], payload) for lo in range(0, data.shape[0], step)]
+        return np.concatenate(out) if out else np.zeros((0, self._n_outputs))
 
     def save(self, path) -> None:
         """Write the fitted model to a Zarr group at ``path`` (atomically, no pickle).
@@ -389,3 +405,113 @@ class BaseDSG(BaseEstimator):
 
         save_model(self, path)
 
+
+def _apply_block(X, block, payload):
+    return block(X, payload)  # one chunk in, one chunk of decision values out
+
+
+# --------------------------------------------------------------------------- task mixins
+class ChunkedClassifierMixin:
+    """Classes, labels, probabilities and lazy accuracy for chunked classifiers."""
+
+    _is_classifier = True
+
+    def _resolve_classes(self, data: ChunkedData, classes, sched) -> np.ndarray:
+        if classes is not None:
+            found = np.unique(np.asarray(classes))
+        elif "classes" in data.attrs:
+            found = np.asarray(data.attrs["classes"])
+        else:  # a small reduction over y (never X): the distinct labels
+            found = np.asarray(da.unique(data.y).compute(scheduler=sched))
+        if self.on_invalid == "skip" and found.dtype.kind == "f":
+            found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
+        sklearn_validated(check_classification_targets, found)
+        if len(found) < 2:
+            raise ValidationError(
+                f"y has only 1 class ({found.tolist()}); a classifier needs samples of at "
+                "least two classes."
+            )
+        return found
+
+    def decision_function(self, X):
+        """Decision values: shape (n_samples,) for two classes, else (n_samples, n_classes).
+
+        For two classes the value is the score of ``classes_[1]`` against ``classes_[0]``
+        (positive: ``classes_[1]``), as scikit-learn expects; with two outputs (softmax) it
+        is their difference, the log-odds.  NumPy in, NumPy out; lazy in, lazy out (a
+        DataArray for a DataArray).
+        """
+        dec = self._decision_2d(X)
+        if len(self.classes_) == 2:
+            dec = dec[:, 0] if dec.shape[1] == 1 else dec[:, 1] - dec[:, 0]
+        return wrap_prediction(X, dec)
+
+    def predict(self, X):
+        """Predicted class labels (lazy for lazy inputs)."""
+        dec = self._decision_2d(X)
+        classes = self.classes_
+        if isinstance(dec, da.Array):
+            labels = dec.map_blocks(_labels_from_decision, classes, drop_axis=1,
+                                    dtype=classes.dtype)
+        else:
+            labels = _labels_from_decision(dec, classes)
+        return wrap_prediction(X, labels)
+
+    def _proba(self, X):
+        dec = self._decision_2d(X)
+        link = type(self)._proba_from_decision
+        if isinstance(dec, da.Array):
+            n = len(self.classes_)
+            return dec.map_blocks(link, chunks=(dec.chunks[0], (n,)), dtype=np.float64)
+        return link(dec)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Mean accuracy; lazy inputs are scored chunk by chunk as a Dask reduction."""
+        if not _is_chunked_input(X):
+            from sklearn.base import ClassifierMixin
+
+            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
+        data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
+        hits = (self._predict_labels_lazy(data) == data.y).astype(np.float64)
+        with scheduler_context(self.scheduler) as sched:
+            if sample_weight is not None:
+                w = da.asarray(sample_weight)
+                return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=sched))
+            return float(hits.mean().compute(scheduler=sched))
+
+    def _predict_labels_lazy(self, data: ChunkedData):
+        return self.predict(data.X)
+
+
+class ChunkedRegressorMixin:
+    """Lazy predictions and R^2 for chunked regressors."""
+
+    _is_classifier = False
+
+    def predict(self, X):
+        """Predicted targets, shape (n_samples,) (lazy for lazy inputs)."""
+        return wrap_prediction(X, self._decision_2d(X)[:, 0])
+
+    def score(self, X, y=None, sample_weight=None):
+        """Coefficient of determination R^2; lazy inputs are scored as a Dask reduction."""
+        if not _is_chunked_input(X):
+            from sklearn.base import RegressorMixin
+
+            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
+        pred = self.predict(data.X)
+        y_true = data.y.astype(np.float64)
+        w = da.ones_like(y_true) if sample_weight is None else da.asarray(sample_weight)
+        sw = da.sum(w)
+        mean = da.sum(w * y_true) / sw
+        ss_res = da.sum(w * (y_true - pred) ** 2)
+        ss_tot = da.sum(w * (y_true - mean) ** 2)
+        with scheduler_context(self.scheduler) as sched:
+            ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
+        return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
+
+
+def _labels_from_decision(dec, classes):
+    if dec.shape[1] == 1:
+        return classes[(dec[:, 0] > 0).astype(np.intp)]
+    return classes[np.argmax(dec, axis=1)]

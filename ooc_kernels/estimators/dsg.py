@@ -1,5 +1,9 @@
 """Kernel machines trained out of core with doubly stochastic functional gradients.
 
+The estimators keep their hyperparameters and their solver (:mod:`ooc_kernels.solvers.dsg`);
+inputs, fitting through the engine, checkpoints, lazy predictions and saving come from
+:class:`~ooc_kernels.estimators.base.ChunkedEstimator`.
+
 Examples
 --------
 >>> import numpy as np
@@ -15,18 +19,46 @@ True
 
 from __future__ import annotations
 
-import dask.array as da
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
 
-from ooc_kernels.estimators.base import BaseDSG, _sklearn_validated
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels._checks import non_finite_error
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators.base import (
+    BASE_CONSTRAINTS,
+    BASE_PARAMS_DOC,
+    ChunkedClassifierMixin,
+    ChunkedEstimator,
+    ChunkedRegressorMixin,
+)
+from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.sampling import sample_rows
+from ooc_kernels.solvers.dsg import DSGAlgorithm, DSGConfig, DSGState, init_state, predict_chunk
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
+
+_DSG_CONSTRAINTS = {
+    **BASE_CONSTRAINTS,
+    "kernel": [StrOptions({"rbf"})],
+    "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+    "median_multiplier": [Interval(Real, 0, None, closed="neither")],
+    "alpha": [Interval(Real, 0, None, closed="left")],
+    "n_features": [Interval(Integral, 1, None, closed="left")],
+    "block_size": [Interval(Integral, 1, None, closed="left")],
+    "batch_size": [Interval(Integral, 1, None, closed="left")],
+    "learning_rate": [StrOptions({"inverse", "constant"})],
+    "eta0": [Interval(Real, 0, None, closed="neither")],
+    "t0": [Interval(Real, 0, None, closed="left")],
+}
 
 _PARAMS_DOC = """
     kernel : {"rbf"}, default="rbf"
@@ -47,8 +79,6 @@ _PARAMS_DOC = """
         Random features per block (one block per mini-batch step).
     batch_size : int, default=256
         Samples per step.
-    n_epochs : int, default=5
-        Passes over the data in :meth:`fit`.
     learning_rate : {"inverse", "constant"}, default="inverse"
         ``"inverse"``: ``gamma_t = eta0 / (t + t0)`` (the paper's ``theta / t`` with
         ``t0 = 0``); ``"constant"``: ``gamma_t = eta0``.  ``t`` counts steps.  ``gamma_t``
@@ -57,38 +87,176 @@ _PARAMS_DOC = """
         ``eta0=2e5, t0=1e3`` with ``batch_size=256``.
     eta0 : float, default=100.0
     t0 : float, default=100.0
-    chunks_per_round : int, default=1
-        ``K``: chunks processed in parallel per round; their local models are averaged.
-        ``K = 1`` is the sequential algorithm.  Results depend on ``K`` but not on the
-        scheduler.
-    chunk_size : int, default=10000
-        Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
-    shuffle : bool, default=True
-        Visit the rows in a new random order every epoch: the chunks are permuted and cut
-        into groups of ``shuffle_chunks`` chunks; a task reads one group and visits its rows
-        in one random order, so rows of different chunks are mixed (a store sorted by label,
-        time or source is not seen in that order).  ``False``: the rows in storage order.
-    shuffle_chunks : int or "auto", default="auto"
-        Chunks whose rows one task mixes (memory: ``chunks_per_round * shuffle_chunks``
-        chunks, twice that while a group is gathered).  Groups hold at most that many
-        chunks and are balanced so that every round has ``chunks_per_round`` tasks.
-        ``"auto"``: the largest groups that fit in 8 MiB of ``X`` per task while every round
-        keeps its ``K`` tasks (fewest rounds); 1 without ``shuffle``.  The value used is
-        ``shuffle_chunks_``.
-    on_invalid : {"error", "skip"}, default="error"
-        Rows with NaN or inf in ``X`` (or in ``y`` for regression): ``"error"`` stops the fit
-        with the chunk and row; ``"skip"`` leaves them out and counts them in
-        ``n_samples_skipped_``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the random features, the chunk order and the row order.
-    scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
-        Where the chunk tasks run; ``None`` uses Dask's default (an active Client if any).
-    progress : bool or None, default=None
-        Show a progress bar (``None``: only on a terminal).
+""" + BASE_PARAMS_DOC
+
+_ATTRIBUTES_DOC = """
+    coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
+    bandwidth_ : float
+    feature_seed_ : int
+        Seed from which every random-feature block is regenerated.
+    n_iter_ : int
+        Steps taken so far (global ``t``).
+    n_blocks_seen_, n_samples_seen_ : int
+    n_samples_skipped_ : int
+        Rows left out by ``on_invalid="skip"``.
+    n_features_in_ : int
+    shuffle_chunks_ : int
+        Chunks whose rows one task mixed (the resolved ``shuffle_chunks``).
 """
 
 
-class DSGClassifier(ClassifierMixin, BaseDSG):
+class _DSGEstimator(ChunkedEstimator):
+    """What the DSG classifier and regressor share: hyperparameters and the solver."""
+
+    _parameter_constraints = _DSG_CONSTRAINTS
+    _test_params = dict(n_features=256, block_size=32, batch_size=8, n_epochs=2)
+
+    def _check_params(self) -> None:
+        if self.n_features % self.block_size:
+            raise ValidationError(
+                f"n_features={self.n_features} is not a multiple of block_size="
+                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
+                f"n_features={max(1, self.n_features // self.block_size) * self.block_size}."
+            )
+
+    # ------------------------------------------------------------------ model setup
+    def _bandwidth(self, data: ChunkedData, sched) -> float:
+        if not isinstance(self.bandwidth, str):
+            return float(self.bandwidth)
+        if data.n_samples < 2:
+            raise ValidationError(
+                f"bandwidth='median' needs at least 2 samples, got {data.n_samples} "
+                "sample; pass a numeric bandwidth or more data."
+            )
+        sample, chunk_of, row_of = sample_rows(data, n_rows=2000, max_chunks=8,
+                                               seed=derive_seed(self.random_seed_, 3),
+                                               scheduler=sched, return_index=True)
+        bad = ~np.isfinite(sample).all(axis=1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise non_finite_error("X", None, int(chunk_of[i]), int(row_of[i]),
+                                   context=" (found while estimating the median bandwidth)")
+        return median_heuristic(sample, self.median_multiplier,
+                                random_state=derive_seed(self.random_seed_, 4) % 2**32)
+
+    def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
+        n_classes = 0 if classes is None else len(classes)
+        target, n_outputs, loss_id = self._target_spec(self.loss, n_classes)
+        self._config = DSGConfig(
+            loss_id=loss_id, target=target, n_outputs=n_outputs,
+            n_features_in=data.n_features, block_size=self.block_size,
+            n_blocks=self.n_features // self.block_size,
+            bandwidth=self._bandwidth(data, sched),
+            feature_seed=derive_seed(self.random_seed_, 1), alpha=float(self.alpha),
+            batch_size=self.batch_size, learning_rate=self.learning_rate,
+            eta0=float(self.eta0), t0=float(self.t0),
+            dtype="float32" if data.dtype == np.float32 else "float64",
+            classes=None if classes is None else tuple(np.asarray(classes).tolist()),
+            shuffle=bool(self.shuffle), on_invalid=self.on_invalid)
+        self._state = init_state(self._config)
+        self._publish()
+
+    def _make_algorithm(self) -> DSGAlgorithm:
+        return DSGAlgorithm(self._config)
+
+    def _engine_data(self, data: ChunkedData) -> ChunkedData:
+        if data.dtype == np.dtype(self._config.dtype):
+            return data
+        variables = dict(data.variables, X=data.X.astype(self._config.dtype))
+        return data.replace(variables=variables)
+
+    def _after_round(self, state, info) -> None:
+        # the model is small: checking it every round costs nothing next to a chunk
+        if not np.isfinite(state.coef).all():
+            raise DivergenceError(
+                f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
+                f"{info.round} (step sizes eta0={self.eta0}, t0={self.t0}); lower eta0, "
+                "raise t0, or standardize X (and y for regression)."
+            )
+
+    def _publish(self) -> None:
+        state, config = self._state, self._config
+        self.bandwidth_ = config.bandwidth
+        self.feature_seed_ = config.feature_seed
+        self.n_iter_ = state.n_iter
+        self.n_blocks_seen_ = state.n_blocks_seen
+        self.n_samples_seen_ = state.n_samples_seen
+        self.n_samples_skipped_ = state.n_samples_skipped
+
+    # ------------------------------------------------------------------ prediction
+    @property
+    def _n_outputs(self) -> int:
+        return self._config.n_outputs
+
+    @staticmethod
+    def _predict_block(X, payload):
+        config, state = payload
+        return predict_chunk(config, state, X)  # one chunk in, its decision values out
+
+    def _predict_payload(self):
+        return self._config, self._state
+
+    @property
+    def _predict_dtype(self) -> np.dtype:
+        return np.dtype(self._config.dtype)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Coefficient blocks in use, shape (n_blocks_used, block_size, n_outputs)."""
+        check_is_fitted(self, "_state")
+        return self._state.coef[: self._state.n_blocks_used].copy()
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        return {"coef": np.asarray(self._state.coef, dtype=np.float64)}
+
+    def _fitted_meta(self) -> dict:
+        import dataclasses
+
+        config = dataclasses.asdict(self._config)
+        config["feature_seed"] = str(config["feature_seed"])  # 64 bits: JSON-safe as text
+        config["classes"] = None if config["classes"] is None else list(config["classes"])
+        state = self._state
+        return {"config": config,
+                "state": {"n_iter": int(state.n_iter),
+                          "n_blocks_seen": int(state.n_blocks_seen),
+                          "n_samples_seen": int(state.n_samples_seen),
+                          "n_samples_skipped": int(state.n_samples_skipped)}}
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        config = dict(meta["config"])
+        config["feature_seed"] = int(config["feature_seed"])
+        config["classes"] = None if config.get("classes") is None \
+            else tuple(config["classes"])
+        self._config = DSGConfig(**config)
+        coef = np.asarray(arrays["coef"], dtype=np.float64)
+        expected = (self._config.n_blocks, self._config.block_size, self._config.n_outputs)
+        if coef.shape != expected:
+            raise ModelFormatError(
+                f"{where}: coef has shape {coef.shape}, the metadata says {expected}."
+            )
+        self._state = DSGState(coef=coef, **meta["state"])
+        self._publish()
+
+    @classmethod
+    def _upgrade_saved(cls, meta: dict, version: int) -> dict:
+        """Model format 1 (ooc_kernels 0.1, DSG only) as format 2 metadata."""
+        if version != 1:
+            return meta
+        classes = meta.get("classes")
+        config = dict(meta["config"])
+        config["classes"] = None if classes is None else list(classes["values"])
+        fitted = meta["fitted"]
+        return {**meta, "format_version": 2,
+                "base": {"n_features_in_": fitted["n_features_in_"],
+                         "random_seed_": fitted["random_seed_"],
+                         "data_seed": fitted["data_seed"],
+                         "n_epochs_done": fitted["n_epochs_done"], "classes": classes},
+                "fitted": {"config": config, "state": meta["state"]}}
+
+
+@register_estimator
+class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
     __doc__ = """Kernel classifier trained with doubly stochastic functional gradients.
 
     Parameters
@@ -100,18 +268,7 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     """ + _PARAMS_DOC + """
     Attributes
     ----------
-    classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
-    bandwidth_ : float
-    feature_seed_ : int
-        Seed from which every random-feature block is regenerated.
-    n_iter_ : int
-        Steps taken so far (global ``t``).
-    n_blocks_seen_, n_samples_seen_ : int
-    n_samples_skipped_ : int
-        Rows left out by ``on_invalid="skip"``.
-    n_features_in_ : int
-
+    classes_ : ndarray of shape (n_classes,)""" + _ATTRIBUTES_DOC + """
     Examples
     --------
     >>> from sklearn.datasets import make_moons
@@ -123,24 +280,34 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     (3,)
     """
 
-    _losses = ("logistic", "hinge", "softmax")
-    _is_classifier = True
+    _parameter_constraints = {**_DSG_CONSTRAINTS,
+                              "loss": [StrOptions({"logistic", "hinge", "softmax"})]}
 
     def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="median",
                  median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
                  batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True,
-                 shuffle_chunks="auto", on_invalid="error",
-                 random_state=None, scheduler=None, progress=None):
-        super().__init__(loss=loss, kernel=kernel, bandwidth=bandwidth,
-                         median_multiplier=median_multiplier, alpha=alpha,
-                         n_features=n_features, block_size=block_size,
-                         batch_size=batch_size, n_epochs=n_epochs,
-                         learning_rate=learning_rate, eta0=eta0, t0=t0,
-                         chunks_per_round=chunks_per_round, chunk_size=chunk_size,
-                         shuffle=shuffle,
-                         shuffle_chunks=shuffle_chunks, on_invalid=on_invalid, random_state=random_state,
-                         scheduler=scheduler, progress=progress)
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
+                 on_invalid="error", random_state=None, scheduler=None, progress=None):
+        self.loss = loss
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.median_multiplier = median_multiplier
+        self.alpha = alpha
+        self.n_features = n_features
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.t0 = t0
+        self.chunks_per_round = chunks_per_round
+        self.chunk_size = chunk_size
+        self.shuffle = shuffle
+        self.shuffle_chunks = shuffle_chunks
+        self.on_invalid = on_invalid
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
 
     def _target_spec(self, loss, n_classes):
         if loss == "softmax" or (loss == "logistic" and n_classes > 2):
@@ -148,50 +315,6 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
         if n_classes == 2:
             return "binary", 1, get_loss(loss).loss_id
         return "ovr", n_classes, get_loss(loss).loss_id
-
-    def _resolve_classes(self, data: ChunkedData, classes) -> np.ndarray:
-        if classes is not None:
-            found = np.unique(np.asarray(classes))
-        elif "classes" in data.attrs:
-            found = np.asarray(data.attrs["classes"])
-        elif isinstance(data.y, da.Array):
-            # A small reduction over y (never X): the distinct labels.
-            found = np.asarray(da.unique(data.y).compute(scheduler=_sched(self)))
-        else:  # pragma: no cover - as_chunked always gives a dask y
-            found = np.unique(np.asarray(data.y))
-        if self.on_invalid == "skip" and found.dtype.kind == "f":
-            found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
-        _sklearn_validated(check_classification_targets, found)
-        if len(found) < 2:
-            raise ValidationError(
-                f"y has only 1 class ({found.tolist()}); a classifier needs samples of at "
-                "least two classes."
-            )
-        return found
-
-    def decision_function(self, X):
-        """Decision values: shape (n_samples,) for two classes, else (n_samples, n_classes).
-
-        For two classes the value is the score of ``classes_[1]`` against ``classes_[0]``
-        (positive: ``classes_[1]``), as scikit-learn expects; with ``loss="softmax"`` it is
-        the difference of the two outputs, the log-odds.  NumPy in, NumPy out; Dask/xarray
-        in, a lazy Dask array out.
-        """
-        dec = self._decision_2d(X)
-        if len(self.classes_) != 2:
-            return dec
-        if self._config.n_outputs == 1:
-            return dec[:, 0]
-        return dec[:, 1] - dec[:, 0]  # softmax over two outputs: the log-odds
-
-    def predict(self, X):
-        """Predicted class labels."""
-        dec = self._decision_2d(X)
-        classes = self.classes_
-        if isinstance(dec, da.Array):
-            return dec.map_blocks(_labels_from_decision, classes, drop_axis=1,
-                                  dtype=classes.dtype)
-        return _labels_from_decision(dec, classes)
 
     def _has_proba(self):
         if self.loss not in ("logistic", "softmax"):
@@ -204,32 +327,28 @@ class DSGClassifier(ClassifierMixin, BaseDSG):
     @available_if(_has_proba)
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes) (losses logistic, softmax)."""
-        dec = self._decision_2d(X)
-        if isinstance(dec, da.Array):
-            n = len(self.classes_)
-            return dec.map_blocks(_proba_from_decision, chunks=(dec.chunks[0], (n,)),
-                                  dtype=np.float64)
-        return _proba_from_decision(dec)
+        from ooc_kernels.data.inputs import wrap_prediction
+
+        return wrap_prediction(X, self._proba(X), classes=self.classes_)
 
     @available_if(_has_proba)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
-        proba = self.predict_proba(X)
-        return da.log(proba) if isinstance(proba, da.Array) else np.log(proba)
+        return np.log(self.predict_proba(X))
 
-    def score(self, X, y=None, sample_weight=None):
-        """Mean accuracy; lazy inputs are scored chunk by chunk as a Dask reduction."""
-        y_true, pred, lazy = _targets_and_predictions(self, X, y)
-        if not lazy:
-            return super().score(X, y, sample_weight=sample_weight)
-        hits = (pred == y_true).astype(np.float64)
-        if sample_weight is not None:
-            w = da.asarray(sample_weight)
-            return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=_sched(self)))
-        return float(hits.mean().compute(scheduler=_sched(self)))
+    @staticmethod
+    def _proba_from_decision(dec):
+        dec = np.asarray(dec, dtype=np.float64)  # one chunk of decision values
+        if dec.shape[1] == 1:
+            p = 1.0 / (1.0 + np.exp(-dec[:, 0]))
+            return np.column_stack([1.0 - p, p])
+        z = dec - dec.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
 
 
-class DSGRegressor(RegressorMixin, BaseDSG):
+@register_estimator
+class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     __doc__ = """Kernel regressor trained with doubly stochastic functional gradients.
 
     Parameters
@@ -238,10 +357,7 @@ class DSGRegressor(RegressorMixin, BaseDSG):
         Kernel ridge regression: ``l(u, y) = (u - y)^2 / 2``.
     """ + _PARAMS_DOC + """
     Attributes
-    ----------
-    coef_ : ndarray of shape (n_blocks_used, block_size, 1)
-    bandwidth_, feature_seed_, n_iter_, n_blocks_seen_, n_samples_seen_, n_features_in_
-
+    ----------""" + _ATTRIBUTES_DOC + """
     Examples
     --------
     >>> import numpy as np
@@ -255,79 +371,33 @@ class DSGRegressor(RegressorMixin, BaseDSG):
     True
     """
 
-    _losses = ("squared",)
-    _is_classifier = False
+    _parameter_constraints = {**_DSG_CONSTRAINTS, "loss": [StrOptions({"squared"})]}
 
     def __init__(self, loss="squared", *, kernel="rbf", bandwidth="median",
                  median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
                  batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True,
-                 shuffle_chunks="auto", on_invalid="error",
-                 random_state=None, scheduler=None, progress=None):
-        super().__init__(loss=loss, kernel=kernel, bandwidth=bandwidth,
-                         median_multiplier=median_multiplier, alpha=alpha,
-                         n_features=n_features, block_size=block_size,
-                         batch_size=batch_size, n_epochs=n_epochs,
-                         learning_rate=learning_rate, eta0=eta0, t0=t0,
-                         chunks_per_round=chunks_per_round, chunk_size=chunk_size,
-                         shuffle=shuffle,
-                         shuffle_chunks=shuffle_chunks, on_invalid=on_invalid, random_state=random_state,
-                         scheduler=scheduler, progress=progress)
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
+                 on_invalid="error", random_state=None, scheduler=None, progress=None):
+        self.loss = loss
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.median_multiplier = median_multiplier
+        self.alpha = alpha
+        self.n_features = n_features
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.t0 = t0
+        self.chunks_per_round = chunks_per_round
+        self.chunk_size = chunk_size
+        self.shuffle = shuffle
+        self.shuffle_chunks = shuffle_chunks
+        self.on_invalid = on_invalid
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
 
     def _target_spec(self, loss, n_classes):
         return "regression", 1, get_loss(loss).loss_id
-
-    def _resolve_classes(self, data, classes):
-        return None
-
-    def predict(self, X):
-        """Predicted targets, shape (n_samples,)."""
-        dec = self._decision_2d(X)
-        return dec[:, 0]
-
-    def score(self, X, y=None, sample_weight=None):
-        """Coefficient of determination R^2; lazy inputs are scored as a Dask reduction."""
-        y_true, pred, lazy = _targets_and_predictions(self, X, y)
-        if not lazy:
-            return super().score(X, y, sample_weight=sample_weight)
-        y_true = y_true.astype(np.float64)
-        w = da.ones_like(y_true) if sample_weight is None else da.asarray(sample_weight)
-        sw = da.sum(w)
-        mean = da.sum(w * y_true) / sw
-        ss_res = da.sum(w * (y_true - pred) ** 2)
-        ss_tot = da.sum(w * (y_true - mean) ** 2)
-        ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=_sched(self))
-        return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
-
-
-def _sched(est):
-    from ooc_kernels.parallel.engine import resolve_scheduler
-
-    return resolve_scheduler(est.scheduler)
-
-
-def _labels_from_decision(dec, classes):
-    if dec.shape[1] == 1:
-        return classes[(dec[:, 0] > 0).astype(np.intp)]
-    return classes[np.argmax(dec, axis=1)]
-
-
-def _proba_from_decision(dec):
-    dec = np.asarray(dec, dtype=np.float64)
-    if dec.shape[1] == 1:
-        p = 1.0 / (1.0 + np.exp(-dec[:, 0]))
-        return np.column_stack([1.0 - p, p])
-    z = dec - dec.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _targets_and_predictions(est, X, y):
-    """(y, predictions, lazy) for scoring; lazy when X is a Dask/xarray input."""
-    from ooc_kernels.parallel.chunked import as_chunked, is_lazy_input
-
-    if not (is_lazy_input(X) or (hasattr(X, "read") and callable(X.read))):
-        return None, None, False
-    data = as_chunked(X, y, chunk_size=est.chunk_size, require_y=True)
-    pred = est.predict(data.X)
-    return data.y, pred, True

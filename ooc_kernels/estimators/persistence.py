@@ -1,16 +1,20 @@
 """Saving and loading fitted models as Zarr groups: JSON metadata plus arrays, never pickle.
 
-Layout of a saved model::
+Layout of a saved model (format 2)::
 
     model.zarr/
-      zarr.json           attrs["ooc_kernels"]: format, versions, estimator class,
-                          hyperparameters, kernel spec (bandwidth, feature seed), counters,
-                          classes
-      coef/               float64 (n_blocks, block_size, n_outputs)
+      zarr.json        attrs["ooc_kernels"]: format, format_version, library_version,
+                       estimator (its registered name), params (JSON hyperparameters),
+                       base (what every estimator has: n_features_in_, classes, seeds),
+                       fitted (the family's JSON: kernel spec, counters ...)
+      <arrays>/        the family's arrays (DSG: coef, float64)
 
-Random features are not stored: they are regenerated from the feature seed.  A save writes
-into a temporary sibling folder and renames it into place, so an interrupted save never
-leaves a half-written model at ``path``.
+The estimator class is found in the registry (:mod:`ooc_kernels.estimators._registry`), so
+this module names no family.  Where tasks run (``scheduler``) and whether bars are shown
+(``progress``) are never saved: a loaded model has ``scheduler=None``.  A save writes into a
+temporary sibling folder and renames it into place, so an interrupted save never leaves a
+half-written model at ``path``.  Models of format 1 (ooc_kernels 0.1) load through their
+family's ``_upgrade_saved``.
 
 Examples
 --------
@@ -27,7 +31,7 @@ True
 
 from __future__ import annotations
 
-import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -35,18 +39,15 @@ import zarr
 
 from ooc_kernels._atomic import atomic_dir
 from ooc_kernels._version import __version__
-from ooc_kernels.exceptions import ModelFormatError, OocKernelsError
+from ooc_kernels.estimators._registry import ESTIMATORS
+from ooc_kernels.exceptions import ModelFormatError, ModelPathError, RegistryError
 
-__all__ = ["save_model", "load", "model_metadata", "restore_model", "FORMAT_VERSION"]
+__all__ = ["save_model", "load", "model_metadata", "restore_model", "json_params",
+           "FORMAT_VERSION"]
 
 FORMAT = "ooc_kernels-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 _META_KEY = "ooc_kernels"
-_SKIP_PARAMS = ("scheduler", "progress")
-
-
-class ModelPathError(OocKernelsError, FileExistsError):
-    """The target of a save exists and is not a model this library wrote."""
 
 
 def _json_param(name, value):
@@ -60,6 +61,12 @@ def _json_param(name, value):
     )
 
 
+def json_params(estimator) -> dict:
+    """The estimator's hyperparameters as JSON, without those of whoever runs it."""
+    return {k: _json_param(k, v) for k, v in estimator.get_params(deep=False).items()
+            if k not in estimator._runtime_params}
+
+
 def _is_model(path: Path) -> bool:
     try:
         group = zarr.open_group(str(path), mode="r")
@@ -68,31 +75,33 @@ def _is_model(path: Path) -> bool:
     return _META_KEY in group.attrs
 
 
-def model_metadata(estimator) -> dict:
-    """JSON metadata describing a fitted estimator (everything but its coefficients)."""
-    config = dataclasses.asdict(estimator._config)
-    classes = config.pop("classes")
-    config["feature_seed"] = str(config["feature_seed"])
-    state = estimator._state
+def _base_meta(estimator) -> dict:
+    classes = getattr(estimator, "classes_", None)
+    names = getattr(estimator, "feature_names_in_", None)
     return {
+        "n_features_in_": int(estimator.n_features_in_),
+        "feature_names_in_": None if names is None else [str(n) for n in names],
+        "random_seed_": int(estimator.random_seed_),
+        "data_seed": str(estimator._data_seed),
+        "n_epochs_done": int(estimator._n_epochs_done),
+        "classes": None if classes is None else {
+            "values": np.asarray(classes).tolist(), "dtype": np.asarray(classes).dtype.str},
+    }
+
+
+def model_metadata(estimator) -> dict:
+    """JSON metadata describing a fitted estimator (everything but its arrays)."""
+    meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "library_version": __version__,
         "estimator": type(estimator).__name__,
-        "params": {k: _json_param(k, v) for k, v in estimator.get_params().items()
-                   if k not in _SKIP_PARAMS},
-        "config": config,
-        "classes": None if classes is None else {
-            "values": np.asarray(estimator.classes_).tolist(),
-            "dtype": np.asarray(estimator.classes_).dtype.str},
-        "state": {"n_iter": int(state.n_iter), "n_blocks_seen": int(state.n_blocks_seen),
-                  "n_samples_seen": int(state.n_samples_seen),
-                  "n_samples_skipped": int(state.n_samples_skipped)},
-        "fitted": {"n_features_in_": int(estimator.n_features_in_),
-                   "random_seed_": int(estimator.random_seed_),
-                   "data_seed": str(estimator._data_seed),
-                   "n_epochs_done": int(estimator._n_epochs_done)},
+        "params": json_params(estimator),
+        "base": _base_meta(estimator),
+        "fitted": estimator._fitted_meta(),
     }
+    json.dumps(meta)  # fail before anything is written if it is not JSON
+    return meta
 
 
 def save_model(estimator, path) -> None:
@@ -107,16 +116,12 @@ def save_model(estimator, path) -> None:
             "model; choose another path or remove it first."
         )
     meta = model_metadata(estimator)
+    arrays = estimator._fitted_arrays()
     with atomic_dir(path) as tmp:
         group = zarr.open_group(str(tmp), mode="w")
-        group.create_array("coef", data=np.asarray(estimator._state.coef, dtype=np.float64))
+        for name, value in arrays.items():
+            group.create_array(name, data=np.asarray(value))
         group.attrs[_META_KEY] = meta
-
-
-def _estimator_classes() -> dict:
-    from ooc_kernels.estimators.dsg import DSGClassifier, DSGRegressor
-
-    return {"DSGClassifier": DSGClassifier, "DSGRegressor": DSGRegressor}
 
 
 def load(path):
@@ -125,7 +130,9 @@ def load(path):
     Raises
     ------
     ModelFormatError
-        The path holds no model, a corrupt one, or one of a newer format version.
+        The path holds no model, a corrupt one, one of a newer format version, one of an
+        estimator this installation does not have, or a file that sets what a model file
+        may not choose (``scheduler``, ``progress``).
     """
     path = Path(path)
     if not path.exists():
@@ -141,25 +148,44 @@ def load(path):
     if meta.get("format") != FORMAT:
         raise ModelFormatError(f"{str(path)!r} has format {meta.get('format')!r}, "
                                f"expected {FORMAT!r}.")
-    if int(meta.get("format_version", -1)) > FORMAT_VERSION:
+    try:
+        arrays = {name: np.asarray(arr[...]) for name, arr in group.arrays()}  # the model
+    except Exception as err:
         raise ModelFormatError(
-            f"{str(path)!r} was written with model format {meta['format_version']} by "
+            f"{str(path)!r}: an array of the model is missing or corrupt ({err}); "
+            "re-save the model or restore it from a backup."
+        ) from err
+    return restore_model(meta, arrays, where=str(path))
+
+
+def _check_version(meta: dict, where: str) -> int:
+    try:
+        version = int(meta.get("format_version", -1))
+    except (TypeError, ValueError):
+        version = -1
+    if version > FORMAT_VERSION:
+        raise ModelFormatError(
+            f"{where} was written with model format {meta.get('format_version')} by "
             f"ooc_kernels {meta.get('library_version')}; this is ooc_kernels {__version__} "
             f"(format {FORMAT_VERSION}). Upgrade ooc_kernels to load it."
         )
-    classes_by_name = _estimator_classes()
-    if meta.get("estimator") not in classes_by_name:
+    if version < 1:
         raise ModelFormatError(
-            f"{str(path)!r} holds an unknown estimator {meta.get('estimator')!r}; known: "
-            f"{sorted(classes_by_name)}."
+            f"{where}: unknown model format version {meta.get('format_version')!r}; load a "
+            "folder written by estimator.save()."
         )
+    return version
+
+
+def _estimator_class(meta: dict, where: str) -> type:
+    name = meta.get("estimator")
     try:
-        coef = np.asarray(group["coef"][...], dtype=np.float64)  # the model, not data
-    except Exception as err:
+        return ESTIMATORS.get(name)
+    except RegistryError:
         raise ModelFormatError(
-            f"{str(path)!r}: the coefficient array is missing or corrupt ({err})."
-        ) from err
-    return restore_model(meta, coef, where=str(path))
+            f"{where} holds an unknown estimator {name!r}; this installation has "
+            f"{ESTIMATORS.names()}. Install the version of ooc_kernels that wrote it."
+        ) from None
 
 
 def _construct(cls, params, where: str):
@@ -171,7 +197,7 @@ def _construct(cls, params, where: str):
     """
     if not isinstance(params, dict):
         raise ModelFormatError(f"{where}: 'params' must be a mapping, found {params!r}.")
-    forbidden = sorted(set(params) & set(_SKIP_PARAMS))
+    forbidden = sorted(set(params) & set(cls._runtime_params))
     if forbidden:
         raise ModelFormatError(
             f"{where}: the model file sets {forbidden}, which a model file may not choose "
@@ -190,42 +216,33 @@ def _construct(cls, params, where: str):
     return cls(**params)
 
 
-def restore_model(meta: dict, coef: np.ndarray, *, where: str = "model", estimator=None):
-    """Rebuild a fitted estimator from :func:`model_metadata` and its coefficients.
+def restore_model(meta: dict, arrays: dict, *, where: str = "model", estimator=None):
+    """Rebuild a fitted estimator from :func:`model_metadata` and its arrays.
 
     With ``estimator``, its fitted state is set in place (its parameters are kept).
     """
-    from ooc_kernels.solvers.dsg import DSGConfig, DSGState
-
-    classes_by_name = _estimator_classes()
-    est = estimator if estimator is not None else \
-        _construct(classes_by_name[meta["estimator"]], meta["params"], where)
-    config = dict(meta["config"])
-    config["feature_seed"] = int(config["feature_seed"])
-    classes = None
-    if meta["classes"] is not None:
-        classes = np.asarray(meta["classes"]["values"], dtype=np.dtype(meta["classes"]["dtype"]))
-        config["classes"] = tuple(classes.tolist())
-    else:
-        config["classes"] = None
-    est._config = DSGConfig(**config)
-    expected = (est._config.n_blocks, est._config.block_size, est._config.n_outputs)
-    if coef.shape != expected:
+    version = _check_version(meta, where)
+    cls = type(estimator) if estimator is not None else _estimator_class(meta, where)
+    if version < FORMAT_VERSION:
+        meta = cls._upgrade_saved(meta, version)
+    est = estimator if estimator is not None else _construct(cls, meta["params"], where)
+    base = meta["base"]
+    try:
+        est.n_features_in_ = int(base["n_features_in_"])
+        if base.get("feature_names_in_") is not None:
+            est.feature_names_in_ = np.asarray(base["feature_names_in_"], dtype=object)
+        est.random_seed_ = int(base["random_seed_"])
+        est._data_seed = int(base["data_seed"])
+        est._n_epochs_done = int(base["n_epochs_done"])
+        if base.get("classes") is not None:
+            est.classes_ = np.asarray(base["classes"]["values"],
+                                      dtype=np.dtype(base["classes"]["dtype"]))
+        est._restore_fitted(arrays, meta["fitted"], where)
+    except ModelFormatError:
+        raise
+    except (KeyError, TypeError, ValueError) as err:
         raise ModelFormatError(
-            f"{where}: coef has shape {coef.shape}, the metadata says {expected}."
-        )
-    est._state = DSGState(coef=coef, **meta["state"])
-    fitted = meta["fitted"]
-    est.n_features_in_ = fitted["n_features_in_"]
-    est.random_seed_ = fitted["random_seed_"]
-    est._data_seed = int(fitted["data_seed"])
-    est._n_epochs_done = fitted["n_epochs_done"]
-    est.bandwidth_ = est._config.bandwidth
-    est.feature_seed_ = est._config.feature_seed
-    est.n_iter_ = est._state.n_iter
-    est.n_blocks_seen_ = est._state.n_blocks_seen
-    est.n_samples_seen_ = est._state.n_samples_seen
-    est.n_samples_skipped_ = est._state.n_samples_skipped
-    if classes is not None:
-        est.classes_ = classes
+            f"{where}: the model's metadata is incomplete or corrupt ({type(err).__name__}: "
+            f"{err}); re-save the model or restore it from a backup."
+        ) from err
     return est

@@ -31,21 +31,13 @@ import zarr
 
 from ooc_kernels._atomic import atomic_dir
 from ooc_kernels._version import __version__
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import CheckpointError, CheckpointMismatchError
 
 __all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError", "write_checkpoint",
            "read_checkpoint", "dataset_identity", "differences"]
 
 _KEY = "ooc_kernels_checkpoint"
 FORMAT_VERSION = 1
-
-
-class CheckpointError(ValidationError):
-    """A checkpoint cannot be read (corrupt, or not a checkpoint)."""
-
-
-class CheckpointMismatchError(ValidationError):
-    """A checkpoint belongs to another dataset, other hyperparameters or another version."""
 
 
 @dataclass(frozen=True)
@@ -91,15 +83,19 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint | None:
 
 
 def dataset_identity(data) -> dict:
-    """What identifies the training data without reading it: shape, chunks, dtype, the
-    Dask token of its source and its attributes (generator, seed, split ...)."""
+    """What identifies the training data without reading it: every variable's shape and
+    dtype, the chunks, the Dask token of its source and its attributes (generator, seed,
+    split ...)."""
     sizes = json.dumps(list(data.chunk_sizes))
     attrs = {k: v for k, v in sorted(data.attrs.items())
              if isinstance(v, (str, int, float, bool, list, type(None)))}
+    variables = {name: {"shape": [int(n) for n in np.shape(arr)],
+                        "dtype": str(np.asarray(arr[:0]).dtype if not hasattr(arr, "dtype")
+                                     else arr.dtype)}
+                 for name, arr in sorted({**data.variables, **data.whole}.items())}
     return {
         "n_samples": int(data.n_samples),
-        "n_features": int(data.n_features),
-        "dtype": str(data.dtype),
+        "variables": variables,
         "chunks": hashlib.sha256(sizes.encode()).hexdigest()[:16],
         "n_chunks": int(data.n_chunks),
         "token": str(data.token),

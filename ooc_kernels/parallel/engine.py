@@ -3,7 +3,7 @@
 One round takes the current state, sends it with ``K`` groups of chunks to ``K`` tasks; each
 task runs ``algorithm.chunk_step`` (a numba update) over the rows of its group (one chunk, or
 ``shuffle_chunks`` chunks concatenated, whose rows the algorithm visits in one random order:
-see :mod:`ooc_kernels.parallel.schedule`) and returns a small delta; the deltas are
+see :mod:`ooc_kernels.parallel.plan`) and returns a small delta; the deltas are
 tree-reduced with ``algorithm.combine`` in a fixed order, and ``algorithm.apply`` turns the
 reduced delta into the next state.  Only the chunks of the current round are ever read, so
 memory stays at ``K * shuffle_chunks`` chunks plus the model.  The reduction tree has a fixed
@@ -11,25 +11,28 @@ shape, so the result is bit-identical on the synchronous, threaded and distribut
 schedulers.
 
 An algorithm is any object with four methods (see :class:`ChunkAlgorithm`); the DSG, DSPDC
-and PKAWV solvers plug in here.
+and PKAWV solvers plug in here.  A task receives its rows as a *batch*: a dict from variable
+name to array (``{"X": ..., "y": ...}`` for supervised data, ``{"U": ..., "V": ..., "y":
+...}`` for factorized data), so a new kind of data is a new set of names, not a new code
+path.
 
 Examples
 --------
 A toy algorithm that counts samples and sums them:
 
->>> import numpy as np
->>> from ooc_kernels.parallel.chunked import as_chunked
+>>> import dask.array as da
+>>> from ooc_kernels.parallel.chunked import ChunkedData
 >>> from ooc_kernels.parallel.engine import run_rounds
 >>> class Sum:
 ...     def make_tasks(self, state, info):
 ...         return [None] * len(info.groups)
-...     def chunk_step(self, state, X, y, task):
-...         return X.sum(), len(X)
+...     def chunk_step(self, state, batch, task):
+...         return batch["X"].sum(), len(batch["X"])
 ...     def combine(self, a, b):
 ...         return a[0] + b[0], a[1] + b[1]
 ...     def apply(self, state, delta, info):
 ...         return (state[0] + delta[0], state[1] + delta[1])
->>> data = as_chunked(np.ones((10, 2)), chunk_size=3)
+>>> data = ChunkedData({"X": da.ones((10, 2), chunks=(3, 2))})
 >>> run_rounds(Sum(), (0.0, 0), data, n_epochs=1, chunks_per_round=2, seed=0,
 ...            scheduler="sync").state
 (np.float64(20.0), 10)
@@ -48,10 +51,10 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.schedule import plan_epoch
+from ooc_kernels.parallel.plan import plan_epoch
+from ooc_kernels.parallel.scheduler import local_scheduler
 
-__all__ = ["ChunkAlgorithm", "RoundInfo", "RunResult", "run_rounds", "tree_reduce",
-           "resolve_scheduler"]
+__all__ = ["ChunkAlgorithm", "RoundInfo", "RunResult", "run_rounds", "tree_reduce"]
 
 
 @dataclass(frozen=True)
@@ -100,9 +103,10 @@ class ChunkAlgorithm(Protocol):
     def make_tasks(self, state: Any, info: RoundInfo) -> Sequence[Any]:
         """One small, picklable task description per group of the round (in order)."""
 
-    def chunk_step(self, state: Any, X: Any, y: Any, task: Any) -> Any:
-        """Run the update over the rows of one group (its chunks concatenated in group
-        order); return a small delta.  Runs on a worker."""
+    def chunk_step(self, state: Any, batch: dict, task: Any) -> Any:
+        """Run the update over the rows of one group; return a small delta.  Runs on a
+        worker.  ``batch`` maps every variable name to its array: the sample variables hold
+        the group's chunks concatenated in group order, whole variables are given whole."""
 
     def combine(self, a: Any, b: Any) -> Any:
         """Merge two deltas (associative; applied in a fixed tree order)."""
@@ -119,41 +123,6 @@ class RunResult:
     epoch: int
     round: int
     n_rounds: int
-
-
-_SCHEDULER_NAMES = {"sync": "sync", "synchronous": "sync", "single-threaded": "sync",
-                    "threads": "threads", "threading": "threads",
-                    "processes": "processes", "multiprocessing": "processes"}
-
-
-def resolve_scheduler(scheduler: Any) -> Any:
-    """Normalise a scheduler argument for :func:`dask.compute`.
-
-    ``None`` keeps Dask's default (an active ``distributed.Client`` if there is one, else
-    threads); ``"sync"``, ``"threads"``, ``"processes"``; a ``distributed.Client``; or a
-    ``"tcp://host:port"`` address (a client to it must already exist in this process: the
-    command line creates it).
-    """
-    if scheduler is None:
-        return None
-    if isinstance(scheduler, str):
-        if scheduler in _SCHEDULER_NAMES:
-            return _SCHEDULER_NAMES[scheduler]
-        if "://" in scheduler:
-            from distributed import default_client
-
-            try:
-                client = default_client()
-            except ValueError:
-                from distributed import Client
-
-                client = Client(scheduler)
-            return client
-        raise ValidationError(
-            f"unknown scheduler {scheduler!r}; use one of 'sync', 'threads', 'processes', a "
-            "'tcp://host:port' address or a distributed.Client."
-        )
-    return scheduler  # a distributed.Client (or anything dask.compute accepts)
 
 
 def _dashboard_link(sched: Any) -> str | None:
@@ -198,7 +167,7 @@ def _concat(*parts):
     The result is a new array that belongs to the task: an algorithm may reorder its rows in
     place (the chunks themselves may be views of the caller's data and must not be modified).
     """
-    return None if parts[0] is None else np.concatenate([np.asarray(p) for p in parts])
+    return np.concatenate([np.asarray(p) for p in parts])
 
 
 def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_epochs: int,
@@ -225,7 +194,10 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
         Root of the chunk order (``shuffle``) and of every task's randomness.
     start_epoch, start_round : int
         Where to start (resuming); the chunk plan of an epoch depends only on ``seed``.
-    scheduler : see :func:`resolve_scheduler`.
+    scheduler : None, "sync", "threads", "processes" or distributed.Client
+        What ``dask.compute`` gets (see :func:`ooc_kernels.parallel.scheduler.local_scheduler`;
+        an address is connected by :func:`~ooc_kernels.parallel.scheduler.scheduler_context`
+        first).
     progress : bool or None
         Show a progress bar over chunks (``None``: only on a terminal).
     callback : callable, optional
@@ -238,7 +210,7 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
         )
     if shuffle_chunks < 1:
         raise ValidationError(f"shuffle_chunks must be >= 1, got {shuffle_chunks!r}.")
-    sched = resolve_scheduler(scheduler)
+    sched = local_scheduler(scheduler)
     with single_threaded_blas():
         return _run(algorithm, state, data, n_epochs=n_epochs,
                     chunks_per_round=chunks_per_round, seed=seed, shuffle=shuffle,
@@ -249,8 +221,6 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
 
 def _group_input(parts: list, group: tuple[int, ...]):
     """The delayed input of one task: the chunk itself, or its group concatenated."""
-    if parts is None:
-        return None
     if len(group) == 1:
         return parts[group[0]]
     return dask.delayed(_concat, pure=True)(*[parts[c] for c in group])
@@ -259,7 +229,8 @@ def _group_input(parts: list, group: tuple[int, ...]):
 def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
          shuffle_chunks, start_epoch, start_round, sched, progress, desc,
          callback) -> RunResult:
-    xd, yd = data.delayed_chunks()
+    chunks = data.delayed_chunks()
+    whole = data.delayed_whole()
     sizes = data.chunk_sizes
     n_rounds = 0
     epoch, rnd = start_epoch, start_round
@@ -283,7 +254,8 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
                 state_d = dask.delayed(state, traverse=False)
                 parts = [
                     dask.delayed(algorithm.chunk_step, pure=True)(
-                        state_d, _group_input(xd, g), _group_input(yd, g), task)
+                        state_d, {**{name: _group_input(c, g) for name, c in chunks.items()},
+                                  **whole}, task)
                     for g, task in zip(groups, tasks)
                 ]
                 (delta,) = dask.compute(tree_reduce(parts, algorithm.combine),

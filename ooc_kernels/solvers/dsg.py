@@ -45,12 +45,12 @@ import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._checks import RowOrigin, check_finite
+from ooc_kernels._seeds import task_rng
 from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_full_update, dsg_predict
 from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.rbf import feature_scale, stacked_block_params
-from ooc_kernels.parallel.schedule import task_rng
 
 __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
            "step_sizes", "predict_chunk", "encode_targets"]
@@ -320,9 +320,10 @@ class DSGAlgorithm:
             offset += self.n_steps(sum(sizes))  # nominal: before any row is skipped
         return tasks
 
-    def chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
+    def chunk_step(self, state: DSGState, batch: dict, task: DSGTask) -> DSGDelta:
+        """The local steps over one task's rows: ``batch["X"]`` and ``batch["y"]``."""
         with single_threaded_blas():
-            return self._chunk_step(state, X, y, task)
+            return self._chunk_step(state, batch["X"], batch.get("y"), task)
 
     def _chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
         cfg = self.config
@@ -426,3 +427,53 @@ class DSGAlgorithm:
                                          self.config.n_blocks),
                        n_samples_seen=state.n_samples_seen + delta.n_samples,
                        n_samples_skipped=state.n_samples_skipped + delta.n_skipped)
+
+
+# ---------------------------------------------------------------------------------------
+# registration: the contract suite's problem and the sequential reference
+# ---------------------------------------------------------------------------------------
+def state_arrays(state: DSGState) -> dict:
+    """The arrays that make a DSG state (and its counters, as 0-d arrays)."""
+    return {"coef": state.coef, "n_iter": np.asarray(state.n_iter),
+            "n_blocks_seen": np.asarray(state.n_blocks_seen),
+            "n_samples_seen": np.asarray(state.n_samples_seen)}
+
+
+def make_case(seed: int = 0, *, shuffle: bool = False):
+    """A small regression problem: 5 chunks of 20 rows (the last 13), batches of 4, 8
+    blocks of 8 features, so one pass crosses from the growth into the full phase."""
+    from ooc_kernels.losses import get_loss
+    from ooc_kernels.solvers._spec import AlgorithmCase
+
+    rng = np.random.default_rng(seed)
+    sizes = (20, 20, 20, 20, 13)
+    X = rng.normal(size=(sum(sizes), 3))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=len(X))
+    config = DSGConfig(loss_id=get_loss("squared").loss_id, target="regression",
+                       n_outputs=1, n_features_in=3, block_size=8, n_blocks=8,
+                       bandwidth=1.2, feature_seed=seed + 17, alpha=1e-2, batch_size=4,
+                       learning_rate="inverse", eta0=2.0, t0=4.0, dtype="float64",
+                       shuffle=shuffle)
+    bounds = np.cumsum((0,) + sizes)
+    chunks = [{"X": X[a:b], "y": y[a:b]} for a, b in zip(bounds[:-1], bounds[1:])]
+    return AlgorithmCase(algorithm=DSGAlgorithm(config), state=init_state(config),
+                         chunks=chunks, dims={"X": ("sample", "feature"), "y": ("sample",)},
+                         seed=seed + 3)
+
+
+def _reference(case):
+    from ooc_kernels.solvers.dsg_reference import sequential_dsg
+
+    return sequential_dsg(case.algorithm.config, case.state, case.chunks)
+
+
+def _register():
+    from ooc_kernels.solvers._spec import SolverSpec, register_solver
+
+    register_solver(SolverSpec(
+        name="dsg", algorithm=DSGAlgorithm, state_arrays=state_arrays, make_case=make_case,
+        reference=_reference,
+        description="doubly stochastic functional gradients (Dai et al. 2014)"))
+
+
+_register()

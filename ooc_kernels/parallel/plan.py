@@ -1,4 +1,4 @@
-"""Which chunks each round visits, and the random keys every task derives its randomness from.
+"""Which chunks each round visits: the epoch plan of groups of chunks.
 
 An epoch is a random permutation of the chunks cut into *groups* of at most
 ``shuffle_chunks`` consecutive chunks of the permutation; a task reads one group and visits
@@ -8,13 +8,12 @@ epoch.  ``K`` groups make a round.  The number of groups is a multiple of ``K`` 
 there are enough chunks, and their sizes differ by at most one, so that no round leaves
 workers idle.
 
-All randomness of a fit derives from ``(random_state, epoch, round, chunk)`` through
-:class:`numpy.random.SeedSequence` spawn keys, so a task's random numbers do not depend on
-which worker runs it, in which order, or under which scheduler.
+The chunk order of an epoch derives from ``(random_state, epoch)`` (see
+:mod:`ooc_kernels._seeds`), so it does not depend on the scheduler.
 
 Examples
 --------
->>> from ooc_kernels.parallel.schedule import plan_epoch
+>>> from ooc_kernels.parallel.plan import plan_epoch
 >>> plan_epoch(5, chunks_per_round=2, seed=0, epoch=0, shuffle=False)
 [((0,), (1,)), ((2,), (3,)), ((4,),)]
 >>> plan_epoch(5, chunks_per_round=2, seed=0, epoch=0, shuffle=False, shuffle_chunks=2)
@@ -28,17 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["plan_epoch", "task_rng", "derive_seed"]
+from ooc_kernels._seeds import epoch_rng
 
-# Domain separators, so streams used for different purposes never coincide.
-_EPOCH_ORDER = 0x0E
-_TASK = 0x7A
-
-
-def derive_seed(seed: int, *path: int) -> int:
-    """A 64-bit integer derived from ``seed`` and an integer path (deterministic)."""
-    ss = np.random.SeedSequence(int(seed), spawn_key=tuple(int(p) for p in path))
-    return int(ss.generate_state(1, dtype=np.uint64)[0])
+__all__ = ["plan_epoch"]
 
 
 def plan_epoch(n_chunks: int, *, chunks_per_round: int, seed: int, epoch: int,
@@ -53,9 +44,7 @@ def plan_epoch(n_chunks: int, *, chunks_per_round: int, seed: int, epoch: int,
     """
     order = np.arange(n_chunks)
     if shuffle:
-        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
-            int(seed), spawn_key=(_EPOCH_ORDER, int(epoch)))))
-        order = rng.permutation(n_chunks)
+        order = epoch_rng(seed, epoch).permutation(n_chunks)
     k = int(chunks_per_round)
     n_groups = -(-n_chunks // int(shuffle_chunks))
     if n_groups % k:  # whole rounds: no worker idles in the last round of the epoch
@@ -64,9 +53,3 @@ def plan_epoch(n_chunks: int, *, chunks_per_round: int, seed: int, epoch: int,
     bounds = np.cumsum([0] + [base + 1] * extra + [base] * (n_groups - extra))
     groups = [tuple(int(c) for c in order[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
     return [tuple(groups[i:i + k]) for i in range(0, len(groups), k)]
-
-
-def task_rng(seed: int, epoch: int, round_: int, chunk: int) -> np.random.Generator:
-    """The generator of the task that processes ``chunk`` in ``(epoch, round_)``."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(
-        int(seed), spawn_key=(_TASK, int(epoch), int(round_), int(chunk)))))

@@ -1,4 +1,4 @@
-"""Choosing where Dask runs the tasks, for the command line and pipelines.
+"""Where Dask runs the tasks: the library's one scheduler resolver.
 
 A scheduler is ``"sync"``, ``"threads"``, ``"processes"``, the address of a Dask scheduler
 (``tcp://host:8786`` or ``tls://host:8786``), a Dask scheduler file (``scheduler_file=``,
@@ -7,13 +7,23 @@ the JSON file ``dask scheduler --scheduler-file`` writes), or an already connect
 (:func:`make_security` builds one from certificate files) or, when none is given, from Dask's
 configuration (``distributed.comm.tls.*`` in ``~/.config/dask/*.yaml`` or ``DASK_CONFIG``).
 
+:func:`check_scheduler` validates a value without contacting anything (hyperparameter
+validation uses it); :func:`scheduler_context` is the only place that connects to a remote
+scheduler, and it closes what it opened when the block ends.  Inside the block it yields the
+value to give ``dask.compute(scheduler=...)``.
+
 Examples
 --------
->>> from ooc_kernels.parallel.scheduling import scheduler_context
+>>> from ooc_kernels.parallel.scheduler import scheduler_context
 >>> import dask
->>> with scheduler_context("sync"):
-...     dask.config.get("scheduler")
-'sync'
+>>> with scheduler_context("sync") as sched:
+...     sched, dask.config.get("scheduler")
+('sync', 'sync')
+>>> check_scheduler("tcp://scheduler:8786")      # checked, not contacted
+>>> check_scheduler("gpu")
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.ValidationError: unknown scheduler 'gpu'; use one of sync, threads, processes, a 'tcp://host:port' or 'tls://host:port' address, a scheduler file, or a distributed.Client.
 """
 
 from __future__ import annotations
@@ -28,9 +38,53 @@ import dask
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["SCHEDULER_CHOICES", "make_security", "scheduler_context"]
+__all__ = ["SCHEDULER_CHOICES", "check_scheduler", "local_scheduler", "make_security",
+           "scheduler_context"]
 
 SCHEDULER_CHOICES = ("sync", "threads", "processes")
+#: Other names Dask accepts for the local schedulers.
+_ALIASES = {"synchronous": "sync", "single-threaded": "sync", "threading": "threads",
+            "multiprocessing": "processes"}
+_ADDRESS_SCHEMES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
+_UNKNOWN = ("unknown scheduler {spec!r}; use one of sync, threads, processes, a "
+            "'tcp://host:port' or 'tls://host:port' address, a scheduler file, or a "
+            "distributed.Client.")
+
+
+def check_scheduler(spec: Any) -> None:
+    """Raise :class:`ValidationError` unless ``spec`` is a scheduler value; never connects.
+
+    Accepted: ``None``, ``"sync"``, ``"threads"``, ``"processes"`` (and Dask's aliases), an
+    address (``tcp://``, ``tls://`` ...) or a ``distributed.Client``.
+    """
+    if spec is None or _is_client(spec):
+        return
+    if not isinstance(spec, str):
+        raise ValidationError(_UNKNOWN.format(spec=spec))
+    if spec in SCHEDULER_CHOICES or spec in _ALIASES or spec.startswith(_ADDRESS_SCHEMES):
+        return
+    raise ValidationError(_UNKNOWN.format(spec=spec))
+
+
+def local_scheduler(spec: Any) -> Any:
+    """The ``dask.compute`` argument for a value that needs no connection: ``None``, a
+    local scheduler name (aliases normalized) or a ``Client``.
+
+    Raises
+    ------
+    ValidationError
+        An address: it must be connected with :func:`scheduler_context` first.
+    """
+    check_scheduler(spec)
+    if isinstance(spec, str):
+        if spec.startswith(_ADDRESS_SCHEMES):
+            raise ValidationError(
+                f"the scheduler {spec!r} is an address: connect to it with "
+                "ooc_kernels.parallel.scheduler.scheduler_context (the estimators do this "
+                "around fit and score) or pass a connected distributed.Client."
+            )
+        return _ALIASES.get(spec, spec)
+    return spec
 
 
 def make_security(ca_file: str | os.PathLike | None = None,
@@ -152,17 +206,17 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
             raise ValidationError(_local_tls_message(None))
         yield None
         return
+    check_scheduler(spec)
     if _is_client(spec):
         with dask.config.set(scheduler=spec):
             yield spec
         return
-    if not isinstance(spec, str):
-        raise ValidationError(f"scheduler must be a string, got {spec!r}.")
-    if spec in SCHEDULER_CHOICES:
+    if spec in SCHEDULER_CHOICES or spec in _ALIASES:
         if security is not None:
             raise ValidationError(_local_tls_message(spec))
-        with dask.config.set(scheduler=spec):
-            yield spec
+        name = _ALIASES.get(spec, spec)
+        with dask.config.set(scheduler=name):
+            yield name
         return
     if "://" in spec:
         if security is not None and getattr(security, "require_encryption", False) \
@@ -174,10 +228,7 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
         with _client(spec, security) as client:
             yield client
         return
-    raise ValidationError(
-        f"unknown scheduler {spec!r}; use one of {', '.join(SCHEDULER_CHOICES)}, a "
-        "'tcp://host:port' or 'tls://host:port' address, or a scheduler file."
-    )
+    raise ValidationError(_UNKNOWN.format(spec=spec))  # pragma: no cover - checked above
 
 
 def _local_tls_message(spec) -> str:

@@ -1,0 +1,106 @@
+"""Registries by name, filled by the modules that define what they hold.
+
+A family adds its solver module and its estimator module; each registers itself when
+imported.  A :class:`Registry` imports every public module of its package the first time a
+name is looked up (or listed), so the code that reads a registry (persistence, checkpoints,
+``ok.load``, the pipeline runner, the command line, the contract suite) never names a family.
+
+Examples
+--------
+>>> from ooc_kernels._registry import Registry
+>>> shapes = Registry("shape", package=None)
+>>> shapes.register("square", 4)
+>>> shapes.get("square"), shapes.names()
+(4, ['square'])
+>>> shapes.get("circle")
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.RegistryError: unknown shape 'circle'; registered: ['square']
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterator
+from typing import Any
+
+from ooc_kernels.exceptions import RegistryError
+
+__all__ = ["Registry"]
+
+
+class Registry:
+    """Objects registered under unique names, with discovery of the registering modules.
+
+    Parameters
+    ----------
+    kind : str
+        What is registered (used in messages: "estimator", "solver").
+    package : str or None
+        Dotted name of the package whose public modules register entries when imported;
+        None: no discovery.
+    """
+
+    def __init__(self, kind: str, package: str | None):
+        self.kind = kind
+        self.package = package
+        self._entries: dict[str, Any] = {}
+        self._discovered = package is None
+
+    def register(self, name: str, obj: Any) -> None:
+        """Register ``obj`` under ``name``; a second, different object is an error."""
+        if not isinstance(name, str) or not name:
+            raise RegistryError(f"a {self.kind} name must be a non-empty string, got {name!r}")
+        old = self._entries.get(name)
+        if old is not None and old is not obj and _qualname(old) != _qualname(obj):
+            raise RegistryError(
+                f"{self.kind} {name!r} is registered twice ({_qualname(old)} and "
+                f"{_qualname(obj)}); give the new one another name"
+            )
+        self._entries[name] = obj
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        pkg = importlib.import_module(self.package)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{self.package}.{info.name}")
+
+    def get(self, name: str) -> Any:
+        """The object registered under ``name``.
+
+        Raises
+        ------
+        RegistryError
+            Nothing is registered under ``name`` (the message lists the registered names).
+        """
+        if name not in self._entries:
+            self._discover()
+        try:
+            return self._entries[name]
+        except (KeyError, TypeError):
+            raise RegistryError(
+                f"unknown {self.kind} {name!r}; registered: {self.names()}"
+            ) from None
+
+    def names(self) -> list[str]:
+        """Sorted registered names (after discovery)."""
+        self._discover()
+        return sorted(self._entries)
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        """``(name, object)`` pairs, sorted by name (after discovery)."""
+        for name in self.names():
+            yield name, self._entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        self._discover()
+        return name in self._entries
+
+
+def _qualname(obj: Any) -> str:
+    target = obj if isinstance(obj, type) else type(obj)
+    return f"{target.__module__}.{target.__qualname__}"

@@ -1,0 +1,81 @@
+"""Hyperparameters validated declaratively, as scikit-learn validates its own.
+
+Every estimator declares ``_parameter_constraints`` (scikit-learn's format: a list of
+accepted types, :class:`Interval`, :class:`StrOptions` ...) and :func:`validate_params`
+checks them with scikit-learn's validator, so every estimator of the library reports a bad
+value the same way, in the library's hierarchy (:class:`InvalidParameterError`).  No check
+contacts anything (the scheduler is checked by its form, never connected to).
+
+Examples
+--------
+>>> from ooc_kernels.estimators._constraints import Interval, Real, validate_params
+>>> class Toy:
+...     _parameter_constraints = {"alpha": [Interval(Real, 0, None, closed="left")]}
+...     def get_params(self, deep=False):
+...         return {"alpha": -1}
+>>> validate_params(Toy())
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.InvalidParameterError: The 'alpha' parameter of Toy must be a float in the range [0.0, inf). Got -1 instead.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    InvalidParameterError as _SklearnInvalidParameterError,
+    Options,
+    StrOptions,
+    validate_parameter_constraints,
+)
+
+from ooc_kernels.exceptions import InvalidParameterError
+
+__all__ = ["HasMethods", "Integral", "Interval", "Options", "Real", "SchedulerSpec",
+           "StrOptions", "validate_params"]
+
+
+class SchedulerSpec(Options):
+    """A ``scheduler`` value: None, a local scheduler name, an address or a Client.
+
+    Checked by its form only (:func:`ooc_kernels.parallel.scheduler.check_scheduler`):
+    validation never connects.  (An :class:`Options` subclass: scikit-learn's validator
+    accepts only its own constraint kinds.)
+    """
+
+    def __init__(self):
+        super().__init__(object, set())
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        from ooc_kernels.exceptions import ValidationError
+        from ooc_kernels.parallel.scheduler import check_scheduler
+
+        try:
+            check_scheduler(val)
+        except ValidationError:
+            return False
+        return True
+
+    def __str__(self) -> str:
+        return ("'sync', 'threads', 'processes', a 'tcp://host:port' or 'tls://host:port' "
+                "address or a distributed.Client")
+
+
+def validate_params(estimator: Any) -> None:
+    """Check ``estimator.get_params()`` against its ``_parameter_constraints``.
+
+    Raises
+    ------
+    InvalidParameterError
+        "The 'NAME' parameter of CLASS must be ... Got VALUE instead."
+    """
+    try:
+        validate_parameter_constraints(estimator._parameter_constraints,
+                                       estimator.get_params(deep=False),
+                                       caller_name=type(estimator).__name__)
+    except _SklearnInvalidParameterError as err:
+        raise InvalidParameterError(str(err)) from None
