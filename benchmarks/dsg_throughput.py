@@ -199,7 +199,7 @@ def main():
     fit_s = statistics.median(f["seconds"] for f in fits)
     out["fit"] = {"params": {k: v for k, v in params.items() if k != "progress"},
                   "n_train": args.n_train, "median_seconds": fit_s,
-                  "rows_per_second": args.n_train * params["n_epochs"] / fit_s,
+                  "rows_per_second": args.n_train * clf.n_iter_ / fit_s,
                   "peak_rss_mib": max(f["peak_rss_mib"] for f in fits),
                   "rss_growth_mib": max(f["rss_growth_mib"] for f in fits),
                   "test_accuracy": acc, "runs": fits}

@@ -24,8 +24,8 @@ import psutil
 import ooc_kernels as ok
 from ooc_kernels.data.schema import open_zarr_dataset
 
-PARAMS = dict(n_features=2048, block_size=128, batch_size=64, n_epochs=2, chunks_per_round=3,
-              random_state=0)
+PARAMS = dict(n_features=2048, block_size=128, batch_size=64, max_iter=2, tol=None,
+              chunks_per_round=3, random_state=0)
 
 
 def _rss():

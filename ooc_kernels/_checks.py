@@ -19,7 +19,7 @@ import numpy as np
 
 from ooc_kernels.exceptions import InvalidDataError
 
-__all__ = ["RowOrigin", "check_finite", "non_finite_error"]
+__all__ = ["RowOrigin", "SampleOrigin", "check_finite", "non_finite_error"]
 
 
 def non_finite_error(var: str, value, chunk, row: int, feature: int | None = None,
@@ -68,6 +68,31 @@ class RowOrigin:
         out.chunks, out.starts = self.chunks, self.starts
         out.kept = rows if self.kept is None else self.kept[rows]
         return out
+
+
+class SampleOrigin(RowOrigin):
+    """Where the rows of a sample drawn from several chunks come from: row ``i`` is row
+    ``row_of[i]`` of chunk ``chunk_of[i]``.  Same interface as :class:`RowOrigin`.
+
+    Examples
+    --------
+    >>> SampleOrigin([3, 3, 5], [10, 40, 2], "the rows sampled").locate(2)
+    (5, 2)
+    """
+
+    def __init__(self, chunk_of, row_of, what: str = "the rows sampled"):
+        self.chunk_of = np.asarray(chunk_of, dtype=np.int64)
+        self.row_of = np.asarray(row_of, dtype=np.int64)
+        self.what = what
+
+    def locate(self, row: int) -> tuple[int, int]:
+        return int(self.chunk_of[row]), int(self.row_of[row])
+
+    def describe(self) -> str:
+        return self.what
+
+    def keep(self, mask: np.ndarray) -> "SampleOrigin":
+        return SampleOrigin(self.chunk_of[mask], self.row_of[mask], self.what)
 
 
 def check_finite(values: np.ndarray, var: str, chunk) -> None:

@@ -95,8 +95,14 @@ def _parse_params(pairs) -> dict:
 
 def _exit_interrupted(err: BaseException, default: str) -> None:
     """Print how to continue an interrupted command (one line) and exit with status 130."""
+    import logging
+
     notes = getattr(err, "__notes__", None) or [default]
     click.echo(notes[-1], err=True)
+    # Zarr's I/O runs on an asyncio loop in a background thread; the reads the interrupt cut
+    # short are destroyed at interpreter exit, and asyncio logs each one ("Task was destroyed
+    # but it is pending!"). They are expected and harmless: keep the one line above the last.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     raise click.exceptions.Exit(130)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from ooc_kernels._atomic import atomic_dir
 from ooc_kernels.data.zarr_io import consolidate
-from ooc_kernels.data.inputs import as_chunked
+from ooc_kernels.data.inputs import as_chunked, wrap_prediction
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["evaluate", "write_predictions"]
@@ -70,16 +70,21 @@ def write_predictions(estimator, X, path) -> Path:
     """Write predictions (and class probabilities when available) to a Zarr store.
 
     The store is written chunk by chunk into a temporary sibling folder and renamed into
-    place when complete.
+    place when complete.  For an xarray input the predictions lie along its own sample
+    dimension, with its coordinates there (e.g. ``time``); otherwise along ``sample``.
     """
     import xarray as xr
 
     data = as_chunked(X, chunk_size=estimator.chunk_size)
     pred = estimator.predict(data.X)
-    variables = {"prediction": (("sample",), pred)}
+    like = wrap_prediction(X, pred)  # the input's sample dim and coordinates, if any
+    sample = like.dims[0] if isinstance(like, xr.DataArray) else "sample"
+    coords = {k: c.variable for k, c in like.coords.items()} \
+        if isinstance(like, xr.DataArray) else {}
+    variables = {"prediction": ((sample,), pred)}
     if hasattr(estimator, "classes_") and hasattr(estimator, "predict_proba"):
-        variables["proba"] = (("sample", "class"), estimator.predict_proba(data.X))
-    coords = {"class": np.asarray(estimator.classes_)} if "proba" in variables else {}
+        variables["proba"] = ((sample, "class"), estimator.predict_proba(data.X))
+        coords["class"] = np.asarray(estimator.classes_)
     ds = xr.Dataset(variables, coords=coords)
     path = Path(path)
     with atomic_dir(path) as tmp, scheduler_context(getattr(estimator, "scheduler", None)):

@@ -36,6 +36,8 @@ __all__ = [
     "CheckpointError",
     "CheckpointMismatchError",
     "RegistryError",
+    "OocKernelsWarning",
+    "StepSizeWarning",
 ]
 
 
@@ -133,3 +135,11 @@ class DatasetExistsError(OocKernelsError, FileExistsError):
 class DivergenceError(OocKernelsError, FloatingPointError):
     """A fit produced non-finite coefficients (overflow): the step size is too large for the
     scale of the data (lower ``eta0``, raise ``t0`` or standardize ``X``/``y``)."""
+
+
+class OocKernelsWarning(UserWarning):
+    """Base class of the library's warnings."""
+
+
+class StepSizeWarning(OocKernelsWarning):
+    """A step-size schedule outside the range where the convergence theorems hold."""

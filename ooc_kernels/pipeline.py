@@ -375,6 +375,7 @@ def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoin
          where: dict, progress: bool | None) -> dict:
     """The stages of :func:`run_pipeline` after validation (inside its scheduler context)."""
     from ooc_kernels.data.catalog import open_dataset
+    from ooc_kernels.data.schema import sample_dim
     from ooc_kernels.evaluation import evaluate, write_predictions
 
     _ensure_datasets(spec, base, catalog, progress, where)
@@ -389,11 +390,11 @@ def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoin
     out_dir.mkdir(parents=True, exist_ok=True)
     est.save(out_dir / spec.save.model)
     metrics = {"pipeline": spec.name, "estimator": spec.model.estimator,
-               "n_train": int(train.sizes["sample"]),
+               "n_train": int(train.sizes[sample_dim(train)]),
                "fit_seconds": round(fit_seconds, 3)}
     metrics.update({f"train_{k}": v for k, v in evaluate(est, train).items()})
     if test is not None:
-        metrics["n_test"] = int(test.sizes["sample"])
+        metrics["n_test"] = int(test.sizes[sample_dim(test)])
         metrics.update({f"test_{k}": v for k, v in evaluate(est, test).items()})
         if spec.evaluate.predictions:
             write_predictions(est, test, out_dir / spec.save.predictions)

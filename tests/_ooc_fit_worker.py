@@ -15,7 +15,7 @@ def main(store: str, chunk_rows: int, shuffle_chunks="auto") -> None:
     from ooc_kernels.data.schema import open_zarr_dataset
 
     proc = psutil.Process()
-    params = dict(n_features=512, block_size=64, batch_size=2048, n_epochs=1,
+    params = dict(n_features=512, block_size=64, batch_size=2048, max_iter=1, tol=None,
                   bandwidth=3.0, chunks_per_round=2, random_state=0, scheduler="threads",
                   shuffle_chunks=shuffle_chunks, progress=False)
     # Warm up: imports, numba caches, thread pools, on a tiny in-memory problem.

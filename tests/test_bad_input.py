@@ -30,7 +30,7 @@ from ooc_kernels.exceptions import (
     ValidationError,
 )
 
-TINY = dict(n_features=64, block_size=16, batch_size=4, n_epochs=1, random_state=0,
+TINY = dict(n_features=64, block_size=16, batch_size=4, max_iter=1, tol=None, random_state=0,
             scheduler="sync", chunk_size=8)
 
 
@@ -525,8 +525,8 @@ QUICKSTART = os.path.join(os.path.dirname(__file__), "..", "pipelines", "quickst
 
 @pytest.mark.parametrize("edit, match", [
     (("fit:\n", "fitt:\n"), r"unknown key 'fitt': remove it or check its spelling"),
-    (("n_epochs: 3", "n_epochs: three"),
-     r"The 'n_epochs' parameter of DSGClassifier must be an int in the range \[1, inf\)\. "
+    (("max_iter: 3", "max_iter: three"),
+     r"The 'max_iter' parameter of DSGClassifier must be an int in the range \[1, inf\)\. "
      r"Got 'three' instead"),
     (("name: quickstart", "name: [quickstart"), r"is not valid YAML"),
 ])
@@ -559,4 +559,5 @@ def test_a_diverging_fit_raises_instead_of_predicting_nan():
 
     X, _, y = _data(n=60)
     with pytest.raises(DivergenceError, match="non-finite coefficients"):
-        _reg(bandwidth=1.0, n_epochs=5, eta0=1e300).fit(X, y * 1e30)
+        _reg(bandwidth=1.0, max_iter=5, tol=None, learning_rate="constant", eta0=1e300,
+             standardize=False).fit(X, y * 1e30)

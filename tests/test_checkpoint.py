@@ -16,7 +16,7 @@ from ooc_kernels.estimators._checkpointing import CheckpointWriter
 from ooc_kernels.parallel.checkpoint import CheckpointMismatchError, read_checkpoint
 
 # 12 chunks in groups of 2 (rows mixed across chunks), 2 groups per round: 3 rounds/epoch
-PARAMS = dict(n_features=256, block_size=32, batch_size=16, n_epochs=3, chunks_per_round=2,
+PARAMS = dict(n_features=256, block_size=32, batch_size=16, max_iter=3, tol=None, chunks_per_round=2,
               shuffle_chunks=2, random_state=0, scheduler="sync")
 
 
@@ -65,9 +65,9 @@ def test_more_epochs_continue_from_a_finished_checkpoint(tmp_path):
 
     ds = open_zarr_dataset(_store(tmp_path))
     ck = tmp_path / "ck.zarr"
-    ok.DSGClassifier(**dict(PARAMS, n_epochs=2)).fit(ds, checkpoint=ck, checkpoint_every=4)
-    longer = ok.DSGClassifier(**dict(PARAMS, n_epochs=3)).fit(ds, checkpoint=ck, resume=True)
-    reference = ok.DSGClassifier(**dict(PARAMS, n_epochs=3)).fit(ds)
+    ok.DSGClassifier(**dict(PARAMS, max_iter=2, tol=None)).fit(ds, checkpoint=ck, checkpoint_every=4)
+    longer = ok.DSGClassifier(**dict(PARAMS, max_iter=3, tol=None)).fit(ds, checkpoint=ck, resume=True)
+    reference = ok.DSGClassifier(**dict(PARAMS, max_iter=3, tol=None)).fit(ds)
     assert np.array_equal(longer.coef_, reference.coef_)
 
 
@@ -82,7 +82,7 @@ def test_resume_refuses_other_data_hyperparameters_and_versions(tmp_path):
                                                       r"checkpoint has 0, this fit has 1"):
         ok.DSGClassifier(**PARAMS).fit(other, checkpoint=ck, resume=True)
     with pytest.raises(CheckpointMismatchError,
-                       match=r"hyperparameter alpha: checkpoint has 1e-05, this fit has 0.1"):
+                       match=r"hyperparameter alpha: checkpoint has 'auto', this fit has 0.1"):
         ok.DSGClassifier(**dict(PARAMS, alpha=0.1)).fit(ds, checkpoint=ck, resume=True)
     group = zarr.open_group(str(ck), mode="r+")
     meta = dict(group.attrs["ooc_kernels_checkpoint"])
@@ -103,8 +103,8 @@ def test_resume_refuses_fewer_epochs_than_already_done(tmp_path):
     ck = tmp_path / "ck.zarr"
     ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck)              # 3 epochs
     with pytest.raises(CheckpointMismatchError, match=r"already at epoch 3, round 0, past "
-                                                      r"this fit's n_epochs=2"):
-        ok.DSGClassifier(**dict(PARAMS, n_epochs=2)).fit(ds, checkpoint=ck, resume=True)
+                                                      r"this fit's max_iter=2"):
+        ok.DSGClassifier(**dict(PARAMS, max_iter=2, tol=None)).fit(ds, checkpoint=ck, resume=True)
 
 
 def test_crash_while_writing_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypatch):
@@ -139,7 +139,7 @@ def _pipeline(tmp_path, out):
                                      "chunk_size": 100, "params": {"n_features": 8}}}},
         "model": {"estimator": "DSGClassifier",
                   "params": {"n_features": 1024, "block_size": 64, "batch_size": 20,
-                             "n_epochs": 4, "random_state": 3}},
+                             "max_iter": 4, "tol": None, "random_state": 3}},
         "fit": {"checkpoint_every": 1},
         "evaluate": {"predictions": False},
         "save": {"output_dir": out},

@@ -33,7 +33,7 @@ def _pipeline(tmp_path, **overrides):
         },
         "model": {"estimator": "DSGClassifier",
                   "params": {"n_features": 512, "block_size": 64, "batch_size": 16,
-                             "n_epochs": 3, "random_state": 0}},
+                             "max_iter": 3, "tol": None, "random_state": 0}},
         "save": {"output_dir": "out"},
     }
     for key, value in overrides.items():
@@ -312,7 +312,7 @@ def test_cli_param_in_exponent_notation(tmp_path):
     register_dataset(tmp_path / "c.yaml", "nb", store)
     r = CliRunner().invoke(main, [
         "train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb", "-p", "eta0=2e5",
-        "-p", "t0=1E+3", "-p", "alpha=1e-6", "-p", "n_features=1e3", "-p", "block_size=8",
+        "-p", "learning_rate=inverse", "-p", "t0=1E+3", "-p", "alpha=1e-6", "-p", "n_features=1e3", "-p", "block_size=8",
         "-p", "batch_size=16", "-p", "bandwidth=median", "-p", "random_state=0",
         "--out", str(tmp_path / "m.zarr"), "--scheduler", "sync", "-q"])
     assert r.exit_code == 0, r.output
@@ -320,8 +320,9 @@ def test_cli_param_in_exponent_notation(tmp_path):
     params = model.get_params()
     assert (params["eta0"], params["t0"], params["alpha"]) == (200000, 1000, 1e-6)
     assert params["bandwidth"] == "median"
-    reference = ok.DSGClassifier(eta0=200000.0, t0=1000.0, alpha=0.000001, n_features=1000,
-                                 block_size=8, batch_size=16, random_state=0,
+    reference = ok.DSGClassifier(learning_rate="inverse", eta0=200000.0, t0=1000.0,
+                                 alpha=0.000001, n_features=1000, block_size=8,
+                                 batch_size=16, bandwidth="median", random_state=0,
                                  scheduler="sync", progress=False)
     reference.fit(ok.open_dataset(tmp_path / "c.yaml", "nb"))
     np.testing.assert_array_equal(model.coef_, reference.coef_)
@@ -338,7 +339,8 @@ def test_pipeline_yaml_numbers_in_exponent_notation(tmp_path):
     path = _pipeline(tmp_path)
     text = path.read_text()
     spec = yaml.safe_load(text)
-    spec["model"]["params"].update(eta0="@ETA0@", t0="@T0@", loss="logistic")
+    spec["model"]["params"].update(eta0="@ETA0@", t0="@T0@", loss="logistic",
+                                   learning_rate="inverse")
     spec["data"]["generate"]["nb"]["params"]["flip"] = "@FLIP@"
     spec["data"]["generate"]["nb"]["n_samples"] = "@N@"
     text = yaml.safe_dump(spec)
@@ -372,7 +374,7 @@ def _train_args(tmp_path, *extra):
         register_dataset(cat, "nb", store)
     return ["train", "--catalog", str(cat), "--entry", "nb", "-p", "n_features=256",
             "-p", "block_size=32", "-p", "batch_size=16", "-p", "random_state=0",
-            "-p", "n_epochs=3", "--scheduler", "sync", "-q", *extra]
+            "-p", "max_iter=3", "-p", "tol=null", "--scheduler", "sync", "-q", *extra]
 
 
 def test_train_unknown_param_lists_the_valid_keys_like_the_pipeline(tmp_path):
@@ -391,7 +393,7 @@ def test_train_unknown_param_lists_the_valid_keys_like_the_pipeline(tmp_path):
     path.write_text(yaml.safe_dump(spec))
     with pytest.raises(PipelineConfigError, match=r"unknown key 'model.params.n_feature' for "
                                                   r"DSGClassifier; did you mean 'n_features'\? "
-                                                  r"valid keys: alpha, bandwidth, "):
+                                                  r"valid keys: alpha, average, bandwidth, "):
         load_pipeline(path)
 
 
@@ -501,7 +503,7 @@ def test_run_interrupted_by_a_real_sigint(tmp_path):
     path = _pipeline(tmp_path)
     spec = yaml.safe_load(path.read_text())
     spec["data"]["generate"]["nb"].update(n_samples=6000, chunk_size=100)
-    spec["model"]["params"].update(n_features=1024, n_epochs=300)   # long: interrupted
+    spec["model"]["params"].update(n_features=1024, max_iter=300, tol=None)   # long: interrupted
     spec["fit"] = {"checkpoint_every": 1}
     path.write_text(yaml.safe_dump(spec))
     env = dict(os.environ, OOC_KERNELS_PROGRESS="0")

@@ -85,16 +85,27 @@ def test_length_mismatch_in_store(tmp_path):
 @pytest.mark.parametrize(
     "attrs, match",
     [
-        ({"task": "regression"}, r"'ooc_kernels_schema_version' is missing.*ooc_kernels_schema_version'\] = 1"),
         ({"ooc_kernels_schema_version": 99, "task": "regression"}, r"unsupported schema version.*99"),
         ({"ooc_kernels_schema_version": "1", "task": "regression"}, r"must be an int, found '1'"),
-        ({"ooc_kernels_schema_version": 1, "task": "classification"}, r"'classes' is required"),
     ],
 )
 def test_attribute_violations(attrs, match):
     ds = _valid(task="regression") if attrs["task"] == "regression" else _valid()
     with pytest.raises(SchemaError, match=match):
         validate_dataset(ds.drop_attrs().assign_attrs(attrs))
+
+
+@pytest.mark.parametrize("attrs", [
+    {"task": "regression"},                                   # no schema version
+    {"ooc_kernels_schema_version": 1, "task": "classification"},  # no classes
+    {},                                                       # nothing at all
+])
+def test_library_attributes_are_optional(attrs):
+    # issue 8: the version, task and classes are recorded when known, inferred otherwise
+    for task in ("regression", "classification"):
+        ds = _valid(task=task)
+        validate_dataset(ds.drop_attrs().assign_attrs(attrs if attrs.get("task", task) == task
+                                                      else {}))
 
 
 def test_not_a_dataset():
@@ -148,9 +159,9 @@ def test_generated_store_equals_direct_chunk_generation(tmp_path):
                      random_state=7, **params)
     ds = open_zarr_dataset(p)
     for i, (a, b) in enumerate([(0, 100), (100, 200), (200, 250)]):
-        Xi, yi = generate_chunk("nonlinear_binary", i, b - a, random_state=7, **params)
-        np.testing.assert_array_equal(ds.X[a:b].values, Xi)
-        np.testing.assert_array_equal(ds.y[a:b].values, yi)
+        chunk = generate_chunk("nonlinear_binary", i, b - a, random_state=7, **params)
+        np.testing.assert_array_equal(ds.X[a:b].values, chunk["X"])
+        np.testing.assert_array_equal(ds.y[a:b].values, chunk["y"])
     assert ds.attrs["generator"] == "nonlinear_binary"
     assert ds.attrs["generator_params"] == params
     assert ds.attrs["classes"] == [0, 1]

@@ -13,6 +13,7 @@ import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
+from _memory_env import worker_env
 from dask.callbacks import Callback
 
 import ooc_kernels as ok
@@ -24,7 +25,7 @@ pytest.importorskip("pyarrow")  # dask.dataframe needs it
 pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword in DataFrame.reset_index")
 dd = pytest.importorskip("dask.dataframe")
 
-SMALL = dict(n_features=256, block_size=64, batch_size=16, n_epochs=2, random_state=0,
+SMALL = dict(n_features=256, block_size=64, batch_size=16, max_iter=2, tol=None, random_state=0,
              scheduler="sync", progress=False)
 FEATURES = ["f0", "f1", "f2"]
 
@@ -144,7 +145,9 @@ def test_predictions_on_a_ddf_are_lazy_and_equal_the_numpy_ones(tmp_path):
     ddf = dd.read_parquet(_parquet(tmp_path, df, npartitions=4))
     lengths = _lengths(ddf)
     X_np = df[FEATURES].to_numpy()
-    clf = ok.DSGClassifier(**SMALL).fit(X_np, df["y"].to_numpy())
+    # float64 features: the comparison below checks the two paths, not float32 rounding
+    # (whose sums depend on how the rows are cut into blocks)
+    clf = ok.DSGClassifier(**SMALL, dtype="float64").fit(X_np, df["y"].to_numpy())
     X = ddf[FEATURES]
     assert is_lazy_input(X) and is_lazy_input(ddf["y"])
     for method in ("predict", "predict_proba", "decision_function"):
@@ -230,7 +233,7 @@ def main(store, mode):
     import ooc_kernels as ok
 
     proc = psutil.Process()
-    params = dict(n_features=256, block_size=64, batch_size=1024, n_epochs=1, bandwidth=3.0,
+    params = dict(n_features=256, block_size=64, batch_size=1024, max_iter=1, tol=None, bandwidth=3.0,
                   chunks_per_round=2, random_state=0, scheduler="sync", progress=False)
     if "shuffle_chunks" in ok.DSGClassifier().get_params():
         params["shuffle_chunks"] = 1  # one chunk per task: the bound is set by chunks
@@ -284,7 +287,8 @@ MARGIN = 8 * 2**20              # the DataFrame path may exceed the Dask-array o
 
 def _growth(store, mode):
     out = subprocess.run([sys.executable, "-c", _WORKER, str(store), mode],
-                         capture_output=True, text=True, timeout=300, check=True)
+                         capture_output=True, text=True, timeout=300, check=True,
+                         env=worker_env())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -320,7 +324,7 @@ def test_column_names_are_checked_between_pandas_and_dask_frames():
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(rng.normal(size=(80, 3)), columns=["a", "b", "c"])
     y = (frame["a"] > 0).astype(int)
-    params = dict(n_features=64, block_size=16, batch_size=8, n_epochs=1, random_state=0,
+    params = dict(n_features=64, block_size=16, batch_size=8, max_iter=1, tol=None, random_state=0,
                   scheduler="sync")
     clf = ok.DSGClassifier(**params).fit(frame, y)
     lazy = dd.from_pandas(frame, npartitions=2)

@@ -15,6 +15,13 @@ import ooc_kernels as ok
 from ooc_kernels.features.rbf import block_params
 
 
+#: The paper's setting: gamma_t = eta0 / (t + t0), raw features, float64.  These tests use
+#: step sizes outside the theorems' range on purpose (the algorithm is the same); the
+#: StepSizeWarning that says so is expected.
+pytestmark = pytest.mark.filterwarnings("ignore::ooc_kernels.exceptions.StepSizeWarning")
+LITERAL = dict(learning_rate="inverse", standardize=False, dtype="float64")
+
+
 def _lprime(loss, u, y):
     if loss == "squared":
         return u - y
@@ -64,8 +71,8 @@ def test_classifier_reproduces_algorithm1(loss, chunk_size):
     n_epochs, n = 2, len(X)
     kw = dict(eta0=2.0, t0=3.0)
     nu = 0.05
-    clf = ok.DSGClassifier(loss=loss, bandwidth=1.3, alpha=nu, n_features=64, block_size=1,
-                           batch_size=1, n_epochs=n_epochs, shuffle=False,
+    clf = ok.DSGClassifier(**LITERAL, loss=loss, bandwidth=1.3, alpha=nu, n_features=64, block_size=1,
+                           batch_size=1, max_iter=n_epochs, tol=None, shuffle=False,
                            chunk_size=chunk_size, chunks_per_round=1, random_state=5,
                            scheduler="sync", **kw).fit(X, y)
     alphas, lps, phis, predict = algorithm1(X, y, loss=loss, seed=clf.feature_seed_,
@@ -82,8 +89,8 @@ def test_regressor_matches_closed_form_eq7():
     X, _ = _data(n=20)
     y = np.sin(X[:, 0]) + 0.5 * X[:, 1]
     eta0, t0, nu, n_steps = 1.5, 2.0, 0.3, 40
-    reg = ok.DSGRegressor(bandwidth=0.9, alpha=nu, n_features=64, block_size=1, batch_size=1,
-                          n_epochs=2, shuffle=False, eta0=eta0, t0=t0, random_state=11,
+    reg = ok.DSGRegressor(**LITERAL, bandwidth=0.9, alpha=nu, n_features=64, block_size=1, batch_size=1,
+                          max_iter=2, tol=None, shuffle=False, eta0=eta0, t0=t0, random_state=11,
                           scheduler="sync").fit(X, y)
     alphas, lps, phis, _ = algorithm1(X, y, loss="squared", seed=reg.feature_seed_,
                                       bandwidth=0.9, n_steps=n_steps, eta0=eta0, t0=t0,
@@ -103,8 +110,8 @@ def test_integer_theta_nu_wipes_early_coefficients():
     """
     X, _ = _data(n=12)
     y = X[:, 0]
-    reg = ok.DSGRegressor(bandwidth=1.0, alpha=0.5, n_features=32, block_size=1,
-                          batch_size=1, n_epochs=1, shuffle=False, eta0=4.0, t0=0.0,
+    reg = ok.DSGRegressor(**LITERAL, bandwidth=1.0, alpha=0.5, n_features=32, block_size=1,
+                          batch_size=1, max_iter=1, tol=None, shuffle=False, eta0=4.0, t0=0.0,
                           random_state=0, scheduler="sync").fit(X, y)
     coef = reg.coef_[:, 0, 0]
     assert coef[0] == 0.0            # (1 - gamma_2 nu) = 1 - (4/2)(0.5) = 0
@@ -117,8 +124,8 @@ def test_past_the_feature_budget_every_coefficient_is_updated():
     X, _ = _data(n=15)
     y = np.cos(X[:, 0]) - X[:, 2]
     eta0, t0, nu, m, n_steps = 1.2, 1.0, 0.05, 10, 30
-    reg = ok.DSGRegressor(bandwidth=1.1, alpha=nu, n_features=m, block_size=1, batch_size=1,
-                          n_epochs=2, shuffle=False, eta0=eta0, t0=t0, chunk_size=4,
+    reg = ok.DSGRegressor(**LITERAL, bandwidth=1.1, alpha=nu, n_features=m, block_size=1, batch_size=1,
+                          max_iter=2, tol=None, shuffle=False, eta0=eta0, t0=t0, chunk_size=4,
                           random_state=2, scheduler="sync").fit(X, y)
     alphas, _, _, _ = algorithm1(X, y, loss="squared", seed=reg.feature_seed_, bandwidth=1.1,
                                  n_steps=m, eta0=eta0, t0=t0, nu=nu)
@@ -129,4 +136,4 @@ def test_past_the_feature_budget_every_coefficient_is_updated():
         gamma = eta0 / (i + 1 + t0)
         alphas = (1.0 - gamma * nu) * alphas - gamma / m * (phi @ alphas - target) * phi
     np.testing.assert_allclose(reg.coef_[:, 0, 0], alphas, rtol=0, atol=1e-10)
-    assert reg.n_blocks_seen_ == m and reg.n_iter_ == n_steps
+    assert reg.n_blocks_seen_ == m and reg.t_ == n_steps and reg.n_iter_ == 2

@@ -11,7 +11,11 @@ from ooc_kernels.parallel.engine import RoundInfo
 from ooc_kernels.solvers.dsg import DSGAlgorithm
 
 PARAMS = dict(bandwidth=1.0, alpha=1e-3, n_features=4096, block_size=8, batch_size=5,
-              eta0=1.0, t0=1.0, random_state=0, scheduler="sync", chunk_size=20)
+              eta0=1.0, t0=1.0, learning_rate="inverse", random_state=0, scheduler="sync",
+              chunk_size=20, dtype="float64")
+# These tests check how rounds combine, with hand-set step sizes (outside the theorems'
+# range: the StepSizeWarning that says so is expected).
+pytestmark = pytest.mark.filterwarnings("ignore::ooc_kernels.exceptions.StepSizeWarning")
 
 
 def _regression(n, seed=0, d=3):
@@ -38,7 +42,7 @@ def opened(monkeypatch):
 def test_skipped_rows_with_k2_never_reuse_a_seed_nor_drop_a_block(opened):
     X, y = _regression(120)
     X[[0, 3, 7, 8, 11, 15]] = np.nan              # six invalid rows in chunk 0
-    reg = ok.DSGRegressor(n_epochs=3, chunks_per_round=2, on_invalid="skip",
+    reg = ok.DSGRegressor(max_iter=3, tol=None, chunks_per_round=2, on_invalid="skip",
                           **PARAMS).fit(X, y)
     ids = [b for task in opened for b in task]
     assert len(ids) == len(set(ids)), "a block id (feature seed) was opened twice"
@@ -53,7 +57,7 @@ def test_a_task_without_valid_rows_does_not_dilute_the_round():
     X, y = _regression(40, seed=1)
     bad = X.copy()
     bad[20:] = np.nan
-    params = dict(PARAMS, shuffle=False, n_epochs=1)
+    params = dict(PARAMS, shuffle=False, max_iter=1, tol=None)
     two = ok.DSGRegressor(chunks_per_round=2, on_invalid="skip", **params).fit(bad, y)
     one = ok.DSGRegressor(chunks_per_round=1, **params).fit(X[:20], y[:20])
     assert two.n_samples_skipped_ == 20
@@ -66,7 +70,7 @@ def test_local_models_are_weighted_by_rows(sizes):
     """The combined model is the row-weighted mean of the tasks' local models (each local
     model computed alone as a K = 1 round from the same state)."""
     X, y = _regression(200, seed=2)
-    reg = ok.DSGRegressor(n_epochs=1, **PARAMS).fit(X[:60], y[:60])
+    reg = ok.DSGRegressor(max_iter=1, tol=None, **PARAMS).fit(X[:60], y[:60])
     alg = DSGAlgorithm(reg._config)
     state = reg._state
     bounds = np.concatenate([[60], 60 + np.cumsum(sizes)])
@@ -87,7 +91,7 @@ def test_local_models_are_weighted_by_rows(sizes):
 
 def test_combine_is_associative_and_no_work_is_its_identity():
     X, y = _regression(100, seed=3)
-    reg = ok.DSGRegressor(n_epochs=1, **PARAMS).fit(X[:40], y[:40])
+    reg = ok.DSGRegressor(max_iter=1, tol=None, **PARAMS).fit(X[:40], y[:40])
     alg = DSGAlgorithm(reg._config)
     state = reg._state
     info = RoundInfo(epoch=1, round=0, groups=((0,), (1,), (2,), (3,)),
@@ -113,7 +117,7 @@ def test_a_group_task_mixes_its_rows_in_place_with_the_same_result():
     place; a read-only view of the same rows (copied instead) gives the same delta, and the
     caller's chunk arrays are never modified."""
     X, y = _regression(90, seed=4)
-    reg = ok.DSGRegressor(n_epochs=1, **PARAMS).fit(X[:30], y[:30])
+    reg = ok.DSGRegressor(max_iter=1, tol=None, **PARAMS).fit(X[:30], y[:30])
     alg = DSGAlgorithm(reg._config)
     info = RoundInfo(epoch=1, round=0, groups=((0, 1, 2),), sizes=((20, 20, 20),),
                      seed=reg._data_seed)
@@ -138,4 +142,4 @@ def test_invalid_value_in_a_group_names_its_chunk_and_row():
     X[47, 1] = np.inf                       # chunk 2 (rows 40..59), row 7
     Xd, yd = da.from_array(X, chunks=(20, 3)), da.from_array(y, chunks=20)
     with pytest.raises(InvalidDataError, match=r"chunk 2, row 7, feature 1"):
-        ok.DSGRegressor(n_epochs=1, shuffle_chunks=3, **PARAMS).fit(Xd, yd)
+        ok.DSGRegressor(max_iter=1, tol=None, shuffle_chunks=3, **PARAMS).fit(Xd, yd)

@@ -117,7 +117,7 @@ def test_k_chunks_are_averaged_as_documented():
     y = X[:, 0] - X[:, 1] ** 2
     params = dict(bandwidth=1.0, alpha=0.01, n_features=64, block_size=4, batch_size=5,
                   shuffle=False, random_state=0, scheduler="sync", chunk_size=10)
-    one_epoch = ok.DSGRegressor(n_epochs=1, chunks_per_round=2, **params).fit(X, y)
+    one_epoch = ok.DSGRegressor(max_iter=1, tol=None, chunks_per_round=2, **params).fit(X, y)
     # Reference: replay the first round of epoch 2 by hand from the epoch-1 state.
     alg = DSGAlgorithm(one_epoch._config)
     state = one_epoch._state
@@ -143,7 +143,7 @@ def test_round_crossing_the_feature_budget_averages_linearly():
     y = np.sin(X[:, 0])
     params = dict(bandwidth=1.0, alpha=0.01, n_features=24, block_size=4, batch_size=5,
                   shuffle=False, random_state=0, scheduler="sync", chunk_size=10)
-    reg = ok.DSGRegressor(n_epochs=1, chunks_per_round=2, **params).fit(X[:20], y[:20])
+    reg = ok.DSGRegressor(max_iter=1, tol=None, chunks_per_round=2, **params).fit(X[:20], y[:20])
     alg = DSGAlgorithm(reg._config)
     state = reg._state                                 # 4 of the 6 blocks are open
     assert state.n_blocks_seen == 4
@@ -166,7 +166,7 @@ def _fit(scheduler):
     X = rng.normal(size=(300, 4)).astype(np.float32)
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     Xd = da.from_array(X, chunks=(45, 4))
-    clf = ok.DSGClassifier(n_features=512, block_size=32, batch_size=16, n_epochs=2,
+    clf = ok.DSGClassifier(n_features=512, block_size=32, batch_size=16, max_iter=2, tol=None,
                            chunks_per_round=3, random_state=7, scheduler=scheduler)
     return clf.fit(Xd, da.from_array(y, chunks=45))
 
@@ -197,7 +197,7 @@ def test_models_do_not_depend_on_the_callers_blas_threads():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4000, 32)).astype(np.float32)
     y = (np.sum(X[:, :3] ** 2, axis=1) > 2.4).astype(int)
-    params = dict(n_features=4096, block_size=128, batch_size=64, n_epochs=1, chunk_size=2000,
+    params = dict(n_features=4096, block_size=128, batch_size=64, max_iter=1, tol=None, chunk_size=2000,
                   random_state=0, scheduler="sync")
     with threadpool_limits(limits=2, user_api="blas"):
         two = ok.DSGClassifier(**params).fit(X, y)
@@ -221,6 +221,6 @@ def test_a_fit_on_a_client_points_its_bar_at_the_dask_dashboard(capsys):
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         assert _dashboard_link(None) == client.dashboard_link == _dashboard_link(client)
-        ok.DSGRegressor(n_features=64, block_size=16, batch_size=8, n_epochs=1,
+        ok.DSGRegressor(n_features=64, block_size=16, batch_size=8, max_iter=1, tol=None,
                         random_state=0, progress=True).fit(X, X[:, 0])
     assert f"dashboard: {client.dashboard_link}" in capsys.readouterr().err

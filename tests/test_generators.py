@@ -25,6 +25,11 @@ from ooc_kernels.exceptions import ValidationError
 SMALL = {"digits_deformed": {}, "synthetic_krr_2d": {}, "nonlinear_binary": {"n_features": 5}}
 
 
+def _xy(chunk):
+    """A generated chunk (a dict by variable name) as its ``X`` and ``y``."""
+    return chunk["X"], chunk["y"]
+
+
 def _digest(path) -> str:
     ds = open_zarr_dataset(path)
     h = hashlib.sha256()
@@ -94,15 +99,16 @@ def test_chunk_independence(name):
     # the same chunks generated alone, in reverse order (as a parallel scheduler might)
     direct = [generate_chunk(name, i, rows, random_state=5, **p)
               for i, rows in reversed(list(enumerate([100, 100, 100, 50])))][::-1]
-    for (xs, ys), (xd, yd) in zip(streamed, direct, strict=True):
-        np.testing.assert_array_equal(xs, xd)
-        np.testing.assert_array_equal(ys, yd)
+    for s, d in zip(streamed, direct, strict=True):
+        assert list(s) == list(d) == ["X", "y"]  # chunks are dicts by variable name
+        np.testing.assert_array_equal(s["X"], d["X"])
+        np.testing.assert_array_equal(s["y"], d["y"])
     # full chunks do not depend on n_samples
     longer = list(iter_chunks(name, 1000, chunk_size=100, random_state=5, **p))
     for i in range(3):
-        np.testing.assert_array_equal(longer[i][0], streamed[i][0])
+        np.testing.assert_array_equal(longer[i]["X"], streamed[i]["X"])
     # chunks are distinct from each other
-    assert not np.array_equal(streamed[0][0], streamed[1][0])
+    assert not np.array_equal(streamed[0]["X"], streamed[1]["X"])
 
 
 def test_chunk_rng_scheme():
@@ -135,8 +141,8 @@ def _nearest_source(X, images):
 @pytest.mark.parametrize("split", ["train", "test"])
 def test_digits_draw_from_their_split_only(split):
     # with no deformation at all, every sample equals a source image exactly
-    X, y = generate_chunk("digits_deformed", 0, 400, split=split, alpha=0.0, max_shift=0.0,
-                          noise=0.0)
+    X, y = _xy(generate_chunk("digits_deformed", 0, 400, split=split, alpha=0.0, max_shift=0.0,
+                              noise=0.0))
     digits = load_digits()
     images = (digits.data / 16.0).astype(np.float32)
     src = _nearest_source(X.astype(np.float64), images.astype(np.float64))
@@ -146,7 +152,7 @@ def test_digits_draw_from_their_split_only(split):
 
 
 def test_digits_values_classes_and_deformation():
-    X, y = generate_chunk("digits_deformed", 0, 5000, random_state=1)
+    X, y = _xy(generate_chunk("digits_deformed", 0, 5000, random_state=1))
     assert X.shape == (5000, 64) and X.dtype == np.float32 and y.dtype == np.int32
     assert X.min() >= 0.0 and X.max() <= 1.0
     counts = np.bincount(y, minlength=10)
@@ -160,8 +166,8 @@ def test_digits_values_classes_and_deformation():
 
 
 def test_digits_are_learnable_across_splits():
-    Xtr, ytr = generate_chunk("digits_deformed", 0, 3000, random_state=0, split="train")
-    Xte, yte = generate_chunk("digits_deformed", 0, 1000, random_state=0, split="test")
+    Xtr, ytr = _xy(generate_chunk("digits_deformed", 0, 3000, random_state=0, split="train"))
+    Xte, yte = _xy(generate_chunk("digits_deformed", 0, 1000, random_state=0, split="test"))
     acc = SVC(kernel="rbf", gamma=0.08, C=10).fit(Xtr, ytr).score(Xte, yte)
     assert acc > 0.95, acc
 
@@ -169,7 +175,7 @@ def test_digits_are_learnable_across_splits():
 # --- synthetic_krr_2d ------------------------------------------------------------------
 
 def test_krr_formula_without_noise():
-    X, y = generate_chunk("synthetic_krr_2d", 2, 1000, random_state=9, noise=0.0)
+    X, y = _xy(generate_chunk("synthetic_krr_2d", 2, 1000, random_state=9, noise=0.0))
     assert X.dtype == np.float32 and y.dtype == np.float32
     assert X.min() >= -5 and X.max() <= 5 and X.min() < -4.9 and X.max() > 4.9
     r = np.hypot(X[:, 0].astype(np.float64), X[:, 1].astype(np.float64))
@@ -178,8 +184,8 @@ def test_krr_formula_without_noise():
 
 
 def test_krr_noise_level():
-    X, y = generate_chunk("synthetic_krr_2d", 0, 20000, noise=0.1)
-    X0, y0 = generate_chunk("synthetic_krr_2d", 0, 20000, noise=0.0)
+    X, y = _xy(generate_chunk("synthetic_krr_2d", 0, 20000, noise=0.1))
+    X0, y0 = _xy(generate_chunk("synthetic_krr_2d", 0, 20000, noise=0.0))
     np.testing.assert_array_equal(X, X0)  # noise does not change the inputs
     resid = y.astype(np.float64) - y0
     assert abs(resid.std() - 0.1) < 0.005 and abs(resid.mean()) < 0.005
@@ -188,7 +194,7 @@ def test_krr_noise_level():
 # --- nonlinear_binary ------------------------------------------------------------------
 
 def test_nonlinear_binary_formula_and_balance():
-    X, y = generate_chunk("nonlinear_binary", 0, 4000, n_features=7, n_informative=3)
+    X, y = _xy(generate_chunk("nonlinear_binary", 0, 4000, n_features=7, n_informative=3))
     assert X.shape == (4000, 7) and set(np.unique(y)) == {0, 1}
     sq = (X[:, :3].astype(np.float64) ** 2).sum(1)
     np.testing.assert_array_equal(y, (sq > 2.365973884375338).astype(int))  # chi2_3 median
@@ -196,14 +202,14 @@ def test_nonlinear_binary_formula_and_balance():
 
 
 def test_nonlinear_binary_flip_rate():
-    _, y0 = generate_chunk("nonlinear_binary", 0, 20000, flip=0.0)
-    _, y1 = generate_chunk("nonlinear_binary", 0, 20000, flip=0.2)
+    _, y0 = _xy(generate_chunk("nonlinear_binary", 0, 20000, flip=0.0))
+    _, y1 = _xy(generate_chunk("nonlinear_binary", 0, 20000, flip=0.2))
     assert abs(np.mean(y0 != y1) - 0.2) < 0.015
 
 
 def test_nonlinear_binary_not_linearly_separable_but_kernel_learnable():
-    Xtr, ytr = generate_chunk("nonlinear_binary", 0, 2000, random_state=0)
-    Xte, yte = generate_chunk("nonlinear_binary", 0, 1000, random_state=0, split="test")
+    Xtr, ytr = _xy(generate_chunk("nonlinear_binary", 0, 2000, random_state=0))
+    Xte, yte = _xy(generate_chunk("nonlinear_binary", 0, 1000, random_state=0, split="test"))
     linear = LogisticRegression().fit(Xtr, ytr).score(Xte, yte)
     kernel = SVC(kernel="rbf", gamma=0.03, C=10).fit(Xtr, ytr).score(Xte, yte)
     assert linear < 0.6, linear

@@ -56,6 +56,38 @@ def _close(a, b, dtype):
     np.testing.assert_allclose(a, b, **TOL[dtype])
 
 
+# The kernels take (X, Y, sw, F, W, phase, (gammas, averaged), params); these wrappers keep
+# the older tests' argument order (no weights, no averaging) and return what they check.
+def _steps(gammas, averaged=None):
+    return np.asarray(gammas, dtype=np.float64), (
+        np.zeros(len(gammas), dtype=bool) if averaged is None else averaged)
+
+
+def _chunk(X, Y, F, W, ph, gammas, alpha, b, loss_id, scale, loss_param=0.0):
+    out = dsg_chunk_update(X, Y, np.ones(len(X)), F, W, ph, _steps(gammas),
+                           (alpha, b, loss_id, scale, loss_param))
+    return out[0], out[1]
+
+
+def _chunk_ref(X, Y, F, W, ph, gammas, alpha, b, loss_id, scale, loss_param=0.0):
+    out = dsg_chunk_update_ref(X, Y, np.ones(len(X)), F, W, ph, _steps(gammas),
+                               (alpha, b, loss_id, scale, loss_param))
+    return out[0], out[1]
+
+
+def _full(X, Y, W, ph, coef, gammas, alpha, b, loss_id, scale, loss_param=0.0,
+          max_buffer_bytes=1 << 26):
+    empty = np.zeros((0,) + coef.shape[1:])
+    return dsg_full_update(X, Y, np.ones(len(X)), W, ph, coef, empty, 0, _steps(gammas),
+                           (alpha, b, loss_id, scale, loss_param), max_buffer_bytes)[0]
+
+
+def _full_ref(X, Y, W, ph, coef, gammas, alpha, b, loss_id, scale, loss_param=0.0):
+    empty = np.zeros((0,) + coef.shape[1:])
+    return dsg_full_update_ref(X, Y, np.ones(len(X)), W, ph, coef, empty, 0,
+                               _steps(gammas), (alpha, b, loss_id, scale, loss_param))[0]
+
+
 # ---------------------------------------------------------------------------------------
 # rff / cosine
 # ---------------------------------------------------------------------------------------
@@ -175,8 +207,8 @@ def test_chunk_update_matches_twin(dtype, loss_id, C):
         C = 2  # softmax with one class has a zero gradient; use two
     X, Y, F0, W, ph, gammas = _problem(dtype, loss_id, C)  # n = 23, b = 4: last batch has 3 rows
     r = W.shape[2]
-    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
-    coef_ref, decay_ref = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
+    coef, decay = _chunk(X, Y, F0.copy(), W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
+    coef_ref, decay_ref = _chunk_ref(X, Y, F0, W, ph, gammas, 0.1, 4, loss_id, feature_scale(r))
     assert coef.dtype == np.float64 and coef.shape == (6, r, C)  # coefficients: float64
     assert np.abs(coef).max() > 1e-3  # the test data produce real updates
     _close(coef, coef_ref, dtype)
@@ -190,8 +222,8 @@ def test_chunk_update_many_tiles_matches_twin(dtype):
     r = 8192
     assert _tile_rows(r, np.dtype(dtype).itemsize) < 110
     X, Y, F0, W, ph, gammas = _problem(dtype, 2, 2, n=150, d=3, r=r, b=40, seed=4)
-    coef, _ = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.05, 40, 2, feature_scale(r))
-    coef_ref, _ = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.05, 40, 2, feature_scale(r))
+    coef, _ = _chunk(X, Y, F0.copy(), W, ph, gammas, 0.05, 40, 2, feature_scale(r))
+    coef_ref, _ = _chunk_ref(X, Y, F0, W, ph, gammas, 0.05, 40, 2, feature_scale(r))
     _close(coef, coef_ref, dtype)
 
 
@@ -199,8 +231,8 @@ def test_chunk_update_zero_factor_wipes_older_blocks():
     # gamma_s * alpha = 1 at step 2: blocks 0, 1 and the model's past are wiped exactly
     X, Y, F0, W, ph, _ = _problem(np.float64, 0, 1, n=20, b=4)
     gammas = np.array([0.5, 0.5, 2.0, 0.5, 0.5])
-    coef, decay = dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 0.5, 4, 0, feature_scale(6))
-    coef_ref, _ = dsg_chunk_update_ref(X, Y, F0, W, ph, gammas, 0.5, 4, 0, feature_scale(6))
+    coef, decay = _chunk(X, Y, F0.copy(), W, ph, gammas, 0.5, 4, 0, feature_scale(6))
+    coef_ref, _ = _chunk_ref(X, Y, F0, W, ph, gammas, 0.5, 4, 0, feature_scale(6))
     assert decay == 0.0
     assert not coef[:2].any() and coef[2:].any()
     _close(coef, coef_ref, np.float64)
@@ -209,10 +241,10 @@ def test_chunk_update_zero_factor_wipes_older_blocks():
 def test_chunk_update_returns_progressive_predictions_in_F():
     X, Y, F0, W, ph, gammas = _problem(np.float64, 0, 2)
     F = F0.copy()
-    dsg_chunk_update(X, Y, F, W, ph, gammas, 0.1, 4, 0, feature_scale(6))
+    _chunk(X, Y, F, W, ph, gammas, 0.1, 4, 0, feature_scale(6))
     # batch s of F holds the model after steps 0..s-1: recompute for the last batch
     s = 5
-    coef_prefix, decay_prefix = dsg_chunk_update_ref(
+    coef_prefix, decay_prefix = _chunk_ref(
         X[:20], Y[:20], F0[:20], W[:s], ph[:s], gammas[:s], 0.1, 4, 0, feature_scale(6)
     )
     expect = F0[20:] * decay_prefix + dsg_predict_ref(X[20:], W[:s], ph[:s], coef_prefix, feature_scale(6))
@@ -223,13 +255,13 @@ def test_chunk_update_shape_errors():
     X, Y, F0, W, ph, gammas = _problem(np.float64, 0, 1)
     sc = feature_scale(6)
     with pytest.raises(ValidationError, match="ceil"):
-        dsg_chunk_update(X, Y, F0, W[:3], ph[:3], gammas[:3], 0.1, 4, 0, sc)
+        _chunk(X, Y, F0, W[:3], ph[:3], gammas[:3], 0.1, 4, 0, sc)
     with pytest.raises(ValidationError, match="gammas"):
-        dsg_chunk_update(X, Y, F0, W, ph, gammas[:2], 0.1, 4, 0, sc)
+        _chunk(X, Y, F0, W, ph, gammas[:2], 0.1, 4, 0, sc)
     with pytest.raises(ValidationError, match="agree"):
-        dsg_chunk_update(X, Y[:5], F0, W, ph, gammas, 0.1, 4, 0, sc)
+        _chunk(X, Y[:5], F0, W, ph, gammas, 0.1, 4, 0, sc)
     with pytest.raises(ValidationError, match="batch_size"):
-        dsg_chunk_update(X, Y, F0, W, ph, gammas, 0.1, 0, 0, sc)
+        _chunk(X, Y, F0, W, ph, gammas, 0.1, 0, 0, sc)
 
 
 # ---------------------------------------------------------------------------------------
@@ -270,7 +302,7 @@ def test_batch1_block1_equals_algorithm1(loss_id, C):
     theta, nu = 2.0, 0.1
     gammas = theta / np.arange(1, n + 1)
     F = np.zeros((n, C))
-    coef, _ = dsg_chunk_update(X, Y, F, W, ph, gammas, nu, 1, loss_id, feature_scale(1))
+    coef, _ = _chunk(X, Y, F, W, ph, gammas, nu, 1, loss_id, feature_scale(1))
     alphas, preds = _algorithm1(X, Y, W[:, :, 0], ph[:, 0], gammas, nu, loss_id)
     np.testing.assert_allclose(coef[:, 0, :], np.array(alphas), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(F, preds, rtol=1e-12, atol=1e-12)  # progressive predictions
@@ -290,9 +322,9 @@ def test_two_chunks_with_caller_rule_equal_algorithm1():
     W, ph = stacked_block_params(5, np.arange(n1 + n2), d, 1, 1.5, np.float64)
     gammas = 1.0 / (1.0 + 0.3 * np.arange(n1 + n2))
     nu, sc = 0.2, feature_scale(1)
-    coef1, _ = dsg_chunk_update(X[:n1], Y[:n1], np.zeros((n1, C)), W[:n1], ph[:n1], gammas[:n1], nu, 1, 2, sc)
+    coef1, _ = _chunk(X[:n1], Y[:n1], np.zeros((n1, C)), W[:n1], ph[:n1], gammas[:n1], nu, 1, 2, sc)
     F2 = dsg_predict(X[n1:], W[:n1], ph[:n1], coef1, sc)
-    coef2, decay2 = dsg_chunk_update(X[n1:], Y[n1:], F2, W[n1:], ph[n1:], gammas[n1:], nu, 1, 2, sc)
+    coef2, decay2 = _chunk(X[n1:], Y[n1:], F2, W[n1:], ph[n1:], gammas[n1:], nu, 1, 2, sc)
     model = np.concatenate([coef1 * decay2, coef2])
     alphas, _ = _algorithm1(X, Y, W[:, :, 0], ph[:, 0], gammas, nu, 2)
     np.testing.assert_allclose(model[:, 0, :], np.array(alphas), rtol=1e-12, atol=1e-12)
@@ -316,9 +348,9 @@ def test_full_update_matches_twin(dtype, loss_id, C, keep_features):
     coef = np.ascontiguousarray(0.2 * rng.normal(size=(m, r, C)), dtype=dtype)
     gammas = 0.9 / np.sqrt(1.0 + np.arange(math.ceil(n / b)))
     budget = 1 << 30 if keep_features else 0           # 0: recompute features for the gradient
-    got = dsg_full_update(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r), 0.0,
+    got = _full(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r), 0.0,
                           budget)
-    ref = dsg_full_update_ref(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r))
+    ref = _full_ref(X, Y, W, ph, coef, gammas, 0.1, b, loss_id, feature_scale(r))
     assert got.dtype == np.float64 and got.shape == coef.shape  # float64 master copy
     assert np.abs(got - coef).max() > 1e-3             # the steps changed the model
     _close(got, ref, dtype)
@@ -334,7 +366,7 @@ def test_full_update_keeps_small_late_steps_in_float64():
     W, ph = stacked_block_params(1, np.arange(m), d, r, 1.0, np.float32)
     coef = np.ones((m, r, 1))
     gammas = np.full(n, 1e-9)
-    got = dsg_full_update(X, Y, W, ph, coef, gammas, 0.0, b, 0, feature_scale(r))
+    got = _full(X, Y, W, ph, coef, gammas, 0.0, b, 0, feature_scale(r))
     change = got - coef
     assert np.abs(change).max() > 1e-8                          # the updates were kept
     # reference: the same steps with every product in float64 (features from float32 X)
@@ -366,7 +398,7 @@ def test_full_update_step_is_the_averaged_kernel_gradient():
     phi = np.sqrt(2.0) * np.cos(X[0] @ W[:, :, 0].T + ph[:, 0])      # phi_j(x), j = 1..m
     f = float(phi @ coef[:, 0, 0])
     expected = (1 - 0.3 * 0.2) * coef[:, 0, 0] - 0.3 / m * (f - 0.7) * phi
-    got = dsg_full_update(X, Y, W, ph, coef, np.array([0.3]), 0.2, 1, 0, np.sqrt(2.0))
+    got = _full(X, Y, W, ph, coef, np.array([0.3]), 0.2, 1, 0, np.sqrt(2.0))
     np.testing.assert_allclose(got[:, 0, 0], expected, rtol=0, atol=1e-14)
 
 
@@ -397,9 +429,9 @@ def test_chunk_update_in_two_threads_gives_same_result():
 
     X, Y, F0, W, ph, gammas = _problem(np.float32, 3, 3, n=200, d=8, r=64, b=16, seed=6)
     args = (W, ph, gammas, 0.01, 16, 3, feature_scale(64))
-    expect = dsg_chunk_update(X, Y, F0.copy(), *args)[0]
+    expect = _chunk(X, Y, F0.copy(), *args)[0]
     with ThreadPoolExecutor(2) as ex:
-        results = list(ex.map(lambda _: dsg_chunk_update(X, Y, F0.copy(), *args)[0], range(4)))
+        results = list(ex.map(lambda _: _chunk(X, Y, F0.copy(), *args)[0], range(4)))
     for res in results:
         np.testing.assert_allclose(res, expect, rtol=1e-6, atol=1e-7)
 
@@ -429,3 +461,95 @@ def test_permute_rows_inplace_refuses_what_is_not_a_permutation():
         permute_rows_inplace(X, np.array([0, 0, 1]))
     with pytest.raises(ValidationError, match="one entry per row"):
         permute_rows_inplace(X, np.array([0, 1]))
+
+
+# ---------------------------------------------------------------------------------------
+# sample weights, progressive loss and averaged iterates vs the twins
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss_id", LOSS_IDS)
+def test_chunk_update_weights_loss_and_average_match_twin(dtype, loss_id):
+    C = 3 if loss_id == 3 else 1
+    X, Y, F0, W, ph, gammas = _problem(dtype, loss_id, C)
+    r = W.shape[2]
+    rng = np.random.default_rng(7)
+    sw = rng.uniform(0.2, 2.0, len(X))
+    averaged = np.array([False, False, True, True, False, True])   # any pattern
+    params = (0.1, 4, loss_id, feature_scale(r), 0.0)
+    got = dsg_chunk_update(X, Y, sw, F0.copy(), W, ph, (gammas, averaged), params)
+    ref = dsg_chunk_update_ref(X, Y, sw, F0, W, ph, (gammas, averaged), params)
+    for a, b in zip(got, ref):
+        _close(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), dtype)
+    assert got[4] == 3 and got[6] == pytest.approx(sw.sum())
+    assert got[5] > 0 and np.abs(got[2]).max() > 1e-4      # real losses and averages
+
+
+def test_averaged_sums_give_the_mean_of_the_iterates():
+    """avg_old * older + avg_new = sum of the models after the averaged steps, checked on
+    an explicit sequence of models (float64)."""
+    X, Y, F0, W, ph, gammas = _problem(np.float64, 0, 1, n=20, b=4)
+    older = np.random.default_rng(1).normal(size=(2, W.shape[2], 1))   # two older blocks
+    Wo, pho = stacked_block_params(77, np.arange(2), X.shape[1], W.shape[2], 1.3, np.float64)
+    sc = feature_scale(W.shape[2])
+    F = dsg_predict(X, Wo, pho, older, sc)
+    averaged = np.ones(5, dtype=bool)
+    coef, decay, avg_new, avg_old, n_avg, _, _ = dsg_chunk_update(
+        X, Y, np.ones(20), F.copy(), W, ph, (gammas, averaged), (0.2, 4, 0, sc, 0.0))
+    # the models after steps 0..4, rebuilt from their definitions
+    models, blocks, current_old = [], [], older.copy()
+    for s in range(5):
+        current_old = current_old * (1 - gammas[s] * 0.2)
+        blocks = [blk * (1 - gammas[s] * 0.2) for blk in blocks]
+        # the block of step s at its creation: the last block of the prefix run
+        blocks.append(_chunk_ref(X[:4 * (s + 1)], Y[:4 * (s + 1)], F[:4 * (s + 1)],
+                                 W[:s + 1], ph[:s + 1], gammas[:s + 1], 0.2, 4, 0, sc)[0][-1])
+        padded = np.zeros((2 + 5,) + older.shape[1:])
+        padded[:2], padded[2:3 + s] = current_old, np.stack(blocks)
+        models.append(padded)
+    np.testing.assert_allclose(models[-1][2:], coef, rtol=1e-10)   # the final model
+    total = sum(models)
+    np.testing.assert_allclose(avg_old * older, total[:2], rtol=1e-10)
+    np.testing.assert_allclose(avg_new, total[2:], rtol=1e-10, atol=1e-14)
+    assert n_avg == 5
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss_id", LOSS_IDS)
+def test_full_update_weights_loss_and_average_match_twin(dtype, loss_id):
+    C = 3 if loss_id == 3 else 1
+    rng = np.random.default_rng(loss_id)
+    n, d, r, m, b = 23, 5, 6, 4, 4
+    X = np.ascontiguousarray(rng.normal(size=(n, d)), dtype=dtype)
+    Y = _targets(rng, loss_id, n, C, dtype)
+    W, ph = stacked_block_params(3, np.arange(m), d, r, 1.1, dtype)
+    coef = 0.2 * rng.normal(size=(m, r, C))
+    avg = 0.1 * rng.normal(size=(m, r, C))
+    sw = rng.uniform(0.2, 2.0, n)
+    gammas = 0.9 / np.sqrt(1.0 + np.arange(6))
+    averaged = np.array([True, False, True, True, True, False])
+    params = (0.1, b, loss_id, feature_scale(r), 0.0)
+    got = dsg_full_update(X, Y, sw, W, ph, coef, avg, 7, (gammas, averaged), params)
+    ref = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 7, (gammas, averaged), params)
+    for a, b_ in zip(got, ref):
+        _close(np.asarray(a, dtype=np.float64), np.asarray(b_, dtype=np.float64), dtype)
+    assert got[2] == 11 and not np.allclose(got[1], avg)
+
+
+def test_loss_grad_value_matches_twin_and_the_registry():
+    from ooc_kernels._jit.losses import loss_grad_value, loss_grad_value_ref
+    from ooc_kernels.losses import get_loss
+
+    rng = np.random.default_rng(0)
+    for name, loss_id, C in [("squared", 0, 2), ("hinge", 1, 1), ("logistic", 2, 3),
+                             ("softmax", 3, 4)]:
+        F = 3 * rng.normal(size=(9, C))
+        Y = _targets(rng, loss_id, 9, C, np.float64)
+        sw = rng.uniform(0, 2, 9)
+        out = np.empty_like(F)
+        value = loss_grad_value(loss_id, F, Y, sw, out)
+        grad_ref, value_ref = loss_grad_value_ref(loss_id, F, Y, sw)
+        np.testing.assert_allclose(out, grad_ref, rtol=1e-12)
+        assert value == pytest.approx(value_ref, rel=1e-12)
+        loss = get_loss(name)  # the registry's numpy loss: an independent formula
+        assert value == pytest.approx(float(sw @ loss.value(F, Y)), rel=1e-12)
+        np.testing.assert_allclose(out, sw[:, None] * loss.gradient(F, Y), rtol=1e-12)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _memory_env import worker_env
 
 import ooc_kernels as ok
 from ooc_kernels.estimators.base import SHUFFLE_BYTES
@@ -45,7 +46,7 @@ def test_fit_memory_is_bounded_by_chunks_not_data(tmp_path, shuffle_chunks, allo
     worker = Path(__file__).with_name("_ooc_fit_worker.py")
     out = subprocess.run([sys.executable, str(worker), str(store), str(CHUNK_ROWS),
                           shuffle_chunks], capture_output=True, text=True, timeout=600,
-                         check=True)
+                         check=True, env=worker_env())
     report = json.loads(out.stdout.strip().splitlines()[-1])
     growth = report["peak"] - report["baseline"]
     assert report["n_samples_seen"] == n

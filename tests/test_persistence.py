@@ -10,7 +10,7 @@ import ooc_kernels as ok
 from ooc_kernels.estimators.persistence import FORMAT_VERSION
 from ooc_kernels.exceptions import ModelFormatError
 
-SMALL = dict(n_features=256, block_size=32, batch_size=8, n_epochs=2, random_state=3,
+SMALL = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None, random_state=3,
              scheduler="sync")
 
 

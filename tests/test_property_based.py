@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import ooc_kernels as ok
 from ooc_kernels.exceptions import OocKernelsError
 
-TINY = dict(n_features=64, block_size=16, batch_size=4, n_epochs=1, random_state=0,
+TINY = dict(n_features=64, block_size=16, batch_size=4, max_iter=1, tol=None, random_state=0,
             scheduler="sync")
 
 VIOLATIONS = ["none", "nan_X", "inf_X", "nan_y", "inf_y", "constant_feature", "duplicated_rows",

@@ -50,7 +50,7 @@ WORKER = textwrap.dedent("""
     rng = np.random.default_rng(100)              # the same data for every writer
     X = rng.normal(size=(64, 3)).astype(np.float32)
     y = np.sin(X[:, 0]).astype(np.float32)
-    est = ok.DSGRegressor(n_features=64, block_size=16, batch_size=8, n_epochs=1,
+    est = ok.DSGRegressor(n_features=64, block_size=16, batch_size=8, max_iter=1, tol=None,
                           random_state=i, scheduler="sync", progress=False).fit(X, y)
     np.save(out / f"coef_{i}.npy", est.coef_)
     (out / f"ready_{i}").touch()

@@ -12,7 +12,7 @@ from ooc_kernels.exceptions import InvalidDataError
 
 distributed = pytest.importorskip("distributed")
 
-PARAMS = dict(n_features=2048, block_size=128, batch_size=32, n_epochs=3, chunks_per_round=3,
+PARAMS = dict(n_features=2048, block_size=128, batch_size=32, max_iter=3, tol=None, chunks_per_round=3,
               random_state=0)
 
 

@@ -17,9 +17,12 @@ Examples
 >>> n, d, r, b = 10, 3, 4, 4                       # 3 steps, the last batch has 2 rows
 >>> X = rng.normal(size=(n, d)); Y = rng.normal(size=(n, 1))
 >>> W = rng.normal(size=(3, d, r)); ph = rng.uniform(0, 2 * np.pi, (3, r))
->>> coef, decay = dsg_chunk_update(X, Y, np.zeros((n, 1)), W, ph, np.full(3, 0.5), 0.1, b, 0, 0.5 ** 0.5)
->>> coef.shape, round(decay, 6)
-((3, 4, 1), 0.857375)
+>>> steps = (np.full(3, 0.5), np.ones(3, dtype=bool))    # step sizes, averaged steps
+>>> params = (0.1, b, 0, 0.5 ** 0.5, 0.0)    # alpha, batch_size, loss_id, scale, loss_param
+>>> coef, decay, avg_new, avg_old, n_avg, loss, weight = dsg_chunk_update(
+...     X, Y, np.ones(n), np.zeros((n, 1)), W, ph, steps, params)
+>>> coef.shape, round(decay, 6), n_avg, weight
+((3, 4, 1), 0.857375, 3, 10.0)
 >>> dsg_predict(X, W, ph, coef, 0.5 ** 0.5).shape
 (10, 1)
 """
@@ -31,7 +34,7 @@ import math
 import numba
 import numpy as np
 
-from ooc_kernels._jit.losses import loss_gradient, loss_gradient_ref
+from ooc_kernels._jit.losses import loss_grad_value, loss_grad_value_ref
 from ooc_kernels._jit.rff import cos_affine_inplace
 from ooc_kernels.exceptions import ValidationError
 
@@ -124,8 +127,8 @@ def dsg_predict_ref(X, W, phase, coef, scale):
 
 
 @numba.njit(cache=True, nogil=True)
-def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scale, loss_param=0.0):
-    """Run the local mini-batch DSG iterations of one chunk.
+def dsg_chunk_update(X, Y, sw, F, W, phase, steps, params):
+    """Run the local mini-batch DSG iterations of one chunk (the growth phase).
 
     Parameters
     ----------
@@ -133,24 +136,22 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
         The chunk's rows in visiting order.
     Y : ndarray (n, C)
         Encoded targets (see :mod:`ooc_kernels.losses.registry`).
+    sw : ndarray (n,) float64
+        Sample weights: row ``i``'s loss derivative (and loss) is multiplied by ``sw[i]``.
     F : ndarray (n, C), C-contiguous, **overwritten**
         On entry: predictions of the model as it stood before this chunk.  On return: row
         ``i`` of batch ``s`` holds the prediction the step-``s`` gradient used (the model after
         steps ``0 .. s-1`` of this chunk), i.e. progressive-validation predictions.
     W : ndarray (m, d, r), phase : ndarray (m, r)
         Feature block used at local step ``s``, ``m = ceil(n / batch_size)``.
-    gammas : ndarray (m,) float64
-        Step sizes of the ``m`` steps.
-    alpha : float
-        Regularisation ``nu`` (coefficient of ``||f||^2 / 2``).
-    batch_size : int
-        ``b``; step ``s`` uses rows ``[s b, min((s + 1) b, n))`` (the last one may be short).
-    loss_id : int
-        See :func:`ooc_kernels._jit.losses.loss_gradient`.
-    scale : float
-        ``sqrt(2 / r)``.
-    loss_param : float, optional
-        Scalar loss hyper-parameter (unused by the current losses).
+    steps : tuple (gammas, averaged)
+        ``gammas`` (m,) float64: the step sizes; ``averaged`` (m,) bool: whether the model
+        after each step counts in the averaged iterate.
+    params : tuple (alpha, batch_size, loss_id, scale, loss_param)
+        ``alpha``: the regularisation ``nu`` (coefficient of ``||f||^2 / 2``);
+        ``batch_size`` ``b``: step ``s`` uses rows ``[s b, min((s + 1) b, n))`` (the last one
+        may be short); ``loss_id``: see :func:`ooc_kernels._jit.losses.loss_gradient`;
+        ``scale``: ``sqrt(2 / r)``; ``loss_param``: the loss's scalar hyperparameter.
 
     Returns
     -------
@@ -160,17 +161,30 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
         in X's dtype); the running predictions use their rounding to X's dtype.
     decay : float
         ``prod_s (1 - gammas[s] * alpha)``; the caller multiplies all older coefficients by it.
+    avg_new : ndarray (m, r, C) float64, or (0, r, C) when no step is averaged
+        ``sum over averaged steps of the new block's coefficient after that step``.
+    avg_old : float
+        ``sum over averaged steps s of prod_{v <= s} (1 - gammas[v] alpha)``: the older
+        coefficients contribute ``avg_old * coef`` to the sum of averaged iterates.
+    n_avg : int
+        Steps averaged.
+    loss_sum, weight_sum : float
+        Weighted loss of the progressive predictions, and the sum of the weights.
 
     Notes
     -----
     Step ``s`` with batch ``B`` (``nb`` rows): ``Z = scale cos(X[B] W[s] + phase[s])``,
-    ``G = l'(F[B], Y[B])``, ``delta = -(gammas[s] / nb) Z^T G``; every earlier coefficient
+    ``G = sw l'(F[B], Y[B])``, ``delta = -(gammas[s] / nb) Z^T G``; every earlier coefficient
     and the running ``F`` of the unvisited rows are multiplied by ``1 - gammas[s] alpha``; the
     new block enters undecayed (Algorithm 1 steps 5-6) and the unvisited rows get
     ``F += Z(X_rest) delta``.  The decays of the new blocks are applied at the end as suffix
-    products of the step factors (exact, also when a factor is 0).  Twin:
-    :func:`dsg_chunk_update_ref`.
+    products of the step factors (exact, also when a factor is 0), and so are the sums of
+    the averaged iterates: with ``R_s = a_s + d_{s+1} R_{s+1}`` (``a_s`` the averaged flag,
+    ``d_s`` the step factor), block ``s`` contributes ``new_s R_s`` and the older blocks
+    ``d_0 R_0``.  Twin: :func:`dsg_chunk_update_ref`.
     """
+    gammas, averaged = steps
+    alpha, batch_size, loss_id, scale, loss_param = params
     n, d = X.shape
     C = Y.shape[1]
     m = W.shape[0]
@@ -182,15 +196,23 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
         raise ValidationError("dsg_chunk_update: W must hold ceil(n / batch_size) blocks")
     if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
         raise ValidationError("dsg_chunk_update: W must be (m, d, r) and phase (m, r)")
-    if Y.shape[0] != n or F.shape[0] != n or F.shape[1] != C:
-        raise ValidationError("dsg_chunk_update: X (n, d), Y (n, C) and F (n, C) must agree")
-    if gammas.shape[0] != m:
-        raise ValidationError("dsg_chunk_update: gammas must have one step size per block")
+    if Y.shape[0] != n or F.shape[0] != n or F.shape[1] != C or sw.shape[0] != n:
+        raise ValidationError("dsg_chunk_update: X (n, d), Y (n, C), sw (n,) and F (n, C) "
+                              "must agree")
+    if gammas.shape[0] != m or averaged.shape[0] != m:
+        raise ValidationError("dsg_chunk_update: gammas and averaged need one entry per step")
     new_coef = np.zeros((m, r, C), dtype=np.float64)
     factors = np.empty(m, dtype=np.float64)
     decay = 1.0
+    loss_sum = 0.0
+    weight_sum = 0.0
+    n_avg = 0
+    for s in range(m):
+        if averaged[s]:
+            n_avg += 1
+    avg_new = np.zeros((m if n_avg else 0, r, C), dtype=np.float64)
     if m == 0:
-        return new_coef, decay
+        return new_coef, decay, avg_new, 0.0, n_avg, loss_sum, weight_sum
     tile = min(_tile_rows(r, X.itemsize), n)
     Zb = np.empty((min(b, n), r), dtype=X.dtype)
     G = np.empty((min(b, n), C), dtype=X.dtype)
@@ -204,12 +226,14 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
         nb = hi - lo
         Ws = W[s]
         ph = phase[s]
-        # features and loss gradient of the batch
+        # features, loss and loss gradient of the batch
         Zs = Zb[:nb]
         np.dot(X[lo:hi], Ws, Zs)
         cos_affine_inplace(Zs, ph, scale)
         Gs = G[:nb]
-        loss_gradient(loss_id, F[lo:hi], Y[lo:hi], Gs, loss_param)
+        loss_sum += loss_grad_value(loss_id, F[lo:hi], Y[lo:hi], sw[lo:hi], Gs, loss_param)
+        for i in range(lo, hi):
+            weight_sum += sw[i]
         np.dot(Zs.T, Gs, delta)
         step = -gammas[s] / nb
         for k in range(r):
@@ -232,24 +256,38 @@ def dsg_chunk_update(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scal
             for i in range(k):
                 for c in range(C):
                     F[start + i, c] = F[start + i, c] * factor + At[i, c]
-    # decays of the new blocks by the later steps of this chunk (suffix products)
+    # later decays of the new blocks (suffix products) and their averaged sums (R_s)
     suffix = 1.0
+    running = 0.0  # R_{s+1}
+    avg_old = 0.0
     for s in range(m - 1, -1, -1):
+        nxt = factors[s + 1] if s + 1 < m else 0.0
+        weight = (1.0 if averaged[s] else 0.0) + nxt * running  # R_s
+        running = weight
+        if n_avg:
+            for k in range(r):
+                for c in range(C):
+                    avg_new[s, k, c] = new_coef[s, k, c] * weight
         if suffix != 1.0:
             for k in range(r):
                 for c in range(C):
                     new_coef[s, k, c] = new_coef[s, k, c] * suffix
         suffix *= factors[s]
-    return new_coef, decay
+    if n_avg:
+        avg_old = factors[0] * running
+    return new_coef, decay, avg_new, avg_old, n_avg, loss_sum, weight_sum
 
 
-def dsg_chunk_update_ref(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, scale, loss_param=0.0):
+def dsg_chunk_update_ref(X, Y, sw, F, W, phase, steps, params):
     """Numpy twin of :func:`dsg_chunk_update`, written literally.
 
     Each batch prediction is recomputed from scratch as ``F_start * decay_so_far`` plus the
     contributions of the new blocks with their coefficients as they stand; coefficients are
-    decayed explicitly at every step.  ``F`` is not modified.  Cost ``O(m^2)`` blocks: tests only.
+    decayed explicitly at every step, and the averaged sums are accumulated step by step.
+    ``F`` is not modified.  Cost ``O(m^2)`` blocks: tests only.
     """
+    gammas, averaged = steps
+    alpha, batch_size, loss_id, scale, loss_param = params
     X = np.asarray(X)  # one chunk (reference twin, tests only)
     dt = X.dtype
     n = X.shape[0]
@@ -259,24 +297,34 @@ def dsg_chunk_update_ref(X, Y, F, W, phase, gammas, alpha, batch_size, loss_id, 
         raise ValidationError(f"W must hold ceil(n / batch_size) = {m} blocks; got {W.shape[0]}")
     F_start = np.array(F, dtype=dt, copy=True)
     coefs: list[np.ndarray] = []
-    decay = 1.0
+    sums: list[np.ndarray] = []
+    decay, avg_old, n_avg, loss_sum, weight_sum = 1.0, 0.0, 0, 0.0, 0.0
     for s in range(m):
         rows = slice(s * b, min((s + 1) * b, n))
         nb = rows.stop - rows.start
         pred = F_start[rows] * dt.type(decay)
         for t in range(s):
             pred = pred + _features_ref(X[rows], W[t], phase[t], scale) @ coefs[t].astype(dt)
-        grad = loss_gradient_ref(loss_id, pred, Y[rows], loss_param).astype(dt)
+        grad, value = loss_grad_value_ref(loss_id, pred, Y[rows], sw[rows], loss_param)
+        loss_sum += value
+        weight_sum += float(np.sum(sw[rows]))
         Z = _features_ref(X[rows], W[s], phase[s], scale)
         # the gradient Z^T G in X's dtype; the coefficient itself in float64
-        new = -(gammas[s] / nb) * (Z.T @ grad).astype(np.float64)
+        new = -(gammas[s] / nb) * (Z.T @ grad.astype(dt)).astype(np.float64)
         factor = 1.0 - gammas[s] * alpha
         coefs = [c * factor for c in coefs]  # step 6: decay the older blocks
         decay *= factor
         coefs.append(new)  # step 5: the new block, not decayed at its own step
+        sums.append(np.zeros_like(new))
+        if averaged[s]:  # the model after this step counts in the average
+            n_avg += 1
+            avg_old += decay
+            sums = [acc + c for acc, c in zip(sums, coefs)]
+    r, C = W.shape[2], Y.shape[1]
     if m == 0:
-        return np.zeros((0, W.shape[2], Y.shape[1]), dtype=np.float64), 1.0
-    return np.stack(coefs), decay
+        return (np.zeros((0, r, C)), 1.0, np.zeros((0, r, C)), 0.0, 0, 0.0, 0.0)
+    avg_new = np.stack(sums) if n_avg else np.zeros((0, r, C))
+    return np.stack(coefs), decay, avg_new, avg_old, n_avg, loss_sum, weight_sum
 
 
 #: Bytes of the per-batch feature buffer of :func:`dsg_full_update` (all blocks of one
@@ -285,8 +333,8 @@ _FULL_BUFFER_BYTES = 64 * 2**20
 
 
 @numba.njit(cache=True, nogil=True)
-def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, scale,
-                    loss_param=0.0, max_buffer_bytes=_FULL_BUFFER_BYTES):
+def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
+                    max_buffer_bytes=_FULL_BUFFER_BYTES):
     """Mini-batch steps that update every block of a full model (the capped phase).
 
     Once a model holds its ``m`` blocks, a step estimates the kernel with all of them,
@@ -300,14 +348,18 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
         Rows in visiting order.
     Y : ndarray (n, C)
         Encoded targets.
+    sw : ndarray (n,) float64
+        Sample weights.
     W : ndarray (m, d, r), phase : ndarray (m, r)
         All feature blocks of the model.
     coef : ndarray (m, r, C), float64
         The model before this chunk (not modified).
-    gammas : ndarray (s,) float64
-        Step sizes of the ``s = ceil(n / batch_size)`` steps.
-    alpha, batch_size, loss_id, scale, loss_param
-        As in :func:`dsg_chunk_update`.
+    avg : ndarray (m, r, C) float64, or (0, r, C) without averaging
+        The averaged iterate before this chunk (not modified).
+    n_avg : int
+        Steps averaged so far (the average is over ``n_avg`` models).
+    steps, params
+        As in :func:`dsg_chunk_update` (one entry per step, ``ceil(n / batch_size)``).
     max_buffer_bytes : int
         The features of one batch for all blocks are kept for the gradient when they fit in
         this many bytes, and recomputed otherwise.
@@ -316,16 +368,23 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
     -------
     coef : ndarray (m, r, C), float64
         The model after the steps.  Step ``s`` with batch ``B`` (``nb`` rows):
-        ``G = l'(f(X[B]), Y[B])``; every coefficient times ``1 - gammas[s] alpha``; then
+        ``G = sw l'(f(X[B]), Y[B])``; every coefficient times ``1 - gammas[s] alpha``; then
         ``coef[j] -= gammas[s] / (nb m) * z_j(X[B])^T G`` for every block ``j``.
-        Twin: :func:`dsg_full_update_ref`.
+    avg : ndarray like ``avg``
+        ``avg += (coef - avg) / n_avg`` after every averaged step (``n_avg`` counted first).
+    n_avg : int
+    loss_sum, weight_sum : float
+        As in :func:`dsg_chunk_update`.
 
     Notes
     -----
     Mixed precision: the coefficients are kept and updated in float64 (a master copy);
     the feature GEMMs use their rounding to X's dtype, refreshed after every step, so the
-    small updates of late steps are not lost to float32 rounding.
+    small updates of late steps are not lost to float32 rounding.  Twin:
+    :func:`dsg_full_update_ref`.
     """
+    gammas, averaged = steps
+    alpha, batch_size, loss_id, scale, loss_param = params
     n, d = X.shape
     C = Y.shape[1]
     m = W.shape[0]
@@ -333,16 +392,23 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
     b = batch_size
     if b < 1:
         raise ValidationError("dsg_full_update: batch_size must be >= 1")
-    steps = (n + b - 1) // b
-    if gammas.shape[0] != steps:
-        raise ValidationError("dsg_full_update: gammas must have ceil(n / batch_size) entries")
+    n_steps = (n + b - 1) // b
+    if gammas.shape[0] != n_steps or averaged.shape[0] != n_steps:
+        raise ValidationError("dsg_full_update: gammas and averaged need ceil(n / batch_size) "
+                              "entries")
     if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
         raise ValidationError("dsg_full_update: W must be (m, d, r) and phase (m, r)")
-    if coef.shape[0] != m or coef.shape[1] != r or Y.shape[0] != n:
-        raise ValidationError("dsg_full_update: coef must be (m, r, C), Y (n, C)")
+    if coef.shape[0] != m or coef.shape[1] != r or Y.shape[0] != n or sw.shape[0] != n:
+        raise ValidationError("dsg_full_update: coef must be (m, r, C), Y (n, C), sw (n,)")
     out = coef.astype(np.float64)  # float64 master copy
+    mean = avg.astype(np.float64)
+    averaging = mean.shape[0] > 0
+    if averaging and mean.shape[0] != m:
+        raise ValidationError("dsg_full_update: avg must be (m, r, C) or (0, r, C)")
+    loss_sum = 0.0
+    weight_sum = 0.0
     if n == 0 or m == 0:
-        return out
+        return out, mean, n_avg, loss_sum, weight_sum
     low = out.astype(X.dtype)  # its rounding to X's dtype, for the GEMMs
     nbmax = min(b, n)
     keep = m * nbmax * r * X.itemsize <= max_buffer_bytes
@@ -351,7 +417,7 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
     acc = np.empty((nbmax, C), dtype=X.dtype)
     G = np.empty((nbmax, C), dtype=X.dtype)
     delta = np.empty((r, C), dtype=X.dtype)
-    for s in range(steps):
+    for s in range(n_steps):
         lo = s * b
         hi = min(lo + b, n)
         nb = hi - lo
@@ -366,7 +432,9 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
             np.dot(Zj, low[j], At)
             Fs += At
         Gs = G[:nb]
-        loss_gradient(loss_id, Fs, Y[lo:hi], Gs, loss_param)
+        loss_sum += loss_grad_value(loss_id, Fs, Y[lo:hi], sw[lo:hi], Gs, loss_param)
+        for i in range(lo, hi):
+            weight_sum += sw[i]
         factor = 1.0 - gammas[s] * alpha
         step = -gammas[s] / (nb * m)
         for j in range(m):
@@ -380,26 +448,45 @@ def dsg_full_update(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, sc
                     v = out[j, k, c] * factor + step * delta[k, c]
                     out[j, k, c] = v
                     low[j, k, c] = v
-    return out
+        if averaged[s]:
+            n_avg += 1
+            if averaging:
+                w = 1.0 / n_avg
+                for j in range(m):
+                    for k in range(r):
+                        for c in range(C):
+                            mean[j, k, c] += (out[j, k, c] - mean[j, k, c]) * w
+    return out, mean, n_avg, loss_sum, weight_sum
 
 
-def dsg_full_update_ref(X, Y, W, phase, coef, gammas, alpha, batch_size, loss_id, scale,
-                        loss_param=0.0, max_buffer_bytes=None):
+def dsg_full_update_ref(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
+                        max_buffer_bytes=None):
     """Numpy twin of :func:`dsg_full_update`: the literal step over all blocks
-    (coefficients in float64, features and their products in X's dtype)."""
+    (coefficients and their average in float64, features and their products in X's
+    dtype)."""
+    gammas, averaged = steps
+    alpha, batch_size, loss_id, scale, loss_param = params
     X = np.asarray(X)  # one chunk (reference twin, tests only)
     dt = X.dtype
     n, m = X.shape[0], W.shape[0]
     b = int(batch_size)
     out = np.array(coef, dtype=np.float64, copy=True)
+    mean = np.array(avg, dtype=np.float64, copy=True)
+    loss_sum = weight_sum = 0.0
     for s in range(math.ceil(n / b)):
         rows = slice(s * b, min((s + 1) * b, n))
         nb = rows.stop - rows.start
         Z = [_features_ref(X[rows], W[j], phase[j], scale) for j in range(m)]
         f = sum(Z[j] @ out[j].astype(dt) for j in range(m))
-        grad = loss_gradient_ref(loss_id, f, Y[rows], loss_param).astype(dt)
+        grad, value = loss_grad_value_ref(loss_id, f, Y[rows], sw[rows], loss_param)
+        loss_sum += value
+        weight_sum += float(np.sum(sw[rows]))
         factor = 1.0 - gammas[s] * alpha
         out = np.stack([out[j] * factor
-                        - gammas[s] / (nb * m) * (Z[j].T @ grad).astype(np.float64)
+                        - gammas[s] / (nb * m) * (Z[j].T @ grad.astype(dt)).astype(np.float64)
                         for j in range(m)])
-    return out
+        if averaged[s]:
+            n_avg += 1
+            if len(mean):
+                mean = mean + (out - mean) / n_avg
+    return out, mean, n_avg, loss_sum, weight_sum

@@ -25,7 +25,7 @@ import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["loss_gradient", "loss_gradient_ref"]
+__all__ = ["loss_gradient", "loss_gradient_ref", "loss_grad_value", "loss_grad_value_ref"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -101,3 +101,90 @@ def loss_gradient_ref(loss_id, F, Y, loss_param=0.0):
         E = np.exp(F - F.max(axis=1, keepdims=True))
         return E / E.sum(axis=1, keepdims=True) - Y
     raise ValidationError(f"unknown loss_id {loss_id!r}; valid ids are 0, 1, 2, 3")
+
+
+@numba.njit(cache=True, nogil=True)
+def _softplus(z):
+    """``log(1 + exp(z))`` without overflow."""
+    if z > 0.0:
+        return z + math.log1p(math.exp(-z))
+    return math.log1p(math.exp(z))
+
+
+@numba.njit(cache=True, nogil=True)
+def loss_grad_value(loss_id, F, Y, sw, out, loss_param=0.0):
+    """Write the weighted derivative ``sw_i l'(F_i, Y_i)`` into ``out`` and return the
+    weighted loss ``sum_i sw_i l(F_i, Y_i)`` (float64).
+
+    Parameters
+    ----------
+    loss_id : int
+        As :func:`loss_gradient`.  Values: squared ``(u - y)^2 / 2``, hinge
+        ``max(0, 1 - y u)``, logistic ``log(1 + exp(-y u))``, softmax
+        ``logsumexp(u) - <Y, u>`` (summed over the columns of a row).
+    F, Y : ndarray (n, C)
+    sw : ndarray (n,)
+        Sample weights.
+    out : ndarray (n, C), written
+    loss_param : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> F = np.array([[0.0], [2.0]]); Y = np.array([[1.0], [1.0]]); out = np.empty_like(F)
+    >>> round(loss_grad_value(0, F, Y, np.array([1.0, 2.0]), out), 6), out.ravel().tolist()
+    (1.5, [-1.0, 2.0])
+    """
+    loss_gradient(loss_id, F, Y, out, loss_param)
+    n, C = F.shape
+    total = 0.0
+    for i in range(n):
+        w = np.float64(sw[i])
+        value = 0.0
+        if loss_id == 0:
+            for c in range(C):
+                d = np.float64(F[i, c]) - np.float64(Y[i, c])
+                value += 0.5 * d * d
+        elif loss_id == 1:
+            for c in range(C):
+                m = 1.0 - np.float64(Y[i, c]) * np.float64(F[i, c])
+                if m > 0.0:
+                    value += m
+        elif loss_id == 2:
+            for c in range(C):
+                value += _softplus(-np.float64(Y[i, c]) * np.float64(F[i, c]))
+        else:
+            mx = np.float64(F[i, 0])
+            for c in range(1, C):
+                v = np.float64(F[i, c])
+                if v > mx:
+                    mx = v
+            tot = 0.0
+            dot = 0.0
+            for c in range(C):
+                tot += math.exp(np.float64(F[i, c]) - mx)
+                dot += np.float64(Y[i, c]) * np.float64(F[i, c])
+            value = mx + math.log(tot) - dot
+        total += w * value
+        if w != 1.0:
+            for c in range(C):
+                out[i, c] = out[i, c] * w
+    return total
+
+
+def loss_grad_value_ref(loss_id, F, Y, sw, loss_param=0.0):
+    """Numpy twin of :func:`loss_grad_value`: returns ``(weighted gradient, weighted loss)``."""
+    F = np.asarray(F, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    sw = np.asarray(sw, dtype=np.float64)
+    if loss_id == 0:
+        value = 0.5 * ((F - Y) ** 2).sum(axis=1)
+    elif loss_id == 1:
+        value = np.maximum(0.0, 1.0 - Y * F).sum(axis=1)
+    elif loss_id == 2:
+        value = np.logaddexp(0.0, -Y * F).sum(axis=1)
+    else:
+        mx = F.max(axis=1, keepdims=True)
+        value = (mx[:, 0] + np.log(np.exp(F - mx).sum(axis=1))) - (Y * F).sum(axis=1)
+    grad = loss_gradient_ref(loss_id, F, Y, loss_param) * sw[:, None]
+    return grad, float((sw * value).sum())

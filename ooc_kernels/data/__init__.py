@@ -20,6 +20,16 @@ from .catalog import (
     open_dataset,
     register_dataset,
 )
+from .declarations import (
+    FACTORIZED,
+    SCHEMAS,
+    SUPERVISED,
+    TRIPLETS,
+    Schema,
+    Variable,
+    get_schema,
+    register_schema,
+)
 from .generators import (
     available_generators,
     digits_source_split,
@@ -30,6 +40,7 @@ from .generators import (
 )
 from .schema import (
     SCHEMA_VERSION,
+    Context,
     make_attrs,
     open_zarr_dataset,
     validate_dataset,
@@ -39,13 +50,21 @@ from .zarr_io import write_chunks
 __all__ = [
     "ALLOWED_DATATYPES",
     "ALLOWED_READERS",
+    "FACTORIZED",
+    "SCHEMAS",
     "SCHEMA_VERSION",
+    "SUPERVISED",
+    "TRIPLETS",
+    "Context",
+    "Schema",
+    "Variable",
     "available_generators",
     "describe_catalog",
     "digits_source_split",
     "entry_path",
     "generate_chunk",
     "get_generator",
+    "get_schema",
     "iter_chunks",
     "list_datasets",
     "load_catalog",
@@ -54,6 +73,7 @@ __all__ = [
     "open_dataset",
     "open_zarr_dataset",
     "register_dataset",
+    "register_schema",
     "validate_dataset",
     "write_chunks",
 ]

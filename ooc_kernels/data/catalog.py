@@ -116,7 +116,7 @@ import xarray as xr
 import yaml
 
 from ..exceptions import CatalogError, PathEscapeError, UnknownEntryError, UntrustedCatalogError
-from .schema import validate_dataset
+from .schema import DECLARATION_KEY, Context, apply_declaration, validate_dataset
 
 
 __all__ = [
@@ -1080,6 +1080,21 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
                  allow_env: Iterable[str] = ()) -> xr.Dataset:
     """Open catalog entry ``name`` as a lazy, validated, Dask-backed ``xarray.Dataset``.
 
+    The entry's metadata may declare how to read a store that does not follow the library's
+    names or records no attributes (e.g. written with ``ds.to_zarr()`` and registered with
+    Intake's own API)::
+
+        metadata:
+          ooc_kernels:
+            variables: {X: features, y: label}   # schema variable: store variable
+            schema: supervised                   # optional (default)
+            task: classification                 # optional: else inferred from y's dtype
+            classes: [0, 1]                      # optional: else found in y
+
+    The Dataset keeps the store's own names; the declaration is put in its attributes
+    (``ooc_kernels_variables``, ``ooc_kernels_schema``, ``task``, ``classes``), where the
+    estimators and :func:`ooc_kernels.data.inputs.as_chunked` find it.
+
     Parameters
     ----------
     catalog : str, path-like or intake.readers.entry.Catalog
@@ -1098,6 +1113,8 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
     UnknownEntryError
         ``name`` is not in the catalog (the message lists the available entries).
     CatalogError, UntrustedCatalogError, PathEscapeError, SchemaError
+        ``SchemaError`` lists every problem of the store, each with a fix that works on
+        disk (rewrite the store, set an attribute, declare the names in the entry).
 
     Examples
     --------
@@ -1131,7 +1148,11 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
             f"catalog entry {name!r} produced a {type(ds).__name__}, expected an "
             "xarray.Dataset; use the reader intake.readers.readers:XArrayDatasetReader"
         )
-    return validate_dataset(ds)
+    declaration = (entry.metadata or {}).get(DECLARATION_KEY)
+    ds = apply_declaration(ds, declaration, where=f"catalog entry {name!r}'s metadata "
+                                                  f"{DECLARATION_KEY}")
+    path = _resolve(cat, _data_url(cat, entry))
+    return validate_dataset(ds, context=Context("catalog", path=str(path), entry=name))
 
 
 # --- writing ---------------------------------------------------------------------------

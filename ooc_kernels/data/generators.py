@@ -19,7 +19,16 @@ with ``split_code`` 0 for ``"train"`` and 1 for ``"test"``.  Hence chunk ``i`` d
 on ``(generator, params, random_state, split, i, rows in chunk i)``: it does not depend on
 the order in which chunks are produced, on the other chunks, or on ``n_samples`` (chunk
 ``i`` of a 1,000-sample dataset equals chunk ``i`` of a 10,000-sample one when both are
-full).  Changing ``chunk_size`` changes the data.
+full).  Changing ``chunk_size`` changes the data.  Variables without a sample axis (the
+``V`` of a factorized dataset) come from :func:`whole_rng`, independent of every chunk and
+of the split.
+
+Generators by variable name
+---------------------------
+A generator declares the schema it writes (:data:`~ooc_kernels.data.declarations.SCHEMAS`),
+the dtype of each variable and the lengths of the dims other than the sample axis; a chunk
+is a dict ``{variable: array}`` (``{"X": ..., "y": ...}``), so a generator of another
+schema only declares its variables (see :class:`GeneratorSpec`).
 
 Examples
 --------
@@ -46,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import DatasetExistsError, ValidationError
-from .schema import make_attrs
+from .declarations import get_schema, make_attrs
 from .zarr_io import chunk_bounds, n_chunks, write_chunks
 
 __all__ = [
@@ -55,6 +64,7 @@ __all__ = [
     "available_generators",
     "get_generator",
     "chunk_rng",
+    "whole_rng",
     "generate_chunk",
     "iter_chunks",
     "make_dataset",
@@ -69,7 +79,7 @@ SPLITS = {"train": 0, "test": 1}
 
 @dataclass(frozen=True)
 class GeneratorSpec:
-    """A registered generator.
+    """A registered generator: a declaration of the variables it writes.
 
     Attributes
     ----------
@@ -78,26 +88,45 @@ class GeneratorSpec:
     description : str
     defaults : mapping
         Parameter names and default values (the only accepted ``**params``).
-    n_features : callable
-        ``params -> int``.
+    sizes : callable
+        ``params -> {dim: length}`` for the dims other than the sample axis
+        (``{"feature": 64}``).
     classes : callable or None
         ``params -> list`` of labels (classification only).
-    y_dtype : str
+    dtypes : mapping
+        dtype of every variable written (``{"X": "float32", "y": "int32"}``).
     chunk : callable
-        ``(rng, n_rows, split, params) -> (X float32 (n_rows, n_features), y)``.
+        ``(rng, n_rows, split, params) -> {variable: array}``: the schema's variables
+        along its sample axis, ``n_rows`` rows each.
     check : callable
         ``params -> None``; raises :class:`ValidationError` on invalid values.
+    schema : str, default "supervised"
+        The schema of the stores it writes.
+    whole : callable, optional
+        ``(random_state, params) -> {variable: array}``: the variables without a sample
+        axis (drawn from :func:`whole_rng`), written once.
     """
 
     name: str
     task: str
     description: str
     defaults: Mapping[str, Any]
-    n_features: Callable[[dict], int]
+    sizes: Callable[[dict], dict]
     classes: Callable[[dict], list] | None
-    y_dtype: str
-    chunk: Callable[[np.random.Generator, int, str, dict], tuple[np.ndarray, np.ndarray]]
+    dtypes: Mapping[str, str]
+    chunk: Callable[[np.random.Generator, int, str, dict], dict]
     check: Callable[[dict], None]
+    schema: str = "supervised"
+    whole: Callable[[int, dict], dict] | None = None
+
+    def n_features(self, params: dict) -> int:
+        """Length of the ``feature`` dim for ``params``."""
+        return int(self.sizes(params)["feature"])
+
+    @property
+    def y_dtype(self) -> str | None:
+        """dtype of the targets ``y``."""
+        return self.dtypes.get("y")
 
 
 _REGISTRY: dict[str, GeneratorSpec] = {}
@@ -207,8 +236,23 @@ def chunk_rng(random_state: int, split: str, chunk_index: int) -> np.random.Gene
     return np.random.default_rng(seed)
 
 
+def whole_rng(random_state: int) -> np.random.Generator:
+    """The random generator of the variables without a sample axis (``V`` of ``A = U V``).
+
+    Independent of every chunk's generator and of the split, so a train and a test store
+    with the same ``random_state`` share them.
+
+    Examples
+    --------
+    >>> whole_rng(0).random() == whole_rng(0).random() != chunk_rng(0, "train", 0).random()
+    True
+    """
+    seed = np.random.SeedSequence(_check_random_state(random_state), spawn_key=(len(SPLITS),))
+    return np.random.default_rng(seed)
+
+
 def generate_chunk(name: str, chunk_index: int, n_rows: int, *, random_state: int = 0,
-                   split: str = "train", **params: Any) -> tuple[np.ndarray, np.ndarray]:
+                   split: str = "train", **params: Any) -> dict[str, np.ndarray]:
     """Generate chunk ``chunk_index`` (``n_rows`` samples) of generator ``name``.
 
     This is exactly what :func:`make_dataset` writes at that chunk: the writer only calls
@@ -216,14 +260,15 @@ def generate_chunk(name: str, chunk_index: int, n_rows: int, *, random_state: in
 
     Returns
     -------
-    X : ndarray of float32, shape (n_rows, n_features)
-    y : ndarray, shape (n_rows,)
+    dict of str to ndarray
+        The variables of the chunk by name, ``n_rows`` rows each: ``{"X": float32
+        (n_rows, n_features), "y": (n_rows,)}`` for the supervised generators.
 
     Examples
     --------
-    >>> X, y = generate_chunk("synthetic_krr_2d", 0, 4, noise=0.0)
-    >>> X.shape, X.dtype.name, y.dtype.name
-    ((4, 2), 'float32', 'float32')
+    >>> chunk = generate_chunk("synthetic_krr_2d", 0, 4, noise=0.0)
+    >>> {k: (v.shape, v.dtype.name) for k, v in chunk.items()}
+    {'X': ((4, 2), 'float32'), 'y': ((4,), 'float32')}
     """
     spec = get_generator(name)
     resolved = _resolve_params(spec, params)
@@ -236,18 +281,18 @@ def generate_chunk(name: str, chunk_index: int, n_rows: int, *, random_state: in
 
 def _chunk(spec, params, index, n_rows, random_state, split):
     rng = chunk_rng(random_state, split, index)
-    X, y = spec.chunk(rng, n_rows, split, params)
-    return np.ascontiguousarray(X, dtype=np.float32), np.asarray(y, dtype=spec.y_dtype)
+    out = spec.chunk(rng, n_rows, split, params)
+    return {name: np.ascontiguousarray(value, dtype=spec.dtypes[name])
+            for name, value in out.items()}
 
 
 def iter_chunks(name: str, n_samples: int, *, chunk_size: int = 10_000, random_state: int = 0,
-                split: str = "train", **params: Any
-                ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield the chunks of a generated dataset one at a time, in order.
+                split: str = "train", **params: Any) -> Iterator[dict[str, np.ndarray]]:
+    """Yield the chunks of a generated dataset one at a time, in order, as dicts.
 
     Examples
     --------
-    >>> [X.shape[0] for X, _ in iter_chunks("synthetic_krr_2d", 250, chunk_size=100)]
+    >>> [c["X"].shape[0] for c in iter_chunks("synthetic_krr_2d", 250, chunk_size=100)]
     [100, 100, 50]
     """
     spec = get_generator(name)
@@ -340,10 +385,10 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
                        generator_params=resolved, random_state=random_state, split=split,
                        description=spec.description)
     target = Path(os.fspath(path)).expanduser().absolute()
+    sizes = spec.sizes(resolved)
     if exist_ok and (target.exists() or target.is_symlink()):
-        differences = _store_differences(target, attrs, n_samples=n_samples,
-                                         n_features=spec.n_features(resolved),
-                                         chunk_size=chunk_size)
+        differences = _store_differences(target, attrs, spec, n_samples=n_samples,
+                                         sizes=sizes, chunk_size=chunk_size)
         if not differences:
             return target
         if not overwrite:
@@ -353,30 +398,31 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
                 "an identical dataset: pass overwrite=True (--overwrite) to replace it, or "
                 "choose another path"
             )
+    whole = spec.whole(random_state, resolved) if spec.whole is not None else None
     return write_chunks(
         path, _iter(spec, resolved, n_samples, chunk_size, random_state, split),
-        n_samples=n_samples, n_features=spec.n_features(resolved), chunk_size=chunk_size,
-        y_dtype=spec.y_dtype, attrs=attrs, overwrite=overwrite, progress=progress,
-        desc=f"{name} ({split})",
+        n_samples=n_samples, chunk_size=chunk_size, schema=spec.schema, sizes=sizes,
+        dtypes=spec.dtypes, whole=whole, attrs=attrs, overwrite=overwrite,
+        progress=progress, desc=f"{name} ({split})",
     )
 
 
-def _store_differences(path: Path, attrs: dict, *, n_samples: int, n_features: int,
-                       chunk_size: int) -> list[str]:
+def _store_differences(path: Path, attrs: dict, spec: GeneratorSpec, *, n_samples: int,
+                       sizes: dict, chunk_size: int) -> list[str]:
     """How the store at ``path`` differs from the one ``make_dataset`` would write.
 
     Compares the provenance attributes (generator, its parameters, seed, split), the shape
-    of ``X`` and its chunk size; an unreadable store or one not written by
-    :func:`make_dataset` is one difference.  Reads metadata only.
+    of the schema's first sample variable (``X``) and its chunk size; an unreadable store
+    or one not written by :func:`make_dataset` is one difference.  Reads metadata only.
     """
     import zarr
 
-    from .schema import X_NAME
-
+    first = get_schema(spec.schema).sample_variables[0]
+    shape_wanted = (n_samples, *(first.sizes.get(d, sizes.get(d)) for d in first.dims[1:]))
     try:
         group = zarr.open_group(str(path), mode="r")
         found = dict(group.attrs)
-        x = group[X_NAME]
+        x = group[first.name]
         shape, chunks = tuple(x.shape), tuple(x.chunks)
     except Exception as err:
         return [f"it is not a dataset store written by make_dataset "
@@ -386,8 +432,8 @@ def _store_differences(path: Path, attrs: dict, *, n_samples: int, n_features: i
         want, have = attrs.get(key), found.get(key, "<missing>")
         if have != want:
             out.append(f"{key}: the store has {have!r}, this call {want!r}")
-    if shape != (n_samples, n_features):
-        out.append(f"shape of X: the store has {shape}, this call {(n_samples, n_features)}")
+    if shape != shape_wanted:
+        out.append(f"shape of {first.name}: the store has {shape}, this call {shape_wanted}")
     elif chunks[0] != chunk_size:
         out.append(f"chunk_size: the store has {chunks[0]}, this call {chunk_size}")
     return out
@@ -484,7 +530,7 @@ def _digits_chunk(rng: np.random.Generator, n: int, split: str, p: dict):
     if p["noise"] > 0:
         out = out + p["noise"] * rng.standard_normal(out.shape)
     np.clip(out, 0.0, 1.0, out=out)
-    return out.reshape(n, 64).astype(np.float32), target[source].astype(np.int32)
+    return {"X": out.reshape(n, 64).astype(np.float32), "y": target[source].astype(np.int32)}
 
 
 def _bilinear(img: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -525,9 +571,9 @@ _register(GeneratorSpec(
     description="8x8 scikit-learn digits with random elastic deformation, translation and "
                 "noise (10 classes, 64 features in [0, 1])",
     defaults={"alpha": 0.1, "sigma": 1.0, "max_shift": 0.15, "noise": 0.05},
-    n_features=lambda p: 64,
+    sizes=lambda p: {"feature": 64},
     classes=lambda p: list(range(10)),
-    y_dtype="int32",
+    dtypes={"X": "float32", "y": "int32"},
     chunk=_digits_chunk,
     check=_check_digits,
 ))
@@ -551,7 +597,7 @@ def _krr_chunk(rng: np.random.Generator, n: int, split: str, p: dict):
     X = rng.uniform(-5.0, 5.0, size=(n, 2)).astype(np.float32)
     e = rng.standard_normal(n)
     y = krr_2d_target(X) + p["noise"] * e
-    return X, y.astype(np.float32)
+    return {"X": X, "y": y.astype(np.float32)}
 
 
 _register(GeneratorSpec(
@@ -560,9 +606,9 @@ _register(GeneratorSpec(
     description="y = cos(0.5 pi ||x||) exp(-0.1 pi ||x||) + noise * N(0, 1), "
                 "x ~ U[-5, 5]^2 (Dai et al. 2014)",
     defaults={"noise": 0.1},
-    n_features=lambda p: 2,
+    sizes=lambda p: {"feature": 2},
     classes=None,
-    y_dtype="float32",
+    dtypes={"X": "float32", "y": "float32"},
     chunk=_krr_chunk,
     check=lambda p: _number(p, "noise", high=math.inf),
 ))
@@ -598,7 +644,7 @@ def _binary_chunk(rng: np.random.Generator, n: int, split: str, p: dict):
     y = nonlinear_binary_label(X, p["n_informative"])
     flip = rng.random(n) < p["flip"]
     y = np.where(flip, 1 - y, y)
-    return X, y
+    return {"X": X, "y": y}
 
 
 def _check_binary(p: dict) -> None:
@@ -618,9 +664,9 @@ _register(GeneratorSpec(
     description="x ~ N(0, I_d); y = 1[sum_{j<k} x_j^2 > median chi2_k] (labels 0/1), "
                 "each label flipped with probability flip",
     defaults={"n_features": 20, "n_informative": 3, "flip": 0.0},
-    n_features=lambda p: int(p["n_features"]),
+    sizes=lambda p: {"feature": int(p["n_features"])},
     classes=lambda p: [0, 1],
-    y_dtype="int32",
+    dtypes={"X": "float32", "y": "int32"},
     chunk=_binary_chunk,
     check=_check_binary,
 ))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numbers
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import dask
@@ -323,16 +324,24 @@ def _unwrap_y(y: Any) -> Any:
 
 
 def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
-               require_y: bool = False, check_y: bool = True) -> ChunkedData:
+               require_y: bool = False, check_y: bool = True,
+               variables: Mapping[str, str] | None = None,
+               schema: Any = None) -> ChunkedData:
     """Wrap any accepted input as :class:`ChunkedData` without reading it.
 
     Parameters
     ----------
-    X : array-like, pandas or Dask DataFrame, dask.array.Array, xarray.Dataset or Intake reader
-        The samples.  A Dataset must follow the library's schema (variables ``X``/``y``).
-        An object with a ``read()`` method (an Intake 2 reader) is read lazily first.
-    y : array-like, dask.array.Array or Dask Series, optional
+    X : array-like, DataFrame, Dask array or DataFrame, xarray Dataset or DataArray, or reader
+        The samples.  A Dataset holds the schema's variables under their names or under the
+        names declared by ``variables`` or its ``ooc_kernels_variables`` attribute (a
+        catalog entry's declaration lands there).  A DataArray may have any dim names: the
+        first is the sample axis and it must be chunked along it only.  An object with a
+        ``read()`` method (an Intake 2 reader) is read lazily first, its entry's
+        ``ooc_kernels`` metadata applied.
+    y : array-like, dask.array.Array, xarray.DataArray or Dask Series, optional
         Targets.  Taken from the Dataset's ``y`` when ``X`` is a Dataset and ``y`` is None.
+        A DataArray must lie along ``X``'s sample dim; when both have a coordinate there,
+        the coordinates must be equal.
     chunk_size : int, optional
         Rows per chunk for in-memory inputs (Dask and Zarr inputs keep their chunks).
     require_y : bool
@@ -340,9 +349,20 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     check_y : bool
         Check, chunk by chunk when read, that ``y`` holds no NaN/inf (off when the caller
         skips invalid rows itself).
+    variables : mapping, optional
+        Schema variable -> Dataset variable, e.g. ``{"X": "features", "y": "label"}``.
+    schema : Schema or str, optional
+        Default: the Dataset's ``ooc_kernels_schema`` attribute, else ``"supervised"``.
+        Other schemas (``"factorized"``, ``"triplets"``) take Datasets only; their whole
+        variables become :attr:`ChunkedData.whole`.
 
     Notes
     -----
+    The :class:`ChunkedData` always holds the canonical names and dims of the schema
+    (``X: (sample, feature)``): that is what the engine and the solvers read.  The user's
+    own names and sample coordinate matter only for predictions, which
+    :func:`wrap_prediction` puts back on them.
+
     **Dask DataFrames** are read out of core, like Dask arrays: each partition becomes one
     chunk of ``X`` (nothing is repartitioned).  The columns must all be numeric (bool,
     integer, float, nullable numeric); a text or categorical column is refused by name, the
@@ -365,46 +385,40 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     scikit-learn (pandas in, NumPy out), and feeds Dask reductions (``score``, the
     evaluation module) directly.  Since the chunks are the partitions, a Series is one call
     away: ``dd.from_dask_array(pred, index=ddf.index)``.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> ds = xr.Dataset({"features": (("time", "channel"), np.zeros((6, 3))),
+    ...                  "label": (("time",), np.arange(6) % 2)})
+    >>> data = as_chunked(ds, variables={"X": "features", "y": "label"}, chunk_size=4)
+    >>> data.chunk_sizes, data.dims["X"]
+    ((4, 2), ('sample', 'feature'))
+    >>> as_chunked(ds["features"], ds["label"], chunk_size=3).chunk_sizes
+    (3, 3)
     """
+    import xarray as xr
+
     chunk_size = _check_chunk_size(chunk_size)
     if (_dask_frame_kind(X) is None and hasattr(X, "read") and callable(X.read)
             and not isinstance(X, np.ndarray)):
-        X = X.read()
-    import xarray as xr
+        X = _read_entry(X)
+    if schema is not None or isinstance(X, xr.Dataset):
+        from ooc_kernels.data.schema import SUPERVISED, get_schema
 
-    attrs: dict = {}
+        chosen = get_schema(schema, X.attrs if isinstance(X, xr.Dataset) else None)
+        if chosen is not SUPERVISED:
+            if y is not None:
+                raise ValidationError(
+                    f"y is given separately, but a {chosen.name!r} dataset holds its variables "
+                    f"({chosen.names}) in one Dataset; add it there, e.g. "
+                    "ds = ds.assign(y=...), and pass the Dataset alone"
+                )
+            return _from_schema_dataset(X, chosen, variables, chunk_size, require_y)
     if isinstance(X, xr.Dataset):
-        from ooc_kernels.data.schema import SCHEMA_VERSION_ATTR, validate_dataset
-
-        ds = X
-        if SCHEMA_VERSION_ATTR in ds.attrs:  # a store of the library's schema: full check
-            validate_dataset(ds, require_y=require_y and y is None)
-        elif "X" not in ds.variables or ds["X"].ndim != 2:
-            found = {str(k): ds[k].dims for k in ds.data_vars}
-            raise SchemaError(
-                f"the Dataset needs a 2-D variable 'X' (sample, feature); found {found}. "
-                "Fix: name the feature matrix 'X' (and the targets 'y')."
-            )
-        from ooc_kernels.data.integrity import guard_dataset
-
-        ds = guard_dataset(ds)  # chunk reads check that chunk files exist and decode
-        attrs = dict(ds.attrs)
-        Xd = ds["X"].data
-        if not isinstance(Xd, da.Array):  # an in-memory Dataset
-            Xd = da.from_array(Xd, chunks=(chunk_size, -1))
-        if y is None and "y" in ds:
-            y = ds["y"].data
-        data = _from_dask(Xd, y, chunk_size, check_y)
-        data = data.replace(attrs=attrs)
+        data = _from_dataset(X, y, variables, chunk_size, require_y, check_y)
     elif isinstance(X, xr.DataArray):
-        Xd = X.data
-        if isinstance(Xd, da.Array):
-            from ooc_kernels.data.integrity import guard_dask_array
-
-            Xd = guard_dask_array(Xd, str(X.name) if X.name is not None else "X")
-        else:
-            Xd = da.from_array(Xd, chunks=(chunk_size,) + (-1,) * max(Xd.ndim - 1, 0))
-        data = _from_dask(Xd, y, chunk_size, check_y)
+        data = _from_dataarray(X, y, chunk_size, check_y)
     elif isinstance(X, da.Array):
         data = _from_dask(X, y, chunk_size, check_y)
     elif _dask_frame_kind(X) is not None:
@@ -438,13 +452,159 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     return data
 
 
+def _read_entry(reader: Any) -> Any:
+    """An Intake reader's Dataset, its entry's ``ooc_kernels`` declaration applied.
+
+    Read with Dask chunks equal to the Zarr chunks (``chunks={}``) unless the entry sets
+    its own, as :func:`ooc_kernels.data.open_dataset` does.
+    """
+    from ooc_kernels.data.schema import DECLARATION_KEY, apply_declaration
+
+    kwargs = getattr(reader, "kwargs", None)
+    xarray_reader = getattr(reader, "output_instance", None) == "xarray:Dataset"
+    extra = {"chunks": {}} if xarray_reader and isinstance(kwargs, Mapping) \
+        and "chunks" not in kwargs else {}
+    ds = reader.read(**extra)
+    metadata = getattr(reader, "metadata", None)
+    declaration = metadata.get(DECLARATION_KEY) if isinstance(metadata, Mapping) else None
+    if declaration is None:
+        return ds
+    return apply_declaration(ds, declaration, where=f"the entry's metadata {DECLARATION_KEY}")
+
+
+def _lazy(arr: Any, name: str, chunks: tuple) -> da.Array:
+    """A Dask array of ``arr``: Zarr reads integrity-checked, in-memory data chunked."""
+    if isinstance(arr, da.Array):
+        from ooc_kernels.data.integrity import guard_dask_array
+
+        return guard_dask_array(arr, name)
+    return da.from_array(np.asarray(arr), chunks=chunks[:1] + (-1,) * (np.ndim(arr) - 1))
+
+
+def _dask_of(var: Any, name: str, chunks: tuple) -> da.Array:
+    """The Dask array of an xarray variable, chunked along its first dim when it is not.
+
+    A variable of a Dataset opened without Dask (``xr.open_dataset(path)``) is read lazily,
+    chunk by chunk, through xarray's own ``chunk`` (``.data`` would load it whole).
+    """
+    if var.chunks is None:
+        spec = {d: (chunks[0] if i == 0 else -1) for i, d in enumerate(var.dims)}
+        return var.chunk(spec).data
+    return _lazy(var.data, name, chunks)
+
+
+def _check_aligned(X: Any, y: Any) -> None:
+    """A DataArray ``y`` against the sample coordinate of ``X`` (both in memory: indexes)."""
+    import xarray as xr
+
+    if not isinstance(y, xr.DataArray) or not X.dims:
+        return
+    dim = X.dims[0]
+    if y.dims != (dim,):
+        fix = (f"rename it, y = y.rename({{{y.dims[0]!r}: {dim!r}}})" if y.ndim == 1
+               else "select one target (multi-output is not supported)")
+        raise SchemaError(f"y has dims {y.dims}, expected ({dim!r},): one target per sample "
+                          f"along X's sample dim {dim!r}. Fix: {fix}.")
+    if dim not in X.indexes or dim not in y.indexes:
+        return  # at most one has labels: rows pair up by position
+    a, b = X.indexes[dim], y.indexes[dim]
+    if a.equals(b):
+        return
+    if len(a) != len(b):
+        where = f"X has {len(a)} labels, y {len(b)}"
+    else:
+        i = int(np.flatnonzero(np.asarray(a) != np.asarray(b))[0])
+        first = [v.item() if isinstance(v, np.generic) else v for v in (a[i], b[i])]
+        where = f"first difference at position {i}: X has {first[0]!r}, y has {first[1]!r}"
+    raise SchemaError(
+        f"y is not aligned with X: their coordinates {dim!r} differ ({where}); the rows would "
+        f"be paired by position. Fix: align them first, X, y = xr.align(X, y, join='inner'), "
+        f"or select y on X's labels, y = y.sel({dim}=X[{dim!r}])."
+    )
+
+
+def _from_dataarray(X: Any, y: Any, chunk_size: int, check_y: bool) -> ChunkedData:
+    """A DataArray ``X`` with any dim names (the first is the sample axis)."""
+    import xarray as xr
+
+    from ooc_kernels.data.schema import SUPERVISED, ArrayInfo, check_arrays
+
+    arrays = {"X": X}
+    if isinstance(y, xr.DataArray):  # chunks aside: y is rechunked like X
+        arrays["y"] = ArrayInfo.of(y)._replace(chunks=None)
+    check_arrays(arrays, SUPERVISED, require="predict", context="dataarray")
+    _check_aligned(X, y)
+    Xd = _dask_of(X, str(X.name) if X.name is not None else "X", (chunk_size,))
+    if isinstance(y, xr.DataArray) and y.ndim and y.chunks is None:
+        y = _dask_of(y, "y", Xd.chunks[0:1])
+    return _from_dask(Xd, y, chunk_size, check_y)
+
+
+def _from_dataset(ds: Any, y: Any, variables: Any, chunk_size: int, require_y: bool,
+                  check_y: bool) -> ChunkedData:
+    """A supervised Dataset: validated, its variables found by name or declaration."""
+    from ooc_kernels.data.integrity import guard_dataset
+    from ooc_kernels.data.schema import SUPERVISED, check_dataset
+
+    need_y = require_y and y is None
+    resolved = check_dataset(ds, SUPERVISED, require="fit" if need_y else "predict",
+                             variables=variables, context="xarray")
+    ds = guard_dataset(ds)  # chunk reads check that chunk files exist and decode
+    X = ds[resolved.names["X"]]
+    Xd = _dask_of(X, "X", (chunk_size,))
+    if y is None and "y" in resolved.names:
+        y = _dask_of(ds[resolved.names["y"]], "y", Xd.chunks[0:1])
+    else:
+        _check_aligned(X, y)
+    data = _from_dask(Xd, y, chunk_size, check_y)
+    return data.replace(attrs=dict(ds.attrs))
+
+
+def _from_schema_dataset(ds: Any, schema: Any, variables: Any, chunk_size: int,
+                         require_y: bool) -> ChunkedData:
+    """A Dataset of any registered schema, by the schema's declaration alone."""
+    import xarray as xr
+
+    from ooc_kernels.data.integrity import guard_dataset
+    from ooc_kernels.data.schema import check_dataset
+
+    if not isinstance(ds, xr.Dataset):
+        raise ValidationError(
+            f"the {schema.name!r} schema takes an xarray.Dataset (or a catalog entry), got "
+            f"{type(ds).__name__}; build one with variables {schema.names}"
+        )
+    resolved = check_dataset(ds, schema, require="fit" if require_y else "predict",
+                             variables=variables, context="xarray")
+    ds = guard_dataset(ds)
+    sample: dict[str, da.Array] = {}
+    whole: dict[str, Any] = {}
+    lazy = [ds[resolved.names[v.name]].chunks for v in schema.sample_variables
+            if v.name in resolved.names]
+    chunks = next((c[:1] for c in lazy if c is not None), (chunk_size,))
+    for v in schema.variables:
+        if v.name not in resolved.names:
+            continue
+        var = ds[resolved.names[v.name]]
+        if v.whole:  # lazy as well: a task that needs it reads it whole
+            whole[v.name] = _dask_of(var, v.name, (chunk_size,))
+        else:
+            sample[v.name] = _dask_of(var, v.name, chunks)
+    dims = {k: schema[k].dims for k in (*sample, *whole)}
+    data = ChunkedData(sample, dims=dims, whole=whole, attrs=dict(ds.attrs))
+    if data.n_samples == 0:
+        raise ValidationError("the dataset is empty (0 samples); give at least one sample.")
+    return data
+
+
 def wrap_prediction(X: Any, values: Any, *, classes: Any = None) -> Any:
     """Predictions shaped like the input they came from.
 
-    For an ``xarray.DataArray`` input, a (lazy) ``DataArray`` on the same sample dimension
-    and coordinate (a second dimension ``class`` with the class labels for probabilities,
-    ``output`` otherwise); any other input gets ``values`` unchanged (NumPy in, NumPy out;
-    Dask in, Dask out).
+    For an ``xarray.DataArray`` input, a (lazy) ``DataArray`` along the input's sample
+    dimension (its first) with the input's coordinates on it; for an ``xarray.Dataset``,
+    the same along the sample dimension of its ``X`` (found by name or declaration).  A
+    second dimension is ``class`` with the class labels for probabilities, ``output``
+    otherwise.  Any other input gets ``values`` unchanged (NumPy in, NumPy out; Dask in,
+    Dask out).
 
     Examples
     --------
@@ -453,13 +613,21 @@ def wrap_prediction(X: Any, values: Any, *, classes: Any = None) -> Any:
     ...                  coords={"time": [10, 20, 30]})
     >>> wrap_prediction(X, np.array([1, 0, 1])).coords["time"].values.tolist()
     [10, 20, 30]
+    >>> ds = xr.Dataset({"f": X}, attrs={"ooc_kernels_variables": {"X": "f"}})
+    >>> wrap_prediction(ds, np.ones((3, 2)), classes=["a", "b"]).dims
+    ('time', 'class')
     """
     import xarray as xr
 
-    if not isinstance(X, xr.DataArray):
+    if isinstance(X, xr.Dataset):
+        from ooc_kernels.data.schema import sample_dim
+
+        sample = sample_dim(X)
+    elif isinstance(X, xr.DataArray) and X.ndim:
+        sample = X.dims[0]
+    else:
         return values
-    sample = X.dims[0]
-    coords = {sample: X.coords[sample]} if sample in X.coords else {}
+    coords = {k: c.variable for k, c in X.coords.items() if c.dims == (sample,)}
     if np.ndim(values) == 1:
         return xr.DataArray(values, dims=(sample,), coords=coords)
     second = "class" if classes is not None else "output"

@@ -54,6 +54,11 @@ from ..exceptions import CorruptChunkError
 __all__ = ["guard_dataset", "guard_dask_array", "zarr_source", "check_finite_blocks",
            "all_chunks_written", "CHECKSUM_CODEC"]
 
+#: The group attribute that stores written by :func:`ooc_kernels.data.write_chunks` carry
+#: (``ooc_kernels.data.schema.SCHEMA_VERSION_ATTR``; the schema module imports this one, so
+#: the name is repeated here rather than imported, and a test checks they agree).
+WRITTEN_BY_LIBRARY_ATTR = "ooc_kernels_schema_version"
+
 #: Name of the checksum codec written by :func:`ooc_kernels.data.write_chunks`.
 CHECKSUM_CODEC = "crc32c"
 
@@ -183,14 +188,12 @@ def all_chunks_written(zarray) -> bool:
     value, not damage.  Stores written by :func:`ooc_kernels.data.write_chunks` carry the
     schema-version attribute on their group and write every chunk.
     """
-    from ..data.schema import SCHEMA_VERSION_ATTR
-
     parent = zarray.path.rsplit("/", 1)[0] if "/" in zarray.path else ""
     try:
         import zarr
 
         group = zarr.open_group(store=zarray.store, path=parent, mode="r")
-        return SCHEMA_VERSION_ATTR in group.attrs
+        return WRITTEN_BY_LIBRARY_ATTR in group.attrs
     except Exception:  # noqa: BLE001 - no readable parent group: make no promise
         return False
 

@@ -1,21 +1,37 @@
-"""The ``ooc_kernels`` dataset schema and its lazy validation.
+"""Dataset schemas: declared variables with dims, checked by one lazy validator.
 
-A dataset is a Zarr group holding two arrays chunked along the sample axis only:
+A :class:`Schema` is a declared set of :class:`Variable` s.  Three are registered
+(:data:`SCHEMAS`):
 
-========  ========================  ================================================
-variable  dims                      dtype
-========  ========================  ================================================
-``X``     ``("sample", "feature")`` ``float32``; one chunk spans every feature
-``y``     ``("sample",)``           ``float32`` (regression) or an integer dtype
-                                    (classification); same sample chunks as ``X``
-========  ========================  ================================================
+==============  ==========================================================================
+schema          variables (``*``: needed to fit, optional to predict; ``?``: optional)
+==============  ==========================================================================
+``supervised``  ``X(sample, feature)`` float32, ``y*(sample)`` labels or float32 targets
+``factorized``  ``U(sample, rank)`` float32, ``V(rank, feature)`` float32 *whole*,
+                ``y*(sample)``: the data matrix is ``A = U V`` (never formed)
+``triplets``    ``triplets(triplet, corner)`` integer, ``corner`` of length 3: row indices
+                ``(anchor, similar, dissimilar)`` into ``X``; ``triplet_task?(triplet)``
+                integer (multi-task); ``X(sample, feature)`` float32 and ``y?(sample)``
+                labels, both *whole* (chunked along ``sample`` on their own)
+==============  ==========================================================================
 
-and the group attributes ``ooc_kernels_schema_version`` (int), ``task``
-(``"classification"`` or ``"regression"``), ``classes`` (sorted label values, classification
-only) plus free provenance attributes (``generator``, ``generator_params``, ``random_state``,
-``split``).
+Variables whose first dimension is the schema's sample axis (``sample``; ``triplet`` for
+``triplets``) are chunked along it only and share their chunks; *whole* variables are not
+chunked along it and are given whole to every task (or gathered by index).  Group
+attributes, all optional: ``ooc_kernels_schema_version`` (written by this library; its
+presence makes the rules strict: canonical dim names and the declared dtypes), ``task``
+(``"classification"`` or ``"regression"``, else inferred from ``y``'s dtype),
+``classes`` (sorted labels, else found in ``y`` by the estimator),
+``ooc_kernels_schema`` (the schema's name) and ``ooc_kernels_variables`` (which dataset
+variables hold the schema's variables, e.g. ``{"X": "features", "y": "label"}``).
 
-:func:`validate_dataset` checks all of this from metadata alone: it never reads array data.
+A dataset without the version attribute (``ds.to_zarr()``, an in-memory Dataset) may use
+any names: its variables are found by the declaration, its dims by position (the first dim
+of ``X`` is its sample axis, ``y`` must share it), and any numeric dtype is accepted.
+
+:func:`validate_dataset` checks all of this from metadata alone, never reading array data,
+and raises one :class:`~ooc_kernels.exceptions.SchemaError` listing every problem, each
+with the fix that works for the input at hand (see :class:`Context`).
 
 Examples
 --------
@@ -29,13 +45,22 @@ Examples
 ... ).chunk({"sample": 2})
 >>> validate_dataset(ds).sizes["sample"]
 4
+
+Any names, declared:
+
+>>> user = xr.Dataset({"features": (("time", "channel"), np.zeros((4, 3))),
+...                    "label": (("time",), np.arange(4) % 2)},
+...                   attrs={"ooc_kernels_variables": {"X": "features", "y": "label"}})
+>>> validate_dataset(user) is user
+True
 """
+
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,88 +68,76 @@ import numpy as np
 import xarray as xr
 
 from ..exceptions import SchemaError, ValidationError
+from ._checker import ArrayInfo, Resolved, check_arrays
+from ._fixes import Context
+from .declarations import (
+    DECLARATION_KEY,
+    FACTORIZED,
+    FEATURE_DIM,
+    SAMPLE_DIM,
+    SCHEMA_ATTR,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_ATTR,
+    SCHEMAS,
+    SUPERVISED,
+    TASKS,
+    TRIPLETS,
+    VARIABLES_ATTR,
+    X_NAME,
+    Y_NAME,
+    Schema,
+    Variable,
+    get_schema,
+    infer_task,
+    make_attrs,
+    register_schema,
+)
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "SCHEMA_VERSION_ATTR",
-    "X_NAME",
-    "Y_NAME",
-    "SAMPLE_DIM",
-    "FEATURE_DIM",
-    "TASKS",
-    "validate_dataset",
-    "open_zarr_dataset",
-    "make_attrs",
+    "SCHEMA_VERSION", "SCHEMA_VERSION_ATTR", "SCHEMA_ATTR", "VARIABLES_ATTR",
+    "DECLARATION_KEY", "X_NAME", "Y_NAME", "SAMPLE_DIM", "FEATURE_DIM", "TASKS",
+    "Variable", "Schema", "Context", "ArrayInfo", "Resolved",
+    "SUPERVISED", "FACTORIZED", "TRIPLETS", "SCHEMAS", "get_schema", "register_schema",
+    "validate_dataset", "check_dataset", "check_arrays", "apply_declaration", "sample_dim",
+    "infer_task", "open_zarr_dataset", "make_attrs",
 ]
 
-#: Version of the on-disk layout written by this library.
-SCHEMA_VERSION = 1
-#: Group attribute holding the schema version.
-SCHEMA_VERSION_ATTR = "ooc_kernels_schema_version"
-X_NAME = "X"
-Y_NAME = "y"
-SAMPLE_DIM = "sample"
-FEATURE_DIM = "feature"
-#: Allowed values of the ``task`` attribute.
-TASKS = ("classification", "regression")
+
+def check_dataset(ds: xr.Dataset, schema: Schema | str | None = None, *, require: Any = "fit",
+                  variables: Mapping[str, str] | None = None,
+                  context: Any = None) -> Resolved:
+    """:func:`validate_dataset`, returning what it resolved (names, dims, task)."""
+    if not isinstance(ds, xr.Dataset):
+        raise SchemaError(
+            f"expected an xarray.Dataset, found {type(ds).__name__}; open data with "
+            "ooc_kernels.data.open_zarr_dataset or ooc_kernels.data.open_dataset"
+        )
+    return check_arrays({str(k): ArrayInfo.of(v) for k, v in ds.variables.items()}, schema,
+                        attrs=ds.attrs, require=require, variables=variables, context=context,
+                        listed=[str(k) for k in ds.data_vars])
 
 
-def make_attrs(task: str, *, classes: Sequence[Any] | None = None, **provenance: Any) -> dict:
-    """Build the group attributes of a dataset following the schema.
-
-    Parameters
-    ----------
-    task : {"classification", "regression"}
-    classes : sequence, optional
-        Label values (required for classification); stored sorted and de-duplicated.
-    **provenance
-        Free JSON-serialisable attributes (``generator``, ``random_state`` ...).
-
-    Returns
-    -------
-    dict
-
-    Examples
-    --------
-    >>> make_attrs("classification", classes=[1, 0], split="train")["classes"]
-    [0, 1]
-    """
-    if task not in TASKS:
-        raise ValidationError(f"task={task!r} is not supported; use one of {list(TASKS)}")
-    attrs: dict[str, Any] = {SCHEMA_VERSION_ATTR: SCHEMA_VERSION, "task": task}
-    if task == "classification":
-        if classes is None or len(classes) == 0:
-            raise ValidationError(
-                "classes is required for task='classification'; pass the list of label values"
-            )
-        attrs["classes"] = sorted({_plain(c) for c in classes})
-    attrs.update({k: v for k, v in provenance.items()})
-    return attrs
-
-
-def _plain(value: Any) -> Any:
-    """NumPy scalars -> Python scalars (JSON-serialisable attributes)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _fail(var: str, expected: str, found: Any, fix: str) -> None:
-    raise SchemaError(f"variable {var!r}: expected {expected}, found {found}; {fix}")
-
-
-def _sample_chunks(da: xr.DataArray) -> tuple[int, ...] | None:
-    chunks = da.chunks
-    return None if chunks is None else tuple(chunks[0])
-
-
-def validate_dataset(ds: xr.Dataset, *, require_y: bool = True) -> xr.Dataset:
-    """Check that ``ds`` follows the ``ooc_kernels`` schema, from metadata only.
+def validate_dataset(ds: xr.Dataset, schema: Schema | str | None = None, *,
+                     require: Any = "fit", variables: Mapping[str, str] | None = None,
+                     context: Any = None, require_y: bool | None = None) -> xr.Dataset:
+    """Check that ``ds`` follows ``schema``, from metadata only; report every problem.
 
     Parameters
     ----------
     ds : xarray.Dataset
         Typically lazy (Dask-backed); in-memory datasets are accepted as well.
-    require_y : bool, default True
-        Whether the target ``y`` must be present (``False`` for prediction inputs).
+    schema : Schema or str, optional
+        Default: the dataset's ``ooc_kernels_schema`` attribute, else :data:`SUPERVISED`.
+    require : {"fit", "predict"} or iterable of str, default "fit"
+        ``"predict"``: the targets may be absent; or the names that must be present.
+    variables : mapping, optional
+        Schema variable -> dataset variable (``{"X": "features", "y": "label"}``);
+        default: the dataset's ``ooc_kernels_variables`` attribute, else the same names.
+    context : Context, str or path-like, optional
+        Where ``ds`` came from, so that each fix works for it: ``"xarray"`` (default, a
+        Dataset in hand), a store path, or a :class:`Context`.
+    require_y : bool, optional
+        Shorthand for ``require="fit"`` (True) or ``"predict"`` (False).
 
     Returns
     -------
@@ -134,7 +147,8 @@ def validate_dataset(ds: xr.Dataset, *, require_y: bool = True) -> xr.Dataset:
     Raises
     ------
     SchemaError
-        Naming the variable, what was expected, what was found and how to fix it.
+        One error listing every problem (variable, what was expected, what was found, the
+        fix); its ``problems`` attribute holds them one by one.
 
     Examples
     --------
@@ -145,117 +159,126 @@ def validate_dataset(ds: xr.Dataset, *, require_y: bool = True) -> xr.Dataset:
     Traceback (most recent call last):
     ...
     ooc_kernels.exceptions.SchemaError: variable 'X': expected dtype float32, found float64; ...
+
+    Several problems are reported together:
+
+    >>> bad = xr.Dataset({"X": (("sample", "feature"), np.zeros((4, 3), np.float32)),
+    ...                   "y": (("sample",), np.zeros(4, np.float64))},
+    ...                  attrs={"ooc_kernels_schema_version": 1, "task": "ranking"}
+    ...                  ).chunk({"feature": 1})
+    >>> try:
+    ...     validate_dataset(bad)
+    ... except Exception as err:
+    ...     print(len(err.problems))
+    3
     """
-    if not isinstance(ds, xr.Dataset):
-        raise SchemaError(
-            f"expected an xarray.Dataset, found {type(ds).__name__}; open data with "
-            "ooc_kernels.data.open_zarr_dataset or ooc_kernels.data.open_dataset"
-        )
-    attrs = ds.attrs
-    # --- attributes -------------------------------------------------------------------
-    version = attrs.get(SCHEMA_VERSION_ATTR)
-    if version is None:
-        raise SchemaError(
-            f"dataset attribute {SCHEMA_VERSION_ATTR!r} is missing (found attributes "
-            f"{sorted(attrs)}); write datasets with ooc_kernels.data.write_chunks or set "
-            f"ds.attrs[{SCHEMA_VERSION_ATTR!r}] = {SCHEMA_VERSION}"
-        )
-    if isinstance(version, bool) or not isinstance(version, (int, np.integer)):
-        raise SchemaError(
-            f"dataset attribute {SCHEMA_VERSION_ATTR!r} must be an int, found {version!r}; "
-            f"set it to {SCHEMA_VERSION}"
-        )
-    if not 1 <= int(version) <= SCHEMA_VERSION:
-        raise SchemaError(
-            f"unsupported schema version {SCHEMA_VERSION_ATTR}={version!r}; this version of "
-            f"ooc_kernels reads versions 1..{SCHEMA_VERSION}: upgrade ooc_kernels or rewrite "
-            "the dataset"
-        )
-    task = attrs.get("task")
-    if task not in TASKS:
-        raise SchemaError(
-            f"dataset attribute 'task' must be one of {list(TASKS)}, found {task!r}; "
-            "set ds.attrs['task']"
-        )
-    if task == "classification":
-        classes = attrs.get("classes")
-        if classes is None or isinstance(classes, (str, bytes)) or len(classes) == 0:
-            raise SchemaError(
-                f"dataset attribute 'classes' is required for classification, found "
-                f"{classes!r}; set ds.attrs['classes'] to the sorted list of label values"
-            )
-        classes = list(classes)
-        if classes != sorted(set(classes)):
-            raise SchemaError(
-                f"dataset attribute 'classes' must be sorted and unique, found {classes!r}; "
-                f"set it to {sorted(set(classes))!r}"
-            )
-    # --- X --------------------------------------------------------------------------
-    if X_NAME not in ds.variables:
-        _fail(X_NAME, "a data variable", f"variables {sorted(map(str, ds.variables))}",
-              "name the feature matrix 'X', e.g. ds = ds.rename({'features': 'X'})")
-    X = ds[X_NAME]
-    if X.dims != (SAMPLE_DIM, FEATURE_DIM):
-        _fail(X_NAME, f"dims {(SAMPLE_DIM, FEATURE_DIM)}", f"dims {X.dims}",
-              "rename or transpose, e.g. ds.rename({'dim_0': 'sample', 'dim_1': 'feature'})"
-              ".transpose('sample', 'feature')")
-    if X.dtype != np.float32:
-        _fail(X_NAME, "dtype float32", f"{X.dtype}",
-              "convert with ds['X'] = ds.X.astype('float32')")
-    n_samples, n_features = X.shape
-    if n_samples == 0 or n_features == 0:
-        _fail(X_NAME, "at least one sample and one feature", f"shape {X.shape}",
-              "the dataset is empty: generate or select some samples")
-    x_chunks = X.chunks
-    if x_chunks is not None and len(x_chunks[1]) > 1:
-        _fail(X_NAME, f"a single chunk along {FEATURE_DIM!r}",
-              f"{len(x_chunks[1])} chunks {tuple(x_chunks[1])}",
-              "rechunk with ds.chunk({'feature': -1})")
-    # --- y --------------------------------------------------------------------------
-    if Y_NAME not in ds.variables:
-        if require_y:
-            _fail(Y_NAME, "a data variable (the target)",
-                  f"variables {sorted(map(str, ds.variables))}",
-                  "add the targets as ds['y'] or pass require_y=False for prediction inputs")
-        return ds
-    y = ds[Y_NAME]
-    if y.dims != (SAMPLE_DIM,):
-        _fail(Y_NAME, f"dims {(SAMPLE_DIM,)}", f"dims {y.dims}",
-              "store one target per sample along 'sample' (multi-output is not supported)")
-    if task == "classification" and not np.issubdtype(y.dtype, np.integer):
-        _fail(Y_NAME, "an integer dtype for task='classification'", f"{y.dtype}",
-              "encode labels as integers, e.g. ds['y'] = ds.y.astype('int32')")
-    if task == "regression" and y.dtype != np.float32:
-        _fail(Y_NAME, "dtype float32 for task='regression'", f"{y.dtype}",
-              "convert with ds['y'] = ds.y.astype('float32')")
-    if y.shape[0] != n_samples:
-        _fail(Y_NAME, f"{n_samples} samples (the length of 'X')", f"{y.shape[0]}",
-              "X and y must have one row per sample: fix the writer or select matching samples")
-    y_chunks = _sample_chunks(y)
-    x_sample_chunks = None if x_chunks is None else tuple(x_chunks[0])
-    if y_chunks is not None and x_sample_chunks is not None and y_chunks != x_sample_chunks:
-        _fail(Y_NAME, f"the same sample chunks as 'X' {_short(x_sample_chunks)}",
-              f"{_short(y_chunks)}",
-              "rechunk both with ds.chunk({'sample': CHUNK_SIZE})")
+    if require_y is not None:
+        require = "fit" if require_y else "predict"
+    check_dataset(ds, schema, require=require, variables=variables, context=context)
     return ds
 
 
-def _short(chunks: tuple[int, ...]) -> str:
-    if len(chunks) <= 6:
-        return str(chunks)
-    return f"({', '.join(map(str, chunks[:3]))}, ..., {chunks[-1]}) [{len(chunks)} chunks]"
+def sample_dim(ds: xr.Dataset, schema: Schema | str | None = None,
+               variables: Mapping[str, str] | None = None) -> str:
+    """The dataset's own name of the sample axis (the first dim of its ``X``).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> sample_dim(xr.Dataset({"f": (("time", "channel"), np.zeros((2, 3)))},
+    ...                       attrs={"ooc_kernels_variables": {"X": "f"}}))
+    'time'
+    """
+    schema = get_schema(schema, ds.attrs)
+    decl = variables if variables is not None else ds.attrs.get(VARIABLES_ATTR)
+    decl = decl if isinstance(decl, Mapping) else {}
+    for v in schema.sample_variables:
+        name = decl.get(v.name, v.name)
+        if name in ds.variables and ds[name].ndim:
+            return str(ds[name].dims[0])
+    return schema.sample_dim
 
 
-def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True) -> xr.Dataset:
+def apply_declaration(ds: xr.Dataset, declaration: Any, where: str = "the declaration"
+                      ) -> xr.Dataset:
+    """``ds`` with a declaration (a catalog entry's ``ooc_kernels`` metadata) in its attrs.
+
+    ``declaration`` maps ``schema`` (a name), ``variables`` (schema variable -> dataset
+    variable), ``task`` and ``classes``; the latter two fill in what the store does not
+    record (a store that records another value is an error).  Nothing is read.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> ds = xr.Dataset({"f": (("t", "c"), np.zeros((2, 3)))})
+    >>> apply_declaration(ds, {"variables": {"X": "f"}}).attrs
+    {'ooc_kernels_variables': {'X': 'f'}}
+    """
+    if declaration is None:
+        return ds
+    allowed = ("schema", "variables", "task", "classes")
+    if not isinstance(declaration, Mapping) or set(map(str, declaration)) - set(allowed):
+        extra = sorted(set(map(str, declaration)) - set(allowed)) \
+            if isinstance(declaration, Mapping) else None
+        raise SchemaError(
+            f"{where} must be a mapping with keys among {list(allowed)}, found "
+            f"{declaration!r}" + (f" (unknown keys {extra})" if extra else "")
+            + "; e.g. ooc_kernels: {variables: {X: features, y: label}}"
+        )
+    new: dict[str, Any] = {}
+    if declaration.get("schema") is not None:
+        get_schema(declaration["schema"])  # a registered name
+        new[SCHEMA_ATTR] = declaration["schema"]
+    if declaration.get("variables") is not None:
+        new[VARIABLES_ATTR] = dict(declaration["variables"]) \
+            if isinstance(declaration["variables"], Mapping) else declaration["variables"]
+    for key in ("task", "classes"):
+        if declaration.get(key) is not None:
+            new[key] = declaration[key]
+    conflicts = [f"{k}: the store has {ds.attrs[k]!r}, {where} {v!r}" for k, v in new.items()
+                 if k in ("task", "classes", SCHEMA_ATTR) and k in ds.attrs
+                 and ds.attrs[k] != v]
+    if conflicts:
+        raise SchemaError(f"{where} contradicts the store's attributes ({'; '.join(conflicts)}); "
+                          "remove one of the two")
+    return ds.assign_attrs(new) if new else ds
+
+
+# --------------------------------------------------------------------------- opening
+def _zarr_infos(group) -> dict[str, ArrayInfo] | None:
+    """The metadata of a Zarr group's arrays, None when some array has no dim names."""
+    out = {}
+    for name, arr in group.arrays():
+        dims = getattr(arr.metadata, "dimension_names", None) \
+            or arr.attrs.get("_ARRAY_DIMENSIONS")
+        if not dims or len(dims) != arr.ndim:
+            return None
+        chunks = tuple(tuple([c] * (n // c) + ([n % c] if n % c else [])) if n else (0,)
+                       for n, c in zip(arr.shape, arr.chunks))
+        out[str(name)] = ArrayInfo(tuple(map(str, dims)), tuple(arr.shape),
+                                   np.dtype(arr.dtype), chunks)
+    return out
+
+
+def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True,
+                      schema: Schema | str | None = None,
+                      variables: Mapping[str, str] | None = None) -> xr.Dataset:
     """Open a dataset store lazily (Dask chunks = Zarr chunks) and validate it.
 
     Parameters
     ----------
     path : str or path-like
-        A Zarr group written by :func:`ooc_kernels.data.write_chunks` or
-        :func:`ooc_kernels.data.make_dataset`.
+        A Zarr group: written by :func:`ooc_kernels.data.write_chunks` /
+        :func:`ooc_kernels.data.make_dataset`, or by ``ds.to_zarr()`` with any names.
     require_y : bool, default True
-        Passed to :func:`validate_dataset`.
+        Whether the targets must be present (False for prediction inputs).
+    schema : Schema or str, optional
+        Default: the store's ``ooc_kernels_schema`` attribute, else ``"supervised"``.
+    variables : mapping, optional
+        Schema variable -> store variable, e.g. ``{"X": "features", "y": "label"}``
+        (default: the store's ``ooc_kernels_variables`` attribute, else the same names).
+        Kept in the returned Dataset's ``ooc_kernels_variables`` attribute, so the
+        estimators find the variables.
 
     Returns
     -------
@@ -270,7 +293,8 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True) -> xr.
     ValidationError
         The path does not exist.
     SchemaError
-        The path is not a Zarr group, does not follow the schema, or its consolidated
+        The path is not a Zarr group, does not follow the schema (every problem listed,
+        with fixes that rewrite the store or declare its names), or its consolidated
         metadata lists an array that is missing from the store.
 
     Examples
@@ -298,24 +322,34 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True) -> xr.
             "folder of a dataset written by ooc_kernels.data.write_chunks"
         ) from None
     _check_arrays_present(group, p, zarr)
-    # xarray refuses arrays of different lengths along one dimension with a generic
-    # message: check the lengths on the Zarr metadata first
-    shapes = {k: getattr(group.get(k), "shape", None) for k in (X_NAME, Y_NAME)}
-    known = all(s for s in shapes.values())  # small: a dict of two array shapes
-    if known and shapes[X_NAME][0] != shapes[Y_NAME][0]:
-        _fail(Y_NAME, f"{shapes[X_NAME][0]} samples (the length of 'X')",
-              f"{shapes[Y_NAME][0]}", "the store is inconsistent: regenerate or rewrite it")
+    ctx = Context("store", path=str(p))
+    require = "fit" if require_y else "predict"
     try:
         with warnings.catch_warnings():
             # stores without consolidated metadata open fine, just a little slower
             warnings.filterwarnings("ignore", message=".*consolidated metadata.*")
             ds = xr.open_zarr(str(p), chunks={}, consolidated=None)
     except Exception as err:
+        # xarray refuses e.g. arrays of different lengths along one dim with a generic
+        # message: the checker names every problem from the Zarr metadata
+        infos = _zarr_infos(group)
+        if infos is not None:
+            attrs = dict(group.attrs)
+            check_arrays(infos, schema, attrs=attrs, require=require, variables=variables,
+                         context=ctx, listed=[n for n in infos if n not in
+                                              {d for i in infos.values() for d in i.dims}])
         raise SchemaError(
             f"cannot open {str(p)!r} as an xarray dataset ({type(err).__name__}: {err}); "
             "the arrays need dimension names: rewrite it with ooc_kernels.data.write_chunks"
         ) from None
-    validate_dataset(ds, require_y=require_y)
+    validate_dataset(ds, schema, require=require, variables=variables, context=ctx)
+    new = {}
+    if variables is not None:
+        new[VARIABLES_ATTR] = dict(variables)
+    if schema is not None and SCHEMA_ATTR not in ds.attrs:
+        new[SCHEMA_ATTR] = get_schema(schema).name
+    if new:
+        ds = ds.assign_attrs(new)
     from .integrity import guard_dataset
 
     # chunk reads check that each chunk file exists and decodes (CorruptChunkError)
@@ -332,10 +366,8 @@ def _check_arrays_present(group, p: Path, zarr) -> None:
         real = zarr.open_group(str(p), mode="r", use_consolidated=False)
     except Exception:  # no group metadata outside the consolidated copy: checked below
         real = None
-    for name in (X_NAME, Y_NAME):
-        listed = group.get(name) is not None
-        present = real is not None and real.get(name) is not None
-        if listed and not present:
+    for name in sorted(group.array_keys()):
+        if real is None or real.get(name) is None:
             raise SchemaError(
                 f"variable {name!r} is listed in the consolidated metadata of {str(p)!r} but "
                 f"its array ({str(p / name)!r}) is missing from the store; the store is "

@@ -23,28 +23,28 @@ from ooc_kernels.parallel.checkpoint import (
 __all__ = ["CheckpointWriter", "resume_position"]
 
 
-def _meta(estimator, data, position, n_epochs) -> dict:
+def _meta(estimator, data, position, end_epoch) -> dict:
     meta = model_metadata(estimator)
     meta["base"]["n_epochs_done"] = int(position[0])
     return {"model": meta, "position": {"epoch": int(position[0]), "round": int(position[1])},
-            "n_epochs": int(n_epochs), "dataset": dataset_identity(data)}
+            "end_epoch": int(end_epoch), "dataset": dataset_identity(data)}
 
 
 class CheckpointWriter:
     """Engine callback writing a checkpoint every ``every`` rounds (and at the end)."""
 
-    def __init__(self, estimator, data, path, every: int, n_epochs: int):
+    def __init__(self, estimator, data, path, every: int, end_epoch: int):
         if not isinstance(every, int) or isinstance(every, bool) or every < 1:
             raise ValidationError(
                 f"checkpoint_every must be a positive number of rounds, got {every!r}."
             )
         self.estimator, self.data, self.path = estimator, data, path
-        self.every, self.n_epochs, self.rounds = every, n_epochs, 0
+        self.every, self.end_epoch, self.rounds = every, end_epoch, 0
 
     def write(self, state, position) -> None:
         self.estimator._state = state
         write_checkpoint(self.path, self.estimator._fitted_arrays(),
-                         _meta(self.estimator, self.data, position, self.n_epochs))
+                         _meta(self.estimator, self.data, position, self.end_epoch))
 
     def __call__(self, state, info) -> None:
         self.rounds += 1
@@ -77,10 +77,10 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
         problems += differences(saved, now, prefix="hyperparameter ")
         problems += differences(meta["dataset"], dataset_identity(data), prefix="dataset ")
         position = (int(meta["position"]["epoch"]), int(meta["position"]["round"]))
-        if position > (int(estimator.n_epochs), 0):
-            problems.append(f"n_epochs: the checkpoint is already at epoch {position[0]}, "
+        if position > (int(estimator.max_iter), 0):
+            problems.append(f"max_iter: the checkpoint is already at epoch {position[0]}, "
                             f"round {position[1]}, past this fit's "
-                            f"n_epochs={estimator.n_epochs}")
+                            f"max_iter={estimator.max_iter}")
     if problems:
         raise CheckpointMismatchError(
             f"cannot resume from checkpoint {str(path)!r}: " + "; ".join(problems)

@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError as _SklearnInvalidParameterError,
     Options,
-    StrOptions,
+    StrOptions as _SklearnStrOptions,
     validate_parameter_constraints,
 )
 
@@ -37,6 +37,21 @@ from ooc_kernels.exceptions import InvalidParameterError
 
 __all__ = ["HasMethods", "Integral", "Interval", "Options", "Real", "SchedulerSpec",
            "StrOptions", "validate_params"]
+
+
+class StrOptions(_SklearnStrOptions):
+    """scikit-learn's ``StrOptions``, listing its options in sorted order in messages (a
+    ``set`` iterates in an order that changes between interpreter runs).
+
+    Examples
+    --------
+    >>> str(StrOptions({"median", "auto"}))
+    "a str among {'auto', 'median'}"
+    """
+
+    def __str__(self) -> str:
+        shown = ", ".join(self._mark_if_deprecated(o) for o in sorted(self.options))
+        return f"a str among {{{shown}}}"
 
 
 class SchedulerSpec(Options):

@@ -24,14 +24,22 @@ Hooks a family implements
 ``_fitted_arrays()``, ``_fitted_meta()``, ``_restore_fitted(arrays, meta)``
     The arrays and JSON that make the fitted model (saved models and checkpoints).
 
-Shared hyperparameters (every family has them): ``n_epochs``, ``chunks_per_round``,
+``_training_loss(state)``
+    Optional: the running totals ``(loss_sum, weight_sum)`` of the progressive training
+    loss, from which ``history_`` and the ``tol`` rule read each epoch's loss.
+
+Shared hyperparameters (every family has them): ``max_iter``, ``chunks_per_round``,
 ``chunk_size``, ``shuffle``, ``shuffle_chunks``, ``on_invalid``, ``random_state``,
-``scheduler``, ``progress``.
+``scheduler``, ``progress``; families that stop like scikit-learn's SGD add
+:data:`STOPPING_CONSTRAINTS` (``tol``, ``n_iter_no_change``, ``early_stopping``,
+``validation_fraction``) and ``warm_start`` and ``verbose``.
 """
 
 from __future__ import annotations
 
-from numbers import Integral
+import math
+import time
+from numbers import Integral, Real
 from typing import Any
 
 import dask
@@ -55,14 +63,35 @@ from ooc_kernels.parallel.engine import run_rounds
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["ChunkedEstimator", "ChunkedClassifierMixin", "ChunkedRegressorMixin",
-           "SHUFFLE_BYTES", "BASE_CONSTRAINTS", "BASE_PARAMS_DOC"]
+           "SHUFFLE_BYTES", "BASE_CONSTRAINTS", "STOPPING_CONSTRAINTS", "BASE_PARAMS_DOC",
+           "STOPPING_PARAMS_DOC"]
+
+#: numpydoc of the stopping hyperparameters (families that declare them append it).
+STOPPING_PARAMS_DOC = """    max_iter : int, default=1000
+        Most passes over the data (epochs) in :meth:`fit`.
+    tol : float or None, default=1e-3
+        Stop when an epoch's loss (progressive-validation loss, or minus the validation
+        score with ``early_stopping``) improves by less than ``tol`` on the best so far, for
+        ``n_iter_no_change`` epochs in a row.  None: always run ``max_iter`` epochs.
+    n_iter_no_change : int, default=5
+    early_stopping : bool, default=False
+        Hold out whole chunks (``validation_fraction`` of them, at least one) and stop on
+        their score instead of the training loss.  In-memory inputs are cut into at least
+        ``1 / validation_fraction`` chunks for it.
+    validation_fraction : float, default=0.1
+    warm_start : bool, default=False
+        A new :meth:`fit` continues from the current model for ``max_iter`` more epochs
+        (same data shape, classes and random features) instead of starting over.
+    verbose : int, default=0
+        Print each epoch's loss, validation score and time.
+"""
 
 #: ``shuffle_chunks="auto"``: the X bytes one task may gather to mix rows across chunks.
 SHUFFLE_BYTES = 8 * 2**20
 
 #: Constraints of the hyperparameters every family shares.
 BASE_CONSTRAINTS: dict = {
-    "n_epochs": [Interval(Integral, 1, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
     "chunks_per_round": [Interval(Integral, 1, None, closed="left")],
     "chunk_size": [Interval(Integral, 1, None, closed="left")],
     "shuffle": ["boolean"],
@@ -73,11 +102,19 @@ BASE_CONSTRAINTS: dict = {
     "progress": ["boolean", None],
 }
 
+#: Constraints of the stopping rule, warm start and verbosity (scikit-learn's SGD names).
+STOPPING_CONSTRAINTS: dict = {
+    "tol": [Interval(Real, 0, None, closed="left"), None],
+    "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+    "early_stopping": ["boolean"],
+    "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+    "warm_start": ["boolean"],
+    "verbose": ["verbose"],
+}
+
 
 #: numpydoc of the shared hyperparameters, appended to every family's parameter list.
-BASE_PARAMS_DOC = """    n_epochs : int, default=5
-        Passes over the data in :meth:`fit`.
-    chunks_per_round : int, default=1
+BASE_PARAMS_DOC = """    chunks_per_round : int, default=1
         ``K``: tasks (groups of chunks) processed in parallel per round; their local models
         are combined, weighted by the rows each trained on.  ``K = 1`` is the sequential
         algorithm.  Results depend on ``K`` but not on the scheduler.
@@ -133,7 +170,7 @@ class ChunkedEstimator(BaseEstimator):
     #: Parameters that belong to whoever runs the model, never saved in files.
     _runtime_params = ("scheduler", "progress")
     #: Parameters that may change when a fit resumes from a checkpoint.
-    _resumable_params = ("n_epochs",)
+    _resumable_params = ("max_iter",)
     _is_classifier = False
     #: Fast settings for the contract suite's fits (scikit-learn's checks use the defaults).
     _test_params: dict = {}
@@ -162,8 +199,9 @@ class ChunkedEstimator(BaseEstimator):
         """Checks that involve several parameters (families override)."""
 
     # ------------------------------------------------------------------ inputs
-    def _fit_data(self, X, y, *, reset: bool) -> ChunkedData:
-        """Any accepted input as :class:`ChunkedData` (X and y), checked against the fit."""
+    def _fit_data(self, X, y, *, reset: bool, sample_weight=None) -> ChunkedData:
+        """Any accepted input as :class:`ChunkedData` (X, y and ``sample_weight``), checked
+        against the fit."""
         skip = self.on_invalid == "skip"
         if _is_chunked_input(X):
             data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
@@ -176,16 +214,19 @@ class ChunkedEstimator(BaseEstimator):
                     del self.feature_names_in_
             else:
                 self._check_lazy_features(data)
-            return data
+            return _with_sample_weight(data, sample_weight)
         X, y = sklearn_validated(validate_data, self, X, y, reset=reset,
                                  dtype=[np.float64, np.float32],
                                  y_numeric=not self._is_classifier, multi_output=False,
                                  ensure_all_finite=not skip)
+        chunk = self.chunk_size
+        if getattr(self, "early_stopping", False):  # enough whole chunks to hold some out
+            chunk = min(chunk, max(1, math.ceil(len(X) * self.validation_fraction)))
         if skip:  # invalid rows are dropped chunk by chunk by the solver
-            X = da.from_array(X, chunks=(self.chunk_size, X.shape[1]))
+            X = da.from_array(X, chunks=(chunk, X.shape[1]))
             y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
-        return as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
-                          check_y=not skip)
+        data = as_chunked(X, y, chunk_size=chunk, require_y=True, check_y=not skip)
+        return _with_sample_weight(data, sample_weight)
 
     def _check_lazy_features(self, data: ChunkedData) -> None:
         """A lazy input after fit: its number of features, and its column names when both
@@ -215,13 +256,39 @@ class ChunkedEstimator(BaseEstimator):
                               dtype=[np.float64, np.float32])
         return X, False
 
+    def _split_validation(self, data: ChunkedData) -> tuple[ChunkedData, ChunkedData | None]:
+        """``(training chunks, held-out chunks)``: whole chunks, chosen from the seed."""
+        if not getattr(self, "early_stopping", False):
+            return data, None
+        if data.n_chunks < 2:
+            raise ValidationError(
+                f"early_stopping holds out whole chunks, but the data has {data.n_chunks} "
+                "chunk; give it more chunks (rechunk it, e.g. ds.chunk({'sample': N}) or "
+                "X.rechunk({0: N})) or set early_stopping=False."
+            )
+        n_val = min(data.n_chunks - 1, max(1, round(self.validation_fraction * data.n_chunks)))
+        rng = np.random.default_rng(derive_seed(self.random_seed_, 5) % 2**63)
+        held = np.sort(rng.choice(data.n_chunks, size=n_val, replace=False))
+        kept = np.setdiff1d(np.arange(data.n_chunks), held)
+        self.validation_chunks_ = held.tolist()
+
+        def pick(ids):
+            return data.replace(variables={k: v.blocks[ids.tolist()]
+                                           for k, v in data.variables.items()})
+
+        return pick(kept), pick(held)
+
     # ------------------------------------------------------------------ fitting
-    def _start(self, data: ChunkedData, sched, classes=None) -> None:
-        """Seeds, then the family's model for ``data``."""
+    def _seed(self) -> None:
         rs = check_random_state(self.random_state)
         self.random_seed_ = int(rs.randint(0, 2**31 - 1))
         self._data_seed = derive_seed(self.random_seed_, 2)
         self._n_epochs_done = 0
+        self.history_ = []
+        self._monitor_state = None
+
+    def _start(self, data: ChunkedData, sched, classes=None) -> None:
+        """The family's model for ``data`` (after :meth:`_seed`)."""
         if self._is_classifier:
             self.classes_ = self._resolve_classes(data, classes, sched)
         self._initialize(data, sched, classes=getattr(self, "classes_", None))
@@ -241,18 +308,45 @@ class ChunkedEstimator(BaseEstimator):
         n_groups = min(data.n_chunks, k * n_rounds)
         return int(-(-data.n_chunks // n_groups))
 
+    def _monitor(self):
+        from ooc_kernels.estimators._stopping import EpochMonitor
+
+        mon = EpochMonitor(tol=getattr(self, "tol", None),
+                           n_iter_no_change=getattr(self, "n_iter_no_change", 1),
+                           early_stopping=bool(getattr(self, "early_stopping", False)))
+        return mon.restore(getattr(self, "_monitor_state", None))
+
     def _run(self, data: ChunkedData, sched, *, start: tuple[int, int], end_epoch: int,
-             callback=None) -> None:
+             callback=None, validation: ChunkedData | None = None,
+             stopping: bool = True) -> None:
         if data.n_features != self.n_features_in_:
             raise ValidationError(
                 f"X has {data.n_features} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
+        monitor = self._monitor()
+        clock = {"epoch": time.perf_counter(), "loss": self._training_loss(self._state)}
 
         def after_round(state, info):
             self._after_round(state, info)
             if callback is not None:
                 callback(state, info)
+
+        def after_epoch(state, epoch):
+            self._state = state
+            loss = _epoch_loss(clock["loss"], self._training_loss(state))
+            score = self._validation_score(validation, sched) if validation is not None \
+                else None
+            now = time.perf_counter()
+            stop = monitor.end_epoch(epoch, loss, score, now - clock["epoch"],
+                                     **self._history_extra(state))
+            clock.update(epoch=now, loss=self._training_loss(state))
+            self._n_epochs_done = epoch + 1
+            self._monitor_state = monitor.to_json()
+            self.history_ = list(monitor.history)
+            if getattr(self, "verbose", 0):
+                self._print_epoch(monitor.history[-1])
+            return stop and stopping
 
         self.shuffle_chunks_ = self._resolve_shuffle_chunks(data)
         result = run_rounds(self._make_algorithm(), self._state, self._engine_data(data),
@@ -260,17 +354,32 @@ class ChunkedEstimator(BaseEstimator):
                             seed=self._data_seed, shuffle=bool(self.shuffle),
                             shuffle_chunks=self.shuffle_chunks_, start_epoch=start[0],
                             start_round=start[1], scheduler=sched, progress=self.progress,
-                            desc=type(self).__name__, callback=after_round)
+                            desc=type(self).__name__, callback=after_round,
+                            epoch_callback=after_epoch)
         self._state = result.state
-        self._n_epochs_done = end_epoch
+        self._n_epochs_done = result.epoch
+        self.n_iter_ = result.epoch
+        self.stop_reason_ = monitor.stop_reason if result.stopped else (
+            f"max_iter={end_epoch} epochs reached" if stopping else None)
         self._publish()
+
+    def _print_epoch(self, entry: dict) -> None:
+        parts = [f"-- Epoch {entry['epoch'] + 1}"]
+        parts += [f"{k}: {v:.6g}" if isinstance(v, float) else f"{k}: {v}"
+                  for k, v in entry.items() if k not in ("epoch",) and v is not None]
+        print(", ".join(parts), flush=True)
+
+    def _validation_score(self, data: ChunkedData, sched) -> float:
+        """The estimator's score on held-out chunks (a Dask reduction)."""
+        return self._score_chunked(data, sched)
 
     def _engine_data(self, data: ChunkedData) -> ChunkedData:
         """The data as the algorithm reads it (families may convert dtypes here)."""
         return data
 
-    def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
-        """Fit the model with ``n_epochs`` passes over the data, out of core.
+    def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
+            resume=False):
+        """Fit the model with up to ``max_iter`` passes over the data, out of core.
 
         Parameters
         ----------
@@ -279,6 +388,8 @@ class ChunkedEstimator(BaseEstimator):
             Dask, Zarr and DataFrame inputs are read chunk by chunk, never as a whole.
         y : array-like, Dask array or Series of shape (n_samples,), optional when ``X`` is
             a Dataset with a ``y`` variable.
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Each row's weight: its gradient (and loss) is multiplied by it.
         checkpoint : str or path-like, optional
             Zarr folder where the fit's state is written every ``checkpoint_every`` rounds
             and at the end, atomically (a crash while writing keeps the previous one).
@@ -287,7 +398,7 @@ class ChunkedEstimator(BaseEstimator):
         resume : bool, default=False
             Continue from ``checkpoint`` if it exists.  The result is bit-identical to an
             uninterrupted fit.  A checkpoint of another dataset, other hyperparameters
-            (``n_epochs`` may grow) or another library version is refused.
+            (``max_iter`` may grow) or another library version is refused.
 
         Returns
         -------
@@ -301,29 +412,41 @@ class ChunkedEstimator(BaseEstimator):
             raise ValidationError(
                 "resume=True needs the checkpoint path: pass checkpoint=PATH as well."
             )
+        warm = bool(getattr(self, "warm_start", False)) and hasattr(self, "_state")
         with scheduler_context(self.scheduler) as sched:
-            data = self._fit_data(X, y, reset=True)
-            writer = None
-            if checkpoint is not None:  # validates checkpoint_every before any work
-                writer = CheckpointWriter(self, data, checkpoint, checkpoint_every,
-                                          self.n_epochs)
+            data = self._fit_data(X, y, reset=not warm, sample_weight=sample_weight)
             ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
+            end = self.max_iter
             if ck is not None:
                 start = resume_position(self, ck, data, checkpoint)
+                train, val = self._split_validation(data)
+            elif warm:
+                self._check_lazy_features(data)
+                start = (self._n_epochs_done, 0)
+                end = self._n_epochs_done + self.max_iter
+                train, val = self._split_validation(data)
             else:
-                self._start(data, sched)
+                self._seed()
+                train, val = self._split_validation(data)
+                self._start(train, sched)
                 start = (0, 0)
-            self._run(data, sched, start=start, end_epoch=self.n_epochs, callback=writer)
+            writer = None
+            if checkpoint is not None:  # validates checkpoint_every before any work
+                writer = CheckpointWriter(self, data, checkpoint, checkpoint_every, end)
+            self._run(train, sched, start=start, end_epoch=end, callback=writer,
+                      validation=val)
         if writer is not None:
-            writer.write(self._state, (self.n_epochs, 0))
+            writer.write(self._state, (self._n_epochs_done, 0))
         return self
 
-    def partial_fit(self, X, y=None, classes=None):
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass over ``X`` continuing from the current model (initializing it if needed).
+
+        The stopping rule does not apply: every call is one epoch (``history_`` records it).
 
         Parameters
         ----------
-        X, y : as in :meth:`fit`.
+        X, y, sample_weight : as in :meth:`fit`.
         classes : array-like, optional
             All the classes (classifiers): required on the first call unless ``X`` is a
             Dataset whose ``classes`` attribute lists them.
@@ -335,8 +458,9 @@ class ChunkedEstimator(BaseEstimator):
         self._validate_params()
         first = not hasattr(self, "_state")
         with scheduler_context(self.scheduler) as sched:
-            data = self._fit_data(X, y, reset=first)
+            data = self._fit_data(X, y, reset=first, sample_weight=sample_weight)
             if first:
+                self._seed()
                 self._start(data, sched, classes=classes)
             elif classes is not None and self._is_classifier:
                 given = np.unique(np.asarray(classes))
@@ -346,7 +470,7 @@ class ChunkedEstimator(BaseEstimator):
                         f"partial_fit call ({self.classes_.tolist()}); pass the same list."
                     )
             self._run(data, sched, start=(self._n_epochs_done, 0),
-                      end_epoch=self._n_epochs_done + 1)
+                      end_epoch=self._n_epochs_done + 1, stopping=False)
         return self
 
     # ------------------------------------------------------------------ family hooks
@@ -361,6 +485,14 @@ class ChunkedEstimator(BaseEstimator):
 
     def _publish(self) -> None:
         """Set the public fitted attributes from ``self._state``."""
+
+    def _training_loss(self, state) -> tuple[float, float] | None:
+        """Running ``(loss_sum, weight_sum)`` of the progressive training loss, if any."""
+        return None
+
+    def _history_extra(self, state) -> dict:
+        """More per-epoch figures for ``history_`` (families override)."""
+        return {}
 
     @property
     def _n_outputs(self) -> int:
@@ -471,16 +603,17 @@ class ChunkedClassifierMixin:
             from sklearn.base import ClassifierMixin
 
             return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
-        data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
-        hits = (self._predict_labels_lazy(data) == data.y).astype(np.float64)
+        data = _with_sample_weight(
+            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
         with scheduler_context(self.scheduler) as sched:
-            if sample_weight is not None:
-                w = da.asarray(sample_weight)
-                return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=sched))
-            return float(hits.mean().compute(scheduler=sched))
+            return self._score_chunked(data, sched)
 
-    def _predict_labels_lazy(self, data: ChunkedData):
-        return self.predict(data.X)
+    def _score_chunked(self, data: ChunkedData, sched) -> float:
+        hits = (self.predict(data.X) == data.y).astype(np.float64)
+        w = data.get("sample_weight")
+        if w is not None:
+            return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=sched))
+        return float(hits.mean().compute(scheduler=sched))
 
 
 class ChunkedRegressorMixin:
@@ -498,16 +631,21 @@ class ChunkedRegressorMixin:
             from sklearn.base import RegressorMixin
 
             return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
-        data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True)
+        data = _with_sample_weight(
+            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
+        with scheduler_context(self.scheduler) as sched:
+            return self._score_chunked(data, sched)
+
+    def _score_chunked(self, data: ChunkedData, sched) -> float:
         pred = self.predict(data.X)
         y_true = data.y.astype(np.float64)
-        w = da.ones_like(y_true) if sample_weight is None else da.asarray(sample_weight)
+        w = data.get("sample_weight")
+        w = da.ones_like(y_true) if w is None else w
         sw = da.sum(w)
         mean = da.sum(w * y_true) / sw
         ss_res = da.sum(w * (y_true - pred) ** 2)
         ss_tot = da.sum(w * (y_true - mean) ** 2)
-        with scheduler_context(self.scheduler) as sched:
-            ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
+        ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
         return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
 
 
@@ -515,3 +653,46 @@ def _labels_from_decision(dec, classes):
     if dec.shape[1] == 1:
         return classes[(dec[:, 0] > 0).astype(np.intp)]
     return classes[np.argmax(dec, axis=1)]
+
+
+def _epoch_loss(before, after) -> float | None:
+    """Mean loss of one epoch from two running ``(loss_sum, weight_sum)`` totals."""
+    if before is None or after is None:
+        return None
+    weight = after[1] - before[1]
+    return (after[0] - before[0]) / weight if weight > 0 else None
+
+
+def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
+    """``data`` with a ``sample_weight`` variable chunked like its samples."""
+    if sample_weight is None:
+        return data
+    if isinstance(sample_weight, da.Array):
+        sw = sample_weight
+    else:
+        sw = np.asarray(sample_weight, dtype=np.float64)  # given in memory by the caller
+        if sw.ndim != 1 or sw.shape[0] != data.n_samples:
+            raise ValidationError(
+                f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give "
+                "one weight per sample."
+            )
+        if not np.isfinite(sw).all() or (sw < 0).any():
+            raise ValidationError(
+                "sample_weight must hold finite numbers >= 0; fix or drop the invalid "
+                "weights."
+            )
+        if not (sw > 0).any():
+            raise ValidationError(
+                "sample_weight is zero for every sample, so there is nothing to learn from; "
+                "give some samples a positive weight."
+            )
+        sw = da.from_array(sw, chunks=(data.chunk_sizes,))
+    if sw.ndim != 1 or sw.shape[0] != data.n_samples:
+        raise ValidationError(
+            f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give one "
+            "weight per sample."
+        )
+    if sw.chunks[0] != data.chunk_sizes:
+        sw = sw.rechunk((data.chunk_sizes,))
+    return data.replace(variables={**data.variables, "sample_weight": sw.astype(np.float64)},
+                        dims={**data.dims, "sample_weight": ("sample",)})

@@ -11,14 +11,14 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> X = rng.normal(size=(400, 2))
 >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)          # XOR: not linearly separable
->>> clf = ok.DSGClassifier(n_features=1024, batch_size=16, n_epochs=10, eta0=1000.0,
-...                        random_state=0, scheduler="sync").fit(X, y)
+>>> clf = ok.DSGClassifier(random_state=0, scheduler="sync").fit(X, y)
 >>> clf.score(X, y) > 0.95
 True
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -26,13 +26,17 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ooc_kernels._checks import non_finite_error
+from ooc_kernels._checks import SampleOrigin, non_finite_error
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._dsg_bandwidth import SAMPLE_ROWS, _standardized, select_bandwidth
+from ooc_kernels.estimators._dsg_schedule import mean_kernel, resolve_schedule
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
     BASE_PARAMS_DOC,
+    STOPPING_CONSTRAINTS,
+    STOPPING_PARAMS_DOC,
     ChunkedClassifierMixin,
     ChunkedEstimator,
     ChunkedRegressorMixin,
@@ -42,34 +46,77 @@ from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
-from ooc_kernels.solvers.dsg import DSGAlgorithm, DSGConfig, DSGState, init_state, predict_chunk
+from ooc_kernels.solvers.dsg import (DSGAlgorithm, DSGConfig, DSGState, encode_targets,
+                                     init_state, numeric_targets, predict_chunk)
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
 
+
+def _row_weights(config: DSGConfig, w, y, classes) -> tuple[float, float]:
+    """Mean and largest row weight (sample times class weight) of the sampled rows; (1, 1)
+    without weights or without a sample."""
+    w = np.asarray(w, dtype=np.float64)
+    if len(w) == 0:
+        return 1.0, 1.0
+    if config.class_weight is not None and classes is not None:
+        classes = np.asarray(classes)
+        order = np.argsort(classes)
+        w = w * np.asarray(config.class_weight)[order[np.searchsorted(classes[order], y)]]
+    if not (w > 0).any():
+        return 1.0, 1.0
+    return float(w.mean()), float(w.max())
+
+
+def _describe_steps(config: DSGConfig) -> str:
+    """The step sizes of a resolved configuration, as a formula with its numbers."""
+    if config.learning_rate == "constant":
+        return f"gamma_t = {config.eta0:.6g}, alpha={config.alpha:.6g}"
+    return f"gamma_t = {config.eta0:.6g} / (t + {config.t0:.6g}), alpha={config.alpha:.6g}"
+
 _DSG_CONSTRAINTS = {
     **BASE_CONSTRAINTS,
+    **STOPPING_CONSTRAINTS,
     "kernel": [StrOptions({"rbf"})],
-    "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+    "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "median"})],
+    "standardize": ["boolean"],
+    "dtype": [StrOptions({"float32", "float64"})],
     "median_multiplier": [Interval(Real, 0, None, closed="neither")],
-    "alpha": [Interval(Real, 0, None, closed="left")],
+    "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
     "n_features": [Interval(Integral, 1, None, closed="left")],
     "block_size": [Interval(Integral, 1, None, closed="left")],
     "batch_size": [Interval(Integral, 1, None, closed="left")],
-    "learning_rate": [StrOptions({"inverse", "constant"})],
-    "eta0": [Interval(Real, 0, None, closed="neither")],
-    "t0": [Interval(Real, 0, None, closed="left")],
+    "learning_rate": [StrOptions({"optimal", "inverse", "constant"})],
+    "eta0": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+    "t0": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    "average": ["boolean", Interval(Integral, 0, None, closed="left")],
 }
 
 _PARAMS_DOC = """
     kernel : {"rbf"}, default="rbf"
         Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``.
-    bandwidth : float or "median", default="median"
-        Kernel bandwidth sigma.  ``"median"``: ``median_multiplier`` times the median
+    bandwidth : float, "auto" or "median", default="auto"
+        Kernel bandwidth sigma (in the units the model sees: standardized with
+        ``standardize``).  ``"auto"``: short validation runs on up to 3000 sampled rows pick
+        among 0.125, 0.25, 0.5, 1 and 2 times the median pairwise distance (see
+        :mod:`ooc_kernels.estimators._dsg_bandwidth`; the scores are in
+        ``bandwidth_scores_``).  ``"median"``: ``median_multiplier`` times the median
         pairwise distance of up to 2000 rows drawn from up to 8 random chunks.
     median_multiplier : float, default=1.0
-    alpha : float, default=1e-5
+        Used by ``bandwidth="median"``.
+    standardize : bool, default=True
+        The model sees every feature centred and scaled to unit variance (means and
+        standard deviations of the sampled rows, folded into the random features: no extra
+        pass, no copy), and a regressor learns standardized targets and predicts in the
+        original units.  The Gaussian kernel then weighs the features alike whatever their
+        units.
+    dtype : {"float32", "float64"}, default="float32"
+        Precision of the random features and their products (the coefficients are float64
+        either way, see ``docs/algorithms/dsg_kernels.md``).  float32 is the fast path
+        (a vectorised cosine, about 5 times the float64 speed); inputs of another dtype are
+        converted chunk by chunk.
+    alpha : float or "auto", default="auto"
         Regularization strength (the paper's nu): every step multiplies the existing
-        coefficients by ``1 - gamma_t * alpha``.
+        coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``.
     n_features : int, default=4096
         How many random features the model may hold (a multiple of ``block_size``).  Each
         step adds a block of ``block_size`` new features (Algorithm 1) until the model holds
@@ -79,23 +126,44 @@ _PARAMS_DOC = """
         Random features per block (one block per mini-batch step).
     batch_size : int, default=256
         Samples per step.
-    learning_rate : {"inverse", "constant"}, default="inverse"
-        ``"inverse"``: ``gamma_t = eta0 / (t + t0)`` (the paper's ``theta / t`` with
-        ``t0 = 0``); ``"constant"``: ``gamma_t = eta0``.  ``t`` counts steps.  ``gamma_t``
-        multiplies the gradient averaged over the batch, so with large batches much larger
-        values than the default (about 1 at first) often train faster; the quickstart uses
-        ``eta0=2e5, t0=1e3`` with ``batch_size=256``.
-    eta0 : float, default=100.0
-    t0 : float, default=100.0
-""" + BASE_PARAMS_DOC
+    learning_rate : {"optimal", "inverse", "constant"}, default="optimal"
+        ``"optimal"``: ``gamma_t = theta / (t + t0)`` with ``theta = 1 / alpha`` (``theta
+        nu = 1``: the range of the paper's Theorems 4-5 and Corollary 13) and ``t0`` such
+        that the first step is ``eta0``.  ``"inverse"``: ``gamma_t = eta0 / (t + t0)``.
+        ``"constant"``: ``gamma_t = eta0``.  ``t`` counts steps; ``gamma_t`` multiplies the
+        gradient averaged over the batch.  See :mod:`ooc_kernels.estimators._dsg_schedule`.
+    eta0 : float or "auto", default="auto"
+        ``"optimal"``/``"constant"``: the first (constant) step, ``"auto"`` the largest
+        stable one for the loss and the data (``1 / (L (kbar + 1 / batch_size))``).
+        ``"inverse"``: ``theta`` (a number; a :class:`~ooc_kernels.exceptions.StepSizeWarning`
+        says when ``eta0 * alpha`` is outside the theorems' range).
+    t0 : float or "auto", default="auto"
+        Offset of ``"inverse"`` (``"auto"``: the first step is the stable one); with
+        ``"optimal"`` it follows from ``eta0``.
+    average : bool or int, default=False
+        Predict with the averaged iterate (Polyak-Ruppert; with ``theta nu = 1`` the paper's
+        Corollary 13): the mean of the models after every step (``True``), or after the
+        step at which ``average`` samples have been seen (an int).
+""" + STOPPING_PARAMS_DOC + BASE_PARAMS_DOC
 
 _ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
+        The coefficients that predict (the averaged iterate with ``average``).
     bandwidth_ : float
     feature_seed_ : int
         Seed from which every random-feature block is regenerated.
+    alpha_, eta0_, t0_ : float
+        The schedule used: ``gamma_t = eta0_ / (t + t0_)`` (or ``eta0_``), regularization
+        ``alpha_``.
     n_iter_ : int
-        Steps taken so far (global ``t``).
+        Epochs run.
+    t_ : int
+        Steps taken so far (the schedule's ``t``).
+    history_ : list of dict
+        Per epoch: ``loss`` (progressive-validation loss), ``validation_score`` (with
+        ``early_stopping``), ``seconds``, ``step_size``.
+    stop_reason_ : str
+        Why the last ``fit`` stopped.
     n_blocks_seen_, n_samples_seen_ : int
     n_samples_skipped_ : int
         Rows left out by ``on_invalid="skip"``.
@@ -109,7 +177,7 @@ class _DSGEstimator(ChunkedEstimator):
     """What the DSG classifier and regressor share: hyperparameters and the solver."""
 
     _parameter_constraints = _DSG_CONSTRAINTS
-    _test_params = dict(n_features=256, block_size=32, batch_size=8, n_epochs=2)
+    _test_params = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None)
 
     def _check_params(self) -> None:
         if self.n_features % self.block_size:
@@ -120,41 +188,127 @@ class _DSGEstimator(ChunkedEstimator):
             )
 
     # ------------------------------------------------------------------ model setup
-    def _bandwidth(self, data: ChunkedData, sched) -> float:
-        if not isinstance(self.bandwidth, str):
-            return float(self.bandwidth)
-        if data.n_samples < 2:
-            raise ValidationError(
-                f"bandwidth='median' needs at least 2 samples, got {data.n_samples} "
-                "sample; pass a numeric bandwidth or more data."
-            )
-        sample, chunk_of, row_of = sample_rows(data, n_rows=2000, max_chunks=8,
-                                               seed=derive_seed(self.random_seed_, 3),
+    def _sample(self, data: ChunkedData, sched):
+        """Rows from up to 8 random chunks, with their targets and weights (bandwidth,
+        standardization and step size)."""
+        n_rows = SAMPLE_ROWS if self.bandwidth == "auto" else 2000
+        seed = derive_seed(self.random_seed_, 3)
+        sample, chunk_of, row_of = sample_rows(data, n_rows=n_rows, max_chunks=8, seed=seed,
                                                scheduler=sched, return_index=True)
+        y = sample_rows(data, n_rows=n_rows, max_chunks=8, seed=seed, scheduler=sched,
+                        var="y")
+        w = np.ones(len(sample)) if "sample_weight" not in data else np.asarray(
+            sample_rows(data, n_rows=n_rows, max_chunks=8, seed=seed, scheduler=sched,
+                        var="sample_weight"), dtype=np.float64)
+        origin = SampleOrigin(chunk_of, row_of,
+                              "the rows sampled for the bandwidth and the step size")
         bad = ~np.isfinite(sample).all(axis=1)
+        if y.dtype.kind in "fc":
+            bad |= ~np.isfinite(y)
+        if bad.any() and self.on_invalid == "skip":
+            keep = ~bad
+            return sample[keep], y[keep], w[keep], origin.keep(keep)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise non_finite_error("X", None, int(chunk_of[i]), int(row_of[i]),
-                                   context=" (found while estimating the median bandwidth)")
-        return median_heuristic(sample, self.median_multiplier,
-                                random_state=derive_seed(self.random_seed_, 4) % 2**32)
+            row_bad = ~np.isfinite(sample[i])
+            var, feature = ("X", int(np.flatnonzero(row_bad)[0])) if row_bad.any() \
+                else ("y", None)
+            value = sample[i][feature] if var == "X" else y[i]
+            raise non_finite_error(var, np.asarray(value).item(), int(chunk_of[i]),
+                                   int(row_of[i]), feature,
+                                   context=" (found while sampling rows for the bandwidth "
+                                           "and the step size)")
+        return sample, y, w, origin
+
+    def _standardization(self, sample, y, target) -> dict:
+        """Shifts and scales of X (and y for regression) from the sample."""
+        if not self.standardize or len(sample) == 0:
+            return {}
+        X = np.asarray(sample, dtype=np.float64)
+        shift, scale = X.mean(axis=0), X.std(axis=0)
+        scale[~(scale > 0)] = 1.0  # constant features: left as they are
+        out = {"x_shift": tuple(shift.tolist()), "x_scale": tuple(scale.tolist())}
+        if target == "regression":
+            yf = np.asarray(y, dtype=np.float64)
+            sd = float(yf.std())
+            out.update(y_shift=float(yf.mean()), y_scale=sd if sd > 0 else 1.0)
+        return out
+
+    def _needs_sample(self) -> bool:
+        """Whether setting up reads a sample of rows: a bandwidth from the data,
+        standardization, or a step size from the kernel (``eta0`` or ``t0`` "auto")."""
+        if isinstance(self.bandwidth, str) or self.standardize:
+            return True
+        if self.learning_rate == "inverse":
+            return self.t0 == "auto"
+        return self.eta0 == "auto"
 
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
         n_classes = 0 if classes is None else len(classes)
         target, n_outputs, loss_id = self._target_spec(self.loss, n_classes)
-        self._config = DSGConfig(
+        sampled = self._needs_sample()
+        if sampled:
+            sample, y_sample, w_sample, origin = self._sample(data, sched)
+        else:  # every setting given: nothing is read before the fit's own tasks
+            sample, y_sample, w_sample, origin = np.empty((0, data.n_features)), \
+                np.empty(0), np.empty(0), None
+        if sampled and target == "regression":
+            y_sample = numeric_targets(y_sample, np.float64, origin.describe())
+        if len(sample) < 2 and isinstance(self.bandwidth, str):
+            raise ValidationError(
+                f"bandwidth={self.bandwidth!r} needs at least 2 valid samples to measure "
+                f"distances, the data has {len(sample)} sample"
+                f"{'' if len(sample) == 1 else 's'}; pass a numeric bandwidth or more data."
+            )
+        loss_name = "softmax" if target == "softmax" else self.loss
+        base = DSGConfig(
             loss_id=loss_id, target=target, n_outputs=n_outputs,
             n_features_in=data.n_features, block_size=self.block_size,
-            n_blocks=self.n_features // self.block_size,
-            bandwidth=self._bandwidth(data, sched),
-            feature_seed=derive_seed(self.random_seed_, 1), alpha=float(self.alpha),
-            batch_size=self.batch_size, learning_rate=self.learning_rate,
-            eta0=float(self.eta0), t0=float(self.t0),
-            dtype="float32" if data.dtype == np.float32 else "float64",
+            n_blocks=self.n_features // self.block_size, bandwidth=1.0,
+            feature_seed=derive_seed(self.random_seed_, 1), alpha=0.0,
+            batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
+            dtype=self.dtype,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
-            shuffle=bool(self.shuffle), on_invalid=self.on_invalid)
+            shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
+            class_weight=self._class_weights(data, classes, sched),
+            **self._standardization(sample, y_sample, target))
+        if sampled and classes is not None:  # labels outside the classes: named where
+            encode_targets(base, y_sample, origin)
+        seen = _standardized(base, sample)
+        row_weights = _row_weights(base, w_sample, y_sample, classes)
+
+        def schedule(bandwidth, n_samples, batch_size):
+            return resolve_schedule(
+                learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
+                alpha=self.alpha, average=self.average, loss=loss_name,
+                kbar=mean_kernel(seen, bandwidth, seed=derive_seed(self.random_seed_, 7))
+                if sampled else None,
+                batch_size=batch_size, n_samples=n_samples, weights=row_weights,
+                owner=type(self).__name__)
+
+        self.bandwidth_scores_ = None
+        if self.bandwidth == "auto":
+            bandwidth, scores = select_bandwidth(
+                base, sample, y_sample, w_sample,
+                classes=None if classes is None else np.asarray(classes),
+                make_schedule=schedule, n_features=self.n_features,
+                seed=derive_seed(self.random_seed_, 6))
+            self.bandwidth_scores_ = scores
+        elif self.bandwidth == "median":
+            bandwidth = median_heuristic(seen, self.median_multiplier,
+                                         random_state=derive_seed(self.random_seed_, 4)
+                                         % 2**32)
+        else:
+            bandwidth = float(self.bandwidth)
+        plan = schedule(bandwidth, data.n_samples, self.batch_size)
+        self._config = replace(base, bandwidth=bandwidth, alpha=plan.alpha,
+                               learning_rate=plan.learning_rate, eta0=plan.eta0, t0=plan.t0,
+                               average=plan.average)
         self._state = init_state(self._config)
         self._publish()
+
+    def _class_weights(self, data, classes, sched):
+        return None
 
     def _make_algorithm(self) -> DSGAlgorithm:
         return DSGAlgorithm(self._config)
@@ -170,18 +324,28 @@ class _DSGEstimator(ChunkedEstimator):
         if not np.isfinite(state.coef).all():
             raise DivergenceError(
                 f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
-                f"{info.round} (step sizes eta0={self.eta0}, t0={self.t0}); lower eta0, "
-                "raise t0, or standardize X (and y for regression)."
+                f"{info.round} (steps {_describe_steps(self._config)}); lower eta0, raise t0, "
+                "or keep standardize=True."
             )
 
     def _publish(self) -> None:
         state, config = self._state, self._config
         self.bandwidth_ = config.bandwidth
         self.feature_seed_ = config.feature_seed
-        self.n_iter_ = state.n_iter
+        self.alpha_, self.eta0_, self.t0_ = config.alpha, config.eta0, config.t0
+        self.t_ = state.n_iter
         self.n_blocks_seen_ = state.n_blocks_seen
         self.n_samples_seen_ = state.n_samples_seen
         self.n_samples_skipped_ = state.n_samples_skipped
+
+    def _training_loss(self, state):
+        return state.loss_sum, state.loss_weight
+
+    def _history_extra(self, state) -> dict:
+        from ooc_kernels.solvers.dsg import step_sizes
+
+        return {"step_size": float(step_sizes(self._config, np.asarray([state.n_iter]))[0]),
+                "steps": int(state.n_iter)}
 
     # ------------------------------------------------------------------ prediction
     @property
@@ -202,13 +366,17 @@ class _DSGEstimator(ChunkedEstimator):
 
     @property
     def coef_(self) -> np.ndarray:
-        """Coefficient blocks in use, shape (n_blocks_used, block_size, n_outputs)."""
+        """Coefficient blocks in use, shape (n_blocks_used, block_size, n_outputs): the
+        averaged iterate with ``average``."""
         check_is_fitted(self, "_state")
-        return self._state.coef[: self._state.n_blocks_used].copy()
+        return self._state.model_coef[: self._state.n_blocks_used].copy()
 
     # ------------------------------------------------------------------ persistence
     def _fitted_arrays(self) -> dict:
-        return {"coef": np.asarray(self._state.coef, dtype=np.float64)}
+        arrays = {"coef": np.asarray(self._state.coef, dtype=np.float64)}
+        if self._state.avg is not None:
+            arrays["avg"] = np.asarray(self._state.avg, dtype=np.float64)
+        return arrays
 
     def _fitted_meta(self) -> dict:
         import dataclasses
@@ -216,18 +384,22 @@ class _DSGEstimator(ChunkedEstimator):
         config = dataclasses.asdict(self._config)
         config["feature_seed"] = str(config["feature_seed"])  # 64 bits: JSON-safe as text
         config["classes"] = None if config["classes"] is None else list(config["classes"])
+        config["class_weight"] = None if config["class_weight"] is None \
+            else list(config["class_weight"])
         state = self._state
         return {"config": config,
                 "state": {"n_iter": int(state.n_iter),
                           "n_blocks_seen": int(state.n_blocks_seen),
                           "n_samples_seen": int(state.n_samples_seen),
-                          "n_samples_skipped": int(state.n_samples_skipped)}}
+                          "n_samples_skipped": int(state.n_samples_skipped),
+                          "n_avg": int(state.n_avg), "loss_sum": float(state.loss_sum),
+                          "loss_weight": float(state.loss_weight)}}
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
         config = dict(meta["config"])
         config["feature_seed"] = int(config["feature_seed"])
-        config["classes"] = None if config.get("classes") is None \
-            else tuple(config["classes"])
+        for key in ("classes", "class_weight", "x_shift", "x_scale"):
+            config[key] = None if config.get(key) is None else tuple(config[key])
         self._config = DSGConfig(**config)
         coef = np.asarray(arrays["coef"], dtype=np.float64)
         expected = (self._config.n_blocks, self._config.block_size, self._config.n_outputs)
@@ -235,7 +407,9 @@ class _DSGEstimator(ChunkedEstimator):
             raise ModelFormatError(
                 f"{where}: coef has shape {coef.shape}, the metadata says {expected}."
             )
-        self._state = DSGState(coef=coef, **meta["state"])
+        avg = arrays.get("avg")
+        self._state = DSGState(coef=coef, avg=None if avg is None else
+                               np.asarray(avg, dtype=np.float64), **meta["state"])
         self._publish()
 
     @classmethod
@@ -247,7 +421,13 @@ class _DSGEstimator(ChunkedEstimator):
         config = dict(meta["config"])
         config["classes"] = None if classes is None else list(classes["values"])
         fitted = meta["fitted"]
-        return {**meta, "format_version": 2,
+        params = dict(meta["params"])
+        if "n_epochs" in params:  # renamed max_iter; 0.1 ran exactly that many epochs
+            params["max_iter"] = params.pop("n_epochs")
+            params["tol"] = None
+        if params.get("learning_rate") == "inverse":
+            params.setdefault("average", False)
+        return {**meta, "format_version": 2, "params": params,
                 "base": {"n_features_in_": fitted["n_features_in_"],
                          "random_seed_": fitted["random_seed_"],
                          "data_seed": fitted["data_seed"],
@@ -266,6 +446,11 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
         classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared).
         ``"softmax"``: multinomial for any number of classes.
     """ + _PARAMS_DOC + """
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
+        ``"balanced"``: ``n_samples / (n_classes * count(label))``, counted in one pass over
+        ``y``.
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)""" + _ATTRIBUTES_DOC + """
@@ -274,32 +459,45 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
     >>> from sklearn.datasets import make_moons
     >>> from ooc_kernels import DSGClassifier
     >>> X, y = make_moons(300, noise=0.1, random_state=0)
-    >>> clf = DSGClassifier(batch_size=16, n_epochs=10, n_features=1024, random_state=0,
-    ...                     scheduler="sync").fit(X, y)
+    >>> clf = DSGClassifier(random_state=0, scheduler="sync").fit(X, y)
     >>> clf.predict(X[:3]).shape
     (3,)
     """
 
     _parameter_constraints = {**_DSG_CONSTRAINTS,
-                              "loss": [StrOptions({"logistic", "hinge", "softmax"})]}
+                              "loss": [StrOptions({"logistic", "hinge", "softmax"})],
+                              "class_weight": [dict, StrOptions({"balanced"}), None]}
 
-    def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="median",
-                 median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
-                 batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
-                 on_invalid="error", random_state=None, scheduler=None, progress=None):
+    def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="auto",
+                 median_multiplier=1.0, standardize=True, dtype="float32", alpha="auto", n_features=4096, block_size=256,
+                 batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
+                 average=False, max_iter=1000, tol=1e-3, n_iter_no_change=5,
+                 early_stopping=False, validation_fraction=0.1, class_weight=None,
+                 warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
+                 shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
+                 scheduler=None, progress=None):
         self.loss = loss
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier
+        self.standardize = standardize
+        self.dtype = dtype
         self.alpha = alpha
         self.n_features = n_features
         self.block_size = block_size
         self.batch_size = batch_size
-        self.n_epochs = n_epochs
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.t0 = t0
+        self.average = average
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.verbose = verbose
         self.chunks_per_round = chunks_per_round
         self.chunk_size = chunk_size
         self.shuffle = shuffle
@@ -315,6 +513,28 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
         if n_classes == 2:
             return "binary", 1, get_loss(loss).loss_id
         return "ovr", n_classes, get_loss(loss).loss_id
+
+    def _class_weights(self, data, classes, sched):
+        """Per-class weights aligned with ``classes`` (``class_weight``), or None."""
+        if self.class_weight is None:
+            return None
+        classes = np.asarray(classes)
+        if isinstance(self.class_weight, str):  # "balanced": one pass over y (not X)
+            import dask.array as da
+
+            labels, counts = da.compute(*da.unique(data.y, return_counts=True),
+                                        scheduler=sched)
+            count = dict(zip(np.asarray(labels).tolist(), np.asarray(counts).tolist()))
+            n = sum(count.values())
+            return tuple(float(n / (len(classes) * count[c])) if count.get(c) else 1.0
+                         for c in classes.tolist())
+        unknown = sorted(set(self.class_weight) - set(classes.tolist()), key=str)
+        if unknown:
+            raise ValidationError(
+                f"class_weight names label(s) {unknown} that are not classes "
+                f"{classes.tolist()}; use the labels of y."
+            )
+        return tuple(float(self.class_weight.get(c, 1.0)) for c in classes.tolist())
 
     def _has_proba(self):
         if self.loss not in ("logistic", "softmax"):
@@ -365,31 +585,41 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(-3, 3, size=(500, 1))
     >>> y = np.sin(X[:, 0])
-    >>> reg = DSGRegressor(batch_size=16, n_epochs=10, n_features=1024, random_state=0,
-    ...                    scheduler="sync").fit(X, y)
+    >>> reg = DSGRegressor(random_state=0, scheduler="sync").fit(X, y)
     >>> reg.score(X, y) > 0.9
     True
     """
 
     _parameter_constraints = {**_DSG_CONSTRAINTS, "loss": [StrOptions({"squared"})]}
 
-    def __init__(self, loss="squared", *, kernel="rbf", bandwidth="median",
-                 median_multiplier=1.0, alpha=1e-5, n_features=4096, block_size=256,
-                 batch_size=256, n_epochs=5, learning_rate="inverse", eta0=100.0, t0=100.0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
-                 on_invalid="error", random_state=None, scheduler=None, progress=None):
+    def __init__(self, loss="squared", *, kernel="rbf", bandwidth="auto",
+                 median_multiplier=1.0, standardize=True, dtype="float32", alpha="auto", n_features=4096, block_size=256,
+                 batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
+                 average=False, max_iter=1000, tol=1e-3, n_iter_no_change=5,
+                 early_stopping=False, validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
+                 shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
+                 scheduler=None, progress=None):
         self.loss = loss
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier
+        self.standardize = standardize
+        self.dtype = dtype
         self.alpha = alpha
         self.n_features = n_features
         self.block_size = block_size
         self.batch_size = batch_size
-        self.n_epochs = n_epochs
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.t0 = t0
+        self.average = average
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.warm_start = warm_start
+        self.verbose = verbose
         self.chunks_per_round = chunks_per_round
         self.chunk_size = chunk_size
         self.shuffle = shuffle

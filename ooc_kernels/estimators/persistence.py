@@ -84,6 +84,9 @@ def _base_meta(estimator) -> dict:
         "random_seed_": int(estimator.random_seed_),
         "data_seed": str(estimator._data_seed),
         "n_epochs_done": int(estimator._n_epochs_done),
+        "monitor": getattr(estimator, "_monitor_state", None),
+        "validation_chunks": getattr(estimator, "validation_chunks_", None),
+        "shuffle_chunks": getattr(estimator, "shuffle_chunks_", None),
         "classes": None if classes is None else {
             "values": np.asarray(classes).tolist(), "dtype": np.asarray(classes).dtype.str},
     }
@@ -234,6 +237,13 @@ def restore_model(meta: dict, arrays: dict, *, where: str = "model", estimator=N
         est.random_seed_ = int(base["random_seed_"])
         est._data_seed = int(base["data_seed"])
         est._n_epochs_done = int(base["n_epochs_done"])
+        est.n_iter_ = est._n_epochs_done
+        est._monitor_state = base.get("monitor")
+        est.history_ = list((base.get("monitor") or {}).get("history") or [])
+        if base.get("validation_chunks") is not None:
+            est.validation_chunks_ = list(base["validation_chunks"])
+        if base.get("shuffle_chunks") is not None:
+            est.shuffle_chunks_ = int(base["shuffle_chunks"])
         if base.get("classes") is not None:
             est.classes_ = np.asarray(base["classes"]["values"],
                                       dtype=np.dtype(base["classes"]["dtype"]))

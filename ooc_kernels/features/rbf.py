@@ -37,6 +37,8 @@ True
 
 from __future__ import annotations
 
+import hashlib
+
 import math
 from numbers import Integral, Real
 
@@ -261,8 +263,17 @@ def block_cache_key(seed, block_id, n_features_in, block_size, bandwidth, dtype)
     )
 
 
+def _affine_block(params, affine, dt):
+    """``(W / scale, phase - shift @ (W / scale))``: the block of the standardized input."""
+    shift, scale = affine
+    W = np.asarray(params[0], dtype=np.float64) / scale[:, None]
+    phase = np.asarray(params[1], dtype=np.float64) - shift @ W
+    return np.ascontiguousarray(W, dtype=dt), np.ascontiguousarray(phase, dtype=dt)
+
+
 def stacked_block_params(
-    seed, block_ids, n_features_in, block_size, bandwidth, dtype=np.float64, cache: BlockCache | None = None
+    seed, block_ids, n_features_in, block_size, bandwidth, dtype=np.float64,
+    cache: BlockCache | None = None, affine=None,
 ):
     """Stack the parameters of several blocks (ids may repeat).
 
@@ -274,6 +285,10 @@ def stacked_block_params(
         As in :func:`block_params`.
     cache : BlockCache, optional
         When given, blocks are looked up there first and stored after generation.
+    affine : tuple (shift, scale) of ndarray (d,), optional
+        Features of the standardized input ``(x - shift) / scale``, folded into the block:
+        ``W / scale`` and ``phase - shift @ (W / scale)`` (computed in float64), so
+        ``cos(x @ W' + phase') == cos(((x - shift) / scale) @ W + phase)``.
 
     Returns
     -------
@@ -305,15 +320,24 @@ def stacked_block_params(
     W = np.empty((m, d, r), dtype=dt)
     phase = np.empty((m, r), dtype=dt)
     local: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    tag = ()
+    if affine is not None:
+        affine = tuple(np.asarray(a, dtype=np.float64).reshape(d) for a in affine)
+        tag = (hashlib.sha1(affine[0].tobytes() + affine[1].tobytes()).hexdigest(),)
+
+    def make(bid):
+        params = _generate_block(seed, bid, d, r, bw, dt)
+        return params if affine is None else _affine_block(params, affine, dt)
+
     for i, raw_id in enumerate(ids.tolist()):
         bid = _check_uint64(raw_id, "block_id")
         params = local.get(bid)
         if params is None:
             if cache is not None:
-                key = block_cache_key(seed, bid, d, r, bw, dt)
-                params = cache.get_or_create(key, lambda bid=bid: _generate_block(seed, bid, d, r, bw, dt))
+                key = block_cache_key(seed, bid, d, r, bw, dt) + tag
+                params = cache.get_or_create(key, lambda bid=bid: make(bid))
             else:
-                params = _generate_block(seed, bid, d, r, bw, dt)
+                params = make(bid)
             local[bid] = params
         W[i] = params[0]
         phase[i] = params[1]

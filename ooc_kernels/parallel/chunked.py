@@ -29,7 +29,33 @@ import numpy as np
 
 from ooc_kernels.exceptions import SchemaError
 
-__all__ = ["ChunkedData"]
+__all__ = ["ChunkedData", "ChunkReader"]
+
+
+class ChunkReader:
+    """Reads one chunk of one variable when called, inside whichever task calls it.
+
+    It holds only that chunk's part of the Dask graph (a few tasks: open the store, read
+    one block), so a task can read several chunks one after another and keep one of them in
+    memory at a time (:func:`ooc_kernels.parallel.engine.run_rounds` fills a group's rows
+    this way).  Picklable; not a Dask collection, so ``dask.delayed`` passes it as it is.
+    """
+
+    __slots__ = ("graph", "key", "n_rows")
+
+    def __init__(self, graph: dict, key, n_rows: int):
+        self.graph, self.key, self.n_rows = graph, key, int(n_rows)
+
+    def __call__(self) -> np.ndarray:
+        from dask.local import get_sync
+
+        return np.asarray(get_sync(self.graph, self.key))
+
+    def __dask_tokenize__(self):
+        return ("ChunkReader", self.key)  # the key's name is the array's own token
+
+    def __repr__(self) -> str:
+        return f"ChunkReader({self.key!r}, n_rows={self.n_rows})"
 
 
 @dataclass(frozen=True)
@@ -142,6 +168,20 @@ class ChunkedData:
         for name, arr in self.variables.items():
             blocks = arr.to_delayed(optimize_graph=True)
             out[name] = [b.ravel()[0] if isinstance(b, np.ndarray) else b for b in blocks]
+        return out
+
+    def chunk_readers(self) -> dict[str, list[ChunkReader]]:
+        """One :class:`ChunkReader` per chunk of every sample variable; nothing is read."""
+        from dask.core import flatten
+        from dask.optimization import cull
+
+        out = {}
+        for name, arr in self.variables.items():
+            (arr,) = dask.optimize(arr)
+            graph = dict(arr.__dask_graph__())  # built once: each reader keeps its part
+            keys = list(flatten(arr.__dask_keys__()))
+            out[name] = [ChunkReader(cull(graph, [key])[0], key, n)
+                         for key, n in zip(keys, self.chunk_sizes)]
         return out
 
     def delayed_whole(self) -> dict[str, Any]:

@@ -117,12 +117,14 @@ class ChunkAlgorithm(Protocol):
 
 @dataclass(frozen=True)
 class RunResult:
-    """Final state and where the run stopped (``epoch``, ``round`` of the next round)."""
+    """Final state and where the run stopped (``epoch``, ``round`` of the next round);
+    ``stopped``: an epoch callback ended the run before ``n_epochs``."""
 
     state: Any
     epoch: int
     round: int
     n_rounds: int
+    stopped: bool = False
 
 
 def _dashboard_link(sched: Any) -> str | None:
@@ -161,13 +163,25 @@ def tree_reduce(parts: list, combine: Callable[[Any, Any], Any]) -> Any:
     return level[0]
 
 
-def _concat(*parts):
-    """The rows of a group's chunks, in group order (one task's input).
+def _read_group(*readers):
+    """The rows of a group's chunks, in group order (one task's input), read one chunk at a
+    time into the result: the task holds the group plus one chunk, not the group twice.
 
     The result is a new array that belongs to the task: an algorithm may reorder its rows in
-    place (the chunks themselves may be views of the caller's data and must not be modified).
+    place.
     """
-    return np.concatenate([np.asarray(p) for p in parts])
+    first = readers[0]()
+    out = np.empty((sum(r.n_rows for r in readers),) + first.shape[1:], dtype=first.dtype)
+    out[:len(first)] = first
+    pos = len(first)
+    del first
+    for reader in readers[1:]:
+        part = reader()
+        if part.dtype != out.dtype:  # chunks of one variable share a dtype; be safe anyway
+            out = out.astype(np.result_type(out.dtype, part.dtype))
+        out[pos:pos + len(part)] = part
+        pos += len(part)
+    return out
 
 
 def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_epochs: int,
@@ -175,7 +189,8 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
                shuffle_chunks: int = 1,
                start_epoch: int = 0, start_round: int = 0, scheduler: Any = None,
                progress: bool | None = None, desc: str = "fit",
-               callback: Callable[[Any, RoundInfo], None] | None = None) -> RunResult:
+               callback: Callable[[Any, RoundInfo], None] | None = None,
+               epoch_callback: Callable[[Any, int], bool] | None = None) -> RunResult:
     """Run ``n_epochs`` passes over ``data`` in rounds of ``chunks_per_round`` chunks.
 
     Parameters
@@ -203,6 +218,9 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
     callback : callable, optional
         ``callback(state, info)`` after each round (checkpoints, diagnostics);
         ``info.next_position()`` says where a resumed run would start.
+    epoch_callback : callable, optional
+        ``epoch_callback(state, epoch) -> bool`` after the last round of each epoch, before
+        ``callback``; returning True stops the run there (convergence, early stopping).
     """
     if chunks_per_round < 1:
         raise ValidationError(
@@ -216,20 +234,22 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
                     chunks_per_round=chunks_per_round, seed=seed, shuffle=shuffle,
                     shuffle_chunks=shuffle_chunks, start_epoch=start_epoch,
                     start_round=start_round, sched=sched, progress=progress, desc=desc,
-                    callback=callback)
+                    callback=callback, epoch_callback=epoch_callback)
 
 
-def _group_input(parts: list, group: tuple[int, ...]):
-    """The delayed input of one task: the chunk itself, or its group concatenated."""
+def _group_input(parts: list, readers: list, group: tuple[int, ...]):
+    """The delayed input of one task: the chunk itself (a task of Dask's graph), or its
+    group read by the task (:func:`_read_group`)."""
     if len(group) == 1:
         return parts[group[0]]
-    return dask.delayed(_concat, pure=True)(*[parts[c] for c in group])
+    return dask.delayed(_read_group, pure=True)(*[readers[c] for c in group])
 
 
 def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
          shuffle_chunks, start_epoch, start_round, sched, progress, desc,
-         callback) -> RunResult:
+         callback, epoch_callback) -> RunResult:
     chunks = data.delayed_chunks()
+    readers = data.chunk_readers() if shuffle_chunks > 1 else {n: None for n in chunks}
     whole = data.delayed_whole()
     sizes = data.chunk_sizes
     n_rounds = 0
@@ -254,7 +274,8 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
                 state_d = dask.delayed(state, traverse=False)
                 parts = [
                     dask.delayed(algorithm.chunk_step, pure=True)(
-                        state_d, {**{name: _group_input(c, g) for name, c in chunks.items()},
+                        state_d, {**{name: _group_input(c, readers[name], g)
+                                     for name, c in chunks.items()},
                                   **whole}, task)
                     for g, task in zip(groups, tasks)
                 ]
@@ -263,8 +284,14 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
                 state = algorithm.apply(state, delta, info)
                 n_rounds += 1
                 bar.update(len(info.chunk_ids))
+                stop = False
+                if epoch_callback is not None and rnd == len(plan) - 1:
+                    stop = bool(epoch_callback(state, epoch))
                 if callback is not None:
                     callback(state, info)
+                if stop:
+                    return RunResult(state=state, epoch=epoch + 1, round=0,
+                                     n_rounds=n_rounds, stopped=True)
         else:
             epoch, rnd = n_epochs, 0
     return RunResult(state=state, epoch=epoch, round=rnd, n_rounds=n_rounds)

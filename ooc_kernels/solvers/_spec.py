@@ -5,7 +5,7 @@ Examples
 >>> from ooc_kernels.solvers import get_solver
 >>> case = get_solver("dsg").make_case(seed=0)
 >>> len(case.chunks) > 1, sorted(case.chunks[0])
-(True, ['X', 'y'])
+(True, ['X', 'sample_weight', 'y'])
 """
 
 from __future__ import annotations

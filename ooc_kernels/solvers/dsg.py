@@ -38,6 +38,7 @@ No Dask here: these are pure functions over small frozen objects.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -53,7 +54,7 @@ from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.rbf import feature_scale, stacked_block_params
 
 __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
-           "step_sizes", "predict_chunk", "encode_targets"]
+           "step_sizes", "predict_chunk", "encode_targets", "numeric_targets"]
 
 #: Upper bound on the bytes of random-feature parameters generated at once in prediction.
 _PREDICT_GROUP_BYTES = 32 * 2**20
@@ -80,6 +81,22 @@ class DSGConfig:
     classes: tuple | None = None
     shuffle: bool = True
     on_invalid: str = "error"  # "error" | "skip": rows with NaN/inf in X or y
+    average: int = 0  # average the iterates from this global step on (0: no averaging)
+    class_weight: tuple | None = None  # a weight per class (aligned with ``classes``)
+    loss_param: float = 0.0
+    x_shift: tuple | None = None  # the model sees (x - x_shift) / x_scale (standardized X)
+    x_scale: tuple | None = None
+    y_shift: float = 0.0  # regression: trained on (y - y_shift) / y_scale, predicts back
+    y_scale: float = 1.0
+
+
+@functools.lru_cache(maxsize=64)
+def _affine(config: DSGConfig):
+    """``(shift, scale)`` of the standardized input, or None (cached per config)."""
+    if config.x_shift is None:
+        return None
+    return np.asarray(config.x_shift, dtype=np.float64), np.asarray(config.x_scale,
+                                                                   dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,12 @@ class DSGState:
     n_blocks_seen : int
         Blocks opened so far (at most ``n_blocks``); the next growth step opens this one.
     n_samples_seen : int
+    avg : ndarray like ``coef``, or None
+        The averaged iterate: the mean of the models after the ``n_avg`` averaged steps.
+    n_avg : int
+    loss_sum, loss_weight : float
+        Running totals of the weighted progressive-validation loss (each row's loss at the
+        prediction its step used) and of the weights.
     """
 
     coef: np.ndarray
@@ -101,10 +124,20 @@ class DSGState:
     n_blocks_seen: int = 0
     n_samples_seen: int = 0
     n_samples_skipped: int = 0
+    avg: np.ndarray | None = None
+    n_avg: int = 0
+    loss_sum: float = 0.0
+    loss_weight: float = 0.0
 
     @property
     def n_blocks_used(self) -> int:
         return min(self.n_blocks_seen, self.coef.shape[0])
+
+    @property
+    def model_coef(self) -> np.ndarray:
+        """The coefficients that predict: the averaged iterate once it exists, else the
+        current one."""
+        return self.avg if (self.avg is not None and self.n_avg > 0) else self.coef
 
 
 @dataclass(frozen=True)
@@ -155,6 +188,14 @@ class DSGDelta:
         Rows trained on, rows skipped as invalid.
     block_end : int
         One past the highest block id opened (0 when none).
+    avg_a, avg_c : float
+        The averaged iterate after the tasks is ``avg_a * avg + avg_c * coef`` (of the
+        state) ``+ avg_coefs`` at ``block_ids`` ``+ avg_dense``.
+    avg_coefs : ndarray like ``coefs``, avg_dense : ndarray or None
+    n_avg : int
+        Largest number of averaged steps a task took.
+    loss_sum, loss_weight : float
+        Summed over the tasks (progressive-validation loss and its weights).
     """
 
     decay: float
@@ -167,11 +208,19 @@ class DSGDelta:
     n_samples: int
     block_end: int = 0
     n_skipped: int = 0
+    avg_a: float = 1.0
+    avg_c: float = 0.0
+    avg_coefs: np.ndarray | None = None
+    avg_dense: np.ndarray | None = None
+    n_avg: int = 0
+    loss_sum: float = 0.0
+    loss_weight: float = 0.0
 
 
 def init_state(config: DSGConfig) -> DSGState:
-    """The zero model."""
-    return DSGState(coef=np.zeros((config.n_blocks, config.block_size, config.n_outputs)))
+    """The zero model (and a zero averaged iterate when the config averages)."""
+    shape = (config.n_blocks, config.block_size, config.n_outputs)
+    return DSGState(coef=np.zeros(shape), avg=np.zeros(shape) if config.average else None)
 
 
 def step_sizes(config: DSGConfig, t: np.ndarray) -> np.ndarray:
@@ -186,6 +235,20 @@ def step_sizes(config: DSGConfig, t: np.ndarray) -> np.ndarray:
     return float(config.eta0) / (t + float(config.t0))
 
 
+
+def numeric_targets(y: np.ndarray, dtype, where: str) -> np.ndarray:
+    """``y`` as numbers of ``dtype`` (a regressor's targets), or a clear error naming
+    ``where`` the rows come from."""
+    try:
+        return np.asarray(y).astype(dtype, copy=False)
+    except (TypeError, ValueError) as err:
+        raise InvalidDataError(
+            f"y holds values that are not numbers (dtype {y.dtype}, e.g. "
+            f"{_first_value(y)!r}) in {where} ({err}); a regressor needs numeric "
+            "targets: convert them, e.g. y.astype('float32'), or use a classifier for "
+            "labels."
+        ) from None
+
 def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
     """Targets of one chunk as the (n, n_outputs) matrix the numba losses expect.
 
@@ -198,16 +261,10 @@ def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int | RowOrigin) -> 
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if config.target == "regression":
-        try:
-            yf = y.astype(dtype, copy=False)
-        except (TypeError, ValueError) as err:
-            raise InvalidDataError(
-                f"y holds values that are not numbers (dtype {y.dtype}, e.g. "
-                f"{_first_value(y)!r}) in {origin.describe()} ({err}); a regressor needs numeric "
-                "targets: convert them, e.g. y.astype('float32'), or use a classifier for "
-                "labels."
-            ) from None
+        yf = numeric_targets(y, dtype, origin.describe())
         check_finite(yf, "y", origin)
+        if config.y_shift != 0.0 or config.y_scale != 1.0:
+            yf = ((yf - config.y_shift) / config.y_scale).astype(dtype, copy=False)
         return yf.reshape(-1, 1)
     classes = np.asarray(config.classes)
     try:
@@ -259,16 +316,19 @@ def _first_value(y: np.ndarray):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _drop_invalid_rows(config: DSGConfig, X: np.ndarray, y, origin: RowOrigin):
-    """``on_invalid="skip"``: the rows of one task whose X (and y) are finite."""
+def _drop_invalid_rows(config: DSGConfig, X: np.ndarray, y, sw, origin: RowOrigin):
+    """``on_invalid="skip"``: the rows of one task whose X (and y, and weight) are finite."""
     keep = np.isfinite(X).all(axis=1)
     y_arr = None if y is None else np.asarray(y)
     if y_arr is not None and y_arr.dtype.kind in "fc":  # NaN/inf targets or labels
         keep &= np.isfinite(y_arr.reshape(len(X), -1)).all(axis=1)
+    if sw is not None:
+        keep &= np.isfinite(sw)
     n_bad = int(len(keep) - keep.sum())
     if n_bad == 0:
-        return X, y, 0, origin
-    return np.ascontiguousarray(X[keep]), np.asarray(y)[keep], n_bad, origin.keep(keep)
+        return X, y, sw, 0, origin
+    return (np.ascontiguousarray(X[keep]), np.asarray(y)[keep],
+            None if sw is None else sw[keep], n_bad, origin.keep(keep))
 
 
 def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarray:
@@ -278,13 +338,16 @@ def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarr
     groups whose parameters take at most ~32 MiB, so memory is bounded by the chunk.
     """
     with single_threaded_blas():
-        return _predict_chunk(config, state, X)
+        F = _predict_chunk(config, state.model_coef, state.n_blocks_used, X)
+    if config.target == "regression" and (config.y_shift != 0.0 or config.y_scale != 1.0):
+        F = (F * config.y_scale + config.y_shift).astype(F.dtype, copy=False)
+    return F
 
 
-def _predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarray:
+def _predict_chunk(config: DSGConfig, coefs: np.ndarray, n_used: int,
+                   X: np.ndarray) -> np.ndarray:
     dtype = np.dtype(config.dtype)
     X = np.ascontiguousarray(X, dtype=dtype)
-    n_used = state.n_blocks_used
     F = np.zeros((X.shape[0], config.n_outputs), dtype=dtype)
     if n_used == 0 or X.shape[0] == 0:
         return F
@@ -296,8 +359,9 @@ def _predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndar
         ids = np.arange(lo, min(lo + group, n_used))
         W, phase = stacked_block_params(config.feature_seed, ids, config.n_features_in,
                                         config.block_size, config.bandwidth, dtype,
-                                        cache=cache)
-        coef = np.ascontiguousarray(state.coef[ids], dtype=dtype)
+                                        cache=cache,
+                                        affine=_affine(config))
+        coef = np.ascontiguousarray(coefs[ids], dtype=dtype)
         F += dsg_predict(X, W, phase, coef, scale)
     return F
 
@@ -321,11 +385,39 @@ class DSGAlgorithm:
         return tasks
 
     def chunk_step(self, state: DSGState, batch: dict, task: DSGTask) -> DSGDelta:
-        """The local steps over one task's rows: ``batch["X"]`` and ``batch["y"]``."""
+        """The local steps over one task's rows: ``batch["X"]``, ``batch["y"]`` and, when
+        given, ``batch["sample_weight"]``."""
         with single_threaded_blas():
-            return self._chunk_step(state, batch["X"], batch.get("y"), task)
+            return self._chunk_step(state, batch["X"], batch.get("y"),
+                                    batch.get("sample_weight"), task)
 
-    def _chunk_step(self, state: DSGState, X, y, task: DSGTask) -> DSGDelta:
+    def _weights(self, sw, Y: np.ndarray, y, origin: RowOrigin) -> np.ndarray:
+        """Per-row weights: the sample weights times the class weights."""
+        cfg = self.config
+        n = len(Y)
+        w = np.ones(n) if sw is None else np.asarray(sw, dtype=np.float64).reshape(-1)
+        if sw is not None:
+            check_finite(w, "sample_weight", origin)
+            if (w < 0).any():
+                row = int(np.flatnonzero(w < 0)[0])
+                chunk, where = origin.locate(row)
+                raise InvalidDataError(
+                    f"sample_weight has a negative value ({w[row]!r}) in chunk {chunk}, row "
+                    f"{where}; weights must be >= 0."
+                )
+        if cfg.class_weight is not None:
+            idx = np.searchsorted(np.asarray(cfg.classes), np.asarray(y).reshape(-1))
+            w = w * np.asarray(cfg.class_weight)[idx]
+        return np.ascontiguousarray(w)
+
+    def _steps(self, t_start: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Step sizes and averaged flags of global steps ``t_start + 1 .. t_start + m``."""
+        t = t_start + 1 + np.arange(m)
+        cfg = self.config
+        averaged = (t >= cfg.average) if cfg.average else np.zeros(m, dtype=bool)
+        return step_sizes(cfg, t), np.ascontiguousarray(averaged)
+
+    def _chunk_step(self, state: DSGState, X, y, sw, task: DSGTask) -> DSGDelta:
         cfg = self.config
         dtype = np.dtype(cfg.dtype)
         X = np.asarray(X)  # one chunk, or one group of chunks
@@ -336,9 +428,10 @@ class DSGAlgorithm:
                 f"{cfg.n_features_in})."
             )
         X = np.ascontiguousarray(X, dtype=dtype)
+        sw = None if sw is None else np.asarray(sw, dtype=np.float64).reshape(-1)
         n_skipped = 0
         if cfg.on_invalid == "skip" and X.shape[0]:
-            X, y, n_skipped, origin = _drop_invalid_rows(cfg, X, y, origin)
+            X, y, sw, n_skipped, origin = _drop_invalid_rows(cfg, X, y, sw, origin)
         n = X.shape[0]
         if n == 0:  # no work: the identity of the combination
             return DSGDelta(decay=1.0, weight=0.0, count=1,
@@ -347,6 +440,7 @@ class DSGAlgorithm:
                             max_steps=0, n_samples=0, block_end=0, n_skipped=n_skipped)
         check_finite(X, "X", origin)
         Y = encode_targets(cfg, y, origin)
+        w = self._weights(sw, Y, y, origin)
         if cfg.shuffle:
             order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
             if len(task.chunks) > 1 and X.flags.owndata and X.flags.writeable:
@@ -355,66 +449,88 @@ class DSGAlgorithm:
                 permute_rows_inplace(X, order)
             else:  # a single chunk may be a view of the caller's data: never modify it
                 X = X[order]
-            Y = Y[order]
+            Y, w = Y[order], w[order]
         Y = np.ascontiguousarray(Y)
         m = self.n_steps(n)
-        gammas = step_sizes(cfg, task.t_start + 1 + np.arange(m))
-        scale = feature_scale(cfg.block_size)
+        gammas, averaged = self._steps(task.t_start, m)
+        params = (float(cfg.alpha), int(cfg.batch_size), int(cfg.loss_id),
+                  feature_scale(cfg.block_size), float(cfg.loss_param))
         cache = default_cache()
         g = int(min(m, max(0, cfg.n_blocks - task.block_start)))  # growth steps
         block_ids = task.block_start + np.arange(g, dtype=np.int64)
-        decay, new_coef = 1.0, np.zeros((0, cfg.block_size, cfg.n_outputs))
+        empty = np.zeros((0, cfg.block_size, cfg.n_outputs))
+        decay, new_coef, avg_new, avg_old, n_avg = 1.0, empty, empty, 0.0, 0
+        loss_sum = loss_weight = 0.0
         if g:
             rows = min(n, g * cfg.batch_size)
-            F = _predict_chunk(cfg, state, X[:rows])
+            F = _predict_chunk(cfg, state.coef, state.n_blocks_used, X[:rows])
             W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
-                                            cfg.block_size, cfg.bandwidth, dtype, cache=cache)
-            new_coef, decay = dsg_chunk_update(X[:rows], Y[:rows], F, W, phase, gammas[:g],
-                                               float(cfg.alpha), int(cfg.batch_size),
-                                               int(cfg.loss_id), scale)
+                                            cfg.block_size, cfg.bandwidth, dtype, cache=cache,
+                                            affine=_affine(cfg))
+            (new_coef, decay, avg_new, avg_old, n_avg, loss_sum,
+             loss_weight) = dsg_chunk_update(X[:rows], Y[:rows], w[:rows], F, W, phase,
+                                             (gammas[:g], averaged[:g]), params)
         block_end = task.block_start + g if g else 0
+        k0 = state.n_avg
+        common = dict(weight=float(n), count=1, max_steps=m, n_samples=n,
+                      block_end=block_end, n_skipped=n_skipped)
         if g == m:
-            return DSGDelta(decay=float(decay), weight=float(n), count=1,
-                            block_ids=block_ids, coefs=new_coef, dense=None, max_steps=m,
-                            n_samples=n, block_end=block_end, n_skipped=n_skipped)
+            k1 = k0 + n_avg
+            avg = dict(avg_a=1.0, avg_c=0.0, avg_coefs=None, n_avg=n_avg)
+            if n_avg:  # mean of the k0 earlier models and the n_avg of this task
+                avg = dict(avg_a=k0 / k1, avg_c=avg_old / k1, avg_coefs=avg_new / k1,
+                           n_avg=n_avg)
+            return DSGDelta(decay=float(decay), block_ids=block_ids, coefs=new_coef,
+                            dense=None, loss_sum=loss_sum, loss_weight=loss_weight,
+                            **avg, **common)
         # Full phase for the remaining rows, from the local model reached so far.
         local = state.coef * decay
         np.add.at(local, block_ids, new_coef)
+        mean, k1 = empty, k0 + n_avg
+        if state.avg is not None:
+            mean = state.avg * (k0 / k1) if k1 else state.avg.copy()
+            if n_avg:
+                mean += state.coef * (avg_old / k1)
+                np.add.at(mean, block_ids, avg_new / k1)
         rows = g * cfg.batch_size
         W, phase = stacked_block_params(cfg.feature_seed, np.arange(cfg.n_blocks),
                                         cfg.n_features_in, cfg.block_size, cfg.bandwidth,
-                                        dtype, cache=cache)
-        after = dsg_full_update(X[rows:], Y[rows:], W, phase, local, gammas[g:],
-                                float(cfg.alpha), int(cfg.batch_size), int(cfg.loss_id),
-                                scale)
-        return DSGDelta(decay=0.0, weight=float(n), count=1,
-                        block_ids=np.zeros(0, np.int64),
-                        coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=after,
-                        max_steps=m, n_samples=n, block_end=block_end, n_skipped=n_skipped)
+                                        dtype, cache=cache, affine=_affine(cfg))
+        after, mean, k2, more_loss, more_weight = dsg_full_update(
+            X[rows:], Y[rows:], w[rows:], W, phase, local, mean, k1,
+            (gammas[g:], averaged[g:]), params)
+        dense_avg = mean if state.avg is not None else None
+        return DSGDelta(decay=0.0, block_ids=np.zeros(0, np.int64), coefs=empty, dense=after,
+                        avg_a=0.0 if dense_avg is not None else 1.0, avg_c=0.0,
+                        avg_coefs=None, avg_dense=dense_avg, n_avg=k2 - k0,
+                        loss_sum=loss_sum + more_loss, loss_weight=loss_weight + more_weight,
+                        **common)
 
     def combine(self, a: DSGDelta, b: DSGDelta) -> DSGDelta:
         """Weighted average of two partial averages (weights: rows trained on)."""
         counters = dict(count=a.count + b.count, max_steps=max(a.max_steps, b.max_steps),
                         n_samples=a.n_samples + b.n_samples,
                         block_end=max(a.block_end, b.block_end),
-                        n_skipped=a.n_skipped + b.n_skipped)
+                        n_skipped=a.n_skipped + b.n_skipped, n_avg=max(a.n_avg, b.n_avg),
+                        loss_sum=a.loss_sum + b.loss_sum,
+                        loss_weight=a.loss_weight + b.loss_weight)
         if b.weight == 0:  # a task without work is the identity
             return replace(a, **counters)
         if a.weight == 0:
             return replace(b, **counters)
         weight = a.weight + b.weight
         wa, wb = a.weight / weight, b.weight / weight
-        if a.dense is None and b.dense is None:
-            dense = None
-        elif b.dense is None:
-            dense = a.dense * wa
-        elif a.dense is None:
-            dense = b.dense * wb
-        else:
-            dense = a.dense * wa + b.dense * wb
+        block_ids = np.concatenate([a.block_ids, b.block_ids])
+        avg_coefs = None
+        if a.avg_coefs is not None or b.avg_coefs is not None:
+            avg_coefs = np.concatenate([_or_zeros(a.avg_coefs, a.coefs) * wa,
+                                        _or_zeros(b.avg_coefs, b.coefs) * wb])
         return DSGDelta(decay=a.decay * wa + b.decay * wb, weight=weight,
-                        block_ids=np.concatenate([a.block_ids, b.block_ids]),
-                        coefs=np.concatenate([a.coefs * wa, b.coefs * wb]), dense=dense,
+                        block_ids=block_ids,
+                        coefs=np.concatenate([a.coefs * wa, b.coefs * wb]),
+                        dense=_mix(a.dense, wa, b.dense, wb),
+                        avg_a=a.avg_a * wa + b.avg_a * wb, avg_c=a.avg_c * wa + b.avg_c * wb,
+                        avg_coefs=avg_coefs, avg_dense=_mix(a.avg_dense, wa, b.avg_dense, wb),
                         **counters)
 
     def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
@@ -422,11 +538,37 @@ class DSGAlgorithm:
         np.add.at(coef, delta.block_ids, delta.coefs)
         if delta.dense is not None:
             coef += delta.dense
-        return replace(state, coef=coef, n_iter=state.n_iter + delta.max_steps,
+        avg = state.avg
+        if avg is not None and (delta.avg_a != 1.0 or delta.avg_c != 0.0
+                                or delta.avg_coefs is not None or delta.avg_dense is not None):
+            avg = state.avg * delta.avg_a + state.coef * delta.avg_c
+            if delta.avg_coefs is not None:
+                np.add.at(avg, delta.block_ids, delta.avg_coefs)
+            if delta.avg_dense is not None:
+                avg += delta.avg_dense
+        return replace(state, coef=coef, avg=avg, n_avg=state.n_avg + delta.n_avg,
+                       n_iter=state.n_iter + delta.max_steps,
                        n_blocks_seen=min(max(state.n_blocks_seen, delta.block_end),
                                          self.config.n_blocks),
                        n_samples_seen=state.n_samples_seen + delta.n_samples,
-                       n_samples_skipped=state.n_samples_skipped + delta.n_skipped)
+                       n_samples_skipped=state.n_samples_skipped + delta.n_skipped,
+                       loss_sum=state.loss_sum + delta.loss_sum,
+                       loss_weight=state.loss_weight + delta.loss_weight)
+
+
+def _mix(a, wa, b, wb):
+    """``a wa + b wb`` where None stands for zero."""
+    if a is None and b is None:
+        return None
+    if b is None:
+        return a * wa
+    if a is None:
+        return b * wb
+    return a * wa + b * wb
+
+
+def _or_zeros(values, like):
+    return np.zeros_like(like) if values is None else values
 
 
 # ---------------------------------------------------------------------------------------
@@ -434,14 +576,20 @@ class DSGAlgorithm:
 # ---------------------------------------------------------------------------------------
 def state_arrays(state: DSGState) -> dict:
     """The arrays that make a DSG state (and its counters, as 0-d arrays)."""
-    return {"coef": state.coef, "n_iter": np.asarray(state.n_iter),
-            "n_blocks_seen": np.asarray(state.n_blocks_seen),
-            "n_samples_seen": np.asarray(state.n_samples_seen)}
+    out = {"coef": state.coef, "n_iter": np.asarray(state.n_iter),
+           "n_blocks_seen": np.asarray(state.n_blocks_seen),
+           "n_samples_seen": np.asarray(state.n_samples_seen),
+           "n_avg": np.asarray(state.n_avg), "loss_sum": np.asarray(state.loss_sum),
+           "loss_weight": np.asarray(state.loss_weight)}
+    if state.avg is not None:
+        out["avg"] = state.avg
+    return out
 
 
 def make_case(seed: int = 0, *, shuffle: bool = False):
-    """A small regression problem: 5 chunks of 20 rows (the last 13), batches of 4, 8
-    blocks of 8 features, so one pass crosses from the growth into the full phase."""
+    """A small weighted regression problem: 5 chunks of 20 rows (the last 13), batches of
+    4, 8 blocks of 8 features, so one pass crosses from the growth into the full phase;
+    iterates are averaged from step 5 on."""
     from ooc_kernels.losses import get_loss
     from ooc_kernels.solvers._spec import AlgorithmCase
 
@@ -453,11 +601,15 @@ def make_case(seed: int = 0, *, shuffle: bool = False):
                        n_outputs=1, n_features_in=3, block_size=8, n_blocks=8,
                        bandwidth=1.2, feature_seed=seed + 17, alpha=1e-2, batch_size=4,
                        learning_rate="inverse", eta0=2.0, t0=4.0, dtype="float64",
-                       shuffle=shuffle)
+                       shuffle=shuffle, average=5, x_shift=(0.1, -0.2, 0.3),
+                       x_scale=(1.5, 0.8, 1.1), y_shift=0.25, y_scale=0.9)
+    w = rng.uniform(0.5, 1.5, size=len(X))
     bounds = np.cumsum((0,) + sizes)
-    chunks = [{"X": X[a:b], "y": y[a:b]} for a, b in zip(bounds[:-1], bounds[1:])]
+    chunks = [{"X": X[a:b], "y": y[a:b], "sample_weight": w[a:b]}
+              for a, b in zip(bounds[:-1], bounds[1:])]
     return AlgorithmCase(algorithm=DSGAlgorithm(config), state=init_state(config),
-                         chunks=chunks, dims={"X": ("sample", "feature"), "y": ("sample",)},
+                         chunks=chunks, dims={"X": ("sample", "feature"), "y": ("sample",),
+                                              "sample_weight": ("sample",)},
                          seed=seed + 3)
 
 

@@ -3,7 +3,9 @@
 Mini-batch Algorithm 1 of Dai et al. (2014) with feature blocks (``specs/dsg.md`` 2.1-2.3)
 while blocks remain, then the full phase (every step uses all blocks and updates every
 coefficient), over the rows of the given chunks in storage order (batches restart at each
-chunk, the step counter does not).  Every prediction is recomputed from all open blocks,
+chunk, the step counter does not), each row's gradient weighted by its sample weight, the
+iterates averaged from step ``config.average`` on (Polyak-Ruppert: the mean of the models
+after the averaged steps), the progressive loss summed.  Every prediction is recomputed from all open blocks,
 the features are regenerated from their seeds, nothing is shared with the numba kernels or
 the chunk algorithm: one pass of :class:`~ooc_kernels.solvers.dsg.DSGAlgorithm` through the
 engine with ``K = 1`` and no shuffling must give the same state (to rounding).
@@ -36,13 +38,24 @@ def _loss(loss_id: int):
     raise KeyError(loss_id)  # pragma: no cover - configs hold registered ids
 
 
+def _targets(config, y) -> np.ndarray:
+    """``y`` as the loss expects it: real columns, +-1 columns or one-hot rows."""
+    y = np.asarray(y)
+    if config.target == "regression":
+        return ((y.astype(np.float64) - config.y_shift) / config.y_scale).reshape(-1, 1)
+    index = np.array([list(config.classes).index(v) for v in y.tolist()])
+    if config.target == "binary":
+        return np.where(index == 1, 1.0, -1.0).reshape(-1, 1)
+    onehot = np.eye(len(config.classes))[index]
+    return onehot if config.target == "softmax" else 2.0 * onehot - 1.0
+
+
 def sequential_dsg(config, state, chunks):
     """Run the DSG steps over ``chunks`` (dicts with ``X``, ``y``) from ``state``.
 
-    Returns the :class:`~ooc_kernels.solvers.dsg.DSGState` after the pass (float64).
+    Returns the state after the pass (float64), of the same type as ``state``.
     """
     from ooc_kernels.features.rbf import block_params
-    from ooc_kernels.solvers.dsg import encode_targets
 
     loss = _loss(config.loss_id)
     r, m, b = config.block_size, config.n_blocks, config.batch_size
@@ -55,19 +68,26 @@ def sequential_dsg(config, state, chunks):
         return scale * np.cos(X @ W + phase)
 
     coef = np.array(state.coef, dtype=np.float64, copy=True)
+    avg = None if state.avg is None else np.array(state.avg, dtype=np.float64, copy=True)
     t, seen, n_seen = state.n_iter, state.n_blocks_seen, state.n_samples_seen
-    for index, chunk in enumerate(chunks):
+    n_avg, loss_sum, loss_weight = state.n_avg, state.loss_sum, state.loss_weight
+    for chunk in chunks:
         X = np.asarray(chunk["X"], dtype=np.float64)
-        Y = np.asarray(encode_targets(config, chunk["y"], index), dtype=np.float64)
+        if config.x_shift is not None:  # the model sees the standardized input
+            X = (X - np.asarray(config.x_shift)) / np.asarray(config.x_scale)
+        Y = _targets(config, chunk["y"])
+        w = np.asarray(chunk.get("sample_weight", np.ones(len(X))), dtype=np.float64)
         for lo in range(0, len(X), b):
-            Xb, Yb = X[lo:lo + b], Y[lo:lo + b]
+            Xb, Yb, wb = X[lo:lo + b], Y[lo:lo + b], w[lo:lo + b]
             nb = len(Xb)
             t += 1
             gamma = config.eta0 if config.learning_rate == "constant" \
                 else config.eta0 / (t + config.t0)
             f = sum((z(j, Xb) @ coef[j] for j in range(min(seen, m))),
                     np.zeros((nb, config.n_outputs)))
-            G = loss.gradient(f, Yb)
+            G = loss.gradient(f, Yb) * wb[:, None]
+            loss_sum += float(np.sum(wb * loss.value(f, Yb)))
+            loss_weight += float(np.sum(wb))
             if seen < m:          # growth: a new block, older ones decayed
                 new = -(gamma / nb) * z(seen, Xb).T @ G
                 coef[:seen] *= 1.0 - gamma * config.alpha
@@ -76,5 +96,10 @@ def sequential_dsg(config, state, chunks):
             else:                 # full phase: every block, the kernel averaged over m
                 coef = np.stack([(1.0 - gamma * config.alpha) * coef[j]
                                  - gamma / (nb * m) * z(j, Xb).T @ G for j in range(m)])
+            if config.average and t >= config.average:   # the model after this step
+                n_avg += 1
+                if avg is not None:
+                    avg = avg + (coef - avg) / n_avg
         n_seen += len(X)
-    return replace(state, coef=coef, n_iter=t, n_blocks_seen=seen, n_samples_seen=n_seen)
+    return replace(state, coef=coef, avg=avg, n_avg=n_avg, n_iter=t, n_blocks_seen=seen,
+                   n_samples_seen=n_seen, loss_sum=loss_sum, loss_weight=loss_weight)

@@ -1,0 +1,152 @@
+"""``bandwidth="auto"``: short validation runs on a sample of rows pick the kernel bandwidth.
+
+The best Gaussian bandwidth depends on the problem far more than a rule of thumb can say:
+on the library's defaults suite the best multiple of the median pairwise distance (of the
+standardized rows) ranged from 0.125 (a 2-D regression with an oscillating target) to 2 (a
+small medical regression and classification), and no single multiple came within the
+suite's targets on every problem (``docs/benchmarks.md``, "Defaults").  So the default runs
+the solver itself, briefly, with every candidate:
+
+1. up to :data:`SAMPLE_ROWS` rows (from up to 8 random chunks, read once) are split into a
+   training part (3/4) and a validation part (1/4);
+2. for every multiple ``m`` in :data:`CANDIDATES`, a model with bandwidth ``m`` times the
+   median pairwise distance of the sample, :data:`TRIAL_FEATURES` random features and the
+   fit's loss, schedule rules and averaging runs about :data:`TRIAL_STEPS` mini-batch steps
+   on the training part, in memory (no Dask: the solver's own steps), two candidates at a
+   time;
+3. each is scored on the validation part (accuracy, or R^2, weighted by the sample and class
+   weights the fit uses), and the largest multiple whose
+   score is within :data:`TIE` of the best wins (ties go to the smoother kernel, which the
+   full data can only sharpen).
+
+The trials run the stochastic solver, not a closed-form fit, on purpose: a ridge solve on random features ranks
+bandwidths differently from stochastic gradients with a finite budget (on the suite it picked
+2 for the digits, where the solver's best is 0.5), and the solver's behaviour is what the fit
+will have.
+
+Examples
+--------
+>>> from ooc_kernels.estimators._dsg_bandwidth import CANDIDATES
+>>> CANDIDATES
+(0.125, 0.25, 0.5, 1.0, 2.0)
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import numpy as np
+
+from ooc_kernels.features.bandwidth import median_heuristic
+
+__all__ = ["CANDIDATES", "SAMPLE_ROWS", "TRIAL_STEPS", "TRIAL_FEATURES", "TIE",
+           "select_bandwidth"]
+
+#: Multiples of the median pairwise distance tried.
+CANDIDATES = (0.125, 0.25, 0.5, 1.0, 2.0)
+#: Rows sampled for the trials (training 3/4, validation 1/4).
+SAMPLE_ROWS = 3000
+#: Mini-batch steps of each trial (rounded up to whole epochs of the training part).
+TRIAL_STEPS = 150
+#: Random features of a trial model.
+TRIAL_FEATURES = 2048
+#: Scores within this much of the best count as ties (broken towards the larger bandwidth).
+TIE = 0.005
+
+
+def _trial(config, X, Y, w, Xv, yv, wv, classes, steps: int, seed: int) -> float:
+    """Fit ``config`` on ``(X, Y)`` for about ``steps`` steps; score on ``(Xv, yv)``.
+
+    The score weighs every validation row as the fit does (its sample weight times its
+    class's weight), so the trials pick what the weighted loss asks for."""
+    from ooc_kernels.parallel.engine import RoundInfo
+    from ooc_kernels.solvers.dsg import DSGAlgorithm, init_state, predict_chunk
+
+    alg = DSGAlgorithm(config)
+    state = init_state(config)
+    n = len(X)
+    epochs = max(1, -(-steps * config.batch_size // n))
+    batch = {"X": X, "y": Y, "sample_weight": w}
+    for epoch in range(epochs):
+        info = RoundInfo(epoch=epoch, round=0, groups=((0,),), sizes=((n,),), seed=seed)
+        (task,) = alg.make_tasks(state, info)
+        state = alg.apply(state, alg.chunk_step(state, batch, task), info)
+    F = predict_chunk(config, state, Xv)
+    if classes is None:  # R^2
+        pred = F[:, 0].astype(np.float64)
+        mean = np.average(yv, weights=wv)
+        total = float(np.sum(wv * (yv - mean) ** 2))
+        return 1.0 - float(np.sum(wv * (yv - pred) ** 2)) / total if total > 0 else 0.0
+    if config.class_weight is not None:
+        order = np.argsort(classes)  # position of each row's class in ``classes``
+        wv = wv * np.asarray(config.class_weight)[order[np.searchsorted(classes[order], yv)]]
+    if F.shape[1] == 1:
+        labels = classes[(F[:, 0] > 0).astype(np.intp)]
+    else:
+        labels = classes[np.argmax(F, axis=1)]
+    return float(np.average(labels == yv, weights=wv))
+
+
+def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np.ndarray,
+                     *, classes, make_schedule, n_features: int, seed: int,
+                     steps: int = TRIAL_STEPS) -> tuple[float, dict]:
+    """The bandwidth the trials pick, and the scores of every candidate.
+
+    Parameters
+    ----------
+    base_config : DSGConfig
+        The fit's configuration (loss, classes, standardization ...); the trials replace
+        its bandwidth, blocks, batch size and schedule.
+    sample, y, weights : ndarray
+        The sampled rows, their targets and weights.
+    classes : ndarray or None
+        The classes (classifiers) for scoring.
+    make_schedule : callable
+        ``(bandwidth, n_train, batch_size) -> Schedule`` of the trial.
+    n_features : int
+        The fit's ``n_features`` (a trial uses at most :data:`TRIAL_FEATURES`).
+    seed : int
+    steps : int
+
+    Returns
+    -------
+    bandwidth : float
+    scores : dict
+        ``{multiple: validation score}``.
+    """
+    rng = np.random.default_rng(seed % 2**63)
+    order = rng.permutation(len(sample))
+    n_train = max(2, (3 * len(sample)) // 4)
+    tr, va = order[:n_train], order[n_train:]
+    if len(va) == 0:  # two rows or fewer: nothing to validate on
+        va = tr
+    median = median_heuristic(_standardized(base_config, sample), 1.0,
+                              random_state=seed % 2**32)
+    block = base_config.block_size
+    n_blocks = max(1, min(n_features, TRIAL_FEATURES) // block)
+    batch = int(min(base_config.batch_size, max(16, n_train // 8)))
+
+    def run(multiple):
+        bandwidth = multiple * median
+        schedule = make_schedule(bandwidth, n_train, batch)
+        config = replace(base_config, bandwidth=bandwidth, n_blocks=n_blocks,
+                         batch_size=batch, learning_rate=schedule.learning_rate,
+                         eta0=schedule.eta0, t0=schedule.t0, alpha=schedule.alpha,
+                         average=schedule.average, shuffle=True, on_invalid="error")
+        return _trial(config, sample[tr], y[tr], weights[tr], sample[va], y[va],
+                      weights[va], classes, steps, seed)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        scores = dict(zip(CANDIDATES, pool.map(run, CANDIDATES)))
+    best = max(scores.values())
+    multiple = max(m for m, score in scores.items() if score >= best - TIE)
+    return multiple * median, scores
+
+
+def _standardized(config, X: np.ndarray) -> np.ndarray:
+    """The rows as the model sees them."""
+    if config.x_shift is None:
+        return np.asarray(X, dtype=np.float64)
+    return (np.asarray(X, dtype=np.float64) - np.asarray(config.x_shift)) \
+        / np.asarray(config.x_scale)

@@ -1,0 +1,91 @@
+"""Stopping like scikit-learn's SGD: per-epoch history, ``tol`` and ``n_iter_no_change``,
+early stopping on held-out chunks.
+
+After every epoch the :class:`EpochMonitor` records the epoch's training loss (the
+progressive-validation loss: each row's loss at the prediction its own step used, as
+Vowpal Wabbit reports it), the validation score when early stopping is on, and the time.
+Then, exactly as scikit-learn's ``SGDClassifier`` decides:
+
+* without early stopping, an epoch "does not improve" when its loss is above
+  ``best_loss - tol``;
+* with early stopping, when its validation score is below ``best_score + tol``;
+
+and the fit stops after ``n_iter_no_change`` such epochs in a row (``tol=None``: never, the
+fit runs ``max_iter`` epochs).  The monitor's state is part of checkpoints and saved models,
+so a resumed fit stops where an uninterrupted one does.
+
+Examples
+--------
+>>> from ooc_kernels.estimators._stopping import EpochMonitor
+>>> mon = EpochMonitor(tol=0.01, n_iter_no_change=2, early_stopping=False)
+>>> [mon.end_epoch(e, loss, None, 0.0) for e, loss in enumerate([1.0, 0.5, 0.499, 0.498])]
+[False, False, False, True]
+>>> mon.stop_reason
+'the training loss improved by less than tol=0.01 for n_iter_no_change=2 epochs'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["EpochMonitor"]
+
+
+@dataclass
+class EpochMonitor:
+    """Per-epoch history and the stopping rule (see the module docstring)."""
+
+    tol: float | None
+    n_iter_no_change: int
+    early_stopping: bool
+    history: list[dict] = field(default_factory=list)
+    best: float = math.inf
+    no_improve: int = 0
+    stop_reason: str | None = None
+
+    def end_epoch(self, epoch: int, loss: float | None, score: float | None,
+                  seconds: float, **extra) -> bool:
+        """Record epoch ``epoch``; True when the fit should stop now."""
+        entry = {"epoch": int(epoch), "loss": _plain(loss), "seconds": round(seconds, 6)}
+        if self.early_stopping:
+            entry["validation_score"] = _plain(score)
+        entry.update({k: _plain(v) for k, v in extra.items()})
+        self.history.append(entry)
+        if self.tol is None:
+            return False
+        value = (-score if score is not None else math.inf) if self.early_stopping \
+            else (loss if loss is not None else math.inf)
+        if value > self.best - self.tol:
+            self.no_improve += 1
+        else:
+            self.no_improve = 0
+        self.best = min(self.best, value)
+        if self.no_improve >= self.n_iter_no_change:
+            what = "validation score" if self.early_stopping else "training loss"
+            self.stop_reason = (f"the {what} improved by less than tol={self.tol} for "
+                                f"n_iter_no_change={self.n_iter_no_change} epochs")
+            return True
+        return False
+
+    def to_json(self) -> dict:
+        return {"history": self.history, "best": _plain(self.best),
+                "no_improve": self.no_improve, "stop_reason": self.stop_reason}
+
+    def restore(self, saved: dict | None) -> EpochMonitor:
+        """Continue from :meth:`to_json` (a checkpoint or a saved model)."""
+        if saved:
+            self.history = list(saved.get("history") or [])
+            best = saved.get("best")
+            self.best = math.inf if best is None else float(best)
+            self.no_improve = int(saved.get("no_improve", 0))
+            self.stop_reason = saved.get("stop_reason")
+        return self
+
+
+def _plain(value):
+    """JSON-safe floats (inf as None)."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None

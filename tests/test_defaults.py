@@ -1,0 +1,283 @@
+"""Issue 9: theory-guided step sizes, regularization, bandwidth and stopping, and what users of
+scikit-learn's SGD expect of an incremental estimator (sample and class weights, warm start,
+verbose, early stopping, hyperparameter search).
+
+Each rule is checked against something computed independently of the code that applies it:
+the paper's range for ``theta * nu``, the batch kernel matrix's spectrum, an exact fit with
+repeated rows, scikit-learn's own search classes.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist, squareform
+from sklearn.datasets import make_circles, make_moons
+
+import ooc_kernels as ok
+from ooc_kernels.estimators._dsg_schedule import CURVATURE, stable_step, theory_range
+from ooc_kernels.exceptions import StepSizeWarning
+
+FAST = dict(n_features=256, block_size=64, scheduler="sync", random_state=0)
+
+
+def _moons(n=400, seed=0):
+    return make_moons(n_samples=n, noise=0.2, random_state=seed)
+
+
+# --------------------------------------------------------------------------- step sizes
+def test_theory_range_is_the_papers():
+    """Theorems 4-5 of Dai et al. (2014): theta * nu in (1, 2) or a positive integer."""
+    assert [theory_range(v) for v in (1.0, 1.5, 1.999, 2.0, 3.0, 7.0)] == [True] * 6
+    assert [theory_range(v) for v in (0.0, 0.5, 0.999, 2.5, 1e-3)] == [False] * 5
+
+
+@pytest.mark.parametrize("cls, X_y", [
+    (ok.DSGClassifier, _moons()),
+    (ok.DSGRegressor, (np.linspace(-3, 3, 300)[:, None], np.sin(np.linspace(-3, 3, 300)))),
+])
+def test_defaults_put_theta_nu_in_the_theorems_range_without_warning(cls, X_y):
+    X, y = X_y
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StepSizeWarning)
+        est = cls(**FAST).fit(X, y)
+    # optimal: gamma_t = theta / (t + t0) with theta = 1 / alpha, i.e. theta * nu = 1
+    assert est.eta0_ * est.alpha_ == pytest.approx(1.0, rel=1e-12)
+    assert theory_range(est.eta0_ * est.alpha_)
+    assert est.alpha_ == pytest.approx(1.0 / len(X))            # alpha="auto" = 1 / n
+
+
+def test_the_first_default_step_is_the_stable_step_of_the_batch_kernel():
+    """First step = 1 / (L (kbar + 1/b)), kbar the mean kernel value between different rows
+    of the standardized data, here computed exactly from all pairs."""
+    X, y = _moons(n=300)
+    clf = ok.DSGClassifier(bandwidth=0.7, **FAST).fit(X, y)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    kbar = np.mean(np.exp(-pdist(Z, "sqeuclidean") / (2 * 0.7 ** 2)))
+    b = clf.batch_size
+    first = clf.eta0_ / (1.0 + clf.t0_)
+    assert first == pytest.approx(1.0 / (CURVATURE["logistic"] * (kbar + 1.0 / b)), rel=0.03)
+
+
+def test_stable_step_bounds_the_batch_kernel_spectrum():
+    """The rule's premise: the largest eigenvalue of a batch's kernel matrix over b is about
+    kbar + 1/b, so the step is about half the largest stable one (2 / (L lambda_max))."""
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(4000, 5))
+    for bandwidth in (0.5, 2.0, 8.0):
+        K = np.exp(-squareform(pdist(Z[:1000], "sqeuclidean")) / (2 * bandwidth ** 2))
+        kbar = (K.sum() - len(K)) / (len(K) * (len(K) - 1))
+        for b in (16, 256):
+            lam = []
+            for _ in range(5):
+                idx = rng.choice(1000, size=b, replace=False)
+                lam.append(np.linalg.eigvalsh(K[np.ix_(idx, idx)])[-1] / b)
+            step = stable_step(loss="squared", kbar=kbar, batch_size=b)
+            largest_stable = 2.0 / np.median(lam)
+            assert 0.25 * largest_stable <= step <= largest_stable, (bandwidth, b)
+
+
+def test_inverse_schedule_outside_the_theory_warns_with_the_range_and_the_value():
+    X, y = _moons(n=200)
+    with pytest.warns(StepSizeWarning, match=r"eta0 \* alpha = 0\.001 \(eta0=100, "
+                                             r"alpha=1e-05\) is outside \(1, 2\)"):
+        ok.DSGClassifier(learning_rate="inverse", eta0=100, alpha=1e-5, max_iter=1,
+                         **FAST).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StepSizeWarning)       # 1.5 and 2 are in the range
+        for eta0 in (1.5e5, 2e5):
+            ok.DSGClassifier(learning_rate="inverse", eta0=eta0, alpha=1e-5, max_iter=1,
+                             **FAST).fit(X, y)
+
+
+def test_optimal_schedule_refuses_a_given_t0():
+    X, y = _moons(n=100)
+    with pytest.raises(ok.exceptions.ValidationError, match=r"t0 follows from the first step"):
+        ok.DSGClassifier(t0=10.0, **FAST).fit(X, y)
+
+
+# --------------------------------------------------------------------------- stopping
+def test_tol_stops_when_the_loss_stalls_and_records_history():
+    X, y = _moons(n=400)
+    clf = ok.DSGClassifier(max_iter=200, tol=1e-3, n_iter_no_change=3, **FAST).fit(X, y)
+    assert clf.n_iter_ < 200
+    assert "tol=0.001" in clf.stop_reason_ and "n_iter_no_change=3" in clf.stop_reason_
+    assert len(clf.history_) == clf.n_iter_
+    losses = [h["loss"] for h in clf.history_]
+    best = np.minimum.accumulate(losses)
+    # scikit-learn's rule, replayed on the recorded losses: an epoch counts as "no change"
+    # when its loss is not below the best before it minus tol; 3 in a row stop the fit, and
+    # no earlier run of 3 did
+    stalled = [losses[k] > best[k - 1] - 1e-3 for k in range(1, len(losses))]
+    assert stalled[-3:] == [True] * 3
+    assert not any(all(stalled[k:k + 3]) for k in range(len(stalled) - 3))
+    assert all(h["seconds"] > 0 for h in clf.history_)
+    full = ok.DSGClassifier(max_iter=8, tol=None, **FAST).fit(X, y)
+    assert full.n_iter_ == 8 and full.stop_reason_ == "max_iter=8 epochs reached"
+
+
+def test_early_stopping_scores_held_out_whole_chunks_never_trained_on():
+    X, y = _moons(n=1000)
+    Xd, yd = da.from_array(X, chunks=(100, 2)), da.from_array(y, chunks=100)
+    clf = ok.DSGClassifier(early_stopping=True, validation_fraction=0.2, max_iter=30,
+                           n_iter_no_change=2, tol=1e-4, **FAST).fit(Xd, yd)
+    # 2 of 10 chunks held out: every epoch trains on the 800 rows of the other 8
+    assert clf.n_samples_seen_ == 800 * clf.n_iter_
+    scores = [h["validation_score"] for h in clf.history_]
+    assert all(s is not None and 0.5 < s <= 1.0 for s in scores)
+    assert "validation score" in clf.stop_reason_ or clf.n_iter_ == 30
+
+
+def test_a_default_estimator_learns_on_a_hundred_rows():
+    """Few rows: the default schedule and max_iter still take enough steps to fit."""
+    X, y = make_circles(n_samples=100, noise=0.05, factor=0.5, random_state=0)
+    clf = ok.DSGClassifier(random_state=0, scheduler="sync").fit(X, y)
+    assert clf.score(X, y) >= 0.95        # a linear model is at chance (0.5) here
+    Xr = np.linspace(-3, 3, 100)[:, None]
+    reg = ok.DSGRegressor(random_state=0, scheduler="sync").fit(Xr, np.sin(2 * Xr[:, 0]))
+    assert reg.score(Xr, np.sin(2 * Xr[:, 0])) >= 0.9
+
+
+# --------------------------------------------------------------------------- weights
+def test_class_weight_is_a_sample_weight_per_class():
+    """Exact: class weights multiply each row's weight like sample weights do."""
+    X, y = _moons(n=300)
+    a = ok.DSGClassifier(class_weight={0: 1.0, 1: 4.0}, bandwidth=0.5, max_iter=3, tol=None,
+                         **FAST).fit(X, y)
+    b = ok.DSGClassifier(bandwidth=0.5, max_iter=3, tol=None, **FAST).fit(
+        X, y, sample_weight=np.where(y == 1, 4.0, 1.0))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_balanced_class_weight_raises_the_recall_of_a_rare_class():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 2))
+    # about 6% positives, never the majority anywhere: 30% of the rows with x0 > 1, 1% else
+    y = (rng.uniform(size=3000) < np.where(X[:, 0] > 1, 0.3, 0.01)).astype(int)
+    plain = ok.DSGClassifier(max_iter=5, tol=None, **FAST).fit(X, y)
+    balanced = ok.DSGClassifier(class_weight="balanced", max_iter=5, tol=None,
+                                **FAST).fit(X, y)
+
+    def recall(clf):
+        return float(np.mean(clf.predict(X[y == 1]) == 1))
+
+    assert recall(balanced) > recall(plain) + 0.1
+
+
+def test_integer_weights_act_like_repeated_rows():
+    """Statistically, not exactly (the steps differ, as for scikit-learn's SGD).
+
+    y = sin(x) + e with e = +-0.5 equally likely, and weight 3 on the rows with e = +0.5: the
+    weighted squared loss is minimized by sin(x) + 0.5 (3 - 1) / (3 + 1) = sin(x) + 0.25, as
+    with those rows repeated 3 times; without weights, by sin(x)."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-2, 2, size=(600, 1))
+    up = rng.uniform(size=600) < 0.5
+    y = np.sin(X[:, 0]) + np.where(up, 0.5, -0.5)
+    w = np.where(up, 3, 1)
+    grid = np.linspace(-1.5, 1.5, 50)[:, None]
+    params = dict(bandwidth=1.0, max_iter=20, tol=None, n_features=256, block_size=64,
+                  scheduler="sync")
+    shift_w, shift_rep, shift_none = [], [], []
+    for seed in range(3):
+        weighted = ok.DSGRegressor(random_state=seed, **params).fit(X, y, sample_weight=w)
+        repeated = ok.DSGRegressor(random_state=seed, **params).fit(np.repeat(X, w, axis=0),
+                                                                    np.repeat(y, w))
+        plain = ok.DSGRegressor(random_state=seed, **params).fit(X, y)
+        for out, est in ((shift_w, weighted), (shift_rep, repeated), (shift_none, plain)):
+            out.append(np.mean(est.predict(grid) - np.sin(grid[:, 0])))
+    assert np.median(shift_w) == pytest.approx(0.25, abs=0.08), shift_w
+    assert np.median(shift_rep) == pytest.approx(0.25, abs=0.08), shift_rep
+    assert np.median(shift_none) == pytest.approx(0.0, abs=0.08), shift_none
+
+
+# --------------------------------------------------------------------------- warm start, verbose
+def test_warm_start_continues_for_max_iter_more_epochs_exactly():
+    X, y = _moons(n=300)
+    params = dict(max_iter=2, tol=None, **FAST)
+    once = ok.DSGClassifier(**dict(params, max_iter=4)).fit(X, y)
+    warm = ok.DSGClassifier(warm_start=True, **params).fit(X, y).fit(X, y)
+    assert warm.n_iter_ == 4
+    np.testing.assert_array_equal(warm.coef_, once.coef_)
+    cold = ok.DSGClassifier(**params).fit(X, y).fit(X, y)             # starts over
+    assert cold.n_iter_ == 2 and not np.array_equal(cold.coef_, once.coef_)
+
+
+def test_verbose_prints_the_loss_of_every_epoch(capsys):
+    X, y = _moons(n=200)
+    clf = ok.DSGClassifier(verbose=1, max_iter=3, tol=None, **FAST).fit(X, y)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("-- Epoch")]
+    assert len(lines) == 3
+    for line, entry in zip(lines, clf.history_):
+        assert f"loss: {entry['loss']:.6g}" in line
+
+
+# --------------------------------------------------------------------------- search
+def test_halving_random_search_tunes_a_dsg_estimator():
+    from scipy.stats import loguniform
+    from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+    from sklearn.model_selection import HalvingRandomSearchCV
+
+    X, y = _moons(n=600)
+    search = HalvingRandomSearchCV(
+        ok.DSGClassifier(max_iter=5, tol=None, **FAST),
+        {"alpha": loguniform(1e-5, 1e-1), "bandwidth": [0.1, 0.5, 2.0]},
+        n_candidates=6, factor=2, resource="max_iter", max_resources=8, min_resources=2,
+        cv=3, random_state=0)
+    search.fit(X, y)
+    assert search.best_score_ > 0.85
+    # the best candidate is at least as good as the worst, on scikit-learn's own bookkeeping
+    assert search.best_score_ >= np.nanmin(search.cv_results_["mean_test_score"])
+
+
+def _hyperband_works() -> str | None:
+    """None if dask-ml's HyperbandSearchCV runs with the installed Dask, else why not.
+
+    Probed with scikit-learn's own SGDClassifier: where it fails, it fails for every
+    estimator (dask-ml 2025.1 with distributed >= 2025.2: "Attempting to use an asynchronous
+    Client in a synchronous context of dask.compute").
+    """
+    try:
+        import dask_ml  # noqa: F401
+    except ImportError:
+        return "dask-ml is not installed"
+    from dask_ml.model_selection import HyperbandSearchCV
+    from distributed import Client, LocalCluster
+    from sklearn.linear_model import SGDClassifier
+
+    X, y = _moons(n=200)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster):
+        try:
+            HyperbandSearchCV(SGDClassifier(), {"alpha": [1e-4, 1e-2]}, max_iter=3,
+                              random_state=0).fit(da.from_array(X, chunks=50),
+                                                  da.from_array(y, chunks=50), classes=[0, 1])
+        except RuntimeError as err:
+            import dask_ml
+            import distributed
+
+            return (f"dask-ml {dask_ml.__version__} does not work with distributed "
+                    f"{distributed.__version__} (its HyperbandSearchCV fails on scikit-learn's "
+                    f"SGDClassifier too: {err}); it works with dask/distributed 2025.1")
+    return None
+
+
+@pytest.mark.slow
+def test_dask_ml_hyperband_search_drives_partial_fit():
+    reason = _hyperband_works()
+    if reason:
+        pytest.skip(reason)
+    from dask_ml.model_selection import HyperbandSearchCV
+    from distributed import Client, LocalCluster
+
+    X, y = _moons(n=800)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster):
+        search = HyperbandSearchCV(ok.DSGClassifier(**dict(FAST, scheduler=None)),
+                                   {"alpha": [1e-5, 1e-3, 1e-1], "bandwidth": [0.2, 0.5, 2.0]},
+                                   max_iter=9, random_state=0)
+        search.fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100), classes=[0, 1])
+    assert search.best_score_ > 0.85

@@ -1,0 +1,163 @@
+"""The package's imports flow one way (DESIGN.md section 4) and form no circle.
+
+Every ``import`` of every module is read from its source (module level and inside
+functions).  A module may import only modules of its own layer or of the layers listed
+before it, and no modules import each other in a circle (not even through imports inside
+functions, which is how the estimators/persistence/checkpointing circle of 0.1.0 went
+unnoticed).  Importing the package, or the numba kernels, must stay cheap.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ooc_kernels"
+
+#: Layers in import order: a module may import its own layer and those before it.
+LAYERS = [
+    ("base", {"ooc_kernels.exceptions", "ooc_kernels._version", "ooc_kernels._seeds",
+              "ooc_kernels._checks", "ooc_kernels._atomic", "ooc_kernels._blas",
+              "ooc_kernels._params", "ooc_kernels._progress", "ooc_kernels._registry"}),
+    ("_jit", {"ooc_kernels._jit"}),
+    ("features", {"ooc_kernels.features"}),
+    ("losses", {"ooc_kernels.losses"}),
+    ("solvers", {"ooc_kernels.solvers"}),
+    ("parallel", {"ooc_kernels.parallel"}),
+    ("data", {"ooc_kernels.data"}),
+    ("estimators", {"ooc_kernels.estimators"}),
+    ("evaluation", {"ooc_kernels.evaluation"}),
+    ("pipeline", {"ooc_kernels.pipeline"}),
+    ("interfaces", {"ooc_kernels.cli", "ooc_kernels.testing"}),
+]
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _layer(module: str) -> int:
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return index
+    raise AssertionError(f"module {module} is in no layer: add it to LAYERS")
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int, bool]]:
+    """(imported ooc_kernels module, line, at module level) of every import in ``path``."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    top_level = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            names = [prefix] + [f"{prefix}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "ooc_kernels" or name.startswith("ooc_kernels."):
+                found.append((name, node.lineno, id(node) in top_level))
+    return found
+
+
+def _resolve(name: str, modules: dict) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_every_import_goes_down_the_layers():
+    modules = _modules()
+    bad = []
+    for module, path in sorted(modules.items()):
+        if module == "ooc_kernels":  # the facade re-exports lazily from every layer
+            continue
+        mine = _layer(module)
+        for name, line, _ in _imports(module, path):
+            target = _resolve(name, modules)
+            if target in (None, "ooc_kernels"):
+                continue
+            if _layer(target) > mine:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line}: {module} "
+                           f"({LAYERS[mine][0]}) imports {target} ({LAYERS[_layer(target)][0]})")
+    assert not bad, "imports against the layer order:\n" + "\n".join(bad)
+
+
+def _circles(modules: dict) -> list[list[str]]:
+    """Circles of imports (module level or inside functions) between modules."""
+    graph = {m: set() for m in modules}
+    for module, path in modules.items():
+        if module == "ooc_kernels":  # the lazy facade
+            continue
+        for name, _, _top in _imports(module, path):
+            target = _resolve(name, modules)
+            if target not in (None, module, "ooc_kernels"):
+                # a package's own modules may import it back (its __init__ runs first)
+                if not module.startswith(target + "."):
+                    graph[module].add(target)
+    state, stack, circles = {}, [], []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                circles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return circles
+
+
+def test_no_import_circle():
+    circles = _circles(_modules())
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_checker_sees_a_violation(tmp_path):
+    """The walker itself: a solver importing an estimator is reported."""
+    fake = tmp_path / "mod.py"
+    fake.write_text("def f():\n    from ooc_kernels.estimators.dsg import DSGClassifier\n")
+    name, line, top = _imports("ooc_kernels.solvers.fake", fake)[0]
+    assert _resolve(name, _modules()) == "ooc_kernels.estimators.dsg"
+    assert _layer("ooc_kernels.estimators.dsg") > _layer("ooc_kernels.solvers.fake")
+    assert (line, top) == (2, False)
+
+
+@pytest.mark.parametrize("statement, absent", [
+    ("import ooc_kernels", ["dask", "numba", "xarray", "zarr", "sklearn", "intake"]),
+    ("import ooc_kernels._jit.dsg, ooc_kernels._jit.rows", ["dask", "xarray", "zarr"]),
+    ("import ooc_kernels.solvers.dsg", ["dask", "xarray", "zarr", "intake"]),
+])
+def test_imports_stay_cheap(statement, absent):
+    code = (f"import sys; {statement}; "
+            f"print([m for m in {absent!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]", f"{statement} imported {out.stdout.strip()}"
+
+
+def test_the_attribute_the_integrity_guard_reads_is_the_schema_attribute():
+    from ooc_kernels.data.integrity import WRITTEN_BY_LIBRARY_ATTR
+    from ooc_kernels.data.schema import SCHEMA_VERSION_ATTR
+
+    assert WRITTEN_BY_LIBRARY_ATTR == SCHEMA_VERSION_ATTR
