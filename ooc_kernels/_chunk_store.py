@@ -1,0 +1,216 @@
+"""Chunk-local state: arrays that belong to one chunk (the dual variables of DSPDC), kept in
+a Zarr work store beside the model instead of in the state that every task receives.
+
+An engine feature usable by any chunk algorithm; it sits in the base layer (NumPy, Zarr and
+:mod:`ooc_kernels._atomic` only, no Dask) so that the algorithms of :mod:`ooc_kernels.solvers`
+read and write it inside their tasks.
+
+A task reads its chunk's arrays at the version its state names, updates them and writes them
+under a *new* version, ``(epoch, round)`` of the round that wrote them; the state then
+records that version for the chunk (:class:`ChunkVersions`).  Nothing is ever overwritten in
+place, so
+
+* a retried task (a worker lost half way, a task run twice by the scheduler) reads exactly
+  what the first attempt read and writes the same bytes under the same version;
+* a resumed fit reads the versions its checkpoint recorded, whatever later rounds wrote
+  after that checkpoint;
+* a half-written version is never read: only a round whose tasks have all returned makes
+  the state point to it.
+
+Every array is written aside and renamed into place (:mod:`ooc_kernels._atomic`) and carries
+a CRC-32C-like checksum (``zlib.crc32``) of its bytes, checked when read
+(:class:`~ooc_kernels.exceptions.CorruptChunkError` names the chunk, the version and the
+store).  :meth:`ChunkStore.prune` removes the versions no state and no checkpoint points to.
+The store must be reachable from every worker: a local folder for the local schedulers and a
+``LocalCluster``, a shared file system for a cluster of several machines.
+
+Examples
+--------
+>>> import tempfile
+>>> import numpy as np
+>>> from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
+>>> store = ChunkStore(tempfile.mkdtemp() + "/work.zarr")
+>>> versions = ChunkVersions.initial(n_chunks=3)
+>>> store.read("y", 1, versions[1], n_rows=4).tolist()      # never written: the initial zeros
+[0.0, 0.0, 0.0, 0.0]
+>>> store.write("y", 1, (0, 0), np.arange(4.0))
+>>> versions = versions.updated([1], (0, 0))
+>>> store.read("y", 1, versions[1], n_rows=4).tolist()
+[0.0, 1.0, 2.0, 3.0]
+>>> store.versions("y", 1)
+[(0, 0)]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ooc_kernels._atomic import atomic_dir
+from ooc_kernels.exceptions import CorruptChunkError, ValidationError
+
+__all__ = ["INITIAL", "ChunkStore", "ChunkVersions"]
+
+#: The version of an array never written: read as the algorithm's initial value (zeros).
+INITIAL = (-1, -1)
+_CHECKSUM = "ooc_kernels_crc32"
+
+
+@dataclass(frozen=True)
+class ChunkVersions:
+    """The version ``(epoch, round)`` of every chunk's local arrays that a state stands on.
+
+    An ``(n_chunks, 2)`` int64 array wrapped so that it is immutable: a new round makes a
+    new object (:meth:`updated`), so states before and after a round never share it.
+    """
+
+    table: np.ndarray
+
+    @classmethod
+    def initial(cls, n_chunks: int) -> ChunkVersions:
+        """Every chunk at :data:`INITIAL`."""
+        table = np.full((int(n_chunks), 2), -1, dtype=np.int64)
+        table.setflags(write=False)
+        return cls(table)
+
+    def __getitem__(self, chunk: int) -> tuple[int, int]:
+        e, r = self.table[int(chunk)]
+        return int(e), int(r)
+
+    def __len__(self) -> int:
+        return len(self.table)
+
+    def updated(self, chunks: Iterable[int], version: tuple[int, int]) -> ChunkVersions:
+        """The table with ``chunks`` moved to ``version``."""
+        table = self.table.copy()
+        table[list(chunks)] = version
+        table.setflags(write=False)
+        return ChunkVersions(table)
+
+    def in_use(self) -> set[tuple[int, int]]:
+        """Every ``(chunk, epoch, round)`` this table points to, as ``(chunk, (e, r))`` keys."""
+        return {(c, self[c]) for c in range(len(self)) if self[c] != INITIAL}
+
+
+def _key(chunk: int, version: tuple[int, int]) -> str:
+    return f"c{int(chunk):07d}_e{int(version[0]):06d}_r{int(version[1]):06d}"
+
+
+def _parse(key: str) -> tuple[int, tuple[int, int]] | None:
+    parts = key.split("_")
+    if len(parts) != 3 or parts[0][:1] != "c" or parts[1][:1] != "e" or parts[2][:1] != "r":
+        return None
+    try:
+        return int(parts[0][1:]), (int(parts[1][1:]), int(parts[2][1:]))
+    except ValueError:
+        return None
+
+
+def _checksum(array: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1)) & 0xFFFFFFFF
+
+
+class ChunkStore:
+    """A folder of Zarr arrays ``NAME/c<chunk>_e<epoch>_r<round>``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The work store's folder (created when first written).  Picklable: tasks get the
+        object and open the arrays themselves.
+    """
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"ChunkStore({str(self.path)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChunkStore) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def _folder(self, name: str) -> Path:
+        if not name.isidentifier():
+            raise ValidationError(f"chunk-local array names are identifiers, got {name!r}.")
+        return self.path / name
+
+    def read(self, name: str, chunk: int, version: tuple[int, int], *, n_rows: int,
+             dtype: str | np.dtype = "float64") -> np.ndarray:
+        """The array ``name`` of ``chunk`` at ``version`` (zeros of ``n_rows`` at
+        :data:`INITIAL`), checked against its checksum."""
+        if tuple(version) == INITIAL:
+            return np.zeros(int(n_rows), dtype=dtype)
+        import zarr
+
+        where = self._folder(name) / _key(chunk, version)
+        try:
+            arr = zarr.open_array(str(where), mode="r")
+            data = arr[...]
+            expected = arr.attrs.get(_CHECKSUM)
+        except Exception as exc:  # noqa: BLE001 - missing or unreadable: one clear error
+            raise CorruptChunkError(
+                f"chunk-local array {name!r} of chunk {chunk} at version (epoch, round) = "
+                f"{tuple(version)} cannot be read from the work store {str(self.path)!r} "
+                f"({type(exc).__name__}: {exc}). The work store was removed or damaged: "
+                "start the fit again without resume (or from an earlier checkpoint whose "
+                "work store is intact)."
+            ) from None
+        if data.shape != (int(n_rows),) or expected is None or _checksum(data) != expected:
+            raise CorruptChunkError(
+                f"chunk-local array {name!r} of chunk {chunk} at version {tuple(version)} in "
+                f"the work store {str(self.path)!r} is damaged (shape {data.shape}, expected "
+                f"({int(n_rows)},); checksum {'missing' if expected is None else 'mismatch'}"
+                "). Start the fit again without resume."
+            )
+        return data
+
+    def write(self, name: str, chunk: int, version: tuple[int, int],
+              array: np.ndarray) -> None:
+        """Write ``array`` as ``name`` of ``chunk`` at ``version`` (aside, then renamed into
+        place; rewriting a version replaces it whole)."""
+        import zarr
+
+        array = np.ascontiguousarray(array)
+        target = self._folder(name) / _key(chunk, version)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_dir(target) as tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+            z = zarr.create_array(str(tmp), shape=array.shape, dtype=array.dtype,
+                                  chunks=array.shape or (1,), fill_value=0)
+            z[...] = array
+            z.attrs[_CHECKSUM] = _checksum(array)
+
+    def versions(self, name: str, chunk: int) -> list[tuple[int, int]]:
+        """The versions of ``name`` of ``chunk`` present in the store, sorted."""
+        folder = self._folder(name)
+        if not folder.is_dir():
+            return []
+        found = [_parse(p.name) for p in folder.iterdir()]
+        return sorted(v for c_v in found if c_v and c_v[0] == chunk for v in [c_v[1]])
+
+    def prune(self, name: str, keep: Sequence[ChunkVersions]) -> int:
+        """Remove the versions of ``name`` that none of ``keep`` points to; return how many."""
+        folder = self._folder(name)
+        if not folder.is_dir():
+            return 0
+        wanted = set().union(*(v.in_use() for v in keep)) if keep else set()
+        removed = 0
+        for p in folder.iterdir():
+            parsed = _parse(p.name)
+            if parsed is not None and parsed not in wanted:
+                shutil.rmtree(p, ignore_errors=True)
+                removed += 1
+        return removed
+
+    def remove(self) -> None:
+        """Delete the whole work store."""
+        shutil.rmtree(self.path, ignore_errors=True)

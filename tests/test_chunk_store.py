@@ -1,0 +1,86 @@
+"""Chunk-local state (the work store of duals): versions, checksums, pruning, pickling."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from ooc_kernels.exceptions import CorruptChunkError, ValidationError
+from ooc_kernels._chunk_store import INITIAL, ChunkStore, ChunkVersions
+
+
+def test_versions_are_written_aside_and_read_back_exactly(tmp_path):
+    store = ChunkStore(tmp_path / "work.zarr")
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=7), rng.normal(size=7)
+    store.write("y", 3, (0, 1), a)
+    store.write("y", 3, (1, 0), b)
+    np.testing.assert_array_equal(store.read("y", 3, (0, 1), n_rows=7), a)
+    np.testing.assert_array_equal(store.read("y", 3, (1, 0), n_rows=7), b)
+    assert store.versions("y", 3) == [(0, 1), (1, 0)]
+    assert store.versions("y", 2) == []
+    assert not [p for p in (tmp_path / "work.zarr" / "y").iterdir() if p.name.startswith(".")]
+
+
+def test_the_initial_version_is_zeros_of_the_chunk_length(tmp_path):
+    store = ChunkStore(tmp_path / "w")
+    out = store.read("y", 0, INITIAL, n_rows=5)
+    assert out.dtype == np.float64 and not out.any() and out.shape == (5,)
+    assert not (tmp_path / "w").exists()                  # reading writes nothing
+
+
+def test_a_rewritten_version_replaces_the_old_bytes_whole(tmp_path):
+    """A retried task writes the same version again: the last complete write wins."""
+    store = ChunkStore(tmp_path / "w")
+    store.write("y", 0, (0, 0), np.ones(4))
+    store.write("y", 0, (0, 0), np.full(4, 2.0))
+    np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=4), np.full(4, 2.0))
+
+
+def test_a_damaged_or_missing_version_is_a_corrupt_chunk_error(tmp_path):
+    store = ChunkStore(tmp_path / "w")
+    store.write("y", 1, (0, 0), np.arange(64.0))
+    folder = tmp_path / "w" / "y"
+    (array_dir,) = list(folder.iterdir())
+    chunk_files = [p for p in array_dir.rglob("*") if p.is_file() and p.name != "zarr.json"]
+    assert chunk_files
+    raw = bytearray(chunk_files[0].read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    chunk_files[0].write_bytes(bytes(raw))
+    with pytest.raises(CorruptChunkError, match=r"chunk 1 at version \(0, 0\).*damaged"):
+        store.read("y", 1, (0, 0), n_rows=64)
+    with pytest.raises(CorruptChunkError, match=r"chunk 2 .*\(3, 4\).*cannot be read"):
+        store.read("y", 2, (3, 4), n_rows=64)
+    with pytest.raises(CorruptChunkError, match="damaged"):      # wrong length
+        store.read("y", 1, (0, 0), n_rows=63)
+
+
+def test_prune_keeps_what_a_state_or_a_checkpoint_points_to(tmp_path):
+    store = ChunkStore(tmp_path / "w")
+    v = ChunkVersions.initial(2)
+    checkpoint = None
+    for epoch in range(3):
+        for chunk in range(2):
+            store.write("y", chunk, (epoch, chunk), np.full(3, epoch + chunk / 10))
+            v = v.updated([chunk], (epoch, chunk))
+        if epoch == 1:
+            checkpoint = v
+    removed = store.prune("y", [v, checkpoint])
+    assert removed == 2                                    # epoch 0 of both chunks
+    assert store.versions("y", 0) == [(1, 0), (2, 0)]
+    assert store.versions("y", 1) == [(1, 1), (2, 1)]
+    np.testing.assert_array_equal(store.read("y", 1, checkpoint[1], n_rows=3), np.full(3, 1.1))
+
+
+def test_version_tables_are_immutable_and_the_store_pickles(tmp_path):
+    v = ChunkVersions.initial(3)
+    w = v.updated([0, 2], (4, 5))
+    assert v[0] == INITIAL and w[0] == (4, 5) and w[1] == INITIAL
+    with pytest.raises(ValueError):
+        w.table[0, 0] = 1
+    store = ChunkStore(tmp_path / "w")
+    assert pickle.loads(pickle.dumps(store)) == store
+    with pytest.raises(ValidationError, match="identifiers"):
+        store.write("../escape", 0, (0, 0), np.zeros(1))
