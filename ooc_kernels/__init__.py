@@ -3,15 +3,16 @@
 Zarr datasets chunked along the sample axis, registered in Intake catalogs, are trained on
 as Dask task graphs whose chunks run numba-compiled updates.
 
-Importing the package is cheap: the functions and estimator classes below are imported on
-first use (PEP 562); estimator classes come from the registry
-(:func:`ooc_kernels.estimators.available_estimators`).
+Importing the package is cheap: the functions and classes below are imported on first use
+(PEP 562); estimator classes come from the registry
+(:func:`ooc_kernels.estimators.available_estimators`), and :class:`Factorized` (a data matrix
+``A = U V`` given by its factors, ``fit(ok.Factorized(U, V), y)``) from the data layer.
 
 Examples
 --------
 >>> import ooc_kernels as ok
 >>> sorted(ok.available_generators())
-['digits_deformed', 'nonlinear_binary', 'synthetic_krr_2d']
+['digits_deformed', 'nonlinear_binary', 'sparse_recovery', 'synthetic_krr_2d']
 >>> ok.DSGClassifier.__name__
 'DSGClassifier'
 """
@@ -31,6 +32,7 @@ _LAZY = {
     "open_dataset": "ooc_kernels.data.catalog",
     "load": "ooc_kernels.estimators.persistence",
     "available_estimators": "ooc_kernels.estimators._registry",
+    "Factorized": "ooc_kernels.data.factorized",
 }
 
 __all__ = ["__version__", "OocKernelsError", *sorted(_LAZY)]

@@ -93,21 +93,21 @@ class ChunkVersions:
         table.setflags(write=False)
         return ChunkVersions(table)
 
-    def in_use(self) -> set[tuple[int, int]]:
-        """Every ``(chunk, epoch, round)`` this table points to, as ``(chunk, (e, r))`` keys."""
-        return {(c, self[c]) for c in range(len(self)) if self[c] != INITIAL}
+
+def _chunk_dir(chunk: int) -> str:
+    return f"c{int(chunk):07d}"
 
 
-def _key(chunk: int, version: tuple[int, int]) -> str:
-    return f"c{int(chunk):07d}_e{int(version[0]):06d}_r{int(version[1]):06d}"
+def _key(version: tuple[int, int]) -> str:
+    return f"e{int(version[0]):06d}_r{int(version[1]):06d}"
 
 
-def _parse(key: str) -> tuple[int, tuple[int, int]] | None:
+def _parse(key: str) -> tuple[int, int] | None:
     parts = key.split("_")
-    if len(parts) != 3 or parts[0][:1] != "c" or parts[1][:1] != "e" or parts[2][:1] != "r":
+    if len(parts) != 2 or parts[0][:1] != "e" or parts[1][:1] != "r":
         return None
     try:
-        return int(parts[0][1:]), (int(parts[1][1:]), int(parts[2][1:]))
+        return int(parts[0][1:]), int(parts[1][1:])
     except ValueError:
         return None
 
@@ -117,7 +117,7 @@ def _checksum(array: np.ndarray) -> int:
 
 
 class ChunkStore:
-    """A folder of Zarr arrays ``NAME/c<chunk>_e<epoch>_r<round>``.
+    """A folder of Zarr arrays ``NAME/c<chunk>/e<epoch>_r<round>``.
 
     Parameters
     ----------
@@ -146,12 +146,12 @@ class ChunkStore:
     def read(self, name: str, chunk: int, version: tuple[int, int], *, n_rows: int,
              dtype: str | np.dtype = "float64") -> np.ndarray:
         """The array ``name`` of ``chunk`` at ``version`` (zeros of ``n_rows`` at
-        :data:`INITIAL`), checked against its checksum."""
-        if tuple(version) == INITIAL:
+        :data:`INITIAL`, and for a chunk without rows), checked against its checksum."""
+        if tuple(version) == INITIAL or int(n_rows) == 0:
             return np.zeros(int(n_rows), dtype=dtype)
         import zarr
 
-        where = self._folder(name) / _key(chunk, version)
+        where = self._folder(name) / _chunk_dir(chunk) / _key(version)
         try:
             arr = zarr.open_array(str(where), mode="r")
             data = arr[...]
@@ -180,7 +180,7 @@ class ChunkStore:
         import zarr
 
         array = np.ascontiguousarray(array)
-        target = self._folder(name) / _key(chunk, version)
+        target = self._folder(name) / _chunk_dir(chunk) / _key(version)
         target.parent.mkdir(parents=True, exist_ok=True)
         with atomic_dir(target) as tmp:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -191,24 +191,29 @@ class ChunkStore:
 
     def versions(self, name: str, chunk: int) -> list[tuple[int, int]]:
         """The versions of ``name`` of ``chunk`` present in the store, sorted."""
-        folder = self._folder(name)
+        folder = self._folder(name) / _chunk_dir(chunk)
         if not folder.is_dir():
             return []
-        found = [_parse(p.name) for p in folder.iterdir()]
-        return sorted(v for c_v in found if c_v and c_v[0] == chunk for v in [c_v[1]])
+        return sorted(v for v in (_parse(p.name) for p in folder.iterdir()) if v is not None)
 
-    def prune(self, name: str, keep: Sequence[ChunkVersions]) -> int:
-        """Remove the versions of ``name`` that none of ``keep`` points to; return how many."""
+    def prune(self, name: str, keep: Sequence[ChunkVersions],
+              chunks: Iterable[int] | None = None) -> int:
+        """Remove the versions of ``name`` that none of ``keep`` points to, in ``chunks``
+        (default: every chunk; a round prunes only its own); return how many."""
         folder = self._folder(name)
         if not folder.is_dir():
             return 0
-        wanted = set().union(*(v.in_use() for v in keep)) if keep else set()
+        if chunks is None:
+            chunks = [int(p.name[1:]) for p in folder.iterdir()
+                      if p.name[:1] == "c" and p.name[1:].isdigit()]
         removed = 0
-        for p in folder.iterdir():
-            parsed = _parse(p.name)
-            if parsed is not None and parsed not in wanted:
-                shutil.rmtree(p, ignore_errors=True)
-                removed += 1
+        for chunk in chunks:
+            wanted = {v[int(chunk)] for v in keep}
+            for version in self.versions(name, chunk):
+                if version not in wanted:
+                    shutil.rmtree(folder / _chunk_dir(chunk) / _key(version),
+                                  ignore_errors=True)
+                    removed += 1
         return removed
 
     def remove(self) -> None:

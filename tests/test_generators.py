@@ -42,7 +42,8 @@ def _digest(path) -> str:
 
 
 def test_registry():
-    assert available_generators() == ["digits_deformed", "nonlinear_binary", "synthetic_krr_2d"]
+    assert available_generators() == ["digits_deformed", "nonlinear_binary", "sparse_recovery",
+                                      "synthetic_krr_2d"]
     with pytest.raises(ValidationError, match=r"unknown generator 'mnist'.*'digits_deformed'"):
         make_dataset("mnist", "unused.zarr", 10)
 

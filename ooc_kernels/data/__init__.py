@@ -30,6 +30,7 @@ from .declarations import (
     get_schema,
     register_schema,
 )
+from .factorized import Factorized
 from .generators import (
     available_generators,
     digits_source_split,
@@ -38,6 +39,7 @@ from .generators import (
     iter_chunks,
     make_dataset,
 )
+from .reductions import instance_reduction, materialize, materialize_chunks
 from .schema import (
     SCHEMA_VERSION,
     Context,
@@ -56,6 +58,7 @@ __all__ = [
     "SUPERVISED",
     "TRIPLETS",
     "Context",
+    "Factorized",
     "Schema",
     "Variable",
     "available_generators",
@@ -65,11 +68,14 @@ __all__ = [
     "generate_chunk",
     "get_generator",
     "get_schema",
+    "instance_reduction",
     "iter_chunks",
     "list_datasets",
     "load_catalog",
     "make_attrs",
     "make_dataset",
+    "materialize",
+    "materialize_chunks",
     "open_dataset",
     "open_zarr_dataset",
     "register_dataset",

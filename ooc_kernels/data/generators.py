@@ -1,6 +1,6 @@
 """Deterministic dataset generators that write Zarr stores chunk by chunk.
 
-Three generators are registered (see :func:`available_generators`):
+Four generators are registered (see :func:`available_generators`):
 
 ``digits_deformed``
     The 1797 8x8 digits bundled with scikit-learn, made into an unbounded stream by random
@@ -10,6 +10,11 @@ Three generators are registered (see :func:`available_generators`):
 ``nonlinear_binary``
     ``x ~ N(0, I_d)``, label ``1[x_0^2 + ... + x_{k-1}^2 > median of chi2_k]``: a ball in the
     first ``k`` coordinates, not linearly separable.
+``sparse_recovery``
+    A *factorized* dataset ``A = U V`` (the ``factorized`` schema): sparse recovery from
+    randomized feature reduction (DSPDC paper, section 6.1a).  Raw ``X ~ N(0, I_p)``,
+    labels ``+-1`` from a logistic model on the first ``k`` features, ``U = X G^T`` and
+    ``V = G`` with ``G`` (``rank x p``) iid ``N(0, 1/rank)``.
 
 Seeding scheme
 --------------
@@ -21,7 +26,8 @@ the order in which chunks are produced, on the other chunks, or on ``n_samples``
 ``i`` of a 1,000-sample dataset equals chunk ``i`` of a 10,000-sample one when both are
 full).  Changing ``chunk_size`` changes the data.  Variables without a sample axis (the
 ``V`` of a factorized dataset) come from :func:`whole_rng`, independent of every chunk and
-of the split.
+of the split; a chunk may depend on them (``U = X G^T`` needs ``G``), never on another
+chunk.
 
 Generators by variable name
 ---------------------------
@@ -35,7 +41,7 @@ Examples
 >>> import os, tempfile
 >>> from ooc_kernels.data.generators import make_dataset, available_generators
 >>> available_generators()
-['digits_deformed', 'nonlinear_binary', 'synthetic_krr_2d']
+['digits_deformed', 'nonlinear_binary', 'sparse_recovery', 'synthetic_krr_2d']
 >>> p = make_dataset("nonlinear_binary", os.path.join(tempfile.mkdtemp(), "nb.zarr"),
 ...                  500, chunk_size=200, n_features=5)
 >>> p.name
@@ -56,6 +62,7 @@ import numpy as np
 
 from ..exceptions import DatasetExistsError, ValidationError
 from .declarations import get_schema, make_attrs
+from .factorized import sparse_recovery_chunk, sparse_recovery_measurements
 from .zarr_io import chunk_bounds, n_chunks, write_chunks
 
 __all__ = [
@@ -105,6 +112,9 @@ class GeneratorSpec:
     whole : callable, optional
         ``(random_state, params) -> {variable: array}``: the variables without a sample
         axis (drawn from :func:`whole_rng`), written once.
+    chunk_uses_whole : bool, default False
+        ``chunk`` takes a fifth argument, the dict ``whole`` returns (e.g. ``U = X G^T``
+        needs ``G``): ``(rng, n_rows, split, params, whole) -> {variable: array}``.
     """
 
     name: str
@@ -118,6 +128,7 @@ class GeneratorSpec:
     check: Callable[[dict], None]
     schema: str = "supervised"
     whole: Callable[[int, dict], dict] | None = None
+    chunk_uses_whole: bool = False
 
     def n_features(self, params: dict) -> int:
         """Length of the ``feature`` dim for ``params``."""
@@ -262,7 +273,9 @@ def generate_chunk(name: str, chunk_index: int, n_rows: int, *, random_state: in
     -------
     dict of str to ndarray
         The variables of the chunk by name, ``n_rows`` rows each: ``{"X": float32
-        (n_rows, n_features), "y": (n_rows,)}`` for the supervised generators.
+        (n_rows, n_features), "y": (n_rows,)}`` for the supervised generators, ``{"U":
+        float32 (n_rows, rank), "y": (n_rows,)}`` for ``sparse_recovery`` (its ``V`` is
+        ``get_generator(name).whole(random_state, params)``, the same for every chunk).
 
     Examples
     --------
@@ -279,9 +292,17 @@ def generate_chunk(name: str, chunk_index: int, n_rows: int, *, random_state: in
     return _chunk(spec, resolved, chunk_index, n_rows, random_state, split)
 
 
-def _chunk(spec, params, index, n_rows, random_state, split):
+def _whole(spec, params, random_state):
+    return spec.whole(random_state, params) if spec.whole is not None else None
+
+
+def _chunk(spec, params, index, n_rows, random_state, split, whole=None):
     rng = chunk_rng(random_state, split, index)
-    out = spec.chunk(rng, n_rows, split, params)
+    if spec.chunk_uses_whole:
+        whole = whole if whole is not None else _whole(spec, params, random_state)
+        out = spec.chunk(rng, n_rows, split, params, whole)
+    else:
+        out = spec.chunk(rng, n_rows, split, params)
     return {name: np.ascontiguousarray(value, dtype=spec.dtypes[name])
             for name, value in out.items()}
 
@@ -303,10 +324,12 @@ def iter_chunks(name: str, n_samples: int, *, chunk_size: int = 10_000, random_s
     return _iter(spec, resolved, n_samples, chunk_size, random_state, split)
 
 
-def _iter(spec, params, n_samples, chunk_size, random_state, split):
+def _iter(spec, params, n_samples, chunk_size, random_state, split, whole=None):
+    if spec.chunk_uses_whole and whole is None:
+        whole = _whole(spec, params, random_state)  # small: drawn once for every chunk
     for i in range(n_chunks(n_samples, chunk_size)):
         start, stop = chunk_bounds(i, n_samples, chunk_size)
-        yield _chunk(spec, params, i, stop - start, random_state, split)
+        yield _chunk(spec, params, i, stop - start, random_state, split, whole)
 
 
 def _check_sizes(n_samples: Any, chunk_size: Any) -> tuple[int, int]:
@@ -398,9 +421,9 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
                 "an identical dataset: pass overwrite=True (--overwrite) to replace it, or "
                 "choose another path"
             )
-    whole = spec.whole(random_state, resolved) if spec.whole is not None else None
+    whole = _whole(spec, resolved, random_state)
     return write_chunks(
-        path, _iter(spec, resolved, n_samples, chunk_size, random_state, split),
+        path, _iter(spec, resolved, n_samples, chunk_size, random_state, split, whole),
         n_samples=n_samples, chunk_size=chunk_size, schema=spec.schema, sizes=sizes,
         dtypes=spec.dtypes, whole=whole, attrs=attrs, overwrite=overwrite,
         progress=progress, desc=f"{name} ({split})",
@@ -669,4 +692,52 @@ _register(GeneratorSpec(
     dtypes={"X": "float32", "y": "int32"},
     chunk=_binary_chunk,
     check=_check_binary,
+))
+
+
+# --- sparse_recovery (factorized) --------------------------------------------------------
+
+def _sparse_whole(random_state: int, p: dict) -> dict:
+    G = sparse_recovery_measurements(whole_rng(random_state), p["rank"], p["n_features"])
+    return {"V": G.astype(np.float32)}
+
+
+def _sparse_chunk(rng: np.random.Generator, n: int, split: str, p: dict, whole: dict):
+    return sparse_recovery_chunk(rng, n, whole["V"], p["n_informative"])
+
+
+def _check_sparse(p: dict) -> None:
+    _integer(p, "n_features", low=1)
+    _integer(p, "rank", low=1)
+    if p["rank"] > p["n_features"]:
+        raise ValidationError(
+            f"parameter rank={p['rank']!r} must be <= n_features={p['n_features']!r}: G maps "
+            "the n_features raw features to rank < n_features measurements; lower rank or "
+            "raise n_features"
+        )
+    if p["n_informative"] is not None:
+        _integer(p, "n_informative", low=0)
+        if p["n_informative"] > p["n_features"]:
+            raise ValidationError(
+                f"parameter n_informative={p['n_informative']!r} must be <= "
+                f"n_features={p['n_features']!r}; lower it, or leave it out (None: "
+                "min(50, n_features))"
+            )
+
+
+_register(GeneratorSpec(
+    name="sparse_recovery",
+    task="classification",
+    description="factorized A = U V: U = X G^T, V = G, X ~ N(0, I_p), G (rank x p) iid "
+                "N(0, 1/rank), labels +-1 with P(+1) = 1/(1+exp(-X beta)), beta = 1 on "
+                "the first n_informative features (Yu, Lin and Yang, section 6.1a)",
+    defaults={"n_features": 100, "rank": 20, "n_informative": None},
+    sizes=lambda p: {"rank": int(p["rank"]), "feature": int(p["n_features"])},
+    classes=lambda p: [-1, 1],
+    dtypes={"U": "float32", "V": "float32", "y": "int8"},
+    chunk=_sparse_chunk,
+    check=_check_sparse,
+    schema="factorized",
+    whole=_sparse_whole,
+    chunk_uses_whole=True,
 ))

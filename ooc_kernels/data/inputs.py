@@ -4,7 +4,9 @@
 ``xarray.Dataset`` or ``DataArray`` and an Intake reader into named lazy variables (``X``
 chunked along samples only and an optional ``y`` with the same chunks).  Nothing is read
 here: chunks are loaded by the tasks that use them (a Dask DataFrame costs one pass for its
-partition lengths, see :func:`as_chunked`).
+partition lengths, see :func:`as_chunked`).  Factorized data ``A = U V``, a
+:class:`~ooc_kernels.data.factorized.Factorized` or a Dataset of the ``factorized`` schema,
+becomes the sample variables ``U`` and ``y`` and the whole variable ``V``.
 
 Examples
 --------
@@ -26,7 +28,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ooc_kernels.exceptions import SchemaError, ValidationError
+from ooc_kernels.data.factorized import Factorized
+from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
 __all__ = ["as_chunked", "is_lazy_input", "wrap_prediction", "SUPERVISED_DIMS"]
@@ -45,8 +48,11 @@ _NO_FUSION = {"optimization.tune.active": False}
 def is_lazy_input(X: Any) -> bool:
     """True for inputs whose predictions should stay lazy.
 
-    Dask arrays, Dask DataFrames and Series, xarray objects.
+    Dask arrays, Dask DataFrames and Series, xarray objects; a
+    :class:`~ooc_kernels.data.factorized.Factorized` whose ``U`` is one of them.
     """
+    if isinstance(X, Factorized):
+        return is_lazy_input(X.U)
     if isinstance(X, da.Array) or _dask_frame_kind(X) is not None:
         return True
     try:
@@ -252,48 +258,49 @@ def _from_dask(X: da.Array, y: Any, chunk_size: int, check_y: bool = True) -> Ch
         raise ValidationError(
             f"X has 0 features (shape {X.shape}); give at least one feature column."
         )
-    yd = None
-    if y is not None:
-        y = _unwrap_y(y)
-        if isinstance(y, da.Array):
-            yd = y
-        else:
-            y_np = np.asarray(y)  # y given in memory by the caller (small next to X)
-            if y_np.ndim == 0 or y_np.shape[0] != X.shape[0]:
-                raise ValidationError(
-                    f"X and y have different numbers of samples: {X.shape[0]} and "
-                    f"{y_np.shape[0] if y_np.ndim else 'a scalar y'}; they must describe the "
-                    "same samples."
-                )
-            yd = da.from_array(y_np, chunks=(X.chunks[0],) + y_np.shape[1:])
-        if yd.ndim == 2 and yd.shape[1] == 1:
-            yd = yd[:, 0]
-        if yd.ndim != 1:
-            raise ValidationError(
-                f"y must be 1-D (n_samples,), got shape {yd.shape}; pass y.ravel() for a "
-                "single target."
-            )
-        if any(np.isnan(c) for c in yd.chunks[0]):
-            raise ValidationError(
-                "y has unknown chunk sizes along samples; call y.compute_chunk_sizes() first."
-            )
-        if yd.shape[0] != X.shape[0]:
-            raise ValidationError(
-                f"X and y have different numbers of samples: {X.shape[0]} and {yd.shape[0]}; "
-                "they must describe the same samples."
-            )
-        if yd.dtype.kind not in _Y_KINDS:
-            raise ValidationError(
-                f"y must hold numbers (regression) or labels (classification), got dtype "
-                f"{yd.dtype}; convert it, e.g. y.astype('float32') or y.astype('int32')."
-            )
-        if yd.chunks[0] != X.chunks[0]:
-            yd = yd.rechunk((X.chunks[0],))
-        if check_y:
-            from ooc_kernels.data.integrity import check_finite_blocks
-
-            yd = check_finite_blocks(yd, "y")  # NaN/inf named by chunk and row when read
+    yd = None if y is None else _chunked_y(_unwrap_y(y), X, check_y)
     return _supervised(X, yd)
+
+
+def _y_problem(y: Any, n: int, name: str = "X") -> str | None:
+    """What is wrong with an unwrapped ``y`` (a Dask or in-memory array) for ``n`` samples
+    of ``name``, or None."""
+    if not isinstance(y, da.Array):
+        y = np.asarray(y)  # y given in memory by the caller (small next to X)
+        if y.ndim == 0 or y.shape[0] != n:
+            return (f"{name} and y have different numbers of samples: {n} and "
+                    f"{y.shape[0] if y.ndim else 'a scalar y'}; they must describe the same "
+                    "samples.")
+    if y.ndim not in (1, 2) or (y.ndim == 2 and y.shape[1] != 1):
+        return (f"y must be 1-D (n_samples,), got shape {y.shape}; pass y.ravel() for a "
+                "single target.")
+    if isinstance(y, da.Array) and any(np.isnan(c) for c in y.chunks[0]):
+        return "y has unknown chunk sizes along samples; call y.compute_chunk_sizes() first."
+    if y.shape[0] != n:
+        return (f"{name} and y have different numbers of samples: {n} and {y.shape[0]}; "
+                "they must describe the same samples.")
+    if y.dtype.kind not in _Y_KINDS:
+        return (f"y must hold numbers (regression) or labels (classification), got dtype "
+                f"{y.dtype}; convert it, e.g. y.astype('float32') or y.astype('int32').")
+    return None
+
+
+def _chunked_y(y: Any, X: da.Array, check_y: bool, name: str = "X") -> da.Array:
+    """An unwrapped ``y`` as a 1-D Dask array with the sample chunks of ``X`` (checked)."""
+    problem = _y_problem(y, X.shape[0], name)
+    if problem is not None:
+        raise ValidationError(problem)
+    yd = y if isinstance(y, da.Array) else da.from_array(
+        np.asarray(y), chunks=(X.chunks[0],) + np.shape(y)[1:])
+    if yd.ndim == 2:
+        yd = yd[:, 0]
+    if yd.chunks[0] != X.chunks[0]:
+        yd = yd.rechunk((X.chunks[0],))
+    if check_y:
+        from ooc_kernels.data.integrity import check_finite_blocks
+
+        yd = check_finite_blocks(yd, "y")  # NaN/inf named by chunk and row when read
+    return yd
 
 
 def _supervised(X: da.Array, y: da.Array | None, **fields) -> ChunkedData:
@@ -331,13 +338,16 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
 
     Parameters
     ----------
-    X : array-like, DataFrame, Dask array or DataFrame, xarray Dataset or DataArray, or reader
+    X : array-like, DataFrame, Dask array or DataFrame, xarray object, reader or Factorized
         The samples.  A Dataset holds the schema's variables under their names or under the
         names declared by ``variables`` or its ``ooc_kernels_variables`` attribute (a
         catalog entry's declaration lands there).  A DataArray may have any dim names: the
         first is the sample axis and it must be chunked along it only.  An object with a
         ``read()`` method (an Intake 2 reader) is read lazily first, its entry's
-        ``ooc_kernels`` metadata applied.
+        ``ooc_kernels`` metadata applied.  A
+        :class:`~ooc_kernels.data.factorized.Factorized` ``(U, V)`` gives the sample
+        variables ``U`` (its chunks, or ``chunk_size`` rows of an in-memory ``U``) and
+        ``y``, and the whole variable ``V`` as a NumPy array (see Notes).
     y : array-like, dask.array.Array, xarray.DataArray or Dask Series, optional
         Targets.  Taken from the Dataset's ``y`` when ``X`` is a Dataset and ``y`` is None.
         A DataArray must lie along ``X``'s sample dim; when both have a coordinate there,
@@ -348,7 +358,7 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         Raise when no targets can be found.
     check_y : bool
         Check, chunk by chunk when read, that ``y`` holds no NaN/inf (off when the caller
-        skips invalid rows itself).
+        skips invalid rows itself); for factorized data the same holds for ``U``.
     variables : mapping, optional
         Schema variable -> Dataset variable, e.g. ``{"X": "features", "y": "label"}``.
     schema : Schema or str, optional
@@ -378,6 +388,19 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     both from one DataFrame: ``X = ddf[features]; y = ddf["target"]``).  ``y`` may also be a
     Dask array or an in-memory array, rechunked like ``X``.
 
+    **Factorized data** ``A = U V`` (:class:`~ooc_kernels.data.factorized.Factorized`):
+    ``U`` (NumPy, Dask or a DataArray with any dim names, chunked along its first axis
+    only) and ``y`` share the sample chunks; ``V`` is read whole, checked for NaN/inf and
+    converted to ``U``'s dtype (float32 kept, else float64), and lands in
+    :attr:`ChunkedData.whole` as a NumPy array; the dims are the schema's ``U(sample,
+    rank)``, ``V(rank, feature)``, ``y(sample)``, and ``attrs`` names the schema
+    (``{"ooc_kernels_schema": "factorized"}``).  Every problem (ranks of ``U`` and ``V``
+    that differ, ``U`` chunked along its rank axis, NaN/inf in ``V`` or in an in-memory
+    ``U``, wrong dimensions or dtypes, a ``y`` of another length) is reported in one
+    error whose ``problems`` lists them; NaN/inf in a lazy ``U`` are reported when its
+    chunk is read, naming the chunk and the row.  A Dataset of the ``factorized`` schema
+    (a store, a catalog entry) gives the same variables, ``V`` as a lazy Dask array.
+
     Predictions on a Dask DataFrame are a lazy Dask array with one chunk per partition, as
     for every other lazy input, rather than a Dask Series on the DataFrame's index: that
     keeps one return type for all lazy inputs and for every method (``predict_proba`` and
@@ -400,6 +423,8 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     import xarray as xr
 
     chunk_size = _check_chunk_size(chunk_size)
+    if isinstance(X, Factorized):
+        return _from_factorized(X, y, schema, variables, chunk_size, require_y, check_y)
     if (_dask_frame_kind(X) is None and hasattr(X, "read") and callable(X.read)
             and not isinstance(X, np.ndarray)):
         X = _read_entry(X)
@@ -414,7 +439,8 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
                     f"({chosen.names}) in one Dataset; add it there, e.g. "
                     "ds = ds.assign(y=...), and pass the Dataset alone"
                 )
-            return _from_schema_dataset(X, chosen, variables, chunk_size, require_y)
+            return _from_schema_dataset(X, chosen, variables, chunk_size, require_y,
+                                        check_y)
     if isinstance(X, xr.Dataset):
         data = _from_dataset(X, y, variables, chunk_size, require_y, check_y)
     elif isinstance(X, xr.DataArray):
@@ -493,8 +519,9 @@ def _dask_of(var: Any, name: str, chunks: tuple) -> da.Array:
     return _lazy(var.data, name, chunks)
 
 
-def _check_aligned(X: Any, y: Any) -> None:
-    """A DataArray ``y`` against the sample coordinate of ``X`` (both in memory: indexes)."""
+def _check_aligned(X: Any, y: Any, name: str = "X") -> None:
+    """A DataArray ``y`` against the sample coordinate of ``X`` (both in memory: indexes);
+    ``name`` is what the messages call ``X``."""
     import xarray as xr
 
     if not isinstance(y, xr.DataArray) or not X.dims:
@@ -504,22 +531,23 @@ def _check_aligned(X: Any, y: Any) -> None:
         fix = (f"rename it, y = y.rename({{{y.dims[0]!r}: {dim!r}}})" if y.ndim == 1
                else "select one target (multi-output is not supported)")
         raise SchemaError(f"y has dims {y.dims}, expected ({dim!r},): one target per sample "
-                          f"along X's sample dim {dim!r}. Fix: {fix}.")
+                          f"along {name}'s sample dim {dim!r}. Fix: {fix}.")
     if dim not in X.indexes or dim not in y.indexes:
         return  # at most one has labels: rows pair up by position
     a, b = X.indexes[dim], y.indexes[dim]
     if a.equals(b):
         return
     if len(a) != len(b):
-        where = f"X has {len(a)} labels, y {len(b)}"
+        where = f"{name} has {len(a)} labels, y {len(b)}"
     else:
         i = int(np.flatnonzero(np.asarray(a) != np.asarray(b))[0])
         first = [v.item() if isinstance(v, np.generic) else v for v in (a[i], b[i])]
-        where = f"first difference at position {i}: X has {first[0]!r}, y has {first[1]!r}"
+        where = (f"first difference at position {i}: {name} has {first[0]!r}, y has "
+                 f"{first[1]!r}")
     raise SchemaError(
-        f"y is not aligned with X: their coordinates {dim!r} differ ({where}); the rows would "
-        f"be paired by position. Fix: align them first, X, y = xr.align(X, y, join='inner'), "
-        f"or select y on X's labels, y = y.sel({dim}=X[{dim!r}])."
+        f"y is not aligned with {name}: their coordinates {dim!r} differ ({where}); the rows "
+        f"would be paired by position. Fix: align them first, {name}, y = xr.align({name}, y, "
+        f"join='inner'), or select y on {name}'s labels, y = y.sel({dim}={name}[{dim!r}])."
     )
 
 
@@ -561,8 +589,14 @@ def _from_dataset(ds: Any, y: Any, variables: Any, chunk_size: int, require_y: b
 
 
 def _from_schema_dataset(ds: Any, schema: Any, variables: Any, chunk_size: int,
-                         require_y: bool) -> ChunkedData:
-    """A Dataset of any registered schema, by the schema's declaration alone."""
+                         require_y: bool, check_y: bool = True) -> ChunkedData:
+    """A Dataset of any registered schema, by the schema's declaration alone.
+
+    Float variables are checked for NaN/inf chunk by chunk when read (sample variables
+    when ``check_y``; whole ones always: a bad value there spoils every task).
+    """
+    from ooc_kernels.data.integrity import check_finite_blocks
+
     import xarray as xr
 
     from ooc_kernels.data.integrity import guard_dataset
@@ -586,14 +620,147 @@ def _from_schema_dataset(ds: Any, schema: Any, variables: Any, chunk_size: int,
             continue
         var = ds[resolved.names[v.name]]
         if v.whole:  # lazy as well: a task that needs it reads it whole
-            whole[v.name] = _dask_of(var, v.name, (chunk_size,))
+            whole[v.name] = check_finite_blocks(_dask_of(var, v.name, (chunk_size,)), v.name)
         else:
-            sample[v.name] = _dask_of(var, v.name, chunks)
+            arr = _dask_of(var, v.name, chunks)
+            sample[v.name] = check_finite_blocks(arr, v.name) if check_y else arr
     dims = {k: schema[k].dims for k in (*sample, *whole)}
     data = ChunkedData(sample, dims=dims, whole=whole, attrs=dict(ds.attrs))
     if data.n_samples == 0:
         raise ValidationError("the dataset is empty (0 samples); give at least one sample.")
     return data
+
+
+def _from_factorized(F: Factorized, y: Any, schema: Any, variables: Any, chunk_size: int,
+                     require_y: bool, check_y: bool) -> ChunkedData:
+    """A :class:`Factorized` input: ``U`` and ``y`` along the samples, ``V`` whole.
+
+    Every problem is collected and raised in one error (see :func:`as_chunked`).
+    """
+    import xarray as xr
+
+    from ooc_kernels.data.declarations import FACTORIZED, SCHEMA_ATTR
+
+    if variables is not None or schema not in (None, FACTORIZED, FACTORIZED.name):
+        raise ValidationError(
+            f"a Factorized input is read with the 'factorized' schema and its own factors, "
+            f"got schema={schema!r}, variables={variables!r}; leave both out"
+        )
+    U, problems, invalid = F.U, [], []
+    kind = ("DataArray" if isinstance(U, xr.DataArray) else "Dask array"
+            if isinstance(U, da.Array) else "array")
+    if kind == "array":
+        U = np.asarray(U)  # in memory: given so by the caller
+    V = F.V.data if isinstance(F.V, xr.DataArray) else F.V
+    V = V if isinstance(V, da.Array) else np.asarray(V)
+    if U.ndim != 2:
+        article = "an" if kind == "array" else "a"
+        problems.append(f"U must be 2-D (n_samples, rank), got {article} {kind} of shape "
+                        f"{U.shape}; "
+                        "reshape it, e.g. U.reshape(-1, 1) for rank 1.")
+    elif U.shape[0] == 0:
+        problems.append(f"the dataset is empty: U has shape {U.shape} (0 samples); give at "
+                        "least one sample.")
+    if V.ndim != 2:
+        problems.append(f"V must be 2-D (rank, n_features), got shape {V.shape}; reshape it, "
+                        "e.g. V.reshape(1, -1) for rank 1.")
+    elif 0 in V.shape:
+        problems.append(f"V has shape {V.shape}: A = U V needs a rank of at least 1 and at "
+                        "least one feature; give a non-empty V.")
+    for name, arr in (("U", U), ("V", V)):
+        if arr.dtype.kind not in "biuf":
+            problems.append(f"{name} must hold numbers, got dtype {arr.dtype}; convert it with "
+                            f"{name} = {name}.astype('float32').")
+    shapes_ok = U.ndim == 2 and V.ndim == 2
+    if shapes_ok and U.shape[1] != V.shape[0]:
+        hint = (" (V looks transposed, (n_features, rank): pass V.T)"
+                if V.shape[1] == U.shape[1] else "")
+        problems.append(
+            f"the ranks of U and V differ: U has shape {U.shape} (n_samples, rank) and V has "
+            f"shape {V.shape} (rank, n_features), so U has {U.shape[1]} columns but V has "
+            f"{V.shape[0]} rows; A = U V needs U.shape[1] == V.shape[0]: pass the two "
+            f"factors of one product{hint}.")
+    if kind == "DataArray" and isinstance(F.V, xr.DataArray) and shapes_ok \
+            and F.V.dims[0] != U.dims[1] and U.dims[1] in F.V.dims:
+        problems.append(f"V has dims {F.V.dims}; its first dim must be U's rank dim "
+                        f"{U.dims[1]!r}. Fix: V = V.transpose{(U.dims[1], F.V.dims[0])!r}.")
+    chunks = U.chunks if kind != "array" else None
+    if chunks is not None and U.ndim == 2:
+        if len(chunks[1]) > 1:
+            fix = ("U = U.rechunk({1: -1})" if kind == "Dask array"
+                   else f"U = U.chunk({{{U.dims[1]!r}: -1}})")
+            problems.append(f"U is chunked along the rank axis (rank chunks {chunks[1]}); "
+                            f"each chunk must hold whole rows of U. Fix: {fix}.")
+        if any(np.isnan(c) for c in chunks[0]):
+            problems.append("U has unknown chunk sizes along samples; call "
+                            "U.compute_chunk_sizes() first.")
+    if V.ndim == 2 and V.dtype.kind in "biuf" and V.size:
+        V = np.asarray(V.compute() if isinstance(V, da.Array) else V)  # small: rank x p
+        bad = ~np.isfinite(V)
+        if bad.any():
+            i, j = (int(k) for k in np.argwhere(bad)[0])
+            invalid.append(
+                f"V has {int(bad.sum())} non-finite value(s), the first ({V[i, j].item()!r}) "
+                f"at rank {i}, feature {j}; V is given whole to every chunk task, so every "
+                "row of A = U V would be invalid: replace or remove them (e.g. rebuild V, or "
+                "np.nan_to_num(V)).")
+    if kind == "array" and check_y and U.ndim == 2 and U.dtype.kind == "f":
+        from ooc_kernels._checks import check_finite
+
+        try:  # in memory: checked now, chunk by chunk, naming the chunk and row
+            for k, lo in enumerate(range(0, U.shape[0], chunk_size)):
+                check_finite(U[lo:lo + chunk_size], "U", k)
+        except InvalidDataError as err:
+            invalid.append(str(err))
+    yu = None
+    if y is not None:
+        yu = _unwrap_y(y)
+        if kind == "DataArray" and isinstance(y, xr.DataArray) and U.ndim:
+            try:
+                _check_aligned(F.U, y, "U")
+            except SchemaError as err:
+                problems.append(str(err))
+        problem = _y_problem(yu, U.shape[0], "U") if U.ndim else None
+        if problem is not None:
+            problems.append(problem)
+    elif require_y:
+        problems.append("no targets: pass y, e.g. fit(ok.Factorized(U, V), y).")
+    _raise_all(problems, invalid, "the factorized input (U, V, y)")
+    if kind == "Dask array":
+        Ud = _lazy(U, "U", ())
+    elif kind == "DataArray":
+        Ud = _dask_of(U, "U", (chunk_size,))
+    else:
+        Ud = da.from_array(U, chunks=(chunk_size, -1))
+    if Ud.dtype not in (np.float32, np.float64):
+        Ud = Ud.astype(np.float64)
+    if check_y and kind != "array":
+        from ooc_kernels.data.integrity import check_finite_blocks
+
+        Ud = check_finite_blocks(Ud, "U")  # NaN/inf named by chunk and row when read
+    sample = {"U": Ud}
+    if yu is not None:
+        sample["y"] = _chunked_y(yu, Ud, check_y, "U")
+    V = np.asarray(V, dtype=Ud.dtype)
+    dims = {name: FACTORIZED[name].dims for name in (*sample, "V")}
+    return ChunkedData(sample, dims=dims, whole={"V": V},
+                       attrs={SCHEMA_ATTR: FACTORIZED.name})
+
+
+def _raise_all(problems: list[str], invalid: list[str], where: str) -> None:
+    """One error for every problem: a :class:`SchemaError` (an :class:`InvalidDataError`
+    when all are about values), its ``problems`` listing them."""
+    found = problems + invalid
+    if not found:
+        return
+    cls = SchemaError if problems else InvalidDataError
+    if len(found) == 1:
+        err = cls(found[0])
+    else:
+        lines = "\n".join(f"  {i}. {p}" for i, p in enumerate(found, 1))
+        err = cls(f"{where} has {len(found)} problems:\n{lines}")
+    err.problems = found
+    raise err
 
 
 def wrap_prediction(X: Any, values: Any, *, classes: Any = None) -> Any:
@@ -619,6 +786,8 @@ def wrap_prediction(X: Any, values: Any, *, classes: Any = None) -> Any:
     """
     import xarray as xr
 
+    if isinstance(X, Factorized):
+        X = X.U
     if isinstance(X, xr.Dataset):
         from ooc_kernels.data.schema import sample_dim
 

@@ -45,6 +45,7 @@ class CheckpointWriter:
         self.estimator._state = state
         write_checkpoint(self.path, self.estimator._fitted_arrays(),
                          _meta(self.estimator, self.data, position, self.end_epoch))
+        self.estimator._on_checkpoint(state)
 
     def __call__(self, state, info) -> None:
         self.rounds += 1

@@ -27,6 +27,13 @@ Hooks a family implements
 ``_training_loss(state)``
     Optional: the running totals ``(loss_sum, weight_sum)`` of the progressive training
     loss, from which ``history_`` and the ``tol`` rule read each epoch's loss.
+``_epoch_report(state, epoch, data, sched)``
+    Optional: figures of the epoch for ``history_`` (a streaming pass over ``data`` if the
+    family needs one, e.g. a duality gap) and a stop reason, or None to go on.  Families
+    with their own rule set ``_sgd_stopping = False`` (``tol`` then means what they say).
+``_on_checkpoint(state)``
+    Optional: called after a checkpoint of ``state`` is written (e.g. to prune chunk-local
+    state that no checkpoint needs any more).
 
 Shared hyperparameters (every family has them): ``max_iter``, ``chunks_per_round``,
 ``chunk_size``, ``shuffle``, ``shuffle_chunks``, ``on_invalid``, ``random_state``,
@@ -46,6 +53,7 @@ import dask
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
@@ -160,6 +168,10 @@ def sklearn_validated(func, *args, **kwargs):
 
 
 def _is_chunked_input(X) -> bool:
+    from ooc_kernels.data.factorized import Factorized
+
+    if isinstance(X, Factorized):
+        return True
     return is_lazy_input(X) or (hasattr(X, "read") and callable(X.read))
 
 
@@ -172,6 +184,8 @@ class ChunkedEstimator(BaseEstimator):
     #: Parameters that may change when a fit resumes from a checkpoint.
     _resumable_params = ("max_iter",)
     _is_classifier = False
+    #: Whether ``tol`` / ``n_iter_no_change`` are scikit-learn's SGD rule on the epoch loss.
+    _sgd_stopping = True
     #: Fast settings for the contract suite's fits (scikit-learn's checks use the defaults).
     _test_params: dict = {}
 
@@ -311,7 +325,7 @@ class ChunkedEstimator(BaseEstimator):
     def _monitor(self):
         from ooc_kernels.estimators._stopping import EpochMonitor
 
-        mon = EpochMonitor(tol=getattr(self, "tol", None),
+        mon = EpochMonitor(tol=getattr(self, "tol", None) if self._sgd_stopping else None,
                            n_iter_no_change=getattr(self, "n_iter_no_change", 1),
                            early_stopping=bool(getattr(self, "early_stopping", False)))
         return mon.restore(getattr(self, "_monitor_state", None))
@@ -337,9 +351,12 @@ class ChunkedEstimator(BaseEstimator):
             loss = _epoch_loss(clock["loss"], self._training_loss(state))
             score = self._validation_score(validation, sched) if validation is not None \
                 else None
+            report, reason = self._epoch_report(state, epoch, data, sched)
             now = time.perf_counter()
             stop = monitor.end_epoch(epoch, loss, score, now - clock["epoch"],
-                                     **self._history_extra(state))
+                                     **self._history_extra(state), **report)
+            if reason is not None and monitor.stop_reason is None:
+                monitor.stop_reason, stop = reason, True
             clock.update(epoch=now, loss=self._training_loss(state))
             self._n_epochs_done = epoch + 1
             self._monitor_state = monitor.to_json()
@@ -439,6 +456,13 @@ class ChunkedEstimator(BaseEstimator):
             writer.write(self._state, (self._n_epochs_done, 0))
         return self
 
+    def _partial_fit_available(self) -> bool:
+        """Families whose solver has no incremental form override this to raise
+        ``AttributeError`` with the reason (``hasattr(est, "partial_fit")`` is then False,
+        as for scikit-learn's estimators without it)."""
+        return True
+
+    @available_if(lambda self: self._partial_fit_available())  # the family's override
     def partial_fit(self, X, y=None, classes=None, sample_weight=None):
         """One pass over ``X`` continuing from the current model (initializing it if needed).
 
@@ -493,6 +517,14 @@ class ChunkedEstimator(BaseEstimator):
     def _history_extra(self, state) -> dict:
         """More per-epoch figures for ``history_`` (families override)."""
         return {}
+
+    def _epoch_report(self, state, epoch: int, data: ChunkedData, sched
+                      ) -> tuple[dict, str | None]:
+        """Figures of the epoch that need the data, and a stop reason (or None)."""
+        return {}, None
+
+    def _on_checkpoint(self, state) -> None:
+        """Called after a checkpoint of ``state`` was written."""
 
     @property
     def _n_outputs(self) -> int:

@@ -1,0 +1,1083 @@
+"""Numerical layer of DSPDC (Yu, Lin, Yang): losses, conjugates, proxes, sampler, iterations.
+
+The saddle problem is the paper's (``specs/dspdc.md`` 1.3)::
+
+    min_x max_y  g(x) + (1/n) y^T A x - (1/n) sum_i phi_i*(y_i)
+
+with ``g_j(x) = (lam2 / 2) x^2 + lam1 |x|`` (``lam2 > 0``), so that
+``P(x) = (1/n) sum_i phi_i(a_i^T x) + g(x)``, ``D(y) = -g*(-A^T y / n) - (1/n) sum_i phi_i*(y_i)``
+and ``y_i* = phi_i'(a_i^T x*)`` (the opposite of the usual SDCA sign).
+
+Loss ids (this module's own numbering, not the DSG registry's): 0 squared
+``0.5 (z - b)^2`` (gamma = 1), 1 smoothed hinge, eq. (3) (gamma = 1), 2 logistic
+``log(1 + exp(-b z))`` (gamma = 4); labels ``b`` are ``+-1`` for ids 1 and 2.
+
+Every ``@numba.njit`` kernel has a plain-NumPy twin with the suffix ``_ref``; the
+vectorised scalar twins accept arrays.  ``docs/algorithms/dspdc_math.md`` pins the
+conventions (``n_total`` versus ``n_rows``, the uniform stream, the misprints of the paper).
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels._jit.dspdc import dspdc_dense_iterations, chunk_objective_terms
+>>> rng = np.random.default_rng(0)
+>>> A = rng.normal(size=(20, 4)); b = A @ np.ones(4)
+>>> y, x, xbar, z = np.zeros(20), np.zeros(4), np.zeros(4), np.zeros(4)
+>>> u = rng.random((2000, 2 + 2))           # per iteration: m row uniforms, then q column ones
+>>> dspdc_dense_iterations(A, b, y, x, xbar, z, 20, u[:, :2], u[:, 2:], 2, 2,
+...                        1.98, 0.18, 2.13, 0, 0.0, 0.1)   # theta, tau, sigma (Theorem 2)
+>>> np.allclose(z, A.T @ y)                  # z = A^T y is maintained incrementally
+True
+>>> np.allclose(x, np.linalg.solve(A.T @ A + 20 * 0.1 * np.eye(4), A.T @ b))   # ridge
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ooc_kernels.exceptions import ValidationError
+
+__all__ = [
+    "LOSS_SQUARED", "LOSS_SMOOTHED_HINGE", "LOSS_LOGISTIC", "LOSS_GAMMA",
+    "loss_value", "loss_value_ref", "loss_derivative", "loss_derivative_ref",
+    "loss_conjugate", "loss_conjugate_ref", "dual_prox", "dual_prox_ref",
+    "primal_prox", "primal_prox_ref", "reg_value", "reg_value_ref",
+    "reg_conjugate", "reg_conjugate_ref",
+    "sample_without_replacement", "sample_without_replacement_ref",
+    "dspdc_dense_iterations", "dspdc_dense_iterations_ref",
+    "dspdc_factorized_iterations", "dspdc_factorized_iterations_ref",
+    "chunk_objective_terms", "chunk_objective_terms_ref",
+    "chunk_objective_terms_factorized", "chunk_objective_terms_factorized_ref",
+    "objective_from_terms", "objective_from_terms_ref",
+]
+
+#: Loss ids of the DSPDC kernels.
+LOSS_SQUARED = 0
+LOSS_SMOOTHED_HINGE = 1
+LOSS_LOGISTIC = 2
+#: ``gamma`` of each loss id: ``phi`` is ``1/gamma``-smooth, ``phi*`` is ``gamma``-strongly convex.
+LOSS_GAMMA = (1.0, 1.0, 4.0)
+
+# Logistic dual prox: Newton stops when the step is below _NEWTON_RTOL * max(1, |t|).
+_NEWTON_RTOL = 1e-13
+_NEWTON_MAX_ITER = 200
+# Largest float64 below 1 and the smallest normal float64: the logistic dual stays in
+# b * beta in [-_W_HIGH, -_W_LOW], strictly inside (-1, 0).
+_W_HIGH = 1.0 - 2.0 ** -53
+_W_LOW = 2.2250738585072014e-308
+
+
+# --------------------------------------------------------------------------------------
+# scalar helpers
+# --------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _softplus(z):
+    """``log(1 + exp(z))`` without overflow."""
+    if z > 0.0:
+        return z + math.log1p(math.exp(-z))
+    return math.log1p(math.exp(z))
+
+
+@numba.njit(cache=True, nogil=True)
+def _sigmoid(z):
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    ez = math.exp(z)
+    return ez / (1.0 + ez)
+
+
+@numba.njit(cache=True, nogil=True)
+def _xlogx(v):
+    if v <= 0.0:
+        return 0.0
+    return v * math.log(v)
+
+
+@numba.njit(cache=True, nogil=True)
+def _bad_loss():
+    raise ValidationError("DSPDC: unknown loss_id; valid ids are 0 (squared), "
+                          "1 (smoothed hinge), 2 (logistic)")
+
+
+# --------------------------------------------------------------------------------------
+# losses
+# --------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def loss_value(loss_id, z, b):
+    """The loss ``phi(z)`` for label ``b``.
+
+    Parameters
+    ----------
+    loss_id : int
+        0 squared ``0.5 (z - b)^2``; 1 smoothed hinge (paper eq. 3) with ``s = b z``:
+        ``0`` if ``s >= 1``, ``0.5 - s`` if ``s <= 0``, ``0.5 (1 - s)^2`` otherwise;
+        2 logistic ``log(1 + exp(-b z))``.
+    z : float
+        The linear prediction ``a_i^T x``.
+    b : float
+        The label (``+-1`` for ids 1 and 2).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> loss_value(0, 3.0, 1.0), loss_value(1, 0.5, 1.0), round(loss_value(2, 0.0, -1.0), 6)
+    (2.0, 0.125, 0.693147)
+    """
+    z = np.float64(z)
+    b = np.float64(b)
+    if loss_id == 0:
+        d = z - b
+        return 0.5 * d * d
+    if loss_id == 1:
+        s = b * z
+        if s >= 1.0:
+            return 0.0
+        if s <= 0.0:
+            return 0.5 - s
+        return 0.5 * (1.0 - s) * (1.0 - s)
+    if loss_id == 2:
+        return _softplus(-b * z)
+    _bad_loss()
+    return 0.0
+
+
+def loss_value_ref(loss_id, z, b):
+    """NumPy twin of :func:`loss_value` (vectorised over ``z`` and ``b``)."""
+    z = np.asarray(z, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if loss_id == 0:
+        return 0.5 * (z - b) ** 2
+    if loss_id == 1:
+        s = b * z
+        return np.where(s >= 1.0, 0.0, np.where(s <= 0.0, 0.5 - s, 0.5 * (1.0 - s) ** 2))
+    if loss_id == 2:
+        return np.logaddexp(0.0, -b * z)
+    raise ValidationError(f"unknown DSPDC loss_id {loss_id!r}; valid ids are 0 (squared), "
+                          "1 (smoothed hinge), 2 (logistic)")
+
+
+@numba.njit(cache=True, nogil=True)
+def loss_derivative(loss_id, z, b):
+    """The derivative ``phi'(z)``; at the optimum ``y_i* = phi_i'(a_i^T x*)``.
+
+    Parameters
+    ----------
+    loss_id : int
+        As :func:`loss_value`.  Values: squared ``z - b``; smoothed hinge ``-b`` if
+        ``b z <= 0``, ``-b (1 - b z)`` if ``0 < b z < 1``, else 0; logistic
+        ``-b sigmoid(-b z)``.
+    z, b : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> loss_derivative(0, 3.0, 1.0), loss_derivative(1, 0.5, -1.0), loss_derivative(2, 0.0, 1.0)
+    (2.0, 1.0, -0.5)
+    """
+    z = np.float64(z)
+    b = np.float64(b)
+    if loss_id == 0:
+        return z - b
+    if loss_id == 1:
+        s = b * z
+        if s >= 1.0:
+            return 0.0
+        if s <= 0.0:
+            return -b
+        return -b * (1.0 - s)
+    if loss_id == 2:
+        return -b * _sigmoid(-b * z)
+    _bad_loss()
+    return 0.0
+
+
+def loss_derivative_ref(loss_id, z, b):
+    """NumPy twin of :func:`loss_derivative` (vectorised)."""
+    z = np.asarray(z, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if loss_id == 0:
+        return z - b
+    if loss_id == 1:
+        s = b * z
+        return np.where(s >= 1.0, 0.0, np.where(s <= 0.0, -b, -b * (1.0 - s)))
+    if loss_id == 2:
+        return -b * np.exp(-np.logaddexp(0.0, b * z))
+    raise ValidationError(f"unknown DSPDC loss_id {loss_id!r}; valid ids are 0, 1, 2")
+
+
+@numba.njit(cache=True, nogil=True)
+def loss_conjugate(loss_id, beta, b):
+    """The convex conjugate ``phi*(beta) = sup_z beta z - phi(z)``, ``+inf`` off its domain.
+
+    Parameters
+    ----------
+    loss_id : int
+        With ``w = b beta``: squared ``0.5 beta^2 + b beta`` (domain R); smoothed hinge
+        ``b beta + 0.5 beta^2`` on ``w in [-1, 0]``; logistic
+        ``(-w) log(-w) + (1 + w) log(1 + w)`` on ``w in [-1, 0]`` (``0 log 0 = 0``).
+    beta, b : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> loss_conjugate(0, 1.0, 2.0), loss_conjugate(1, -0.5, 1.0), loss_conjugate(1, 0.5, 1.0)
+    (2.5, -0.375, inf)
+    >>> round(loss_conjugate(2, -0.5, 1.0), 6)              # -log 2
+    -0.693147
+    """
+    beta = np.float64(beta)
+    b = np.float64(b)
+    if loss_id == 0:
+        return 0.5 * beta * beta + b * beta
+    if loss_id == 1:
+        w = b * beta
+        if w < -1.0 or w > 0.0:
+            return np.inf
+        return w + 0.5 * beta * beta
+    if loss_id == 2:
+        w = b * beta
+        if w < -1.0 or w > 0.0:
+            return np.inf
+        return _xlogx(-w) + _xlogx(1.0 + w)
+    _bad_loss()
+    return 0.0
+
+
+def loss_conjugate_ref(loss_id, beta, b):
+    """NumPy twin of :func:`loss_conjugate` (vectorised)."""
+    beta = np.asarray(beta, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if loss_id == 0:
+        return 0.5 * beta ** 2 + b * beta
+    w = b * beta
+    inside = (w >= -1.0) & (w <= 0.0)
+    if loss_id == 1:
+        return np.where(inside, w + 0.5 * beta ** 2, np.inf)
+    if loss_id == 2:
+        wc = np.clip(w, -1.0, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.where(wc < 0.0, -wc * np.log(np.where(wc < 0.0, -wc, 1.0)), 0.0)
+            c = np.where(wc > -1.0, (1.0 + wc) * np.log(np.where(wc > -1.0, 1.0 + wc, 1.0)),
+                         0.0)
+        return np.where(inside, a + c, np.inf)
+    raise ValidationError(f"unknown DSPDC loss_id {loss_id!r}; valid ids are 0, 1, 2")
+
+
+@numba.njit(cache=True, nogil=True)
+def _logistic_dual_prox(c, y, b, sigma, n):
+    # With w = b beta = -sigmoid(-t) (t = log((1 + w) / (-w))), the optimality condition
+    # c/n - (b/n) log((1 + w)/(-w)) - (beta - y)/sigma = 0 times n sigma b reads
+    # G(t) = sigma (c b - t) + n (sigmoid(-t) + b y) = 0, G strictly decreasing, and
+    # G(lo) > 0 > G(hi) on lo = c b + n b y / sigma, hi = lo + n / sigma.
+    cb = c * b
+    by = b * y
+    lo = cb + n * by / sigma
+    hi = lo + n / sigma
+    t = 0.5 * (lo + hi)
+    if -1.0 < by < 0.0:  # warm start from the current dual
+        t0 = math.log1p(by) - math.log(-by)
+        if lo < t0 < hi:
+            t = t0
+    for _ in range(_NEWTON_MAX_ITER):
+        sm = _sigmoid(-t)
+        g = sigma * (cb - t) + n * (sm + by)
+        if g > 0.0:
+            lo = t
+        elif g < 0.0:
+            hi = t
+        else:
+            break
+        dg = -sigma - n * sm * (1.0 - sm)
+        t_new = t - g / dg
+        if not (lo < t_new < hi):
+            t_new = 0.5 * (lo + hi)
+        step = abs(t_new - t)
+        t = t_new
+        tol = _NEWTON_RTOL * max(1.0, abs(t))
+        if step <= tol or hi - lo <= tol:
+            break
+    w = -_sigmoid(-t)
+    if w < -_W_HIGH:
+        w = -_W_HIGH
+    elif w > -_W_LOW:
+        w = -_W_LOW
+    return b * w
+
+
+@numba.njit(cache=True, nogil=True)
+def dual_prox(loss_id, c, y, b, sigma, n):
+    """The dual step (10) for one coordinate.
+
+    ``argmax_beta (1/n) c beta - (1/n) phi*(beta) - (1/(2 sigma)) (beta - y)^2``.
+
+    Parameters
+    ----------
+    loss_id : int
+        As :func:`loss_value`.
+    c : float
+        ``<a_i, xbar>``.
+    y : float
+        The current dual ``y_i``.
+    b : float
+        The label.
+    sigma : float
+        The dual step size.
+    n : float
+        The number of samples of the whole problem (the ``1/n`` of the saddle function).
+
+    Returns
+    -------
+    float
+        Squared: ``beta_hat = (sigma (c - b) + n y) / (sigma + n)``; smoothed hinge:
+        ``b clip(b beta_hat, -1, 0)``; logistic: the root of
+        ``c/n - (b/n) log((1 + b beta)/(-b beta)) - (beta - y)/sigma``, by safeguarded
+        Newton (bisection fallback) on ``t = log((1 + b beta)/(-b beta))`` until the step
+        is below ``1e-13 max(1, |t|)``; ``b beta`` is kept strictly inside ``(-1, 0)``.
+
+    Examples
+    --------
+    >>> dual_prox(0, 1.0, 0.0, 0.0, 1.0, 1.0)          # (1 * (1 - 0) + 0) / 2
+    0.5
+    >>> dual_prox(1, 10.0, 0.0, 1.0, 1.0, 1.0)         # clipped to b beta = 0
+    0.0
+    >>> -1.0 < dual_prox(2, -50.0, 0.0, 1.0, 100.0, 1.0) < -0.999
+    True
+    """
+    c = np.float64(c)
+    y = np.float64(y)
+    b = np.float64(b)
+    sigma = np.float64(sigma)
+    n = np.float64(n)
+    if loss_id == 0 or loss_id == 1:
+        beta = (sigma * (c - b) + n * y) / (sigma + n)
+        if loss_id == 0:
+            return beta
+        w = b * beta
+        if w < -1.0:
+            w = -1.0
+        elif w > 0.0:
+            w = 0.0
+        return b * w
+    if loss_id == 2:
+        return _logistic_dual_prox(c, y, b, sigma, n)
+    _bad_loss()
+    return 0.0
+
+
+def _sigmoid_ref(t):
+    return np.exp(-np.logaddexp(0.0, -t))
+
+
+def dual_prox_ref(loss_id, c, y, b, sigma, n):
+    """NumPy twin of :func:`dual_prox`, vectorised over ``c``, ``y`` and ``b``."""
+    c, y, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (c, y, b)))
+    sigma = float(sigma)
+    n = float(n)
+    if loss_id in (0, 1):
+        beta = (sigma * (c - b) + n * y) / (sigma + n)
+        return beta if loss_id == 0 else b * np.clip(b * beta, -1.0, 0.0)
+    if loss_id != 2:
+        raise ValidationError(f"unknown DSPDC loss_id {loss_id!r}; valid ids are 0, 1, 2")
+    cb, by = c * b, b * y
+    lo = cb + n * by / sigma
+    hi = lo + n / sigma
+    t = 0.5 * (lo + hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t0 = np.log1p(by) - np.log(-by)
+    warm = (by > -1.0) & (by < 0.0) & (t0 > lo) & (t0 < hi)
+    t = np.where(warm, t0, t)
+    active = np.ones(t.shape, dtype=bool)
+    for _ in range(_NEWTON_MAX_ITER):
+        if not active.any():
+            break
+        sm = _sigmoid_ref(-t)
+        g = sigma * (cb - t) + n * (sm + by)
+        lo = np.where(active & (g > 0.0), t, lo)
+        hi = np.where(active & (g < 0.0), t, hi)
+        done = g == 0.0
+        dg = -sigma - n * sm * (1.0 - sm)
+        t_new = t - g / dg
+        t_new = np.where((t_new > lo) & (t_new < hi), t_new, 0.5 * (lo + hi))
+        t_new = np.where(done, t, t_new)
+        step = np.abs(t_new - t)
+        t = np.where(active, t_new, t)
+        tol = _NEWTON_RTOL * np.maximum(1.0, np.abs(t))
+        active = active & ~done & ~((step <= tol) | (hi - lo <= tol))
+    w = np.clip(-_sigmoid_ref(-t), -_W_HIGH, -_W_LOW)
+    return b * w
+
+
+# --------------------------------------------------------------------------------------
+# regularizer g_j(x) = lam2/2 x^2 + lam1 |x|
+# --------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def primal_prox(v, tau, lam1, lam2):
+    """``argmin_a g(a) + (a - v)^2 / (2 tau) = soft(v, tau lam1) / (1 + tau lam2)``.
+
+    The primal step (12) is ``primal_prox(x_j - tau c'_j / n, tau, lam1, lam2)`` with
+    ``c'_j = <A^j, ybar>``.
+
+    Parameters
+    ----------
+    v : float
+    tau : float
+        The primal step size.
+    lam1, lam2 : float
+        ``g(a) = (lam2 / 2) a^2 + lam1 |a|``.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> primal_prox(3.0, 1.0, 1.0, 1.0), primal_prox(-0.5, 1.0, 1.0, 1.0)
+    (1.0, 0.0)
+    """
+    v = np.float64(v)
+    thr = tau * lam1
+    if v > thr:
+        s = v - thr
+    elif v < -thr:
+        s = v + thr
+    else:
+        return 0.0
+    return s / (1.0 + tau * lam2)
+
+
+def primal_prox_ref(v, tau, lam1, lam2):
+    """NumPy twin of :func:`primal_prox` (vectorised)."""
+    v = np.asarray(v, dtype=np.float64)
+    return np.sign(v) * np.maximum(np.abs(v) - tau * lam1, 0.0) / (1.0 + tau * lam2)
+
+
+@numba.njit(cache=True, nogil=True)
+def reg_value(x, lam1, lam2):
+    """``g_j(x) = (lam2 / 2) x^2 + lam1 |x|``.
+
+    Parameters
+    ----------
+    x, lam1, lam2 : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> reg_value(-2.0, 0.5, 1.0)
+    3.0
+    """
+    x = np.float64(x)
+    return 0.5 * lam2 * x * x + lam1 * abs(x)
+
+
+def reg_value_ref(x, lam1, lam2):
+    """NumPy twin of :func:`reg_value` (vectorised)."""
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * lam2 * x ** 2 + lam1 * np.abs(x)
+
+
+@numba.njit(cache=True, nogil=True)
+def reg_conjugate(w, lam1, lam2):
+    """``g_j*(w) = max(|w| - lam1, 0)^2 / (2 lam2)``.
+
+    Parameters
+    ----------
+    w, lam1, lam2 : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> reg_conjugate(-3.0, 1.0, 2.0), reg_conjugate(0.5, 1.0, 2.0)
+    (1.0, 0.0)
+    """
+    a = abs(np.float64(w)) - lam1
+    if a <= 0.0:
+        return 0.0
+    return a * a / (2.0 * lam2)
+
+
+def reg_conjugate_ref(w, lam1, lam2):
+    """NumPy twin of :func:`reg_conjugate` (vectorised)."""
+    w = np.asarray(w, dtype=np.float64)
+    return np.maximum(np.abs(w) - lam1, 0.0) ** 2 / (2.0 * lam2)
+
+
+# --------------------------------------------------------------------------------------
+# sampler
+# --------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def sample_without_replacement(n, m, uniforms, marks, out):
+    """Draw ``m`` distinct indices of ``range(n)`` uniformly (Robert Floyd's algorithm).
+
+    Step ``k = 0 .. m-1`` handles ``j = n - m + k``: ``t = floor(uniforms[k] (j + 1))``
+    (clamped to ``[0, j]``); ``t`` is taken unless already chosen, then ``j`` is.  Every
+    ``m``-subset has probability ``1 / C(n, m)``.  ``O(m)`` time, no allocation.
+
+    Parameters
+    ----------
+    n, m : int
+        ``0 <= m <= n``.
+    uniforms : ndarray (>= m,) float64
+        Pre-drawn uniforms in ``[0, 1)``; only the first ``m`` are read.
+    marks : ndarray (n,) bool
+        Scratch, all ``False`` on entry; cleared again on return.
+    out : ndarray (>= m,) int64
+        ``out[:m]`` receives the subset, in the (deterministic) order of the steps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.empty(3, dtype=np.int64); marks = np.zeros(10, dtype=bool)
+    >>> sample_without_replacement(10, 3, np.array([0.5, 0.99, 0.0]), marks, out)
+    >>> out.tolist(), bool(marks.any())
+    ([4, 8, 0], False)
+    """
+    if m < 0 or m > n:
+        raise ValidationError("sample_without_replacement: need 0 <= m <= n")
+    if uniforms.shape[0] < m or out.shape[0] < m or marks.shape[0] < n:
+        raise ValidationError("sample_without_replacement: uniforms and out need m entries, "
+                              "marks n entries")
+    k = 0
+    for j in range(n - m, n):
+        t = np.int64(uniforms[k] * (j + 1))
+        if t > j:
+            t = j
+        elif t < 0:
+            t = 0
+        if marks[t]:
+            t = j
+        marks[t] = True
+        out[k] = t
+        k += 1
+    for k in range(m):
+        marks[out[k]] = False
+
+
+def sample_without_replacement_ref(n, m, uniforms):
+    """NumPy twin of :func:`sample_without_replacement`: returns the ``(m,)`` int64 subset."""
+    if not 0 <= m <= n:
+        raise ValidationError(f"need 0 <= m <= n; got m={m}, n={n}")
+    chosen: list[int] = []
+    taken: set[int] = set()
+    for k, j in enumerate(range(n - m, n)):
+        t = min(max(int(np.float64(uniforms[k]) * (j + 1)), 0), j)
+        if t in taken:
+            t = j
+        taken.add(t)
+        chosen.append(t)
+    return np.array(chosen, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------------
+# Algorithm 1 on a dense block of rows
+# --------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def _check_iteration_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q, tau, sigma):
+    if m < 1 or m > n_rows:
+        raise ValidationError("DSPDC iterations: need 1 <= m <= number of rows")
+    if q < 1 or q > p:
+        raise ValidationError("DSPDC iterations: need 1 <= q <= number of columns p")
+    if n_total < n_rows:
+        raise ValidationError("DSPDC iterations: n_total (samples of the whole problem) must "
+                              "be >= the number of rows given")
+    if row_uniforms.shape[0] != col_uniforms.shape[0]:
+        raise ValidationError("DSPDC iterations: row_uniforms (T, m) and col_uniforms (T, q) "
+                              "need the same number of iterations T")
+    if row_uniforms.shape[1] != m or col_uniforms.shape[1] != q:
+        raise ValidationError("DSPDC iterations: row_uniforms must be (T, m) and "
+                              "col_uniforms (T, q)")
+    if not (tau > 0.0 and sigma > 0.0):
+        raise ValidationError("DSPDC iterations: tau and sigma must be > 0")
+
+
+@numba.njit(cache=True, nogil=True)
+def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_uniforms, m, q,
+                           theta, tau, sigma, loss_id, lam1, lam2, shift=None):
+    """Run ``T`` iterations of Algorithm 1 (``specs/dspdc.md`` 2.1) in place on dense rows.
+
+    Per iteration ``t``: ``I`` = :func:`sample_without_replacement` ``(n_rows, m,
+    row_uniforms[t])``, ``J`` likewise ``(p, q, col_uniforms[t])``; then
+
+    1. dual step (10) with the old ``xbar``: ``y_i = dual_prox(loss_id, <A_i, xbar>, y_i,
+       b_i, sigma, n_total)`` for ``i`` in ``I``;
+    2. ``A^T ybar = z + (n_rows / m) A_I^T (y_new - y_old)`` (on ``J`` only), then
+       ``z += A_I^T (y_new - y_old)``;
+    3. primal step (12) with the new ``ybar``: ``x_j = primal_prox(x_j - tau (A^T ybar)_j /
+       n_total, tau, lam1, lam2)`` for ``j`` in ``J``;
+    4. ``xbar = x_old + (theta + 1)(x_new - x_old)`` on ``J`` and ``xbar = x`` elsewhere
+       (the coordinates of the previous ``J`` are reset: ``O(q)``; the first iteration of a
+       call resets all ``p``).
+
+    Parameters
+    ----------
+    A : ndarray (n_rows, p), float32 or float64
+        A block of rows (computed in float64).
+    b : ndarray (n_rows,)
+        Labels.
+    y : ndarray (n_rows,) float64, updated
+        The duals of these rows.
+    x, xbar : ndarray (p,) float64, updated
+        The primal iterate and its extrapolation.
+    z : ndarray (p,) float64, updated
+        ``A^T y`` maintained incrementally (only the increments ``A_I^T dy`` are added, so
+        it may hold the product of the whole problem when ``A`` is one chunk of it).
+    n_total : int or float
+        Samples of the whole problem: the ``1/n`` of both proxes (``>= n_rows``).
+    row_uniforms : ndarray (T, m) float64
+    col_uniforms : ndarray (T, q) float64
+        Uniforms in ``[0, 1)`` that draw ``I`` and ``J``.
+    m, q : int
+        Dual and primal coordinates sampled per iteration.  The dual extrapolation factor is
+        ``n_rows / m`` (the size of the set ``I`` is drawn from).
+    theta, tau, sigma : float
+        Extrapolation, primal and dual step sizes (:mod:`ooc_kernels.solvers.dspdc_params`).
+    loss_id : int
+        0 squared, 1 smoothed hinge, 2 logistic.
+    lam1, lam2 : float
+        ``g_j(x) = (lam2 / 2) x^2 + lam1 |x|``.
+    shift : ndarray (p,) float64, optional
+        A linear tilt of the regularizer, ``g_j(x) = (lam2 / 2) x^2 + lam1 |x| - shift_j x``
+        (local subproblems of distributed schemes); the primal step becomes
+        ``primal_prox(x_j - tau (A^T ybar)_j / n_total + tau shift_j, tau, lam1, lam2)``.
+
+    Notes
+    -----
+    ``O(m p)`` per iteration, no allocation inside the loop.  With ``n_rows == n_total``
+    this is exactly Algorithm 1.  Calling it twice on consecutive blocks of uniforms gives
+    the same iterates as one call.  Twin: :func:`dspdc_dense_iterations_ref`.
+    """
+    n_rows, p = A.shape
+    _check_iteration_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q, tau, sigma)
+    if b.shape[0] != n_rows or y.shape[0] != n_rows:
+        raise ValidationError("dspdc_dense_iterations: b and y need one entry per row of A")
+    if x.shape[0] != p or xbar.shape[0] != p or z.shape[0] != p:
+        raise ValidationError("dspdc_dense_iterations: x, xbar and z need one entry per "
+                              "column of A")
+    if shift is not None:
+        if shift.shape[0] != p:
+            raise ValidationError("dspdc_dense_iterations: shift needs one entry per column")
+    T = row_uniforms.shape[0]
+    nt = np.float64(n_total)
+    ext = np.float64(n_rows) / np.float64(m)
+    theta1 = theta + 1.0
+    rows = np.empty(m, dtype=np.int64)
+    cols = np.empty(q, dtype=np.int64)
+    prev = np.empty(q, dtype=np.int64)
+    row_marks = np.zeros(n_rows, dtype=np.bool_)
+    col_marks = np.zeros(p, dtype=np.bool_)
+    dy = np.empty(m, dtype=np.float64)
+    xold = np.empty(q, dtype=np.float64)
+    for t in range(T):
+        sample_without_replacement(n_rows, m, row_uniforms[t], row_marks, rows)
+        sample_without_replacement(p, q, col_uniforms[t], col_marks, cols)
+        # (10) dual step with xbar^(t)
+        for k in range(m):
+            i = rows[k]
+            c = 0.0
+            for j in range(p):
+                c += np.float64(A[i, j]) * xbar[j]
+            y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
+            dy[k] = y_new - y[i]
+            y[i] = y_new
+        # (11) + (12): <A^j, ybar^(t+1)> = z_j + (n_rows/m) (A_I^j)^T dy, for j in J
+        for l in range(q):
+            j = cols[l]
+            s = 0.0
+            for k in range(m):
+                s += np.float64(A[rows[k], j]) * dy[k]
+            cj = z[j] + ext * s
+            xold[l] = x[j]
+            vj = x[j] - tau * cj / nt
+            if shift is not None:
+                vj += tau * shift[j]
+            x[j] = primal_prox(vj, tau, lam1, lam2)
+        # z = A^T y^(t+1)
+        for k in range(m):
+            d = dy[k]
+            if d != 0.0:
+                i = rows[k]
+                for j in range(p):
+                    z[j] += np.float64(A[i, j]) * d
+        # (13) xbar^(t+1): reset the previous J (all of it on a call's first iteration)
+        if t == 0:
+            for j in range(p):
+                xbar[j] = x[j]
+        else:
+            for l in range(q):
+                xbar[prev[l]] = x[prev[l]]
+        for l in range(q):
+            j = cols[l]
+            xbar[j] = xold[l] + theta1 * (x[j] - xold[l])
+            prev[l] = j
+
+
+def _check_ref_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q):
+    row_uniforms = np.asarray(row_uniforms, dtype=np.float64)
+    col_uniforms = np.asarray(col_uniforms, dtype=np.float64)
+    if not (1 <= m <= n_rows and 1 <= q <= p):
+        raise ValidationError(f"need 1 <= m <= {n_rows} and 1 <= q <= {p}; got m={m}, q={q}")
+    if n_total < n_rows:
+        raise ValidationError(f"n_total={n_total} must be >= the number of rows {n_rows}")
+    if row_uniforms.shape != (len(row_uniforms), m) or col_uniforms.shape != (
+            len(row_uniforms), q):
+        raise ValidationError("row_uniforms must be (T, m) and col_uniforms (T, q)")
+    return row_uniforms, col_uniforms
+
+
+def dspdc_dense_iterations_ref(A, b, y, x, xbar, z, n_total, row_uniforms, col_uniforms, m, q,
+                               theta, tau, sigma, loss_id, lam1, lam2, shift=None):
+    """NumPy twin of :func:`dspdc_dense_iterations` (same in-place contract, vectorised)."""
+    A = np.asarray(A)
+    n_rows, p = A.shape
+    row_uniforms, col_uniforms = _check_ref_args(n_rows, p, n_total, row_uniforms,
+                                                 col_uniforms, m, q)
+    b = np.asarray(b, dtype=np.float64)
+    first = True
+    for ru, cu in zip(row_uniforms, col_uniforms):
+        I = sample_without_replacement_ref(n_rows, m, ru)
+        J = sample_without_replacement_ref(p, q, cu)
+        AI = A[I].astype(np.float64)
+        y_new = dual_prox_ref(loss_id, AI @ xbar, y[I], b[I], sigma, n_total)
+        dy = y_new - y[I]
+        y[I] = y_new
+        delta = AI.T @ dy
+        ybar_prod = z[J] + (n_rows / m) * delta[J]
+        x_old = x[J].copy()
+        tilt = 0.0 if shift is None else tau * np.asarray(shift, dtype=np.float64)[J]
+        x[J] = primal_prox_ref(x[J] - tau * ybar_prod / n_total + tilt, tau, lam1, lam2)
+        z += delta
+        if first:
+            xbar[:] = x
+            first = False
+        else:
+            xbar[prev] = x[prev]
+        xbar[J] = x_old + (theta + 1.0) * (x[J] - x_old)
+        prev = J
+
+
+# --------------------------------------------------------------------------------------
+# Algorithm 2 on factorized rows A = U V
+# --------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def dspdc_factorized_iterations(U, V, b, y, x, u, v, vbar, n_total, row_uniforms, col_uniforms,
+                                m, q, theta, tau, sigma, loss_id, lam1, lam2, shift=None):
+    """Run ``T`` iterations of Algorithm 2 (``specs/dspdc.md`` 3.2) in place, ``A = U V``.
+
+    Per iteration, with ``I`` and ``J`` drawn as in :func:`dspdc_dense_iterations`:
+
+    * (20) ``y_i = dual_prox(loss_id, <U_i, vbar>, y_i, b_i, sigma, n_total)``, ``i`` in ``I``;
+    * (21)-(22) ``du = U_I^T dy``, ``ubar = u + (n_rows / m) du``, ``u += du``;
+    * (23) ``x_j = primal_prox(x_j - tau <V^j, ubar> / n_total, tau, lam1, lam2)``, ``j`` in
+      ``J`` (the paper's prose says ``<V^j, vbar>``, a typo; (23) is used);
+    * (24)-(25) ``dv = V^J dx``, ``vbar = v + (theta + 1) dv``, ``v += dv``.
+
+    ``ubar`` and ``vbar`` are rebuilt from ``u^(t)`` and ``v^(t)``, so the reset of
+    ``xbar`` is implicit.  ``O(d (m + q))`` per iteration.
+
+    Parameters
+    ----------
+    U : ndarray (n_rows, d), float32 or float64
+    V : ndarray (d, p), float32 or float64
+    b : ndarray (n_rows,)
+    y : ndarray (n_rows,) float64, updated
+    x : ndarray (p,) float64, updated
+    u : ndarray (d,) float64, updated
+        ``U^T y`` (increments only are added: it may be the whole problem's product).
+    v, vbar : ndarray (d,) float64, updated
+        ``V x`` and ``V xbar``.
+    n_total, row_uniforms, col_uniforms, m, q, theta, tau, sigma, loss_id, lam1, lam2, shift
+        As :func:`dspdc_dense_iterations`.
+
+    Notes
+    -----
+    With the same uniforms it produces the iterates of :func:`dspdc_dense_iterations` on
+    ``A = U V`` (to rounding).  Twin: :func:`dspdc_factorized_iterations_ref`.
+    """
+    n_rows, d = U.shape
+    p = V.shape[1]
+    _check_iteration_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q, tau, sigma)
+    if V.shape[0] != d:
+        raise ValidationError("dspdc_factorized_iterations: U must be (n_rows, d) and V (d, p)")
+    if b.shape[0] != n_rows or y.shape[0] != n_rows or x.shape[0] != p:
+        raise ValidationError("dspdc_factorized_iterations: b, y need n_rows entries, x p")
+    if u.shape[0] != d or v.shape[0] != d or vbar.shape[0] != d:
+        raise ValidationError("dspdc_factorized_iterations: u, v and vbar need d entries")
+    if shift is not None:
+        if shift.shape[0] != p:
+            raise ValidationError("dspdc_factorized_iterations: shift needs p entries")
+    T = row_uniforms.shape[0]
+    nt = np.float64(n_total)
+    ext = np.float64(n_rows) / np.float64(m)
+    theta1 = theta + 1.0
+    rows = np.empty(m, dtype=np.int64)
+    cols = np.empty(q, dtype=np.int64)
+    row_marks = np.zeros(n_rows, dtype=np.bool_)
+    col_marks = np.zeros(p, dtype=np.bool_)
+    dy = np.empty(m, dtype=np.float64)
+    du = np.empty(d, dtype=np.float64)
+    ubar = np.empty(d, dtype=np.float64)
+    dv = np.empty(d, dtype=np.float64)
+    for t in range(T):
+        sample_without_replacement(n_rows, m, row_uniforms[t], row_marks, rows)
+        sample_without_replacement(p, q, col_uniforms[t], col_marks, cols)
+        # (20)
+        for k in range(m):
+            i = rows[k]
+            c = 0.0
+            for r in range(d):
+                c += np.float64(U[i, r]) * vbar[r]
+            y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
+            dy[k] = y_new - y[i]
+            y[i] = y_new
+        # (21), (22)
+        for r in range(d):
+            du[r] = 0.0
+        for k in range(m):
+            dk = dy[k]
+            if dk != 0.0:
+                i = rows[k]
+                for r in range(d):
+                    du[r] += np.float64(U[i, r]) * dk
+        for r in range(d):
+            ubar[r] = u[r] + ext * du[r]
+            u[r] += du[r]
+        # (23), (24), (25)
+        for r in range(d):
+            dv[r] = 0.0
+        for l in range(q):
+            j = cols[l]
+            c = 0.0
+            for r in range(d):
+                c += np.float64(V[r, j]) * ubar[r]
+            vj = x[j] - tau * c / nt
+            if shift is not None:
+                vj += tau * shift[j]
+            x_new = primal_prox(vj, tau, lam1, lam2)
+            dx = x_new - x[j]
+            x[j] = x_new
+            if dx != 0.0:
+                for r in range(d):
+                    dv[r] += np.float64(V[r, j]) * dx
+        for r in range(d):
+            vbar[r] = v[r] + theta1 * dv[r]
+            v[r] += dv[r]
+
+
+def dspdc_factorized_iterations_ref(U, V, b, y, x, u, v, vbar, n_total, row_uniforms,
+                                    col_uniforms, m, q, theta, tau, sigma, loss_id, lam1, lam2,
+                                    shift=None):
+    """NumPy twin of :func:`dspdc_factorized_iterations` (same in-place contract)."""
+    U = np.asarray(U)
+    V = np.asarray(V)
+    n_rows, p = U.shape[0], V.shape[1]
+    row_uniforms, col_uniforms = _check_ref_args(n_rows, p, n_total, row_uniforms,
+                                                 col_uniforms, m, q)
+    b = np.asarray(b, dtype=np.float64)
+    for ru, cu in zip(row_uniforms, col_uniforms):
+        I = sample_without_replacement_ref(n_rows, m, ru)
+        J = sample_without_replacement_ref(p, q, cu)
+        UI = U[I].astype(np.float64)
+        y_new = dual_prox_ref(loss_id, UI @ vbar, y[I], b[I], sigma, n_total)
+        du = UI.T @ (y_new - y[I])
+        y[I] = y_new
+        ubar = u + (n_rows / m) * du
+        u += du
+        VJ = V[:, J].astype(np.float64)
+        tilt = 0.0 if shift is None else tau * np.asarray(shift, dtype=np.float64)[J]
+        x_new = primal_prox_ref(x[J] - tau * (VJ.T @ ubar) / n_total + tilt, tau, lam1, lam2)
+        dv = VJ @ (x_new - x[J])
+        x[J] = x_new
+        vbar[:] = v + (theta + 1.0) * dv
+        v += dv
+
+
+# --------------------------------------------------------------------------------------
+# monitoring: P, D and the gap in one streaming pass over chunks of rows
+# --------------------------------------------------------------------------------------
+
+@numba.njit(cache=True, nogil=True)
+def chunk_objective_terms(A, b, x, y, loss_id, aty):
+    """One chunk's share of ``P`` and ``D``; adds the chunk's ``A^T y`` into ``aty``.
+
+    Parameters
+    ----------
+    A : ndarray (n_rows, p), float32 or float64
+    b, y : ndarray (n_rows,)
+        Labels and duals of the chunk.
+    x : ndarray (p,) float64
+    loss_id : int
+    aty : ndarray (p,) float64, updated
+        ``aty += A^T y``.
+
+    Returns
+    -------
+    sum_phi : float
+        ``sum_i phi_i(a_i^T x)``.
+    sum_conj : float
+        ``sum_i phi_i*(y_i)`` (``inf`` if a dual is off the domain).
+
+    Notes
+    -----
+    Over all chunks, :func:`objective_from_terms` turns the sums into ``P(x)`` and ``D(y)``.
+    Twin: :func:`chunk_objective_terms_ref`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[1.0, 0.0], [0.0, 2.0]]); aty = np.zeros(2)
+    >>> chunk_objective_terms(A, np.array([1.0, 0.0]), np.ones(2), np.array([0.5, 1.0]), 0, aty)
+    (2.0, 1.125)
+    >>> aty.tolist()
+    [0.5, 2.0]
+    """
+    n_rows, p = A.shape
+    if b.shape[0] != n_rows or y.shape[0] != n_rows or x.shape[0] != p or aty.shape[0] != p:
+        raise ValidationError("chunk_objective_terms: A (n, p), b (n,), y (n,), x (p,), "
+                              "aty (p,) must agree")
+    sum_phi = 0.0
+    sum_conj = 0.0
+    for i in range(n_rows):
+        zi = 0.0
+        yi = np.float64(y[i])
+        for j in range(p):
+            a = np.float64(A[i, j])
+            zi += a * x[j]
+            aty[j] += a * yi
+        bi = np.float64(b[i])
+        sum_phi += loss_value(loss_id, zi, bi)
+        sum_conj += loss_conjugate(loss_id, yi, bi)
+    return sum_phi, sum_conj
+
+
+def chunk_objective_terms_ref(A, b, x, y, loss_id, aty):
+    """NumPy twin of :func:`chunk_objective_terms` (same contract)."""
+    A = np.asarray(A).astype(np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    aty += A.T @ y
+    return (float(np.sum(loss_value_ref(loss_id, A @ x, b))),
+            float(np.sum(loss_conjugate_ref(loss_id, y, b))))
+
+
+@numba.njit(cache=True, nogil=True)
+def chunk_objective_terms_factorized(U, b, v, y, loss_id, uty):
+    """:func:`chunk_objective_terms` for rows ``A = U V`` given ``v = V x``.
+
+    Parameters
+    ----------
+    U : ndarray (n_rows, d)
+    b, y : ndarray (n_rows,)
+    v : ndarray (d,) float64
+        ``V x`` (so ``a_i^T x = U_i v``).
+    loss_id : int
+    uty : ndarray (d,) float64, updated
+        ``uty += U^T y``; after all chunks ``A^T y = V^T uty``.
+
+    Returns
+    -------
+    sum_phi, sum_conj : float
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> U = np.array([[1.0], [2.0]]); uty = np.zeros(1)
+    >>> chunk_objective_terms_factorized(U, np.zeros(2), np.array([1.0]), np.ones(2), 0, uty)
+    (2.5, 1.0)
+    >>> uty.tolist()
+    [3.0]
+    """
+    n_rows, d = U.shape
+    if b.shape[0] != n_rows or y.shape[0] != n_rows or v.shape[0] != d or uty.shape[0] != d:
+        raise ValidationError("chunk_objective_terms_factorized: U (n, d), b (n,), y (n,), "
+                              "v (d,), uty (d,) must agree")
+    sum_phi = 0.0
+    sum_conj = 0.0
+    for i in range(n_rows):
+        zi = 0.0
+        yi = np.float64(y[i])
+        for r in range(d):
+            a = np.float64(U[i, r])
+            zi += a * v[r]
+            uty[r] += a * yi
+        bi = np.float64(b[i])
+        sum_phi += loss_value(loss_id, zi, bi)
+        sum_conj += loss_conjugate(loss_id, yi, bi)
+    return sum_phi, sum_conj
+
+
+def chunk_objective_terms_factorized_ref(U, b, v, y, loss_id, uty):
+    """NumPy twin of :func:`chunk_objective_terms_factorized` (same contract)."""
+    U = np.asarray(U).astype(np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    uty += U.T @ y
+    return (float(np.sum(loss_value_ref(loss_id, U @ v, b))),
+            float(np.sum(loss_conjugate_ref(loss_id, y, b))))
+
+
+@numba.njit(cache=True, nogil=True)
+def objective_from_terms(sum_phi, sum_conj, x, aty, n_total, lam1, lam2):
+    """``(P(x), D(y))`` from the summed chunk terms.
+
+    ``P = sum_phi / n + sum_j g(x_j)`` and ``D = -sum_j g*(-aty_j / n) - sum_conj / n``
+    with ``n = n_total``.
+
+    Parameters
+    ----------
+    sum_phi, sum_conj : float
+        Sums of :func:`chunk_objective_terms` over all chunks.
+    x : ndarray (p,) float64
+    aty : ndarray (p,) float64
+        ``A^T y`` of the whole problem.
+    n_total : int or float
+    lam1, lam2 : float
+
+    Returns
+    -------
+    primal, dual : float
+        The gap is ``primal - dual >= 0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> objective_from_terms(2.0, 1.125, np.ones(2), np.array([0.5, 2.0]), 2, 0.0, 1.0)
+    (2.0, -1.09375)
+    """
+    nt = np.float64(n_total)
+    primal = sum_phi / nt
+    for j in range(x.shape[0]):
+        primal += reg_value(x[j], lam1, lam2)
+    dual = -sum_conj / nt
+    for j in range(aty.shape[0]):
+        dual -= reg_conjugate(-aty[j] / nt, lam1, lam2)
+    return primal, dual
+
+
+def objective_from_terms_ref(sum_phi, sum_conj, x, aty, n_total, lam1, lam2):
+    """NumPy twin of :func:`objective_from_terms`."""
+    primal = sum_phi / n_total + float(np.sum(reg_value_ref(x, lam1, lam2)))
+    dual = -sum_conj / n_total - float(np.sum(reg_conjugate_ref(-np.asarray(aty) / n_total,
+                                                                lam1, lam2)))
+    return primal, dual

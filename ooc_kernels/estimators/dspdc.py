@@ -1,0 +1,582 @@
+"""Regularized linear models solved out of core by DSPDC with a certified duality gap.
+
+:class:`DSPDCRegressor` (squared loss) and :class:`DSPDCClassifier` (logistic or smoothed
+hinge, two classes) minimize
+
+    P(x) = (1/n) sum_i phi(a_i^T x, y_i) + alpha * (l1_ratio * ||x||_1
+           + (1 - l1_ratio) / 2 * ||x||_2^2)
+
+(the meaning of ``alpha`` and ``l1_ratio`` in scikit-learn's ``SGDClassifier`` and
+``ElasticNet``), on dense data ``X`` or on factorized data ``A = U V``
+(:class:`~ooc_kernels.data.factorized.Factorized`, or a dataset with ``U`` and ``V``).  Every
+``gap_every`` epochs a streaming pass computes the primal value; the dual value comes from
+the state, and the fit stops when the relative duality gap ``(P - D) / |P|`` is at most
+``tol`` (a certificate: ``P(coef_) - P* <= P - D``), after ``max_iter`` epochs, or after
+``max_time`` seconds, whichever comes first (``stop_reason_`` says which).  See
+``docs/algorithms/dspdc_rounds.md`` and ``docs/dspdc.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from numbers import Integral, Real
+from pathlib import Path
+
+import dask
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators.base import (
+    BASE_CONSTRAINTS,
+    BASE_PARAMS_DOC,
+    ChunkedClassifierMixin,
+    ChunkedEstimator,
+    ChunkedRegressorMixin,
+)
+from ooc_kernels.exceptions import ModelFormatError, ValidationError
+
+__all__ = ["DSPDCRegressor", "DSPDCClassifier"]
+
+_CONSTRAINTS = {
+    **BASE_CONSTRAINTS,
+    "alpha": [Interval(Real, 0, None, closed="neither")],
+    "l1_ratio": [Interval(Real, 0, 1, closed="left")],
+    "fit_intercept": ["boolean"],
+    "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+    "m": [Interval(Integral, 1, None, closed="left")],
+    "q": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "local_passes": [Interval(Real, 0, None, closed="neither")],
+    "Lambda": [Interval(Real, 0, None, closed="neither"),
+               StrOptions({"exact", "upper_bound", "heuristic"})],
+    "mode": [StrOptions({"gap", "distance"})],
+    "theta": [Interval(Real, 0, None, closed="left"), None],
+    "tau": [Interval(Real, 0, None, closed="neither"), None],
+    "sigma": [Interval(Real, 0, None, closed="neither"), None],
+    "tol": [Interval(Real, 0, None, closed="left"), None],
+    "max_time": [Interval(Real, 0, None, closed="neither"), None],
+    "gap_every": [Interval(Integral, 1, None, closed="left")],
+    "work_dir": [str, Path, None],
+}
+_CONSTRAINTS.pop("on_invalid")
+
+_PARAMS_DOC = """    alpha : float, default=1e-4
+        Regularization strength (``lambda`` of the paper for ``l1_ratio=0``); must be > 0
+        with ``l1_ratio < 1`` (the theorems need a strongly convex regularizer).
+    l1_ratio : float in [0, 1), default=0.0
+        Elastic-net mixing: ``g(x) = alpha * (l1_ratio |x| + (1 - l1_ratio) / 2 x^2)``.
+    fit_intercept : bool, default=True
+        Add a constant column ``intercept_scaling`` to the data (regularized like the other
+        coefficients, as liblinear does).
+    intercept_scaling : float, default=1.0
+    m : int, default=1
+        Dual coordinates (rows) sampled per iteration.
+    q : int or "auto", default="auto"
+        Primal coordinates sampled per iteration; ``"auto"``: all of them for dense data
+        (SPDC-type: the fastest on dense data, ``specs/dspdc.md`` 2.4), one for factorized
+        data (the paper's Table 1 setting).
+    local_passes : float, default=1.0
+        Iterations of a task: ``local_passes * rows / m``.
+    Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
+        ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
+        pass: exact where cheap, a safe upper bound, the paper's heuristic ``m q R^2 / p``
+        (not guaranteed), or a given value.
+    mode : {"gap", "distance"}, default="gap"
+        ``theta`` of Theorem 2 (gap) or Theorem 1 (distance to the saddle point).
+    theta, tau, sigma : float or None, default=None
+        Manual overrides of the step parameters of every local problem.
+    tol : float or None, default=1e-6
+        Stop when the relative duality gap ``(P - D) / |P|`` is at most ``tol``.
+    max_iter : int, default=100
+        Most epochs (passes over the duals).
+    max_time : float or None, default=None
+        Stop after this many seconds (checked at every gap evaluation).
+    gap_every : int, default=1
+        Epochs between gap evaluations (each one streaming pass over the data).
+    work_dir : str, path or None, default=None
+        Folder of the work store of the duals (one array per chunk, versioned); None: beside
+        the checkpoint when there is one, else a temporary folder removed after the fit.
+        Must be reachable from every worker.
+"""
+
+_ATTRIBUTES_DOC = """
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+        Epochs run.
+    stop_reason_ : str
+        ``"tol"``, ``"max_iter"`` or ``"max_time"``, with the values.
+    gap_history_ : list of dict
+        One entry per gap evaluation: ``iterations``, ``passes``, ``seconds``, ``primal``,
+        ``dual``, ``gap``, ``relative_gap``.
+    duality_gap_ : float
+        The last evaluated gap ``P(coef_) - D(y)``.
+    Lambda_, theta_, tau_, sigma_ : float
+        The scale constant and the step parameters of a full chunk's local problem.
+"""
+
+
+def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept):
+    """``sum_i phi_i(a_i^T x)`` over one chunk (dense rows, or ``U`` with ``V``)."""
+    from ooc_kernels._jit.dspdc import loss_value_ref
+
+    rows = np.asarray(rows, dtype=np.float64)
+    z = rows @ (V @ x[:V.shape[1]]) if V is not None else rows @ x[:rows.shape[1]]
+    if intercept:
+        z = z + intercept * x[-1]
+    y = np.asarray(y).reshape(-1)
+    b = y.astype(np.float64) if classes is None else np.where(y == classes[1], 1.0, -1.0)
+    return float(np.sum(loss_value_ref(loss_id, z, b)))
+
+
+class _DSPDCEstimator(ChunkedEstimator):
+    """Shared machinery of the DSPDC estimators."""
+
+    _sgd_stopping = False
+    _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
+    _test_params = {"max_iter": 20, "tol": 1e-6}
+
+    # ------------------------------------------------------------------ set-up
+    def _check_params(self) -> None:
+        lam2 = self.alpha * (1.0 - self.l1_ratio)
+        if lam2 <= 0:
+            raise ValidationError(
+                f"alpha * (1 - l1_ratio) = {lam2!r} must be > 0: DSPDC needs a strongly "
+                "convex regularizer; raise alpha or lower l1_ratio below 1."
+            )
+
+    def _fit_data(self, X, y, *, reset: bool, sample_weight=None):
+        if sample_weight is not None:
+            raise ValidationError(
+                f"{type(self).__name__} does not take sample_weight (the paper's problem "
+                "weights every row by 1/n); repeat rows or use a DSG estimator."
+            )
+        return super()._fit_data(X, y, reset=reset)
+
+    def _factorized(self, data) -> bool:
+        return "U" in data
+
+    def _work_store(self, checkpoint=None) -> str:
+        if self.work_dir is not None:
+            return str(Path(self.work_dir) / f"dspdc-{self.random_seed_}")
+        if self._checkpoint_path is not None:
+            return str(Path(str(self._checkpoint_path) + ".work"))
+        self._temporary_store = tempfile.mkdtemp(prefix="ooc-dspdc-")
+        return self._temporary_store
+
+    def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
+            resume=False):
+        """Fit to a relative duality gap ``tol`` (see the class docstring).
+
+        Parameters are those of :meth:`ChunkedEstimator.fit`; ``sample_weight`` is not
+        supported.  The duals live in a work store (``work_dir``, or beside ``checkpoint``)
+        so that a resumed fit continues exactly.
+        """
+        self._checkpoint_path = checkpoint
+        self._temporary_store = None
+        self._fit_start = time.perf_counter()
+        try:
+            return super().fit(X, y, sample_weight, checkpoint=checkpoint,
+                               checkpoint_every=checkpoint_every, resume=resume)
+        finally:
+            if self._temporary_store is not None:
+                shutil.rmtree(self._temporary_store, ignore_errors=True)
+                self._temporary_store = None
+
+    def _partial_fit_available(self) -> bool:
+        raise AttributeError(
+            f"{type(self).__name__} has no partial_fit: DSPDC solves one regularized "
+            "problem over the whole data (its duals belong to the rows); call fit on all "
+            "of the data, which is read chunk by chunk."
+        )
+
+    def _labels(self, data, sched, classes):
+        return None
+
+    def _initialize(self, data, sched, classes=None) -> None:
+        from ooc_kernels.solvers.dspdc import LOSSES, DSPDCConfig, init_state
+        from ooc_kernels.solvers.dspdc_params import (
+            chunk_lambda_stats,
+            combine_lambda_stats,
+            factorized_chunk_lambda_stats,
+            lambda_from_stats,
+        )
+
+        factorized = self._factorized(data)
+        p = data.n_features + (1 if self.fit_intercept else 0)
+        q = (p if not factorized else 1) if self.q == "auto" else min(int(self.q), p)
+        m = int(self.m)
+        scaling = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        if isinstance(self.Lambda, str):   # one streaming pass: per-chunk statistics
+            chunks = data.delayed_chunks()
+            whole = data.delayed_whole()
+            name = "U" if factorized else "X"
+            stats = [dask.delayed(_lambda_stats, pure=True)(
+                c, whole.get("V"), m, q, scaling, factorized)
+                for c in chunks[name]]
+            merged = dask.compute(dask.delayed(combine_lambda_stats)(*stats),
+                                  scheduler=sched)[0]
+            Lambda = lambda_from_stats(merged, self.Lambda)
+        else:
+            Lambda = float(self.Lambda)
+        V = None
+        if factorized:
+            V = np.asarray(dask.compute(data.delayed_whole()["V"], scheduler=sched)[0],
+                           dtype=np.float64)
+        self._config = DSPDCConfig(
+            loss_id=LOSSES[self.loss], n_samples=data.n_samples, n_features=p,
+            lam1=self.alpha * self.l1_ratio, lam2=self.alpha * (1 - self.l1_ratio),
+            Lambda=float(Lambda), m=m, q=q, local_passes=float(self.local_passes),
+            mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
+            classes=None if classes is None else tuple(np.asarray(classes).tolist()),
+            work_store=self._work_store(), factorized=factorized,
+            intercept_scaling=scaling)
+        self._V = V
+        rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
+        self._state = init_state(self._config, data.n_chunks, rank=rank)
+        self.gap_history_ = []
+
+    def _make_algorithm(self):
+        from ooc_kernels.solvers.dspdc import DSPDCAlgorithm
+
+        return DSPDCAlgorithm(self._config, V=self._augmented_V())
+
+    def _augmented_V(self):
+        from ooc_kernels.solvers.dspdc import augment_V
+
+        return None if self._V is None else augment_V(self._V, self._config)
+
+    def _after_round(self, state, info) -> None:
+        if not np.all(np.isfinite(state.x)):
+            raise ValidationError(
+                f"DSPDC produced non-finite coefficients in epoch {info.epoch}, round "
+                f"{info.round}; check the data for huge values or give Lambda a larger "
+                "value."
+            )
+        keep = [state.versions]
+        if getattr(self, "_checkpointed", None) is not None:
+            keep.append(self._checkpointed)
+        self._config.store.prune("y", keep, chunks=info.chunk_ids)
+
+    def _on_checkpoint(self, state) -> None:
+        self._checkpointed = state.versions
+
+    def _primal_value(self, state, data, sched) -> float:
+        from ooc_kernels._jit.dspdc import reg_value_ref
+
+        cfg = self._config
+        factorized = cfg.factorized
+        chunks = data.delayed_chunks()
+        V = None if not factorized else self._V
+        parts = [dask.delayed(_sum_loss_chunk, pure=True)(
+            rows, yk, V, state.x, cfg.loss_id, cfg.classes, cfg.intercept_scaling)
+            for rows, yk in zip(chunks["U" if factorized else "X"], chunks["y"])]
+        total = dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0]
+        return float(total / cfg.n_samples
+                     + np.sum(reg_value_ref(state.x, cfg.lam1, cfg.lam2)))
+
+    def _epoch_report(self, state, epoch, data, sched):
+        cfg = self._config
+        elapsed = time.perf_counter() - self._fit_start
+        timed_out = self.max_time is not None and elapsed >= self.max_time
+        last = epoch + 1 >= self.max_iter
+        if (epoch + 1) % self.gap_every and not (timed_out or last):
+            return {}, None
+        primal = self._primal_value(state, data, sched)
+        dual = state.dual_value(cfg, self._augmented_V())
+        gap = primal - dual
+        rel = gap / max(abs(primal), np.finfo(float).tiny)
+        entry = {"iterations": int(state.n_iter),
+                 "passes": state.n_dual_updates / cfg.n_samples,
+                 "seconds": time.perf_counter() - self._fit_start, "primal": primal,
+                 "dual": dual, "gap": gap, "relative_gap": rel}
+        self.gap_history_ = list(self.gap_history_) + [entry]
+        self.duality_gap_ = gap
+        reason = None
+        if self.tol is not None and rel <= self.tol:
+            reason = f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
+        elif timed_out:
+            reason = f"max_time: {elapsed:.3g} s >= max_time={self.max_time}"
+        return {"primal": primal, "dual": dual, "relative_gap": rel}, reason
+
+    def _publish(self) -> None:
+        from ooc_kernels.solvers._dspdc_local import local_parameters
+
+        cfg, state = self._config, self._state
+        x = np.asarray(state.x, dtype=np.float64)
+        if self.fit_intercept:
+            self.coef_, self.intercept_ = x[:-1].copy(), float(x[-1] * cfg.intercept_scaling)
+        else:
+            self.coef_, self.intercept_ = x.copy(), 0.0
+        self.Lambda_ = cfg.Lambda
+        n_k = max(1, math.ceil(cfg.n_samples / max(1, len(state.versions))))
+        _, self.theta_, self.tau_, self.sigma_ = local_parameters(cfg, n_k, cfg.lam2)
+        if getattr(self, "stop_reason_", None) and self.stop_reason_.startswith("max_iter="):
+            self.stop_reason_ = f"max_iter: {self.stop_reason_}"
+
+    # ------------------------------------------------------------------ prediction
+    @property
+    def _n_outputs(self) -> int:
+        return 1
+
+    @staticmethod
+    def _predict_block(X, payload):
+        coef, intercept = payload
+        return (np.asarray(X, dtype=np.float64) @ coef + intercept)[:, None]
+
+    def _predict_payload(self):
+        return self.coef_, self.intercept_
+
+    def _decision_2d(self, X):
+        """Dense rows: ``X coef_ + intercept_``; factorized ``U V``: ``U (V coef_) +
+        intercept_`` without forming ``U V``."""
+        from ooc_kernels.data.factorized import Factorized
+
+        check_is_fitted(self, "_state")
+        if isinstance(X, Factorized) or (hasattr(X, "data_vars") and "U" in X.data_vars):
+            from ooc_kernels.data.inputs import as_chunked
+
+            data = as_chunked(X, chunk_size=self.chunk_size)
+            self._check_lazy_features(data)
+            V = np.asarray(dask.compute(data.delayed_whole()["V"])[0], dtype=np.float64)
+            U = data["U"]
+            out = U.map_blocks(_factorized_block, V @ self.coef_, self.intercept_,
+                               chunks=(U.chunks[0], (1,)), dtype=np.float64)
+            return out if not isinstance(X, Factorized) or _is_lazy(X.U) else out.compute()
+        return super()._decision_2d(X)
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        state = self._state
+        arrays = {"x": np.asarray(state.x, dtype=np.float64),
+                  "w": np.asarray(state.w, dtype=np.float64),
+                  "versions": np.asarray(state.versions.table)}
+        if self._V is not None:
+            arrays["V"] = np.asarray(self._V, dtype=np.float64)
+        return arrays
+
+    def _fitted_meta(self) -> dict:
+        import dataclasses
+
+        config = dataclasses.asdict(self._config)
+        config["classes"] = None if config["classes"] is None else list(config["classes"])
+        state = self._state
+        return {"config": config,
+                "state": {"conj_sum": float(state.conj_sum), "n_iter": int(state.n_iter),
+                          "n_dual_updates": int(state.n_dual_updates),
+                          "n_rounds": int(state.n_rounds)},
+                "gap_history": list(getattr(self, "gap_history_", []))}
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        from ooc_kernels._chunk_store import ChunkVersions
+        from ooc_kernels.solvers.dspdc import DSPDCConfig, DSPDCState
+
+        config = dict(meta["config"])
+        config["classes"] = None if config.get("classes") is None else tuple(config["classes"])
+        self._config = DSPDCConfig(**config)
+        x = np.asarray(arrays["x"], dtype=np.float64)
+        if x.shape != (self._config.n_features,):
+            raise ModelFormatError(
+                f"{where}: x has shape {x.shape}, the metadata says "
+                f"({self._config.n_features},)."
+            )
+        table = np.asarray(arrays["versions"], dtype=np.int64)
+        table.setflags(write=False)
+        self._V = None if "V" not in arrays else np.asarray(arrays["V"], dtype=np.float64)
+        self._state = DSPDCState(x=x, w=np.asarray(arrays["w"], dtype=np.float64),
+                                 versions=ChunkVersions(table), **meta["state"])
+        self.gap_history_ = list(meta.get("gap_history") or [])
+        self._publish()
+
+
+def _factorized_block(u, w, intercept):
+    return (np.asarray(u, dtype=np.float64) @ w + intercept)[:, None]
+
+
+def _is_lazy(U) -> bool:
+    from ooc_kernels.data.inputs import is_lazy_input
+
+    return is_lazy_input(U)
+
+
+def _lambda_stats(rows, V, m, q, scaling, factorized):
+    """Per-chunk statistics of ``Lambda_{q,m}`` (with the intercept column, if any)."""
+    from ooc_kernels.solvers.dspdc import DSPDCConfig, augment_V
+    from ooc_kernels.solvers.dspdc_params import (
+        chunk_lambda_stats,
+        factorized_chunk_lambda_stats,
+    )
+
+    rows = np.asarray(rows, dtype=np.float64)
+    if scaling:
+        rows = np.column_stack([rows, np.full(len(rows), scaling)])
+    if factorized:
+        cfg = DSPDCConfig(loss_id=0, n_samples=1, n_features=1, lam1=0.0, lam2=1.0,
+                          Lambda=1.0, intercept_scaling=scaling)
+        V = augment_V(V, cfg)
+        return factorized_chunk_lambda_stats(rows, V, m, min(q, V.shape[1]))
+    return chunk_lambda_stats(rows, m, min(q, rows.shape[1]))
+
+
+def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
+                 local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
+                 gap_every, work_dir, chunks_per_round, chunk_size, shuffle, shuffle_chunks,
+                 random_state, scheduler, progress):
+    self.loss = loss
+    self.alpha = alpha
+    self.l1_ratio = l1_ratio
+    self.fit_intercept = fit_intercept
+    self.intercept_scaling = intercept_scaling
+    self.m = m
+    self.q = q
+    self.local_passes = local_passes
+    self.Lambda = Lambda
+    self.mode = mode
+    self.theta = theta
+    self.tau = tau
+    self.sigma = sigma
+    self.tol = tol
+    self.max_iter = max_iter
+    self.max_time = max_time
+    self.gap_every = gap_every
+    self.work_dir = work_dir
+    self.chunks_per_round = chunks_per_round
+    self.chunk_size = chunk_size
+    self.shuffle = shuffle
+    self.shuffle_chunks = shuffle_chunks
+    self.random_state = random_state
+    self.scheduler = scheduler
+    self.progress = progress
+
+
+_BASE_DOC = "\n".join(line for line in BASE_PARAMS_DOC.splitlines()
+                      if "on_invalid" not in line and "Rows with NaN" not in line
+                      and "with the chunk and row" not in line
+                      and "n_samples_skipped_" not in line)
+
+
+@register_estimator
+class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
+    __doc__ = """Ridge / elastic-net regression solved out of core by DSPDC.
+
+    Parameters
+    ----------
+    loss : {"squared"}, default="squared"
+        ``phi(z, y) = (z - y)^2 / 2``.
+    """ + _PARAMS_DOC + _BASE_DOC + """
+    Attributes
+    ----------""" + _ATTRIBUTES_DOC + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels import DSPDCRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(400, 5)); y = X @ np.arange(1.0, 6.0) + 0.1 * rng.normal(size=400)
+    >>> reg = DSPDCRegressor(alpha=1e-2, random_state=0, scheduler="sync").fit(X, y)
+    >>> reg.stop_reason_[:4], reg.gap_history_[-1]["relative_gap"] <= 1e-6
+    ('tol:', True)
+    >>> np.round(reg.coef_, 1).tolist()
+    [1.0, 2.0, 3.0, 4.0, 5.0]
+    """
+
+    _parameter_constraints = {**_CONSTRAINTS, "loss": [StrOptions({"squared"})]}
+
+    def __init__(self, loss="squared", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
+                 intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
+                 Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
+                 tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks=1,
+                 random_state=None, scheduler=None, progress=None):
+        _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
+                     local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
+                     gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
+                     shuffle_chunks, random_state, scheduler, progress)
+
+    on_invalid = "error"
+
+
+@register_estimator
+class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
+    __doc__ = """Binary logistic regression or smoothed-hinge SVM solved out of core by DSPDC.
+
+    Parameters
+    ----------
+    loss : {"logistic", "smoothed_hinge"}, default="logistic"
+        ``log(1 + exp(-b z))`` or the smoothed hinge of the paper's eq. (3), with the labels
+        mapped to ``b = -1, +1`` (``classes_[1]`` is ``+1``).
+    """ + _PARAMS_DOC + _BASE_DOC + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)""" + _ATTRIBUTES_DOC + """
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from ooc_kernels import DSPDCClassifier
+    >>> X, y = make_classification(500, 8, random_state=0)
+    >>> clf = DSPDCClassifier(alpha=1e-2, random_state=0, scheduler="sync").fit(X, y)
+    >>> clf.stop_reason_[:4], round(clf.score(X, y), 2), clf.predict_proba(X[:2]).shape
+    ('tol:', 0.83, (2, 2))
+    """
+
+    _parameter_constraints = {**_CONSTRAINTS,
+                              "loss": [StrOptions({"logistic", "smoothed_hinge"})]}
+
+    def __init__(self, loss="logistic", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
+                 intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
+                 Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
+                 tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks=1,
+                 random_state=None, scheduler=None, progress=None):
+        _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
+                     local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
+                     gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
+                     shuffle_chunks, random_state, scheduler, progress)
+
+    on_invalid = "error"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _resolve_classes(self, data, classes, sched):
+        found = super()._resolve_classes(data, classes, sched)
+        if len(found) != 2:
+            raise ValidationError(
+                f"{type(self).__name__} is a binary classifier; y has {len(found)} classes "
+                f"({np.asarray(found).tolist()[:10]}). Use two classes, or a DSG classifier "
+                "(multinomial) for more."
+            )
+        return found
+
+    def _has_proba(self):
+        if self.loss != "logistic":
+            raise AttributeError(
+                f"predict_proba is not available for loss={self.loss!r}; use "
+                "loss='logistic', or decision_function."
+            )
+        return True
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, 2) (logistic loss)."""
+        from ooc_kernels.data.inputs import wrap_prediction
+
+        return wrap_prediction(X, self._proba(X), classes=self.classes_)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    @staticmethod
+    def _proba_from_decision(dec):
+        dec = np.asarray(dec, dtype=np.float64)
+        p = 1.0 / (1.0 + np.exp(-dec[:, 0]))
+        return np.column_stack([1.0 - p, p])

@@ -1,0 +1,90 @@
+"""The pieces of a DSPDC round shared by the chunk algorithm and its sequential reference:
+labels, a chunk's subproblem, its step parameters and its uniforms
+(``docs/algorithms/dspdc_rounds.md``).
+
+Examples
+--------
+With one chunk holding all the rows, the subproblem is the problem itself (no tilt):
+
+>>> import numpy as np
+>>> from types import SimpleNamespace
+>>> from ooc_kernels.solvers._dspdc_local import local_problem
+>>> cfg = SimpleNamespace(n_samples=10, lam1=0.01, lam2=0.1)
+>>> aty = np.array([1.0, -2.0])
+>>> lam1, lam2, shift = local_problem(cfg, aty, aty, n_k=10, k=1)
+>>> lam1, lam2, bool(np.all(shift == 0))
+(0.01, 0.1, [0.0, 0.0])
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ooc_kernels._seeds import task_rng
+from ooc_kernels.exceptions import InvalidDataError
+
+__all__ = ["encode_labels", "local_problem", "local_parameters",
+           "task_uniforms"]
+
+
+def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
+                  sizes: tuple[int, ...]) -> np.ndarray:
+    """``b``: the targets as float64 (regression) or ``-1 / +1`` (classification)."""
+    y = np.asarray(y).reshape(-1)
+    if config.classes is None:
+        b = y.astype(np.float64)
+        bad = ~np.isfinite(b)
+    else:
+        neg, pos = config.classes
+        b = np.where(y == pos, 1.0, -1.0)
+        bad = (y != pos) & (y != neg)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        ends = np.cumsum(sizes)
+        k = int(np.searchsorted(ends, row, side="right"))
+        where = row - (int(ends[k - 1]) if k else 0)
+        what = ("is not finite" if config.classes is None
+                else f"is not one of the two classes {list(config.classes)}")
+        raise InvalidDataError(
+            f"target {y[row]!r} in chunk {chunks[k]}, row {where} {what}. Drop or fix "
+            "that row" + ("." if config.classes is None else
+                          ", or fit on data with exactly two classes.")
+        )
+    return b
+
+
+def local_problem(config, aty: np.ndarray, aty_k: np.ndarray, n_k: int,
+                  k: int) -> tuple[float, float, np.ndarray]:
+    """``(lam1', lam2', s)`` of a chunk's subproblem in the paper's form on its ``n_k`` rows:
+    the regularizer ``sum_j lam1' |a_j| + lam2'/2 a_j^2 - s_j a_j`` with
+    ``lam' = (n / n_k) lam / k`` and ``s = -(n / n_k) (A^T y / k - A_k^T y_k) / n``, for
+    ``k`` chunks added in one round (``docs/algorithms/dspdc_rounds.md``).
+
+    ``aty`` is ``A^T y`` of the whole problem, ``aty_k`` the chunk's own part."""
+    c = config.n_samples / n_k
+    shift = -c * (np.asarray(aty, dtype=np.float64) / k - aty_k) / config.n_samples
+    return c * config.lam1 / k, c * config.lam2 / k, shift
+
+
+def local_parameters(config, n_k: int, lam_local: float):
+    """``(m, theta, tau, sigma)`` of a local problem with ``n_k`` rows."""
+    from ooc_kernels._jit.dspdc import LOSS_GAMMA
+    from ooc_kernels.solvers.dspdc_params import dspdc_parameters
+
+    m = min(config.m, n_k)
+    par = dspdc_parameters(n_k, config.n_features, m, config.q, config.Lambda, lam_local,
+                           LOSS_GAMMA[config.loss_id], mode=config.mode, theta=config.theta,
+                           tau=config.tau, sigma=config.sigma)
+    return m, par.theta, par.tau, par.sigma
+
+
+def task_uniforms(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,
+                  m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The uniforms that draw ``I`` and ``J`` of every local iteration of the task whose
+    first chunk is ``chunk``: ``(T, m)`` row uniforms first, then ``(T, q)`` column
+    uniforms, from the task's own stream (:func:`ooc_kernels._seeds.task_rng`)."""
+    T = max(1, math.ceil(config.local_passes * n_k / m))
+    rng = task_rng(seed, epoch, round_, chunk)
+    return rng.random((T, m)), rng.random((T, config.q))

@@ -1,0 +1,351 @@
+"""DSPDC as a chunk algorithm: CoCoA+ rounds whose local solver is DSPDC, duals per chunk.
+
+The scheme and its guarantee are in ``docs/algorithms/dspdc_rounds.md``; the numerical layer
+(losses, proxes, the sampler, Algorithms 1 and 2) in :mod:`ooc_kernels._jit.dspdc` and the
+step sizes in :mod:`ooc_kernels.solvers.dspdc_params`.  In short: the state holds the primal
+``x = grad g*(-A^T y / n)``, the aggregate ``w = A^T y`` (or ``U^T y`` for factorized data
+``A = U V``) and ``sum_i phi_i*(y_i)``; the duals ``y`` of every chunk live in a
+:class:`~ooc_kernels._chunk_store.ChunkStore`, versioned by ``(epoch, round)``.  A task
+solves the CoCoA+ subproblem of its chunk (``sigma' = K``, the round's number of tasks) with
+``local_passes * n_k / m`` DSPDC iterations, writes its new duals and returns ``A_k^T dy_k``
+and the change of ``sum phi*``; the round adds them.
+
+Examples
+--------
+>>> from ooc_kernels.solvers import get_solver
+>>> case = get_solver("dspdc").make_case(seed=0)
+>>> from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+>>> state = sequential_dspdc(case)
+>>> state.n_rounds, state.x.shape
+(4, (6,))
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.solvers._dspdc_local import (
+    encode_labels,
+    local_parameters,
+    local_problem,
+    task_uniforms,
+)
+
+__all__ = ["LOSSES", "DSPDCConfig", "DSPDCState", "DSPDCTask", "DSPDCDelta", "DSPDCAlgorithm",
+           "augment_V", "init_state", "state_arrays", "make_case"]
+
+#: Loss names and their ids in :mod:`ooc_kernels._jit.dspdc`.
+LOSSES = {"squared": 0, "smoothed_hinge": 1, "logistic": 2}
+#: The dual variable's name in the work store.
+DUALS = "y"
+
+
+@dataclass(frozen=True)
+class DSPDCConfig:
+    """Everything a task needs besides the state and its rows.
+
+    Attributes
+    ----------
+    loss_id : int
+        0 squared, 1 smoothed hinge, 2 logistic.
+    n_samples : int
+        ``n``: rows of the whole problem (the ``1/n`` of ``P`` and ``D``).
+    n_features : int
+        ``p``: primal coordinates.
+    lam1, lam2 : float
+        ``g_j(x) = lam1 |x| + lam2 / 2 x^2`` with ``lam2 > 0``.
+    Lambda : float
+        An upper bound of ``Lambda_{q,m}`` of every chunk's rows (the whole matrix's bound
+        is one: a chunk's sub-matrices are sub-matrices of ``A``).
+    m, q : int
+        Dual and primal coordinates per iteration (``m`` is capped at a chunk's rows).
+    local_passes : float
+        Iterations per task: ``ceil(local_passes * n_k / m)``.
+    mode : {"gap", "distance"}
+        ``theta`` of Theorem 2 (18) or Theorem 1 (14).
+    theta, tau, sigma : float or None
+        Manual overrides of the local step parameters.
+    classes : tuple or None
+        The two labels of a classification loss, mapped to ``-1, +1``; None: regression.
+    work_store : str
+        Folder of the :class:`~ooc_kernels._chunk_store.ChunkStore` of the duals.
+    factorized : bool
+        Rows come as ``U`` (sample, rank) with ``V`` (rank, feature) whole.
+    intercept_scaling : float
+        When > 0, a constant column of this value is appended to the rows (the last of the
+        ``n_features`` coordinates is the intercept's, regularized like the others); for
+        factorized data ``U`` gets the column and ``V`` a matching row and column.
+    """
+
+    loss_id: int
+    n_samples: int
+    n_features: int
+    lam1: float
+    lam2: float
+    Lambda: float
+    m: int = 1
+    q: int = 1
+    local_passes: float = 1.0
+    mode: str = "gap"
+    theta: float | None = None
+    tau: float | None = None
+    sigma: float | None = None
+    classes: tuple | None = None
+    work_store: str = ""
+    factorized: bool = False
+    intercept_scaling: float = 0.0
+
+    @property
+    def store(self) -> ChunkStore:
+        return ChunkStore(self.work_store)
+
+
+@dataclass(frozen=True)
+class DSPDCState:
+    """The small state every task receives.
+
+    Attributes
+    ----------
+    x : ndarray (p,)
+        The primal iterate: the mean of the round's local primal iterates (``K = 1``: the
+        DSPDC primal, carried from round to round).
+    w : ndarray (p,) or (d,)
+        ``A^T y`` (dense) or ``U^T y`` (factorized).
+    conj_sum : float
+        ``sum_i phi_i*(y_i)``.
+    versions : ChunkVersions
+        The version of every chunk's duals in the work store.
+    n_iter : int
+        DSPDC iterations run by all tasks so far.
+    n_dual_updates : int
+        Dual coordinates updated so far (``/ n``: passes over the duals).
+    n_rounds : int
+    """
+
+    x: np.ndarray
+    w: np.ndarray
+    conj_sum: float
+    versions: ChunkVersions
+    n_iter: int = 0
+    n_dual_updates: int = 0
+    n_rounds: int = 0
+
+    def dual_value(self, config: DSPDCConfig, V: np.ndarray | None = None) -> float:
+        """``D(y)`` from the state alone (no pass over the data)."""
+        from ooc_kernels._jit.dspdc import reg_conjugate_ref
+
+        aty = self.w if V is None else V.T @ self.w
+        v = -aty / config.n_samples
+        return float(-np.sum(reg_conjugate_ref(v, config.lam1, config.lam2))
+                     - self.conj_sum / config.n_samples)
+
+
+@dataclass(frozen=True)
+class DSPDCTask:
+    """One task of a round: its chunks, the versions it reads and the one it writes."""
+
+    chunks: tuple[int, ...]
+    sizes: tuple[int, ...]
+    read: tuple[tuple[int, int], ...]
+    write: tuple[int, int]
+    seed: int
+    sigma_prime: int
+
+
+@dataclass(frozen=True)
+class DSPDCDelta:
+    """What a task returns: ``A_k^T dy_k`` (or ``U_k^T dy_k``), its local primal iterate
+    (summed, with the number of tasks, so that the round takes their mean), the change of
+    ``sum phi*``, and counters.  Zero for a task that saw no rows (the identity)."""
+
+    dw: np.ndarray
+    x_sum: np.ndarray
+    n_tasks: int = 0
+    dconj: float = 0.0
+    n_iter: int = 0
+    n_dual_updates: int = 0
+    chunks: tuple[int, ...] = field(default_factory=tuple)
+
+
+def augment_V(V: np.ndarray, config: DSPDCConfig) -> np.ndarray:
+    """``V`` as float64, with the intercept's row and column when ``intercept_scaling``."""
+    V = np.asarray(V, dtype=np.float64)
+    if not config.intercept_scaling:
+        return np.ascontiguousarray(V)
+    d, p = V.shape
+    out = np.zeros((d + 1, p + 1))
+    out[:d, :p] = V
+    out[d, p] = 1.0
+    return out
+
+
+def init_state(config: DSPDCConfig, n_chunks: int, rank: int | None = None) -> DSPDCState:
+    """All duals zero (inside every loss's domain), so ``w = 0`` and ``x = 0``."""
+    size = rank if config.factorized else config.n_features
+    return DSPDCState(x=np.zeros(config.n_features), w=np.zeros(int(size)), conj_sum=0.0,
+                      versions=ChunkVersions.initial(n_chunks))
+
+
+class DSPDCAlgorithm:
+    """The DSPDC chunk algorithm for :func:`ooc_kernels.parallel.engine.run_rounds`.
+
+    Parameters
+    ----------
+    config : DSPDCConfig
+    V : ndarray (d, p), optional
+        The whole factor of factorized data (needed by :meth:`apply` for ``x = x(y)``).
+    """
+
+    def __init__(self, config: DSPDCConfig, V: np.ndarray | None = None):
+        if config.lam2 <= 0:
+            raise ValidationError(
+                f"DSPDC needs a strongly convex regularizer: the l2 part alpha * (1 - "
+                f"l1_ratio) = {config.lam2!r} must be > 0; raise alpha or lower l1_ratio."
+            )
+        self.config = config
+        self.V = None if V is None else np.ascontiguousarray(V, dtype=np.float64)
+
+    def make_tasks(self, state: DSPDCState, info) -> list[DSPDCTask]:
+        k = len(info.groups)
+        return [DSPDCTask(chunks=tuple(g), sizes=tuple(s),
+                          read=tuple(state.versions[c] for c in g),
+                          write=(info.epoch, info.round), seed=info.seed, sigma_prime=k)
+                for g, s in zip(info.groups, info.sizes)]
+
+    def _rows(self, batch: dict):
+        """The task's rows (with the intercept column) and the augmented ``V``."""
+        cfg = self.config
+        rows = np.asarray(batch["U"] if cfg.factorized else batch["X"])
+        if cfg.intercept_scaling:
+            rows = np.column_stack([rows.astype(np.float64, copy=False),
+                                    np.full(len(rows), cfg.intercept_scaling)])
+        if cfg.factorized:
+            return np.ascontiguousarray(rows), augment_V(np.asarray(batch["V"]), cfg)
+        return np.ascontiguousarray(rows), None
+
+    def chunk_step(self, state: DSPDCState, batch: dict, task: DSPDCTask) -> DSPDCDelta:
+        """Solve the chunk's CoCoA+ subproblem with DSPDC; write its duals; return
+        ``A_k^T dy_k`` and the change of ``sum phi*``."""
+        with single_threaded_blas():
+            return self._chunk_step(state, batch, task)
+
+    def _chunk_step(self, state, batch, task) -> DSPDCDelta:
+        from ooc_kernels._jit import dspdc as kern
+
+        cfg = self.config
+        rows, V = self._rows(batch)
+        n_k = len(rows)
+        if n_k == 0:
+            return DSPDCDelta(dw=np.zeros_like(state.w), x_sum=np.zeros_like(state.x))
+        b = encode_labels(cfg, batch["y"], task.chunks, task.sizes)
+        store = cfg.store
+        y_old = np.concatenate([store.read(DUALS, c, v, n_rows=s)
+                                for c, v, s in zip(task.chunks, task.read, task.sizes)])
+        x = np.array(state.x, dtype=np.float64)
+        epoch, round_ = task.write
+        if cfg.factorized:
+            u0 = rows.T.astype(np.float64) @ y_old                  # U_k^T y_k  (d,)
+            aty_k, aty = V.T @ u0, V.T @ state.w
+        else:
+            aty_k, aty = rows.T.astype(np.float64) @ y_old, state.w  # A_k^T y_k, A^T y
+        lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
+        m, theta, tau, sigma = local_parameters(cfg, n_k, lam2)
+        row_u, col_u = task_uniforms(cfg, task.seed, epoch, round_, task.chunks[0], n_k, m)
+        y_new = y_old.copy()
+        a, abar = x.copy(), x.copy()
+        if cfg.factorized:
+            u, v = u0.copy(), V @ a
+            vbar = v.copy()
+            kern.dspdc_factorized_iterations(
+                rows, V, b, y_new, a, u, v, vbar, n_k, row_u, col_u, m, cfg.q, theta, tau,
+                sigma, cfg.loss_id, lam1, lam2, shift)
+        else:
+            z = aty_k.copy()
+            kern.dspdc_dense_iterations(
+                rows, b, y_new, a, abar, z, n_k, row_u, col_u, m, cfg.q, theta, tau, sigma,
+                cfg.loss_id, lam1, lam2, shift)
+        dy = y_new - y_old
+        dw = rows.T.astype(np.float64) @ dy                         # exact, not the running z
+        conj = kern.loss_conjugate_ref
+        dconj = float(np.sum(conj(cfg.loss_id, y_new, b)) - np.sum(conj(cfg.loss_id, y_old, b)))
+        start = 0
+        for c, s in zip(task.chunks, task.sizes):
+            store.write(DUALS, c, task.write, y_new[start:start + s])
+            start += s
+        T = len(row_u)
+        return DSPDCDelta(dw=dw, x_sum=a, n_tasks=1, dconj=dconj, n_iter=T,
+                          n_dual_updates=T * m, chunks=task.chunks)
+
+    def combine(self, a: DSPDCDelta, b: DSPDCDelta) -> DSPDCDelta:
+        return DSPDCDelta(dw=a.dw + b.dw, x_sum=a.x_sum + b.x_sum,
+                          n_tasks=a.n_tasks + b.n_tasks, dconj=a.dconj + b.dconj,
+                          n_iter=a.n_iter + b.n_iter,
+                          n_dual_updates=a.n_dual_updates + b.n_dual_updates,
+                          chunks=a.chunks + b.chunks)
+
+    def apply(self, state: DSPDCState, delta: DSPDCDelta, info=None) -> DSPDCState:
+        versions = state.versions
+        if info is not None and delta.chunks:
+            versions = versions.updated(delta.chunks, (info.epoch, info.round))
+        x = delta.x_sum / delta.n_tasks if delta.n_tasks else state.x
+        return replace(state, w=state.w + delta.dw, x=x,
+                       conj_sum=state.conj_sum + delta.dconj, versions=versions,
+                       n_iter=state.n_iter + delta.n_iter,
+                       n_dual_updates=state.n_dual_updates + delta.n_dual_updates,
+                       n_rounds=state.n_rounds + 1)
+
+
+def state_arrays(state: DSPDCState) -> dict:
+    """The arrays that make a DSPDC state (counters as 0-d arrays)."""
+    return {"x": state.x, "w": state.w, "conj_sum": np.asarray(state.conj_sum),
+            "versions": state.versions.table, "n_iter": np.asarray(state.n_iter),
+            "n_dual_updates": np.asarray(state.n_dual_updates),
+            "n_rounds": np.asarray(state.n_rounds)}
+
+
+def make_case(seed: int = 0, *, shuffle: bool = False):
+    """A small logistic elastic-net problem: 4 chunks of 15 rows (the last 9), 6 features,
+    ``m = 3`` duals and ``q = 2`` primal coordinates per iteration; its duals go to a fresh
+    temporary work store."""
+    from ooc_kernels.solvers._spec import AlgorithmCase
+    from ooc_kernels.solvers.dspdc_params import lambda_value
+
+    rng = np.random.default_rng(seed)
+    sizes = (15, 15, 15, 9)
+    n, p = sum(sizes), 6
+    X = rng.normal(size=(n, p))
+    y = np.where(X @ rng.normal(size=p) + 0.3 * rng.normal(size=n) > 0, 7, 3)
+    config = DSPDCConfig(loss_id=LOSSES["logistic"], n_samples=n, n_features=p, lam1=1e-3,
+                         lam2=5e-2, Lambda=lambda_value(X, 3, 2), m=3, q=2,
+                         classes=(3, 7),
+                         work_store=tempfile.mkdtemp(prefix="ooc-dspdc-case-") + "/work")
+    bounds = np.cumsum((0,) + sizes)
+    chunks = [{"X": X[a:b], "y": y[a:b]} for a, b in zip(bounds[:-1], bounds[1:])]
+    return AlgorithmCase(algorithm=DSPDCAlgorithm(config),
+                         state=init_state(config, len(sizes)), chunks=chunks,
+                         dims={"X": ("sample", "feature"), "y": ("sample",)}, seed=seed + 5)
+
+
+def _sequential(case):
+    from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+
+    return sequential_dspdc(case)
+
+
+def _register():
+    from ooc_kernels.solvers._spec import SolverSpec, register_solver
+
+    register_solver(SolverSpec(
+        name="dspdc", algorithm=DSPDCAlgorithm, state_arrays=state_arrays,
+        make_case=make_case, reference=_sequential,
+        description="doubly stochastic primal-dual coordinate method (Yu, Lin, Yang 2015), "
+                    "CoCoA+ rounds"))
+
+
+_register()
