@@ -13,7 +13,7 @@ With one chunk holding all the rows, the subproblem is the problem itself (no ti
 >>> aty = np.array([1.0, -2.0])
 >>> lam1, lam2, shift = local_problem(cfg, aty, aty, n_k=10, k=1)
 >>> lam1, lam2, bool(np.all(shift == 0))
-(0.01, 0.1, [0.0, 0.0])
+(0.01, 0.1, True)
 """
 
 from __future__ import annotations
