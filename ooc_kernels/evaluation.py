@@ -23,7 +23,7 @@ import numpy as np
 
 from ooc_kernels._atomic import atomic_dir
 from ooc_kernels.data.zarr_io import consolidate
-from ooc_kernels.data.inputs import as_chunked, wrap_prediction
+from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["evaluate", "write_predictions"]
@@ -45,7 +45,7 @@ def evaluate(estimator, X, y=None) -> dict:
     Regressors: ``r2``, ``rmse``, ``mae``.
     """
     data = as_chunked(X, y, chunk_size=estimator.chunk_size, require_y=True)
-    Xd, yd = data.X, data.y
+    Xd, yd = model_input(data), data.y
     if hasattr(estimator, "classes_"):
         classes = estimator.classes_
         out = {"accuracy": (estimator.predict(Xd) == yd).astype(np.float64).mean()}
@@ -76,14 +76,14 @@ def write_predictions(estimator, X, path) -> Path:
     import xarray as xr
 
     data = as_chunked(X, chunk_size=estimator.chunk_size)
-    pred = estimator.predict(data.X)
+    pred = estimator.predict(model_input(data))
     like = wrap_prediction(X, pred)  # the input's sample dim and coordinates, if any
     sample = like.dims[0] if isinstance(like, xr.DataArray) else "sample"
     coords = {k: c.variable for k, c in like.coords.items()} \
         if isinstance(like, xr.DataArray) else {}
     variables = {"prediction": ((sample,), pred)}
     if hasattr(estimator, "classes_") and hasattr(estimator, "predict_proba"):
-        variables["proba"] = ((sample, "class"), estimator.predict_proba(data.X))
+        variables["proba"] = ((sample, "class"), estimator.predict_proba(model_input(data)))
         coords["class"] = np.asarray(estimator.classes_)
     ds = xr.Dataset(variables, coords=coords)
     path = Path(path)

@@ -32,7 +32,7 @@ from ooc_kernels.data.factorized import Factorized
 from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
-__all__ = ["as_chunked", "is_lazy_input", "wrap_prediction", "SUPERVISED_DIMS"]
+__all__ = ["as_chunked", "is_lazy_input", "model_input", "wrap_prediction", "SUPERVISED_DIMS"]
 
 #: Dimension names of the supervised variables handed to the engine.
 SUPERVISED_DIMS = {"X": ("sample", "feature"), "y": ("sample",)}
@@ -761,6 +761,22 @@ def _raise_all(problems: list[str], invalid: list[str], where: str) -> None:
         err = cls(f"{where} has {len(found)} problems:\n{lines}")
     err.problems = found
     raise err
+
+
+def model_input(data) -> Any:
+    """What ``predict`` takes for the rows of ``data`` (a ``ChunkedData``): ``X``, or
+    ``Factorized(U, V)`` for factorized data, both lazy.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels.data.inputs import as_chunked, model_input
+    >>> model_input(as_chunked(np.ones((4, 2)), np.zeros(4))).shape
+    (4, 2)
+    """
+    if "U" in data and "X" not in data:
+        return Factorized(data["U"], data["V"])
+    return data.X
 
 
 def wrap_prediction(X: Any, values: Any, *, classes: Any = None) -> Any:

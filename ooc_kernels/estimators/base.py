@@ -58,7 +58,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
 from ooc_kernels._seeds import derive_seed
-from ooc_kernels.data.inputs import as_chunked, is_lazy_input, wrap_prediction
+from ooc_kernels.data.inputs import (
+    as_chunked,
+    is_lazy_input,
+    model_input,
+    wrap_prediction,
+)
 from ooc_kernels.estimators._constraints import (
     Interval,
     SchedulerSpec,
@@ -641,7 +646,7 @@ class ChunkedClassifierMixin:
             return self._score_chunked(data, sched)
 
     def _score_chunked(self, data: ChunkedData, sched) -> float:
-        hits = (self.predict(data.X) == data.y).astype(np.float64)
+        hits = (self.predict(model_input(data)) == data.y).astype(np.float64)
         w = data.get("sample_weight")
         if w is not None:
             return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=sched))
@@ -669,7 +674,7 @@ class ChunkedRegressorMixin:
             return self._score_chunked(data, sched)
 
     def _score_chunked(self, data: ChunkedData, sched) -> float:
-        pred = self.predict(data.X)
+        pred = self.predict(model_input(data))
         y_true = data.y.astype(np.float64)
         w = data.get("sample_weight")
         w = da.ones_like(y_true) if w is None else w

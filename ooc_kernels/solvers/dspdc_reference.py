@@ -176,7 +176,7 @@ def _primal_step(v, tau, lam1, lam2):
 # --------------------------------------------------------------------------------------
 
 def _run(rows_times, cols_times_ybar, n, p, b, *, loss, lam1, lam2, m, q, theta, tau, sigma,
-         n_iter, seed, n_total, x0, y0, callback, shift):
+         n_iter, seed, n_total, x0, y0, callback, shift, uniforms=None):
     loss = _loss_name(loss)
     b = _labels(loss, b)
     if not (1 <= m <= n and 1 <= q <= p):
@@ -184,7 +184,15 @@ def _run(rows_times, cols_times_ybar, n, p, b, *, loss, lam1, lam2, m, q, theta,
     N = n if n_total is None else n_total
     if N < n:
         raise ValidationError(f"n_total={n_total} must be >= n = {n}")
-    row_u, col_u = dspdc_uniforms(seed, n_iter, m, q)
+    if uniforms is None:
+        row_u, col_u = dspdc_uniforms(seed, n_iter, m, q)
+    else:  # a given stream (the chunk algorithm's task uniforms)
+        row_u, col_u = (np.asarray(u, dtype=np.float64) for u in uniforms)
+        if row_u.shape != (n_iter, m) or col_u.shape != (n_iter, q):
+            raise ValidationError(
+                f"uniforms must have shapes ({n_iter}, {m}) and ({n_iter}, {q}); got "
+                f"{row_u.shape} and {col_u.shape}"
+            )
     x = np.zeros(p) if x0 is None else np.array(x0, dtype=np.float64)
     y = np.zeros(n) if y0 is None else np.array(y0, dtype=np.float64)
     xbar = x.copy()
@@ -211,7 +219,8 @@ def _run(rows_times, cols_times_ybar, n, p, b, *, loss, lam1, lam2, m, q, theta,
 
 
 def dspdc_reference(A, b, *, loss, lam1, lam2, m, q, theta, tau, sigma, n_iter, seed,
-                    n_total=None, x0=None, y0=None, callback=None, shift=None):
+                    n_total=None, x0=None, y0=None, callback=None, shift=None,
+                    uniforms=None):
     """Algorithm 1 on an in-memory ``A``, literally.
 
     Parameters
@@ -238,6 +247,9 @@ def dspdc_reference(A, b, *, loss, lam1, lam2, m, q, theta, tau, sigma, n_iter, 
         ``callback(t, x, y)`` after every iteration ``t = 1 .. n_iter``.
     shift : array_like (p,), optional
         A linear tilt: ``g_j(x) = lam2 x^2 / 2 + lam1 |x| - shift_j x``.
+    uniforms : tuple of ndarray, optional
+        ``(row_uniforms (n_iter, m), col_uniforms (n_iter, q))`` instead of the stream of
+        ``seed`` (to replay the iterations of a task of the chunk algorithm).
 
     Returns
     -------
@@ -258,7 +270,7 @@ def dspdc_reference(A, b, *, loss, lam1, lam2, m, q, theta, tau, sigma, n_iter, 
     return _run(lambda I, xbar: A[I] @ xbar, lambda J, ybar: A[:, J].T @ ybar, n, p, b,
                 loss=loss, lam1=lam1, lam2=lam2, m=m, q=q, theta=theta, tau=tau, sigma=sigma,
                 n_iter=n_iter, seed=seed, n_total=n_total, x0=x0, y0=y0, callback=callback,
-                shift=shift)
+                shift=shift, uniforms=uniforms)
 
 
 def dspdc_factorized_reference(U, V, b, *, loss, lam1, lam2, m, q, theta, tau, sigma, n_iter,
