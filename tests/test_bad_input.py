@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import warnings
+from pathlib import Path
 
 import dask.array as da
 import numpy as np
@@ -533,7 +534,7 @@ QUICKSTART = os.path.join(os.path.dirname(__file__), "..", "pipelines", "quickst
 def test_invalid_pipeline_yaml(tmp_path, edit, match):
     from ooc_kernels.pipeline import load_pipeline
 
-    text = open(QUICKSTART).read()
+    text = Path(QUICKSTART).read_text()
     assert edit[0] in text
     path = tmp_path / "p.yaml"
     path.write_text(text.replace(*edit))

@@ -177,6 +177,7 @@ def test_sigkill_then_same_command_resumes_to_the_uninterrupted_model(tmp_path):
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     at_kill = _position(ck)
     assert at_kill is not None and at_kill["epoch"] < 4       # killed part way

@@ -280,7 +280,7 @@ def test_run_takes_data_roots_and_environment_names_from_the_command(tmp_path, m
 
 def test_quickstart_pipeline_sets_no_scheduler_and_no_trust():
     spec, _ = load_pipeline(QUICKSTART)
-    raw = yaml.safe_load(open(QUICKSTART).read())
+    raw = yaml.safe_load(Path(QUICKSTART).read_text())
     assert "scheduler" not in raw.get("fit", {})
     assert "allow_outside" not in raw and not {"trusted", "allow_outside"} & set(raw["data"])
     assert spec.fit.resume is True
@@ -304,6 +304,8 @@ def test_numbers_are_read_as_written(text, expected):
         assert coerce_number(f"  {text} ") == expected       # blanks around are ignored
 
 
+@pytest.mark.filterwarnings(
+    "ignore::ooc_kernels.exceptions.StepSizeWarning")  # the numbers, not the steps, are tested
 def test_cli_param_in_exponent_notation(tmp_path):
     store = ok.make_dataset("nonlinear_binary", tmp_path / "data" / "nb.zarr", 300,
                             chunk_size=100, n_features=3, progress=False)
@@ -335,6 +337,8 @@ def test_cli_param_in_exponent_notation(tmp_path):
     assert xr.open_zarr(tmp_path / "k.zarr").attrs["generator_params"] == {"noise": 0.05}
 
 
+@pytest.mark.filterwarnings(
+    "ignore::ooc_kernels.exceptions.StepSizeWarning")  # the numbers, not the steps, are tested
 def test_pipeline_yaml_numbers_in_exponent_notation(tmp_path):
     path = _pipeline(tmp_path)
     text = path.read_text()

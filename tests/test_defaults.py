@@ -336,6 +336,8 @@ def _hyperband_works() -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings(  # scikit-learn notes that a 2-point space is searched whole
+    "ignore:The total space of parameters:UserWarning")
 def test_dask_ml_hyperband_search_drives_partial_fit():
     reason = _hyperband_works()
     if reason:

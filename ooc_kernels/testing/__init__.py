@@ -21,7 +21,7 @@ Examples
 --------
 >>> from ooc_kernels.testing import algorithm_checks, estimator_checks
 >>> sorted({name for name, _ in algorithm_checks()})
-['dsg']
+['dsg', 'dspdc']
 >>> [check.__name__ for name, check in estimator_checks() if name == "DSGRegressor"][:2]
 ['check_estimator_schedulers', 'check_estimator_resume']
 """
