@@ -250,3 +250,37 @@ def test_sigkill_then_resume_gives_the_uninterrupted_dspdc_model(tmp_path):
     reference = ok.load(tmp_path / "straight" / "model.zarr")
     assert np.array_equal(resumed.coef_, reference.coef_)
     assert resumed.intercept_ == reference.intercept_
+
+
+def test_resume_with_sparse_checkpoints_keeps_the_duals_the_checkpoint_needs(tmp_path,
+                                                                             monkeypatch):
+    """Checkpoints every 4 rounds: the rounds after a checkpoint rewrite the duals of their
+    chunks, and pruning must keep the versions the checkpoint points to; an interruption
+    3 rounds after a checkpoint resumes to the uninterrupted model."""
+    from ooc_kernels.estimators._checkpointing import CheckpointWriter
+
+    X, y = _binary_problem(n=480)
+    Xd, yd = da.from_array(X, chunks=(40, 6)), da.from_array(y, chunks=40)
+    params = dict(alpha=0.05, max_iter=3, tol=None, **FAST)
+    reference = ok.DSPDCClassifier(**params).fit(Xd, yd)
+    real = CheckpointWriter.__call__
+    rounds = {"n": 0}
+
+    class Stop(Exception):
+        pass
+
+    def call(self, state, info):
+        real(self, state, info)
+        rounds["n"] += 1
+        if rounds["n"] == 19:          # 12 rounds per epoch: checkpoint at 16, stop at 19
+            raise Stop
+
+    monkeypatch.setattr(CheckpointWriter, "__call__", call)
+    ck = tmp_path / "ck.zarr"
+    with pytest.raises(Stop):
+        ok.DSPDCClassifier(**params).fit(Xd, yd, checkpoint=ck, checkpoint_every=4)
+    monkeypatch.setattr(CheckpointWriter, "__call__", real)
+    resumed = ok.DSPDCClassifier(**params).fit(Xd, yd, checkpoint=ck, checkpoint_every=4,
+                                              resume=True)
+    assert np.array_equal(resumed.coef_, reference.coef_)
+    assert (tmp_path / "ck.zarr.work").is_dir()             # the work store beside it

@@ -221,7 +221,7 @@ class ChunkedEstimator(BaseEstimator):
     def _fit_data(self, X, y, *, reset: bool, sample_weight=None) -> ChunkedData:
         """Any accepted input as :class:`ChunkedData` (X, y and ``sample_weight``), checked
         against the fit."""
-        skip = self.on_invalid == "skip"
+        skip = getattr(self, "on_invalid", "error") == "skip"   # families without it: error
         if _is_chunked_input(X):
             data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
                               check_y=not skip)
@@ -592,7 +592,7 @@ class ChunkedClassifierMixin:
             found = np.asarray(data.attrs["classes"])
         else:  # a small reduction over y (never X): the distinct labels
             found = np.asarray(da.unique(data.y).compute(scheduler=sched))
-        if self.on_invalid == "skip" and found.dtype.kind == "f":
+        if getattr(self, "on_invalid", "error") == "skip" and found.dtype.kind == "f":
             found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
         sklearn_validated(check_classification_targets, found)
         if len(found) < 2:

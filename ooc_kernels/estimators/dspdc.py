@@ -35,12 +35,11 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
-    BASE_PARAMS_DOC,
     ChunkedClassifierMixin,
     ChunkedEstimator,
     ChunkedRegressorMixin,
 )
-from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 
 __all__ = ["DSPDCRegressor", "DSPDCClassifier"]
 
@@ -146,7 +145,7 @@ class _DSPDCEstimator(ChunkedEstimator):
     def _factorized(self, data) -> bool:
         return "U" in data
 
-    def _work_store(self, checkpoint=None) -> str:
+    def _work_store(self) -> str:
         if self.work_dir is not None:
             return str(Path(self.work_dir) / f"dspdc-{self.random_seed_}")
         if self._checkpoint_path is not None:
@@ -163,6 +162,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         """
         self._checkpoint_path = checkpoint
         self._temporary_store = None
+        self._checkpointed = None      # versions the last checkpoint needs (set on resume)
         self._fit_start = time.perf_counter()
         try:
             return super().fit(X, y, checkpoint=checkpoint,
@@ -179,17 +179,9 @@ class _DSPDCEstimator(ChunkedEstimator):
             "of the data, which is read chunk by chunk."
         )
 
-    def _labels(self, data, sched, classes):
-        return None
-
     def _initialize(self, data, sched, classes=None) -> None:
         from ooc_kernels.solvers.dspdc import LOSSES, DSPDCConfig, init_state
-        from ooc_kernels.solvers.dspdc_params import (
-            chunk_lambda_stats,
-            combine_lambda_stats,
-            factorized_chunk_lambda_stats,
-            lambda_from_stats,
-        )
+        from ooc_kernels.solvers.dspdc_params import combine_lambda_stats, lambda_from_stats
 
         factorized = self._factorized(data)
         p = data.n_features + (1 if self.fit_intercept else 0)
@@ -237,10 +229,10 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     def _after_round(self, state, info) -> None:
         if not np.all(np.isfinite(state.x)):
-            raise ValidationError(
+            raise DivergenceError(
                 f"DSPDC produced non-finite coefficients in epoch {info.epoch}, round "
-                f"{info.round}; check the data for huge values or give Lambda a larger "
-                "value."
+                f"{info.round} (Lambda={self._config.Lambda:.6g}); check the data for huge "
+                "values, or give Lambda a larger value or smaller tau and sigma."
             )
         keep = [state.versions]
         if getattr(self, "_checkpointed", None) is not None:
@@ -375,6 +367,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._state = DSPDCState(x=x, w=np.asarray(arrays["w"], dtype=np.float64),
                                  versions=ChunkVersions(table), **meta["state"])
         self.gap_history_ = list(meta.get("gap_history") or [])
+        self._checkpointed = self._state.versions   # a resumed fit keeps what it came from
         self._publish()
 
 
@@ -438,10 +431,24 @@ def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, 
     self.progress = progress
 
 
-_BASE_DOC = "\n".join(line for line in BASE_PARAMS_DOC.splitlines()
-                      if "on_invalid" not in line and "Rows with NaN" not in line
-                      and "with the chunk and row" not in line
-                      and "n_samples_skipped_" not in line)
+_BASE_DOC = """    chunks_per_round : int, default=1
+        ``K``: chunks solved in parallel per round; their dual steps are added and their
+        primal iterates averaged (``docs/algorithms/dspdc_rounds.md``).  ``K = 1`` is the
+        sequential algorithm.  Results depend on ``K`` but not on the scheduler.
+    chunk_size : int, default=10000
+        Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
+    shuffle : bool, default=True
+        Visit the chunks in a new random order every epoch.
+    shuffle_chunks : int or "auto", default=1
+        Chunks one task solves together (their duals are one local problem).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the chunk order and every task's sampling of coordinates.
+    scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
+        Where the chunk tasks run; ``None`` uses Dask's default (an active Client if any).
+        Never saved with the model.
+    progress : bool or None, default=None
+        Show a progress bar (``None``: on a terminal or in a notebook).
+"""
 
 
 @register_estimator
@@ -481,8 +488,6 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
 
-    on_invalid = "error"
-
 
 @register_estimator
 class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
@@ -520,8 +525,6 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
                      local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
-
-    on_invalid = "error"
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
