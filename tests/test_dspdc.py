@@ -261,7 +261,7 @@ def test_resume_with_sparse_checkpoints_keeps_the_duals_the_checkpoint_needs(tmp
 
     X, y = _binary_problem(n=480)
     Xd, yd = da.from_array(X, chunks=(40, 6)), da.from_array(y, chunks=40)
-    params = dict(alpha=0.05, max_iter=3, tol=None, **FAST)
+    params = dict(alpha=0.05, max_iter=3, tol=None, shuffle_chunks=1, **FAST)
     reference = ok.DSPDCClassifier(**params).fit(Xd, yd)
     real = CheckpointWriter.__call__
     rounds = {"n": 0}

@@ -439,8 +439,12 @@ _BASE_DOC = """    chunks_per_round : int, default=1
         Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
     shuffle : bool, default=True
         Visit the chunks in a new random order every epoch.
-    shuffle_chunks : int or "auto", default=1
-        Chunks one task solves together (their duals are one local problem).
+    shuffle_chunks : int or "auto", default="auto"
+        Chunks one task solves together: their rows are one local problem, sampled as one.
+        Larger groups converge faster (with all the rows in one group, a round is
+        Algorithm 1 on the whole problem; ``docs/algorithms/dspdc_rounds.md`` has the
+        measurements); ``"auto"``: the largest groups within 8 MiB of data per task that keep
+        ``chunks_per_round`` tasks per round.
     random_state : int, RandomState instance or None, default=None
         Seeds the chunk order and every task's sampling of coordinates.
     scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
@@ -481,7 +485,7 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
                  intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
                  Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks=1,
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  random_state=None, scheduler=None, progress=None):
         _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
                      local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
@@ -519,7 +523,7 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
                  intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
                  Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks=1,
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  random_state=None, scheduler=None, progress=None):
         _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
                      local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
