@@ -116,8 +116,11 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
         ``{multiple: validation score}``.
     """
     rng = np.random.default_rng(seed % 2**63)
-    order = rng.permutation(len(sample))
-    n_train = max(2, (3 * len(sample)) // 4)
+    # rows of weight 0 carry nothing: they are left out, so that neither part of the split
+    # is weightless (a validation part of zero weight cannot be scored)
+    kept = np.flatnonzero(np.asarray(weights) > 0)
+    order = kept[rng.permutation(len(kept))]
+    n_train = max(2, (3 * len(order)) // 4)
     tr, va = order[:n_train], order[n_train:]
     if len(va) == 0:  # two rows or fewer: nothing to validate on
         va = tr
