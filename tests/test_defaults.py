@@ -358,13 +358,13 @@ def test_dask_ml_hyperband_search_drives_partial_fit():
 def test_bandwidth_trials_never_score_a_weightless_validation_part():
     """Most rows weighted 0 (scikit-learn's one-label-after-trimming check): the trials'
     split keeps only weighted rows, whatever the seed (it divided by a zero weight sum on
-    some seeds, a check that failed one CI run in three)."""
+    seeds 4 and 5 here, and failed scikit-learn's one-label check in one CI run)."""
     from sklearn.datasets import make_classification
 
     X, y = make_classification(60, 4, random_state=0)
-    for seed in range(30):
+    for seed in range(8):
         w = np.zeros(60)
         w[np.random.default_rng(seed).choice(60, 5, replace=False)] = 1.0
-        clf = ok.DSGClassifier(random_state=seed, scheduler="sync", max_iter=3).fit(
-            X, y, sample_weight=w)
+        clf = ok.DSGClassifier(random_state=seed, scheduler="sync", max_iter=3,
+                               n_features=256, block_size=64).fit(X, y, sample_weight=w)
         assert all(np.isfinite(list(clf.bandwidth_scores_.values())))
