@@ -41,7 +41,8 @@ def _ridge_store(path: Path, n: int, chunk: int, p: int = 20) -> Path:
             yield {"X": X, "y": (X @ w + 0.5 * rng.normal(size=len(X))).astype(np.float32)}
 
     write_chunks(path, chunks(), n_samples=n, chunk_size=chunk,
-                 attrs=make_attrs("regression", generator="dspdc_gap ridge"), progress=False)
+                 attrs=make_attrs("regression", generator="dspdc_gap ridge"),
+                 sizes={"feature": p}, progress=False)
     return path
 
 
