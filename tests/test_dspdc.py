@@ -284,3 +284,17 @@ def test_resume_with_sparse_checkpoints_keeps_the_duals_the_checkpoint_needs(tmp
                                               resume=True)
     assert np.array_equal(resumed.coef_, reference.coef_)
     assert (tmp_path / "ck.zarr.work").is_dir()             # the work store beside it
+
+
+@pytest.mark.parametrize("est, available", [
+    (ok.DSPDCClassifier(loss="smoothed_hinge"), "'logistic'"),
+    (ok.DSGClassifier(loss="hinge"), "'logistic' or 'softmax'"),
+])
+def test_predict_proba_exists_only_for_losses_with_probabilities(est, available):
+    """One rule for every family (the classifier mixin): no attribute, and a reason."""
+    assert not hasattr(est, "predict_proba") and not hasattr(est, "predict_log_proba")
+    with pytest.raises(AttributeError) as info:
+        est.predict_proba
+    reason = str(info.value.__cause__)
+    assert f"loss={est.loss!r}" in reason and f"use loss={available}" in reason
+    assert hasattr(est.set_params(loss="logistic"), "predict_proba")

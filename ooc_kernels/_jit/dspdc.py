@@ -39,6 +39,7 @@ import math
 import numba
 import numpy as np
 
+from ooc_kernels._jit.losses import _sigmoid, _softplus  # shared scalar helpers
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = [
@@ -74,22 +75,6 @@ _W_LOW = 2.2250738585072014e-308
 # --------------------------------------------------------------------------------------
 # scalar helpers
 # --------------------------------------------------------------------------------------
-
-@numba.njit(cache=True, nogil=True)
-def _softplus(z):
-    """``log(1 + exp(z))`` without overflow."""
-    if z > 0.0:
-        return z + math.log1p(math.exp(-z))
-    return math.log1p(math.exp(z))
-
-
-@numba.njit(cache=True, nogil=True)
-def _sigmoid(z):
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    ez = math.exp(z)
-    return ez / (1.0 + ez)
-
 
 @numba.njit(cache=True, nogil=True)
 def _xlogx(v):

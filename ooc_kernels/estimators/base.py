@@ -581,9 +581,34 @@ def _apply_block(X, block, payload):
 
 # --------------------------------------------------------------------------- task mixins
 class ChunkedClassifierMixin:
-    """Classes, labels, probabilities and lazy accuracy for chunked classifiers."""
+    """Classes, labels, probabilities and lazy accuracy for chunked classifiers.
+
+    A family lists the losses that give probabilities in ``_proba_losses`` and maps one
+    chunk of decision values to probabilities in ``_proba_from_decision``.
+    """
 
     _is_classifier = True
+    #: Losses with class probabilities (``predict_proba`` exists only for them).
+    _proba_losses: tuple = ()
+
+    def _has_proba(self) -> bool:
+        if self.loss not in self._proba_losses:
+            raise AttributeError(
+                f"predict_proba is not available for loss={self.loss!r}; use loss="
+                + " or ".join(repr(loss) for loss in self._proba_losses)
+                + ", or decision_function."
+            )
+        return True
+
+    @available_if(lambda self: self._has_proba())
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes); lazy for lazy input."""
+        return wrap_prediction(X, self._proba(X), classes=self.classes_)
+
+    @available_if(lambda self: self._has_proba())
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
 
     def _resolve_classes(self, data: ChunkedData, classes, sched) -> np.ndarray:
         if classes is not None:

@@ -23,7 +23,6 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._checks import SampleOrigin, non_finite_error
@@ -536,25 +535,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
             )
         return tuple(float(self.class_weight.get(c, 1.0)) for c in classes.tolist())
 
-    def _has_proba(self):
-        if self.loss not in ("logistic", "softmax"):
-            raise AttributeError(
-                f"predict_proba is not available for loss={self.loss!r}; use "
-                "loss='logistic' or 'softmax', or decision_function."
-            )
-        return True
-
-    @available_if(_has_proba)
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes) (losses logistic, softmax)."""
-        from ooc_kernels.data.inputs import wrap_prediction
-
-        return wrap_prediction(X, self._proba(X), classes=self.classes_)
-
-    @available_if(_has_proba)
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))
+    _proba_losses = ("logistic", "softmax")
 
     @staticmethod
     def _proba_from_decision(dec):

@@ -28,7 +28,6 @@ from pathlib import Path
 import dask
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels.estimators._constraints import Interval, StrOptions
@@ -546,25 +545,7 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
             )
         return found
 
-    def _has_proba(self):
-        if self.loss != "logistic":
-            raise AttributeError(
-                f"predict_proba is not available for loss={self.loss!r}; use "
-                "loss='logistic', or decision_function."
-            )
-        return True
-
-    @available_if(_has_proba)
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, 2) (logistic loss)."""
-        from ooc_kernels.data.inputs import wrap_prediction
-
-        return wrap_prediction(X, self._proba(X), classes=self.classes_)
-
-    @available_if(_has_proba)
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))
+    _proba_losses = ("logistic",)
 
     @staticmethod
     def _proba_from_decision(dec):
