@@ -298,3 +298,14 @@ def test_predict_proba_exists_only_for_losses_with_probabilities(est, available)
     reason = str(info.value.__cause__)
     assert f"loss={est.loss!r}" in reason and f"use loss={available}" in reason
     assert hasattr(est.set_params(loss="logistic"), "predict_proba")
+
+
+def test_step_overrides_that_diverge_stop_with_a_divergence_error():
+    """theta, tau, sigma far above the theorems': the fit stops with the library's error
+    naming the values and the fix, not with an overflow from NumPy."""
+    from ooc_kernels.exceptions import DivergenceError
+
+    X, _ = _ridge_problem(n=200, p=5)
+    with pytest.raises(DivergenceError, match=r"diverged.*50.0, 1000.0, 1000.0.*theorems"):
+        ok.DSPDCRegressor(theta=50.0, tau=1e3, sigma=1e3, max_iter=30, tol=None,
+                          **FAST).fit(X, X[:, 0])

@@ -125,12 +125,13 @@ def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept):
     from ooc_kernels._jit.dspdc import loss_value_ref
 
     rows = np.asarray(rows, dtype=np.float64)
-    z = rows @ (V @ x[:V.shape[1]]) if V is not None else rows @ x[:rows.shape[1]]
-    if intercept:
-        z = z + intercept * x[-1]
     y = np.asarray(y).reshape(-1)
     b = y.astype(np.float64) if classes is None else np.where(y == classes[1], 1.0, -1.0)
-    return float(np.sum(loss_value_ref(loss_id, z, b)))
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverged x: inf, checked after
+        z = rows @ (V @ x[:V.shape[1]]) if V is not None else rows @ x[:rows.shape[1]]
+        if intercept:
+            z = z + intercept * x[-1]
+        return float(np.sum(loss_value_ref(loss_id, z, b)))
 
 
 class _DSPDCEstimator(ChunkedEstimator):
@@ -227,7 +228,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         return None if self._V is None else augment_V(self._V, self._config)
 
     def _after_round(self, state, info) -> None:
-        if not np.all(np.isfinite(state.x)):
+        if not (np.all(np.isfinite(state.x)) and np.isfinite(state.conj_sum)):
             raise DivergenceError(
                 f"DSPDC produced non-finite coefficients in epoch {info.epoch}, round "
                 f"{info.round} (Lambda={self._config.Lambda:.6g}); check the data for huge "
@@ -252,8 +253,9 @@ class _DSPDCEstimator(ChunkedEstimator):
             rows, yk, V, state.x, cfg.loss_id, cfg.classes, cfg.intercept_scaling)
             for rows, yk in zip(chunks["U" if factorized else "X"], chunks["y"])]
         total = dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0]
-        return float(total / cfg.n_samples
-                     + np.sum(reg_value_ref(state.x, cfg.lam1, cfg.lam2)))
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(total / cfg.n_samples
+                         + np.sum(reg_value_ref(state.x, cfg.lam1, cfg.lam2)))
 
     def _epoch_report(self, state, epoch, data, sched):
         cfg = self._config
@@ -263,7 +265,15 @@ class _DSPDCEstimator(ChunkedEstimator):
         if (epoch + 1) % self.gap_every and not (timed_out or last):
             return {}, None
         primal = self._primal_value(state, data, sched)
-        dual = state.dual_value(cfg, self._augmented_V())
+        with np.errstate(over="ignore", invalid="ignore"):
+            dual = state.dual_value(cfg, self._augmented_V())
+        if not (np.isfinite(primal) and np.isfinite(dual)):
+            raise DivergenceError(
+                f"DSPDC diverged: after epoch {epoch} the primal value is {primal:.6g} and "
+                f"the dual value {dual:.6g} (Lambda={cfg.Lambda:.6g}, theta, tau, sigma = "
+                f"{self.theta}, {self.tau}, {self.sigma}); leave theta, tau and sigma to the "
+                "theorems (None) or give Lambda a larger value."
+            )
         gap = primal - dual
         rel = gap / max(abs(primal), np.finfo(float).tiny)
         entry = {"iterations": int(state.n_iter),

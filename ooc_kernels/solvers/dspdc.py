@@ -273,7 +273,9 @@ class DSPDCAlgorithm:
         dy = y_new - y_old
         dw = rows.T.astype(np.float64) @ dy                         # exact, not the running z
         conj = kern.loss_conjugate_ref
-        dconj = float(np.sum(conj(cfg.loss_id, y_new, b)) - np.sum(conj(cfg.loss_id, y_old, b)))
+        with np.errstate(over="ignore", invalid="ignore"):  # diverged: inf, checked by the
+            dconj = float(np.sum(conj(cfg.loss_id, y_new, b))  # estimator after the round
+                          - np.sum(conj(cfg.loss_id, y_old, b)))
         start = 0
         for c, s in zip(task.chunks, task.sizes):
             store.write(DUALS, c, task.write, y_new[start:start + s])
