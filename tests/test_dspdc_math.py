@@ -174,11 +174,11 @@ def test_regularizer_scalars_equal_their_twins():
 
 
 def test_unknown_loss_id_is_rejected():
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="unknown loss_id; valid ids are 0"):
         loss_value(7, 0.0, 1.0)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="unknown loss_id; valid ids are 0"):
         dual_prox(3, 0.0, 0.0, 1.0, 1.0, 1.0)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="unknown DSPDC loss_id 7"):
         loss_value_ref(7, 0.0, 1.0)
 
 
@@ -337,7 +337,7 @@ def test_sampler_equals_twin_and_reference_and_cleans_up():
             np.testing.assert_array_equal(got, floyd_subset(n, m, u))
             sample_without_replacement(n, m, u, marks, out)  # deterministic
             np.testing.assert_array_equal(out[:m], got)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="need 0 <= m <= n"):
         sample_without_replacement(3, 4, np.zeros(4), np.zeros(3, bool), np.zeros(4, np.int64))
 
 
@@ -523,7 +523,7 @@ def test_tilted_regularizer_shift(loss, name):
     for a1, a2 in zip(f1, f2):
         np.testing.assert_allclose(a1, a2, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(f1[1], x_ref, rtol=1e-10, atol=1e-11)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="shift needs one entry per column"):
         dspdc_dense_iterations(A, b, *s1, *args[:-1], np.zeros(p + 1))
     if loss == 0:  # tilted ridge: (1/n) A^T (A x - b) + lam2 x - shift = 0
         prm = _params(A, 3, 2, 0, lam2)
@@ -539,9 +539,9 @@ def test_iteration_kernels_reject_bad_arguments():
     y, x, xbar, z = np.zeros(6), np.zeros(4), np.zeros(4), np.zeros(4)
     ru, cu = dspdc_uniforms(0, 3, 2, 2)
     ok = (ru, cu, 2, 2, 1.0, 0.5, 0.5, 0, 0.0, 0.1)
-    with pytest.raises(ValidationError):  # n_total < n_rows
+    with pytest.raises(ValidationError, match="n_total .* must be >= the number of rows"):
         dspdc_dense_iterations(A, b, y, x, xbar, z, 5, *ok)
-    with pytest.raises(ValidationError):  # m > n_rows
+    with pytest.raises(ValidationError, match="need 1 <= m <= number of rows"):
         dspdc_dense_iterations(A, b, y, x, xbar, z, 6, np.zeros((3, 7)), cu, 7, 2, 1.0, 0.5,
                                0.5, 0, 0.0, 0.1)
     with pytest.raises(ValidationError):  # uniforms of the wrong width

@@ -210,6 +210,7 @@ def instance_reduction(source: Any, path: str | os.PathLike, rank: int, *,
     >>> red.U.chunks, red.V.shape, red.attrs["task"]
     (((10, 10, 10, 10), (5,)), (5, 3), 'regression')
     >>> U = red.U.values.astype(np.float64)               # small: a 40-row example
+    >>> # 40 rows: comparing in memory with the formula is the point of the example
     >>> bool(np.allclose(red.V.values, U.T @ ds.X.values, rtol=1e-5, atol=1e-5))
     True
     """

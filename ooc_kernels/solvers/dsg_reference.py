@@ -72,6 +72,7 @@ def sequential_dsg(config, state, chunks):
     t, seen, n_seen = state.n_iter, state.n_blocks_seen, state.n_samples_seen
     n_avg, loss_sum, loss_weight = state.n_avg, state.loss_sum, state.loss_weight
     for chunk in chunks:
+        # one in-memory chunk of the contract's small case (the oracle never sees a store)
         X = np.asarray(chunk["X"], dtype=np.float64)
         if config.x_shift is not None:  # the model sees the standardized input
             X = (X - np.asarray(config.x_shift)) / np.asarray(config.x_scale)

@@ -221,6 +221,8 @@ class DSPDCAlgorithm:
     def _rows(self, batch: dict):
         """The task's rows (with the intercept column) and the augmented ``V``."""
         cfg = self.config
+        # the task's own group of chunks, already read by the engine: bounded by
+        # shuffle_chunks chunks, never the dataset
         rows = np.asarray(batch["U"] if cfg.factorized else batch["X"])
         if cfg.intercept_scaling:
             rows = np.column_stack([rows.astype(np.float64, copy=False),

@@ -92,6 +92,7 @@ def sequential_dspdc(case):
     cfg = alg.config
     duals = {}
     for r, chunk in enumerate(case.chunks):
+        # one in-memory chunk of the contract's small case (the oracle never sees a store)
         rows = np.asarray(chunk["U"] if cfg.factorized else chunk["X"], dtype=np.float64)
         A = rows @ alg.V if cfg.factorized else rows
         n_k = len(A)
