@@ -33,6 +33,7 @@ _LAZY = {
     "load": "ooc_kernels.estimators.persistence",
     "available_estimators": "ooc_kernels.estimators._registry",
     "Factorized": "ooc_kernels.data.factorized",
+    "MultiTaskLMNN": "ooc_kernels.estimators.mtlmnn",
 }
 
 __all__ = ["__version__", "OocKernelsError", *sorted(_LAZY)]

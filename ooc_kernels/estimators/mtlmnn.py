@@ -1,0 +1,274 @@
+"""Multi-task large-margin nearest neighbours (MT-LMNN), fitted by DSPDC (Algorithm 3).
+
+:class:`MultiTaskLMNN` learns one Mahalanobis metric per task, ``X_j + X_0`` with ``X_0``
+shared by all tasks (Parameswaran & Weinberger; the DSPDC formulation of Yu, Lin, Yang,
+section 5.3, ``specs/dspdc.md`` 4.3), and classifies a row of task ``j`` by a majority vote
+of its ``n_neighbors`` nearest training rows of task ``j`` under that metric.  The solver is
+:func:`ooc_kernels.solvers.mtlmnn.mtlmnn_dspdc`: it updates only ``q`` of the ``p + 1``
+metrics (one eigendecomposition each) per iteration.
+
+This is an **in-memory** estimator: it is not in the chunked-estimator registry
+(:mod:`ooc_kernels.estimators._registry`), does not read Zarr stores and is not saved by
+:func:`ooc_kernels.load`; pickle it.
+
+Examples
+--------
+>>> from ooc_kernels.data.matrix_data import multitask_classes
+>>> from ooc_kernels.estimators.mtlmnn import MultiTaskLMNN
+>>> X, y, task = multitask_classes(2, 40, 5, 2, seed=0)
+>>> est = MultiTaskLMNN(tol=1e-4, random_state=0).fit(X, y, task)
+>>> est.metrics_.shape, est.gap_history_[-1]["gap"] <= 1e-4
+((2, 5, 5), True)
+>>> est.predict(X[:3], task[:3]).shape
+(3,)
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, check_random_state, \
+    check_X_y
+
+from ooc_kernels.estimators._constraints import Interval, StrOptions, validate_params
+from ooc_kernels.estimators.base import sklearn_validated
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.solvers.mtlmnn import build_triplets, mtlmnn_dspdc
+
+__all__ = ["MultiTaskLMNN"]
+
+
+class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
+    """Multi-task LMNN: metrics ``X_j + X_0`` per task, k-NN classification under them.
+
+    The fit solves (35) of Yu, Lin, Yang with DSPDC (Algorithm 3): triplets ``(u, v, w)``
+    per task (``v`` among the ``n_neighbors`` nearest same-label points of ``u``, ``w`` the
+    nearest point with another label, Euclidean in the (standardized) input space), the
+    smoothed hinge on ``d^2(u, w) - d^2(u, v)``, the target distances as a linear term and
+    Frobenius regularizers ``lambda0/2 ||X_0 - I||^2`` and ``lambda_task/2 ||X_j||^2``.
+
+    The task of every row is a separate argument, ``fit(X, y, task)`` and
+    ``predict(X, task)`` (not a column of ``X``, not ``groups=``: it is needed to predict,
+    and ``groups`` means cross-validation groups to scikit-learn).  Task values may be any
+    sortable labels; ``predict`` accepts only tasks seen in ``fit``.
+
+    In-memory: not in the chunked-estimator registry (see the module docstring).
+
+    Parameters
+    ----------
+    n_neighbors : int, default=3
+        ``l``: targets per point, and the neighbours that vote in ``predict``.
+    lambda0 : float, default=0.01
+        Weight of the shared metric's regularizer ``||X_0 - I||_F^2 / 2``.
+    lambda_task : float, default=0.1
+        Weight of each task metric's regularizer ``||X_j||_F^2 / 2``.
+    m : int or None, default=None
+        Triplets (dual variables) per iteration; ``None``: ``ceil(n_triplets / 10)``
+        (capped at the number of triplets).
+    q : int or None, default=None
+        Metrics (of ``n_tasks + 1``) updated per iteration; ``None``:
+        ``ceil((n_tasks + 1) / 5)``.
+    tol : float, default=1e-6
+        Stop when the duality gap of (35) is at most ``tol``.
+    max_iter : int, default=100_000
+        Iterations at most.
+    Lambda : {"upper_bound", "heuristic"} or float, default="upper_bound"
+        The block scale constant (:func:`ooc_kernels.solvers.mtlmnn.mtlmnn_lambda`).
+    standardize : bool, default=True
+        Divide ``X`` by one scalar (the root mean feature variance) before building the
+        triplets, so that ``lambda0`` and ``lambda_task`` do not depend on the units of
+        ``X``; ``metrics_`` are reported for the unscaled input.
+    max_time : float or None, default=None
+        Seconds at most for the solver.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the sampling of the solver.
+
+    Attributes
+    ----------
+    metrics_ : ndarray (n_tasks, d, d)
+        ``X_j + X_0`` per task (in the order of ``tasks_``), for the input's units:
+        ``d^2(a, b) = (a - b)^T metrics_[j] (a - b)``.
+    shared_metric_ : ndarray (d, d)
+        ``X_0`` (input units).
+    task_metrics_ : ndarray (n_tasks, d, d)
+        ``X_j`` without ``X_0`` (input units).
+    gap_history_ : list of dict
+        Per gap check: ``iteration``, ``passes``, ``time``, ``primal``, ``dual``, ``gap``
+        (of the standardized problem).
+    tasks_ : ndarray
+        The task values seen in ``fit``.
+    classes_ : ndarray
+        All labels seen in ``fit``.
+    n_triplets_ : int
+    n_iter_ : int
+    converged_ : bool
+    scale_ : float
+        The divisor of ``X`` (1 without ``standardize``).
+    n_features_in_ : int
+    """
+
+    _parameter_constraints: dict = {
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "lambda0": [Interval(Real, 0, None, closed="neither")],
+        "lambda_task": [Interval(Real, 0, None, closed="neither")],
+        "m": [Interval(Integral, 1, None, closed="left"), None],
+        "q": [Interval(Integral, 1, None, closed="left"), None],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "Lambda": [StrOptions({"upper_bound", "heuristic"}),
+                   Interval(Real, 0, None, closed="neither")],
+        "standardize": ["boolean"],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, n_neighbors=3, lambda0=0.01, lambda_task=0.1, m=None, q=None, tol=1e-6,
+                 max_iter=100_000, Lambda="upper_bound", standardize=True, max_time=None,
+                 random_state=None):
+        self.n_neighbors = n_neighbors
+        self.lambda0 = lambda0
+        self.lambda_task = lambda_task
+        self.m = m
+        self.q = q
+        self.tol = tol
+        self.max_iter = max_iter
+        self.Lambda = Lambda
+        self.standardize = standardize
+        self.max_time = max_time
+        self.random_state = random_state
+
+    def _task_codes(self, task, n_rows, *, fitting):
+        if task is None:
+            raise ValidationError("the task of every row is required: fit(X, y, task), "
+                                  "predict(X, task)")
+        task = np.asarray(task).ravel()
+        if task.size != n_rows:
+            raise ValidationError(f"task needs one value per row of X ({n_rows}); got "
+                                  f"{task.size}")
+        if fitting:
+            self.tasks_, codes = np.unique(task, return_inverse=True)
+            return codes.astype(np.int64)
+        codes = np.searchsorted(self.tasks_, task)
+        codes = np.minimum(codes, self.tasks_.size - 1)
+        unseen = self.tasks_[codes] != task
+        if unseen.any():
+            raise ValidationError(f"task {task[unseen][0]!r} was not seen in fit (tasks: "
+                                  f"{self.tasks_[:10].tolist()}); predict only tasks the "
+                                  "model was fitted on")
+        return codes.astype(np.int64)
+
+    def fit(self, X, y, task):
+        """Build the triplets of every task and solve (35) by DSPDC.
+
+        Parameters
+        ----------
+        X : array_like (n_samples, n_features)
+        y : array_like (n_samples,)
+            Class labels; every task needs at least two classes.
+        task : array_like (n_samples,)
+            The task of each row.
+
+        Returns
+        -------
+        self : MultiTaskLMNN
+        """
+        validate_params(self)
+        X, y = sklearn_validated(check_X_y, X, y, dtype=np.float64)
+        sklearn_validated(check_classification_targets, y)
+        codes = self._task_codes(task, X.shape[0], fitting=True)
+        self.n_features_in_ = X.shape[1]
+        self.classes_ = np.unique(y)
+        scale = float(np.sqrt(X.var(axis=0).mean())) if self.standardize else 1.0
+        self.scale_ = scale if scale > 0.0 else 1.0
+        Xs = X / self.scale_
+        tr = build_triplets(Xs, y, codes, self.n_neighbors)
+        n_blocks = tr.n_tasks + 1
+        m = min(self.m, tr.n) if self.m is not None else None
+        if self.q is not None and self.q > n_blocks:
+            raise ValidationError(f"q={self.q} exceeds the number of metrics n_tasks + 1 = "
+                                  f"{n_blocks}; use q <= {n_blocks} or None")
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        res = mtlmnn_dspdc(tr, self.lambda0, self.lambda_task, m=m, q=self.q,
+                           Lambda=self.Lambda, tol=self.tol, max_iter=self.max_iter,
+                           max_time=self.max_time, seed=seed)
+        s2 = self.scale_ ** 2
+        self.shared_metric_ = res.shared / s2
+        self.task_metrics_ = res.task_metrics / s2
+        self.metrics_ = self.task_metrics_ + self.shared_metric_
+        self.gap_history_ = res.history
+        self.n_triplets_ = tr.n
+        self.n_iter_ = res.n_iter
+        self.converged_ = res.converged
+        self._train = (X, y, codes)
+        return self
+
+    def transform_task(self, X, task_value):
+        """Map rows of one task to the space where its metric is Euclidean.
+
+        Parameters
+        ----------
+        X : array_like (n, n_features)
+        task_value
+            One of ``tasks_``.
+
+        Returns
+        -------
+        ndarray (n, n_features)
+            ``X L`` with ``L L^T = metrics_[j]``.
+        """
+        check_is_fitted(self, "metrics_")
+        X = sklearn_validated(check_array, X, dtype=np.float64)
+        j = self._task_codes(np.asarray([task_value]), 1, fitting=False)[0]
+        w, Q = np.linalg.eigh(self.metrics_[j])
+        return X @ (Q * np.sqrt(np.maximum(w, 0.0)))
+
+    def predict(self, X, task):
+        """Majority vote of the ``n_neighbors`` nearest training rows of the row's task.
+
+        Parameters
+        ----------
+        X : array_like (n_samples, n_features)
+        task : array_like (n_samples,)
+
+        Returns
+        -------
+        ndarray (n_samples,)
+        """
+        from sklearn.neighbors import KNeighborsClassifier
+
+        check_is_fitted(self, "metrics_")
+        X = sklearn_validated(check_array, X, dtype=np.float64)
+        if X.shape[1] != self.n_features_in_:
+            raise ValidationError(f"X has {X.shape[1]} features; the model was fitted on "
+                                  f"{self.n_features_in_}")
+        codes = self._task_codes(task, X.shape[0], fitting=False)
+        Xtr, ytr, ctr = self._train
+        out = np.empty(X.shape[0], dtype=ytr.dtype)
+        for j in np.unique(codes):
+            rows, train = codes == j, ctr == j
+            w, Q = np.linalg.eigh(self.metrics_[j])
+            L = Q * np.sqrt(np.maximum(w, 0.0))
+            knn = KNeighborsClassifier(n_neighbors=min(self.n_neighbors, int(train.sum())))
+            out[rows] = knn.fit(Xtr[train] @ L, ytr[train]).predict(X[rows] @ L)
+        return out
+
+    def score(self, X, y, task, sample_weight=None):
+        """Mean accuracy of ``predict(X, task)``.
+
+        Parameters
+        ----------
+        X : array_like (n_samples, n_features)
+        y : array_like (n_samples,)
+        task : array_like (n_samples,)
+        sample_weight : array_like (n_samples,), optional
+
+        Returns
+        -------
+        float
+        """
+        from sklearn.metrics import accuracy_score
+
+        return float(accuracy_score(y, self.predict(X, task), sample_weight=sample_weight))
