@@ -53,7 +53,7 @@ def _positive(name, value):
 
 
 def matrix_risk(n, p, d, seed=0):
-    """Experiment 6.2's data: ``D`` ``(n, p, d, d)`` iid ``N(0, 1)`` and ``b = sign(sum_j tr D_i^j)``.
+    """Experiment 6.2's data: ``D (n, p, d, d)`` iid ``N(0, 1)``, ``b = sign(sum_j tr D_i^j)``.
 
     Storage is ``n p d^2`` float64 values (the paper's ``n = p = d = 100`` is 0.8 GB).
 

@@ -155,7 +155,8 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
         codes = np.minimum(codes, self.tasks_.size - 1)
         unseen = self.tasks_[codes] != task
         if unseen.any():
-            raise ValidationError(f"task {task[unseen][0]!r} was not seen in fit (tasks: "
+            first = task[unseen][:1].tolist()[0]
+            raise ValidationError(f"task {first!r} was not seen in fit (tasks: "
                                   f"{self.tasks_[:10].tolist()}); predict only tasks the "
                                   "model was fitted on")
         return codes.astype(np.int64)

@@ -182,12 +182,12 @@ def build_triplets(X, y, task, n_neighbors=3):
             impostor = np.argmin(np.where(same, np.inf, D2), axis=1)     # first minimum
             D2[rows - start, rows] = np.inf                             # not itself
             targets = np.argsort(np.where(same, D2, np.inf), axis=1, kind="stable")
-            targets = targets[:, :n_neighbors]
+            k = min(n_neighbors, idx.size)
+            targets = targets[:, :k]
             ok = np.isfinite(np.take_along_axis(np.where(same, D2, np.inf), targets, axis=1))
-            u = np.repeat(rows, n_neighbors).reshape(-1, n_neighbors)[ok]
+            u = np.repeat(rows, k).reshape(-1, k)[ok]
             v = targets[ok]
-            w = impostor[np.repeat(np.arange(rows.size), n_neighbors).reshape(
-                -1, n_neighbors)[ok]]
+            w = impostor[np.repeat(np.arange(rows.size), k).reshape(-1, k)[ok]]
             parts.append(np.stack([idx[u], idx[v], idx[w]], axis=1))
             diff = Xt[u] - Xt[v]
             C[j] += diff.T @ diff

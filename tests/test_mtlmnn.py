@@ -1,0 +1,227 @@
+"""Multi-task LMNN by DSPDC (``specs/dspdc.md`` 4.3, Algorithm 3) and ``ok.MultiTaskLMNN``.
+
+Oracles: the neighbour sets by brute-force loops over the points, the objective (33) from the
+raw points (distances ``(z_u - z_v)^T M (z_u - z_v)``, no ``Z`` matrices), the optimum by
+L-BFGS over ``X_k = L_k L_k^T`` (no eigendecomposition), the ``W_j`` bookkeeping recomputed
+from explicit ``Z_i`` after every iteration, and Euclidean k-NN (scikit-learn) per task.
+"""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from sklearn.neighbors import KNeighborsClassifier
+
+import ooc_kernels as ok
+from ooc_kernels.data.matrix_data import multitask_classes
+from ooc_kernels.estimators import available_estimators
+from ooc_kernels.exceptions import InvalidParameterError, ValidationError
+from ooc_kernels.solvers.mtlmnn import build_triplets, mtlmnn_dspdc
+
+
+def _brute_triplets(X, y, task, l):
+    """``(u, v, w)`` by loops: targets by (distance, index), impostor by (distance, index)."""
+    out = []
+    for j in range(task.max() + 1):
+        rows = [i for i in range(len(y)) if task[i] == j]
+        for u in rows:
+            def dist(k):
+                return float(sum((X[u, c] - X[k, c]) ** 2 for c in range(X.shape[1])))
+            same = sorted((dist(k), k) for k in rows if k != u and y[k] == y[u])
+            other = min((dist(k), k) for k in rows if y[k] != y[u])
+            out += [(u, v, other[1]) for _, v in same[:l]]
+    return out
+
+
+def _hinge(s):
+    return np.where(s >= 1, 0.0, np.where(s <= 0, 0.5 - s, 0.5 * (1 - s) ** 2))
+
+
+def _hinge_der(s):
+    return np.where(s >= 1, 0.0, np.where(s <= 0, -1.0, -(1 - s)))
+
+
+def _objective_33(X, trips, task, shared, task_metrics, lam0, lam_t):
+    """(33) from the raw points: regularizers + (target distances + hinge(margins)) / n."""
+    n = len(trips)
+    d = X.shape[1]
+    val = lam0 / 2 * np.sum((shared - np.eye(d)) ** 2) + lam_t / 2 * np.sum(task_metrics ** 2)
+    for u, v, w in trips:
+        M = task_metrics[task[u]] + shared
+        duv = (X[u] - X[v]) @ M @ (X[u] - X[v])
+        duw = (X[u] - X[w]) @ M @ (X[u] - X[w])
+        val += (duv + _hinge(duw - duv)) / n
+    return float(val)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    X, y, task = multitask_classes(2, 12, 3, 2, seed=3, n_shared=1, n_specific=1)
+    return X / X.std(), y, task
+
+
+# ------------------------------------------------------------------------ triplets
+
+def test_triplet_builder_matches_brute_force_with_ties():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, size=(40, 2)).astype(float)      # many equal distances
+    y = rng.integers(0, 3, size=40)
+    task = np.repeat([0, 1], 20)
+    y[task == 1] += 3
+    for l in (1, 3):
+        tr = build_triplets(X, y, task, n_neighbors=l)
+        assert sorted(map(tuple, tr.index.tolist())) == sorted(_brute_triplets(X, y, task, l))
+        for j in range(2):
+            pairs = {(u, v) for u, v, _ in tr.index.tolist() if task[u] == j}
+            C = sum(np.outer(X[u] - X[v], X[u] - X[v]) for u, v in pairs)
+            np.testing.assert_allclose(tr.C[j], C, atol=1e-12)
+        np.testing.assert_array_equal(tr.task, task[tr.index[:, 0]])
+
+
+def test_Z_has_the_corrected_sign():
+    # <Z_i, M> = d_M^2(u, w) - d_M^2(u, v) (impostor minus target), the spec's correction
+    X, y, task = multitask_classes(2, 10, 4, 2, seed=1)
+    tr = build_triplets(X, y, task, n_neighbors=2)
+    A = np.random.default_rng(2).normal(size=(4, 4))
+    M = A @ A.T
+    for i in range(0, tr.n, 7):
+        u, v, w = tr.index[i]
+        expected = (X[u] - X[w]) @ M @ (X[u] - X[w]) - (X[u] - X[v]) @ M @ (X[u] - X[v])
+        assert np.sum(tr.Z(i) * M) == pytest.approx(expected, rel=1e-12)
+
+
+def test_triplet_builder_rejects_a_task_with_one_class():
+    X = np.arange(8.0).reshape(4, 2)
+    with pytest.raises(ValidationError, match="task 1 has a single class"):
+        build_triplets(X, [0, 1, 2, 2], [0, 0, 1, 1])
+
+
+# ------------------------------------------------------------------------ Algorithm 3
+
+def test_incremental_W_equals_the_sum_over_ybar_after_every_iteration(tiny):
+    X, y, task = tiny
+    tr = build_triplets(X, y, task, n_neighbors=2)
+    Z = np.stack([np.outer(X[u] - X[w], X[u] - X[w]) - np.outer(X[u] - X[v], X[u] - X[v])
+                  for u, v, w in tr.index])
+    errors, reset_ok = [], []
+    prev_X = {}
+
+    def watch(t, s):
+        ybar = s["y"] + s["ybar_shift"]
+        W = np.zeros_like(s["W"])
+        for i in range(tr.n):
+            W[tr.task[i] + 1] += ybar[i] * Z[i]
+        W[0] = W[1:].sum(axis=0)
+        errors.append(np.abs(W - s["W"]).max())
+        # (40): Xbar = X on the blocks that did not move in this iteration
+        if prev_X:
+            moved = [j for j in range(3) if not np.array_equal(prev_X[j], s["X"][j])]
+            reset_ok.append(all(np.array_equal(s["Xbar"][j], s["X"][j])
+                                for j in range(3) if j not in moved))
+        prev_X.update({j: s["X"][j].copy() for j in range(3)})
+
+    mtlmnn_dspdc(tr, 0.1, 0.2, m=5, q=1, tol=0.0, max_iter=80, check_every=10 ** 6, seed=4,
+                 callback=watch)
+    assert len(errors) == 80 and max(errors) < 1e-10
+    assert all(reset_ok)
+
+
+def _lbfgs_reference(X, trips, task, lam0, lam_t, d, p):
+    n = len(trips)
+    Zuv = np.stack([np.outer(X[u] - X[v], X[u] - X[v]) for u, v, _ in trips])
+    Zi = np.stack([np.outer(X[u] - X[w], X[u] - X[w]) for u, _, w in trips]) - Zuv
+    T = np.array([task[u] for u, _, _ in trips])
+
+    def f(flat):
+        L = flat.reshape(p + 1, d, d)
+        Xs = L @ L.transpose(0, 2, 1)
+        M = Xs[T + 1] + Xs[0]
+        c = np.einsum("ikl,ikl->i", Zi, M)
+        dist = np.einsum("ikl,ikl->i", Zuv, M)
+        val = lam0 / 2 * np.sum((Xs[0] - np.eye(d)) ** 2) + lam_t / 2 * np.sum(Xs[1:] ** 2) \
+            + np.mean(dist + _hinge(c))
+        per = (Zuv + _hinge_der(c)[:, None, None] * Zi) / n
+        G = np.zeros_like(Xs)
+        G[0] = lam0 * (Xs[0] - np.eye(d)) + per.sum(axis=0)
+        for j in range(p):
+            G[j + 1] = lam_t * Xs[j + 1] + per[T == j].sum(axis=0)
+        return val, ((G + G.transpose(0, 2, 1)) @ L).ravel()
+
+    start = np.concatenate([np.eye(d)[None], 0.3 * np.eye(d)[None].repeat(p, 0)]).ravel()
+    r = minimize(f, start, jac=True, method="L-BFGS-B",
+                 options={"gtol": 1e-13, "ftol": 1e-16, "maxiter": 20000, "maxcor": 30})
+    L = r.x.reshape(p + 1, d, d)
+    return L @ L.transpose(0, 2, 1), r.fun
+
+
+def test_gap_to_zero_and_the_independent_objective_and_optimum(tiny):
+    X, y, task = tiny
+    lam0, lam_t = 0.1, 0.2
+    tr = build_triplets(X, y, task, n_neighbors=2)
+    res = mtlmnn_dspdc(tr, lam0, lam_t, m=8, q=1, tol=1e-9, max_iter=200_000, seed=0)
+    assert res.converged and res.gap <= 1e-9
+    assert min(h["gap"] for h in res.history) >= -1e-12
+    trips = _brute_triplets(X, y, task, 2)
+    # (33) from the raw points: at the start (X_0 = I, X_j = 0) and at the end
+    start = _objective_33(X, trips, task, np.eye(3), np.zeros((2, 3, 3)), lam0, lam_t)
+    final = _objective_33(X, trips, task, res.shared, res.task_metrics, lam0, lam_t)
+    assert res.history[0]["primal"] == pytest.approx(start, rel=1e-12)
+    assert final == pytest.approx(res.primal, rel=1e-12)
+    assert final < start
+    Xs_ref, P_ref = _lbfgs_reference(X, trips, task, lam0, lam_t, 3, 2)
+    assert final <= P_ref + 1e-9 and res.dual <= P_ref + 1e-12
+    np.testing.assert_allclose(res.shared, Xs_ref[0], atol=1e-4)
+    np.testing.assert_allclose(res.task_metrics, Xs_ref[1:], atol=1e-4)
+    for M in [res.shared, *res.task_metrics]:
+        assert np.linalg.eigvalsh(M).min() > -1e-12
+
+
+# ------------------------------------------------------------------------ the estimator
+
+def _euclidean_knn_accuracy(X, y, task, test, k=3):
+    right = 0
+    for j in np.unique(task):
+        tr, te = (~test) & (task == j), test & (task == j)
+        right += np.sum(KNeighborsClassifier(k).fit(X[tr], y[tr]).predict(X[te]) == y[te])
+    return right / test.sum()
+
+
+def test_learned_metrics_beat_euclidean_knn_on_held_out_rows():
+    X, y, task = multitask_classes(3, 60, 8, 3, seed=0)
+    test = np.random.default_rng(1).random(len(y)) < 0.4
+    est = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X[~test], y[~test], task[~test])
+    assert est.converged_ and est.gap_history_[-1]["gap"] <= 1e-3
+    euclid = _euclidean_knn_accuracy(X, y, task, test)
+    learned = est.score(X[test], y[test], task[test])
+    assert learned >= euclid + 0.04, (learned, euclid)
+    assert est.metrics_.shape == (3, 8, 8)
+    np.testing.assert_allclose(est.metrics_, est.task_metrics_ + est.shared_metric_)
+    assert min(np.linalg.eigvalsh(M).min() for M in est.metrics_) > -1e-12
+    # predict is k-NN under the metric: the transformed Euclidean k-NN of task 0
+    j0 = test & (task == 0)
+    Xt = est.transform_task(X[~test & (task == 0)], 0)
+    ref = KNeighborsClassifier(3).fit(Xt, y[~test & (task == 0)]).predict(
+        est.transform_task(X[j0], 0))
+    np.testing.assert_array_equal(est.predict(X[j0], task[j0]), ref)
+
+
+def test_metrics_are_reported_in_the_input_units():
+    X, y, task = multitask_classes(2, 20, 3, 2, seed=2, n_shared=1, n_specific=1)
+    a = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X, y, task)
+    b = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(10.0 * X, y, task)
+    np.testing.assert_allclose(100.0 * b.metrics_, a.metrics_, rtol=1e-6, atol=1e-9)
+
+
+def test_estimator_errors_and_export():
+    X, y, task = multitask_classes(2, 20, 3, 2, seed=2, n_shared=1, n_specific=1)
+    est = ok.MultiTaskLMNN(tol=1e-2, random_state=0).fit(X, y, ["a"] * 20 + ["b"] * 20)
+    assert est.tasks_.tolist() == ["a", "b"]
+    with pytest.raises(ValidationError, match="task 'c' was not seen in fit"):
+        est.predict(X[:2], ["a", "c"])
+    with pytest.raises(ValidationError, match="one value per row"):
+        est.predict(X[:2], ["a"])
+    with pytest.raises(InvalidParameterError, match="n_neighbors"):
+        ok.MultiTaskLMNN(n_neighbors=0).fit(X, y, task)
+    with pytest.raises(ValidationError, match="q=5 exceeds"):
+        ok.MultiTaskLMNN(q=5).fit(X, y, task)
+    assert "MultiTaskLMNN" in ok.__all__
+    assert "MultiTaskLMNN" not in available_estimators()       # in memory, not registered
