@@ -25,17 +25,6 @@ def _estimators():
     return out
 
 
-#: check name -> reason, for every estimator trained by stochastic gradient steps.
-EXPECTED_FAILED: dict = {
-    # scikit-learn lists the same check as expected to fail for its SGDClassifier and
-    # SGDRegressor, with this reason: the order and number of stochastic steps differ when a
-    # row is repeated instead of weighted.  tests/test_sample_weight.py checks the statistical
-    # equivalence that does hold (weights vs repeated rows, over many seeds).
-    "check_sample_weight_equivalence_on_dense_data":
-        "sample_weight is not equivalent to removing/repeating samples.",
-}
-
-
-@parametrize_with_checks(_estimators(), expected_failed_checks=lambda est: EXPECTED_FAILED)
+@parametrize_with_checks(_estimators())
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)

@@ -26,9 +26,15 @@ the bandwidth.  Row weights (``sample_weight`` times ``class_weight``) scale the
 the kernel term is multiplied by their mean and the ``1 / b`` term by their largest value
 on the sample.
 
+When the whole training set is one batch (one chunk of at most ``batch_size`` rows), the
+batch matrix is known exactly: ``D^1/2 K D^1/2 / W`` for row weights ``D = diag(w)`` with sum
+``W``, and :func:`batch_eigenvalue` replaces the estimate ``kbar + 1 / b`` by its largest
+eigenvalue.
+
 ``alpha="auto"`` is ``1 / n`` for ``n`` training rows (the kernel ridge scaling of
 ``lambda ~ 1 / n``, and the scale at which the regularization no longer dominates the data
-term).
+term).  With row weights it is one over their sum (estimated as ``n`` times their mean on
+the sampled rows): a row of weight 3 counts as three rows.
 
 Examples
 --------
@@ -49,7 +55,7 @@ import numpy as np
 from ooc_kernels.exceptions import StepSizeWarning, ValidationError
 
 __all__ = ["Schedule", "resolve_schedule", "stable_step", "theory_range", "mean_kernel",
-           "CURVATURE", "KERNEL_PAIRS"]
+           "batch_eigenvalue", "CURVATURE", "KERNEL_PAIRS"]
 
 #: Upper bound of the loss's second derivative in the decision value (hinge: not smooth,
 #: taken as 1).
@@ -109,6 +115,22 @@ def mean_kernel(sample: np.ndarray, bandwidth: float, *, seed: int = 0) -> float
     return total / len(first)
 
 
+def batch_eigenvalue(gram: np.ndarray, weights: np.ndarray) -> float:
+    """Largest eigenvalue of ``D^1/2 K D^1/2 / sum(w)``: the batch matrix of a step over all
+    the rows (weights relative, see :mod:`ooc_kernels.solvers.dsg`).
+
+    Examples
+    --------
+    >>> K = np.array([[1.0, 0.5], [0.5, 1.0]])
+    >>> batch_eigenvalue(K, np.array([1.0, 1.0]))    # eigenvalues 1.5 and 0.5, over 2
+    0.75
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    root = np.sqrt(w)
+    top = np.linalg.eigvalsh(root[:, None] * np.asarray(gram) * root[None, :])[-1]
+    return float(top) / float(w.sum())
+
+
 def stable_step(*, loss: str, kbar: float, batch_size: int, weight_mean: float = 1.0,
                 weight_max: float = 1.0) -> float:
     """The first step size ``1 / (L (kbar + 1 / b))`` (see the module docstring).
@@ -123,8 +145,13 @@ def stable_step(*, loss: str, kbar: float, batch_size: int, weight_mean: float =
 def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
                      kbar: float | None, batch_size: int, n_samples: int,
                      weights: tuple[float, float] = (1.0, 1.0),
+                     eigenvalue: float | None = None,
                      owner: str = "the estimator") -> Schedule:
     """The schedule a fit runs (see the module docstring).
+
+    ``n_samples`` is the sum of the row weights (the number of rows without weights);
+    ``eigenvalue``, when given, is the exact largest eigenvalue of the batch matrix
+    (:func:`batch_eigenvalue`) and replaces the estimate from ``kbar``.
 
     Raises
     ------
@@ -132,11 +159,14 @@ def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
         ``learning_rate="optimal"`` with ``alpha=0`` or a numeric ``t0``, or
         ``learning_rate="inverse"`` with ``eta0="auto"``.
     """
-    alpha = 1.0 / max(n_samples, 1) if alpha == "auto" else float(alpha)
+    alpha = 1.0 / max(n_samples, 1e-12) if alpha == "auto" else float(alpha)
     # kbar is None when nothing was sampled: then no "auto" setting needs the stable step
-    step = None if kbar is None else stable_step(loss=loss, kbar=kbar, batch_size=batch_size,
-                                                  weight_mean=weights[0],
-                                                  weight_max=weights[1])
+    if eigenvalue is not None:
+        step = 1.0 / (CURVATURE[loss] * eigenvalue)
+    else:
+        step = None if kbar is None else stable_step(
+            loss=loss, kbar=kbar, batch_size=batch_size, weight_mean=weights[0],
+            weight_max=weights[1])
     if learning_rate == "optimal":
         if alpha <= 0:
             raise ValidationError(

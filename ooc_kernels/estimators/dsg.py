@@ -28,8 +28,10 @@ from sklearn.utils.validation import check_is_fitted
 from ooc_kernels._checks import SampleOrigin, non_finite_error
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.estimators._constraints import Interval, StrOptions
-from ooc_kernels.estimators._dsg_bandwidth import SAMPLE_ROWS, _standardized, select_bandwidth
-from ooc_kernels.estimators._dsg_schedule import mean_kernel, resolve_schedule
+from ooc_kernels.estimators._dsg_bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
+                                                   gaussian_gram, gcv_targets,
+                                                   select_bandwidth, select_bandwidth_gcv)
+from ooc_kernels.estimators._dsg_schedule import batch_eigenvalue, mean_kernel, resolve_schedule
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
@@ -51,19 +53,14 @@ from ooc_kernels.solvers.dsg import (DSGAlgorithm, DSGConfig, DSGState, encode_t
 __all__ = ["DSGClassifier", "DSGRegressor"]
 
 
-def _row_weights(config: DSGConfig, w, y, classes) -> tuple[float, float]:
-    """Mean and largest row weight (sample times class weight) of the sampled rows; (1, 1)
-    without weights or without a sample."""
+def _row_weights(class_weight, w, y, classes) -> np.ndarray:
+    """Each sampled row's weight: its sample weight times its class's weight."""
     w = np.asarray(w, dtype=np.float64)
-    if len(w) == 0:
-        return 1.0, 1.0
-    if config.class_weight is not None and classes is not None:
+    if class_weight is not None and classes is not None and len(w):
         classes = np.asarray(classes)
         order = np.argsort(classes)
-        w = w * np.asarray(config.class_weight)[order[np.searchsorted(classes[order], y)]]
-    if not (w > 0).any():
-        return 1.0, 1.0
-    return float(w.mean()), float(w.max())
+        w = w * np.asarray(class_weight)[order[np.searchsorted(classes[order], y)]]
+    return w
 
 
 def _describe_steps(config: DSGConfig) -> str:
@@ -78,7 +75,7 @@ _DSG_CONSTRAINTS = {
     "kernel": [StrOptions({"rbf"})],
     "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "median"})],
     "standardize": ["boolean"],
-    "dtype": [StrOptions({"float32", "float64"})],
+    "dtype": [StrOptions({"auto", "float32", "float64"})],
     "median_multiplier": [Interval(Real, 0, None, closed="neither")],
     "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
     "n_features": [Interval(Integral, 1, None, closed="left")],
@@ -96,9 +93,10 @@ _PARAMS_DOC = """
     bandwidth : float, "auto" or "median", default="auto"
         Kernel bandwidth sigma (in the units the model sees: standardized with
         ``standardize``).  ``"auto"``: short validation runs on up to 3000 sampled rows pick
-        among 0.125, 0.25, 0.5, 1 and 2 times the median pairwise distance (see
-        :mod:`ooc_kernels.estimators._dsg_bandwidth`; the scores are in
-        ``bandwidth_scores_``).  ``"median"``: ``median_multiplier`` times the median
+        among 0.125, 0.25, 0.5, 1 and 2 times the median pairwise distance; on data sets of
+        at most 1000 rows, generalized cross-validation of kernel ridge regression on every
+        row picks instead (see :mod:`ooc_kernels.estimators._dsg_bandwidth`; the scores
+        are in ``bandwidth_scores_``).  ``"median"``: ``median_multiplier`` times the median
         pairwise distance of up to 2000 rows drawn from up to 8 random chunks.
     median_multiplier : float, default=1.0
         Used by ``bandwidth="median"``.
@@ -108,11 +106,13 @@ _PARAMS_DOC = """
         pass, no copy), and a regressor learns standardized targets and predicts in the
         original units.  The Gaussian kernel then weighs the features alike whatever their
         units.
-    dtype : {"float32", "float64"}, default="float32"
+    dtype : {"auto", "float32", "float64"}, default="auto"
         Precision of the random features and their products (the coefficients are float64
         either way, see ``docs/algorithms/dsg_kernels.md``).  float32 is the fast path
         (a vectorised cosine, about 5 times the float64 speed); inputs of another dtype are
-        converted chunk by chunk.
+        converted chunk by chunk.  ``"auto"``: float64 for data sets of at most 1000 rows
+        (where speed does not matter and the result then depends on the rows and weights
+        only, not on their order, to 1e-12), float32 above.
     alpha : float or "auto", default="auto"
         Regularization strength (the paper's nu): every step multiplies the existing
         coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``.
@@ -149,6 +149,12 @@ _ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
         The coefficients that predict (the averaged iterate with ``average``).
     bandwidth_ : float
+    bandwidth_scores_ : dict or None
+        With ``bandwidth="auto"``: ``{multiple of the median distance: score}``, the
+        validation score of each trial, or for data sets of at most 1000 rows the
+        generalized cross-validation R^2 of kernel ridge regression on every row.
+    dtype_ : str
+        The precision used (``dtype`` resolved).
     feature_seed_ : int
         Seed from which every random-feature block is regenerated.
     alpha_, eta0_, t0_ : float
@@ -189,16 +195,19 @@ class _DSGEstimator(ChunkedEstimator):
     # ------------------------------------------------------------------ model setup
     def _sample(self, data: ChunkedData, sched):
         """Rows from up to 8 random chunks, with their targets and weights (bandwidth,
-        standardization and step size)."""
+        standardization and step size); every row of a small data set (at most
+        ``GCV_MAX_ROWS`` rows, whatever its chunks)."""
         n_rows = SAMPLE_ROWS if self.bandwidth == "auto" else 2000
+        max_chunks = 8
+        if data.n_samples <= GCV_MAX_ROWS:
+            max_chunks = data.n_chunks
+            n_rows = max(data.chunk_sizes) * data.n_chunks
         seed = derive_seed(self.random_seed_, 3)
-        sample, chunk_of, row_of = sample_rows(data, n_rows=n_rows, max_chunks=8, seed=seed,
-                                               scheduler=sched, return_index=True)
-        y = sample_rows(data, n_rows=n_rows, max_chunks=8, seed=seed, scheduler=sched,
-                        var="y")
+        kw = dict(n_rows=n_rows, max_chunks=max_chunks, seed=seed, scheduler=sched)
+        sample, chunk_of, row_of = sample_rows(data, return_index=True, **kw)
+        y = sample_rows(data, var="y", **kw)
         w = np.ones(len(sample)) if "sample_weight" not in data else np.asarray(
-            sample_rows(data, n_rows=n_rows, max_chunks=8, seed=seed, scheduler=sched,
-                        var="sample_weight"), dtype=np.float64)
+            sample_rows(data, var="sample_weight", **kw), dtype=np.float64)
         origin = SampleOrigin(chunk_of, row_of,
                               "the rows sampled for the bandwidth and the step size")
         bad = ~np.isfinite(sample).all(axis=1)
@@ -219,33 +228,49 @@ class _DSGEstimator(ChunkedEstimator):
                                            "and the step size)")
         return sample, y, w, origin
 
-    def _standardization(self, sample, y, target) -> dict:
-        """Shifts and scales of X (and y for regression) from the sample."""
+    def _standardization(self, sample, y, target, weights) -> dict:
+        """Shifts and scales of X (and y for regression) from the sample, the rows weighted
+        as the fit weighs them."""
         if not self.standardize or len(sample) == 0:
             return {}
         X = np.asarray(sample, dtype=np.float64)
-        shift, scale = X.mean(axis=0), X.std(axis=0)
+        w = np.asarray(weights, dtype=np.float64)
+        if not (w > 0).any() or (w == w[0]).all():
+            w = None  # unweighted: the plain mean and standard deviation
+
+        def moments(values):
+            mean = np.average(values, axis=0, weights=w)
+            return mean, np.sqrt(np.average((values - mean) ** 2, axis=0, weights=w))
+
+        shift, scale = moments(X)
         scale[~(scale > 0)] = 1.0  # constant features: left as they are
         out = {"x_shift": tuple(shift.tolist()), "x_scale": tuple(scale.tolist())}
         if target == "regression":
-            yf = np.asarray(y, dtype=np.float64)
-            sd = float(yf.std())
-            out.update(y_shift=float(yf.mean()), y_scale=sd if sd > 0 else 1.0)
+            mean, sd = moments(np.asarray(y, dtype=np.float64))
+            out.update(y_shift=float(mean), y_scale=float(sd) if sd > 0 else 1.0)
         return out
 
-    def _needs_sample(self) -> bool:
+    def _needs_sample(self, data: ChunkedData) -> bool:
         """Whether setting up reads a sample of rows: a bandwidth from the data,
-        standardization, or a step size from the kernel (``eta0`` or ``t0`` "auto")."""
+        standardization, a step size from the kernel (``eta0`` or ``t0`` "auto"), or the
+        mean row weight (weights are relative)."""
         if isinstance(self.bandwidth, str) or self.standardize:
+            return True
+        if "sample_weight" in data or getattr(self, "class_weight", None) is not None:
             return True
         if self.learning_rate == "inverse":
             return self.t0 == "auto"
         return self.eta0 == "auto"
 
+    def _resolve_dtype(self, data: ChunkedData) -> str:
+        if self.dtype != "auto":
+            return self.dtype
+        return "float64" if data.n_samples <= GCV_MAX_ROWS else "float32"
+
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
         n_classes = 0 if classes is None else len(classes)
         target, n_outputs, loss_id = self._target_spec(self.loss, n_classes)
-        sampled = self._needs_sample()
+        sampled = self._needs_sample(data)
         if sampled:
             sample, y_sample, w_sample, origin = self._sample(data, sched)
         else:  # every setting given: nothing is read before the fit's own tasks
@@ -260,33 +285,54 @@ class _DSGEstimator(ChunkedEstimator):
                 f"{'' if len(sample) == 1 else 's'}; pass a numeric bandwidth or more data."
             )
         loss_name = "softmax" if target == "softmax" else self.loss
+        class_weight = self._class_weights(data, classes, sched)
+        # Row weights are relative: scaled to mean 1 on the sample, and alpha="auto" counts
+        # their sum (n times that mean), so weights act as numbers of copies of a row.
+        row_w = _row_weights(class_weight, w_sample, y_sample, classes)
+        positive = row_w[row_w > 0]
+        mean_w = float(row_w.mean()) if len(positive) else 1.0
         base = DSGConfig(
             loss_id=loss_id, target=target, n_outputs=n_outputs,
             n_features_in=data.n_features, block_size=self.block_size,
             n_blocks=self.n_features // self.block_size, bandwidth=1.0,
             feature_seed=derive_seed(self.random_seed_, 1), alpha=0.0,
             batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
-            dtype=self.dtype,
+            dtype=self._resolve_dtype(data),
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
-            class_weight=self._class_weights(data, classes, sched),
-            **self._standardization(sample, y_sample, target))
+            class_weight=class_weight, weight_scale=1.0 / mean_w,
+            **self._standardization(sample, y_sample, target, row_w))
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
         seen = _standardized(base, sample)
-        row_weights = _row_weights(base, w_sample, y_sample, classes)
+        stable_weights = (1.0, float(positive.max()) / mean_w if len(positive) else 1.0)
+        # Every row was read (a small data set): bandwidth by GCV on all of them and, when
+        # they are one batch, the exact largest eigenvalue of the batch matrix.
+        every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
+        one_batch = every_row and data.n_chunks == 1 and data.n_samples <= self.batch_size
 
         def schedule(bandwidth, n_samples, batch_size):
+            eigenvalue = None
+            if one_batch and n_samples == data.n_samples:
+                eigenvalue = batch_eigenvalue(gaussian_gram(seen, bandwidth), row_w)
             return resolve_schedule(
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                 alpha=self.alpha, average=self.average, loss=loss_name,
                 kbar=mean_kernel(seen, bandwidth, seed=derive_seed(self.random_seed_, 7))
-                if sampled else None,
-                batch_size=batch_size, n_samples=n_samples, weights=row_weights,
-                owner=type(self).__name__)
+                if sampled and eigenvalue is None else None,
+                batch_size=batch_size, n_samples=n_samples * mean_w, weights=stable_weights,
+                eigenvalue=eigenvalue, owner=type(self).__name__)
 
         self.bandwidth_scores_ = None
-        if self.bandwidth == "auto":
+        if self.bandwidth == "auto" and every_row:
+            median = median_heuristic(seen, 1.0, sample_weight=row_w)
+            alpha = schedule(median, data.n_samples, self.batch_size).alpha
+            targets = gcv_targets(
+                (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
+                None if classes is None else np.asarray(classes))
+            bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
+                seen, targets, row_w, alpha=alpha, median=median)
+        elif self.bandwidth == "auto":
             bandwidth, scores = select_bandwidth(
                 base, sample, y_sample, w_sample,
                 classes=None if classes is None else np.asarray(classes),
@@ -296,7 +342,7 @@ class _DSGEstimator(ChunkedEstimator):
         elif self.bandwidth == "median":
             bandwidth = median_heuristic(seen, self.median_multiplier,
                                          random_state=derive_seed(self.random_seed_, 4)
-                                         % 2**32)
+                                         % 2**32, sample_weight=row_w)
         else:
             bandwidth = float(self.bandwidth)
         plan = schedule(bandwidth, data.n_samples, self.batch_size)
@@ -330,6 +376,7 @@ class _DSGEstimator(ChunkedEstimator):
     def _publish(self) -> None:
         state, config = self._state, self._config
         self.bandwidth_ = config.bandwidth
+        self.dtype_ = config.dtype
         self.feature_seed_ = config.feature_seed
         self.alpha_, self.eta0_, self.t0_ = config.alpha, config.eta0, config.t0
         self.t_ = state.n_iter
@@ -468,7 +515,8 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
                               "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="auto",
-                 median_multiplier=1.0, standardize=True, dtype="float32", alpha="auto", n_features=4096, block_size=256,
+                 median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
+                 n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average=False, max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, class_weight=None,
@@ -574,7 +622,8 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     _parameter_constraints = {**_DSG_CONSTRAINTS, "loss": [StrOptions({"squared"})]}
 
     def __init__(self, loss="squared", *, kernel="rbf", bandwidth="auto",
-                 median_multiplier=1.0, standardize=True, dtype="float32", alpha="auto", n_features=4096, block_size=256,
+                 median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
+                 n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average=False, max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,

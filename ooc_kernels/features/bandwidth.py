@@ -14,6 +14,14 @@ Examples
 2.0
 >>> median_heuristic(np.array([[0.0], [0.0], [0.0], [0.0], [2.0]]))  # six 0s, four 2s
 2.0
+
+Row weights count as repeated rows: a row of weight 3 is three copies of it (three pairs at
+distance 0 among them), so the same points give the same bandwidth weighted or repeated:
+
+>>> median_heuristic(np.array([[0.0], [1.0], [3.0]]), sample_weight=[1, 3, 1])
+1.0
+>>> median_heuristic(np.array([[0.0], [1.0], [1.0], [1.0], [3.0]]))
+1.0
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from ooc_kernels.exceptions import ValidationError
 __all__ = ["median_heuristic"]
 
 
-def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=None) -> float:
+def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=None,
+                     sample_weight=None) -> float:
     """Median-trick bandwidth ``multiplier * median pairwise distance``.
 
     Parameters
@@ -42,6 +51,11 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
         (``max_points * (max_points - 1) / 2`` pairs).
     random_state : None, int or numpy.random.Generator
         Seed of the subsample (ignored when ``n <= max_points``).
+    sample_weight : array_like of shape (n,), optional
+        Non-negative row weights, read as numbers of copies: the pair ``(i, j)`` counts
+        ``w_i w_j`` times and the copies of row ``i`` add ``max(w_i (w_i - 1) / 2, 0)`` pairs
+        at distance 0.  With integer weights the result is exactly that of the rows repeated
+        ``w_i`` times (rows of weight 0 are left out).
 
     Returns
     -------
@@ -87,7 +101,18 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
     if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 2:
         raise ValidationError(f"max_points must be an integer >= 2; got {max_points!r}")
     n = X.shape[0]
-    if n < 2:
+    w = None
+    if sample_weight is not None:
+        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+        if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any():
+            raise ValidationError(
+                f"sample_weight must hold {n} finite non-negative numbers, one per row; got "
+                f"shape {w.shape}" + ("" if w.shape != (n,) else
+                                      f" with min {w.min()!r}"))
+        keep = w > 0
+        X, w = X[keep], w[keep]
+        n = X.shape[0]
+    if n < 2 and (w is None or w.sum() <= 1):
         raise ValidationError(
             f"the median heuristic needs at least 2 points; got {n}. Pass more data or give "
             "the bandwidth explicitly"
@@ -96,14 +121,42 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
         rng = np.random.default_rng(random_state)
         idx = np.sort(rng.choice(n, size=int(max_points), replace=False))
         X = X[idx]
+        w = None if w is None else w[idx]
     X = np.asarray(X, dtype=np.float64)  # a small sample (at most max_points rows)
     if not np.isfinite(X).all():
         raise ValidationError("sample contains NaN or inf; clean the data before the median heuristic")
     # pdist computes each distance directly (no n x n Gram matrix): memory is the n(n-1)/2
     # distances only, and the median partitions them in place.
     dist = pdist(X)
-    med = float(np.median(dist))
-    if med == 0.0:  # mostly duplicated points: the median of the distinct pairs
-        nonzero = dist[dist > 0]
-        med = float(np.median(nonzero, overwrite_input=True)) if nonzero.size else 1.0
+    if w is None:
+        med = float(np.median(dist))
+        if med == 0.0:  # mostly duplicated points: the median of the distinct pairs
+            nonzero = dist[dist > 0]
+            med = float(np.median(nonzero, overwrite_input=True)) if nonzero.size else 1.0
+        return float(multiplier) * med
+    first, second = np.triu_indices(len(w), k=1)
+    pair_w = w[first] * w[second]
+    copies = float(np.maximum(w * (w - 1.0) / 2.0, 0.0).sum())  # pairs of copies: distance 0
+    med = _weighted_median(np.append(dist, 0.0), np.append(pair_w, copies))
+    if med == 0.0:
+        nonzero = dist > 0
+        med = _weighted_median(dist[nonzero], pair_w[nonzero]) if nonzero.any() else 1.0
     return float(multiplier) * med
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    """The median of ``values`` repeated ``weights`` times, as :func:`numpy.median` gives it
+    for integer weights (the mean of the two middle values when the total is even); for
+    other weights, the same rule on the cumulative weight.
+
+    Examples
+    --------
+    >>> _weighted_median(np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 1.0]))  # 1 1 2 3
+    1.5
+    """
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(weights[order])
+    half = cum[-1] / 2.0
+    lower = values[min(np.searchsorted(cum, half, side="left"), len(values) - 1)]
+    upper = values[min(np.searchsorted(cum, half, side="right"), len(values) - 1)]
+    return float((lower + upper) / 2.0)

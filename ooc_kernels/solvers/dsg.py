@@ -88,6 +88,7 @@ class DSGConfig:
     x_scale: tuple | None = None
     y_shift: float = 0.0  # regression: trained on (y - y_shift) / y_scale, predicts back
     y_scale: float = 1.0
+    weight_scale: float = 1.0  # row weights are multiplied by this (1 / their mean)
 
 
 @functools.lru_cache(maxsize=64)
@@ -392,7 +393,9 @@ class DSGAlgorithm:
                                     batch.get("sample_weight"), task)
 
     def _weights(self, sw, Y: np.ndarray, y, origin: RowOrigin) -> np.ndarray:
-        """Per-row weights: the sample weights times the class weights."""
+        """Per-row weights: the sample weights times the class weights, times
+        ``weight_scale`` (one over their mean on the rows sampled at setup: weights are
+        relative, so that repeating every row and doubling every weight are the same)."""
         cfg = self.config
         n = len(Y)
         w = np.ones(n) if sw is None else np.asarray(sw, dtype=np.float64).reshape(-1)
@@ -408,6 +411,8 @@ class DSGAlgorithm:
         if cfg.class_weight is not None:
             idx = np.searchsorted(np.asarray(cfg.classes), np.asarray(y).reshape(-1))
             w = w * np.asarray(cfg.class_weight)[idx]
+        if cfg.weight_scale != 1.0:
+            w = w * cfg.weight_scale
         return np.ascontiguousarray(w)
 
     def _steps(self, t_start: int, m: int) -> tuple[np.ndarray, np.ndarray]:
