@@ -468,7 +468,9 @@ def block_dspdc(A, loss, regularizers, *, row_blocks=None, col_blocks=None, m=1,
     tol : float
         Stop when the duality gap is at most ``tol`` at a check.
     check_every : int, optional
-        Iterations between gap checks (default ``ceil(max(n/m, p/q))``).
+        Iterations between gap checks (default ``10 ceil(max(n/m, p/q))``: a check costs
+        a full pass over ``A`` and ``p`` block conjugates, about ``max(n/m, p/q)``
+        iterations' work).
     max_time : float, optional
         Seconds; checked with the gap.
     seed : int or numpy.random.Generator
@@ -506,7 +508,7 @@ def block_dspdc(A, loss, regularizers, *, row_blocks=None, col_blocks=None, m=1,
     if tol is None or not (float(tol) >= 0.0):
         raise ValidationError(f"tol must be a number >= 0; got {tol!r}")
     if check_every is None:
-        check_every = int(math.ceil(max(n / m, p / q)))
+        check_every = 10 * int(math.ceil(max(n / m, p / q)))
     if isinstance(check_every, bool) or not isinstance(check_every, (int, np.integer)) or \
             check_every < 1:
         raise ValidationError(f"check_every must be an integer >= 1; got {check_every!r}")

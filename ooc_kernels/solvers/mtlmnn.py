@@ -409,7 +409,8 @@ def mtlmnn_dspdc(tr, lambda0=0.01, lambda_task=0.1, *, m=None, q=None, Lambda="u
     tol : float
         Stop when the duality gap is at most ``tol`` at a check.
     check_every : int, optional
-        Default ``ceil(max(n/m, (n_tasks + 1)/q))``.
+        Default ``10 ceil(max(n/m, (n_tasks + 1)/q))`` (a check costs a pass over the
+        triplets and ``n_tasks + 1`` eigendecompositions).
     max_time : float, optional
     seed : int or numpy.random.Generator
     callback : callable, optional
@@ -454,7 +455,7 @@ def mtlmnn_dspdc(tr, lambda0=0.01, lambda_task=0.1, *, m=None, q=None, Lambda="u
         raise ValidationError(f"y0 must hold {n} values in [-1, 0] (the smoothed hinge's "
                               "dual domain)")
     if check_every is None:
-        check_every = int(math.ceil(max(n / m, P / q)))
+        check_every = 10 * int(math.ceil(max(n / m, P / q)))
     if not (float(tol) >= 0.0):
         raise ValidationError(f"tol must be a number >= 0; got {tol!r}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
