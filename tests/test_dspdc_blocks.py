@@ -239,6 +239,8 @@ def test_block_dspdc_per_block_regularizers_and_max_iter():
     with pytest.raises(ValidationError, match="one regularizer per primal block"):
         block_dspdc(A, SeparableLoss("smoothed_hinge", b), [L2Block(1.0)] * 3,
                     col_blocks=[2, 2])
+    with pytest.raises(ValidationError, match="tol must be a number >= 0; got 'x'"):
+        block_dspdc(A, SeparableLoss("smoothed_hinge", b), L2Block(1.0), tol="x")
     with pytest.raises(ValidationError, match=r"m must be an integer in \[1, 10\]"):
         block_dspdc(A, SeparableLoss("smoothed_hinge", b), L2Block(1.0), m=11)
 

@@ -505,8 +505,7 @@ def block_dspdc(A, loss, regularizers, *, row_blocks=None, col_blocks=None, m=1,
     lam_value = block_lambda(A, m, q, Lambda, row_blocks=rb, col_blocks=cb)
     prm = dspdc_parameters(n, p, m, q, lam_value, lam, float(loss.gamma), mode=mode,
                            theta=theta, tau=tau, sigma=sigma)
-    if tol is None or not (float(tol) >= 0.0):
-        raise ValidationError(f"tol must be a number >= 0; got {tol!r}")
+    _check_tol(tol)
     if check_every is None:
         check_every = 10 * int(math.ceil(max(n / m, p / q)))
     if isinstance(check_every, bool) or not isinstance(check_every, (int, np.integer)) or \
@@ -517,6 +516,15 @@ def block_dspdc(A, loss, regularizers, *, row_blocks=None, col_blocks=None, m=1,
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     return _iterate(A, loss, regs, rb, cb, x, y, prm, int(max_iter), float(tol),
                     int(check_every), max_time, rng, callback)
+
+
+def _check_tol(tol):
+    try:
+        ok = float(tol) >= 0.0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValidationError(f"tol must be a number >= 0; got {tol!r}")
 
 
 def _gather(blocks, unit, idx):

@@ -49,7 +49,7 @@ import numpy as np
 from ooc_kernels._jit.dspdc import sample_without_replacement_ref
 from ooc_kernels.exceptions import DivergenceError, ValidationError
 from ooc_kernels.solvers.block_prox import PSDBlock, SeparableLoss
-from ooc_kernels.solvers.dspdc_blocks import lambda_from_block_norms
+from ooc_kernels.solvers.dspdc_blocks import _check_tol, lambda_from_block_norms
 from ooc_kernels.solvers.dspdc_params import (
     DSPDCParameters,
     dspdc_parameters,
@@ -456,8 +456,7 @@ def mtlmnn_dspdc(tr, lambda0=0.01, lambda_task=0.1, *, m=None, q=None, Lambda="u
                               "dual domain)")
     if check_every is None:
         check_every = 10 * int(math.ceil(max(n / m, P / q)))
-    if not (float(tol) >= 0.0):
-        raise ValidationError(f"tol must be a number >= 0; got {tol!r}")
+    _check_tol(tol)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     return _algorithm3(tr, regs, loss, prm, X, y, int(max_iter), float(tol), int(check_every),
                        max_time, rng, callback)
