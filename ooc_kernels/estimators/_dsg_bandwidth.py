@@ -48,6 +48,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.features.bandwidth import median_heuristic
 
 __all__ = ["CANDIDATES", "SAMPLE_ROWS", "TRIAL_STEPS", "TRIAL_FEATURES", "TIE",
@@ -66,7 +67,7 @@ TRIAL_FEATURES = 2048
 TIE = 0.005
 #: Data sets with at most this many rows choose the bandwidth by generalized
 #: cross-validation on all their rows (one ``n x n`` symmetric eigendecomposition per
-#: candidate: about 0.1 s at 1000 rows).
+#: candidate: under a second at 1000 rows).
 GCV_MAX_ROWS = 1000
 
 
@@ -157,7 +158,8 @@ def select_bandwidth_gcv(Z: np.ndarray, targets: np.ndarray, weights: np.ndarray
     scores = {}
     for multiple in CANDIDATES:
         M = root[:, None] * gaussian_gram(Z, multiple * median) * root[None, :]
-        eig, Q = np.linalg.eigh(M)
+        with single_threaded_blas():  # threads add little at this size, and spin when
+            eig, Q = np.linalg.eigh(M)  # the cores are busy (40 s instead of 1)
         shrink = np.clip(eig, 0.0, None) / (np.clip(eig, 0.0, None) + ridge)
         proj = Q.T @ t
         residual = t - Q @ (shrink[:, None] * proj)

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import StepSizeWarning, ValidationError
 
 __all__ = ["Schedule", "resolve_schedule", "stable_step", "theory_range", "mean_kernel",
@@ -127,7 +128,8 @@ def batch_eigenvalue(gram: np.ndarray, weights: np.ndarray) -> float:
     """
     w = np.asarray(weights, dtype=np.float64)
     root = np.sqrt(w)
-    top = np.linalg.eigvalsh(root[:, None] * np.asarray(gram) * root[None, :])[-1]
+    with single_threaded_blas():
+        top = np.linalg.eigvalsh(root[:, None] * np.asarray(gram) * root[None, :])[-1]
     return float(top) / float(w.sum())
 
 

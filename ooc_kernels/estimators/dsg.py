@@ -110,9 +110,10 @@ _PARAMS_DOC = """
         Precision of the random features and their products (the coefficients are float64
         either way, see ``docs/algorithms/dsg_kernels.md``).  float32 is the fast path
         (a vectorised cosine, about 5 times the float64 speed); inputs of another dtype are
-        converted chunk by chunk.  ``"auto"``: float64 for data sets of at most 1000 rows
-        (where speed does not matter and the result then depends on the rows and weights
-        only, not on their order, to 1e-12), float32 above.
+        converted chunk by chunk.  ``"auto"``: float64 when the whole data set is one batch
+        (one chunk of at most ``batch_size`` rows: speed does not matter there, and the
+        result then depends on the rows and weights only, not on their order, to 1e-12),
+        float32 otherwise.
     alpha : float or "auto", default="auto"
         Regularization strength (the paper's nu): every step multiplies the existing
         coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``.
@@ -265,7 +266,8 @@ class _DSGEstimator(ChunkedEstimator):
     def _resolve_dtype(self, data: ChunkedData) -> str:
         if self.dtype != "auto":
             return self.dtype
-        return "float64" if data.n_samples <= GCV_MAX_ROWS else "float32"
+        one_batch = data.n_chunks == 1 and data.n_samples <= self.batch_size
+        return "float64" if one_batch else "float32"
 
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
         n_classes = 0 if classes is None else len(classes)
