@@ -544,12 +544,12 @@ def test_iteration_kernels_reject_bad_arguments():
     with pytest.raises(ValidationError, match="need 1 <= m <= number of rows"):
         dspdc_dense_iterations(A, b, y, x, xbar, z, 6, np.zeros((3, 7)), cu, 7, 2, 1.0, 0.5,
                                0.5, 0, 0.0, 0.1)
-    with pytest.raises(ValidationError):  # uniforms of the wrong width
+    with pytest.raises(ValidationError, match=r"row_uniforms must be \(T, m\)"):
         dspdc_dense_iterations(A, b, y, x, xbar, z, 6, ru, cu, 2, 3, 1.0, 0.5, 0.5, 0, 0.0,
                                0.1)
-    with pytest.raises(ValidationError):  # x of the wrong length
+    with pytest.raises(ValidationError, match="x, xbar and z need one entry per column"):
         dspdc_dense_iterations(A, b, y, np.zeros(3), xbar, z, 6, *ok)
-    with pytest.raises(ValidationError):  # V does not match U
+    with pytest.raises(ValidationError, match=r"U must be \(n_rows, d\) and V \(d, p\)"):
         dspdc_factorized_iterations(A, np.zeros((3, 4)), b, y, x, np.zeros(4), np.zeros(4),
                                     np.zeros(4), 6, *ok)
 
@@ -832,14 +832,16 @@ def test_overrides_validation_and_iteration_count():
     base = dspdc_parameters(50, 10, 5, 2, 3.0, 0.1, 1.0)
     assert prm.K == base.K and base.overridden == ()
     for bad in [dict(tau=0.0), dict(sigma=-1.0), dict(theta=-0.5), dict(tau=float("nan"))]:
-        with pytest.raises(ValidationError):
+        name = next(iter(bad))
+        with pytest.raises(ValidationError, match=f"{name} must be finite"):
             dspdc_parameters(50, 10, 5, 2, 3.0, 0.1, 1.0, **bad)
-    for args in [(50, 10, 51, 2), (50, 10, 5, 11), (50, 10, 0, 1), (0, 10, 1, 1)]:
-        with pytest.raises(ValidationError):
+    for args, name in [((50, 10, 51, 2), "m"), ((50, 10, 5, 11), "q"), ((50, 10, 0, 1), "m"),
+                       ((0, 10, 1, 1), "n")]:
+        with pytest.raises(ValidationError, match=f"^{name} must be in"):
             dspdc_parameters(*args, 3.0, 0.1, 1.0)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="Lambda must be finite and > 0; got 0.0"):
         dspdc_parameters(50, 10, 5, 2, 0.0, 0.1, 1.0)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="mode must be 'gap' or 'distance'; got 'fast'"):
         dspdc_parameters(50, 10, 5, 2, 3.0, 0.1, 1.0, mode="fast")
     t = base.iteration_count(1e-8, constant=5.0)
     assert base.rho ** t * 5.0 <= 1e-8 < base.rho ** (t - 1) * 5.0
@@ -859,7 +861,7 @@ def test_regularizer_weights():
     for alpha, ratio in [(0.3, 1.0), (0.0, 0.5), (-1.0, 0.0)]:
         with pytest.raises(ValidationError, match="l1_ratio < 1|alpha"):
             regularizer_weights(alpha, ratio)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=r"l1_ratio must lie in \[0, 1\); got 1.5"):
         regularizer_weights(0.3, 1.5)
     assert loss_id("smoothed_hinge") == 1 and loss_gamma("logistic") == 4.0
     with pytest.raises(ValidationError):

@@ -503,11 +503,15 @@ class ChunkedEstimator(BaseEstimator):
         return self
 
     # ------------------------------------------------------------------ family hooks
+    # The hooks below have no default: every family defines them (the contract suite,
+    # tests/test_contract.py, fits every registered estimator through them).
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
-        raise NotImplementedError
+        """Resolve the data-dependent settings and set ``self._state``."""
+        raise NotImplementedError(f"{type(self).__name__} must define _initialize")
 
     def _make_algorithm(self):
-        raise NotImplementedError
+        """The family's registered algorithm for ``self._state``'s configuration."""
+        raise NotImplementedError(f"{type(self).__name__} must define _make_algorithm")
 
     def _after_round(self, state, info) -> None:
         """Called after every round (families check their state here)."""
@@ -533,14 +537,17 @@ class ChunkedEstimator(BaseEstimator):
 
     @property
     def _n_outputs(self) -> int:
-        raise NotImplementedError
+        """Columns of the decision function."""
+        raise NotImplementedError(f"{type(self).__name__} must define _n_outputs")
 
     @staticmethod
     def _predict_block(X, payload):
-        raise NotImplementedError
+        """Decision values of one chunk ``X`` from ``payload`` (pure: runs on workers)."""
+        raise NotImplementedError("a ChunkedEstimator family must define _predict_block")
 
     def _predict_payload(self):
-        raise NotImplementedError
+        """What :meth:`_predict_block` needs, shipped once per prediction graph."""
+        raise NotImplementedError(f"{type(self).__name__} must define _predict_payload")
 
     @property
     def _predict_dtype(self) -> np.dtype:

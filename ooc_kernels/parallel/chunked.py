@@ -91,6 +91,7 @@ class ChunkedData:
                             ("sample",) + tuple(f"dim_{i}" for i in range(1, arr.ndim)))
                 for name, arr in {**self.variables, **self.whole}.items()}
         object.__setattr__(self, "dims", dims)
+        # chunk sizes are metadata of the lazy arrays: nothing is read
         first = next(iter(self.variables.values())).chunks[0]
         for name, arr in self.variables.items():
             if arr.chunks[0] != first:

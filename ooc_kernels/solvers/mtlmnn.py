@@ -148,6 +148,7 @@ def build_triplets(X, y, task, n_neighbors=3):
     >>> tr.Z(0).tolist()                                   # 3^2 - 1^2
     [[8.0]]
     """
+    # MultiTaskLMNN is an in-memory estimator: X is the caller's (small) training matrix
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or not np.all(np.isfinite(X)):
         raise ValidationError(f"X must be a finite 2-d array; got shape {X.shape}")
