@@ -309,3 +309,41 @@ def test_step_overrides_that_diverge_stop_with_a_divergence_error():
     with pytest.raises(DivergenceError, match=r"diverged.*50.0, 1000.0, 1000.0.*theorems"):
         ok.DSPDCRegressor(theta=50.0, tau=1e3, sigma=1e3, max_iter=30, tol=None,
                           **FAST).fit(X, X[:, 0])
+
+
+# --------------------------------------------------------------------------- uniforms
+@pytest.mark.parametrize("q, p", [(3, 40), (40, 40)])
+def test_task_uniforms_come_in_bounded_blocks(monkeypatch, q, p):
+    """A task draws its uniforms in blocks of at most UNIFORM_BLOCK values, rows first then
+    columns; with q = p no column uniform is drawn (zeros: J = 0 .. p-1)."""
+    from types import SimpleNamespace
+
+    from ooc_kernels._seeds import task_rng
+    from ooc_kernels.solvers import _dspdc_local as local
+
+    monkeypatch.setattr(local, "UNIFORM_BLOCK", 50)
+    cfg = SimpleNamespace(local_passes=2.0, q=q, n_features=p)
+    n_k, m = 101, 4
+    blocks = list(local.task_uniform_blocks(cfg, 3, 1, 2, 5, n_k, m))
+    T = -(-2 * n_k // m)
+    assert sum(len(r) for r, _ in blocks) == T and len(blocks) > 1
+    rng = task_rng(3, 1, 2, 5)
+    for rows, cols in blocks:
+        assert rows.shape[1] == m and cols.shape == (len(rows), q)
+        assert rows.size + (0 if q == p else cols.size) <= 50
+        np.testing.assert_array_equal(rows, rng.random(rows.shape))
+        if q == p:
+            assert not cols.any()
+        else:
+            np.testing.assert_array_equal(cols, rng.random(cols.shape))
+
+
+def test_iterations_in_blocks_equal_the_sequential_reference(monkeypatch):
+    """With one iteration per block, the chunk algorithm (one kernel call per block) still
+    equals the sequential reference (one loop over the concatenated uniforms)."""
+    from ooc_kernels.solvers import _dspdc_local as local
+    from ooc_kernels.solvers import get_solver
+    from ooc_kernels.testing._algorithms import check_algorithm_reference
+
+    monkeypatch.setattr(local, "UNIFORM_BLOCK", 1)
+    check_algorithm_reference(get_solver("dspdc"))

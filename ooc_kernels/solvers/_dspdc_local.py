@@ -25,8 +25,12 @@ import numpy as np
 from ooc_kernels._seeds import task_rng
 from ooc_kernels.exceptions import InvalidDataError
 
-__all__ = ["encode_labels", "local_problem", "local_parameters",
-           "task_uniforms"]
+__all__ = ["UNIFORM_BLOCK", "encode_labels", "local_problem", "local_parameters",
+           "task_uniform_blocks", "task_uniforms"]
+
+#: Uniforms drawn at a time by a task (8 MiB of float64): a task's memory for its random
+#: numbers stays bounded whatever its number of iterations, rows or columns.
+UNIFORM_BLOCK = 1 << 20
 
 
 def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
@@ -80,11 +84,44 @@ def local_parameters(config, n_k: int, lam_local: float):
     return m, par.theta, par.tau, par.sigma
 
 
+def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,
+                        m: int):
+    """Yield ``(row_uniforms (t, m), col_uniforms (t, q))`` blocks of the uniforms that draw
+    ``I`` and ``J`` of every local iteration of the task whose first chunk is ``chunk``.
+
+    The task runs ``T = ceil(local_passes n_k / m)`` iterations from its own stream
+    (:func:`ooc_kernels._seeds.task_rng`), drawn in blocks of at most :data:`UNIFORM_BLOCK`
+    values: in each block the ``(t, m)`` row uniforms first, then the ``(t, q)`` column
+    uniforms.  With ``q = n_features`` every iteration updates every coordinate, so no
+    column uniform is drawn: the block holds zeros, for which Floyd's sampler returns
+    ``0, 1, .., q - 1`` (and the primal coordinates of one iteration are independent, so
+    their order does not change the iterates).  Running the kernels block after block gives
+    the iterates of one call on the concatenated blocks.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(local_passes=1.0, q=2, n_features=5)
+    >>> [(r.shape, c.shape) for r, c in task_uniform_blocks(cfg, 0, 0, 0, 0, 12, 3)]
+    [((4, 3), (4, 2))]
+    """
+    T = max(1, math.ceil(config.local_passes * n_k / m))
+    q = int(config.q)
+    full = q >= int(config.n_features)
+    block = max(1, UNIFORM_BLOCK // (m + (0 if full else q)))
+    rng = task_rng(seed, epoch, round_, chunk)
+    zeros = np.zeros((min(block, T), q)) if full else None
+    done = 0
+    while done < T:
+        t = min(block, T - done)
+        rows = rng.random((t, m))
+        yield rows, (zeros[:t] if full else rng.random((t, q)))
+        done += t
+
+
 def task_uniforms(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,
                   m: int) -> tuple[np.ndarray, np.ndarray]:
-    """The uniforms that draw ``I`` and ``J`` of every local iteration of the task whose
-    first chunk is ``chunk``: ``(T, m)`` row uniforms first, then ``(T, q)`` column
-    uniforms, from the task's own stream (:func:`ooc_kernels._seeds.task_rng`)."""
-    T = max(1, math.ceil(config.local_passes * n_k / m))
-    rng = task_rng(seed, epoch, round_, chunk)
-    return rng.random((T, m)), rng.random((T, config.q))
+    """All the blocks of :func:`task_uniform_blocks` concatenated, ``(T, m)`` and ``(T, q)``
+    (for the small cases of the sequential reference)."""
+    blocks = list(task_uniform_blocks(config, seed, epoch, round_, chunk, n_k, m))
+    return (np.concatenate([r for r, _ in blocks]), np.concatenate([c for _, c in blocks]))

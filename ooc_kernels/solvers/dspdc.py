@@ -34,7 +34,7 @@ from ooc_kernels.solvers._dspdc_local import (
     encode_labels,
     local_parameters,
     local_problem,
-    task_uniforms,
+    task_uniform_blocks,
 )
 
 __all__ = ["LOSSES", "DSPDCConfig", "DSPDCState", "DSPDCTask", "DSPDCDelta", "DSPDCAlgorithm",
@@ -258,20 +258,25 @@ class DSPDCAlgorithm:
             aty_k, aty = rows.T.astype(np.float64) @ y_old, state.w  # A_k^T y_k, A^T y
         lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
         m, theta, tau, sigma = local_parameters(cfg, n_k, lam2)
-        row_u, col_u = task_uniforms(cfg, task.seed, epoch, round_, task.chunks[0], n_k, m)
         y_new = y_old.copy()
         a, abar = x.copy(), x.copy()
         if cfg.factorized:
             u, v = u0.copy(), V @ a
             vbar = v.copy()
-            kern.dspdc_factorized_iterations(
-                rows, V, b, y_new, a, u, v, vbar, n_k, row_u, col_u, m, cfg.q, theta, tau,
-                sigma, cfg.loss_id, lam1, lam2, shift)
         else:
             z = aty_k.copy()
-            kern.dspdc_dense_iterations(
-                rows, b, y_new, a, abar, z, n_k, row_u, col_u, m, cfg.q, theta, tau, sigma,
-                cfg.loss_id, lam1, lam2, shift)
+        T = 0
+        for row_u, col_u in task_uniform_blocks(cfg, task.seed, epoch, round_,
+                                                task.chunks[0], n_k, m):
+            T += len(row_u)
+            if cfg.factorized:
+                kern.dspdc_factorized_iterations(
+                    rows, V, b, y_new, a, u, v, vbar, n_k, row_u, col_u, m, cfg.q, theta,
+                    tau, sigma, cfg.loss_id, lam1, lam2, shift)
+            else:
+                kern.dspdc_dense_iterations(
+                    rows, b, y_new, a, abar, z, n_k, row_u, col_u, m, cfg.q, theta, tau,
+                    sigma, cfg.loss_id, lam1, lam2, shift)
         dy = y_new - y_old
         dw = rows.T.astype(np.float64) @ dy                         # exact, not the running z
         conj = kern.loss_conjugate_ref
@@ -282,7 +287,6 @@ class DSPDCAlgorithm:
         for c, s in zip(task.chunks, task.sizes):
             store.write(DUALS, c, task.write, y_new[start:start + s])
             start += s
-        T = len(row_u)
         return DSPDCDelta(dw=dw, x_sum=a, n_tasks=1, dconj=dconj, n_iter=T,
                           n_dual_updates=T * m, chunks=task.chunks)
 
