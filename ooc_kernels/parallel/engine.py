@@ -45,16 +45,18 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import dask
-import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.cluster import active_client, cluster_rounds
+from ooc_kernels.parallel.graph import RoundGraph, tree_reduce
 from ooc_kernels.parallel.plan import plan_epoch
 from ooc_kernels.parallel.scheduler import local_scheduler
 
-__all__ = ["ChunkAlgorithm", "RoundInfo", "RunResult", "run_rounds", "tree_reduce"]
+__all__ = ["ChunkAlgorithm", "RoundGraph", "RoundInfo", "RunResult", "run_rounds",
+           "tree_reduce"]
 
 
 @dataclass(frozen=True)
@@ -149,48 +151,15 @@ def _dashboard_link(sched: Any) -> str | None:
         return None
 
 
-def tree_reduce(parts: list, combine: Callable[[Any, Any], Any]) -> Any:
-    """Pairwise reduction of delayed parts in a fixed, balanced tree."""
-    if not parts:
-        raise ValueError("nothing to reduce")
-    level = list(parts)
-    while len(level) > 1:
-        nxt = [dask.delayed(combine, pure=True)(level[i], level[i + 1])
-               for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
-
-
-def _read_group(*readers):
-    """The rows of a group's chunks, in group order (one task's input), read one chunk at a
-    time into the result: the task holds the group plus one chunk, not the group twice.
-
-    The result is a new array that belongs to the task: an algorithm may reorder its rows in
-    place.
-    """
-    first = readers[0]()
-    out = np.empty((sum(r.n_rows for r in readers),) + first.shape[1:], dtype=first.dtype)
-    out[:len(first)] = first
-    pos = len(first)
-    del first
-    for reader in readers[1:]:
-        part = reader()
-        if part.dtype != out.dtype:  # chunks of one variable share a dtype; be safe anyway
-            out = out.astype(np.result_type(out.dtype, part.dtype))
-        out[pos:pos + len(part)] = part
-        pos += len(part)
-    return out
-
-
 def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_epochs: int,
                chunks_per_round: int = 1, seed: int = 0, shuffle: bool = True,
                shuffle_chunks: int = 1,
                start_epoch: int = 0, start_round: int = 0, scheduler: Any = None,
                progress: bool | None = None, desc: str = "fit",
                callback: Callable[[Any, RoundInfo], None] | None = None,
-               epoch_callback: Callable[[Any, int], bool] | None = None) -> RunResult:
+               epoch_callback: Callable[[Any, int], bool] | None = None,
+               pipeline: bool | None = None, lookahead: int | None = None,
+               chain: int | None = None) -> RunResult:
     """Run ``n_epochs`` passes over ``data`` in rounds of ``chunks_per_round`` chunks.
 
     Parameters
@@ -221,6 +190,17 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
     epoch_callback : callable, optional
         ``epoch_callback(state, epoch) -> bool`` after the last round of each epoch, before
         ``callback``; returning True stops the run there (convergence, early stopping).
+    pipeline, lookahead, chain : optional
+        How rounds run on a ``distributed.Client`` (chained futures, rounds queued ahead,
+        synchronization points): see :mod:`ooc_kernels.parallel.cluster`; ``None`` takes
+        Dask's configuration (``ooc-kernels.cluster.*``).  Ignored by the local schedulers.
+
+    Notes
+    -----
+    Every task has a named key (``dsg-chunk-step-e0-r3-c17-<token>``,
+    :mod:`ooc_kernels.parallel.names`), so Dask's dashboard shows the epoch, round and
+    chunks of each task.  On a Client the progress bar advances as chunk tasks finish and
+    names the dashboard's address.
     """
     if chunks_per_round < 1:
         raise ValidationError(
@@ -229,58 +209,55 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
     if shuffle_chunks < 1:
         raise ValidationError(f"shuffle_chunks must be >= 1, got {shuffle_chunks!r}.")
     sched = local_scheduler(scheduler)
+    rounds = cluster_rounds(pipeline, lookahead, chain)
     with single_threaded_blas():
         return _run(algorithm, state, data, n_epochs=n_epochs,
                     chunks_per_round=chunks_per_round, seed=seed, shuffle=shuffle,
                     shuffle_chunks=shuffle_chunks, start_epoch=start_epoch,
                     start_round=start_round, sched=sched, progress=progress, desc=desc,
-                    callback=callback, epoch_callback=epoch_callback)
-
-
-def _group_input(parts: list, readers: list, group: tuple[int, ...]):
-    """The delayed input of one task: the chunk itself (a task of Dask's graph), or its
-    group read by the task (:func:`_read_group`)."""
-    if len(group) == 1:
-        return parts[group[0]]
-    return dask.delayed(_read_group, pure=True)(*[readers[c] for c in group])
+                    callback=callback, epoch_callback=epoch_callback, rounds=rounds)
 
 
 def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
          shuffle_chunks, start_epoch, start_round, sched, progress, desc,
-         callback, epoch_callback) -> RunResult:
-    chunks = data.delayed_chunks()
-    readers = data.chunk_readers() if shuffle_chunks > 1 else {n: None for n in chunks}
-    whole = data.delayed_whole()
+         callback, epoch_callback, rounds) -> RunResult:
+    graph = RoundGraph(algorithm, data, shuffle_chunks)
     sizes = data.chunk_sizes
     n_rounds = 0
     epoch, rnd = start_epoch, start_round
     total = max(n_epochs - start_epoch, 0) * data.n_chunks
+    client = active_client(sched)
     with progress_bar(total=total, desc=desc, enabled=progress, unit="chunk") as bar:
         link = _dashboard_link(sched)
         if link and not bar.disable:  # Dask's own progress pages for this fit's tasks
             bar.set_postfix_str(f"dashboard: {link}")
-        for epoch in range(start_epoch, n_epochs):
-            plan = plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
+
+        def plan_of(epoch: int):
+            return plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
                               epoch=epoch, shuffle=shuffle, shuffle_chunks=shuffle_chunks)
+
+        def round_info(plan, epoch: int, rnd: int) -> RoundInfo:
+            groups = plan[rnd]
+            return RoundInfo(epoch=epoch, round=rnd, groups=groups,
+                             sizes=tuple(tuple(sizes[c] for c in g) for g in groups),
+                             seed=seed, n_rounds_in_epoch=len(plan))
+
+        if client is not None and rounds.pipeline:
+            from ooc_kernels.parallel.cluster import run_on_client
+
+            return RunResult(*run_on_client(client, graph, state, plan_of=plan_of,
+                                 round_info=round_info, n_epochs=n_epochs,
+                                 start_epoch=start_epoch, start_round=start_round, bar=bar,
+                                 callback=callback, epoch_callback=epoch_callback,
+                                 lookahead=rounds.lookahead, chain=rounds.chain))
+        for epoch in range(start_epoch, n_epochs):
+            plan = plan_of(epoch)
             first = start_round if epoch == start_epoch else 0
             if first:
                 bar.update(sum(len(g) for r in plan[:first] for g in r))
             for rnd in range(first, len(plan)):
-                groups = plan[rnd]
-                info = RoundInfo(epoch=epoch, round=rnd, groups=groups,
-                                 sizes=tuple(tuple(sizes[c] for c in g) for g in groups),
-                                 seed=seed, n_rounds_in_epoch=len(plan))
-                tasks = list(algorithm.make_tasks(state, info))
-                state_d = dask.delayed(state, traverse=False)
-                parts = [
-                    dask.delayed(algorithm.chunk_step, pure=True)(
-                        state_d, {**{name: _group_input(c, readers[name], g)
-                                     for name, c in chunks.items()},
-                                  **whole}, task)
-                    for g, task in zip(groups, tasks)
-                ]
-                (delta,) = dask.compute(tree_reduce(parts, algorithm.combine),
-                                        scheduler=sched)
+                info = round_info(plan, epoch, rnd)
+                (delta,) = dask.compute(graph.local_round(state, info), scheduler=sched)
                 state = algorithm.apply(state, delta, info)
                 n_rounds += 1
                 bar.update(len(info.chunk_ids))

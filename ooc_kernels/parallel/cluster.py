@@ -1,0 +1,274 @@
+"""Rounds kept on a ``dask.distributed`` cluster: chained futures, the next round queued.
+
+With Dask's local schedulers a round is one ``dask.compute`` (the client is the machine that
+runs the tasks, so a round trip costs nothing).  On a cluster each ``dask.compute`` would
+cost a round trip per round: build and send the graph, ship the state, wait for the reduced
+delta, ``apply`` on the client, and only then send the next round.  Instead, when a
+``distributed.Client`` runs the fit (:func:`active_client`), :func:`run_on_client`
+
+* submits each round as futures whose last task, ``apply``, computes the next state on the
+  cluster; the next round's tasks take that state's future as input (the state crosses the
+  network worker to worker, never through the client), and ``make_tasks`` runs on the
+  cluster too;
+* keeps ``lookahead`` rounds queued ahead of the client: while round ``r`` runs, round
+  ``r + 1`` is already on the scheduler, so its chunks are read as soon as a worker has a
+  free slot and its tasks start the moment ``apply`` of round ``r`` returns;
+* brings every round's state to the client (it is small) and runs the callbacks on it, in
+  round order, with the same arguments as the local path: ``callback(state, info)`` after
+  every round, ``epoch_callback(state, epoch)`` after the last round of an epoch.  A
+  callback that raises, or an epoch callback that stops the run, cancels the rounds queued
+  after it, so the result is the one of the local path;
+* waits for the state on the client (a *synchronization point*) at the end of every epoch
+  and every ``chain`` rounds, and starts the next round from that concrete state.  Nothing
+  of an epoch runs before the previous epoch's callbacks have returned (a stopping rule
+  never wastes an epoch, and chunk-local state of a chunk read in consecutive rounds across
+  an epoch boundary is never touched by two rounds at once), and the lineage that Dask keeps
+  to recompute a lost state is at most ``chain`` rounds long.
+
+Results are bit-identical to the local schedulers: the tasks, the reduction tree and the
+order of its operands are the same, only where ``make_tasks`` and ``apply`` run changes (a
+task with one BLAS thread, like every chunk task).
+
+Settings come from Dask's configuration (``run_rounds`` arguments win)::
+
+    ooc-kernels:
+      cluster:
+        pipeline: true     # false: one dask.compute per round, as on the local schedulers
+        lookahead: 1       # rounds queued ahead of the one whose state the client awaits
+        chain: 8           # rounds chained on the cluster between synchronization points
+
+Examples
+--------
+>>> from ooc_kernels.parallel.cluster import cluster_rounds
+>>> cluster_rounds()
+ClusterRounds(pipeline=True, lookahead=1, chain=8)
+>>> import dask
+>>> with dask.config.set({"ooc-kernels.cluster.lookahead": 0}):
+...     cluster_rounds().lookahead
+0
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import dask
+from dask.base import tokenize
+
+from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.parallel.graph import tree_reduce
+
+__all__ = ["ClusterRounds", "active_client", "cluster_rounds", "run_on_client"]
+
+_DEFAULTS = {"pipeline": True, "lookahead": 1, "chain": 8}
+_LOCAL_NAMES = {"sync", "synchronous", "single-threaded", "threads", "threading",
+                "processes", "multiprocessing"}
+
+
+@dataclass(frozen=True)
+class ClusterRounds:
+    """How rounds run on a ``distributed.Client`` (see the module docstring).
+
+    Attributes
+    ----------
+    pipeline : bool
+        Chain rounds on the cluster (``False``: one ``dask.compute`` per round).
+    lookahead : int
+        Rounds queued on the cluster beyond the one whose state the client awaits (>= 0).
+    chain : int
+        Rounds chained on futures between two synchronization points (>= 1).
+    """
+
+    pipeline: bool = True
+    lookahead: int = 1
+    chain: int = 8
+
+
+def cluster_rounds(pipeline: bool | None = None, lookahead: int | None = None,
+                   chain: int | None = None) -> ClusterRounds:
+    """The settings of rounds on a cluster: explicit values, else Dask's configuration
+    (``ooc-kernels.cluster.*``), else the defaults (pipeline, lookahead 1, chain 8).
+
+    Raises
+    ------
+    ValidationError
+        ``lookahead`` below 0 or ``chain`` below 1 (or not integers).
+    """
+    def pick(name, value):
+        if value is not None:
+            return value
+        return dask.config.get(f"ooc-kernels.cluster.{name}", _DEFAULTS[name])
+
+    out = ClusterRounds(pipeline=bool(pick("pipeline", pipeline)),
+                        lookahead=pick("lookahead", lookahead), chain=pick("chain", chain))
+    for name, low in (("lookahead", 0), ("chain", 1)):
+        value = getattr(out, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValidationError(
+                f"ooc-kernels.cluster.{name} must be an integer >= {low}, got {value!r}; "
+                f"set it with dask.config.set({{'ooc-kernels.cluster.{name}': "
+                f"{_DEFAULTS[name]}}})."
+            )
+    return out
+
+
+def active_client(sched: Any) -> Any:
+    """The ``distributed.Client`` that ``dask.compute(scheduler=sched)`` would use, or None.
+
+    ``sched`` is what :func:`~ooc_kernels.parallel.scheduler.local_scheduler` returned: a
+    Client, a local scheduler's name, or None (Dask's configuration, then the default
+    Client).  Never imports ``distributed`` when it is not imported already (no Client can
+    exist then).
+
+    Examples
+    --------
+    >>> active_client("sync") is None
+    True
+    """
+    if sys.modules.get("distributed") is None:
+        return None
+    from distributed import Client, default_client
+
+    if isinstance(sched, Client):
+        return sched
+    if sched is not None:
+        return None
+    configured = dask.config.get("scheduler", None)
+    if isinstance(configured, Client):
+        return configured
+    if isinstance(configured, str) and configured in _LOCAL_NAMES:
+        return None
+    if configured is not None and not isinstance(configured, str):
+        return None  # a get function
+    try:
+        return default_client()
+    except ValueError:  # no Client: Dask's local scheduler
+        return None
+
+
+def _make_tasks(algorithm, state, info):
+    with single_threaded_blas():
+        return list(algorithm.make_tasks(state, info))
+
+
+def _chunk_step(algorithm, state, batch, tasks, index):
+    return algorithm.chunk_step(state, batch, tasks[index])
+
+
+def _apply(algorithm, state, delta, info):
+    with single_threaded_blas():
+        return algorithm.apply(state, delta, info)
+
+
+@dataclass
+class _Round:
+    info: Any
+    state: Any          # the future of the round's new state
+    steps: list         # futures of the chunk tasks (progress), released as they finish
+    weights: list       # chunks per task
+
+
+def _submit(client, graph, head, head_token, info) -> _Round:
+    """Submit one round starting from ``head`` (a concrete state or a Future)."""
+    algorithm = graph.algorithm
+    names = graph.names(info, head_token)
+    if _is_future(head):  # chained: the state stays on the cluster
+        state_d = head
+    else:  # a synchronization point: the state enters the graph as data
+        state_d = dask.delayed(head, traverse=False, name=names.state())
+    tasks_d = dask.delayed(_make_tasks)(algorithm, state_d, info,
+                                        dask_key_name=names.make_tasks())
+    parts = [dask.delayed(_chunk_step)(algorithm, state_d, graph.batch(g, names), tasks_d, i,
+                                       dask_key_name=names.chunk_step(g))
+             for i, g in enumerate(info.groups)]
+    delta = tree_reduce(parts, algorithm.combine, name=names.combine)
+    new = dask.delayed(_apply)(algorithm, state_d, delta, info, dask_key_name=names.apply())
+    futures = client.compute([new, *parts])
+    return _Round(info=info, state=futures[0], steps=list(futures[1:]),
+                  weights=[len(g) for g in info.groups])
+
+
+def _is_future(obj) -> bool:
+    from distributed import Future
+
+    return isinstance(obj, Future)
+
+
+def _await(client, rnd: _Round, bar) -> Any:
+    """Wait for a round, advancing ``bar`` as its chunk tasks finish; its new state."""
+    from distributed import as_completed
+
+    weight = {f.key: w for f, w in zip(rnd.steps, rnd.weights)}
+    steps, rnd.steps = rnd.steps, []
+    for done in as_completed(steps, loop=client.loop):  # a finished delta is released
+        bar.update(weight[done.key])
+        if done.status == "error":
+            break  # the state's result raises the task's error
+    steps.clear()
+    return rnd.state.result()
+
+
+def _cancel(client, rounds) -> None:
+    futures = [f for r in rounds for f in (r.state, *r.steps)]
+    if futures:
+        client.cancel(futures)
+
+
+def run_on_client(client, graph, state: Any, *, plan_of: Callable, round_info: Callable,
+                  n_epochs: int, start_epoch: int, start_round: int, bar,
+                  callback: Callable | None, epoch_callback: Callable | None,
+                  lookahead: int, chain: int):
+    """Run the rounds of :func:`~ooc_kernels.parallel.engine.run_rounds` on ``client``
+    (see the module docstring), with the same callbacks as the local path.
+
+    Returns
+    -------
+    tuple
+        ``(state, epoch, round, n_rounds, stopped)``: the fields of
+        :class:`~ooc_kernels.parallel.engine.RunResult`.
+    """
+    n_rounds, stopped = 0, False
+    for epoch in range(start_epoch, n_epochs):
+        plan = plan_of(epoch)
+        first = start_round if epoch == start_epoch else 0
+        if first:
+            bar.update(sum(len(g) for r in plan[:first] for g in r))
+        queued: deque[_Round] = deque()
+        head, head_token, chained = state, tokenize(state), 0
+
+        def finish() -> None:
+            """Wait for the oldest queued round and run its callbacks."""
+            nonlocal state, n_rounds, stopped
+            rnd = queued.popleft()
+            state = _await(client, rnd, bar)
+            n_rounds += 1
+            info = rnd.info
+            if epoch_callback is not None and info.round == info.n_rounds_in_epoch - 1:
+                stopped = bool(epoch_callback(state, info.epoch))
+            if callback is not None:
+                callback(state, info)
+
+        try:
+            for r in range(first, len(plan)):
+                if chained >= chain:  # a synchronization point: cut the lineage
+                    while queued:
+                        finish()
+                    head, head_token, chained = state, tokenize(state), 0
+                rnd = _submit(client, graph, head, head_token, round_info(plan, epoch, r))
+                queued.append(rnd)
+                head, head_token, chained = rnd.state, rnd.state.key, chained + 1
+                while len(queued) > lookahead:
+                    finish()
+            while queued:  # the end of an epoch is a synchronization point
+                finish()
+        except BaseException:
+            _cancel(client, queued)
+            raise
+        if stopped:
+            return state, epoch + 1, 0, n_rounds, True
+    return state, n_epochs, 0, n_rounds, False
