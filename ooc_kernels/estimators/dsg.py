@@ -31,7 +31,9 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._dsg_bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gaussian_gram, gcv_targets,
                                                    select_bandwidth, select_bandwidth_gcv)
-from ooc_kernels.estimators._dsg_schedule import batch_eigenvalue, mean_kernel, resolve_schedule
+from ooc_kernels.estimators._dsg_schedule import (CURVATURE, CURVATURE_ROWS, batch_eigenvalue,
+                                                  mean_kernel, resolve_schedule,
+                                                  top_eigenvalue)
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
@@ -350,9 +352,26 @@ class _DSGEstimator(ChunkedEstimator):
         plan = schedule(bandwidth, data.n_samples, self.batch_size)
         self._config = replace(base, bandwidth=bandwidth, alpha=plan.alpha,
                                learning_rate=plan.learning_rate, eta0=plan.eta0, t0=plan.t0,
-                               average=plan.average)
+                               average=plan.average,
+                               curvature=self._curvature(loss_name, seen, row_w, bandwidth))
         self._state = init_state(self._config)
         self._publish()
+
+    def _curvature(self, loss: str, seen: np.ndarray, weights: np.ndarray,
+                   bandwidth: float) -> float:
+        """Largest eigenvalue of the data term's expected Hessian, ``L`` times that of the
+        weighted kernel operator, estimated on up to ``CURVATURE_ROWS`` sampled rows; it
+        sets how the tasks of a round with ``chunks_per_round > 1`` are combined
+        (:meth:`~ooc_kernels.solvers.dsg.DSGAlgorithm.mixing_weight`).  Without a sample:
+        ``L`` (``k(x, x) = 1`` bounds the kernel operator)."""
+        w = np.asarray(weights, dtype=np.float64)
+        if len(seen) < 2 or not (w > 0).any():
+            return float(CURVATURE[loss])
+        if len(seen) > CURVATURE_ROWS:
+            pick = np.random.default_rng(derive_seed(self.random_seed_, 8)).choice(
+                len(seen), CURVATURE_ROWS, replace=False)
+            seen, w = seen[np.sort(pick)], w[np.sort(pick)]
+        return float(CURVATURE[loss]) * top_eigenvalue(gaussian_gram(seen, bandwidth), w)
 
     def _class_weights(self, data, classes, sched):
         return None

@@ -12,14 +12,17 @@ regenerated from ``(feature_seed, j)``.
   its meaning), and updates every coefficient (:func:`ooc_kernels._jit.dsg.dsg_full_update`).
   The prediction cost stops growing at ``n_features``.
 
-A chunk task returns a :class:`DSGDelta` describing its local model as
-``state.coef * decay + (new blocks at their ids) + dense``: pure growth gives a scalar decay
-and the new blocks (small); a task that reached the full phase gives ``decay = 0`` and its
-whole local model as ``dense``.  That description is linear, so the round's combination
-(DESIGN.md section 5) is a weighted average of the ``K`` local models, each weighted by the
-rows it trained on (the work it did): a short chunk counts for less, and a task that trained
-on nothing (all its rows skipped, or an empty chunk) does not dilute the round.  With
-``K = 1`` the task's local model is taken as it is: the sequential algorithm exactly.
+Rounds of ``K`` tasks (issue 11; ``docs/algorithms/dsg_rounds.md``).  Every task starts
+from the round's model ``x``.  With ``K = 1`` the task's local model is taken as it is: the
+sequential algorithm exactly.  With ``K > 1`` the tasks get consecutive ranges of the global
+step counter (and of block ids), as if their steps ran one after another, and each returns
+its local run in a *summed form* (:class:`DSGDelta`); ``combine`` composes them in task
+order into ``S``: the sequential algorithm over all the round's steps, except that each
+task's gradients are taken at its own local model (stale by the other tasks' steps).  The
+next model is ``x + w (S - x)`` with the weight ``w`` of :meth:`DSGAlgorithm.mixing_weight`,
+between ``1 / K`` (close to averaging the local models) and 1 (adding the increments): 1
+once the round's total step is stable, less while step sizes are large.  A task that trained
+on nothing (all its rows skipped, or an empty chunk) is the identity of ``combine``.
 
 Block ids.  The tasks of a round receive disjoint ranges of block ids, laid out from the
 nominal chunk sizes (``ceil(rows / batch_size)`` each), because a task cannot know how many
@@ -56,6 +59,13 @@ from ooc_kernels.features.rbf import feature_scale, stacked_block_params
 __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
            "step_sizes", "predict_chunk", "encode_targets", "numeric_targets"]
 
+#: How the ``K > 1`` local models of a round are combined (``docs/algorithms/dsg_rounds.md``):
+#: ``"adaptive"`` (the default) adds the tasks' increments with the weight of
+#: :meth:`DSGAlgorithm.mixing_weight`, ``"sum"`` adds them (weight 1), ``"average"`` takes
+#: the row-weighted mean of the local models (parameter mixing, the scheme before issue 11;
+#: kept for comparisons).
+COMBINATIONS = ("adaptive", "sum", "average")
+
 #: Upper bound on the bytes of random-feature parameters generated at once in prediction.
 _PREDICT_GROUP_BYTES = 32 * 2**20
 
@@ -89,6 +99,11 @@ class DSGConfig:
     y_shift: float = 0.0  # regression: trained on (y - y_shift) / y_scale, predicts back
     y_scale: float = 1.0
     weight_scale: float = 1.0  # row weights are multiplied by this (1 / their mean)
+    # Largest eigenvalue of the data term's expected Hessian (loss curvature times the
+    # weighted kernel operator), estimated at setup; it only sets how K > 1 tasks of a
+    # round are combined (DSGAlgorithm.mixing_weight).  1 bounds it for the squared loss
+    # with unit weights (k(x, x) = 1).
+    curvature: float = 1.0
 
 
 @functools.lru_cache(maxsize=64)
@@ -145,7 +160,9 @@ class DSGState:
 class DSGTask:
     """One task: the group of chunks it reads, where it stands, its first block id.
 
-    ``chunk`` (the group's first chunk) keys the task's random row order.
+    ``chunk`` (the group's first chunk) keys the task's random row order; ``t_start`` is
+    the global step before its first step; ``n_tasks`` the tasks of its round when they are
+    combined in the summed form (1 otherwise), ``mix`` the round's mixing weight.
     """
 
     chunk: int
@@ -156,6 +173,8 @@ class DSGTask:
     t_start: int
     chunks: tuple[int, ...] = ()
     sizes: tuple[int, ...] = ()
+    n_tasks: int = 1
+    mix: float = 1.0
 
     @property
     def origin(self) -> RowOrigin:
@@ -167,8 +186,16 @@ class DSGTask:
 
 @dataclass(frozen=True)
 class DSGDelta:
-    """The weighted average of the local models ``coef * decay + blocks + dense`` of the
-    tasks combined so far.
+    """What tasks return and :meth:`DSGAlgorithm.combine` reduces.
+
+    A task of a ``K = 1`` round (or with ``combination="average"``) describes its local
+    model as ``coef * decay + blocks + dense`` and the weighted average of such local
+    models is what combining gives (``summed=False``).  Tasks of a ``K > 1`` round return
+    the *summed form* (``summed=True``): the local run as the affine map ``x -> x * decay
+    + B`` of the round's starting model ``x`` (``B``: ``coefs`` at ``block_ids`` plus
+    ``dense``), and the sum of its averaged iterates as ``x * avg_c + P`` (``P``:
+    ``avg_coefs`` at ``block_ids`` plus ``avg_dense``); combining composes these maps in
+    task order, and :meth:`DSGAlgorithm.apply` mixes the result with the weight ``mix``.
 
     Attributes
     ----------
@@ -197,6 +224,12 @@ class DSGDelta:
         Largest number of averaged steps a task took.
     loss_sum, loss_weight : float
         Summed over the tasks (progressive-validation loss and its weights).
+    summed : bool
+        Whether the fields hold the summed form (above).
+    n_steps : int
+        Summed form: steps taken by all the tasks (the global step counter's advance).
+    mix : float
+        Summed form: the round's mixing weight ``w`` (:meth:`DSGAlgorithm.mixing_weight`).
     """
 
     decay: float
@@ -216,6 +249,9 @@ class DSGDelta:
     n_avg: int = 0
     loss_sum: float = 0.0
     loss_weight: float = 0.0
+    summed: bool = False
+    n_steps: int = 0
+    mix: float = 1.0
 
 
 def init_state(config: DSGConfig) -> DSGState:
@@ -370,20 +406,58 @@ def _predict_chunk(config: DSGConfig, coefs: np.ndarray, n_used: int,
 class DSGAlgorithm:
     """The DSG chunk algorithm for :func:`ooc_kernels.parallel.engine.run_rounds`."""
 
-    def __init__(self, config: DSGConfig):
+    def __init__(self, config: DSGConfig, combination: str = "adaptive"):
+        if combination not in COMBINATIONS:
+            raise ValidationError(
+                f"combination must be one of {sorted(COMBINATIONS)}, got {combination!r}."
+            )
         self.config = config
+        self.combination = combination
 
     def n_steps(self, n_rows: int) -> int:
         return math.ceil(n_rows / self.config.batch_size)
 
     def make_tasks(self, state: DSGState, info) -> list[DSGTask]:
-        tasks, offset = [], state.n_blocks_seen
+        """One task per group.  With ``K > 1`` tasks (and a summing combination) every task
+        gets its own range of global steps and of block ids, laid out in task order from
+        the nominal row counts, and the round's mixing weight (:meth:`mixing_weight`)."""
+        k = len(info.groups)
+        summed = k > 1 and self.combination != "average"
+        mix = self.mixing_weight(state, info) if summed else 1.0
+        tasks, offset, t = [], state.n_blocks_seen, state.n_iter
         for group, sizes in zip(info.groups, info.sizes):
             tasks.append(DSGTask(chunk=group[0], epoch=info.epoch, round=info.round,
-                                 seed=info.seed, block_start=offset, t_start=state.n_iter,
-                                 chunks=tuple(group), sizes=tuple(sizes)))
-            offset += self.n_steps(sum(sizes))  # nominal: before any row is skipped
+                                 seed=info.seed, block_start=offset, t_start=t,
+                                 chunks=tuple(group), sizes=tuple(sizes),
+                                 n_tasks=k if summed else 1, mix=mix))
+            steps = self.n_steps(sum(sizes))  # nominal: before any row is skipped
+            offset += steps
+            if summed:
+                t += steps
         return tasks
+
+    def mixing_weight(self, state: DSGState, info) -> float:
+        """The weight ``w`` of a round of ``K`` tasks: the next model is
+        ``x + w (S - x)``, ``S`` the tasks' local runs composed (their increments added).
+
+        ``"adaptive"``: ``w = min(1, coth(z / 2) / K)`` with ``z = m gamma (lambda + alpha)``
+        (``m`` the most steps a task of the round takes, ``gamma`` the round's first step
+        size, ``lambda`` the config's ``curvature``): on the expected quadratic model no
+        eigendirection of the Hessian contracts less than under averaging (``w = 1 / K``),
+        and ``w = 1`` (plain adding: the sequential algorithm with stale gradients) once
+        the round's total step ``K m gamma`` is below ``2 / lambda``, the stability bound
+        of one gradient step.  ``"sum"``: 1.  See ``docs/algorithms/dsg_rounds.md``.
+        """
+        k = len(info.groups)
+        if k <= 1 or self.combination == "sum":
+            return 1.0
+        cfg = self.config
+        m = max((self.n_steps(sum(sizes)) for sizes in info.sizes), default=0)
+        gamma = float(step_sizes(cfg, np.asarray([state.n_iter + 1]))[0])
+        z = m * gamma * (float(cfg.curvature) + float(cfg.alpha))
+        if not z > 0:
+            return 1.0
+        return float(min(1.0, 1.0 / (k * math.tanh(0.5 * z))))
 
     def chunk_step(self, state: DSGState, batch: dict, task: DSGTask) -> DSGDelta:
         """The local steps over one task's rows: ``batch["X"]``, ``batch["y"]`` and, when
@@ -423,6 +497,44 @@ class DSGAlgorithm:
         return step_sizes(cfg, t), np.ascontiguousarray(averaged)
 
     def _chunk_step(self, state: DSGState, X, y, sw, task: DSGTask) -> DSGDelta:
+        delta = self._local_step(state, X, y, sw, task)
+        if task.n_tasks > 1:
+            return self._summed(state, delta, task)
+        return delta
+
+    def _summed(self, state: DSGState, delta: DSGDelta, task: DSGTask) -> DSGDelta:
+        """A task's local run in the summed form that :meth:`combine` composes.
+
+        The local model is ``coef * d + B`` (``d``: the product of the step factors
+        ``1 - gamma_t alpha`` of the task's steps, ``B``: what its gradients added, decayed
+        by its later steps) and the sum of its averaged iterates is ``coef * A + P``
+        (``A``: the sum over averaged steps of the decay so far).  ``B`` is the new blocks
+        in the growth phase, a dense array once the task reached the full phase.
+        """
+        cfg = self.config
+        m = delta.max_steps
+        if m == 0:  # no work: the identity
+            return replace(delta, summed=True, decay=1.0, avg_a=1.0, avg_c=0.0,
+                           avg_coefs=None, avg_dense=None, n_steps=0, mix=task.mix)
+        gammas, averaged = self._steps(task.t_start, m)
+        prefix = np.cumprod(1.0 - gammas * float(cfg.alpha))
+        d, a_sum = float(prefix[-1]), float(prefix[averaged].sum())
+        k0 = state.n_avg
+        k1 = k0 + delta.n_avg
+        if delta.dense is None:  # growth only: the new blocks (their averaged sums / k1)
+            avg_coefs = None if delta.avg_coefs is None else delta.avg_coefs * k1
+            return replace(delta, summed=True, decay=d, avg_a=1.0, avg_c=a_sum,
+                           avg_coefs=avg_coefs, avg_dense=None, n_steps=m, mix=task.mix)
+        # full phase: the whole local model and the mean of the averaged iterates
+        dense = delta.dense - state.coef * d
+        avg_dense = None
+        if delta.avg_dense is not None and state.avg is not None:
+            sums = delta.avg_dense * k1 - state.avg * k0 if k0 else delta.avg_dense * k1
+            avg_dense = sums - state.coef * a_sum
+        return replace(delta, summed=True, decay=d, dense=dense, avg_a=1.0, avg_c=a_sum,
+                       avg_coefs=None, avg_dense=avg_dense, n_steps=m, mix=task.mix)
+
+    def _local_step(self, state: DSGState, X, y, sw, task: DSGTask) -> DSGDelta:
         cfg = self.config
         dtype = np.dtype(cfg.dtype)
         X = np.asarray(X)  # one chunk, or one group of chunks
@@ -512,7 +624,16 @@ class DSGAlgorithm:
                         **common)
 
     def combine(self, a: DSGDelta, b: DSGDelta) -> DSGDelta:
-        """Weighted average of two partial averages (weights: rows trained on)."""
+        """The tasks of ``a`` then those of ``b``: their local runs composed in task order
+        (summed form), or with ``combination="average"`` the weighted average of two
+        partial averages (weights: rows trained on)."""
+        if a.summed != b.summed:
+            raise ValidationError(
+                "combine() got a delta of a K = 1 round and one of a K > 1 round; only the "
+                "deltas of the tasks of one round are combined."
+            )
+        if a.summed:
+            return _compose(a, b)
         counters = dict(count=a.count + b.count, max_steps=max(a.max_steps, b.max_steps),
                         n_samples=a.n_samples + b.n_samples,
                         block_end=max(a.block_end, b.block_end),
@@ -539,6 +660,10 @@ class DSGAlgorithm:
                         **counters)
 
     def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
+        """The next state: for ``K > 1``, ``x + w (S - x)`` (see :meth:`mixing_weight`),
+        the averaged iterate and the step counter (every task's steps) alike."""
+        if delta.summed:
+            return self._apply_summed(state, delta)
         coef = state.coef * delta.decay
         np.add.at(coef, delta.block_ids, delta.coefs)
         if delta.dense is not None:
@@ -559,6 +684,59 @@ class DSGAlgorithm:
                        n_samples_skipped=state.n_samples_skipped + delta.n_skipped,
                        loss_sum=state.loss_sum + delta.loss_sum,
                        loss_weight=state.loss_weight + delta.loss_weight)
+
+    def _apply_summed(self, state: DSGState, delta: DSGDelta) -> DSGState:
+        # model: x + w (x D + B - x); averaged iterates: the N iterates of the composed run
+        # (sum x A + P) mixed alike, N (1 - w) x + w (x A + P)
+        w = delta.mix
+        coef = state.coef * (1.0 + w * (delta.decay - 1.0))
+        if len(delta.block_ids):
+            np.add.at(coef, delta.block_ids, delta.coefs * w)
+        if delta.dense is not None:
+            coef += delta.dense * w
+        avg = state.avg
+        k0, k1 = state.n_avg, state.n_avg + delta.n_avg
+        if avg is not None and delta.n_avg:
+            total = state.avg * k0 + state.coef * (delta.n_avg * (1.0 - w) + w * delta.avg_c)
+            if delta.avg_coefs is not None:
+                np.add.at(total, delta.block_ids, delta.avg_coefs * w)
+            if delta.avg_dense is not None:
+                total += delta.avg_dense * w
+            avg = total / k1
+        return replace(state, coef=coef, avg=avg, n_avg=k1,
+                       n_iter=state.n_iter + delta.n_steps,
+                       n_blocks_seen=min(max(state.n_blocks_seen, delta.block_end),
+                                         self.config.n_blocks),
+                       n_samples_seen=state.n_samples_seen + delta.n_samples,
+                       n_samples_skipped=state.n_samples_skipped + delta.n_skipped,
+                       loss_sum=state.loss_sum + delta.loss_sum,
+                       loss_weight=state.loss_weight + delta.loss_weight)
+
+
+def _compose(a: DSGDelta, b: DSGDelta) -> DSGDelta:
+    """Task group ``a`` then task group ``b`` in summed form: the affine maps
+    ``(x, s) -> (x d + B, s + x A + P)`` of the model ``x`` and the sum ``s`` of averaged
+    iterates, composed."""
+    da, db = a.decay, b.decay
+    coefs = np.concatenate([a.coefs * db, b.coefs])
+    avg_coefs = None
+    if a.avg_coefs is not None or b.avg_coefs is not None or (b.avg_c and len(a.coefs)):
+        avg_coefs = np.concatenate([_or_zeros(a.avg_coefs, a.coefs) + a.coefs * b.avg_c,
+                                    _or_zeros(b.avg_coefs, b.coefs)])
+    avg_dense = _mix(a.avg_dense, 1.0, b.avg_dense, 1.0)
+    if a.dense is not None and b.avg_c:
+        avg_dense = a.dense * b.avg_c if avg_dense is None else avg_dense + a.dense * b.avg_c
+    return DSGDelta(decay=da * db, weight=a.weight + b.weight, count=a.count + b.count,
+                    block_ids=np.concatenate([a.block_ids, b.block_ids]), coefs=coefs,
+                    dense=_mix(a.dense, db, b.dense, 1.0),
+                    max_steps=max(a.max_steps, b.max_steps),
+                    n_samples=a.n_samples + b.n_samples,
+                    block_end=max(a.block_end, b.block_end),
+                    n_skipped=a.n_skipped + b.n_skipped, avg_a=1.0,
+                    avg_c=a.avg_c + da * b.avg_c, avg_coefs=avg_coefs, avg_dense=avg_dense,
+                    n_avg=a.n_avg + b.n_avg, loss_sum=a.loss_sum + b.loss_sum,
+                    loss_weight=a.loss_weight + b.loss_weight, summed=True,
+                    n_steps=a.n_steps + b.n_steps, mix=a.mix)
 
 
 def _mix(a, wa, b, wb):
