@@ -9,6 +9,13 @@ The process-wide cache returned by :func:`default_cache` takes its budget from t
 environment variable ``OOC_KERNELS_FEATURE_CACHE_MB`` (default 256 MiB) the first time it is
 created; :func:`set_cache_budget` changes it at run time.
 
+One budget.  The same number bounds the feature memory of the DSG full phase: a task that
+needs working memory for feature parameters (a stacked copy of all blocks, or the tiles of
+the tiled full phase, see ``docs/algorithms/dsg_full_phase.md``) holds it with
+:meth:`BlockCache.reserve`, which lowers the cache's own limit by as much for as long as the
+work runs.  So ``cache.nbytes + reserved <= max_bytes`` whenever the reservations themselves
+fit in the budget.
+
 Examples
 --------
 >>> import numpy as np
@@ -29,6 +36,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 from collections.abc import Callable, Hashable
 
 import numpy as np
@@ -73,6 +81,8 @@ class BlockCache:
         Bytes currently held.
     max_bytes : int
         The budget (settable; lowering it evicts immediately).
+    reserved : int
+        Bytes of the budget held by :meth:`reserve` for working memory outside the cache.
 
     Notes
     -----
@@ -98,6 +108,7 @@ class BlockCache:
         self.misses = 0
         self.evictions = 0
         self.nbytes = 0
+        self.reserved = 0
 
     # -- budget ---------------------------------------------------------------------------
     @property
@@ -108,7 +119,41 @@ class BlockCache:
     def max_bytes(self, value: int) -> None:
         with self._lock:
             self._max_bytes = _check_budget(value)
-            self._evict_to(self._max_bytes)
+            self._evict_to(self.limit)
+
+    @property
+    def limit(self) -> int:
+        """Bytes the cache may hold now: the budget less the reservations (at least 0)."""
+        return max(0, self._max_bytes - self.reserved)
+
+    @contextmanager
+    def reserve(self, nbytes: int):
+        """Hold ``nbytes`` of the budget for working memory outside the cache.
+
+        While the context is open the cache holds at most ``max_bytes - reserved`` bytes
+        (evicting least recently used entries at once), so the cache and the working memory
+        of the reserving tasks share one budget.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> c = BlockCache(max_bytes=1000)
+        >>> _ = c.put("a", (np.zeros(100),))          # 800 bytes
+        >>> with c.reserve(400):
+        ...     print(c.limit, len(c))
+        600 0
+        >>> c.limit
+        1000
+        """
+        nbytes = _check_budget(nbytes)
+        with self._lock:
+            self.reserved += nbytes
+            self._evict_to(self.limit)
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self.reserved -= nbytes
 
     def _evict_to(self, limit: int) -> None:
         while self._data and self.nbytes > limit:
@@ -136,7 +181,7 @@ class BlockCache:
         """
         arrays = tuple(arrays)
         size = int(sum(a.nbytes for a in arrays))
-        if size > self._max_bytes:
+        if size > self.limit:
             return False
         for a in arrays:
             a.flags.writeable = False
@@ -146,7 +191,7 @@ class BlockCache:
                 self.nbytes -= old[1]
             self._data[key] = (arrays, size)
             self.nbytes += size
-            self._evict_to(self._max_bytes)
+            self._evict_to(self.limit)
             return key in self._data
 
     def get_or_create(self, key: Hashable, factory: Callable[[], tuple]):
@@ -188,7 +233,8 @@ class BlockCache:
 
     def __repr__(self) -> str:
         return (
-            f"BlockCache(max_bytes={self._max_bytes}, nbytes={self.nbytes}, entries={len(self)}, "
+            f"BlockCache(max_bytes={self._max_bytes}, nbytes={self.nbytes}, "
+            f"reserved={self.reserved}, entries={len(self)}, "
             f"hits={self.hits}, misses={self.misses}, evictions={self.evictions})"
         )
 
