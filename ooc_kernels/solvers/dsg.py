@@ -50,11 +50,12 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._seeds import task_rng
-from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_full_update, dsg_predict
+from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_predict
 from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.cache import default_cache
-from ooc_kernels.features.rbf import feature_scale, stacked_block_params
+from ooc_kernels.features.rbf import BlockSource, feature_scale, stacked_block_params
+from ooc_kernels.solvers._dsg_full import full_phase_update
 
 __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
            "step_sizes", "predict_chunk", "encode_targets", "numeric_targets"]
@@ -610,12 +611,12 @@ class DSGAlgorithm:
                 mean += state.coef * (avg_old / k1)
                 np.add.at(mean, block_ids, avg_new / k1)
         rows = g * cfg.batch_size
-        W, phase = stacked_block_params(cfg.feature_seed, np.arange(cfg.n_blocks),
-                                        cfg.n_features_in, cfg.block_size, cfg.bandwidth,
-                                        dtype, cache=cache, affine=_affine(cfg))
-        after, mean, k2, more_loss, more_weight = dsg_full_update(
-            X[rows:], Y[rows:], w[rows:], W, phase, local, mean, k1,
-            (gammas[g:], averaged[g:]), params)
+        # all blocks stacked when they fit in the feature budget, else tiles (issue 11)
+        source = BlockSource(cfg.feature_seed, cfg.n_features_in, cfg.block_size,
+                             cfg.bandwidth, dtype, cache=cache, affine=_affine(cfg))
+        after, mean, k2, more_loss, more_weight = full_phase_update(
+            X[rows:], Y[rows:], w[rows:], local, mean, k1, (gammas[g:], averaged[g:]),
+            params, source)
         dense_avg = mean if state.avg is not None else None
         return DSGDelta(decay=0.0, block_ids=np.zeros(0, np.int64), coefs=empty, dense=after,
                         avg_a=0.0 if dense_avg is not None else 1.0, avg_c=0.0,
