@@ -1,0 +1,318 @@
+"""The DSG full phase under a memory budget (issue 11): tiled blocks, super-steps in row
+space.
+
+The tiled path must give the iterates of the sequential steps: it is checked against the
+literal step over all blocks (``dsg_full_update_ref``) and against today's stacked kernel
+(``dsg_full_update``) with the package's twin tolerances (float64 ``rtol 1e-12``: rounding
+in another order; float32 ``rtol 1e-4``: float32 features and the fast cosine, as every
+float32 twin test), for every loss, with and without averaging, with a ragged last batch,
+with super-steps of one and of several batches, and with tiles of one block.  Its three
+kernels are checked against their numpy twins, the piecewise block generator bit for bit
+against the one-shot formula, and its memory with tracemalloc.
+"""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import ooc_kernels as ok
+from ooc_kernels._jit.dsg import (
+    dsg_full_update,
+    dsg_full_update_ref,
+    dsg_superstep,
+    dsg_superstep_ref,
+    dsg_tile_apply,
+    dsg_tile_apply_ref,
+    dsg_tile_forward,
+    dsg_tile_forward_ref,
+)
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.features.cache import BlockCache, default_cache, set_cache_budget
+from ooc_kernels.features.rbf import (
+    BlockSource,
+    BlockWriter,
+    _affine_block,
+    _generate_block_ref,
+    feature_scale,
+    stacked_block_params,
+)
+from ooc_kernels.solvers._dsg_full import FullPhasePlan, full_phase_update, plan_full_phase
+
+TOL = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-12, "atol": 1e-13}}
+DTYPES = [np.float32, np.float64]
+# (loss_id, C): squared, hinge, logistic (binary), softmax over 3 classes, squared 2 outputs
+LOSSES = [(0, 1), (1, 1), (2, 1), (3, 3), (0, 2)]
+
+
+def _targets(rng, loss_id, n, C, dtype):
+    if loss_id == 0:
+        Y = rng.normal(size=(n, C))
+    elif loss_id in (1, 2):
+        Y = rng.choice([-1.0, 1.0], size=(n, C))
+    else:
+        Y = np.eye(C)[rng.integers(0, C, n)]
+    return np.ascontiguousarray(Y, dtype=dtype)
+
+
+def _problem(dtype, loss_id, C, averaging, n=23, d=5, r=8, b=4, m=6, seed=0):
+    rng = np.random.default_rng(seed + 7 * loss_id + C)
+    X = np.ascontiguousarray(rng.normal(size=(n, d)), dtype=dtype)
+    Y = _targets(rng, loss_id, n, C, dtype)
+    sw = rng.uniform(0.5, 1.5, n)
+    n_steps = math.ceil(n / b)
+    averaged = np.arange(n_steps) >= 2 if averaging else np.zeros(n_steps, dtype=bool)
+    steps = (0.8 / np.sqrt(1.0 + np.arange(n_steps)), averaged)
+    params = (0.05, b, loss_id, feature_scale(r), 0.0)
+    coef = 0.3 * rng.normal(size=(m, r, C))
+    avg = 0.3 * rng.normal(size=(m, r, C)) if averaging else np.zeros((0, r, C))
+    source = BlockSource(4, d, r, 1.2, dtype)
+    W, ph = stacked_block_params(4, np.arange(m), d, r, 1.2, dtype)
+    return X, Y, sw, coef, avg, steps, params, source, W, ph
+
+
+def _assert_same_model(got, ref, dtype):
+    np.testing.assert_allclose(got[0], ref[0], **TOL[dtype])
+    np.testing.assert_allclose(got[1], ref[1], **TOL[dtype])
+    assert got[2] == ref[2]
+    assert got[3] == pytest.approx(ref[3], rel=TOL[dtype]["rtol"])
+    assert got[4] == pytest.approx(ref[4], rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# the tiled path against the sequential steps
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("loss_id,C", LOSSES)
+@pytest.mark.parametrize("averaging", [False, True])
+@pytest.mark.parametrize("batches,tile", [(1, 1), (3, 1), (3, 4), (6, 6)])
+def test_tiled_path_gives_the_sequential_iterates(dtype, loss_id, C, averaging, batches,
+                                                  tile):
+    X, Y, sw, coef, avg, steps, params, source, W, ph = _problem(dtype, loss_id, C,
+                                                                 averaging)
+    ref = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 3, steps, params)
+    stacked = dsg_full_update(X, Y, sw, W, ph, coef, avg, 3, steps, params)
+    assert np.abs(ref[0] - coef).max() > 1e-2           # the steps changed the model
+    if averaging:
+        assert np.abs(ref[1] - avg).max() > 1e-2
+    plan = FullPhasePlan(False, batches * params[1], tile, 0, 0)
+    got = full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 3, steps, params, source,
+                            plan=plan)
+    _assert_same_model(got, ref, dtype)
+    _assert_same_model(got, stacked, dtype)
+    twin = full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 3, steps, params, source,
+                             plan=plan, kernels="ref")
+    _assert_same_model(twin, ref, dtype)
+
+
+def test_tiled_path_is_not_the_model_before_or_a_wrong_step():
+    """The comparison can fail: one step size changed gives another model."""
+    X, Y, sw, coef, avg, steps, params, source, W, ph = _problem(np.float64, 2, 1, True)
+    plan = FullPhasePlan(False, 3 * params[1], 2, 0, 0)
+    got = full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 3, steps, params, source,
+                            plan=plan)
+    gammas = steps[0].copy()
+    gammas[3] *= 1.01
+    other = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 3, (gammas, steps[1]), params)
+    assert np.abs(got[0] - other[0]).max() > 1e-6
+
+
+def test_tiny_budget_tiles_hold_one_block_and_give_the_same_model():
+    X, Y, sw, coef, avg, steps, params, source, W, ph = _problem(np.float64, 0, 1, True)
+    m, r, _ = coef.shape
+    budget = 3 * source.block_nbytes                   # the blocks do not fit (6 blocks)
+    plan = plan_full_phase(budget, m, X.shape[1], r, 1, params[1], len(X), 8,
+                           source.writer.scratch_nbytes)
+    assert not plan.stacked and plan.tile_blocks == 1
+    got = full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 3, steps, params, source,
+                            budget=budget)
+    ref = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 3, steps, params)
+    _assert_same_model(got, ref, np.float64)
+
+
+def test_affine_blocks_in_tiles_match_the_stacked_affine_blocks():
+    X, Y, sw, coef, avg, steps, params, _, _, _ = _problem(np.float32, 3, 3, True)
+    rng = np.random.default_rng(5)
+    d, (m, r, _) = X.shape[1], coef.shape
+    affine = (rng.normal(size=d), rng.uniform(0.5, 2.0, d))
+    source = BlockSource(4, d, r, 1.2, np.float32, cache=BlockCache(2 * 2**10),
+                         affine=affine)
+    W, ph = stacked_block_params(4, np.arange(m), d, r, 1.2, np.float32, affine=affine)
+    ref = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 3, steps, params)
+    got = full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 3, steps, params, source,
+                            plan=FullPhasePlan(False, 8, 2, 3, 0))
+    _assert_same_model(got, ref, np.float32)
+    assert len(source.cache) == 3                      # blocks 0, 1, 2 kept; the rest not
+
+
+# ---------------------------------------------------------------------------------------
+# kernels against their twins
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_tile_kernels_match_their_twins(dtype):
+    rng = np.random.default_rng(3)
+    R, d, r, C, t, b = 11, 5, 8, 3, 3, 4              # batches of 4, 4, 3
+    X = np.ascontiguousarray(rng.normal(size=(R, d)), dtype=dtype)
+    W, ph = stacked_block_params(2, np.arange(t), d, r, 1.1, dtype)
+    coef = rng.normal(size=(t, r, C))
+    F0, K = np.zeros((R, C)), np.zeros((R, R))
+    F0r, Kr = F0.copy(), K.copy()
+    work = (np.empty((R, r), dtype), np.empty((R, C), dtype), np.empty((r, C), dtype),
+            np.empty(b * (R - b), dtype))
+    dsg_tile_forward(X, W, ph, coef, feature_scale(r), b, F0, K, work)
+    dsg_tile_forward_ref(X, W, ph, coef, feature_scale(r), b, F0r, Kr)
+    np.testing.assert_allclose(F0, F0r, **TOL[dtype])
+    np.testing.assert_allclose(K, Kr, **TOL[dtype])
+    assert np.all(K[:b, :] == 0) and np.all(K[b:2 * b, b:] == 0)  # strictly block-lower
+    assert np.all(K[b:, :b] != 0)
+
+    Y = _targets(rng, 3, R, C, dtype)
+    sw = rng.uniform(0.5, 1.5, R)
+    steps = (np.array([0.5, 0.4, 0.3]), np.array([False, True, True]))
+    params = (0.1, b, 3, feature_scale(r), 0.0)
+    ws = (np.empty((R, C), dtype), np.empty((b, C), dtype), np.empty((R, C)),
+          np.empty((R, C)), np.empty((R, C), dtype), np.empty((R, C), dtype))
+    out = dsg_superstep(F0, K, Y, sw, steps, params, 7, 2, ws)
+    ref = dsg_superstep_ref(F0, K, Y, sw, steps, params, 7, 2, dtype)
+    np.testing.assert_allclose(ws[4], ref[0], **TOL[dtype])
+    np.testing.assert_allclose(ws[5], ref[1], **TOL[dtype])
+    np.testing.assert_allclose(out[:3], ref[2:5], rtol=1e-15)
+    assert out[3] == ref[5] == 4
+    assert out[4] == pytest.approx(ref[6], rel=TOL[dtype]["rtol"])
+    assert abs(out[2]) > 0 and np.abs(ws[5]).max() > 0
+
+    avg = rng.normal(size=(t, r, C))
+    c1, a1, c2, a2 = coef.copy(), avg.copy(), coef.copy(), avg.copy()
+    dsg_tile_apply(X, W, ph, c1, a1, ws[4], ws[5], out[:3], feature_scale(r),
+                   (np.empty((R, r), dtype), np.empty((r, C), dtype)))
+    dsg_tile_apply_ref(X, W, ph, c2, a2, ws[4], ws[5], out[:3], feature_scale(r))
+    np.testing.assert_allclose(c1, c2, **TOL[dtype])
+    np.testing.assert_allclose(a1, a2, **TOL[dtype])
+    assert np.abs(c1 - coef).max() > 1e-3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d,r", [(276, 256), (3, 5), (7, 3), (1, 1), (129, 130)])
+def test_block_writer_is_bit_identical_to_the_one_shot_formula(dtype, d, r):
+    rng = np.random.default_rng(d)
+    affine = (rng.normal(size=d), rng.uniform(0.5, 2.0, d))
+    for aff in (None, affine):
+        writer = BlockWriter(9, d, r, 1.3, dtype, affine=aff)
+        W, ph = np.empty((d, r), dtype), np.empty(r, dtype)
+        for bid in (0, 5, 2**40):
+            writer.write(bid, W, ph)
+            W2, ph2 = _generate_block_ref(9, bid, d, r, 1.3, np.dtype(dtype))
+            if aff is not None:
+                W2, ph2 = _affine_block((W2, ph2), aff, np.dtype(dtype))
+            assert np.array_equal(W, W2) and np.array_equal(ph, ph2)
+
+
+# ---------------------------------------------------------------------------------------
+# memory: one budget for the cache and the task
+# ---------------------------------------------------------------------------------------
+def test_small_budget_bounds_memory_and_gives_the_model_of_a_huge_budget():
+    rng = np.random.default_rng(0)
+    n, d, r, m, b, C = 96, 24, 16, 512, 16, 1           # blocks: 512 * 25 * 16 * 8 = 1.6 MB
+    X = rng.normal(size=(n, d))
+    Y = rng.normal(size=(n, C))
+    sw = np.ones(n)
+    steps = (np.full(n // b, 0.5), np.ones(n // b, dtype=bool))
+    params = (0.01, b, 0, feature_scale(r), 0.0)
+    coef = 0.1 * rng.normal(size=(m, r, C))
+    avg = coef.copy()
+    huge = BlockSource(1, d, r, 1.0, np.float64, cache=BlockCache(64 * 2**20))
+    big = full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 0, steps, params, huge)
+    stacked_bytes = m * huge.block_nbytes
+    budget = 256 * 2**10                                 # an eighth of the blocks
+    cache = BlockCache(budget)
+    small = BlockSource(1, d, r, 1.0, np.float64, cache=cache)
+    plan = plan_full_phase(budget, m, d, r, C, b, n, 8, small.writer.scratch_nbytes)
+    assert not plan.stacked and plan.work_bytes <= budget // 2 and plan.cached_blocks > 0
+    full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 0, steps, params, small)  # warm
+    c, a = coef.copy(), avg.copy()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        got = full_phase_update(X, Y, sw, c, a, 0, steps, params, small)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert got[0] is c and got[1] is a                  # updated in place: no model copies
+    np.testing.assert_allclose(got[0], big[0], **TOL[np.float64])
+    np.testing.assert_allclose(got[1], big[1], **TOL[np.float64])
+    # the warm cache holds the blocks it keeps; the task allocates its working set (within
+    # the budget's share it reserved, plus O(R r)), never the stacked blocks
+    assert 0 < cache.nbytes and cache.nbytes + plan.work_bytes <= budget
+    assert peak <= plan.work_bytes + 4 * plan.rows * r * 8
+    assert cache.nbytes + peak <= budget + 4 * plan.rows * r * 8
+    assert stacked_bytes > 6 * budget
+
+
+def test_stacked_path_reserves_its_copy_from_the_cache():
+    rng = np.random.default_rng(1)
+    n, d, r, m, b = 16, 4, 8, 8, 4
+    X, Y = rng.normal(size=(n, d)), rng.normal(size=(n, 1))
+    steps = (np.full(n // b, 0.5), np.zeros(n // b, dtype=bool))
+    params = (0.01, b, 0, feature_scale(r), 0.0)
+    cache = BlockCache(1 << 20)
+    source = BlockSource(1, d, r, 1.0, np.float64, cache=cache)
+    seen = []
+    original = cache.reserve
+
+    def spy(nbytes):
+        seen.append(nbytes)
+        return original(nbytes)
+
+    cache.reserve = spy
+    full_phase_update(X, Y, np.ones(n), np.zeros((m, r, 1)), np.zeros((0, r, 1)), 0, steps,
+                      params, source)
+    assert seen and seen[0] >= m * source.block_nbytes   # the stacked copy
+    assert len(cache) == m and cache.reserved == 0
+
+
+def test_plan_chooses_stacked_within_the_budget_and_tiles_past_it():
+    d, r, b = 276, 256, 256
+    block = (d + 1) * r * 4
+    budget = 256 * 2**20
+    m_fit = budget // (2 * block)
+    assert plan_full_phase(budget, m_fit, d, r, 1, b, 4096, 4).stacked
+    for m in (m_fit + 1, 2**20 // r):
+        plan = plan_full_phase(budget, m, d, r, 1, b, 4096, 4)
+        assert not plan.stacked and plan.rows % b == 0 and plan.rows >= b
+        assert plan.work_bytes <= budget // 2
+        assert plan.cached_blocks * block + plan.work_bytes <= budget
+    # nothing cached: generation dominates, longer super-steps amortize it
+    assert plan_full_phase(budget, 2**20 // r, d, r, 1, b, 4096, 4).rows > b
+
+
+def test_plan_override_is_validated():
+    X, Y, sw, coef, avg, steps, params, source, _, _ = _problem(np.float64, 0, 1, False)
+    with pytest.raises(ValidationError, match="multiple of batch_size"):
+        full_phase_update(X, Y, sw, coef, avg, 0, steps, params, source,
+                          plan=FullPhasePlan(False, 6, 1, 0, 0))
+    with pytest.raises(ValidationError, match="kernels"):
+        full_phase_update(X, Y, sw, coef, avg, 0, steps, params, source, kernels="fast")
+
+
+def test_fit_past_the_budget_gives_the_model_of_a_fit_within_it():
+    """Through the estimator: a tiny feature budget (tiled full phase, blocks regenerated)
+    and a large one (stacked, cached) train the same model."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=120)
+    kw = dict(n_features=64, block_size=8, batch_size=8, max_iter=2, tol=None,
+              learning_rate="constant", eta0=0.5, dtype="float64", random_state=0,
+              average=3, scheduler="sync")
+    before = default_cache().max_bytes
+    try:
+        default_cache().clear()
+        set_cache_budget(3 * 2**10)          # 8 blocks of 256 bytes: 2 x 2 KiB > 3 KiB, tiles
+        tiled = ok.DSGRegressor(**kw).fit(X, y)
+        set_cache_budget(64 * 2**20)
+        stacked = ok.DSGRegressor(**kw).fit(X, y)
+    finally:
+        set_cache_budget(before)
+    assert 120 * 2 // 8 > 64 // 8                      # 30 steps: past the 8 blocks
+    np.testing.assert_allclose(tiled.coef_, stacked.coef_, rtol=1e-10, atol=1e-12)
