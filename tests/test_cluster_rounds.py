@@ -134,6 +134,18 @@ def test_rounds_on_a_client_equal_the_local_schedulers(client, settings):
     assert np.array_equal(resumed.state, _run("sync", start_epoch=1, start_round=2).state)
 
 
+@pytest.mark.parametrize("k", [1, 3, 4, 5])
+def test_every_reduction_tree_gives_the_local_result_on_a_client(client, k):
+    """The root combine runs inside the apply task; the tree and its order do not change."""
+    ref = _run("sync", chunks_per_round=k)
+    with distributed.get_task_stream(client) as ts:
+        got = _run(client, chunks_per_round=k)
+    assert np.array_equal(ref.state, got.state)
+    combines = {k2 for t in ts.data if isinstance(k2 := t["key"], str)
+                and k2.startswith("mean-combine-e0-r0-")}
+    assert len(combines) == max(k - 2, 0)      # K - 1 combines, the root one in apply
+
+
 def test_callbacks_see_every_state_in_round_order_and_a_stop_runs_nothing_after_it(client):
     def record(scheduler, **kw):
         seen = []
@@ -153,8 +165,9 @@ def test_callbacks_see_every_state_in_round_order_and_a_stop_runs_nothing_after_
     assert all(np.array_equal(a[-1], b[-1]) for a, b in zip(got_seen, ref_seen))
     keys = [t["key"] for t in ts.data]
     assert keys and not any("-e2-" in k for k in keys if isinstance(k, str))
-    assert {key_split(k) for k in keys if isinstance(k, str)} >= {
-        "mean-chunk-step", "mean-combine", "mean-make-tasks", "mean-apply", "mean-state"}
+    # K = 2: the root combine runs inside the apply task
+    assert {key_split(k) for k in keys if isinstance(k, str)} == {
+        "mean-chunk-step", "mean-apply", "mean-state"}
 
 
 def test_a_failing_callback_stops_the_run_and_cancels_the_queued_rounds(client):
@@ -198,7 +211,7 @@ def test_the_lineage_kept_on_the_scheduler_is_bounded_by_the_chain(client):
 
     long, short = tasks_on_scheduler(1000), tasks_on_scheduler(3)
     assert len(long) == len(short) == 40
-    assert max(short) <= 4 * 6               # at most chain + lookahead rounds of 6 keys
+    assert max(short) <= 5 * 3               # chain + lookahead + 1 rounds of <= 3 keys
     assert long[-1] > 3 * max(short)         # without synchronization points it grows
 
 

@@ -6,10 +6,12 @@ cost a round trip per round: build and send the graph, ship the state, wait for 
 delta, ``apply`` on the client, and only then send the next round.  Instead, when a
 ``distributed.Client`` runs the fit (:func:`active_client`), :func:`run_on_client`
 
-* submits each round as futures whose last task, ``apply``, computes the next state on the
-  cluster; the next round's tasks take that state's future as input (the state crosses the
-  network worker to worker, never through the client), and ``make_tasks`` runs on the
-  cluster too;
+* submits each round as futures whose last task computes the next state on the cluster
+  (the root of the reduction tree and ``apply``, one task); the next round's tasks take
+  that state's future as input, so the state crosses the network worker to worker, and
+  each chunk task runs ``make_tasks`` (small and pure) itself: a round is two steps of
+  tasks on the cluster, the chunk tasks and the new state (plus ``log2(K) - 1`` levels of
+  ``combine`` when ``K > 2``);
 * keeps ``lookahead`` rounds queued ahead of the client: while round ``r`` runs, round
   ``r + 1`` is already on the scheduler, so its chunks are read as soon as a worker has a
   free slot and its tasks start the moment ``apply`` of round ``r`` returns;
@@ -26,8 +28,8 @@ delta, ``apply`` on the client, and only then send the next round.  Instead, whe
   to recompute a lost state is at most ``chain`` rounds long.
 
 Results are bit-identical to the local schedulers: the tasks, the reduction tree and the
-order of its operands are the same, only where ``make_tasks`` and ``apply`` run changes (a
-task with one BLAS thread, like every chunk task).
+order of its operands are the same, only where ``make_tasks``, the root ``combine`` and
+``apply`` run changes (in a task with one BLAS thread, like every chunk task).
 
 Settings come from Dask's configuration (``run_rounds`` arguments win)::
 
@@ -61,7 +63,7 @@ from dask.base import tokenize
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.parallel.graph import tree_reduce
+from ooc_kernels.parallel.graph import reduce_levels
 
 __all__ = ["ClusterRounds", "active_client", "cluster_rounds", "run_on_client"]
 
@@ -151,17 +153,20 @@ def active_client(sched: Any) -> Any:
         return None
 
 
-def _make_tasks(algorithm, state, info):
+def _chunk_step(algorithm, state, batch, info, index):
+    """One chunk task of a round on the cluster: ``make_tasks`` (small and pure, so every
+    task computes it rather than waiting for one more task) and ``chunk_step``."""
     with single_threaded_blas():
-        return list(algorithm.make_tasks(state, info))
+        task = list(algorithm.make_tasks(state, info))[index]
+    return algorithm.chunk_step(state, batch, task)
 
 
-def _chunk_step(algorithm, state, batch, tasks, index):
-    return algorithm.chunk_step(state, batch, tasks[index])
-
-
-def _apply(algorithm, state, delta, info):
+def _apply(algorithm, state, info, *operands):
+    """The root of the reduction tree and ``apply`` in one task: ``combine(a, b)`` of the
+    root's two operands (the same tree and order as :func:`tree_reduce`), then the new
+    state."""
     with single_threaded_blas():
+        delta = operands[0] if len(operands) == 1 else algorithm.combine(*operands)
         return algorithm.apply(state, delta, info)
 
 
@@ -181,13 +186,11 @@ def _submit(client, graph, head, head_token, info) -> _Round:
         state_d = head
     else:  # a synchronization point: the state enters the graph as data
         state_d = dask.delayed(head, traverse=False, name=names.state())
-    tasks_d = dask.delayed(_make_tasks)(algorithm, state_d, info,
-                                        dask_key_name=names.make_tasks())
-    parts = [dask.delayed(_chunk_step)(algorithm, state_d, graph.batch(g, names), tasks_d, i,
+    parts = [dask.delayed(_chunk_step)(algorithm, state_d, graph.batch(g, names), info, i,
                                        dask_key_name=names.chunk_step(g))
              for i, g in enumerate(info.groups)]
-    delta = tree_reduce(parts, algorithm.combine, name=names.combine)
-    new = dask.delayed(_apply)(algorithm, state_d, delta, info, dask_key_name=names.apply())
+    root = reduce_levels(parts, algorithm.combine, name=names.combine, until=2)
+    new = dask.delayed(_apply)(algorithm, state_d, info, *root, dask_key_name=names.apply())
     futures = client.compute([new, *parts])
     return _Round(info=info, state=futures[0], steps=list(futures[1:]),
                   weights=[len(g) for g in info.groups])

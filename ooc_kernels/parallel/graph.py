@@ -22,7 +22,7 @@ from dask.base import tokenize
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.names import TaskNames, algorithm_prefix
 
-__all__ = ["RoundGraph", "tree_reduce"]
+__all__ = ["RoundGraph", "reduce_levels", "tree_reduce"]
 
 
 def tree_reduce(parts: list, combine: Callable[[Any, Any], Any],
@@ -47,11 +47,27 @@ def tree_reduce(parts: list, combine: Callable[[Any, Any], Any],
     ...             ).key, tree_reduce(parts, operator.add).compute(scheduler="sync")
     ('add-l3-n0', 10)
     """
+    return reduce_levels(parts, combine, name, until=1)[0]
+
+
+def reduce_levels(parts: list, combine: Callable[[Any, Any], Any],
+                  name: Callable[[int, int], str] | None = None, *, until: int = 1) -> list:
+    """The levels of :func:`tree_reduce`'s tree, stopped at the first level of at most
+    ``until`` nodes: ``until=2`` gives the two operands of the root (the same tree, without
+    its last ``combine``, which a caller may run inside another task).
+
+    Examples
+    --------
+    >>> import dask, operator
+    >>> parts = [dask.delayed(i) for i in range(5)]
+    >>> [d.compute(scheduler="sync") for d in reduce_levels(parts, operator.add, until=2)]
+    [6, 4]
+    """
     if not parts:
         raise ValueError("nothing to reduce")
     level = list(parts)
     depth = 0
-    while len(level) > 1:
+    while len(level) > until:
         depth += 1
         nxt = []
         for i in range(0, len(level) - 1, 2):
@@ -63,7 +79,7 @@ def tree_reduce(parts: list, combine: Callable[[Any, Any], Any],
         if len(level) % 2:
             nxt.append(level[-1])
         level = nxt
-    return level[0]
+    return level
 
 
 def _read_group(*readers):

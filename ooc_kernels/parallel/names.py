@@ -8,7 +8,7 @@ every task of a round a key such as::
     dsg-chunk-step-e0-r3-c17_4_9-5f1c...           a task that read the group 17, 4, 9
     dsg-read-group-e0-r3-c17_4_9-X-5f1c...         reading that group's X
     dsg-combine-e0-r3-l1-n0-5f1c...                the reduction tree: level 1, node 0
-    dsg-make-tasks-e0-r3-5f1c... / dsg-apply-e0-r3-5f1c...   (rounds run on a cluster)
+    dsg-apply-e0-r3-5f1c...                        a cluster's round: root combine + apply
     dsg-state-e0-r3-5f1c...                        the state the round starts from
 
 so the dashboard shows ``dsg-chunk-step``, ``dsg-combine`` ... and, on hover, the epoch,
@@ -103,10 +103,7 @@ class TaskNames:
         """Key of the state the round starts from, when the graph embeds it."""
         return self._key("state")
 
-    def make_tasks(self) -> str:
-        """Key of ``make_tasks`` (rounds run on a cluster)."""
-        return self._key("make-tasks")
-
     def apply(self) -> str:
-        """Key of ``apply``: the round's new state (rounds run on a cluster)."""
+        """Key of the task that computes the round's new state on a cluster (the root of
+        the reduction tree and ``apply``)."""
         return self._key("apply")
