@@ -955,3 +955,20 @@ def test_factorized_stats_without_forming_A():
         _brute_lambda(A, 1, 6), rel=1e-12)
     assert spectral_norm_sq_factorized(U, V) == pytest.approx(np.linalg.norm(A, 2) ** 2,
                                                               rel=1e-9)
+
+
+def test_row_top_sums_equal_sorting_and_their_twin():
+    """The heap kernel against sorting each row (and the np.partition twin): random rows,
+    ties, zeros, q = 1 and q = p."""
+    from ooc_kernels._jit.dspdc import row_top_sums, row_top_sums_ref
+
+    rng = np.random.default_rng(3)
+    for n, p in [(1, 1), (7, 5), (40, 300), (5, 64)]:
+        S = np.square(rng.normal(size=(n, p)))
+        S[:, : p // 3] = np.round(S[:, : p // 3])            # ties and zeros
+        for q in sorted({q for q in (1, 2, p // 7, p - 1, p) if 1 <= q <= p}):
+            brute = np.sort(S, axis=1)[:, ::-1][:, :q].sum(axis=1)
+            np.testing.assert_allclose(row_top_sums(S, q), brute, rtol=1e-13)
+            np.testing.assert_allclose(row_top_sums_ref(S, q), brute, rtol=1e-13)
+    with pytest.raises(ValidationError, match="1 <= q"):
+        row_top_sums(np.ones((2, 3)), 4)

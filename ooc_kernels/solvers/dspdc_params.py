@@ -39,6 +39,7 @@ from typing import Callable
 
 import numpy as np
 
+from ooc_kernels._jit.dspdc import row_top_sums
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = [
@@ -262,12 +263,18 @@ def chunk_lambda_stats(A, m, q, *, max_col_top=DEFAULT_MAX_COL_TOP):
         return LambdaStats(m, q, 0, p, 0.0, np.zeros(p), 0.0, np.zeros(0),
                            np.zeros((0, p)) if m * p <= max_col_top else None)
     row_sq = S.sum(axis=1)
-    topq = row_sq if q == p else np.partition(S, p - q, axis=1)[:, p - q:].sum(axis=1)
+    if q == p:
+        topq = row_sq
+    else:
+        topq = row_top_sums(np.ascontiguousarray(S), q)
     row_topq = np.sort(topq)[::-1][:k].copy()
     col_topm = None
     if m * p <= max_col_top:
-        part = S if k == n_rows else np.partition(S, n_rows - k, axis=0)[n_rows - k:]
-        col_topm = np.sort(part, axis=0)[::-1].copy()
+        if k == 1:    # the column maxima: one pass, no partition
+            col_topm = S.max(axis=0)[None, :]
+        else:
+            part = S if k == n_rows else np.partition(S, n_rows - k, axis=0)[n_rows - k:]
+            col_topm = np.sort(part, axis=0)[::-1].copy()
     return LambdaStats(m, q, n_rows, p, float(row_sq.max()), S.sum(axis=0),
                        float(S.max()), row_topq, col_topm)
 
