@@ -353,25 +353,29 @@ class _DSGEstimator(ChunkedEstimator):
         self._config = replace(base, bandwidth=bandwidth, alpha=plan.alpha,
                                learning_rate=plan.learning_rate, eta0=plan.eta0, t0=plan.t0,
                                average=plan.average,
-                               curvature=self._curvature(loss_name, seen, row_w, bandwidth))
+                               curvature=self._curvature(loss_name, n_outputs, seen, row_w,
+                                                         bandwidth))
         self._state = init_state(self._config)
         self._publish()
 
-    def _curvature(self, loss: str, seen: np.ndarray, weights: np.ndarray,
+    def _curvature(self, loss: str, n_outputs: int, seen: np.ndarray, weights: np.ndarray,
                    bandwidth: float) -> float:
         """Largest eigenvalue of the data term's expected Hessian, ``L`` times that of the
         weighted kernel operator, estimated on up to ``CURVATURE_ROWS`` sampled rows; it
         sets how the tasks of a round with ``chunks_per_round > 1`` are combined
-        (:meth:`~ooc_kernels.solvers.dsg.DSGAlgorithm.mixing_weight`).  Without a sample:
-        ``L`` (``k(x, x) = 1`` bounds the kernel operator)."""
+        (:meth:`~ooc_kernels.solvers.dsg.DSGAlgorithm.mixing_weight`).  ``L`` is the
+        loss's curvature bound, except for the softmax, whose Hessian at the starting
+        model (uniform probabilities over ``C`` classes) has largest eigenvalue ``1 / C``.
+        Without a sample: ``L`` (``k(x, x) = 1`` bounds the kernel operator)."""
         w = np.asarray(weights, dtype=np.float64)
+        curv = 1.0 / n_outputs if loss == "softmax" and n_outputs > 1 else CURVATURE[loss]
         if len(seen) < 2 or not (w > 0).any():
-            return float(CURVATURE[loss])
+            return float(curv)
         if len(seen) > CURVATURE_ROWS:
             pick = np.random.default_rng(derive_seed(self.random_seed_, 8)).choice(
                 len(seen), CURVATURE_ROWS, replace=False)
             seen, w = seen[np.sort(pick)], w[np.sort(pick)]
-        return float(CURVATURE[loss]) * top_eigenvalue(gaussian_gram(seen, bandwidth), w)
+        return float(curv) * top_eigenvalue(gaussian_gram(seen, bandwidth), w)
 
     def _class_weights(self, data, classes, sched):
         return None
