@@ -95,11 +95,14 @@ def plan_full_phase(budget, n_blocks, d, r, C, batch_size, n_rows, itemsize,
                     scratch_bytes=None) -> FullPhasePlan:
     """Choose the full-phase path, the super-step length and the tile size for a budget.
 
-    The tiled path's time per row and block is about ``q t_gen d r / R`` (generating the
-    uncached fraction ``q`` of the blocks once per super-step) ``+ 4 d r / rate`` (the
-    features, twice) ``+ r (R - b) / rate`` (the kernel estimate between the super-step's
-    batches); ``R = S b`` minimizes the first and last terms over ``S = 1 .. 64`` within
-    half the budget and the rows at hand.
+    The tiled path runs ``ceil(n / R) + 1`` passes over the blocks (the forward pass of
+    each super-step fused with the update of the one before, and a last update pass), each
+    generating the uncached fraction ``q`` of the blocks (``t_gen d r`` per block); every
+    row's features are computed twice whatever ``R`` (``4 d r`` flops per row and block);
+    and a super-step of ``R = S b`` rows adds the kernel estimate between its batches,
+    ``r R (R - b)`` flops per block.  ``S = 1 .. 64`` is chosen to minimize
+    ``(ceil(n / R) + 1) q t_gen d r + sum over super-steps of r R (R - b) / rate`` within
+    half the budget.
 
     Parameters
     ----------
@@ -144,7 +147,11 @@ def plan_full_phase(budget, n_blocks, d, r, C, batch_size, n_rows, itemsize,
             break
         cached = int(min(m, max(0, (budget - work) // block)))
         q = (m - cached) / m
-        cost = q * _GEN_SECONDS * d * r / R + (r * (R - b) / rate if S > 1 else 0.0)
+        rows = max(n_rows, 1)
+        full, last = divmod(rows, R)
+        passes = full + (last > 0) + 1
+        products = full * R * (R - b) + (last * (last - b) if last > b else 0)
+        cost = passes * q * _GEN_SECONDS * d * r + products * r / rate
         if best is None or cost < best[0]:
             best = (cost, R, cached, work)
     _, R, cached, work = best
