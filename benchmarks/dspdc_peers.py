@@ -1,6 +1,6 @@
 """DSPDC estimators against scikit-learn and dask-glm on equal objectives; factorized data.
 
-Three parts (``--part``):
+Four parts (``--part``):
 
 ``peers``
     ``ok.DSPDCRegressor`` / ``ok.DSPDCClassifier`` at their defaults (``alpha = 1e-4``,
@@ -24,6 +24,11 @@ Three parts (``--part``):
     ``DSPDCRegressor`` on ``ok.Factorized(U, V)`` against the same estimator on the dense
     ``A = U V`` (in memory, rank ``d`` much smaller than ``p``): seconds per epoch and the
     peak RSS of a fresh process, for ``q = "auto"`` and a small ``q``.
+``factorized_peers``
+    ``DSPDCRegressor`` on ``ok.Factorized(U, V)`` (``q = "auto"`` and a small ``q``, to its
+    certified ``1e-6`` gap) against scikit-learn's ``Ridge`` and dask-glm's ``lbfgs`` on the
+    materialized ``A = U V``: seconds to ``1e-6`` relative suboptimality (``P*`` from the
+    closed form) and the peak RSS of a fresh process, the data included.
 ``memory``
     An out-of-core factorized fit (``sparse_recovery`` stores of increasing size written by
     ``ok.make_dataset``): peak RSS growth of a fresh process against the store size.
@@ -31,6 +36,8 @@ Three parts (``--part``):
     python benchmarks/dspdc_peers.py --part peers --out benchmarks/results/dspdc_peers.json
     python benchmarks/dspdc_peers.py --part factorized --out benchmarks/results/dspdc_factorized.json
     python benchmarks/dspdc_peers.py --part memory --out benchmarks/results/dspdc_memory.json
+    python benchmarks/dspdc_peers.py --part factorized_peers --repeats 1 \
+        --out benchmarks/results/dspdc_factorized_peers.json
 """
 
 from __future__ import annotations
@@ -419,10 +426,115 @@ def part_memory(args):
     return {"rank": args.mem_rank, "q": args.mem_q, "rows": rows}
 
 
+def _factorized_problem(n, p, d):
+    """The ``part_factorized`` data: Gaussian ``U`` and ``V / sqrt(d)``, a linear target."""
+    rng = np.random.default_rng(0)
+    U = rng.normal(size=(n, d))
+    V = rng.normal(size=(d, p)) / np.sqrt(d)
+    y = U @ (V @ rng.normal(size=p)) + rng.normal(size=n)
+    return U, V, y
+
+
+def factorized_peer_worker(spec: dict) -> dict:
+    """One method on the factorized ridge problem in this (fresh) process: seconds to the
+    target, relative suboptimality against ``P*``, peak RSS (the data included: the peers
+    need the materialized ``A``, DSPDC only ``U`` and ``V``)."""
+    import warnings
+
+    import ooc_kernels as ok
+    from ooc_kernels.solvers.dspdc_reference import primal_value
+
+    n, p, d, alpha, method = spec["n"], spec["p"], spec["d"], spec["alpha"], spec["method"]
+    U, V, y = _factorized_problem(n, p, d)
+
+    def rel(coef):     # P on A = U V without forming it: A x = U (V x)
+        z = U @ (V @ coef)
+        P = 0.5 * np.mean((z - y) ** 2) + 0.5 * alpha * coef @ coef
+        return (P - spec["p_star"]) / abs(spec["p_star"])
+
+    out = {"method": method}
+    if method.startswith("dspdc"):
+        q = spec["q"]
+        est = ok.DSPDCRegressor(alpha=alpha, fit_intercept=False, q=q, tol=TARGET,
+                                max_iter=10_000, max_time=spec["max_seconds"],
+                                random_state=0, progress=False)
+        start = time.perf_counter()
+        est.fit(ok.Factorized(U, V), y)
+        out.update(seconds=time.perf_counter() - start, rel_subopt=rel(est.coef_),
+                   epochs=int(est.n_iter_), stop_reason=est.stop_reason_,
+                   relative_gap=est.gap_history_[-1]["relative_gap"])
+    else:
+        A = U @ V                                            # what the peers need
+        if method == "sklearn_ridge":
+            from sklearn.linear_model import Ridge
+
+            start = time.perf_counter()
+            coef = Ridge(alpha=n * alpha, fit_intercept=False).fit(A, y).coef_
+            out.update(seconds=time.perf_counter() - start, rel_subopt=rel(coef))
+        else:                                                # dask-glm lbfgs, out of core
+            import dask.array as da
+
+            Ad = da.from_array(A, chunks=(10_000, p))
+            yd = da.from_array(y, chunks=10_000)
+            from dask_glm import algorithms, families, regularizers
+
+            for it in (5, 10, 20, 40, 80, 160):
+                start = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    coef = np.asarray(algorithms.lbfgs(
+                        Ad, yd, regularizer=regularizers.L2(), lamduh=2 * n * alpha,
+                        max_iter=it, tol=0.0, family=families.Normal))
+                sec = time.perf_counter() - start
+                if rel(coef) <= TARGET:
+                    break
+            out.update(seconds=sec, rel_subopt=rel(coef), max_iter=it)
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def part_factorized_peers(args):
+    """DSPDC on ``(U, V)`` against scikit-learn's ``Ridge`` and dask-glm on the materialized
+    ``A``: seconds to ``1e-6`` relative suboptimality and peak RSS, each in a fresh process."""
+    n, p, d, alpha = args.fn, args.fp, args.fd, args.f_alpha
+    from sklearn.linear_model import Ridge
+
+    U, V, y = _factorized_problem(n, p, d)
+    A = U @ V
+    coef = Ridge(alpha=n * alpha, fit_intercept=False, solver="cholesky").fit(A, y).coef_
+    p_star = float(0.5 * np.mean((A @ coef - y) ** 2) + 0.5 * alpha * coef @ coef)
+    del A
+    methods = [("sklearn_ridge", None), ("dask_glm_lbfgs", None), ("dspdc", "auto"),
+               ("dspdc", args.fq)]
+    rows = []
+    for method, q in methods:
+        runs = [_spawn_fn(factorized_peer_worker, {
+            "n": n, "p": p, "d": d, "alpha": alpha, "method": method, "q": q,
+            "p_star": p_star, "max_seconds": args.f_max_seconds}) for _ in range(args.repeats)]
+        row = {"method": method, "q": q,
+               "median_seconds": float(np.median([r["seconds"] for r in runs])),
+               "median_peak_rss_mb": float(np.median([r["peak_rss_mb"] for r in runs])),
+               "rel_subopt": [r["rel_subopt"] for r in runs], "runs": runs}
+        print(json.dumps({k: v for k, v in row.items() if k != "runs"}), flush=True)
+        rows.append(row)
+    return {"n": n, "p": p, "d": d, "alpha": alpha, "p_star": p_star,
+            "data_mb": {"U, V": (n * d + d * p) * 8 / 2 ** 20, "A": n * p * 8 / 2 ** 20},
+            "rows": rows}
+
+
+def _spawn_fn(fn, spec):
+    out = subprocess.run([sys.executable, __file__, "--worker-fn", fn.__name__,
+                          "--worker", json.dumps(spec)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=["peers", "factorized", "memory"], default="peers")
+    parser.add_argument("--part", choices=["peers", "factorized", "factorized_peers", "memory"],
+                        default="peers")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-fn", default="worker", help=argparse.SUPPRESS)
     parser.add_argument("--problems", nargs="+",
                         default=["ridge", "elastic_net", "logistic", "smoothed_hinge"])
     parser.add_argument("--n", type=int, default=50_000)
@@ -434,6 +546,10 @@ def main(argv=None) -> None:
     parser.add_argument("--fd", type=int, default=10, help="factorized: rank")
     parser.add_argument("--fq", type=int, default=10, help="factorized: the small q")
     parser.add_argument("--f-epochs", type=int, default=3)
+    parser.add_argument("--f-alpha", type=float, default=1e-3,
+                        help="factorized_peers: alpha")
+    parser.add_argument("--f-max-seconds", type=float, default=600.0,
+                        help="factorized_peers: DSPDC's time budget")
     parser.add_argument("--mem-n", type=int, nargs="+",
                         default=[250_000, 500_000, 1_000_000, 2_000_000])
     parser.add_argument("--mem-rank", type=int, default=50)
@@ -441,11 +557,12 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(json.loads(args.worker))))
+        fn = {"worker": worker, "factorized_peer_worker": factorized_peer_worker}
+        print(json.dumps(fn[args.worker_fn](json.loads(args.worker)), default=float))
         return
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
     result = {"peers": part_peers, "factorized": part_factorized,
-              "memory": part_memory}[args.part](args)
+              "factorized_peers": part_factorized_peers, "memory": part_memory}[args.part](args)
     result["meta"] = {"command": "python benchmarks/dspdc_peers.py " + " ".join(argv or []),
                       "machine": platform.platform(), "cpus": os.cpu_count()}
     if args.out:
