@@ -27,6 +27,7 @@ No Dask here.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -246,7 +247,7 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
     elif not plan.stacked and (plan.rows < b or plan.rows % b or plan.tile_blocks < 1):
         raise ValidationError(f"full_phase_update: plan.rows must be a positive multiple of "
                               f"batch_size={b} and plan.tile_blocks >= 1; got {plan}")
-    reserve = cache.reserve(plan.work_bytes) if cache is not None else _nothing()
+    reserve = cache.reserve(plan.work_bytes) if cache is not None else nullcontext()
     with reserve:
         if plan.stacked:
             W, phase = stacked_block_params(w.seed, np.arange(m), w.d, r, w.bandwidth,
@@ -255,14 +256,6 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
             return dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                                    buffer)
         return _tiled(X, Y, sw, coef, avg, n_avg, steps, params, source, plan, kernels)
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _tiled(X, Y, sw, coef, avg, n_avg, steps, params, source, plan, kernels):
