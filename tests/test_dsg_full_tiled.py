@@ -11,8 +11,10 @@ kernels are checked against their numpy twins, the piecewise block generator bit
 against the one-shot formula, and its memory with tracemalloc.
 """
 
+import json
 import math
-import tracemalloc
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -211,43 +213,60 @@ def test_block_writer_is_bit_identical_to_the_one_shot_formula(dtype, d, r):
 # ---------------------------------------------------------------------------------------
 # memory: one budget for the cache and the task
 # ---------------------------------------------------------------------------------------
-def test_small_budget_bounds_memory_and_gives_the_model_of_a_huge_budget():
-    rng = np.random.default_rng(0)
-    n, d, r, m, b, C = 96, 24, 16, 512, 16, 1           # blocks: 512 * 25 * 16 * 8 = 1.6 MB
-    X = rng.normal(size=(n, d))
-    Y = rng.normal(size=(n, C))
-    sw = np.ones(n)
-    steps = (np.full(n // b, 0.5), np.ones(n // b, dtype=bool))
-    params = (0.01, b, 0, feature_scale(r), 0.0)
-    coef = 0.1 * rng.normal(size=(m, r, C))
-    avg = coef.copy()
-    huge = BlockSource(1, d, r, 1.0, np.float64, cache=BlockCache(64 * 2**20))
-    big = full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 0, steps, params, huge)
-    stacked_bytes = m * huge.block_nbytes
-    budget = 256 * 2**10                                 # an eighth of the blocks
-    cache = BlockCache(budget)
-    small = BlockSource(1, d, r, 1.0, np.float64, cache=cache)
-    plan = plan_full_phase(budget, m, d, r, C, b, n, 8, small.writer.scratch_nbytes)
-    assert not plan.stacked and plan.work_bytes <= budget // 2 and plan.cached_blocks > 0
-    full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 0, steps, params, small)  # warm
-    c, a = coef.copy(), avg.copy()
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        got = full_phase_update(X, Y, sw, c, a, 0, steps, params, small)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    assert got[0] is c and got[1] is a                  # updated in place: no model copies
-    np.testing.assert_allclose(got[0], big[0], **TOL[np.float64])
-    np.testing.assert_allclose(got[1], big[1], **TOL[np.float64])
-    # the warm cache holds the blocks it keeps; the task allocates its working set (within
-    # the budget's share it reserved, plus O(R r)), never the stacked blocks
-    assert 0 < cache.nbytes and cache.nbytes + plan.work_bytes <= budget
-    assert peak <= plan.work_bytes + 4 * plan.rows * r * 8
-    assert cache.nbytes + peak <= budget + 4 * plan.rows * r * 8
-    assert stacked_bytes > 6 * budget
+_MEMORY_SCRIPT = """
+import json, sys, tracemalloc
+import numpy as np
+from ooc_kernels.features.cache import BlockCache
+from ooc_kernels.features.rbf import BlockSource, feature_scale
+from ooc_kernels.solvers._dsg_full import full_phase_update, plan_full_phase
+
+rng = np.random.default_rng(0)
+n, d, r, m, b, C = 96, 24, 16, 512, 16, 1            # blocks: 512 * 25 * 16 * 8 = 1.6 MB
+X, Y, sw = rng.normal(size=(n, d)), rng.normal(size=(n, C)), np.ones(n)
+steps = (np.full(n // b, 0.5), np.ones(n // b, dtype=bool))
+params = (0.01, b, 0, feature_scale(r), 0.0)
+coef = 0.1 * rng.normal(size=(m, r, C))
+budget = int(sys.argv[1])
+cache = BlockCache(budget)
+source = BlockSource(1, d, r, 1.0, np.float64, cache=cache)
+plan = plan_full_phase(budget, m, d, r, C, b, n, 8, source.writer.scratch_nbytes)
+full_phase_update(X, Y, sw, coef.copy(), coef.copy(), 0, steps, params, source)  # warm
+c, a = coef.copy(), coef.copy()
+tracemalloc.start()
+base = tracemalloc.get_traced_memory()[0]
+got = full_phase_update(X, Y, sw, c, a, 0, steps, params, source)
+peak = tracemalloc.get_traced_memory()[1] - base
+tracemalloc.stop()
+np.save(sys.argv[2], np.stack([got[0], got[1]]))
+print(json.dumps(dict(peak=peak, cache=cache.nbytes, in_place=got[0] is c and got[1] is a,
+                      stacked=plan.stacked, rows=plan.rows, work=plan.work_bytes,
+                      cached=plan.cached_blocks, block=source.block_nbytes)))
+"""
+
+
+def _measure(budget, tmp_path):
+    """Peak bytes traced during one warm full phase, in a fresh interpreter (no other
+    test's threads allocating meanwhile), and the model it gives."""
+    out = tmp_path / f"model_{budget}.npy"
+    run = subprocess.run([sys.executable, "-c", _MEMORY_SCRIPT, str(budget), str(out)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(run.stdout.strip().splitlines()[-1]), np.load(out)
+
+
+def test_small_budget_bounds_memory_and_gives_the_model_of_a_huge_budget(tmp_path):
+    budget, r = 256 * 2**10, 16                          # an eighth of the blocks
+    small, model = _measure(budget, tmp_path)
+    huge, reference = _measure(64 * 2**20, tmp_path)
+    assert huge["stacked"] and not small["stacked"]
+    assert small["work"] <= budget // 2 and small["cached"] > 0 and small["in_place"]
+    np.testing.assert_allclose(model, reference, **TOL[np.float64])
+    # the warm cache holds the blocks it keeps; the task allocates its working set (the
+    # share of the budget it reserved) plus O(R r), never the stacked blocks
+    assert 0 < small["cache"] and small["cache"] + small["work"] <= budget
+    assert small["peak"] <= small["work"] + 4 * small["rows"] * r * 8
+    assert small["cache"] + small["peak"] <= budget + 4 * small["rows"] * r * 8
+    # the measurement can fail: the stacked path allocates the stacked blocks
+    assert huge["peak"] > 512 * small["block"] > budget
 
 
 def test_stacked_path_reserves_its_copy_from_the_cache():
