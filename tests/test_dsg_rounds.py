@@ -106,9 +106,9 @@ def test_a_round_adds_the_local_increments_with_the_mixing_weight(sizes, eta0):
         sums = sums + S * a_k + task_sums                  # its iterates, from S so far
         S = S * d + increment
         n_avg += loc.n_avg - k0
-    gamma = step_sizes(cfg, np.asarray([state.n_iter + 1]))[0]
-    z = max(steps) * gamma * (cfg.curvature + cfg.alpha)
-    w = min(1.0, 1.0 / (len(sizes) * math.tanh(z / 2)))
+    gammas = step_sizes(cfg, state.n_iter + 1 + np.arange(max(steps)))
+    e = np.prod(1 - gammas * (cfg.curvature + cfg.alpha))
+    w = min(1.0, max(1 / len(sizes), (1 + abs(e)) / (len(sizes) * (1 - e))))
     deltas = [alg.chunk_step(state, {"X": X[a:b], "y": y[a:b]}, t)
                          for a, b, t in zip(bounds[:-1], bounds[1:], tasks)]
     combined = deltas[0]

@@ -441,24 +441,26 @@ class DSGAlgorithm:
         """The weight ``w`` of a round of ``K`` tasks: the next model is
         ``x + w (S - x)``, ``S`` the tasks' local runs composed (their increments added).
 
-        ``"adaptive"``: ``w = min(1, coth(z / 2) / K)`` with ``z = m gamma (lambda + alpha)``
-        (``m`` the most steps a task of the round takes, ``gamma`` the round's first step
-        size, ``lambda`` the config's ``curvature``): on the expected quadratic model no
-        eigendirection of the Hessian contracts less than under averaging (``w = 1 / K``),
-        and ``w = 1`` (plain adding: the sequential algorithm with stale gradients) once
-        the round's total step ``K m gamma`` is below ``2 / lambda``, the stability bound
-        of one gradient step.  ``"sum"``: 1.  See ``docs/algorithms/dsg_rounds.md``.
+        ``"adaptive"``: ``w = min(1, (1 + |e|) / (K (1 - e)))``, ``e = prod_s (1 - gamma_s
+        (lambda + alpha))`` over the first ``m`` steps of the round (``m`` the most steps a
+        task of the round takes, ``lambda`` the config's ``curvature``): the factor by which
+        one task's local run shrinks the error along the Hessian's top eigendirection of
+        the quadratic model.  With it no eigendirection contracts less than under
+        averaging (``w = 1 / K``, which the rule gives whenever ``e <= 0``), and ``w = 1``
+        (plain adding: the sequential algorithm with stale gradients) once the round's
+        total step is small against ``1 / lambda``.  ``"sum"``: 1.  See
+        ``docs/algorithms/dsg_rounds.md``.
         """
         k = len(info.groups)
         if k <= 1 or self.combination == "sum":
             return 1.0
         cfg = self.config
         m = max((self.n_steps(sum(sizes)) for sizes in info.sizes), default=0)
-        gamma = float(step_sizes(cfg, np.asarray([state.n_iter + 1]))[0])
-        z = m * gamma * (float(cfg.curvature) + float(cfg.alpha))
-        if not z > 0:
+        gammas = step_sizes(cfg, state.n_iter + 1 + np.arange(m))
+        e = float(np.prod(1.0 - gammas * (float(cfg.curvature) + float(cfg.alpha))))
+        if not e < 1.0:  # no curvature, no step: nothing can overshoot
             return 1.0
-        return float(min(1.0, 1.0 / (k * math.tanh(0.5 * z))))
+        return float(min(1.0, max(1.0 / k, (1.0 + abs(e)) / (k * (1.0 - e)))))
 
     def chunk_step(self, state: DSGState, batch: dict, task: DSGTask) -> DSGDelta:
         """The local steps over one task's rows: ``batch["X"]``, ``batch["y"]`` and, when
