@@ -232,6 +232,49 @@ def test_dsg_on_a_client_keeps_its_models_and_names_its_tasks(client):
         f"dsg-chunk-step-e1-r3-c{g[0]}" for g in plan[3]}
 
 
+def test_chunk_tasks_keep_their_worker_and_read_their_next_group_ahead(client, monkeypatch):
+    """Task slot i runs on the same worker every round, and reads the group it gets next
+    round in the background: every group is read once, all but the first round's ahead."""
+    from ooc_kernels.parallel import cluster as cl
+
+    reads, loads = [], []
+    real_read, real_load = cl._read_group, cl._load
+
+    def read(*readers):
+        reads.append(tuple(r.key[1] for r in readers))
+        return real_read(*readers)
+
+    def load(readers):
+        with cl._PREFETCH_LOCK:
+            ahead = cl._group_key(readers) in cl._PREFETCHED
+        loads.append(ahead)
+        return real_load(readers)
+
+    monkeypatch.setattr(cl, "_read_group", read)
+    monkeypatch.setattr(cl, "_load", load)
+    cl._PREFETCHED.clear()
+    ref = _run("sync", n_epochs=2, chunks_per_round=2)
+    with distributed.get_task_stream(client) as ts:
+        got = _run(client, n_epochs=2, chunks_per_round=2)
+    assert np.array_equal(ref.state, got.state)
+    assert sorted(reads) == sorted([(c,) for c in range(9)] * 2)   # each chunk once an epoch
+    # 9 groups an epoch in rounds of 2, 2, 2, 2, 1: read ahead but the fit's first round
+    # and slot 1 of epoch 1's first round (no slot 1 in the round before it)
+    assert len(loads) == 18 and loads[:2] == [False, False] and loads.count(False) == 3
+    slot = {}
+    for epoch in range(2):
+        plan = plan_epoch(9, chunks_per_round=2, seed=3, epoch=epoch, shuffle=True)
+        slot.update({(epoch, r, g[0]): i for r, grp in enumerate(plan)
+                     for i, g in enumerate(grp)})
+    where = {}
+    for t in ts.data:
+        if isinstance(t["key"], str) and t["key"].startswith("mean-chunk-step-"):
+            e, r, c = t["key"].split("-")[3:6]
+            where.setdefault(slot[int(e[1:]), int(r[1:]), int(c[1:])], set()).add(t["worker"])
+    assert len(where) == 2 and all(len(w) == 1 for w in where.values())
+    assert where[0] != where[1]
+
+
 # ---------------------------------------------------------------------- progress
 class _Bar:
     def __init__(self, *a, **kw):

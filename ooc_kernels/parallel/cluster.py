@@ -52,7 +52,9 @@ ClusterRounds(pipeline=True, lookahead=1, chain=8)
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,7 +65,7 @@ from dask.base import tokenize
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.parallel.graph import reduce_levels
+from ooc_kernels.parallel.graph import _read_group, reduce_levels
 
 __all__ = ["ClusterRounds", "active_client", "cluster_rounds", "run_on_client"]
 
@@ -153,9 +155,67 @@ def active_client(sched: Any) -> Any:
         return None
 
 
-def _chunk_step(algorithm, state, batch, info, index):
-    """One chunk task of a round on the cluster: ``make_tasks`` (small and pure, so every
-    task computes it rather than waiting for one more task) and ``chunk_step``."""
+class _Prefetched:
+    """A group being read by a background thread of a worker process."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.batch = None
+
+    def fill(self, readers: dict) -> None:
+        try:
+            self.batch = {name: _read_group(*rs) for name, rs in readers.items()}
+        except BaseException:  # noqa: BLE001 - the task that needs it reads it again
+            self.batch = None
+        finally:
+            self.done.set()
+
+
+#: Groups read ahead in this (worker) process, by the keys of their chunks: at most
+#: :data:`PREFETCH_SLOTS` groups, the oldest dropped first.
+_PREFETCHED: dict = {}
+_PREFETCH_LOCK = threading.Lock()
+PREFETCH_SLOTS = 2
+
+
+def _group_key(readers: dict) -> tuple:
+    return tuple((name, tuple(r.key for r in rs)) for name, rs in sorted(readers.items()))
+
+
+def _prefetch(readers: dict) -> None:
+    """Start reading a group in a background thread of this process (numba and the Zarr
+    codecs release the GIL, so it overlaps the task that runs meanwhile)."""
+    key = _group_key(readers)
+    with _PREFETCH_LOCK:
+        if key in _PREFETCHED:
+            return
+        while len(_PREFETCHED) >= PREFETCH_SLOTS:
+            _PREFETCHED.pop(next(iter(_PREFETCHED)))
+        entry = _PREFETCHED[key] = _Prefetched()
+    threading.Thread(target=entry.fill, args=(readers,), daemon=True,
+                     name="ooc-kernels-prefetch").start()
+
+
+def _load(readers: dict) -> dict:
+    """A task's rows: from the prefetched group when this process read it ahead, else read
+    now (a failed read ahead is read again here, so its error is the task's error)."""
+    with _PREFETCH_LOCK:
+        entry = _PREFETCHED.pop(_group_key(readers), None)
+    if entry is not None:
+        entry.done.wait()
+        if entry.batch is not None:
+            return entry.batch
+    return {name: _read_group(*rs) for name, rs in readers.items()}
+
+
+def _chunk_step(algorithm, state, readers, whole, info, index, upcoming):
+    """One chunk task of a round on the cluster: read the group (or take it from the read
+    ahead), start reading the group this task slot gets next round, run ``make_tasks``
+    (small and pure, so every task computes it rather than waiting for one more task) and
+    ``chunk_step``."""
+    batch = {**_load(readers), **whole}
+    if upcoming is not None:
+        _prefetch(upcoming)
     with single_threaded_blas():
         task = list(algorithm.make_tasks(state, info))[index]
     return algorithm.chunk_step(state, batch, task)
@@ -178,17 +238,29 @@ class _Round:
     weights: list       # chunks per task
 
 
-def _submit(client, graph, head, head_token, info) -> _Round:
-    """Submit one round starting from ``head`` (a concrete state or a Future)."""
+def _submit(client, graph, head, head_token, info, upcoming) -> _Round:
+    """Submit one round starting from ``head`` (a concrete state or a Future);
+    ``upcoming``: the groups of the round after it (read ahead), or None."""
     algorithm = graph.algorithm
     names = graph.names(info, head_token)
     if _is_future(head):  # chained: the state stays on the cluster
         state_d = head
     else:  # a synchronization point: the state enters the graph as data
         state_d = dask.delayed(head, traverse=False, name=names.state())
-    parts = [dask.delayed(_chunk_step)(algorithm, state_d, graph.batch(g, names), info, i,
-                                       dask_key_name=names.chunk_step(g))
-             for i, g in enumerate(info.groups)]
+    # task slot i runs on worker i (mod W) every round, so the group it reads ahead is read
+    # where it will be used; loose restrictions: any worker if that one is gone
+    workers = sorted(client.scheduler_info().get("workers", {}))
+    parts = []
+    for i, g in enumerate(info.groups):
+        nxt = None
+        if upcoming is not None and i < len(upcoming):
+            nxt = graph.group_readers(upcoming[i])
+        where = (dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True)
+                 if workers else contextlib.nullcontext())
+        with where:
+            parts.append(dask.delayed(_chunk_step)(
+                algorithm, state_d, graph.group_readers(g), graph.whole, info, i, nxt,
+                dask_key_name=names.chunk_step(g)))
     root = reduce_levels(parts, algorithm.combine, name=names.combine, until=2)
     new = dask.delayed(_apply)(algorithm, state_d, info, *root, dask_key_name=names.apply())
     futures = client.compute([new, *parts])
@@ -262,7 +334,12 @@ def run_on_client(client, graph, state: Any, *, plan_of: Callable, round_info: C
                     while queued:
                         finish()
                     head, head_token, chained = state, tokenize(state), 0
-                rnd = _submit(client, graph, head, head_token, round_info(plan, epoch, r))
+                if r + 1 < len(plan):
+                    upcoming = plan[r + 1]
+                else:  # the next epoch's first round (its plan depends on the seed only)
+                    upcoming = plan_of(epoch + 1)[0] if epoch + 1 < n_epochs else None
+                rnd = _submit(client, graph, head, head_token, round_info(plan, epoch, r),
+                              upcoming)
                 queued.append(rnd)
                 head, head_token, chained = rnd.state, rnd.state.key, chained + 1
                 while len(queued) > lookahead:

@@ -118,12 +118,24 @@ class RoundGraph:
 
     def __init__(self, algorithm: Any, data: ChunkedData, shuffle_chunks: int):
         self.algorithm = algorithm
+        self.data = data
         self.chunks = data.delayed_chunks()
-        self.readers = (data.chunk_readers() if shuffle_chunks > 1
-                        else {n: None for n in self.chunks})
+        self._readers = data.chunk_readers() if shuffle_chunks > 1 else None
         self.whole = data.delayed_whole()
         self.prefix = algorithm_prefix(algorithm)
         self._base = tokenize(self.prefix, algorithm, data.token)
+
+    @property
+    def readers(self) -> dict:
+        """One :class:`~ooc_kernels.parallel.chunked.ChunkReader` per chunk of every sample
+        variable (built on first use)."""
+        if self._readers is None:
+            self._readers = self.data.chunk_readers()
+        return self._readers
+
+    def group_readers(self, group: tuple[int, ...]) -> dict:
+        """The readers of ``group``'s chunks, by variable (a task reads them itself)."""
+        return {name: [self.readers[name][c] for c in group] for name in self.chunks}
 
     def names(self, info, state_token: str) -> TaskNames:
         """The keys of ``info``'s round starting from the state whose token is given."""
