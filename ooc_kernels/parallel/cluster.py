@@ -249,7 +249,7 @@ def _submit(client, graph, head, head_token, info, upcoming) -> _Round:
         state_d = dask.delayed(head, traverse=False, name=names.state())
     # task slot i runs on worker i (mod W) every round, so the group it reads ahead is read
     # where it will be used; loose restrictions: any worker if that one is gone
-    workers = sorted(client.scheduler_info().get("workers", {}))
+    workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
     parts = []
     for i, g in enumerate(info.groups):
         nxt = None
