@@ -9,9 +9,8 @@ import pytest
 
 import ooc_kernels as ok
 from ooc_kernels.data.inputs import as_chunked
-from ooc_kernels.parallel.engine import RoundInfo, run_rounds
+from ooc_kernels.parallel.engine import run_rounds
 from ooc_kernels.parallel.plan import plan_epoch
-from ooc_kernels.solvers.dsg import DSGAlgorithm
 
 
 class _Recorder:
@@ -108,57 +107,6 @@ def test_plan_epoch_is_a_permutation_and_deterministic():
                          shuffle_chunks=3)
     assert [c for r in grouped for g in r for c in g] == [c for r in a for g in r for c in g]
     assert [[len(g) for g in r] for r in grouped] == [[3, 3, 2, 2]]
-
-
-def test_k_chunks_are_averaged_as_documented():
-    """Round with K=2 equal chunks: old coefficients x mean decay, new blocks with weight 1/K."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(40, 3))
-    y = X[:, 0] - X[:, 1] ** 2
-    params = dict(bandwidth=1.0, alpha=0.01, n_features=64, block_size=4, batch_size=5,
-                  shuffle=False, random_state=0, scheduler="sync", chunk_size=10)
-    one_epoch = ok.DSGRegressor(max_iter=1, tol=None, chunks_per_round=2, **params).fit(X, y)
-    # Reference: replay the first round of epoch 2 by hand from the epoch-1 state.
-    alg = DSGAlgorithm(one_epoch._config)
-    state = one_epoch._state
-    info = RoundInfo(epoch=1, round=0, groups=((0,), (1,)), sizes=((10,), (10,)),
-                     seed=one_epoch._data_seed)
-    tasks = alg.make_tasks(state, info)
-    d0 = alg.chunk_step(state, {"X": X[:10], "y": y[:10]}, tasks[0])
-    d1 = alg.chunk_step(state, {"X": X[10:20], "y": y[10:20]}, tasks[1])
-    expected = state.coef * (d0.decay + d1.decay) / 2
-    for d in (d0, d1):
-        for bid, c in zip(d.block_ids, d.coefs):
-            expected[bid] += c / 2
-    assert list(d1.block_ids) == [state.n_blocks_seen + 2 + s for s in range(2)]
-    got = alg.apply(state, alg.combine(d0, d1), info)
-    np.testing.assert_allclose(got.coef, expected, rtol=0, atol=1e-14)
-    assert got.n_iter == state.n_iter + 2 and got.n_blocks_seen == state.n_blocks_seen + 4
-
-
-def test_round_crossing_the_feature_budget_averages_linearly():
-    """K=2 where the second task reaches the budget: its delta is its whole local model."""
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(40, 3))
-    y = np.sin(X[:, 0])
-    params = dict(bandwidth=1.0, alpha=0.01, n_features=24, block_size=4, batch_size=5,
-                  shuffle=False, random_state=0, scheduler="sync", chunk_size=10)
-    reg = ok.DSGRegressor(max_iter=1, tol=None, chunks_per_round=2, **params).fit(X[:20], y[:20])
-    alg = DSGAlgorithm(reg._config)
-    state = reg._state                                 # 4 of the 6 blocks are open
-    assert state.n_blocks_seen == 4
-    info = RoundInfo(epoch=1, round=0, groups=((0,), (1,)), sizes=((10,), (10,)),
-                     seed=reg._data_seed)
-    t0, t1 = alg.make_tasks(state, info)
-    d0 = alg.chunk_step(state, {"X": X[20:30], "y": y[20:30]}, t0)  # blocks 4, 5: growth
-    d1 = alg.chunk_step(state, {"X": X[30:40], "y": y[30:40]}, t1)  # full phase
-    assert d0.dense is None and list(d0.block_ids) == [4, 5]
-    assert d1.dense is not None and d1.decay == 0.0 and len(d1.block_ids) == 0
-    local0 = state.coef * d0.decay
-    local0[[4, 5]] += d0.coefs
-    got = alg.apply(state, alg.combine(d0, d1), info)
-    np.testing.assert_allclose(got.coef, (local0 + d1.dense) / 2, rtol=0, atol=1e-14)
-    assert got.n_blocks_seen == 6
 
 
 def _fit(scheduler):
