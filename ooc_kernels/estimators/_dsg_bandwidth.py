@@ -71,9 +71,10 @@ TIE = 0.005
 GCV_MAX_ROWS = 1000
 
 
-def gaussian_gram(Z: np.ndarray, bandwidth: float) -> np.ndarray:
+def gaussian_gram(Z: np.ndarray, bandwidth: float, dtype=np.float64) -> np.ndarray:
     """The exact Gaussian kernel matrix ``exp(-||z_i - z_j||^2 / (2 bandwidth^2))`` of a few
-    rows (at most :data:`GCV_MAX_ROWS`).
+    rows (at most :data:`GCV_MAX_ROWS`), computed in float64 by tiles of rows and stored in
+    ``dtype``: the memory is the ``n x n`` result plus one tile.
 
     Examples
     --------
@@ -83,7 +84,18 @@ def gaussian_gram(Z: np.ndarray, bandwidth: float) -> np.ndarray:
     from scipy.spatial.distance import cdist
 
     Z = np.asarray(Z, dtype=np.float64)  # a few hundred sampled rows
-    return np.exp(-cdist(Z, Z, "sqeuclidean") / (2.0 * bandwidth ** 2))
+    n = len(Z)
+    G = np.empty((n, n), dtype=dtype)
+    scale = -1.0 / (2.0 * bandwidth ** 2)
+    for start in range(0, n, _GRAM_TILE_ROWS):
+        tile = cdist(Z[start:start + _GRAM_TILE_ROWS], Z, "sqeuclidean")
+        tile *= scale
+        G[start:start + len(tile)] = np.exp(tile, out=tile)
+    return G
+
+
+#: Rows of the Gram matrix computed at once by :func:`gaussian_gram`.
+_GRAM_TILE_ROWS = 128
 
 
 def gcv_targets(y: np.ndarray, classes) -> np.ndarray:

@@ -160,12 +160,13 @@ def top_eigenvalue(gram: np.ndarray, weights: np.ndarray, *, tol: float = 1e-6,
     if len(w) == 0 or not total > 0:
         return 0.0
     root = np.sqrt(w)
-    A = root[:, None] * np.asarray(gram, dtype=np.float64) * root[None, :]
+    K = np.asarray(gram)                 # float32 or float64: the products keep its dtype
     v = root / np.linalg.norm(root)
     value = 0.0
     with single_threaded_blas():
         for _ in range(max_iter):
-            u = A @ v
+            # D^1/2 K D^1/2 v without forming the product
+            u = root * (K @ (root * v).astype(K.dtype, copy=False))
             new = float(v @ u)
             norm = float(np.linalg.norm(u))
             if not norm > 0:
