@@ -453,6 +453,13 @@ def factorized_peer_worker(spec: dict) -> dict:
         return (P - spec["p_star"]) / abs(spec["p_star"])
 
     out = {"method": method}
+    if method == "p_star":                    # the closed form, in its own process
+        from sklearn.linear_model import Ridge
+
+        A = U @ V
+        coef = Ridge(alpha=n * alpha, fit_intercept=False, solver="cholesky").fit(A, y).coef_
+        out["p_star"] = float(0.5 * np.mean((A @ coef - y) ** 2) + 0.5 * alpha * coef @ coef)
+        return out
     if method.startswith("dspdc"):
         q = spec["q"]
         est = ok.DSPDCRegressor(alpha=alpha, fit_intercept=False, q=q, tol=TARGET,
@@ -497,13 +504,10 @@ def part_factorized_peers(args):
     """DSPDC on ``(U, V)`` against scikit-learn's ``Ridge`` and dask-glm on the materialized
     ``A``: seconds to ``1e-6`` relative suboptimality and peak RSS, each in a fresh process."""
     n, p, d, alpha = args.fn, args.fp, args.fd, args.f_alpha
-    from sklearn.linear_model import Ridge
-
-    U, V, y = _factorized_problem(n, p, d)
-    A = U @ V
-    coef = Ridge(alpha=n * alpha, fit_intercept=False, solver="cholesky").fit(A, y).coef_
-    p_star = float(0.5 * np.mean((A @ coef - y) ** 2) + 0.5 * alpha * coef @ coef)
-    del A
+    # P* in a process of its own: a worker's peak RSS (getrusage) counts the memory of the
+    # process it was started from, so this one must never hold A
+    p_star = _spawn_fn(factorized_peer_worker, {"n": n, "p": p, "d": d, "alpha": alpha,
+                                                "method": "p_star"})["p_star"]
     methods = [("sklearn_ridge", None), ("dask_glm_lbfgs", None), ("dspdc", "auto"),
                ("dspdc", args.fq)]
     rows = []
