@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field, replace
 
@@ -320,10 +321,14 @@ def state_arrays(state: DSPDCState) -> dict:
 def make_case(seed: int = 0, *, shuffle: bool = False):
     """A small logistic elastic-net problem: 4 chunks of 15 rows (the last 9), 6 features,
     ``m = 3`` duals and ``q = 2`` primal coordinates per iteration; its duals go to a fresh
-    temporary work store."""
+    temporary work store, removed with the case's algorithm (or at exit)."""
+    import shutil
+    import weakref
+
     from ooc_kernels.solvers._spec import AlgorithmCase
     from ooc_kernels.solvers.dspdc_params import lambda_value
 
+    folder = tempfile.mkdtemp(prefix="ooc-dspdc-case-")
     rng = np.random.default_rng(seed)
     sizes = (15, 15, 15, 9)
     n, p = sum(sizes), 6
@@ -332,10 +337,12 @@ def make_case(seed: int = 0, *, shuffle: bool = False):
     config = DSPDCConfig(loss_id=LOSSES["logistic"], n_samples=n, n_features=p, lam1=1e-3,
                          lam2=5e-2, Lambda=lambda_value(X, 3, 2), m=3, q=2,
                          classes=(3, 7),
-                         work_store=tempfile.mkdtemp(prefix="ooc-dspdc-case-") + "/work")
+                         work_store=os.path.join(folder, "work"))
     bounds = np.cumsum((0,) + sizes)
     chunks = [{"X": X[a:b], "y": y[a:b]} for a, b in zip(bounds[:-1], bounds[1:])]
-    return AlgorithmCase(algorithm=DSPDCAlgorithm(config),
+    algorithm = DSPDCAlgorithm(config)
+    weakref.finalize(algorithm, shutil.rmtree, folder, ignore_errors=True)
+    return AlgorithmCase(algorithm=algorithm,
                          state=init_state(config, len(sizes)), chunks=chunks,
                          dims={"X": ("sample", "feature"), "y": ("sample",)}, seed=seed + 5)
 
