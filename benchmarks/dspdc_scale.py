@@ -25,6 +25,20 @@ from pathlib import Path
 import numpy as np
 
 
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory: ``VmHWM`` (reset by ``exec``), not
+    ``getrusage``'s ``ru_maxrss``, which Linux carries over from the process that spawned
+    this one (a parent that wrote a store would set the figure)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
 def _fit(spec: dict) -> dict:
     import psutil
     import xarray as xr
@@ -43,7 +57,7 @@ def _fit(spec: dict) -> dict:
             "relative_gap": est.gap_history_[-1]["relative_gap"],
             "Lambda": float(est.Lambda_),
             "history": [{k: float(v) for k, v in h.items()} for h in est.gap_history_],
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_mb": peak_rss_mb(),
             "rss_end_mb": psutil.Process().memory_info().rss / 2 ** 20}
 
 

@@ -32,6 +32,20 @@ import time
 from pathlib import Path
 
 
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory: ``VmHWM`` (reset by ``exec``), not
+    ``getrusage``'s ``ru_maxrss``, which Linux carries over from the process that spawned
+    this one (a parent that wrote a store would set the figure)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
 def _store_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -56,7 +70,7 @@ def _fit(spec: dict) -> dict:
     epoch = float(clf.history_[0]["seconds"])     # the epoch alone, after the setup
     return {"rows": n, "seconds": seconds, "epoch_seconds": epoch,
             "rows_per_second": n / epoch, "rows_per_second_with_setup": n / seconds,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "peak_rss_mb": peak_rss_mb(),
             "process_read_bytes": io1.read_bytes - io0.read_bytes,
             "device_read_bytes": (disk1.read_bytes - disk0.read_bytes) if disk0 else None,
             "n_features": int(clf.n_features), "bandwidth": float(clf.bandwidth_),
