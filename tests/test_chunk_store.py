@@ -79,7 +79,7 @@ def test_version_tables_are_immutable_and_the_store_pickles(tmp_path):
     v = ChunkVersions.initial(3)
     w = v.updated([0, 2], (4, 5))
     assert v[0] == INITIAL and w[0] == (4, 5) and w[1] == INITIAL
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         w.table[0, 0] = 1
     store = ChunkStore(tmp_path / "w")
     assert pickle.loads(pickle.dumps(store)) == store

@@ -181,7 +181,7 @@ def test_a_failing_callback_stops_the_run_and_cancels_the_queued_rounds(client):
         if len(calls) == 2:
             raise Boom("stop here")
 
-    with pytest.raises(Boom):
+    with pytest.raises(Boom, match="stop here"):
         _run(client, callback=callback, lookahead=3, chain=8)
     assert calls == [(0, 0), (0, 1)]
     # nothing of the cancelled rounds is left on the cluster (the scheduler forgets them

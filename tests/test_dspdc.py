@@ -273,11 +273,11 @@ def test_resume_with_sparse_checkpoints_keeps_the_duals_the_checkpoint_needs(tmp
         real(self, state, info)
         rounds["n"] += 1
         if rounds["n"] == 19:          # 12 rounds per epoch: checkpoint at 16, stop at 19
-            raise Stop
+            raise Stop("killed after round 19")
 
     monkeypatch.setattr(CheckpointWriter, "__call__", call)
     ck = tmp_path / "ck.zarr"
-    with pytest.raises(Stop):
+    with pytest.raises(Stop, match="killed after round 19"):
         ok.DSPDCClassifier(**params).fit(Xd, yd, checkpoint=ck, checkpoint_every=4)
     monkeypatch.setattr(CheckpointWriter, "__call__", real)
     resumed = ok.DSPDCClassifier(**params).fit(Xd, yd, checkpoint=ck, checkpoint_every=4,

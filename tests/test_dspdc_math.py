@@ -864,7 +864,7 @@ def test_regularizer_weights():
     with pytest.raises(ValidationError, match=r"l1_ratio must lie in \[0, 1\); got 1.5"):
         regularizer_weights(0.3, 1.5)
     assert loss_id("smoothed_hinge") == 1 and loss_gamma("logistic") == 4.0
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="unknown DSPDC loss 'hinge'"):
         loss_id("hinge")
 
 
@@ -897,9 +897,9 @@ def test_lambda_exact_and_bounds_against_brute_force():
     assert lambda_value(A, 1, p, "exact") == pytest.approx(R2)
     assert lambda_value(A, n, 1, "exact") == pytest.approx((A ** 2).sum(axis=0).max())
     assert lambda_value(A, n, p, "exact") == pytest.approx(np.linalg.norm(A, 2) ** 2, rel=1e-9)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="Lambda must be 'exact'.*got 'largest'"):
         lambda_value(A, 2, 2, "largest")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="Lambda must be finite and > 0; got -1.0"):
         lambda_value(A, 2, 2, -1.0)
 
 
@@ -933,7 +933,7 @@ def test_stats_merged_over_chunks_equal_the_stats_of_the_whole():
     # fewer statistics, a looser (never tighter) bound
     assert lambda_from_stats(small, "upper_bound") >= lambda_from_stats(
         chunk_lambda_stats(A, 3, 2), "upper_bound")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="cannot merge statistics gathered for"):
         combine_lambda_stats(chunk_lambda_stats(A, 3, 2), chunk_lambda_stats(A, 2, 2))
 
 
