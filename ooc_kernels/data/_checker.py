@@ -205,7 +205,7 @@ class _Checker:
     # --- one variable --------------------------------------------------------------------
     def missing(self, v: Variable, user: str) -> None:
         have = {n: self.arrays[n].dims for n in self.listed if n in self.arrays}
-        used = set(self.names.values())
+        used = set(self.names.values())   # variable names of the declaration, no data
         candidates = [n for n, d in have.items() if len(d) == len(v.dims) and n not in used]
         need = (f"the dataset needs a {len(v.dims)}-D variable {v.name!r} {v.dims}"
                 if user == v.name else

@@ -125,6 +125,7 @@ class ChunkedData:
     # ------------------------------------------------------------------ sizes
     @property
     def chunk_sizes(self) -> tuple[int, ...]:
+        # chunk sizes of the first lazy variable: metadata, nothing is read
         return tuple(int(c) for c in next(iter(self.variables.values())).chunks[0])
 
     @property
@@ -133,6 +134,7 @@ class ChunkedData:
 
     @property
     def n_samples(self) -> int:
+        # the first lazy variable's shape: metadata, nothing is read
         return int(next(iter(self.variables.values())).shape[0])
 
     @property
@@ -152,6 +154,7 @@ class ChunkedData:
     @property
     def dtype(self) -> np.dtype:
         """dtype of ``X`` (supervised data) or of the first sample variable."""
+        # a lazy array's dtype: metadata, nothing is read
         arr = self.X if self.X is not None else next(iter(self.variables.values()))
         return arr.dtype
 

@@ -77,6 +77,7 @@ def sequential_dsg(config, state, chunks):
         if config.x_shift is not None:  # the model sees the standardized input
             X = (X - np.asarray(config.x_shift)) / np.asarray(config.x_scale)
         Y = _targets(config, chunk["y"])
+        # the same small chunk's weights (one value per row of X)
         w = np.asarray(chunk.get("sample_weight", np.ones(len(X))), dtype=np.float64)
         for lo in range(0, len(X), b):
             Xb, Yb, wb = X[lo:lo + b], Y[lo:lo + b], w[lo:lo + b]

@@ -83,6 +83,7 @@ def loss_id(loss) -> int:
             raise ValidationError(f"unknown DSPDC loss {loss!r}; valid names are "
                                   f"{sorted(LOSSES)}")
         return LOSSES[loss]
+    # LOSSES.values(): the three loss ids of a small dict, no data
     if isinstance(loss, (int, np.integer)) and not isinstance(loss, bool) and \
             int(loss) in LOSSES.values():
         return int(loss)
@@ -487,6 +488,7 @@ def lambda_from_stats(stats, Lambda="upper_bound", *, spectral_norm_sq=None):
                     f"{stats.p}, n = {n}; use Lambda='upper_bound' or pass a number")
             return float(value)
         if Lambda == "upper_bound":
+            # the few named bounds of the merged statistics (scalars), no data
             return float(min(_upper_bounds(stats, n, spectral_norm_sq).values()))
         if Lambda == "heuristic":
             return stats.m * stats.q * stats.max_row_sq / stats.p
