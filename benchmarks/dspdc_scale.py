@@ -16,28 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _procmem import peak_rss_mb
 
 
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory: ``VmHWM`` (reset by ``exec``), not
-    ``getrusage``'s ``ru_maxrss``, which Linux carries over from the process that spawned
-    this one (a parent that wrote a store would set the figure)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 def _fit(spec: dict) -> dict:
     import psutil

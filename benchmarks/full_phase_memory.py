@@ -34,14 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-
-def _status(field: str) -> int:
-    """``VmRSS`` / ``VmHWM`` of this process in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
+from _procmem import status_bytes
 
 
 def _config(n_features, d, r, b, dtype):
@@ -100,13 +93,13 @@ def worker(args) -> dict:
         reset = True
     except OSError:
         reset = False
-    base = _status("VmRSS")
+    base = status_bytes("VmRSS")
     times = []
     for epoch in range(2):
         t0 = time.perf_counter()
         _run_task(cfg, X, y, epoch)
         times.append(time.perf_counter() - t0)
-    peak = _status("VmHWM")
+    peak = status_bytes("VmHWM")
     return {"path": args.path, "n_features": args.n_features, "d": d, "block_size": r,
             "batch_size": b, "n_rows": args.n_rows, "dtype": args.dtype,
             "budget_bytes": budget, "hwm_reset": reset,
