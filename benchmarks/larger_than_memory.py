@@ -2,21 +2,31 @@
 
 Writes (chunk by chunk, with ``ok.make_dataset``; kept between runs with ``exist_ok``) two
 ``nonlinear_binary`` stores of the same layout (same ``n_features`` and ``chunk_size``): a big
-one of ``--size-gb`` on disk (at least 32 GB: more than this machine's 24 GB of RAM, so the
-page cache cannot hold it) and a small one of ``--small-gb``; registers both in an Intake
-catalog beside them; then fits ``ok.DSGClassifier(max_iter=1)`` (one epoch, every other
-parameter at its default) on each catalog entry in a fresh process and reports
+one of ``--size-gb`` of float32 values and a small one of ``--small-gb``. Zarr's default
+compressor keeps about 0.89 of the bytes on disk, so ``--size-gb 37`` gives a store of at least
+32 GB on disk, more than this machine's 24 GB of RAM: the page cache cannot hold it. It then
+registers both in an Intake catalog beside them, and fits ``ok.DSGClassifier(max_iter=1)``
+(one epoch, every other parameter at its default) on each catalog entry in a fresh process
+and reports
 
-* the fitting process's peak RSS (``getrusage``; target: under 2 GB for the big store),
+* the fitting process's peak RSS (``VmHWM``; target: under 2 GB for the big store),
 * rows per second of the epoch (rows / the epoch's seconds from ``history_``, after the
   setup: the bandwidth trials on a sample; target: the big store's at least 0.9 times the
   small store's), and with the setup,
 * the disk read rate during the fit (bytes read by the process from the block device,
   ``psutil.Process().io_counters().read_bytes``, over the fit's seconds) next to the store
-  bytes per second, so the reader sees whether the fit is compute- or I/O-bound.
+  bytes per second and to the disk's own cold read rate of the same files (read in order
+  without the library, up to 4 GB), so the reader sees whether the fit is compute- or
+  I/O-bound.
 
-    python benchmarks/larger_than_memory.py --size-gb 32 --small-gb 1 --dir /tmp/ltm \\
-        --out benchmarks/results/larger_than_memory.json
+Before each fit the page cache is dropped where the process may (root), so both stores are
+read cold from the disk.
+
+    python benchmarks/larger_than_memory.py --size-gb 37 --small-gb 1 --repeats 3 \\
+        --big-repeats 1 --dir /tmp/ltm --out benchmarks/results/larger_than_memory.json
+
+``--read-rate-only`` measures just the disk's read rate of stores already written and adds
+it to ``--out``.
 
 This is a benchmark, not a test: writing 32 GB and reading it back takes a long time.
 """
@@ -65,6 +75,36 @@ def _fit(spec: dict) -> dict:
             "stop_reason": getattr(clf, "stop_reason_", None)}
 
 
+def _drop_page_cache() -> bool:
+    """Empty the kernel's page cache before a fit, so that every byte is read from the disk.
+
+    Needs root (``/proc/sys/vm/drop_caches``); where it is refused the fit runs as it is and
+    the result says so (``page_cache_dropped: false``).
+    """
+    try:
+        subprocess.run(["sync"], check=True)
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    return True
+
+
+def _raw_read_rate(path: Path, limit_bytes: float = 4e9) -> dict:
+    """The disk's read rate without the library: the store's files read cold, in order,
+    up to ``limit_bytes`` (after dropping the page cache), in bytes per second."""
+    cold = _drop_page_cache()
+    total, start = 0, time.perf_counter()
+    for f in sorted(p for p in path.rglob("*") if p.is_file()):
+        with open(f, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                total += len(chunk)
+        if total >= limit_bytes:
+            break
+    seconds = time.perf_counter() - start
+    return {"raw_read_bytes": total, "raw_read_seconds": seconds,
+            "raw_read_bytes_per_second": total / seconds, "raw_read_cold": cold}
+
+
 def _write(path: Path, size_gb: float, d: int, chunk_size: int) -> Path:
     import ooc_kernels as ok
 
@@ -82,8 +122,14 @@ def main(argv=None) -> None:
     parser.add_argument("--n-features", type=int, default=100, help="columns of X")
     parser.add_argument("--chunk-size", type=int, default=10_000)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/ltm"))
-    parser.add_argument("--repeats", type=int, default=1, help="fits per store (median)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="fits of the small store (median)")
+    parser.add_argument("--big-repeats", type=int, default=1,
+                        help="fits of the big store (median); each reads the whole store")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--read-rate-only", action="store_true",
+                        help="only measure the disk's raw read rate of the stores already "
+                             "written and add it to --out")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -93,6 +139,13 @@ def main(argv=None) -> None:
 
     from ooc_kernels.data.catalog import register_dataset
 
+    if args.read_rate_only:
+        result = json.loads(args.out.read_text())
+        for entry in ("small", "big"):
+            result["stores"][entry].update(_raw_read_rate(args.dir / f"{entry}.zarr"))
+            print(json.dumps({entry: result["stores"][entry]}), flush=True)
+        args.out.write_text(json.dumps(result, indent=1))
+        return
     args.dir.mkdir(parents=True, exist_ok=True)
     catalog = args.dir / "catalog.yaml"
     result = {"machine_memory_bytes": psutil.virtual_memory().total,
@@ -103,19 +156,22 @@ def main(argv=None) -> None:
         register_dataset(catalog, entry, path)
         size = _store_bytes(path)
         fits = []
-        for _ in range(args.repeats):
+        for _ in range(args.repeats if entry == "small" else args.big_repeats):
+            cold = _drop_page_cache()
             spec = {"catalog": str(catalog), "entry": entry}
             out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)],
                                  capture_output=True, text=True)
             if out.returncode:
                 sys.exit(out.stderr)
-            fits.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            fits.append({**json.loads(out.stdout.strip().splitlines()[-1]),
+                         "page_cache_dropped": cold})
         fits.sort(key=lambda f: f["epoch_seconds"])
         fit = fits[len(fits) // 2]
         row = {"store_bytes": size, "write_seconds": write_seconds,
                "store_bytes_per_second": size / fit["epoch_seconds"],
                "process_read_bytes_per_second": fit["process_read_bytes"] / fit["seconds"],
-               **fit, "runs_epoch_seconds": [f["epoch_seconds"] for f in fits]}
+               **fit, "runs_epoch_seconds": [f["epoch_seconds"] for f in fits],
+               **_raw_read_rate(path)}
         result["stores"][entry] = row
         print(json.dumps({entry: row}), flush=True)
     big, small = result["stores"]["big"], result["stores"]["small"]
