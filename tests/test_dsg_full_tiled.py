@@ -8,7 +8,9 @@ in another order; float32 ``rtol 1e-4``: float32 features and the fast cosine, a
 float32 twin test), for every loss, with and without averaging, with a ragged last batch,
 with super-steps of one and of several batches, and with tiles of one block.  Its three
 kernels are checked against their numpy twins, the piecewise block generator bit for bit
-against the one-shot formula, and its memory with tracemalloc.
+against the one-shot formula, and its memory with tracemalloc.  The plan follows the
+client's budget recorded in ``DSGConfig.feature_budget``, never the cache budget of the
+process running the task (the model is bit-identical whatever the workers' budgets).
 """
 
 import json
@@ -335,3 +337,146 @@ def test_fit_past_the_budget_gives_the_model_of_a_fit_within_it():
         set_cache_budget(before)
     assert 120 * 2 // 8 > 64 // 8                      # 30 steps: past the 8 blocks
     np.testing.assert_allclose(tiled.coef_, stacked.coef_, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# the plan's budget is the client's (DSGConfig.feature_budget), not the worker's cache
+# ---------------------------------------------------------------------------------------
+#: make_case's 8 blocks of (3 + 1) x 8 values, 256 (float64) or 128 (float32) bytes: stacked
+#: iff 2 x 8 blocks fit, so 1.5 KiB tiles and 64 MiB stacks in both dtypes.
+SMALL, LARGE = 3 * 2**9, 64 * 2**20
+
+
+@pytest.fixture
+def process_budget():
+    """Set the process cache's budget (as a worker's ``OOC_KERNELS_FEATURE_CACHE_MB``
+    would), restored afterwards."""
+    before = default_cache().max_bytes
+    default_cache().clear()
+    yield set_cache_budget
+    default_cache().clear()
+    set_cache_budget(before)
+
+
+def _run_case(config_budget, dtype="float64"):
+    """One pass of make_case (8 blocks, 93 rows in batches of 4: mostly full phase)
+    through the engine with ``feature_budget=config_budget``; the plans made."""
+    from dataclasses import replace
+
+    import ooc_kernels.solvers._dsg_full as full
+    from ooc_kernels.parallel.engine import run_rounds
+    from ooc_kernels.solvers.dsg import DSGAlgorithm, init_state, make_case
+    from ooc_kernels.testing._algorithms import case_data
+
+    case = make_case(seed=0, shuffle=True)
+    config = replace(case.algorithm.config, feature_budget=config_budget, dtype=dtype)
+    plans, original = [], full.plan_full_phase
+
+    def spy(budget, *args, **kwargs):
+        plan = original(budget, *args, **kwargs)
+        plans.append((budget, plan.stacked))
+        return plan
+
+    full.plan_full_phase = spy
+    try:
+        state = run_rounds(DSGAlgorithm(config), init_state(config), case_data(case),
+                           n_epochs=2, chunks_per_round=2, seed=case.seed, shuffle=True,
+                           shuffle_chunks=1, scheduler="sync").state
+    finally:
+        full.plan_full_phase = original
+    return state, plans
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_chunk_step_plans_from_the_config_budget_not_the_process_cache(process_budget,
+                                                                       dtype):
+    """A worker's cache budget (here: the process's) changes neither the plan nor a bit of
+    the model: tiled under a large process budget equals tiled under a small one, stacked
+    under a small one (the reservation exceeds the cache: it is emptied, not an error)
+    equals stacked under a large one.  And the comparison can fail: the two paths differ
+    in the last bits."""
+    runs = {}
+    for config_budget in (SMALL, LARGE):
+        for process in (LARGE, SMALL):
+            process_budget(process)
+            runs[config_budget, process] = _run_case(config_budget, dtype)
+    for config_budget, stacked in ((SMALL, False), (LARGE, True)):
+        (a, plans_a), (b, plans_b) = runs[config_budget, LARGE], runs[config_budget, SMALL]
+        assert plans_a and plans_a == plans_b
+        assert set(plans_a) == {(config_budget, stacked)}
+        np.testing.assert_array_equal(a.coef, b.coef)
+        np.testing.assert_array_equal(a.avg, b.avg)
+        assert (a.n_iter, a.n_avg, a.loss_sum) == (b.n_iter, b.n_avg, b.loss_sum)
+    tiled, stacked = runs[SMALL, LARGE][0], runs[LARGE, LARGE][0]
+    assert not np.array_equal(tiled.coef, stacked.coef)
+    np.testing.assert_allclose(tiled.coef, stacked.coef, **TOL[np.dtype(dtype).type])
+    assert default_cache().reserved == 0
+
+
+def test_config_without_a_budget_plans_from_the_process_cache(process_budget):
+    """``feature_budget=None`` (configs and models from before the field): the budget of
+    the running process's cache, the old behavior."""
+    process_budget(SMALL)
+    _, plans = _run_case(None)
+    assert plans and set(plans) == {(SMALL, False)}
+    process_budget(LARGE)
+    _, plans = _run_case(None)
+    assert plans and set(plans) == {(LARGE, True)}
+
+
+def test_reserving_more_than_the_cache_budget_empties_it_without_failing():
+    cache = BlockCache(max_bytes=1000)
+    assert cache.put("a", (np.zeros(100),))                  # 800 bytes
+    with cache.reserve(5000):
+        assert cache.limit == 0 and len(cache) == 0 and cache.nbytes == 0
+        assert not cache.put("b", (np.zeros(1),))            # refused, not an error
+        assert cache.get_or_create("c", lambda: (np.ones(2),))[0].sum() == 2.0
+        assert len(cache) == 0
+    assert cache.reserved == 0 and cache.limit == 1000
+    assert cache.put("b", (np.zeros(1),))
+
+
+@pytest.mark.parametrize("budget", [2**10, 2**20])            # tiled, stacked
+def test_a_plan_past_the_cache_budget_gives_the_model_of_a_large_cache(budget):
+    """full_phase_update with a budget far above its cache's (a worker with a small
+    ``OOC_KERNELS_FEATURE_CACHE_MB``): the same bits as with a large cache."""
+    X, Y, sw, coef, avg, steps, params, _, _, _ = _problem(np.float64, 2, 1, True)
+    models = []
+    for cache_bytes in (0, 300, 1 << 24):
+        cache = BlockCache(cache_bytes)
+        source = BlockSource(4, X.shape[1], coef.shape[1], 1.2, np.float64, cache=cache)
+        models.append(full_phase_update(X, Y, sw, coef.copy(), avg.copy(), 3, steps,
+                                        params, source, budget=budget))
+        assert cache.reserved == 0
+    for got in models[:2]:
+        for a, b in zip(got, models[2]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_estimator_records_the_client_budget_and_keeps_it(process_budget, tmp_path):
+    """fit records the client's budget; a warm start under another budget, a saved and
+    loaded model keep it; a model saved before the field loads with None."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=120)
+    kw = dict(n_features=64, block_size=8, batch_size=8, max_iter=1, tol=None,
+              learning_rate="constant", eta0=0.5, dtype="float64", random_state=0,
+              average=3, scheduler="sync", warm_start=True)
+    process_budget(SMALL)
+    ref = ok.DSGRegressor(**kw).fit(X, y).fit(X, y)      # tiled, both epochs
+    assert ref._config.feature_budget == SMALL
+    reg = ok.DSGRegressor(**kw).fit(X, y)
+    process_budget(LARGE)                                # would be stacked
+    reg.fit(X, y)
+    assert reg._config.feature_budget == SMALL
+    np.testing.assert_array_equal(reg._state.coef, ref._state.coef)
+    np.testing.assert_array_equal(reg._state.avg, ref._state.avg)
+    assert ok.DSGRegressor(**kw).fit(X, y)._config.feature_budget == LARGE
+    reg.save(tmp_path / "model.zarr")
+    assert ok.load(tmp_path / "model.zarr")._config.feature_budget == SMALL
+    meta = reg._fitted_meta()
+    del meta["config"]["feature_budget"]
+    old = ok.DSGRegressor(**kw)
+    old._restore_fitted(reg._fitted_arrays(), meta, "old model")
+    assert old._config.feature_budget is None
+    np.testing.assert_array_equal(old.predict(X), reg.predict(X))

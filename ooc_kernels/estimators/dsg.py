@@ -46,6 +46,7 @@ from ooc_kernels.estimators.base import (
 )
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.cache import default_cache
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
@@ -305,6 +306,8 @@ class _DSGEstimator(ChunkedEstimator):
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
             class_weight=class_weight, weight_scale=1.0 / mean_w,
+            # the client's budget fixes every task's full-phase plan (not the workers')
+            feature_budget=default_cache().max_bytes,
             **self._standardization(sample, y_sample, target, row_w))
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)

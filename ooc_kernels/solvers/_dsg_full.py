@@ -4,8 +4,10 @@ Once a model holds all its ``m`` blocks, every step predicts with all of them an
 all of them (:func:`ooc_kernels._jit.dsg.dsg_full_update`).  That kernel takes the
 parameters of every block stacked in one array, ``m (d + 1) r`` values: 1.1 GiB per task at
 ``2^20`` features and ``d = 276``.  :func:`full_phase_update` bounds the feature memory of a
-task by the feature-cache budget (one budget for the cache and the task's working memory,
-``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB, see :mod:`ooc_kernels.features.cache`):
+task by a budget: the feature-cache budget (one budget for the cache and the task's working
+memory, ``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB, see
+:mod:`ooc_kernels.features.cache`) of the client that set up the fit, recorded in
+``DSGConfig.feature_budget`` so that the plan does not depend on the worker:
 
 * **stacked** when ``2 m (d + 1) r itemsize <= budget`` (the blocks in the cache plus their
   stacked copy): today's kernel, with the stacked copy and its feature buffer reserved from
@@ -196,9 +198,11 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
     source : BlockSource
         The model's blocks ``0 .. m - 1`` (``m = coef.shape[0]``).
     budget : int, optional
-        Feature-memory budget in bytes; default the budget of ``source.cache`` (the
-        process-wide cache: ``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB), or 256 MiB
-        without a cache.
+        Feature-memory budget in bytes the plan is made for (DSG passes
+        ``DSGConfig.feature_budget``, the client's); default the budget of ``source.cache``
+        (the process-wide cache: ``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB), or
+        256 MiB without a cache.  It may exceed the cache's own budget: the reservation
+        then empties the cache for the task's duration (blocks are generated, not cached).
     kernels : {"jit", "ref"}
         ``"ref"`` runs the tiled path with the numpy twins (tests).
     plan : FullPhasePlan, optional

@@ -105,6 +105,12 @@ class DSGConfig:
     # round are combined (DSGAlgorithm.mixing_weight).  1 bounds it for the squared loss
     # with unit weights (k(x, x) = 1).
     curvature: float = 1.0
+    # Bytes of feature memory the full phase of a chunk task is planned for (stacked or
+    # tiled, tile size, super-step length: _dsg_full.plan_full_phase).  The estimator sets
+    # the client's feature-cache budget at setup, so the plan, and with it the last bits of
+    # the model, do not depend on the worker that runs a task; None (configs written before
+    # the field): the budget of the running process's cache.
+    feature_budget: int | None = None
 
 
 @functools.lru_cache(maxsize=64)
@@ -613,12 +619,12 @@ class DSGAlgorithm:
                 mean += state.coef * (avg_old / k1)
                 np.add.at(mean, block_ids, avg_new / k1)
         rows = g * cfg.batch_size
-        # all blocks stacked when they fit in the feature budget, else tiles (issue 11)
+        # all blocks stacked when they fit in the config's feature budget, else tiles
         source = BlockSource(cfg.feature_seed, cfg.n_features_in, cfg.block_size,
                              cfg.bandwidth, dtype, cache=cache, affine=_affine(cfg))
         after, mean, k2, more_loss, more_weight = full_phase_update(
             X[rows:], Y[rows:], w[rows:], local, mean, k1, (gammas[g:], averaged[g:]),
-            params, source)
+            params, source, budget=cfg.feature_budget)
         dense_avg = mean if state.avg is not None else None
         return DSGDelta(decay=0.0, block_ids=np.zeros(0, np.int64), coefs=empty, dense=after,
                         avg_a=0.0 if dense_avg is not None else 1.0, avg_c=0.0,
