@@ -54,6 +54,8 @@ import ooc_kernels as ok
 from ooc_kernels.data.schema import open_zarr_dataset
 from ooc_kernels.parallel.plan import plan_epoch
 
+from _store import store_bytes
+
 RESULTS = Path(__file__).resolve().parent / "results"
 ROWS_PER_CHUNK = 10_000
 
@@ -323,7 +325,7 @@ def speedup(args):
                                    seed=1))
     X_test, y_test = np.asarray(test["X"]), np.asarray(test["y"])
     ds = open_zarr_dataset(path)
-    size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+    size = store_bytes(path)
     configs = [("1 worker, K=1", 1, 1, args.epochs), ("1 worker, K=2", 1, 2, args.epochs),
                ("2 workers, K=2", 2, 2, 2 * args.epochs)]
     runs = []

@@ -56,6 +56,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _store import store_bytes
+
 TARGET = 1e-6
 #: A sweep stops at a fit that took longer than this without reaching the target.
 SWEEP_CAP_SECONDS = 30.0
@@ -412,7 +414,7 @@ def part_memory(args):
     for n in args.mem_n:
         path = ok.make_dataset("sparse_recovery", tmp / f"sr{n}.zarr", n, chunk_size=50_000,
                                n_features=100, rank=args.mem_rank, progress=False)
-        size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2 ** 20
+        size = store_bytes(path) / 2 ** 20
         r = _spawn({"kind": "memory", "store": str(path),
                     "params": {"loss": "smoothed_hinge", "max_iter": 1, "tol": None,
                                "q": args.mem_q}})

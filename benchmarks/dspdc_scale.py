@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from _procmem import peak_rss_mb
+from _store import store_bytes
 
 
 
@@ -74,7 +75,7 @@ def main(argv=None) -> None:
     ok.make_dataset("sparse_recovery", args.store, args.n, chunk_size=args.chunk_size,
                     n_features=args.p, rank=args.rank, exist_ok=True, progress=False)
     write_seconds = time.perf_counter() - start
-    disk = sum(f.stat().st_size for f in args.store.rglob("*") if f.is_file())
+    disk = store_bytes(args.store)
     spec = {"store": str(args.store), "alpha": args.alpha, "q": args.q, "tol": args.tol,
             "max_iter": args.max_iter, "k": args.k}
     out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)],

@@ -41,11 +41,8 @@ import time
 from pathlib import Path
 
 from _procmem import peak_rss_mb
+from _store import store_bytes
 
-
-
-def _store_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def _fit(spec: dict) -> dict:
@@ -154,7 +151,7 @@ def main(argv=None) -> None:
         path = args.dir / f"{entry}.zarr"
         write_seconds = _write(path, gb, args.n_features, args.chunk_size)
         register_dataset(catalog, entry, path)
-        size = _store_bytes(path)
+        size = store_bytes(path)
         fits = []
         for _ in range(args.repeats if entry == "small" else args.big_repeats):
             cold = _drop_page_cache()
