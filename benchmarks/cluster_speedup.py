@@ -15,7 +15,7 @@ Run from the repository root (each part writes ``benchmarks/results/cluster_<par
   overhead per round is ``(wall - sum of the rounds' chunk work) / rounds``: graph building,
   scheduling, shipping the state, the reduction, ``apply``, the callbacks.  Measured with
   rounds chained on the cluster (the default) and with one ``dask.compute`` per round
-  (``ooc-kernels.cluster.pipeline: false``, the engine before issue 11).
+  (``ooc-kernels.cluster.pipeline: false``, one compute per round).
 * ``bytes``: one epoch on stores of 10^5 and 10^6 rows; the bytes every worker sent
   (``Worker.transfer_outgoing_bytes_total``, the counter behind Dask's Prometheus metric
   ``dask_worker_transfer_outgoing_bytes_total``; ``transfer_outgoing_log`` splits it by

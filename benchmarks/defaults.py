@@ -1,4 +1,4 @@
-"""Defaults against a tuned ceiling and against scikit-learn, on several problems (issue 9).
+"""Defaults against a tuned ceiling and against scikit-learn, on several problems.
 
 For every problem:
 

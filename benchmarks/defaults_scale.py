@@ -1,4 +1,4 @@
-"""Default-constructed DSG estimators from 10^2 to 10^7 rows (issue 9: the alpha default and
+"""Default-constructed DSG estimators from 10^2 to 10^7 rows (the alpha default and
 the stopping rule across data sizes).
 
 For each size, ``nonlinear_binary`` (10 dimensions, a ball in the first 3: not linearly

@@ -1,4 +1,5 @@
-"""Peak memory and speed of one DSG task in the full phase, before and after issue 11.
+"""Peak memory and speed of one DSG task in the full phase: stacked blocks against the tiled
+full phase under a feature budget.
 
 Each measurement runs in a fresh process: it builds a model with ``n_features`` random
 features already open (every step is a full-phase step), loads the numba kernels on a tiny
@@ -7,7 +8,7 @@ problem, resets the process's peak-RSS mark (``/proc/self/clear_refs``), then ru
 task of a worker) and once warm (a later task).  It reports the peak RSS above the
 baseline and the seconds per row of both calls.
 
-* ``before``: the code before issue 11: ``stacked_block_params`` over every block (served
+* ``before``: the stacked full phase: ``stacked_block_params`` over every block (served
   from the process-wide cache, 256 MiB by default) and ``dsg_full_update``.
 * ``after``: ``full_phase_update`` with the default feature budget (256 MiB shared by the
   cache and the task): stacked blocks when they fit twice in it, tiles otherwise.
@@ -56,7 +57,7 @@ def _run_task(cfg, X, y, epoch):
 
 
 def _old_full_phase(X, Y, sw, coef, avg, n_avg, steps, params, source):
-    """The full phase as it was before issue 11 (stacked blocks, dsg_full_update)."""
+    """The stacked full phase (every block's parameters in one array, dsg_full_update)."""
     from ooc_kernels._jit.dsg import dsg_full_update
     from ooc_kernels.features.rbf import stacked_block_params
 

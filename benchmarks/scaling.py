@@ -1,4 +1,4 @@
-"""Statistical efficiency of DSG rounds against K (issue 11): rows processed to reach the
+"""Statistical efficiency of DSG rounds against K: rows processed to reach the
 ``K = 1`` model's error after 3 epochs, for ``K = chunks_per_round`` = 1, 2, 4, 8, 16.
 
 Two problems, both written by the package's own generators (``ok.make_dataset``; nothing is
@@ -23,7 +23,7 @@ between rounds (log-distance or accuracy, linearly in rows).  A fit that has not
 it after ``--max-epochs`` reports ``null``.  Medians over ``--seeds``.
 
 ``--combination`` runs a candidate combination scheme (``adaptive``: the default of the
-library; ``sum``; ``average``: parameter mixing, the scheme before issue 11) so the
+library; ``sum``; ``average``: parameter mixing) so the
 comparison in ``docs/algorithms/dsg_rounds.md`` can be reproduced.
 
 Usage::

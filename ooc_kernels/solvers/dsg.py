@@ -12,7 +12,7 @@ regenerated from ``(feature_seed, j)``.
   its meaning), and updates every coefficient (:func:`ooc_kernels._jit.dsg.dsg_full_update`).
   The prediction cost stops growing at ``n_features``.
 
-Rounds of ``K`` tasks (issue 11; ``docs/algorithms/dsg_rounds.md``).  Every task starts
+Rounds of ``K`` tasks (``docs/algorithms/dsg_rounds.md``).  Every task starts
 from the round's model ``x``.  With ``K = 1`` the task's local model is taken as it is: the
 sequential algorithm exactly.  With ``K > 1`` the tasks get consecutive ranges of the global
 step counter (and of block ids), as if their steps ran one after another, and each returns
@@ -63,7 +63,7 @@ __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init
 #: How the ``K > 1`` local models of a round are combined (``docs/algorithms/dsg_rounds.md``):
 #: ``"adaptive"`` (the default) adds the tasks' increments with the weight of
 #: :meth:`DSGAlgorithm.mixing_weight`, ``"sum"`` adds them (weight 1), ``"average"`` takes
-#: the row-weighted mean of the local models (parameter mixing, the scheme before issue 11;
+#: the row-weighted mean of the local models (parameter mixing;
 #: kept for comparisons).
 COMBINATIONS = ("adaptive", "sum", "average")
 
