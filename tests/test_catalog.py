@@ -129,7 +129,7 @@ def test_entry_violating_schema(tmp_path):
     xr.Dataset({"X": (("sample", "feature"), np.zeros((4, 2)))}).to_zarr(
         tmp_path / "bad.zarr", zarr_format=3, consolidated=False)
     register_dataset(tmp_path / "c.yaml", "bad", tmp_path / "bad.zarr")
-    # the library's attributes are optional (issue 8): what is wrong is the missing target,
+    # the library's attributes are optional: what is wrong is the missing target,
     # and the fix is one that works for a catalog entry
     with pytest.raises(SchemaError, match=r"variable 'y': expected a data variable.*found "
                                           r"variables \['X'\].*declare the names in the "

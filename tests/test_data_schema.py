@@ -101,7 +101,7 @@ def test_attribute_violations(attrs, match):
     {},                                                       # nothing at all
 ])
 def test_library_attributes_are_optional(attrs):
-    # issue 8: the version, task and classes are recorded when known, inferred otherwise
+    # the version, task and classes are recorded when known, inferred otherwise
     for task in ("regression", "classification"):
         ds = _valid(task=task)
         validate_dataset(ds.drop_attrs().assign_attrs(attrs if attrs.get("task", task) == task

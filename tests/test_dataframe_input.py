@@ -1,7 +1,7 @@
 """Dask DataFrames (and Series) as inputs: read out of core, partitions as chunks, lazy outputs.
 
-Issue 7, item 13: a Dask DataFrame used to be silently loaded into memory by scikit-learn's
-validation, and ``predict`` on one returned a NumPy array.
+A Dask DataFrame must never be loaded into memory by scikit-learn's validation, and
+``predict`` on one returns a lazy result, not a NumPy array.
 """
 
 import json

@@ -1,4 +1,4 @@
-"""The DSG full phase under a memory budget (issue 11): tiled blocks, super-steps in row
+"""The DSG full phase under a memory budget: tiled blocks, super-steps in row
 space.
 
 The tiled path must give the iterates of the sequential steps: it is checked against the

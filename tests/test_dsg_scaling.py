@@ -1,12 +1,11 @@
-"""Statistical efficiency as K grows (issue 11): with ``chunks_per_round = 4`` a DSG fit
+"""Statistical efficiency as K grows: with ``chunks_per_round = 4`` a DSG fit
 must get as close to the exact kernel ridge solution as the sequential fit (K = 1) after the
 same number of rows, within a stated factor.
 
 The reference is the exact solution of the objective both fits minimise,
 ``f* = K (K + n alpha I)^-1 y`` on the standardized rows (solved directly, 400 rows), not
-either fit.  Under the averaging scheme that issue 11 replaced (parameter mixing: the mean of
-the K local models, the step counter advanced by one task's steps), the same test fails:
-run on commit 010bfd4 (before the change), K = 4 was 4.93 (seed 0) and 4.29 (seed 1) times
+either fit.  Under plain averaging (parameter mixing: the mean of the K local models, the step
+counter advanced by one task's steps), the same test fails: K = 4 was 4.93 (seed 0) and 4.29 (seed 1) times
 as far as K = 1, against 0.97 and 0.99 with the adaptive combination; :func:`test_the_averaging_scheme_fails_the_same_bound` keeps that candidate
 (``combination="average"``) failing the bound, so the test can fail.
 """

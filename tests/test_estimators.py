@@ -210,7 +210,7 @@ def test_constant_step_size_is_used():
 
 def test_feature_cache_budget_does_not_change_the_model():
     """Caching is a performance choice: budgets on the same full-phase path give the same
-    bits; a budget too small for the blocks (the tiled full phase, issue 11) gives the same
+    bits; a budget too small for the blocks (the tiled full phase) gives the same
     model up to rounding (docs/algorithms/dsg_full_phase.md)."""
     X, y = _xor(n=200)
     cache = default_cache()
@@ -284,7 +284,7 @@ def test_lazy_predict_on_invalid_values():
 
 
 def test_two_class_softmax_decision_is_the_log_odds():
-    """Issue 7, item 2: for two classes decision_function has shape (n,) and is
+    """For two classes decision_function has shape (n,) and is
     log(P(classes_[1]) / P(classes_[0])); predict agrees with its sign."""
     X, y = _xor(200)
     labels = np.where(y == 1, "b", "a")
@@ -300,8 +300,8 @@ def test_two_class_softmax_decision_is_the_log_odds():
 
 
 def test_in_memory_prediction_reads_the_callers_array_without_a_copy(monkeypatch):
-    """Issue 7, item 12: prediction of a NumPy input slices the caller's array (it went
-    through a Dask array and np.asarray, a full copy)."""
+    """Prediction of a NumPy input slices the caller's array, never a full copy through a
+    Dask array and np.asarray."""
     import ooc_kernels.estimators.dsg as base
 
     X, y = _xor(300)
@@ -320,8 +320,8 @@ def test_in_memory_prediction_reads_the_callers_array_without_a_copy(monkeypatch
 
 @pytest.mark.slow
 def test_clone_and_grid_search_with_a_distributed_client():
-    """Issue 7, item 11: clone() deep-copied the scheduler, and a distributed.Client cannot
-    be copied (TypeError: cannot pickle '_asyncio.Task'); clones now share the Client."""
+    """clone() must not deep-copy the scheduler: a distributed.Client cannot be copied
+    (TypeError: cannot pickle '_asyncio.Task'); clones share the Client."""
     distributed = pytest.importorskip("distributed")
     from sklearn.base import clone
     from sklearn.model_selection import GridSearchCV, cross_val_score

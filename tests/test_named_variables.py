@@ -1,4 +1,4 @@
-"""Data by named variables (issue 8): schemas as declarations, a user's own names and dims,
+"""Data by named variables: schemas as declarations, a user's own names and dims,
 optional library attributes, every problem at once with the fix for the input at hand,
 writers and generators by variable name."""
 

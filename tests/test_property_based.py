@@ -73,8 +73,8 @@ def cases(draw):
     elif violation == "one_class":
         y = np.zeros(n, dtype=np.int64)
     elif violation == "float_labels" and classifier:
-        # float class values are fine; *continuous* labels for a classifier still escape as
-        # scikit-learn's raw ValueError from the estimator (tests/test_bad_input.py, xfail)
+        # float class values are fine (integral floats); continuous labels for a classifier
+        # are a ValidationError (tests/test_bad_input.py::test_continuous_labels_for_a_classifier)
         y = y.astype(np.float64)
     elif violation == "empty":
         X, y = X[:0], y[:0]

@@ -3,8 +3,8 @@
 The estimators are checked exactly as a user gets them (``Estimator()``): the checks' small
 in-memory problems (20 to 200 rows) are where defaults tuned only for large data fail, so
 nothing here is set to help them.  Classifiers are checked once more with every other loss
-(``loss`` is the one parameter that changes what they compute).  Checks that cannot apply
-are listed in ``EXPECTED_FAILED`` with their reason.
+(``loss`` is the one parameter that changes what they compute).  No check is skipped or
+expected to fail.
 """
 
 from sklearn.utils.estimator_checks import parametrize_with_checks

@@ -10,8 +10,8 @@ memory stays at ``K * shuffle_chunks`` chunks plus the model.  The reduction tre
 shape, so the result is bit-identical on the synchronous, threaded and distributed
 schedulers.
 
-An algorithm is any object with four methods (see :class:`ChunkAlgorithm`); the DSG, DSPDC
-and PKAWV solvers plug in here.  A task receives its rows as a *batch*: a dict from variable
+An algorithm is any object with four methods (see :class:`ChunkAlgorithm`); the DSG and
+DSPDC solvers are two.  A task receives its rows as a *batch*: a dict from variable
 name to array (``{"X": ..., "y": ...}`` for supervised data, ``{"U": ..., "V": ..., "y":
 ...}`` for factorized data), so a new kind of data is a new set of names, not a new code
 path.
