@@ -1,0 +1,146 @@
+"""Reading YAML that someone else may have written, and quoting it in error messages.
+
+Catalogs and pipeline files may come from anyone.  Two things in them cost far more than
+their size:
+
+* **aliases**: ``*a`` repeats the node anchored ``&a``; ten nested levels of ten aliases
+  each are a few hundred bytes that expand to 10^10 nodes for any code that walks the
+  result (trust checks, validation, error messages);
+* **deep nesting**: a few thousand nested ``[`` or mappings exceed Python's recursion limit
+  in any recursive walk.
+
+:func:`load_yaml` parses with ``yaml.SafeLoader`` (no Python objects), refuses aliases unless
+the caller allows them and refuses nesting deeper than :data:`MAX_DEPTH`, naming the line,
+before anything walks the document.  :func:`short_repr` quotes a value from such a file in
+an error message without letting the message grow with the value.
+
+Examples
+--------
+>>> from ooc_kernels._untrusted import load_yaml, short_repr
+>>> from ooc_kernels.exceptions import PipelineConfigError
+>>> load_yaml("a: [1, 2]", source="'p.yaml'", error=PipelineConfigError)
+{'a': [1, 2]}
+>>> load_yaml("a: &x [1, 2]\\nb: *x", source="'p.yaml'", error=PipelineConfigError)
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.PipelineConfigError: 'p.yaml' uses the YAML alias '*x' at line 2, column 4; ...
+>>> short_repr("x" * 1000, limit=20)
+"'xxxxxxxxxxxxxxxxxx... (1002 characters in all)"
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent, CollectionStartEvent
+
+__all__ = ["MAX_DEPTH", "MAX_REPR", "load_yaml", "short_repr"]
+
+#: Deepest nesting of mappings and sequences accepted in a YAML file (a catalog needs
+#: about ten levels; Python's recursion limit is about a thousand frames).
+MAX_DEPTH = 100
+#: Longest quotation of a value in an error message, in characters.
+MAX_REPR = 200
+
+
+def short_repr(value: Any, limit: int = MAX_REPR) -> str:
+    """``repr(value)``, cut to ``limit`` characters with a note of its full length.
+
+    Parameters
+    ----------
+    value : object
+        A value read from a file (a string, a number, a list or mapping of them).
+    limit : int, default MAX_REPR
+        Characters kept.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> short_repr([1, 2])
+    '[1, 2]'
+    """
+    try:
+        text = repr(value)
+    except RecursionError:  # a self-referencing structure built in Python
+        return f"<{type(value).__name__} nested too deeply to show>"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 1]}... ({len(text)} characters in all)"
+
+
+def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str):
+    class Loader(yaml.SafeLoader):
+        """``SafeLoader`` that refuses aliases (unless allowed) and deep nesting."""
+
+        depth = 0
+
+        def compose_node(self, parent, index):
+            if not allow_aliases and self.check_event(AliasEvent):
+                event = self.peek_event()
+                mark = event.start_mark
+                raise error(
+                    f"{source} uses the YAML alias '*{event.anchor}' at line "
+                    f"{mark.line + 1}, column {mark.column + 1}; anchors and aliases are not "
+                    f"accepted in files that may come from someone else, because a few "
+                    f"hundred bytes of nested aliases expand to gigabytes; write the values "
+                    f"out in full{hint}"
+                )
+            collection = self.check_event(CollectionStartEvent)
+            if collection:
+                self.depth += 1
+                if self.depth > MAX_DEPTH:
+                    mark = self.peek_event().start_mark
+                    raise error(
+                        f"{source} nests mappings and lists more than {MAX_DEPTH} levels deep "
+                        f"(line {mark.line + 1}, column {mark.column + 1}); no valid file "
+                        f"needs that many: flatten the structure{hint}"
+                    )
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                if collection:
+                    self.depth -= 1
+
+    return Loader
+
+
+def load_yaml(text: Any, *, source: str, error: type[Exception],
+              allow_aliases: bool = False, hint: str = "") -> Any:
+    """Parse YAML from a file that may come from someone else.
+
+    Parameters
+    ----------
+    text : str, bytes or text stream
+        The document.
+    source : str
+        How error messages name the file (e.g. ``"catalog file '/x/c.yaml'"``).
+    error : type of exception
+        Raised for an alias or too deep a nesting (a class of
+        :mod:`ooc_kernels.exceptions`); invalid YAML raises ``yaml.YAMLError`` as usual.
+    allow_aliases : bool, default False
+        Accept anchors and aliases (for files the caller trusts).
+    hint : str, default ""
+        Appended to the messages (e.g. ``", or pass trusted=True ..."``).
+
+    Returns
+    -------
+    object
+        Plain Python data: mappings, lists, strings, numbers, booleans, None, dates.
+
+    Raises
+    ------
+    error
+        An alias (unless ``allow_aliases``) or nesting deeper than :data:`MAX_DEPTH`, with
+        the line and column.
+    yaml.YAMLError
+        The text is not valid YAML.
+    """
+    loader = _loader(source, error, allow_aliases, hint)(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
