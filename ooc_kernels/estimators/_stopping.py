@@ -12,7 +12,10 @@ Then, exactly as scikit-learn's ``SGDClassifier`` decides:
 
 and the fit stops after ``n_iter_no_change`` such epochs in a row (``tol=None``: never, the
 fit runs ``max_iter`` epochs).  The monitor's state is part of checkpoints and saved models,
-so a resumed fit stops where an uninterrupted one does.
+so a resumed fit stops where an uninterrupted one does: besides the history and the counters
+it holds ``epoch_start``, the running ``(loss_sum, weight_sum)`` totals of the training loss
+when the current epoch began, so an epoch interrupted half way is scored on all its rows
+once resumed, not only on the rows after the interruption.
 
 Examples
 --------
@@ -43,6 +46,9 @@ class EpochMonitor:
     best: float = math.inf
     no_improve: int = 0
     stop_reason: str | None = None
+    #: Running ``(loss_sum, weight_sum)`` of the training loss when the current epoch began
+    #: (None for families without a training loss).
+    epoch_start: list[float] | None = None
 
     def end_epoch(self, epoch: int, loss: float | None, score: float | None,
                   seconds: float, **extra) -> bool:
@@ -70,7 +76,8 @@ class EpochMonitor:
 
     def to_json(self) -> dict:
         return {"history": self.history, "best": _plain(self.best),
-                "no_improve": self.no_improve, "stop_reason": self.stop_reason}
+                "no_improve": self.no_improve, "stop_reason": self.stop_reason,
+                "epoch_start": self.epoch_start}
 
     def restore(self, saved: dict | None) -> EpochMonitor:
         """Continue from :meth:`to_json` (a checkpoint or a saved model)."""
@@ -80,7 +87,14 @@ class EpochMonitor:
             self.best = math.inf if best is None else float(best)
             self.no_improve = int(saved.get("no_improve", 0))
             self.stop_reason = saved.get("stop_reason")
+            start = saved.get("epoch_start")
+            self.epoch_start = None if start is None else [float(v) for v in start]
         return self
+
+    def begin_epoch(self, totals) -> None:
+        """Record the running ``(loss_sum, weight_sum)`` totals at the start of an epoch
+        (``None`` for families without a training loss)."""
+        self.epoch_start = None if totals is None else [float(v) for v in totals]
 
 
 def _plain(value):

@@ -22,7 +22,12 @@ Hooks a family implements
 ``_predict_block`` (a picklable function) and ``_predict_payload()``
     ``_predict_block(X_chunk, payload)`` returns decision values ``(n, n_outputs)``.
 ``_fitted_arrays()``, ``_fitted_meta()``, ``_restore_fitted(arrays, meta)``
-    The arrays and JSON that make the fitted model (saved models and checkpoints).
+    The arrays and JSON that make the fitted model (saved models and checkpoints);
+    ``_saved_arrays`` names the arrays (name -> required): a file is read for these only.
+    ``_restore_fitted`` checks the JSON it is given as strictly as the constructor checks
+    hyperparameters (raising :class:`~ooc_kernels.exceptions.ModelFormatError`).
+``_upgrade_saved(meta, version)``
+    Optional: the metadata of an older model format as the current one.
 
 ``_training_loss(state)``
     Optional: the running totals ``(loss_sum, weight_sum)`` of the progressive training
@@ -70,7 +75,12 @@ from ooc_kernels.estimators._constraints import (
     StrOptions,
     validate_params,
 )
-from ooc_kernels.exceptions import InputTypeError, ValidationError
+from ooc_kernels.exceptions import (
+    CheckpointError,
+    InputTypeError,
+    ModelFormatError,
+    ValidationError,
+)
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.engine import run_rounds
 from ooc_kernels.parallel.scheduler import scheduler_context
@@ -188,6 +198,8 @@ class ChunkedEstimator(BaseEstimator):
     _runtime_params = ("scheduler", "progress")
     #: Parameters that may change when a fit resumes from a checkpoint.
     _resumable_params = ("max_iter",)
+    #: The arrays of a fitted model (name -> whether every model has it).
+    _saved_arrays: dict = {}
     _is_classifier = False
     #: Whether ``tol`` / ``n_iter_no_change`` are scikit-learn's SGD rule on the epoch loss.
     _sgd_stopping = True
@@ -337,14 +349,36 @@ class ChunkedEstimator(BaseEstimator):
 
     def _run(self, data: ChunkedData, sched, *, start: tuple[int, int], end_epoch: int,
              callback=None, validation: ChunkedData | None = None,
-             stopping: bool = True) -> None:
+             stopping: bool = True, resumed: bool = False) -> None:
         if data.n_features != self.n_features_in_:
             raise ValidationError(
                 f"X has {data.n_features} features, but {type(self).__name__} is expecting "
                 f"{self.n_features_in_} features as input."
             )
         monitor = self._monitor()
-        clock = {"epoch": time.perf_counter(), "loss": self._training_loss(self._state)}
+        totals = self._training_loss(self._state)
+        if start[1] > 0 and totals is not None:
+            # resumed half way through an epoch: the epoch is scored from its first round
+            if monitor.epoch_start is None:
+                raise CheckpointError(
+                    f"the checkpoint stops in epoch {start[0]}, round {start[1]}, but holds "
+                    "no training-loss totals of that epoch's start, so the epoch's loss and "
+                    "the stopping rule cannot be computed; remove the checkpoint (or pass "
+                    "resume=False) to start the fit again."
+                )
+            totals = tuple(monitor.epoch_start)
+        else:
+            monitor.begin_epoch(totals)
+        self._monitor_state = monitor.to_json()  # checkpoints of this epoch carry its start
+        if resumed and stopping and start[1] == 0 and monitor.stop_reason is not None:
+            # the checkpoint was written when the stopping rule ended the fit: it is final
+            self.shuffle_chunks_ = self._resolve_shuffle_chunks(data)
+            self._n_epochs_done = self.n_iter_ = start[0]
+            self.history_ = list(monitor.history)
+            self.stop_reason_ = monitor.stop_reason
+            self._publish()
+            return
+        clock = {"epoch": time.perf_counter(), "loss": totals}
 
         def after_round(state, info):
             self._after_round(state, info)
@@ -363,6 +397,7 @@ class ChunkedEstimator(BaseEstimator):
             if reason is not None and monitor.stop_reason is None:
                 monitor.stop_reason, stop = reason, True
             clock.update(epoch=now, loss=self._training_loss(state))
+            monitor.begin_epoch(clock["loss"])
             self._n_epochs_done = epoch + 1
             self._monitor_state = monitor.to_json()
             self.history_ = list(monitor.history)
@@ -414,7 +449,10 @@ class ChunkedEstimator(BaseEstimator):
             Each row's weight: its gradient (and loss) is multiplied by it.
         checkpoint : str or path-like, optional
             Zarr folder where the fit's state is written every ``checkpoint_every`` rounds
-            and at the end, atomically (a crash while writing keeps the previous one).
+            and at the end, atomically (a crash while writing keeps the previous one).  An
+            existing ``checkpoint`` is replaced only if it is a checkpoint of this library;
+            anything else there (a folder of other files, a file, a model, a symbolic
+            link) raises :class:`~ooc_kernels.exceptions.ForeignPathError` before any work.
         checkpoint_every : int, default=1
             Rounds between checkpoints.
         resume : bool, default=False
@@ -426,7 +464,11 @@ class ChunkedEstimator(BaseEstimator):
         -------
         self
         """
-        from ooc_kernels.estimators._checkpointing import CheckpointWriter, resume_position
+        from ooc_kernels.estimators._checkpointing import (
+            CheckpointWriter,
+            check_checkpoint_target,
+            resume_position,
+        )
         from ooc_kernels.parallel.checkpoint import read_checkpoint
 
         self._validate_params()
@@ -434,6 +476,8 @@ class ChunkedEstimator(BaseEstimator):
             raise ValidationError(
                 "resume=True needs the checkpoint path: pass checkpoint=PATH as well."
             )
+        if checkpoint is not None and not resume:  # before any work: never a user's folder
+            check_checkpoint_target(checkpoint)
         warm = bool(getattr(self, "warm_start", False)) and hasattr(self, "_state")
         with scheduler_context(self.scheduler) as sched:
             data = self._fit_data(X, y, reset=not warm, sample_weight=sample_weight)
@@ -456,10 +500,24 @@ class ChunkedEstimator(BaseEstimator):
             if checkpoint is not None:  # validates checkpoint_every before any work
                 writer = CheckpointWriter(self, data, checkpoint, checkpoint_every, end)
             self._run(train, sched, start=start, end_epoch=end, callback=writer,
-                      validation=val)
+                      validation=val, resumed=ck is not None)
         if writer is not None:
             writer.write(self._state, (self._n_epochs_done, 0))
         return self
+
+    @classmethod
+    def _upgrade_saved(cls, meta: dict, version: int) -> dict:
+        """The metadata of a model of an older ``version`` as the current format.
+
+        Formats 2 and 3 have the same metadata (3 adds checksums); format 1 existed for
+        families that override this method only.
+        """
+        if version == 1:
+            raise ModelFormatError(
+                f"model format 1 holds DSG models only, not {cls.__name__}: the file's "
+                "format_version was edited; re-save the model or restore it from a backup."
+            )
+        return meta
 
     def _partial_fit_available(self) -> bool:
         """Families whose solver has no incremental form override this to raise
