@@ -2,29 +2,52 @@
 
 A reader never sees a half-written store: either the previous content or the new one.
 Concurrent writers of the same path (threads or processes) never mix: each builds its own
-hidden temporary sibling outside any lock, and only the swap (two renames) runs under an
-advisory lock on the sibling lock file ``.NAME.lock`` (``fcntl.flock``), so the final folder
-is always exactly one writer's complete output.  The lock file is removed when the swap is
-done; nothing is left next to ``path``.
+hidden temporary sibling ``.NAME.tmp-ID`` outside any lock, and only the swap (two renames)
+runs under an advisory lock on the sibling lock file ``.NAME.lock`` (``fcntl.flock``), so the
+final folder is always exactly one writer's complete output.  The lock file is removed when
+the swap is done; nothing is left next to ``path``.
+
+Nothing a user owns is replaced.  Every store written through :func:`atomic_dir` is a Zarr
+store marked with its kind (``"model"``, ``"checkpoint"``, ``"predictions"``, ``"dataset"``,
+``"chunk-local"``) in the attribute :data:`KIND_ATTR` of its ``zarr.json``; an existing
+``path`` is replaced only when the caller asked for it (``overwrite``) and it is a store of
+the same kind (:func:`check_replaceable`).  A plain file, a folder that is not such a store,
+or a symbolic link (never followed) is refused with :class:`ForeignPathError`.
+
+Leftovers of a writer that died (killed, power cut) are removed by the next write or load
+of the same path (:func:`sweep_stale`): each writer holds an ``flock`` on
+``.NAME.tmp-ID.lock`` for as long as its temporary folder exists, so a temporary whose lock
+is free belongs to nobody, and a live writer's temporary is never touched.  A swap killed
+between its two renames left the previous content at ``.NAME.old-ID`` and nothing at
+``path``: the sweep puts it back.  A failed write waits for Zarr's pending asynchronous
+writes before it removes its temporary folder, so they cannot re-create it afterwards.
 
 Examples
 --------
 >>> import os, tempfile
 >>> from pathlib import Path
->>> from ooc_kernels._atomic import atomic_dir
+>>> import zarr
+>>> from ooc_kernels._atomic import KIND_ATTR, atomic_dir
 >>> target = Path(tempfile.mkdtemp()) / "store"
->>> with atomic_dir(target) as tmp:
-...     _ = (tmp / "a.txt").write_text("hello")
->>> (target / "a.txt").read_text()
-'hello'
+>>> with atomic_dir(target, kind="predictions") as tmp:
+...     zarr.open_group(str(tmp), mode="w").attrs[KIND_ATTR] = "predictions"
 >>> sorted(os.listdir(target.parent))
 ['store']
+>>> (target.parent / "notes").mkdir()
+>>> with atomic_dir(target.parent / "notes", kind="predictions") as tmp:
+...     pass
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.ForeignPathError: refusing to replace '.../notes': it is a folder that is not a Zarr store ...
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import os
+import re
 import shutil
 import threading
 import uuid
@@ -36,9 +59,34 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows: renames are serialised in-process only
     fcntl = None
 
-from ooc_kernels.exceptions import DatasetExistsError
+from ooc_kernels.exceptions import DatasetExistsError, ForeignPathError, ModelPathError
 
-__all__ = ["atomic_dir", "path_lock", "replace_dir", "write_text_atomic"]
+__all__ = ["KIND_ATTR", "KINDS", "atomic_dir", "check_replaceable", "path_lock",
+           "replace_dir", "store_kind", "sweep_stale", "write_text_atomic"]
+
+#: The attribute of a store's ``zarr.json`` that names what kind of store the library wrote.
+KIND_ATTR = "ooc_kernels_store"
+
+#: The kinds of store the library writes, as messages name them.
+KINDS = {
+    "model": "model",
+    "checkpoint": "checkpoint",
+    "predictions": "prediction store",
+    "dataset": "dataset",
+    "chunk-local": "chunk-local array",
+}
+
+# Stores written before the kind attribute existed are recognised by the attribute that
+# their kind always carried (only the library writes these).
+_UNMARKED = (
+    ("model", lambda a: isinstance(a.get("ooc_kernels"), dict)
+     and a["ooc_kernels"].get("format") == "ooc_kernels-model"),
+    ("checkpoint", lambda a: isinstance(a.get("ooc_kernels_checkpoint"), dict)),
+    ("dataset", lambda a: "ooc_kernels_schema_version" in a),
+    ("chunk-local", lambda a: "ooc_kernels_crc32" in a),
+)
+_ERRORS = {"model": ModelPathError}
+_ID = re.compile(r"[0-9a-f]{12}|[0-9a-f]{32}")  # the ids of temporaries (older writers: 12)
 
 # flock locks belong to open file descriptions, so threads of one process that open the lock
 # file separately already exclude each other; this lock covers platforms without fcntl.
@@ -90,8 +138,74 @@ def path_lock(path: str | os.PathLike) -> Iterator[Path]:
         os.close(fd)
 
 
-def replace_dir(tmp: Path, path: Path, *, overwrite: bool = True) -> None:
-    """Move the finished folder ``tmp`` to ``path``, replacing what is there.
+def store_kind(path: str | os.PathLike) -> str | None:
+    """The kind of library store at ``path`` (a key of :data:`KINDS`), or ``None``.
+
+    ``None`` when ``path`` is not a folder, is a symbolic link (never followed), or holds no
+    readable Zarr 3 ``zarr.json`` marked by this library.  Reads that one file only.
+    """
+    path = Path(path)
+    meta = path / "zarr.json"
+    try:
+        if path.is_symlink() or not path.is_dir() or meta.is_symlink() or not meta.is_file():
+            return None
+        doc = json.loads(meta.read_bytes())
+    except (OSError, ValueError):
+        return None
+    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if doc.get("zarr_format") != 3 or not isinstance(attrs, dict):
+        return None
+    kind = attrs.get(KIND_ATTR)
+    if kind is not None:
+        return kind if kind in KINDS else None
+    for name, carries in _UNMARKED:
+        if carries(attrs):
+            return name
+    return None
+
+
+def _describe(path: Path) -> str:
+    """What is at ``path``, for a refusal message."""
+    if path.is_symlink():
+        return "it is a symbolic link (a link is never followed, replaced or removed)"
+    if not path.is_dir():
+        return "it is a file"
+    found = store_kind(path)
+    if found is not None:
+        return f"it is an ooc_kernels {KINDS[found]}"
+    if (path / "zarr.json").is_file() or (path / ".zgroup").is_file() \
+            or (path / ".zarray").is_file():
+        return "it is a Zarr store that ooc_kernels did not write"
+    return "it is a folder that is not a Zarr store written by ooc_kernels"
+
+
+def check_replaceable(path: str | os.PathLike, kind: str) -> None:
+    """Raise unless ``path`` is free or holds a store of ``kind`` that this library wrote.
+
+    Call it before any work when the caller asked to replace ``path``; :func:`replace_dir`
+    checks again under the path's lock right before the swap.
+
+    Raises
+    ------
+    ForeignPathError
+        ``path`` is a file, a symbolic link, a folder that is not a Zarr store of this
+        library, or a store of another kind (:class:`ModelPathError` when ``kind`` is
+        ``"model"``).  The message names the path, what is there and the fix.
+    """
+    path = Path(path)
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not path.is_symlink() and store_kind(path) == kind:
+        return
+    raise _ERRORS.get(kind, ForeignPathError)(
+        f"refusing to replace {str(path)!r}: {_describe(path)}, not an ooc_kernels "
+        f"{KINDS[kind]}, and ooc_kernels only ever replaces its own. Choose another path, "
+        "or move or remove what is there yourself if it is no longer needed."
+    )
+
+
+def replace_dir(tmp: Path, path: Path, *, kind: str, overwrite: bool = True) -> None:
+    """Move the finished store ``tmp`` to ``path``, replacing what is there.
 
     The old content is first renamed aside and only deleted once the new one is in place;
     if the second rename fails, the old content is put back.  Both renames run under
@@ -100,12 +214,33 @@ def replace_dir(tmp: Path, path: Path, *, overwrite: bool = True) -> None:
 
     Parameters
     ----------
+    tmp : pathlib.Path
+        The finished store; its ``zarr.json`` must carry ``kind`` in :data:`KIND_ATTR`.
+    path : pathlib.Path
+        The target.
+    kind : str
+        The kind of store (a key of :data:`KINDS`): an existing ``path`` is replaced only
+        if it is a store of this kind written by this library (:func:`check_replaceable`,
+        checked under the lock).
     overwrite : bool, default True
         With False, raise :class:`~ooc_kernels.exceptions.DatasetExistsError` if ``path``
         exists at the moment of the swap (checked under the lock, so of two concurrent
         writers with ``overwrite=False`` exactly one succeeds); ``tmp`` is left to the caller.
+
+    Raises
+    ------
+    ForeignPathError
+        ``path`` exists and is not a store of ``kind`` written by this library.
+    DatasetExistsError
+        ``path`` exists and ``overwrite`` is False.
     """
     tmp, path = Path(tmp), Path(path)
+    if store_kind(tmp) != kind:
+        raise ValueError(
+            f"the finished store {str(tmp)!r} does not carry {KIND_ATTR}={kind!r} in its "
+            "zarr.json; every store written through atomic_dir must be marked with its kind "
+            "so that it can be told from what a user owns."
+        )
     trash = None
     with path_lock(path):
         if path.exists() or path.is_symlink():
@@ -114,6 +249,7 @@ def replace_dir(tmp: Path, path: Path, *, overwrite: bool = True) -> None:
                     f"{str(path)!r} appeared while this write was in progress (another "
                     "writer finished first); pass overwrite=True to replace it"
                 )
+            check_replaceable(path, kind)
             trash = path.with_name(f".{path.name}.old-{uuid.uuid4().hex}")
             os.replace(path, trash)
             try:
@@ -124,30 +260,214 @@ def replace_dir(tmp: Path, path: Path, *, overwrite: bool = True) -> None:
         else:
             os.replace(tmp, path)
     if trash is not None:
-        if trash.is_dir() and not trash.is_symlink():
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                trash.unlink()
+        _remove(trash)
+
+
+def _remove(path: Path) -> None:
+    """Delete a folder of this library (never following a link) or a file."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _wait_for_pending_writes(timeout: float = 120.0) -> None:
+    """Wait until the asynchronous writes that Zarr still runs in this process have ended.
+
+    Zarr 3 runs every store operation as a task on one event loop in its own thread.  When
+    one chunk write of an array fails (disk full), the synchronous call raises at once while
+    the array's other chunk writes go on; each of them creates its parent folders again.
+    Removing a temporary folder before they have ended would leave it re-created.
+    """
+    try:
+        from zarr.core import sync as zsync
+
+        loop = zsync.loop[0]
+    except (ImportError, AttributeError, IndexError):  # another Zarr: nothing to wait for
+        return
+    if loop is None or loop.is_closed() or not loop.is_running() \
+            or threading.current_thread() is getattr(zsync, "iothread", [None])[0]:
+        return
+
+    async def others_done():
+        me = asyncio.current_task()
+        pending = [t for t in asyncio.all_tasks() if t is not me]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
+
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(others_done(), loop).result(timeout + 5)
+
+
+def _temporaries(path: Path) -> tuple[list[Path], list[Path], list[Path]]:
+    """The temporary folders, writer lock files and old copies of ``path`` beside it."""
+    tmp_prefix, old_prefix = f".{path.name}.tmp-", f".{path.name}.old-"
+    temps, locks, olds = [], [], []
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return temps, locks, olds
+    for name in names:
+        if name.startswith(tmp_prefix):
+            rest = name[len(tmp_prefix):]
+            if rest.endswith(".lock") and _ID.fullmatch(rest[:-5]):
+                locks.append(path.parent / name)
+            elif _ID.fullmatch(rest):
+                temps.append(path.parent / name)
+        elif name.startswith(old_prefix) and _ID.fullmatch(name[len(old_prefix):]):
+            olds.append(path.parent / name)
+    return temps, locks, olds
 
 
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike, *, overwrite: bool = True) -> Iterator[Path]:
+def _claim(lock: Path) -> Iterator[bool]:
+    """Yield whether the writer that owns ``lock`` has ended (its flock is free).
+
+    While the block runs, the lock is held, so that writer cannot be starting again under
+    the same name; a missing lock file means its writer has ended (a writer creates its lock
+    before its temporary folder and removes it after).
+    """
+    if fcntl is None:  # pragma: no cover - no way to tell: treat every temporary as live
+        yield False
+        return
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        yield True
+        return
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: a live writer
+            yield False
+            return
+        yield True
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+    finally:
+        os.close(fd)
+
+
+def sweep_stale(path: str | os.PathLike) -> list[str]:
+    """Remove what dead writers of ``path`` left beside it; return the names handled.
+
+    Temporary folders ``.NAME.tmp-ID`` (and their lock files) whose writer no longer holds
+    its lock are removed; a live writer's temporary is kept.  Old copies ``.NAME.old-ID``
+    are removed, except that when ``path`` itself is missing the newest one is renamed back
+    to ``path``: a swap killed between its two renames leaves the previous content there.
+    Runs under :func:`path_lock` (no swap of ``path`` is half done meanwhile) and only when
+    there is something to remove; a folder where this process may not write is left as is.
+    """
+    path = Path(path)
+    temps, locks, olds = _temporaries(path)
+    if not (temps or locks or olds):
+        return []
+    handled = []
+    try:
+        with path_lock(path):
+            temps, locks, olds = _temporaries(path)
+            for tmp in temps:
+                lock = tmp.with_name(tmp.name + ".lock")
+                with _claim(lock) as dead:
+                    if dead:
+                        _remove(tmp)
+                        handled.append(tmp.name)
+            for lock in locks:
+                if not lock.with_name(lock.name[:-5]).exists():
+                    with _claim(lock) as dead:
+                        if dead:
+                            handled.append(lock.name)
+            if olds and not (path.exists() or path.is_symlink()):
+                newest = max(olds, key=lambda p: p.lstat().st_ctime_ns)
+                os.replace(newest, path)
+                olds.remove(newest)
+                handled.append(newest.name)
+            for old in olds:
+                _remove(old)
+                handled.append(old.name)
+    except OSError:  # e.g. a read-only folder: the leftovers stay for a writer to remove
+        pass
+    return handled
+
+
+@contextlib.contextmanager
+def _writer_temp(path: Path) -> Iterator[Path]:
+    """A new temporary folder beside ``path``, marked live by a held lock until it is gone."""
+    while True:
+        tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
+        lock = tmp.with_name(tmp.name + ".lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        if fcntl is None:  # pragma: no cover
+            break
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            linked = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            linked = False  # a sweep took the fresh lock for a dead one: take another name
+        except BaseException:
+            os.close(fd)
+            raise
+        if linked:
+            break
+        os.close(fd)
+    try:
+        tmp.mkdir()
+        yield tmp
+    finally:
+        try:
+            if tmp.exists() or tmp.is_symlink():
+                _remove(tmp)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(lock)
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary sibling folder; on success it replaces ``path``, on error it is removed.
 
     The writing happens in the temporary folder without any lock; only the final swap takes
-    the lock (see :func:`replace_dir`, which also explains ``overwrite``).
+    the lock (see :func:`replace_dir`, which also explains ``kind`` and ``overwrite``).
+    Before anything is written, an existing ``path`` is checked (:func:`check_replaceable`
+    when ``overwrite``) and the leftovers of dead writers of ``path`` are removed
+    (:func:`sweep_stale`).  The store written into the folder must carry ``kind`` in the
+    attribute :data:`KIND_ATTR` of its ``zarr.json``.
+
+    Raises
+    ------
+    ForeignPathError
+        ``overwrite`` and ``path`` is not a store of ``kind`` written by this library.
+    DatasetExistsError
+        Not ``overwrite`` and ``path`` exists (before or after the writing).
     """
+    if kind not in KINDS:
+        raise ValueError(f"unknown store kind {kind!r}; one of {sorted(KINDS)}")
     path = Path(path)
+    if path.exists() or path.is_symlink():
+        if not overwrite:
+            raise DatasetExistsError(
+                f"{str(path)!r} already exists; pass overwrite=True to replace it, or choose "
+                "another path"
+            )
+        check_replaceable(path, kind)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
-    tmp.mkdir()
-    try:
-        yield tmp
-        replace_dir(tmp, path, overwrite=overwrite)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    sweep_stale(path)
+    with _writer_temp(path) as tmp:
+        try:
+            yield tmp
+        except BaseException:
+            _wait_for_pending_writes()
+            raise
+        try:
+            replace_dir(tmp, path, kind=kind, overwrite=overwrite)
+        except BaseException:
+            _wait_for_pending_writes()
+            raise
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ooc_kernels._atomic import atomic_dir
+from ooc_kernels._atomic import KIND_ATTR, atomic_dir
 from ooc_kernels.exceptions import CorruptChunkError, ValidationError
 
 __all__ = ["INITIAL", "ChunkStore", "ChunkVersions"]
@@ -182,12 +182,11 @@ class ChunkStore:
         array = np.ascontiguousarray(array)
         target = self._folder(name) / _chunk_dir(chunk) / _key(version)
         target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_dir(target) as tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+        with atomic_dir(target, kind="chunk-local") as tmp:
             z = zarr.create_array(str(tmp), shape=array.shape, dtype=array.dtype,
                                   chunks=array.shape or (1,), fill_value=0)
             z[...] = array
-            z.attrs[_CHECKSUM] = _checksum(array)
+            z.attrs.update({_CHECKSUM: _checksum(array), KIND_ATTR: "chunk-local"})
 
     def versions(self, name: str, chunk: int) -> list[tuple[int, int]]:
         """The versions of ``name`` of ``chunk`` present in the store, sorted."""

@@ -332,7 +332,7 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
         raise click.UsageError("--resume needs --checkpoint PATH (the checkpoint to resume "
                                "from).")
     resume = checkpoint is not None if resume is None else resume
-    _refuse_existing_model(out, overwrite)
+    _refuse_existing(out, overwrite, "model")
     est = cls(**hyper)
     est._validate_params()
     try:
@@ -340,21 +340,28 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
             est.set_params(progress=_progress(quiet))
             est.fit(_open(catalog_file, entry, trusted, allow_outside), checkpoint=checkpoint,
                     checkpoint_every=checkpoint_every, resume=resume)
-            _refuse_existing_model(out, overwrite)  # written by someone else meanwhile?
+            _refuse_existing(out, overwrite, "model")  # written by someone else meanwhile?
             est.save(out)
     except KeyboardInterrupt as err:
         _exit_interrupted(err, _train_interrupted_message(checkpoint, resume))
     click.echo(str(out))
 
 
-def _refuse_existing_model(out: Path, overwrite: bool) -> None:
+def _refuse_existing(out: Path, overwrite: bool, kind: str) -> None:
+    """Before any work: refuse an existing ``out`` unless ``--overwrite``, and even then
+    anything but a store of ``kind`` written by ooc-kernels."""
+    from ooc_kernels._atomic import KINDS, check_replaceable
     from ooc_kernels.exceptions import DatasetExistsError
 
-    if not overwrite and (out.exists() or out.is_symlink()):
+    if not (out.exists() or out.is_symlink()):
+        return
+    if not overwrite:
         raise DatasetExistsError(
             f"the output {str(out)!r} already exists; pass --overwrite to replace it (the "
-            "new model replaces it only once complete), or choose another --out"
+            f"new {KINDS[kind]} replaces it only once complete, and only an ooc-kernels "
+            f"{KINDS[kind]} is ever replaced), or choose another --out"
         )
+    check_replaceable(out, kind)
 
 
 def _train_interrupted_message(checkpoint: Path | None, resume: bool) -> str:
@@ -398,15 +405,20 @@ def evaluate(model, catalog_file, entry, trusted, allow_outside, out, quiet, **s
 @_data_options
 @click.option("--out", required=True, type=click.Path(path_type=Path),
               help="Zarr store for the predictions.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing prediction store at "
+              "--out (only a prediction store written by ooc-kernels is ever replaced).")
 @_common
-def predict(model, catalog_file, entry, trusted, allow_outside, out, quiet, **sched):
+def predict(model, catalog_file, entry, trusted, allow_outside, out, overwrite, quiet,
+            **sched):
     """Write the predictions of a saved MODEL on a catalog entry to a Zarr store."""
     import ooc_kernels as ok
     from ooc_kernels.evaluation import write_predictions
 
+    _refuse_existing(out, overwrite, "predictions")
     est = ok.load(model)
     with _scheduler(**sched):
-        write_predictions(est, _open(catalog_file, entry, trusted, allow_outside), out)
+        write_predictions(est, _open(catalog_file, entry, trusted, allow_outside), out,
+                          overwrite=overwrite)
     click.echo(str(out))
 
 

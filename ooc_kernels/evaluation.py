@@ -21,7 +21,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ooc_kernels._atomic import atomic_dir
+from ooc_kernels._atomic import KIND_ATTR, atomic_dir
 from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
 from ooc_kernels.parallel.scheduler import scheduler_context
@@ -66,12 +66,35 @@ def evaluate(estimator, X, y=None) -> dict:
     return {k: float(v) for k, v in values.items()}
 
 
-def write_predictions(estimator, X, path) -> Path:
+def write_predictions(estimator, X, path, *, overwrite: bool = False) -> Path:
     """Write predictions (and class probabilities when available) to a Zarr store.
 
     The store is written chunk by chunk into a temporary sibling folder and renamed into
     place when complete.  For an xarray input the predictions lie along its own sample
     dimension, with its coordinates there (e.g. ``time``); otherwise along ``sample``.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+    X : any input the estimator accepts
+    path : str or path-like
+        The Zarr store to write.
+    overwrite : bool, default False
+        Replace an existing prediction store at ``path`` (once the new one is complete).
+        Only a prediction store written by this function is ever replaced.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    DatasetExistsError
+        ``path`` exists and ``overwrite`` is False.
+    ForeignPathError
+        ``path`` exists and is not a prediction store of this library (a folder of other
+        files, a file, a model, a symbolic link ...); it is left as it is.
     """
     import xarray as xr
 
@@ -85,9 +108,10 @@ def write_predictions(estimator, X, path) -> Path:
     if hasattr(estimator, "classes_") and hasattr(estimator, "predict_proba"):
         variables["proba"] = ((sample, "class"), estimator.predict_proba(model_input(data)))
         coords["class"] = np.asarray(estimator.classes_)
-    ds = xr.Dataset(variables, coords=coords)
+    ds = xr.Dataset(variables, coords=coords, attrs={KIND_ATTR: "predictions"})
     path = Path(path)
-    with atomic_dir(path) as tmp, scheduler_context(getattr(estimator, "scheduler", None)):
+    with atomic_dir(path, kind="predictions", overwrite=overwrite) as tmp, \
+            scheduler_context(getattr(estimator, "scheduler", None)):
         ds.to_zarr(str(tmp), mode="w", consolidated=False)
         consolidate(tmp)
     return path

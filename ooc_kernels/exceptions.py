@@ -32,9 +32,12 @@ __all__ = [
     "DivergenceError",
     "InvalidParameterError",
     "PathEscapeError",
+    "ForeignPathError",
     "ModelPathError",
     "CheckpointError",
     "CheckpointMismatchError",
+    "CheckpointInUseError",
+    "WorkStoreInUseError",
     "RegistryError",
     "OocKernelsWarning",
     "StepSizeWarning",
@@ -109,7 +112,17 @@ class ModelFormatError(OocKernelsError, ValueError):
     """A saved model is missing, corrupt, or written by an incompatible library version."""
 
 
-class ModelPathError(OocKernelsError, FileExistsError):
+class ForeignPathError(OocKernelsError, FileExistsError):
+    """The target of a write exists and is not a store of the same kind that this library wrote.
+
+    Only a store this library wrote and marked as being of the kind being written (a model,
+    a checkpoint, a prediction store, a dataset) is ever replaced, and only when the caller
+    asked for it; a folder of other files, a plain file, a Zarr store of someone else or a
+    symbolic link is never replaced.  Choose another path, or move the existing one aside.
+    """
+
+
+class ModelPathError(ForeignPathError):
     """The target of a save exists and is not a model this library wrote."""
 
 
@@ -119,6 +132,16 @@ class CheckpointError(ValidationError):
 
 class CheckpointMismatchError(ValidationError):
     """A checkpoint belongs to another dataset, other hyperparameters or another version."""
+
+
+class WorkStoreInUseError(OocKernelsError, RuntimeError):
+    """A work store (the chunk-local arrays of a fit) is locked by another fit that is
+    using it; two fits never share one."""
+
+
+class CheckpointInUseError(CheckpointError):
+    """A checkpoint is being written by another fit right now (it holds the checkpoint's
+    lock): wait for that fit to end, or use another checkpoint path."""
 
 
 class RegistryError(OocKernelsError, KeyError):

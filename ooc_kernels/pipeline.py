@@ -397,5 +397,6 @@ def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoin
         metrics["n_test"] = int(test.sizes[sample_dim(test)])
         metrics.update({f"test_{k}": v for k, v in evaluate(est, test).items()})
         if spec.evaluate.predictions:
-            write_predictions(est, test, out_dir / spec.save.predictions)
+            # a re-run replaces its own prediction store (never anything else)
+            write_predictions(est, test, out_dir / spec.save.predictions, overwrite=True)
     return metrics

@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 import ooc_kernels as ok
-from ooc_kernels._atomic import atomic_dir, path_lock, replace_dir
+from ooc_kernels._atomic import KIND_ATTR, atomic_dir, path_lock, replace_dir
 from ooc_kernels.cli import main
 from ooc_kernels.data import (
     describe_catalog,
@@ -57,8 +57,10 @@ WORKER = textwrap.dedent("""
     while not go.exists():                        # start all writers at the same moment
         time.sleep(0.005)
     from ooc_kernels._atomic import atomic_dir
+    marker = '{"zarr_format": 3, "node_type": "group", "attributes": {"ooc_kernels_store": "predictions"}}'
     for _ in range(int(sys.argv[5])):             # many tiny swaps: the renames collide
-        with atomic_dir(out / "small") as tmp:
+        with atomic_dir(out / "small", kind="predictions") as tmp:
+            (tmp / "zarr.json").write_text(marker)
             for k in range(3):
                 (tmp / f"part{k}").write_text(str(i))
     for _ in range(int(sys.argv[4])):
@@ -116,6 +118,14 @@ def test_concurrent_writers_never_mix(tmp_path):
     assert names == ["data.zarr", "model.zarr", "small"]  # no .tmp-, .old-, .lock leftovers
 
 
+def _mark(folder: Path, kind: str = "predictions") -> Path:
+    """Make ``folder`` a Zarr group marked as a store of ``kind`` written by the library."""
+    folder.mkdir(exist_ok=True)
+    (folder / "zarr.json").write_text(json.dumps(
+        {"zarr_format": 3, "node_type": "group", "attributes": {KIND_ATTR: kind}}))
+    return folder
+
+
 def test_swaps_of_one_path_are_serialised(tmp_path):
     """Threads swapping the same folder: every swap sees a consistent folder."""
     target = tmp_path / "store"
@@ -124,7 +134,8 @@ def test_swaps_of_one_path_are_serialised(tmp_path):
     def writer(i):
         try:
             for _ in range(30):
-                with atomic_dir(target) as tmp:
+                with atomic_dir(target, kind="predictions") as tmp:
+                    _mark(tmp)
                     for k in range(5):
                         (tmp / f"part{k}").write_text(str(i))
         except Exception as err:  # noqa: BLE001  # pragma: no cover - asserted below
@@ -142,14 +153,12 @@ def test_swaps_of_one_path_are_serialised(tmp_path):
 
 def test_replace_without_overwrite_is_checked_under_the_lock(tmp_path):
     target = tmp_path / "d.zarr"
-    first, second = tmp_path / ".a", tmp_path / ".b"
-    first.mkdir()
-    second.mkdir()
+    first, second = _mark(tmp_path / ".a"), _mark(tmp_path / ".b")
     (first / "who").write_text("first")
-    replace_dir(first, target, overwrite=False)
+    replace_dir(first, target, kind="predictions", overwrite=False)
     with pytest.raises(DatasetExistsError, match=r"d.zarr' appeared while this write.*"
                                                  r"pass overwrite=True"):
-        replace_dir(second, target, overwrite=False)
+        replace_dir(second, target, kind="predictions", overwrite=False)
     assert (target / "who").read_text() == "first"    # nothing already written is lost
     assert second.exists()                            # left to the caller to clean up
 

@@ -35,8 +35,6 @@ A factorized dataset ``A = U V``: ``V`` has no sample axis and is written whole.
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -44,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .._atomic import replace_dir
+from .._atomic import KIND_ATTR, atomic_dir
 from .._progress import progress_bar
 from ..exceptions import DatasetExistsError, ValidationError
 from ._checker import _dtype_ok, _dtype_words
@@ -158,7 +156,9 @@ def write_chunks(
         Shorthands for ``sizes={"feature": n_features}`` and ``dtypes={"y": y_dtype}``.
     overwrite : bool, default False
         Replace an existing ``path``.  The old store stays in place until the new one is
-        complete, then the two are swapped by renames.
+        complete, then the two are swapped by renames.  Only a dataset this library wrote
+        is ever replaced: a folder of other files, a file, another Zarr store or a symbolic
+        link raises :class:`~ooc_kernels.exceptions.ForeignPathError` before any writing.
     progress : bool, optional
         Show a progress bar over chunks (default: on an interactive terminal).
     desc : str, optional
@@ -173,6 +173,8 @@ def write_chunks(
     ------
     DatasetExistsError
         ``path`` exists and ``overwrite`` is False.
+    ForeignPathError
+        ``overwrite`` is True and ``path`` is not a dataset written by this library.
     ValidationError
         The declaration is incomplete or breaks the schema (checked before anything is
         written), a chunk misses a variable or has the wrong shape, or the iterable yields
@@ -190,22 +192,18 @@ def write_chunks(
         dtypes.setdefault("y", y_dtype)
     plan = _plan(schema, n_samples, chunk_size, sizes, dtypes, dict(whole or {}), attrs)
     target = Path(os.fspath(path)).expanduser().absolute()
-    if target.exists() and not overwrite:
+    if (target.exists() or target.is_symlink()) and not overwrite:
         raise DatasetExistsError(
             f"dataset path {str(target)!r} already exists; pass overwrite=True "
             "(--overwrite on the command line) to replace it, or choose another path"
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:12]}"
     total = n_chunks(n_samples, chunk_size)
-    attrs = {SCHEMA_VERSION_ATTR: SCHEMA_VERSION, SCHEMA_ATTR: schema.name, **attrs}
-    try:
+    attrs = {SCHEMA_VERSION_ATTR: SCHEMA_VERSION, SCHEMA_ATTR: schema.name, **attrs,
+             KIND_ATTR: "dataset"}
+    # only a dataset this library wrote is ever replaced (anything else: ForeignPathError)
+    with atomic_dir(target, kind="dataset", overwrite=overwrite) as tmp:
         _write_store(tmp, chunks, plan, n_samples=n_samples, chunk_size=chunk_size,
                      attrs=attrs, total=total, progress=progress, desc=desc or target.name)
-        _move_into_place(tmp, target, overwrite=overwrite)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 
@@ -357,10 +355,3 @@ def consolidate(path: str | os.PathLike) -> None:
         zarr.consolidate_metadata(str(path))
 
 
-def _move_into_place(tmp: Path, target: Path, *, overwrite: bool) -> None:
-    if not overwrite and (target.exists() or target.is_symlink()):
-        raise DatasetExistsError(
-            f"dataset path {str(target)!r} appeared while writing; pass overwrite=True to "
-            "replace it"
-        )
-    replace_dir(tmp, target, overwrite=overwrite)

@@ -10,6 +10,7 @@ fit ends with exactly the model of an uninterrupted one.
 
 from __future__ import annotations
 
+from ooc_kernels._atomic import check_replaceable
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators.persistence import json_params, model_metadata, restore_model
 from ooc_kernels.exceptions import CheckpointMismatchError, ValidationError
@@ -20,7 +21,20 @@ from ooc_kernels.parallel.checkpoint import (
     write_checkpoint,
 )
 
-__all__ = ["CheckpointWriter", "resume_position"]
+__all__ = ["CheckpointWriter", "check_checkpoint_target", "resume_position"]
+
+
+def check_checkpoint_target(path) -> None:
+    """Refuse, before a fit starts, a ``checkpoint`` path that holds anything but a
+    checkpoint of this library (the fit would replace it with its first checkpoint).
+
+    Raises
+    ------
+    ForeignPathError
+        ``path`` is a folder of other files, a file, a symbolic link or another kind of
+        store; the message names it and says to choose another path.
+    """
+    check_replaceable(path, "checkpoint")
 
 
 def _meta(estimator, data, position, end_epoch) -> dict:

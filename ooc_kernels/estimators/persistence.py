@@ -13,7 +13,10 @@ The estimator class is found in the registry (:mod:`ooc_kernels.estimators._regi
 this module names no family.  Where tasks run (``scheduler``) and whether bars are shown
 (``progress``) are never saved: a loaded model has ``scheduler=None``.  A save writes into a
 temporary sibling folder and renames it into place, so an interrupted save never leaves a
-half-written model at ``path``.  Models of format 1 (ooc_kernels 0.1) load through their
+half-written model at ``path``; an existing ``path`` is replaced only if it is a model this
+library wrote (anything else raises :class:`~ooc_kernels.exceptions.ModelPathError`), and what
+a killed save left beside ``path`` is removed by the next save or load of ``path``
+(:mod:`ooc_kernels._atomic`).  Models of format 1 (ooc_kernels 0.1) load through their
 family's ``_upgrade_saved``.
 
 Examples
@@ -37,10 +40,10 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ooc_kernels._atomic import atomic_dir
+from ooc_kernels._atomic import KIND_ATTR, atomic_dir, sweep_stale
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._registry import ESTIMATORS
-from ooc_kernels.exceptions import ModelFormatError, ModelPathError, RegistryError
+from ooc_kernels.exceptions import ModelFormatError, RegistryError
 
 __all__ = ["save_model", "load", "model_metadata", "restore_model", "json_params",
            "FORMAT_VERSION"]
@@ -65,14 +68,6 @@ def json_params(estimator) -> dict:
     """The estimator's hyperparameters as JSON, without those of whoever runs it."""
     return {k: _json_param(k, v) for k, v in estimator.get_params(deep=False).items()
             if k not in estimator._runtime_params}
-
-
-def _is_model(path: Path) -> bool:
-    try:
-        group = zarr.open_group(str(path), mode="r")
-    except Exception:  # not a zarr group at all
-        return False
-    return _META_KEY in group.attrs
 
 
 def _base_meta(estimator) -> dict:
@@ -113,18 +108,14 @@ def save_model(estimator, path) -> None:
 
     check_is_fitted(estimator, "_state")
     path = Path(path)
-    if path.exists() and not _is_model(path):
-        raise ModelPathError(
-            f"refusing to overwrite {str(path)!r}: it exists and is not an ooc_kernels "
-            "model; choose another path or remove it first."
-        )
     meta = model_metadata(estimator)
     arrays = estimator._fitted_arrays()
-    with atomic_dir(path) as tmp:
+    # only a model of this library is ever replaced (anything else: ModelPathError)
+    with atomic_dir(path, kind="model") as tmp:
         group = zarr.open_group(str(tmp), mode="w")
         for name, value in arrays.items():
             group.create_array(name, data=np.asarray(value))
-        group.attrs[_META_KEY] = meta
+        group.attrs.update({_META_KEY: meta, KIND_ATTR: "model"})
 
 
 def load(path):
@@ -138,6 +129,7 @@ def load(path):
         may not choose (``scheduler``, ``progress``).
     """
     path = Path(path)
+    sweep_stale(path)  # a save killed part way: its leftovers go, a half-done swap is undone
     if not path.exists():
         raise ModelFormatError(f"no model at {str(path)!r}: the path does not exist.")
     try:

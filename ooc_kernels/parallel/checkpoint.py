@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from ooc_kernels._atomic import atomic_dir
+from ooc_kernels._atomic import KIND_ATTR, atomic_dir, sweep_stale
 from ooc_kernels._version import __version__
 from ooc_kernels.exceptions import CheckpointError, CheckpointMismatchError
 
@@ -49,14 +49,23 @@ class Checkpoint:
 
 
 def write_checkpoint(path: str | os.PathLike, arrays: dict, meta: dict) -> None:
-    """Write ``arrays`` (name -> ndarray) and JSON ``meta`` to ``path`` atomically."""
+    """Write ``arrays`` (name -> ndarray) and JSON ``meta`` to ``path`` atomically.
+
+    An existing ``path`` is replaced only if it is a checkpoint this library wrote.
+
+    Raises
+    ------
+    ForeignPathError
+        ``path`` exists and is not a checkpoint (a folder of other files, a file, a link, a
+        model ...): it is left as it is.
+    """
     meta = dict(meta, format_version=FORMAT_VERSION, library_version=__version__)
     json.dumps(meta)  # fail before writing anything if the metadata is not JSON
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path, kind="checkpoint") as tmp:
         group = zarr.open_group(str(tmp), mode="w")
         for name, value in arrays.items():
             group.create_array(name, data=np.asarray(value))
-        group.attrs[_KEY] = meta
+        group.attrs.update({_KEY: meta, KIND_ATTR: "checkpoint"})
 
 
 def read_checkpoint(path: str | os.PathLike) -> Checkpoint | None:
@@ -68,6 +77,7 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint | None:
         ``path`` exists but is not a readable checkpoint.
     """
     path = Path(path)
+    sweep_stale(path)  # what a killed checkpoint write left beside it
     if not path.exists():
         return None
     try:
