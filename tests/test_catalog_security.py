@@ -13,6 +13,7 @@ import os
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -567,3 +568,166 @@ def test_catalog_in_a_folder_with_spaces_opens(tmp_path):
     register_dataset(folder / "c.yaml", "x", store)
     assert open_dataset(folder / "c.yaml", "x").sizes["sample"] == 20
     assert entry_path(folder / "c.yaml", "x") == store
+
+
+# --- symbolic links inside a store ------------------------------------------------------
+
+def _store_with_link(world, tmp_path, place: str) -> Path:
+    """A catalog in ``tmp_path/cat`` whose in-folder store has ``place`` replaced by a
+    symbolic link to the same place of the secret store (``world/secret/x.zarr``)."""
+    import shutil
+
+    store = tmp_path / "cat" / "data" / "x.zarr"
+    shutil.copytree(world / "cat" / "data" / "x.zarr", store)
+    register_dataset(tmp_path / "cat" / "c.yaml", "x", store)
+    link = store / place
+    if link.is_dir():
+        shutil.rmtree(link)
+    else:
+        link.unlink()
+    link.symlink_to(world / "secret" / "x.zarr" / place)
+    return tmp_path / "cat" / "c.yaml"
+
+
+LINKED_PLACES = {
+    "array folder": "X",
+    "chunk file": "y/c/0",
+    "nested folder": "X/c/1",
+    "metadata file": "y/zarr.json",
+}
+
+
+@pytest.mark.parametrize("place", sorted(LINKED_PLACES))
+def test_links_inside_a_store_that_lead_outside_are_refused(world, tmp_path, place):
+    cat = _store_with_link(world, tmp_path, LINKED_PLACES[place])
+    for call in (lambda **kw: open_dataset(cat, "x", **kw), lambda **kw: list_datasets(cat, **kw),
+                 lambda **kw: entry_path(cat, "x", **kw)):
+        with pytest.raises(PathEscapeError,
+                           match=r"holds the symbolic link .* which leads to .*secret.* "
+                                 r"outside the catalog's folder"):
+            call()
+    # the person running it may allow the folder, or trust the catalog
+    assert open_dataset(cat, "x", allow_outside=[world / "secret"]).sizes["sample"] == 20
+    assert open_dataset(cat, "x", trusted=True).sizes["sample"] == 20
+
+
+def test_an_array_folder_linked_to_another_store_reads_it(world, tmp_path):
+    """The attack is real: trusted, the linked array folder is the secret store's."""
+    import zarr
+
+    cat = _store_with_link(world, tmp_path, "X")
+    secret = zarr.open_group(str(world / "secret" / "x.zarr"), mode="r")["X"][:]  # small: 20 rows
+    read = open_dataset(cat, "x", trusted=True).X.values  # small: 20 rows
+    np.testing.assert_array_equal(read, secret)
+
+
+def test_a_chunk_file_linked_to_any_file_returns_its_bytes(tmp_path):
+    """A plain store (uint8, no compressor) whose chunk file is a link to a file outside
+    returns that file's bytes when the link is followed; untrusted, it is refused."""
+    import xarray as xr
+
+    secret = bytes(range(65, 65 + 64))
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "key.bin").write_bytes(secret)
+    store = tmp_path / "cat" / "data" / "plain.zarr"
+    xr.Dataset({"X": (("sample", "feature"), np.ones((8, 8), np.uint8)),
+                "y": ("sample", np.ones(8, np.float32))}).to_zarr(
+        store, encoding={"X": {"compressors": None, "chunks": (8, 8)}, "y": {"chunks": (8,)}},
+        zarr_format=3, consolidated=False)
+    register_dataset(tmp_path / "cat" / "c.yaml", "p", store)
+    (store / "X" / "c" / "0" / "0").unlink()
+    (store / "X" / "c" / "0" / "0").symlink_to(tmp_path / "secret" / "key.bin")
+    with pytest.raises(PathEscapeError, match=r"symbolic link .*X/c/0/0.* leads to "
+                                              r".*key\.bin"):
+        open_dataset(tmp_path / "cat" / "c.yaml", "p")
+    read = open_dataset(tmp_path / "cat" / "c.yaml", "p", trusted=True)
+    assert bytes(read.X.values.ravel()) == secret  # small: 64 bytes
+
+
+def test_links_that_stay_inside_the_folder_are_followed_and_checked(world, tmp_path):
+    """A link to a folder inside the catalog's folder is fine, but the walk goes on inside
+    it: a link there that leads outside is refused too."""
+    import shutil
+
+    store = tmp_path / "cat" / "data" / "x.zarr"
+    shutil.copytree(world / "cat" / "data" / "x.zarr", store)
+    shutil.copytree(store / "X", tmp_path / "cat" / "shared_X")
+    shutil.rmtree(store / "X")
+    (store / "X").symlink_to(tmp_path / "cat" / "shared_X")
+    register_dataset(tmp_path / "cat" / "c.yaml", "x", store)
+    assert open_dataset(tmp_path / "cat" / "c.yaml", "x").sizes["sample"] == 20
+    chunk = tmp_path / "cat" / "shared_X" / "c" / "0" / "0"
+    chunk.unlink()
+    chunk.symlink_to(world / "secret" / "x.zarr" / "X" / "c" / "0" / "0")
+    with pytest.raises(PathEscapeError, match=r"symbolic link .*shared_X.* leads to .*secret"):
+        open_dataset(tmp_path / "cat" / "c.yaml", "x")
+
+
+# --- the xarray engine ------------------------------------------------------------------
+
+@pytest.mark.parametrize("engine", [None, ["zarr"], {"a": 1}, "ZARR", ""])
+def test_only_the_zarr_engine_is_accepted(world, engine):
+    cat = _write(world, lambda s: _reader(s).update(engine=engine))
+    with pytest.raises(UntrustedCatalogError,
+                       match=r"sets the xarray engine .*may only name \['zarr'\]"):
+        list_datasets(cat)
+
+
+def test_engine_zarr_and_no_engine_are_accepted(world):
+    cat = _write(world, lambda s: _reader(s).pop("engine"))
+    assert open_dataset(cat, "x").sizes["sample"] == 20
+    cat = _write(world, lambda s: _reader(s).update(engine="zarr"))
+    assert open_dataset(cat, "x").sizes["sample"] == 20
+
+
+# --- YAML aliases, deep nesting, long values ---------------------------------------------
+
+def _alias_bomb(levels: int = 9) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines)
+
+
+def test_yaml_aliases_are_refused_before_any_walk(world):
+    base = (world / "cat" / "base.yaml").read_text()
+    # anchors in the free-text metadata, the last one used as a user parameter's default,
+    # which the trust checks walk: 10^9 strings once expanded
+    bomb = base.replace("\nmetadata: {}\n", "\nmetadata:\n  " + _alias_bomb().replace(
+        "\n", "\n  ") + "\n", 1).replace(
+        "\nuser_parameters: {}\n", "\nuser_parameters:\n  bomb:\n    cls: "
+        "intake.readers.user_parameters:BaseUserParameter\n    default: *a9\n", 1)
+    assert bomb.count("*a9") == 1 and len(bomb) < 2000
+    cat = world / "cat" / f"bomb-{uuid.uuid4().hex[:8]}.yaml"
+    cat.write_text(bomb)
+    with pytest.raises(CatalogError, match=r"uses the YAML alias '\*a0' at line \d+, column "
+                                           r"\d+; anchors and aliases are not accepted"):
+        list_datasets(cat)
+    with pytest.raises(CatalogError, match=r"YAML alias"):
+        register_dataset(cat, "y", world / "cat" / "data" / "x.zarr")
+    # a catalog the caller trusts may use them (nothing walks them: they stay shared)
+    assert list_datasets(cat, trusted=True) == ["x"]
+
+
+def test_deeply_nested_catalog_is_a_clear_error(world):
+    deep = "[" * 900 + "]" * 900
+    cat = _write(world, lambda s: s["metadata"].update(deep="DEEP"))
+    cat.write_text(cat.read_text().replace("DEEP", deep))
+    for trusted in (False, True):
+        with pytest.raises(CatalogError, match=r"nests mappings and lists more than 100 "
+                                               r"levels deep \(line \d+"):
+            list_datasets(cat, trusted=trusted)
+
+
+def test_error_messages_quote_long_values_briefly(world):
+    long_reader = "mypkg.readers:" + "R" * 1_000_000
+    cat = _write(world, lambda s: s["entries"]["x"].update(reader=long_reader))
+    with pytest.raises(UntrustedCatalogError, match=r"uses reader 'mypkg\.readers:RRR.*\.\.\. "
+                                                    r"\(1000016 characters in all\)") as err:
+        list_datasets(cat)
+    assert len(str(err.value)) < 1000
+    long_url = "/" + "a" * 500_000 + "/x.zarr"
+    cat = _write(world, lambda s: _data(s).update(url=long_url))
+    with pytest.raises(PathEscapeError, match=r"characters in all") as err:
+        list_datasets(cat)
+    assert len(str(err.value)) < 2000

@@ -116,6 +116,7 @@ from urllib.parse import unquote, urlparse
 import xarray as xr
 import yaml
 
+from .._untrusted import load_yaml, short_repr as _r
 from ..exceptions import CatalogError, PathEscapeError, UnknownEntryError, UntrustedCatalogError
 from .schema import DECLARATION_KEY, Context, apply_declaration, validate_dataset
 
@@ -200,6 +201,13 @@ AllowOutside = bool | Iterable[str | os.PathLike]
 
 # --- trust check -----------------------------------------------------------------------
 
+def _key(key: Any, limit: int = 60) -> str:
+    """A key (or path) of the catalog, unquoted, in an error message: at most ``limit``
+    characters."""
+    text = str(key)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _untrusted(where: str, what: str, source: str) -> UntrustedCatalogError:
     return UntrustedCatalogError(
         f"catalog {source}: {where} uses {what}, which could import or run code and is not "
@@ -227,10 +235,10 @@ def _check_env(value: str, where: str, source: str, allow_env: frozenset[str]) -
     for name in _ENV_ANY.findall(value):
         if name not in allow_env:
             raise UntrustedCatalogError(
-                f"catalog {source}: {where} reads the environment variable {name!r} (in "
-                f"{value!r}); an untrusted catalog may only read the environment variables "
+                f"catalog {source}: {where} reads the environment variable {_r(name)} (in "
+                f"{_r(value)}); an untrusted catalog may only read the environment variables "
                 f"the caller allows, because it could send their values to any URL; pass "
-                f"allow_env=[{name!r}] (command line: --allow-env {name}) if this catalog "
+                f"allow_env=[{_r(name)}] (command line: --allow-env {_key(name)}) if this catalog "
                 f"may read it, or {_HINT}"
             )
 
@@ -240,22 +248,22 @@ def _check_value(value: Any, where: str, source: str,
     """Walk kwargs-like values: only plain data and harmless templates."""
     if isinstance(value, Mapping):
         if "cls" in value:
-            raise _untrusted(where, f"class reference cls={value['cls']!r}", source)
+            raise _untrusted(where, f"class reference cls={_r(value['cls'])}", source)
         for k, v in value.items():
             if not isinstance(k, (str, int, float, bool)) and k is not None:
-                raise _untrusted(where, f"a non-plain key {k!r}", source)
-            _check_value(v, f"{where}.{k}", source, allow_env)
+                raise _untrusted(where, f"a non-plain key {_r(k)}", source)
+            _check_value(v, f"{where}.{_key(k)}", source, allow_env)
     elif isinstance(value, (list, tuple)):
         for i, v in enumerate(value):
             _check_value(v, f"{where}[{i}]", source, allow_env)
     elif isinstance(value, str):
         if _CALL_TEMPLATE.search(value):
-            raise _untrusted(where, f"the template {value!r}", source)
+            raise _untrusted(where, f"the template {_r(value)}", source)
         for field in _FIELD.findall(value):
             field = field.strip()
             if not (_PLAIN_NAME.match(field) or _DATA_REF.match(field)
                     or _ENV_REF.match(field)):
-                raise _untrusted(where, f"the template {{{field}}} in {value!r}", source)
+                raise _untrusted(where, f"the template {{{field}}} in {_r(value)}", source)
         _check_env(value, where, source, allow_env)
     elif value is None or isinstance(value, (bool, int, float)):
         return
@@ -296,21 +304,21 @@ def check_catalog_trust(spec: Mapping, source: str = "<dict>", *,
     allow_env = _env_names(allow_env)
     _check_structure(spec, source)
     for name, entry in (spec.get("entries") or {}).items():
-        where = f"entry {name!r}"
+        where = f"entry {_r(name)}"
         _check_entity(entry, where, source, _ALLOWED_ENTRY_CLS)
         reader = entry.get("reader")
         if reader not in ALLOWED_READERS:
-            raise _untrusted(where, f"reader {reader!r}", source)
+            raise _untrusted(where, f"reader {_r(reader)}", source)
         if entry.get("output_instance") not in _ALLOWED_OUTPUTS:
-            raise _untrusted(where, f"output_instance {entry.get('output_instance')!r}", source)
+            raise _untrusted(where, f"output_instance {_r(entry.get('output_instance'))}", source)
         _check_value(entry.get("kwargs") or {}, f"{where} kwargs", source, allow_env)
         _check_user_parameters(entry.get("user_parameters") or {}, where, source, allow_env)
     for name, data in (spec.get("data") or {}).items():
-        where = f"data {name!r}"
+        where = f"data {_r(name)}"
         _check_entity(data, where, source, _ALLOWED_DATA_CLS)
         datatype = data.get("datatype")
         if datatype not in ALLOWED_DATATYPES:
-            raise _untrusted(where, f"datatype {datatype!r}", source)
+            raise _untrusted(where, f"datatype {_r(datatype)}", source)
         _check_value(data.get("kwargs") or {}, f"{where} kwargs", source, allow_env)
         _check_user_parameters(data.get("user_parameters") or {}, where, source, allow_env)
     _check_user_parameters(spec.get("user_parameters") or {}, "the catalog", source, allow_env)
@@ -327,7 +335,7 @@ def _check_structure(spec: Any, source: str) -> None:
     if spec.get("version") != 2:
         raise CatalogError(
             f"catalog {source} is not an Intake 2 catalog: 'version' is "
-            f"{spec.get('version')!r}, expected 2; convert it with intake 2 or recreate it "
+            f"{_r(spec.get('version'))}, expected 2; convert it with intake 2 or recreate it "
             "with ooc_kernels.data.register_dataset"
         )
     extra = sorted(set(map(str, spec)) - _TOP_KEYS)
@@ -339,7 +347,7 @@ def _check_structure(spec: Any, source: str) -> None:
     for key in ("entries", "data", "user_parameters", "aliases", "metadata"):
         if not isinstance(spec.get(key) or {}, Mapping):
             raise CatalogError(
-                f"catalog {source}: {key!r} must be a mapping, found "
+                f"catalog {source}: {_r(key)} must be a mapping, found "
                 f"{type(spec.get(key)).__name__}"
             )
 
@@ -347,11 +355,11 @@ def _check_structure(spec: Any, source: str) -> None:
 def _check_entity(entity: Any, where: str, source: str, allowed_cls: frozenset) -> None:
     if not isinstance(entity, Mapping):
         raise CatalogError(
-            f"catalog {source}: {where} must be a mapping, found {entity!r}; recreate it with "
+            f"catalog {source}: {where} must be a mapping, found {_r(entity)}; recreate it with "
             "ooc_kernels.data.register_dataset"
         )
     if "cls" in entity and entity["cls"] not in allowed_cls:
-        raise _untrusted(where, f"class reference cls={entity['cls']!r}", source)
+        raise _untrusted(where, f"class reference cls={_r(entity['cls'])}", source)
 
 
 def _check_user_parameters(ups: Any, where: str, source: str,
@@ -359,16 +367,16 @@ def _check_user_parameters(ups: Any, where: str, source: str,
     if not isinstance(ups, Mapping):
         raise CatalogError(f"catalog {source}: user_parameters of {where} must be a mapping")
     for name, up in ups.items():
-        up_where = f"{where} user parameter {name!r}"
+        up_where = f"{where} user parameter {_r(name)}"
         if not isinstance(up, Mapping):
             _check_value(up, up_where, source, allow_env)
             continue
         cls = up.get("cls")
         if cls is not None and cls not in ALLOWED_USER_PARAMETERS:
-            raise _untrusted(up_where, f"class reference cls={cls!r}", source)
+            raise _untrusted(up_where, f"class reference cls={_r(cls)}", source)
         dtype = up.get("dtype")
         if dtype is not None and dtype not in _SAFE_DTYPES:
-            raise _untrusted(up_where, f"dtype {dtype!r}", source)
+            raise _untrusted(up_where, f"dtype {_r(dtype)}", source)
         _check_value({k: v for k, v in up.items() if k not in ("cls", "dtype")}, up_where,
                      source, allow_env)
 
@@ -525,12 +533,13 @@ class _LocationCheck:
             roots + [Path(unquote(str(r))) for r in roots]
         self.done: set[tuple[str, str]] = set()
         self.references: dict[Path, list[tuple[str, str]]] = {}
+        self.walked: set[Path] = set()  # stores whose links were checked
 
     def run(self) -> None:
         for name in sorted(self.cat.entries, key=str):
-            self.description("entries", name, f"entry {name!r}", "")
+            self.description("entries", name, f"entry {_r(name)}", "")
         for token in sorted(self.cat.data, key=str):
-            self.description("data", token, f"data {token!r}", "")
+            self.description("data", token, f"data {_r(token)}", "")
 
     # -- descriptions and references
 
@@ -558,9 +567,9 @@ class _LocationCheck:
     def follow(self, token: str, who: str) -> None:
         token = self.cat.aliases.get(token, token)
         if token in self.cat.entries:
-            self.description("entries", token, who, f"entry {token!r} ")
+            self.description("entries", token, who, f"entry {_r(token)} ")
         elif token in self.cat.data:
-            self.description("data", token, who, f"data {token!r} ")
+            self.description("data", token, who, f"data {_r(token)} ")
         # anything else: intake raises KeyError when reading, nothing is opened
 
     # -- walking the filled-in kwargs
@@ -574,17 +583,19 @@ class _LocationCheck:
             if mode != "other":
                 self.uncheckable(node, who, field)
             for k, v in node.items():
-                sub = f"{field}.{k}"
+                sub = f"{field}.{_key(k)}"
                 raw_v = raw.get(k) if isinstance(raw, Mapping) else \
                     raw if isinstance(raw, str) else None
                 if k == "storage_options":
                     self.storage_options(v, who, sub)
-                elif k == "engine" and v is not None and v not in ALLOWED_ENGINES:
+                elif k == "engine" and not (isinstance(v, str) and v in ALLOWED_ENGINES):
+                    # null too: xarray would then guess an engine from the files it finds
                     raise UntrustedCatalogError(
-                        f"catalog {self.source}: {who} uses the xarray engine {v!r} ({sub}), "
-                        f"which can read files the path rule does not see; an untrusted "
-                        f"catalog may use {sorted(ALLOWED_ENGINES)}: remove it or write "
-                        f"engine: zarr, or {_HINT}"
+                        f"catalog {self.source}: {who} sets the xarray engine {_r(v)} ({sub}); "
+                        f"an untrusted catalog may only name {sorted(ALLOWED_ENGINES)}, "
+                        f"because other engines (or xarray's guess when it is null) can read "
+                        f"files the path rule does not see (kerchunk references, HDF5 "
+                        f"external links): write engine: zarr or remove the key, or {_HINT}"
                     )
                 child = "path" if k in _PATH_KEYS else "store" if k in _IN_STORE_KEYS \
                     else "other"
@@ -607,7 +618,7 @@ class _LocationCheck:
 
     def uncheckable(self, node: Any, who: str, field: str) -> None:
         raise UntrustedCatalogError(
-            f"catalog {self.source}: {who} has {node!r} ({type(node).__name__}) in {field}, "
+            f"catalog {self.source}: {who} has {_r(node)} ({type(node).__name__}) in {field}, "
             "where a path or URL is expected, and it cannot be checked; write a string (or "
             f"a list of strings) such as '{{CATALOG_DIR}}/data/x.zarr', or {_HINT}"
         )
@@ -620,16 +631,16 @@ class _LocationCheck:
         for key, value in options.items():
             if key not in SAFE_STORAGE_OPTIONS:
                 raise UntrustedCatalogError(
-                    f"catalog {self.source}: {who} sets the storage option {key!r} "
-                    f"({field}.{key}), which could point fsspec at local files, another "
+                    f"catalog {self.source}: {who} sets the storage option {_r(key)} "
+                    f"({field}.{_key(key)}), which could point fsspec at local files, another "
                     f"protocol or another endpoint; an untrusted catalog may only set "
-                    f"{sorted(SAFE_STORAGE_OPTIONS)}: remove {key!r} from the catalog, or "
+                    f"{sorted(SAFE_STORAGE_OPTIONS)}: remove {_r(key)} from the catalog, or "
                     f"{_HINT}"
                 )
             if not (value is None or isinstance(value, (bool, int, float, str))):
                 raise UntrustedCatalogError(
-                    f"catalog {self.source}: {who} sets the storage option {key!r} to "
-                    f"{value!r} ({field}.{key}); only plain values are allowed in an "
+                    f"catalog {self.source}: {who} sets the storage option {_r(key)} to "
+                    f"{_r(value)} ({field}.{_key(key)}); only plain values are allowed in an "
                     f"untrusted catalog; write a number, string or boolean, or {_HINT}"
                 )
 
@@ -640,8 +651,8 @@ class _LocationCheck:
         for protocol, _, _ in bits:
             if protocol is not None and protocol not in LOCAL_PROTOCOLS | REMOTE_PROTOCOLS:
                 raise UntrustedCatalogError(
-                    f"catalog {self.source}: {who} reads {written!r} ({field}) through the "
-                    f"fsspec protocol {protocol!r}, which is neither a remote store of the "
+                    f"catalog {self.source}: {who} reads {_r(written)} ({field}) through the "
+                    f"fsspec protocol {_r(protocol)}, which is neither a remote store of the "
                     f"allow-list {sorted(REMOTE_PROTOCOLS)} nor a local protocol the path "
                     f"rule can check {sorted(LOCAL_PROTOCOLS)}; use a path under the "
                     f"catalog's folder (e.g. '{{CATALOG_DIR}}/data/x.zarr') or an allowed "
@@ -676,7 +687,7 @@ class _LocationCheck:
             elif protocol in _ARCHIVES:
                 if innermost:  # the archive would come from storage_options (fo)
                     raise UntrustedCatalogError(
-                        f"catalog {self.source}: {who} reads {written!r} ({field}) from a "
+                        f"catalog {self.source}: {who} reads {_r(written)} ({field}) from a "
                         f"{protocol} archive without naming the archive, which cannot be "
                         f"checked; chain it to the archive's path (e.g. "
                         f"'{protocol}://x.zarr::{{CATALOG_DIR}}/data/x.{protocol}'), or {_HINT}"
@@ -693,7 +704,7 @@ class _LocationCheck:
             for key, target in self.reference_targets(refs, written, who, field):
                 if depth >= _MAX_REFERENCE_DEPTH:
                     raise self.unreadable_references(refs, written, who, field)
-                self.location(target, target, who, f"{field} -> reference {key!r} of {refs!r}",
+                self.location(target, target, who, f"{field} -> reference {_r(key)} of {_r(refs)}",
                               depth + 1)
 
     def local_path(self, path: str, value: str, written: str, who: str, field: str) -> None:
@@ -708,26 +719,70 @@ class _LocationCheck:
                 checks += [(Path(m).resolve(), self.roots) for m in glob.glob(pattern)]
         except (OSError, ValueError) as err:
             raise UntrustedCatalogError(
-                f"catalog {self.source}: {who} reads {written!r} ({field}), which cannot be "
+                f"catalog {self.source}: {who} reads {_r(written)} ({field}), which cannot be "
                 f"resolved to a local path ({type(err).__name__}: {err}); fix the path, or "
                 f"{_HINT}"
             ) from None
         for p, roots in checks:
             if _outside(p, roots):
-                filled = f", filled in as {value!r}" if value != written else ""
+                filled = f", filled in as {_r(value)}" if value != written else ""
                 raise PathEscapeError(
-                    f"catalog {self.source}: {who} reads {written!r} ({field}{filled}), which "
-                    f"resolves to {str(p)!r}, outside {_fmt_roots(self.base, self.roots)}; "
+                    f"catalog {self.source}: {who} reads {_r(written)} ({field}{filled}), which "
+                    f"resolves to {_r(str(p))}, outside {_fmt_roots(self.base, self.roots)}; "
                     f"move the data under the catalog's folder or, if you trust this "
-                    f"catalog, pass allow_outside=[{str(p.parent)!r}] (that folder as "
+                    f"catalog, pass allow_outside=[{_r(str(p.parent))}] (that folder as "
                     f"well), allow_outside=True (any path) or trusted=True (command line: "
-                    f"--data-root {str(p.parent)}, --allow-outside or --trusted)"
+                    f"--data-root {_key(p.parent, 200)}, --allow-outside or --trusted)"
                 )
+        for p in dict.fromkeys(p for p, _ in checks):
+            self.links(p, written, who, field)
+
+    def links(self, store: Path, written: str, who: str, field: str) -> None:
+        """Refuse a symbolic link anywhere inside the folder ``store`` (array folders, chunk
+        files, nested groups, metadata files) that leads outside the allowed folders.
+
+        One walk of the directory tree with ``os.scandir`` (no file is opened or read); a
+        link to a folder inside the allowed folders is walked as well, each folder once.
+        """
+        if store in self.walked or not store.is_dir():
+            return
+        self.walked.add(store)
+        stack, seen = [store], set()
+        while stack:
+            folder = stack.pop()
+            try:
+                info = folder.stat()
+                if (info.st_dev, info.st_ino) in seen:
+                    continue
+                seen.add((info.st_dev, info.st_ino))
+                with os.scandir(folder) as entries:
+                    items = list(entries)
+            except OSError:
+                continue  # unreadable: nothing can be read through it either
+            for item in items:
+                if item.is_symlink():
+                    target = Path(os.path.realpath(item.path))
+                    if _outside(target, self.roots):
+                        raise PathEscapeError(
+                            f"catalog {self.source}: {who} reads {_r(written)} ({field}), "
+                            f"whose store {_r(str(store))} holds the symbolic link "
+                            f"{_r(item.path)}, which leads to {_r(str(target))}, outside "
+                            f"{_fmt_roots(self.base, self.roots)}; replace the link by a copy "
+                            f"of the data or, if you trust this catalog, pass "
+                            f"allow_outside=[{_r(str(target.parent))}] (that folder as well), "
+                            f"allow_outside=True (any path) or trusted=True (command line: "
+                            f"--data-root {_key(target.parent, 200)}, --allow-outside or "
+                            f"--trusted)"
+                        )
+                    if target.is_dir():
+                        stack.append(target)
+                elif item.is_dir(follow_symlinks=False):
+                    stack.append(Path(item.path))
 
     def in_store(self, value: str, written: str, who: str, field: str) -> None:
         if self.roots is not None and ".." in re.split(r"[/\\]", unquote(value)):
             raise PathEscapeError(
-                f"catalog {self.source}: {who} opens the Zarr group {written!r} ({field}), "
+                f"catalog {self.source}: {who} opens the Zarr group {_r(written)} ({field}), "
                 f"which leaves the store through '..'; name a group inside the store (e.g. "
                 f"'train'), or pass allow_outside=True or trusted=True if you trust this "
                 f"catalog (command line: --allow-outside or --trusted)"
@@ -738,8 +793,8 @@ class _LocationCheck:
     def unreadable_references(self, refs: str, written: str, who: str,
                               field: str) -> UntrustedCatalogError:
         return UntrustedCatalogError(
-            f"catalog {self.source}: {who} reads {written!r} ({field}) through a reference "
-            f"file system whose references {refs!r} cannot be read and checked completely "
+            f"catalog {self.source}: {who} reads {_r(written)} ({field}) through a reference "
+            f"file system whose references {_r(refs)} cannot be read and checked completely "
             "(only a local JSON reference file without jinja templates can be); use a "
             f"plain Zarr store, or {_HINT}"
         )
@@ -846,7 +901,9 @@ def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
 
 # --- loading ---------------------------------------------------------------------------
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path, *, trusted: bool = False) -> Any:
+    """The catalog file's YAML as plain data; aliases only in a trusted file, and never
+    nesting deeper than :data:`ooc_kernels._untrusted.MAX_DEPTH`."""
     if not path.exists():
         raise CatalogError(
             f"catalog file {str(path)!r} does not exist; check the path or create it with "
@@ -854,7 +911,8 @@ def _read_yaml(path: Path) -> Any:
         )
     try:
         with open(path, encoding="utf-8") as stream:
-            return yaml.safe_load(stream)
+            return load_yaml(stream, source=f"catalog file {str(path)!r}", error=CatalogError,
+                             allow_aliases=trusted, hint=f", or {_HINT}")
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         detail = " ".join(str(err).split())
         raise CatalogError(
@@ -919,7 +977,7 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
             f"{type(catalog).__name__}"
         )
     path = Path(os.fspath(catalog)).expanduser().absolute()
-    spec = _read_yaml(path)
+    spec = _read_yaml(path, trusted=trusted)
     source = repr(str(path))
     if trusted:
         _check_structure(spec, source)
@@ -959,13 +1017,13 @@ def _entry(cat, name: str):
     if not isinstance(name, str) or (name not in cat.entries and name not in cat.aliases):
         available = sorted(set(cat.entries) | set(cat.aliases))
         raise UnknownEntryError(
-            f"catalog has no entry {name!r}; available entries: {available}. Pick one of them "
-            "or add the dataset with ooc_kernels.data.register_dataset"
+            f"catalog has no entry {_r(name)}; available entries: {_r(available)}. Pick one "
+            "of them or add the dataset with ooc_kernels.data.register_dataset"
         )
     target = cat.aliases.get(name, name)
     if target not in cat.entries:
         raise CatalogError(
-            f"catalog alias {name!r} points at {target!r}, which is not a reader entry of "
+            f"catalog alias {_r(name)} points at {_r(target)}, which is not a reader entry of "
             f"the catalog (entries: {sorted(cat.entries)}); fix the alias in the catalog"
         )
     return cat.entries[target]
@@ -1070,7 +1128,7 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False,
     url = _resolve(cat, _data_url(cat, _entry(cat, name)))
     if not isinstance(url, str) or not url or "://" in url or "{" in url:
         raise CatalogError(
-            f"catalog entry {name!r} does not point at a local path (found {url!r}); "
+            f"catalog entry {_r(name)} does not point at a local path (found {_r(url)}); "
             "register the store with ooc_kernels.data.register_dataset"
         )
     return Path(url)
@@ -1133,7 +1191,7 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
             ds = reader.read(**extra)
     except FileNotFoundError as err:
         raise CatalogError(
-            f"catalog entry {name!r} points at {_resolve(cat, _data_url(cat, entry))!r}, which "
+            f"catalog entry {_r(name)} points at {_r(_resolve(cat, _data_url(cat, entry)))}, which "
             f"does not exist ({err}); create it with `ooc-kernels data make` or "
             "ooc_kernels.data.make_dataset"
         ) from None
@@ -1141,16 +1199,16 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
         raise
     except Exception as err:
         raise CatalogError(
-            f"catalog entry {name!r} (data {_resolve(cat, _data_url(cat, entry))!r}) could not "
+            f"catalog entry {_r(name)} (data {_r(_resolve(cat, _data_url(cat, entry)))}) could not "
             f"be opened: {type(err).__name__}: {err}"
         ) from None
     if not isinstance(ds, xr.Dataset):
         raise CatalogError(
-            f"catalog entry {name!r} produced a {type(ds).__name__}, expected an "
+            f"catalog entry {_r(name)} produced a {type(ds).__name__}, expected an "
             "xarray.Dataset; use the reader intake.readers.readers:XArrayDatasetReader"
         )
     declaration = (entry.metadata or {}).get(DECLARATION_KEY)
-    ds = apply_declaration(ds, declaration, where=f"catalog entry {name!r}'s metadata "
+    ds = apply_declaration(ds, declaration, where=f"catalog entry {_r(name)}'s metadata "
                                                   f"{DECLARATION_KEY}")
     path = _resolve(cat, _data_url(cat, entry))
     return validate_dataset(ds, context=Context("catalog", path=str(path), entry=name))
@@ -1242,7 +1300,7 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     """
     if not isinstance(entry, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", entry):
         raise CatalogError(
-            f"invalid entry name {entry!r}; use letters, digits, '_', '-' and '.' (e.g. "
+            f"invalid entry name {_r(entry)}; use letters, digits, '_', '-' and '.' (e.g. "
             "'digits_deformed')"
         )
     cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
@@ -1252,7 +1310,7 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     resolved = data_abs.resolve()
     if roots is not None and _outside(resolved, roots):
         raise PathEscapeError(
-            f"cannot register entry {entry!r} in catalog {str(cat_path)!r}: its data "
+            f"cannot register entry {_r(entry)} in catalog {str(cat_path)!r}: its data "
             f"{str(data_abs)!r} resolves to {str(resolved)!r}, outside "
             f"{_fmt_roots(base, roots)}, and readers of the catalog would refuse it; write "
             f"the store under the catalog's folder (e.g. "
