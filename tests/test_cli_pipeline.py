@@ -417,6 +417,54 @@ def test_train_refuses_an_existing_output_unless_overwrite(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml", "data", "m.zarr"]
 
 
+def test_train_no_resume_never_replaces_a_folder_that_is_not_a_checkpoint(tmp_path):
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "notes.txt").write_text("keep me")
+    r = CliRunner().invoke(main, _train_args(tmp_path, "--out", str(tmp_path / "m.zarr"),
+                                             "--checkpoint", str(ck), "--no-resume"))
+    assert r.exit_code == 1
+    assert r.output.strip() == (
+        f"Error: ForeignPathError: refusing to replace '{ck}': it is a folder that is not a "
+        "Zarr store written by ooc_kernels, not an ooc_kernels checkpoint, and ooc_kernels "
+        "only ever replaces its own. Choose another path, or move or remove what is there "
+        "yourself if it is no longer needed.")
+    assert os.listdir(ck) == ["notes.txt"] and (ck / "notes.txt").read_text() == "keep me"
+    assert not (tmp_path / "m.zarr").exists()
+
+
+def test_predict_refuses_an_existing_output_unless_overwrite_and_then_only_its_own(tmp_path):
+    import xarray as xr
+
+    model = tmp_path / "m.zarr"
+    assert CliRunner().invoke(main, _train_args(tmp_path, "--out", str(model))).exit_code == 0
+    predict = ["predict", str(model), "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb",
+               "--scheduler", "sync", "-q", "--out"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    (tmp_path / "file.txt").write_text("keep me too")
+    for out in (mine, tmp_path / "file.txt", model):
+        r = CliRunner().invoke(main, predict + [str(out)])
+        assert r.exit_code == 1
+        assert f"Error: DatasetExistsError: the output '{out}' already exists; pass " \
+               "--overwrite to replace it" in r.output
+        r = CliRunner().invoke(main, predict + [str(out), "--overwrite"])
+        assert r.exit_code == 1
+        assert f"Error: ForeignPathError: refusing to replace '{out}'" in r.output
+        assert "not an ooc_kernels prediction store" in r.output
+    assert os.listdir(mine) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep me"
+    assert (tmp_path / "file.txt").read_text() == "keep me too"
+    assert ok.load(model).n_features_in_ == 3                       # the model is intact
+    preds = tmp_path / "p.zarr"
+    assert CliRunner().invoke(main, predict + [str(preds)]).exit_code == 0
+    assert CliRunner().invoke(main, predict + [str(preds)]).exit_code == 1
+    r = CliRunner().invoke(main, predict + [str(preds), "--overwrite"])
+    assert r.exit_code == 0, r.output                               # its own: replaced
+    with xr.open_zarr(preds) as ds:
+        assert ds.prediction.shape == (1200,)
+
+
 def test_train_resume_needs_checkpoint(tmp_path):
     r = CliRunner().invoke(main, _train_args(tmp_path, "--out", str(tmp_path / "m.zarr"),
                                              "--resume"))

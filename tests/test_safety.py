@@ -453,3 +453,230 @@ def test_train_through_a_tls_scheduler(tmp_path, tls_files):
                                   ok.load(tmp_path / "sync.zarr").coef_)
     np.testing.assert_array_equal(ok.load(tmp_path / "file.zarr").coef_,
                                   ok.load(tmp_path / "sync.zarr").coef_)
+
+
+# --- 4. nothing a user owns is replaced; leftovers of dead writers go -------------------
+
+SMALL_FIT = dict(n_features=64, block_size=16, batch_size=8, max_iter=2, tol=None,
+                 random_state=0, scheduler="sync", progress=False)
+
+
+def _small_xy():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3)).astype(np.float32)
+    return X, np.sin(X[:, 0]).astype(np.float32)
+
+
+def _user_things(tmp_path):
+    """What a user may have at a path: their folder, a file, a model, a link to a store."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("keep me")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("keep me too")
+    model = tmp_path / "model.zarr"
+    ok.DSGRegressor(**SMALL_FIT).fit(*_small_xy()).save(model)
+    foreign = tmp_path / "theirs.zarr"
+    import zarr
+
+    zarr.open_group(str(foreign), mode="w").attrs["owner"] = "someone else"
+    link = tmp_path / "link.zarr"
+    link.symlink_to(model, target_is_directory=True)
+    return {"folder": notes, "file": plain, "model": model, "zarr": foreign, "link": link}
+
+
+def _snapshot(root: Path) -> dict:
+    """Every file under ``root`` (not following links) with its bytes, and every link."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p))
+            elif p.is_file():
+                out[rel] = p.read_bytes()
+    return out
+
+
+@pytest.mark.parametrize("what, found", [
+    ("folder", "a folder that is not a Zarr store written by ooc_kernels"),
+    ("file", "a file"),
+    ("model", "an ooc_kernels model"),
+    ("zarr", "a Zarr store that ooc_kernels did not write"),
+    ("link", r"a symbolic link \(a link is never followed, replaced or removed\)"),
+])
+def test_fit_checkpoint_never_replaces_what_is_not_a_checkpoint(tmp_path, what, found):
+    from ooc_kernels.exceptions import ForeignPathError
+
+    target = _user_things(tmp_path)[what]
+    before = _snapshot(tmp_path)
+    with pytest.raises(ForeignPathError, match=rf"refusing to replace '{target}': it is "
+                                               rf"{found}, not an ooc_kernels checkpoint.*"
+                                               r"Choose another path"):
+        ok.DSGRegressor(**SMALL_FIT).fit(*_small_xy(), checkpoint=target)  # resume=False
+    assert _snapshot(tmp_path) == before                # nothing touched, nothing added
+
+
+def test_fit_checkpoint_replaces_its_own_checkpoint(tmp_path):
+    from ooc_kernels.parallel.checkpoint import read_checkpoint
+
+    ck = tmp_path / "ck.zarr"
+    ok.DSGRegressor(**SMALL_FIT).fit(*_small_xy(), checkpoint=ck)
+    assert read_checkpoint(ck).meta["position"]["epoch"] == 2
+    ok.DSGRegressor(**dict(SMALL_FIT, max_iter=1)).fit(*_small_xy(), checkpoint=ck)
+    assert read_checkpoint(ck).meta["position"]["epoch"] == 1   # started over: replaced
+    assert sorted(os.listdir(tmp_path)) == ["ck.zarr"]
+
+
+@pytest.mark.parametrize("what", ["folder", "file", "model", "zarr", "link"])
+def test_predictions_and_datasets_never_replace_a_foreign_path(tmp_path, what):
+    from ooc_kernels.evaluation import write_predictions
+    from ooc_kernels.exceptions import ForeignPathError
+
+    target = _user_things(tmp_path)[what]
+    est = ok.load(tmp_path / "model.zarr")
+    before = _snapshot(tmp_path)
+    with pytest.raises(DatasetExistsError, match=r"already exists; pass overwrite=True"):
+        write_predictions(est, _small_xy()[0], target)
+    with pytest.raises(ForeignPathError, match=rf"'{target}': it is .*, not an ooc_kernels "
+                                               r"prediction store"):
+        write_predictions(est, _small_xy()[0], target, overwrite=True)
+    with pytest.raises(ForeignPathError, match=rf"'{target}': it is .*, not an ooc_kernels "
+                                               r"dataset"):
+        make_dataset("synthetic_krr_2d", target, 20, chunk_size=10, overwrite=True,
+                     progress=False)
+    assert _snapshot(tmp_path) == before
+
+
+def test_predictions_replace_their_own_store_when_asked(tmp_path):
+    import xarray as xr
+
+    from ooc_kernels.evaluation import write_predictions
+
+    X, y = _small_xy()
+    est = ok.DSGRegressor(**SMALL_FIT).fit(X, y)
+    out = write_predictions(est, X[:20], tmp_path / "p.zarr")
+    write_predictions(est, X[:30], out, overwrite=True)
+    with xr.open_zarr(out) as ds:
+        np.testing.assert_array_equal(ds.prediction.values, est.predict(X[:30]))
+    assert sorted(os.listdir(tmp_path)) == ["p.zarr"]
+
+
+def test_failed_write_waits_for_pending_zarr_writes_before_cleaning_up(tmp_path, monkeypatch):
+    """Disk full on one chunk while the array's other chunk writes are still running: the
+    temporary folder must not come back after the write has raised."""
+    import time
+
+    import zarr
+    from zarr.storage import LocalStore
+
+    real_set = LocalStore.set
+
+    async def set_(self, key, value):
+        import asyncio
+
+        if key.endswith("c/0"):
+            raise OSError(28, "No space left on device")
+        if "/c/" in key:
+            await asyncio.sleep(0.3)        # the other chunks land after the error
+        return await real_set(self, key, value)
+
+    monkeypatch.setattr(LocalStore, "set", set_)
+    target = tmp_path / "m.zarr"
+    with pytest.raises(OSError, match="No space left on device"):
+        with atomic_dir(target, kind="model") as tmp:
+            group = zarr.open_group(str(tmp), mode="w")
+            arr = group.create_array("coef", shape=(80,), chunks=(10,), dtype="f8")
+            arr[...] = np.arange(80.0)
+    time.sleep(0.6)
+    assert os.listdir(tmp_path) == []                      # no .m.zarr.tmp-* came back
+
+
+KILLED_WRITER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from ooc_kernels._atomic import atomic_dir
+
+    target, ready = Path(sys.argv[1]), Path(sys.argv[2])
+    with atomic_dir(target, kind="model") as tmp:
+        (tmp / "coef").write_bytes(b"0" * 100_000)     # a model half written
+        ready.touch()
+        time.sleep(120)                                 # killed or stopped while here
+""")
+
+
+def _start_writer(tmp_path, target, name):
+    script = tmp_path / "writer.py"
+    script.write_text(KILLED_WRITER)
+    ready = tmp_path / f"ready-{name}"
+    proc = subprocess.Popen([sys.executable, str(script), str(target), str(ready)],
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    import time
+
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "writer did not start"
+        time.sleep(0.01)
+    ready.unlink()
+    return proc
+
+
+def _leftovers(folder: Path, name: str) -> list[str]:
+    return sorted(p for p in os.listdir(folder) if p.startswith(f".{name}."))
+
+
+def test_leftovers_of_killed_saves_are_removed_on_the_next_load_and_save(tmp_path):
+    import signal
+
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "m.zarr"
+    X, y = _small_xy()
+    first = ok.DSGRegressor(**SMALL_FIT).fit(X, y)
+    first.save(target)
+    proc = _start_writer(tmp_path, target, "dead")    # a save killed part way
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    shutil.copytree(target, out / f".m.zarr.tmp-{'12' * 6}")  # an older writer's, no lock
+    shutil.copytree(target, out / f".m.zarr.old-{'ab' * 16}")  # renamed aside, never removed
+    assert len(_leftovers(out, "m.zarr")) == 4        # 2 temporaries, 1 lock, 1 old copy
+    np.testing.assert_array_equal(ok.load(target).predict(X), first.predict(X))
+    assert sorted(os.listdir(out)) == ["m.zarr"]       # the load removed them
+    live = _start_writer(tmp_path, target, "live")    # a save running right now
+    try:
+        running = _leftovers(out, "m.zarr")
+        assert len(running) == 2                       # its temporary and its lock
+        shutil.copytree(target, out / f".m.zarr.tmp-{'34' * 16}")  # dead: no lock file
+        ok.load(target)
+        assert _leftovers(out, "m.zarr") == running    # the dead one went, the live one not
+        ok.DSGRegressor(**SMALL_FIT).fit(X, y).save(target)
+        assert _leftovers(out, "m.zarr") == running    # still running: never touched
+    finally:
+        live.kill()
+        live.wait()
+    ok.DSGRegressor(**SMALL_FIT).fit(X, y).save(target)
+    assert sorted(os.listdir(out)) == ["m.zarr"]
+
+
+def test_a_swap_killed_between_its_renames_is_undone_on_load(tmp_path):
+    X, y = _small_xy()
+    first = ok.DSGRegressor(**SMALL_FIT).fit(X, y)
+    target = tmp_path / "m.zarr"
+    first.save(target)
+    os.replace(target, tmp_path / f".m.zarr.old-{'cd' * 16}")  # killed right here
+    np.testing.assert_array_equal(ok.load(target).predict(X), first.predict(X))
+    assert sorted(os.listdir(tmp_path)) == ["m.zarr"]
+
+
+def test_leftovers_of_a_killed_checkpoint_write_are_removed_on_resume(tmp_path):
+    from ooc_kernels.parallel.checkpoint import read_checkpoint
+
+    ck = tmp_path / "ck.zarr"
+    X, y = _small_xy()
+    ok.DSGRegressor(**SMALL_FIT).fit(X, y, checkpoint=ck)
+    dead = tmp_path / f".ck.zarr.tmp-{'ef' * 16}"      # its writer is gone: no lock held
+    shutil.copytree(ck, dead)
+    (tmp_path / f".ck.zarr.tmp-{'ef' * 16}.lock").touch()
+    assert read_checkpoint(ck).meta["position"]["epoch"] == 2
+    assert sorted(os.listdir(tmp_path)) == ["ck.zarr"]
