@@ -10,6 +10,20 @@ import ooc_kernels as ok
 from ooc_kernels.estimators.persistence import FORMAT_VERSION
 from ooc_kernels.exceptions import ModelFormatError
 
+
+def reseal(meta):
+    """``meta`` with its metadata checksum recomputed (CRC32C of the canonical JSON without
+    it), as a careful editor of the file would leave it; computed here independently of
+    the library."""
+    import google_crc32c
+
+    meta = json.loads(json.dumps(meta))
+    if "checksums" in meta:
+        meta["checksums"].pop("metadata", None)
+        text = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+        meta["checksums"]["metadata"] = int(google_crc32c.value(text))
+    return meta
+
 SMALL = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None, random_state=3,
              scheduler="sync")
 
@@ -124,12 +138,12 @@ def test_a_model_file_cannot_choose_the_scheduler(tmp_path, key, value):
     group = zarr.open_group(str(tmp_path / "m.zarr"), mode="r+")
     meta = dict(group.attrs["ooc_kernels"])
     meta["params"] = dict(meta["params"], **{key: value})
-    group.attrs["ooc_kernels"] = meta
+    group.attrs["ooc_kernels"] = reseal(meta)          # as if written with this content
     with pytest.raises(ModelFormatError, match=rf"sets \['{key}'\].*may not choose"):
         ok.load(tmp_path / "m.zarr")
     meta["params"] = dict(meta["params"], n_feature=3)
     meta["params"].pop(key)
-    group.attrs["ooc_kernels"] = meta
+    group.attrs["ooc_kernels"] = reseal(meta)
     with pytest.raises(ModelFormatError, match=r"unknown hyperparameter\(s\) \['n_feature'\]"):
         ok.load(tmp_path / "m.zarr")
 
@@ -163,6 +177,188 @@ def test_unknown_estimator_and_unknown_format_are_refused(tmp_path):
     group.attrs["ooc_kernels"] = dict(meta, format_version=0)
     with pytest.raises(ModelFormatError, match=r"unknown model format version 0"):
         ok.load(tmp_path / "m.zarr")
-    group.attrs["ooc_kernels"] = dict(meta, base={})
-    with pytest.raises(ModelFormatError, match=r"metadata is incomplete or corrupt"):
+    group.attrs["ooc_kernels"] = reseal(dict(meta, base={}))
+    with pytest.raises(ModelFormatError, match=r"base.n_features_in_ must be an integer "
+                                               r">= 1, found None"):
         ok.load(tmp_path / "m.zarr")
+
+
+# ---------------------------------------------------------------- verified loading
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """One saved model of each kind: binary DSG classifier (standardized), DSG regressor
+    and DSPDC classifier, copied by each test before it is edited."""
+    root = tmp_path_factory.mktemp("saved")
+    X, labels = _data()
+    ok.DSGClassifier(**SMALL).fit(X, labels).save(root / "clf.zarr")
+    ok.DSGRegressor(**SMALL).fit(X, X[:, 0] ** 2).save(root / "reg.zarr")
+    ok.DSPDCClassifier(max_iter=3, tol=1.0, random_state=0, scheduler="sync",
+                       work_dir=str(root / "work")).fit(X, labels).save(root / "dspdc.zarr")
+    return root
+
+
+def _copy(saved, name, tmp_path):
+    import shutil
+
+    shutil.copytree(saved / f"{name}.zarr", tmp_path / "m.zarr")
+    return tmp_path / "m.zarr"
+
+
+def _edit(path, change, seal=True):
+    group = zarr.open_group(str(path), mode="r+")
+    meta = json.loads(json.dumps(dict(group.attrs["ooc_kernels"])))
+    change(meta)
+    group.attrs["ooc_kernels"] = reseal(meta) if seal else meta
+
+
+def _set(*keys, value=None, drop=False, seal=True):
+    """An edit of the file's metadata at ``keys`` (set to ``value``, or removed)."""
+    def change(meta):
+        node = meta
+        for key in keys[:-1]:
+            node = node[key]
+        if drop:
+            del node[keys[-1]]
+        else:
+            node[keys[-1]] = value
+    return lambda path: _edit(path, change, seal=seal)
+
+
+def _old_format(version):
+    def change(meta):
+        meta["format_version"] = version
+        del meta["checksums"]
+    return lambda path: _edit(path, change)
+
+
+def _chunk_files(path, array):
+    return sorted(p for p in (path / array).rglob("*") if p.is_file() and p.name != "zarr.json")
+
+
+def _flip_byte(path):
+    chunk = _chunk_files(path, "coef")[0]
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+
+
+def _rewrite_value(path):
+    arr = zarr.open_array(str(path / "coef"), mode="r+")   # zarr recomputes the chunk CRC
+    arr[0, 0, 0] = arr[0, 0, 0] + 1.0
+
+
+def _as_float32(path):
+    values = zarr.open_array(str(path / "coef"), mode="r")[...]
+    group = zarr.open_group(str(path), mode="r+")
+    del group["coef"]
+    group.create_array("coef", data=values.astype(np.float32))
+
+
+def _add_huge_array(path):
+    group = zarr.open_group(str(path), mode="r+")   # metadata only: 2 GiB of fill value
+    group.create_array("junk", shape=(2**28,), dtype="float64", chunks=(2**20,))
+
+
+def _list_huge_array(path):
+    _add_huge_array(path)
+
+    def change(meta):
+        meta["checksums"]["arrays"]["junk"] = {"shape": [2**28], "dtype": "<f8",
+                                               "crc32c": 0}
+    _edit(path, change)
+
+
+def _remove_coef(path):
+    import shutil
+
+    shutil.rmtree(path / "coef")
+
+
+TAMPERED_MODELS = {
+    # the metadata, re-sealed: what the hyperparameter and fitted checks refuse
+    "no params": ("clf", _set("params", drop=True), r"'params' must be a mapping, found None"),
+    "no base": ("clf", _set("base", drop=True), r"'base' must be a mapping, found None"),
+    "format 1 on a DSG model": ("clf", _old_format(1),
+                                r"does not have the layout of model format 1 \(KeyError"),
+    "format 1 on a DSPDC model": ("dspdc", _old_format(1),
+                                  r"model format 1 holds DSG models only, not "
+                                  r"DSPDCClassifier"),
+    "format 2 with checksums": ("clf", _set("format_version", value=2),
+                                r"says model format 2, which has no checksums, but carries "
+                                r"'checksums'"),
+    "format version as text": ("clf", _set("format_version", value="3"),
+                               r"unknown model format version '3'"),
+    "estimator as a list": ("clf", _set("estimator", value=["DSGClassifier"]),
+                            r"unknown estimator \['DSGClassifier'\]"),
+    "chunk_size=0": ("clf", _set("params", "chunk_size", value=0),
+                     r"hyperparameters are invalid: The 'chunk_size' parameter of "
+                     r"DSGClassifier must be .* Got 0 instead"),
+    "chunk_size=-5": ("reg", _set("params", "chunk_size", value=-5),
+                      r"hyperparameters are invalid: The 'chunk_size' parameter of "
+                      r"DSGRegressor must be .* Got -5 instead"),
+    "alpha as a list": ("reg", _set("params", "alpha", value=[1]),
+                        r"hyperparameters are invalid: The 'alpha' parameter"),
+    "short x_shift": ("clf", _set("fitted", "config", "x_shift", value=[0.0, 0.0]),
+                      r"has x_shift of length 2; it must be 3 finite numbers"),
+    "x_scale zeros": ("reg", _set("fitted", "config", "x_scale", value=[0.0, 0.0, 0.0]),
+                      r"has x_scale \[0.0, 0.0, 0.0\]; every scale must be > 0"),
+    "empty classes": ("clf", _set("base", "classes", "values", value=[]),
+                      r"base.classes must be at least two distinct labels in sorted order, "
+                      r"found \[\]"),
+    "object classes": ("clf", _set("base", "classes", value={"values": [{"a": 1}, {"b": 2}],
+                                                              "dtype": "|O"}),
+                       r"base.classes must be labels \(strings or numbers\), found \{'a': 1\}"),
+    "classes as text": ("clf", _set("base", "classes", value="no,yes"),
+                        r"base.classes must be a mapping with a list 'values'"),
+    "three classes, one column": ("clf", _set("base", "classes", "values",
+                                              value=["maybe", "no", "yes"]),
+                                  r"fitted.config has target 'binary' with 1 output\(s\)"),
+    "classes on a regressor": ("reg", _set("base", "classes",
+                                           value={"values": [0, 1], "dtype": "<i8"}),
+                               r"gives classes to DSGRegressor, a regressor"),
+    "no features": ("clf", _set("base", "n_features_in_", value=0),
+                    r"base.n_features_in_ must be an integer >= 1, found 0"),
+    "other n_features_in_": ("clf", _set("base", "n_features_in_", value=5),
+                             r"has n_features_in=3, the model 5"),
+    "negative epochs done": ("clf", _set("base", "n_epochs_done", value=-1),
+                             r"base.n_epochs_done must be an integer >= 0, found -1"),
+    "zero bandwidth": ("reg", _set("fitted", "config", "bandwidth", value=0.0),
+                       r"has bandwidth=0.0; it must be a positive finite number"),
+    "fitted as a list": ("clf", _set("fitted", value=[]),
+                         r"'fitted' must be a mapping, found \[\]"),
+    # damage: what the checksums catch
+    "metadata edited without its checksum": (
+        "clf", _set("params", "alpha", value=0.5, seal=False),
+        r"the metadata fails its CRC32C checksum \(stored \d+, computed \d+\)"),
+    "no checksums": ("clf", _set("checksums", drop=True),
+                     r"the metadata has no valid 'checksums' entry"),
+    "a byte flipped in a coef chunk": ("clf", _flip_byte,
+                                       r"array 'coef' cannot be read: a chunk is missing, "
+                                       r"truncated or fails its CRC32C checksum"),
+    "coef rewritten through zarr": ("reg", _rewrite_value,
+                                    r"array 'coef' fails its CRC32C checksum \(stored \d+, "
+                                    r"computed \d+\)"),
+    "coef as float32": ("reg", _as_float32,
+                        r"array 'coef' has shape \(8, 32, 1\) and dtype '<f4', its checksum "
+                        r"entry says \(8, 32, 1\) and '<f8'"),
+    "coef removed": ("clf", _remove_coef,
+                     r"array\(s\) \['coef'\] listed in its checksums are missing"),
+    "an extra huge array": ("clf", _add_huge_array,
+                            r"holds array\(s\) \['junk'\] that its checksums do not list"),
+    "an extra huge array, listed": ("clf", _list_huge_array,
+                                    r"holds array\(s\) \['junk'\] that a DSGClassifier model "
+                                    r"does not have"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED_MODELS))
+def test_tampered_or_damaged_model_files_are_refused_with_the_reason(saved, tmp_path, case):
+    """Every edit or damage of a model file is a ModelFormatError that says what is wrong,
+    never a raw error or a model that predicts something else; an array that does not
+    belong to the model is refused without being read."""
+    kind, tamper, message = TAMPERED_MODELS[case]
+    path = _copy(saved, kind, tmp_path)
+    ok.load(path)                                         # loads before it is touched
+    tamper(path)
+    with pytest.raises(ModelFormatError, match=message):
+        ok.load(path)

@@ -97,9 +97,9 @@ def _compressor():
     :class:`~ooc_kernels.exceptions.CorruptChunkError`, see :mod:`ooc_kernels.data.integrity`)
     instead of decoding to wrong numbers.
     """
-    from zarr.codecs import BloscCodec, Crc32cCodec
+    from ooc_kernels._checksums import compressors
 
-    return [BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"), Crc32cCodec()]
+    return compressors()  # the codecs of saved models and checkpoints too
 
 
 #: Every chunk is written, even one equal to the fill value, so a missing chunk file is

@@ -205,6 +205,9 @@ class ChunkedEstimator(BaseEstimator):
     _sgd_stopping = True
     #: Fast settings for the contract suite's fits (scikit-learn's checks use the defaults).
     _test_params: dict = {}
+    #: Settings (over ``_test_params`` and the default ``tol``) under which the family's
+    #: own stopping rule ends a contract-suite fit within a few epochs (the resume check).
+    _stopping_test_params: dict = {}
 
     # ------------------------------------------------------------------ parameters
     def __sklearn_clone__(self):

@@ -18,6 +18,7 @@ True
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from numbers import Integral, Real
 
@@ -187,6 +188,10 @@ class _DSGEstimator(ChunkedEstimator):
 
     _parameter_constraints = _DSG_CONSTRAINTS
     _test_params = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None)
+    # the default tol ends the contract suite's fit after a few epochs
+    _stopping_test_params = dict(n_iter_no_change=1)
+
+    _saved_arrays = {"coef": True, "avg": False}
 
     def _check_params(self) -> None:
         if self.n_features % self.block_size:
@@ -477,6 +482,7 @@ class _DSGEstimator(ChunkedEstimator):
         for key in ("classes", "class_weight", "x_shift", "x_scale"):
             config[key] = None if config.get(key) is None else tuple(config[key])
         self._config = DSGConfig(**config)
+        self._check_saved_config(self._config, where)
         coef = np.asarray(arrays["coef"], dtype=np.float64)
         expected = (self._config.n_blocks, self._config.block_size, self._config.n_outputs)
         if coef.shape != expected:
@@ -484,9 +490,60 @@ class _DSGEstimator(ChunkedEstimator):
                 f"{where}: coef has shape {coef.shape}, the metadata says {expected}."
             )
         avg = arrays.get("avg")
+        if avg is not None and np.shape(avg) != expected:
+            raise ModelFormatError(
+                f"{where}: avg has shape {np.shape(avg)}, the metadata says {expected}."
+            )
         self._state = DSGState(coef=coef, avg=None if avg is None else
                                np.asarray(avg, dtype=np.float64), **meta["state"])
         self._publish()
+
+    def _check_saved_config(self, config: DSGConfig, where: str) -> None:
+        """Refuse a saved configuration that this estimator could not have written: one
+        that disagrees with its hyperparameters, its classes or its input dimension, or
+        holds values no fit produces (a zero scale, a non-finite shift ...)."""
+        def bad(what):
+            return ModelFormatError(f"{where}: the metadata's fitted.config {what}; re-save "
+                                    "the model or restore it from a backup.")
+
+        classes = getattr(self, "classes_", None)
+        target, n_outputs, loss_id = self._target_spec(
+            self.loss, 0 if classes is None else len(classes))
+        if (config.target, config.n_outputs, config.loss_id) != (target, n_outputs, loss_id):
+            raise bad(f"has target {config.target!r} with {config.n_outputs} output(s) and "
+                      f"loss id {config.loss_id}; loss={self.loss!r} with "
+                      f"{0 if classes is None else len(classes)} classes has {target!r}, "
+                      f"{n_outputs} and {loss_id}")
+        if (None if classes is None else tuple(classes.tolist())) != config.classes:
+            raise bad(f"has classes {config.classes!r}, the model's are "
+                      f"{None if classes is None else classes.tolist()!r}")
+        if config.n_features_in != self.n_features_in_:
+            raise bad(f"has n_features_in={config.n_features_in!r}, the model "
+                      f"{self.n_features_in_}")
+        for name in ("n_blocks", "block_size"):
+            value = getattr(config, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise bad(f"has {name}={value!r}; it must be a positive integer")
+        if config.dtype not in ("float32", "float64"):
+            raise bad(f"has dtype={config.dtype!r}; it must be 'float32' or 'float64'")
+        for name in ("bandwidth", "y_scale"):
+            value = getattr(config, name)
+            if not isinstance(value, (int, float)) or not (0 < value < math.inf):
+                raise bad(f"has {name}={value!r}; it must be a positive finite number")
+        if not isinstance(config.y_shift, (int, float)) or not math.isfinite(config.y_shift):
+            raise bad(f"has y_shift={config.y_shift!r}; it must be a finite number")
+        if (config.x_shift is None) != (config.x_scale is None):
+            raise bad("has only one of x_shift and x_scale; a standardized model has both")
+        for name in ("x_shift", "x_scale"):
+            value = getattr(config, name)
+            if value is None:
+                continue
+            if len(value) != self.n_features_in_ or not all(
+                    isinstance(v, (int, float)) and math.isfinite(v) for v in value):
+                raise bad(f"has {name} of length {len(value)}; it must be "
+                          f"{self.n_features_in_} finite numbers (one per feature)")
+            if name == "x_scale" and min(value) <= 0:
+                raise bad(f"has x_scale {list(value)!r}; every scale must be > 0")
 
     @classmethod
     def _upgrade_saved(cls, meta: dict, version: int) -> dict:

@@ -19,18 +19,19 @@ the state, and the fit stops when the relative duality gap ``(P - D) / |P|`` is 
 from __future__ import annotations
 
 import math
-import shutil
-import tempfile
 import time
+import warnings
 from numbers import Integral, Real
 from pathlib import Path
 
 import dask
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._dspdc_work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
@@ -98,9 +99,11 @@ _PARAMS_DOC = """    alpha : float, default=1e-4
     gap_every : int, default=1
         Epochs between gap evaluations (each one streaming pass over the data).
     work_dir : str, path or None, default=None
-        Folder of the work store of the duals (one array per chunk, versioned); None: beside
-        the checkpoint when there is one, else a temporary folder removed after the fit.
-        Must be reachable from every worker.
+        Folder in which every fit creates its own work store of the duals (one array per
+        chunk, versioned), locked while the fit runs; None: ``PATH.work`` beside the
+        checkpoint when there is one, else the system's temporary folder.  A store is
+        removed when its fit ends, unless a checkpoint needs it.  Must be reachable from
+        every worker.
 """
 
 _ATTRIBUTES_DOC = """
@@ -115,8 +118,16 @@ _ATTRIBUTES_DOC = """
         ``dual``, ``gap``, ``relative_gap``.
     duality_gap_ : float
         The last evaluated gap ``P(coef_) - D(y)``.
-    Lambda_, theta_, tau_, sigma_ : float
-        The scale constant and the step parameters of a full chunk's local problem.
+    Lambda_ : float
+        The scale constant ``Lambda`` of the step sizes.
+    theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)
+        The step parameters the tasks ran with, one entry per kind of local problem the fit
+        solved: a task's local problem depends on its rows ``local_rows_[i]`` and on the
+        number of tasks ``local_tasks_[i]`` of its round (its strong convexity is
+        ``alpha * (1 - l1_ratio) * n_samples / (local_rows_[i] * local_tasks_[i])``).
+        One entry when every task has the same rows (one group of chunks, ``K = 1``).
+    local_rows_, local_tasks_ : ndarray of int of shape (n_local_problems,)
+        Sorted by rows, then tasks.
 """
 
 
@@ -139,38 +150,75 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     _sgd_stopping = False
     _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
+    _saved_arrays = {"x": True, "w": True, "versions": True, "V": False}
     _test_params = {"max_iter": 20, "tol": 1e-6}
+    # the duality-gap rule ends the contract suite's fit after 4-5 epochs
+    _stopping_test_params = {"alpha": 0.05, "tol": 0.05}
 
     # ------------------------------------------------------------------ set-up
     def _factorized(self, data) -> bool:
         return "U" in data
 
     def _work_store(self) -> str:
-        if self.work_dir is not None:
-            return str(Path(self.work_dir) / f"dspdc-{self.random_seed_}")
-        if self._checkpoint_path is not None:
-            return str(Path(str(self._checkpoint_path) + ".work"))
-        self._temporary_store = tempfile.mkdtemp(prefix="ooc-dspdc-")
-        return self._temporary_store
+        return self._work.new_store()
 
     def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
         """Fit to a relative duality gap ``tol`` (see the class docstring).
 
         Parameters are those of :meth:`ChunkedEstimator.fit` without ``sample_weight`` (the
         paper's problem weights every row by ``1/n``).  The duals live in a work store
-        (``work_dir``, or beside ``checkpoint``) so that a resumed fit continues exactly.
+        private to this fit (in ``work_dir``, or beside ``checkpoint``), locked while the
+        fit runs, so that concurrent fits never share one and a resumed fit continues
+        exactly (``ooc_kernels/estimators/_dspdc_work.py``).
+
+        Raises
+        ------
+        CheckpointInUseError
+            Another fit is writing ``checkpoint`` right now.
+        ForeignPathError
+            ``checkpoint + ".work"`` exists and is not a work folder of this library.
+
+        Warns
+        -----
+        ConvergenceWarning
+            The fit stopped at ``max_iter`` or ``max_time`` with a relative duality gap
+            above ``tol``.
         """
+        self._validate_params()
         self._checkpoint_path = checkpoint
-        self._temporary_store = None
         self._checkpointed = None      # versions the last checkpoint needs (set on resume)
         self._fit_start = time.perf_counter()
+        self._work = WorkStores(self.work_dir, checkpoint)
         try:
-            return super().fit(X, y, checkpoint=checkpoint,
-                               checkpoint_every=checkpoint_every, resume=resume)
+            if checkpoint is not None:
+                self._work.claim_checkpoint()
+            super().fit(X, y, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                        resume=resume)
         finally:
-            if self._temporary_store is not None:
-                shutil.rmtree(self._temporary_store, ignore_errors=True)
-                self._temporary_store = None
+            self._work.close()
+            self._work = None
+        self._warn_unconverged()
+        return self
+
+    def _warn_unconverged(self) -> None:
+        """A :class:`~sklearn.exceptions.ConvergenceWarning` when the fit stopped at
+        ``max_iter`` or ``max_time`` with a relative gap above ``tol``."""
+        reason = getattr(self, "stop_reason_", None) or ""
+        if self.tol is None or not reason.startswith(("max_iter", "max_time")):
+            return
+        last = self.gap_history_[-1] if self.gap_history_ else None
+        if last is not None and last["relative_gap"] <= self.tol:
+            return
+        reached = ("no duality gap was evaluated" if last is None else
+                   f"the relative duality gap (P - D) / |P| is {last['relative_gap']:.3g} "
+                   f"(gap {last['gap']:.3g}, primal {last['primal']:.6g})")
+        stopped = reason.split(": ", 1)[-1]
+        warnings.warn(
+            f"{type(self).__name__} stopped ({stopped}) after {self.n_iter_} epochs before "
+            f"converging: {reached}, above tol={self.tol}. Raise max_iter (or max_time), "
+            "loosen tol, raise alpha, or standardize the columns of X (rows with large "
+            "norms against alpha * n_samples make the problem ill-conditioned).",
+            ConvergenceWarning, stacklevel=2)
 
     def _partial_fit_available(self) -> bool:
         raise AttributeError(
@@ -216,6 +264,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
         self.gap_history_ = []
+        self._local_problems = {}
 
     def _make_algorithm(self):
         from ooc_kernels.solvers.dspdc import DSPDCAlgorithm
@@ -234,13 +283,27 @@ class _DSPDCEstimator(ChunkedEstimator):
                 f"{info.round} (Lambda={self._config.Lambda:.6g}); check the data for huge "
                 "values, or give Lambda a larger value or smaller tau and sigma."
             )
+        self._record_local_problems(info)
         keep = [state.versions]
         if getattr(self, "_checkpointed", None) is not None:
             keep.append(self._checkpointed)
         self._config.store.prune("y", keep, chunks=info.chunk_ids)
 
+    def _record_local_problems(self, info) -> None:
+        """The step parameters of the round's tasks, by (rows, tasks in the round): what
+        :meth:`DSPDCAlgorithm.chunk_step` runs with."""
+        from ooc_kernels.solvers._dspdc_local import local_step_parameters
+
+        k = len(info.groups)
+        for n_k in info.group_rows:
+            if n_k and (n_k, k) not in self._local_problems:
+                _, theta, tau, sigma = local_step_parameters(self._config, n_k, k)
+                self._local_problems[(n_k, k)] = (float(theta), float(tau), float(sigma))
+
     def _on_checkpoint(self, state) -> None:
         self._checkpointed = state.versions
+        if getattr(self, "_work", None) is not None:
+            self._work.checkpoint_written()
 
     def _primal_value(self, state, data, sched) -> float:
         from ooc_kernels._jit.dspdc import reg_value_ref
@@ -290,8 +353,6 @@ class _DSPDCEstimator(ChunkedEstimator):
         return {"primal": primal, "dual": dual, "relative_gap": rel}, reason
 
     def _publish(self) -> None:
-        from ooc_kernels.solvers._dspdc_local import local_parameters
-
         cfg, state = self._config, self._state
         x = np.asarray(state.x, dtype=np.float64)
         if self.fit_intercept:
@@ -299,8 +360,13 @@ class _DSPDCEstimator(ChunkedEstimator):
         else:
             self.coef_, self.intercept_ = x.copy(), 0.0
         self.Lambda_ = cfg.Lambda
-        n_k = max(1, math.ceil(cfg.n_samples / max(1, len(state.versions))))
-        _, self.theta_, self.tau_, self.sigma_ = local_parameters(cfg, n_k, cfg.lam2)
+        keys = sorted(self._local_problems)
+        values = np.array([self._local_problems[key] for key in keys],
+                          dtype=np.float64).reshape(-1, 3)
+        self.local_rows_ = np.array([n_k for n_k, _ in keys], dtype=np.int64)
+        self.local_tasks_ = np.array([k for _, k in keys], dtype=np.int64)
+        self.theta_, self.tau_, self.sigma_ = (values[:, 0].copy(), values[:, 1].copy(),
+                                               values[:, 2].copy())
         if getattr(self, "stop_reason_", None) and self.stop_reason_.startswith("max_iter="):
             self.stop_reason_ = f"max_iter: {self.stop_reason_}"
 
@@ -355,7 +421,9 @@ class _DSPDCEstimator(ChunkedEstimator):
                 "state": {"conj_sum": float(state.conj_sum), "n_iter": int(state.n_iter),
                           "n_dual_updates": int(state.n_dual_updates),
                           "n_rounds": int(state.n_rounds)},
-                "gap_history": list(getattr(self, "gap_history_", []))}
+                "gap_history": list(getattr(self, "gap_history_", [])),
+                "local_problems": [[int(n_k), int(k), *params] for (n_k, k), params
+                                   in sorted(self._local_problems.items())]}
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
         from ooc_kernels._chunk_store import ChunkVersions
@@ -363,6 +431,8 @@ class _DSPDCEstimator(ChunkedEstimator):
 
         config = dict(meta["config"])
         config["classes"] = None if config.get("classes") is None else tuple(config["classes"])
+        if getattr(self, "_work", None) is not None:   # resuming: this fit's store, locked
+            config["work_store"] = self._work.resume_store(config["work_store"])
         self._config = DSPDCConfig(**config)
         x = np.asarray(arrays["x"], dtype=np.float64)
         if x.shape != (self._config.n_features,):
@@ -376,8 +446,32 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._state = DSPDCState(x=x, w=np.asarray(arrays["w"], dtype=np.float64),
                                  versions=ChunkVersions(table), **meta["state"])
         self.gap_history_ = list(meta.get("gap_history") or [])
+        self._local_problems = _local_problems(meta.get("local_problems"), where)
         self._checkpointed = self._state.versions   # a resumed fit keeps what it came from
         self._publish()
+
+
+def _local_problems(entries, where: str) -> dict:
+    """``{(rows, tasks): (theta, tau, sigma)}`` from a model's metadata, checked."""
+    if not isinstance(entries, list):
+        raise ModelFormatError(
+            f"{where}: the metadata has no list of local problems (got {entries!r}); the "
+            "model was not written by this version of the library: fit it again."
+        )
+    out = {}
+    for entry in entries:
+        ok = (isinstance(entry, list) and len(entry) == 5
+              and all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                      for v in entry[:2])
+              and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and math.isfinite(v) and v >= 0 for v in entry[2:]))
+        if not ok:
+            raise ModelFormatError(
+                f"{where}: local problem {entry!r} is not [rows, tasks, theta, tau, sigma] "
+                "with positive counts and finite parameters; the model file is damaged."
+            )
+        out[(entry[0], entry[1])] = tuple(float(v) for v in entry[2:])
+    return out
 
 
 def _factorized_block(u, w, intercept):

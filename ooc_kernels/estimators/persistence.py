@@ -1,13 +1,25 @@
 """Saving and loading fitted models as Zarr groups: JSON metadata plus arrays, never pickle.
 
-Layout of a saved model (format 2)::
+Layout of a saved model (format 3)::
 
     model.zarr/
       zarr.json        attrs["ooc_kernels"]: format, format_version, library_version,
                        estimator (its registered name), params (JSON hyperparameters),
                        base (what every estimator has: n_features_in_, classes, seeds),
-                       fitted (the family's JSON: kernel spec, counters ...)
-      <arrays>/        the family's arrays (DSG: coef, float64)
+                       fitted (the family's JSON: kernel spec, counters ...),
+                       checksums (every array's shape, dtype and CRC32C, and the CRC32C
+                       of the metadata: :mod:`ooc_kernels._checksums`)
+      <arrays>/        the family's arrays (DSG: coef, float64), every chunk with its CRC32C
+
+Loading verifies everything it reads: the metadata's checksum, then only the arrays the
+checksums list and the family knows (``_saved_arrays``), each against its shape, dtype and
+CRC32C; a mismatch is a :class:`~ooc_kernels.exceptions.ModelFormatError` naming what is
+wrong.  The hyperparameters go through the constructor's validation and the fitted
+metadata through the family's checks, so an edited file gives the library's error, never
+a raw one or a model that predicts nonsense.  Models of formats 1 and 2 (ooc_kernels 0.1
+and the versions before checksums) carry no checksums: they load with the same checks but
+without checksum verification (a file of format 1 or 2 that carries checksums was edited
+and is refused).
 
 The estimator class is found in the registry (:mod:`ooc_kernels.estimators._registry`), so
 this module names no family.  Where tasks run (``scheduler``) and whether bars are shown
@@ -17,7 +29,7 @@ half-written model at ``path``; an existing ``path`` is replaced only if it is a
 library wrote (anything else raises :class:`~ooc_kernels.exceptions.ModelPathError`), and what
 a killed save left beside ``path`` is removed by the next save or load of ``path``
 (:mod:`ooc_kernels._atomic`).  Models of format 1 (ooc_kernels 0.1) load through their
-family's ``_upgrade_saved``.
+family's ``_upgrade_saved``; formats 2 and 3 differ only by the checksums.
 
 Examples
 --------
@@ -40,16 +52,19 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from ooc_kernels import _checksums
 from ooc_kernels._atomic import KIND_ATTR, atomic_dir, sweep_stale
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._registry import ESTIMATORS
-from ooc_kernels.exceptions import ModelFormatError, RegistryError
+from ooc_kernels.exceptions import ModelFormatError, RegistryError, ValidationError
 
 __all__ = ["save_model", "load", "model_metadata", "restore_model", "json_params",
            "FORMAT_VERSION"]
 
 FORMAT = "ooc_kernels-model"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+#: The first format whose files carry checksums.
+CHECKSUMS_SINCE = 3
 _META_KEY = "ooc_kernels"
 
 
@@ -108,13 +123,12 @@ def save_model(estimator, path) -> None:
 
     check_is_fitted(estimator, "_state")
     path = Path(path)
-    meta = model_metadata(estimator)
-    arrays = estimator._fitted_arrays()
+    arrays = {name: np.asarray(value) for name, value in estimator._fitted_arrays().items()}
+    meta = _checksums.seal(model_metadata(estimator), arrays)
     # only a model of this library is ever replaced (anything else: ModelPathError)
     with atomic_dir(path, kind="model") as tmp:
         group = zarr.open_group(str(tmp), mode="w")
-        for name, value in arrays.items():
-            group.create_array(name, data=np.asarray(value))
+        _checksums.write_arrays(group, arrays)
         group.attrs.update({_META_KEY: meta, KIND_ATTR: "model"})
 
 
@@ -143,31 +157,68 @@ def load(path):
     if meta.get("format") != FORMAT:
         raise ModelFormatError(f"{str(path)!r} has format {meta.get('format')!r}, "
                                f"expected {FORMAT!r}.")
-    try:
-        arrays = {name: np.asarray(arr[...]) for name, arr in group.arrays()}  # the model
-    except Exception as err:
-        raise ModelFormatError(
-            f"{str(path)!r}: an array of the model is missing or corrupt ({err}); "
-            "re-save the model or restore it from a backup."
-        ) from err
+    arrays = _read_model_arrays(group, meta, str(path))
     return restore_model(meta, arrays, where=str(path))
 
 
-def _check_version(meta: dict, where: str) -> int:
+_FIX = "re-save the model or restore it from a backup"
+
+
+def _read_model_arrays(group, meta: dict, where: str) -> dict:
+    """The arrays of a model file, verified against its checksums (format 3 on), and only
+    those its family knows: an array nobody asked for is never read."""
+    version = _check_version(meta, where)
+    cls = _estimator_class(meta, where)
+    if version >= CHECKSUMS_SINCE:
+        manifest = _checksums.verify_metadata(meta, where=where, error=ModelFormatError,
+                                              fix=_FIX)
+        _check_array_names(cls, manifest, where)
+        return _checksums.read_arrays(group, manifest, where=where, error=ModelFormatError,
+                                      fix=_FIX)
+    if _checksums.KEY in meta:
+        raise ModelFormatError(
+            f"{where} says model format {version}, which has no checksums, but carries "
+            f"{_checksums.KEY!r}: the format version was edited; {_FIX}."
+        )
+    names = sorted(group.array_keys())
+    _check_array_names(cls, names, where)
     try:
-        version = int(meta.get("format_version", -1))
-    except (TypeError, ValueError):
-        version = -1
+        return {name: np.asarray(group[name][...]) for name in names}  # the model
+    except Exception as err:
+        raise ModelFormatError(
+            f"{where}: an array of the model is missing or corrupt ({err}); {_FIX}."
+        ) from err
+
+
+def _check_array_names(cls, names, where: str) -> None:
+    """Refuse arrays the family does not know and missing arrays it needs (by name only)."""
+    known = cls._saved_arrays
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise ModelFormatError(
+            f"{where} holds array(s) {unknown} that a {cls.__name__} model does not have "
+            f"(it has {sorted(known)}); {_FIX}."
+        )
+    missing = sorted(name for name, required in known.items()
+                     if required and name not in names)
+    if missing:
+        raise ModelFormatError(
+            f"{where}: the array(s) {missing} of a {cls.__name__} model are missing; {_FIX}."
+        )
+
+
+def _check_version(meta: dict, where: str) -> int:
+    version = meta.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ModelFormatError(
+            f"{where}: unknown model format version {version!r}; load a folder written by "
+            "estimator.save()."
+        )
     if version > FORMAT_VERSION:
         raise ModelFormatError(
-            f"{where} was written with model format {meta.get('format_version')} by "
+            f"{where} was written with model format {version} by "
             f"ooc_kernels {meta.get('library_version')}; this is ooc_kernels {__version__} "
             f"(format {FORMAT_VERSION}). Upgrade ooc_kernels to load it."
-        )
-    if version < 1:
-        raise ModelFormatError(
-            f"{where}: unknown model format version {meta.get('format_version')!r}; load a "
-            "folder written by estimator.save()."
         )
     return version
 
@@ -175,6 +226,8 @@ def _check_version(meta: dict, where: str) -> int:
 def _estimator_class(meta: dict, where: str) -> type:
     name = meta.get("estimator")
     try:
+        if not isinstance(name, str):
+            raise RegistryError(name)
         return ESTIMATORS.get(name)
     except RegistryError:
         raise ModelFormatError(
@@ -208,7 +261,89 @@ def _construct(cls, params, where: str):
             f"{where}: unknown hyperparameter(s) {unknown} for {cls.__name__}; the file was "
             "not written by this version of ooc_kernels or was edited."
         )
-    return cls(**params)
+    est = cls(**params)
+    try:  # the constructor's validation: a file cannot hold what fit() would refuse
+        est._validate_params()
+    except ValidationError as err:
+        raise ModelFormatError(
+            f"{where}: the model file's hyperparameters are invalid: {err} The file was "
+            f"edited or damaged; {_FIX}."
+        ) from err
+    return est
+
+
+def _mapping(meta: dict, key: str, where: str, prefix: str = "") -> dict:
+    value = meta.get(key)
+    if not isinstance(value, dict):
+        raise ModelFormatError(
+            f"{where}: the metadata's {prefix}{key!r} must be a mapping, found {value!r}; "
+            f"{_FIX}."
+        )
+    return value
+
+
+def _count(base: dict, key: str, where: str, minimum: int = 0) -> int:
+    value = base.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ModelFormatError(
+            f"{where}: the metadata's base.{key} must be an integer >= {minimum}, found "
+            f"{value!r}; {_FIX}."
+        )
+    return value
+
+
+def _classes(spec, where: str) -> np.ndarray:
+    """The class labels of a model file: at least two distinct JSON scalars, sorted (as
+    ``np.unique`` gives them), of a NumPy dtype of labels."""
+    def bad(why):
+        return ModelFormatError(f"{where}: the metadata's base.classes {why}; {_FIX}.")
+
+    if not isinstance(spec, dict) or not isinstance(spec.get("values"), list) \
+            or not isinstance(spec.get("dtype"), str):
+        raise bad(f"must be a mapping with a list 'values' and a str 'dtype', found {spec!r}")
+    values = spec["values"]
+    odd = [v for v in values if not isinstance(v, (str, int, float))]
+    if odd:
+        raise bad(f"must be labels (strings or numbers), found {odd[0]!r}")
+    try:
+        dtype = np.dtype(spec["dtype"])
+    except TypeError:
+        raise bad(f"has an unknown dtype {spec['dtype']!r}") from None
+    if dtype.kind not in "biufUSO":
+        raise bad(f"has dtype {spec['dtype']!r}, which is not a dtype of labels")
+    try:
+        classes = np.asarray(values, dtype=dtype)
+        ordered = np.unique(classes)
+    except (TypeError, ValueError) as err:
+        raise bad(f"cannot be read as labels of dtype {spec['dtype']!r} ({err})") from None
+    if classes.ndim != 1 or len(classes) < 2 or len(ordered) != len(classes) \
+            or not np.array_equal(ordered, classes):
+        raise bad(f"must be at least two distinct labels in sorted order, found {values!r}")
+    return classes
+
+
+def _check_has_classes(est, where: str) -> None:
+    """A classifier has classes, a regressor none."""
+    has = getattr(est, "classes_", None) is not None
+    if has != bool(est._is_classifier):
+        kind = "a classifier" if est._is_classifier else "a regressor"
+        raise ModelFormatError(
+            f"{where}: the metadata {'gives classes to' if has else 'gives no classes to'} "
+            f"{type(est).__name__}, {kind}; {_FIX}."
+        )
+
+
+def _check_outputs(est, where: str) -> None:
+    """Classes and decision columns agree: one column for two classes, else one per class."""
+    if not est._is_classifier:
+        return
+    classes = est.classes_
+    n_out, n_cls = int(est._n_outputs), len(classes)
+    if not (n_out == n_cls or (n_out == 1 and n_cls == 2)):
+        raise ModelFormatError(
+            f"{where}: the model has {n_out} decision column(s) for {n_cls} classes "
+            f"{classes.tolist()!r} (one column for two classes, else one per class); {_FIX}."
+        )
 
 
 def restore_model(meta: dict, arrays: dict, *, where: str = "model", estimator=None):
@@ -216,35 +351,59 @@ def restore_model(meta: dict, arrays: dict, *, where: str = "model", estimator=N
 
     With ``estimator``, its fitted state is set in place (its parameters are kept).
     """
+    if not isinstance(meta, dict):
+        raise ModelFormatError(f"{where}: the model metadata must be a mapping, found "
+                               f"{type(meta).__name__}; {_FIX}.")
     version = _check_version(meta, where)
     cls = type(estimator) if estimator is not None else _estimator_class(meta, where)
     if version < FORMAT_VERSION:
-        meta = cls._upgrade_saved(meta, version)
-    est = estimator if estimator is not None else _construct(cls, meta["params"], where)
-    base = meta["base"]
+        try:
+            meta = cls._upgrade_saved(meta, version)
+        except ModelFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+            raise ModelFormatError(
+                f"{where}: the metadata does not have the layout of model format {version} "
+                f"({type(err).__name__}: {err}); {_FIX}."
+            ) from err
+    est = estimator if estimator is not None else \
+        _construct(cls, _mapping(meta, "params", where), where)
+    base = _mapping(meta, "base", where)
+    fitted = _mapping(meta, "fitted", where)
     try:
-        est.n_features_in_ = int(base["n_features_in_"])
-        if base.get("feature_names_in_") is not None:
-            est.feature_names_in_ = np.asarray(base["feature_names_in_"], dtype=object)
-        est.random_seed_ = int(base["random_seed_"])
+        est.n_features_in_ = _count(base, "n_features_in_", where, minimum=1)
+        names = base.get("feature_names_in_")
+        if names is not None:
+            if not isinstance(names, list) or len(names) != est.n_features_in_ \
+                    or not all(isinstance(n, str) for n in names):
+                raise ModelFormatError(
+                    f"{where}: the metadata's base.feature_names_in_ must be "
+                    f"{est.n_features_in_} strings, found {names!r}; {_FIX}."
+                )
+            est.feature_names_in_ = np.asarray(names, dtype=object)
+        est.random_seed_ = _count(base, "random_seed_", where)
         est._data_seed = int(base["data_seed"])
-        est._n_epochs_done = int(base["n_epochs_done"])
+        est._n_epochs_done = _count(base, "n_epochs_done", where)
         est.n_iter_ = est._n_epochs_done
         est._monitor_state = base.get("monitor")
         est.history_ = list((base.get("monitor") or {}).get("history") or [])
         if base.get("validation_chunks") is not None:
             est.validation_chunks_ = list(base["validation_chunks"])
         if base.get("shuffle_chunks") is not None:
-            est.shuffle_chunks_ = int(base["shuffle_chunks"])
+            est.shuffle_chunks_ = _count(base, "shuffle_chunks", where, minimum=1)
         if base.get("classes") is not None:
-            est.classes_ = np.asarray(base["classes"]["values"],
-                                      dtype=np.dtype(base["classes"]["dtype"]))
-        est._restore_fitted(arrays, meta["fitted"], where)
+            est.classes_ = _classes(base["classes"], where)
+        elif hasattr(est, "classes_"):
+            del est.classes_
+        _check_has_classes(est, where)
+        _check_array_names(cls, arrays, where)
+        est._restore_fitted(arrays, fitted, where)
+        _check_outputs(est, where)
     except ModelFormatError:
         raise
-    except (KeyError, TypeError, ValueError) as err:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
         raise ModelFormatError(
             f"{where}: the model's metadata is incomplete or corrupt ({type(err).__name__}: "
-            f"{err}); re-save the model or restore it from a backup."
+            f"{err}); {_FIX}."
         ) from err
     return est

@@ -1,0 +1,176 @@
+"""CRC32C checksums of what the library saves: every array and the metadata of a saved
+model or checkpoint, verified when it is read back.
+
+The checksum is CRC32C, computed by ``google_crc32c`` (a dependency of zarr): the function of
+zarr's ``crc32c`` codec, which every dataset store, saved model and checkpoint of this library
+carries on each chunk.  A file is checked at two levels:
+
+* each stored chunk ends with the CRC32C of its encoded bytes (the ``crc32c`` codec, see
+  :func:`compressors`): zarr refuses to decode a chunk with a flipped byte;
+* the metadata holds a manifest (:func:`seal`): for every array its shape, dtype and the
+  CRC32C of its decoded bytes, and the CRC32C of the metadata itself (as canonical JSON).
+  The manifest names exactly the arrays that belong to the file, so a reader reads those
+  and no other (:func:`read_arrays`), and it catches what chunk checksums cannot: an edited
+  array description (dtype, shape, codecs), a missing or extra array, an edited value in the
+  metadata.
+
+These checksums detect damage (a flipped bit, a truncated or half-copied file, an edit made
+without the library).  They are not a signature: whoever can write the file can also
+recompute them, so a model file still only sets what :mod:`ooc_kernels.estimators.persistence`
+lets it set, and every value is validated as the constructor validates it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels._checksums import crc32c, seal, verify_metadata
+>>> crc32c(b"123456789")                       # the CRC-32C check value
+3808858755
+>>> meta = seal({"alpha": 0.5}, {"coef": np.zeros(3)})
+>>> sorted(meta["checksums"]["arrays"]["coef"])
+['crc32c', 'dtype', 'shape']
+>>> verify_metadata(meta, where="m.zarr", error=ValueError, fix="re-save it")["coef"]["shape"]
+[3]
+>>> verify_metadata(dict(meta, alpha=0.6), where="m.zarr", error=ValueError, fix="re-save it")
+Traceback (most recent call last):
+...
+ValueError: m.zarr: the metadata fails its CRC32C checksum (stored ..., computed ...): it was edited or damaged after it was written; re-save it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+__all__ = ["KEY", "compressors", "crc32c", "seal", "verify_metadata", "read_arrays",
+           "write_arrays"]
+
+#: The metadata key of the manifest (``{"arrays": {...}, "metadata": CRC}``).
+KEY = "checksums"
+
+
+def compressors() -> list:
+    """Blosc/Zstd, then a CRC32C checksum of the compressed bytes of every chunk.
+
+    The codecs of every dataset store (:func:`ooc_kernels.data.write_chunks`), saved model and
+    checkpoint: a flipped byte or a truncated chunk file fails when it is decoded instead of
+    decoding to wrong numbers.
+    """
+    from zarr.codecs import BloscCodec, Crc32cCodec
+
+    return [BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"), Crc32cCodec()]
+
+
+def crc32c(data: Any) -> int:
+    """CRC32C of a bytes-like object or of a NumPy array's bytes (C order)."""
+    import google_crc32c
+
+    if isinstance(data, np.ndarray):
+        data = np.ascontiguousarray(data).view(np.uint8).reshape(-1)
+    return int(google_crc32c.value(data))
+
+
+def _canonical(meta: dict) -> bytes:
+    return json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _array_entry(value: np.ndarray) -> dict:
+    return {"shape": [int(n) for n in value.shape], "dtype": value.dtype.str,
+            "crc32c": crc32c(value)}
+
+
+def seal(meta: dict, arrays: dict) -> dict:
+    """``meta`` with the manifest of ``arrays`` and the CRC32C of the whole under :data:`KEY`."""
+    body = {k: v for k, v in meta.items() if k != KEY}
+    body[KEY] = {"arrays": {name: _array_entry(np.asarray(value))
+                            for name, value in sorted(arrays.items())}}
+    body[KEY]["metadata"] = crc32c(_canonical(body))
+    return body
+
+
+def verify_metadata(meta: dict, *, where: str, error: type, fix: str) -> dict:
+    """Check the metadata's own CRC32C and the manifest's form; return the manifest
+    (array name -> ``{"shape", "dtype", "crc32c"}``).
+
+    Raises
+    ------
+    error
+        No manifest, a malformed one, or metadata whose checksum does not match.
+    """
+    sums = meta.get(KEY)
+    if not isinstance(sums, dict) or not isinstance(sums.get("arrays"), dict) \
+            or isinstance(sums.get("metadata"), bool) or not isinstance(sums.get("metadata"),
+                                                                        int):
+        raise error(f"{where}: the metadata has no valid {KEY!r} entry (found {sums!r}), so "
+                    f"the file cannot be verified; {fix}.")
+    body = dict(meta)
+    body[KEY] = {k: v for k, v in sums.items() if k != "metadata"}
+    computed = crc32c(_canonical(body))
+    if computed != sums["metadata"]:
+        raise error(f"{where}: the metadata fails its CRC32C checksum (stored "
+                    f"{sums['metadata']}, computed {computed}): it was edited or damaged "
+                    f"after it was written; {fix}.")
+    manifest = sums["arrays"]
+    for name, entry in manifest.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("shape"), list)
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                        for n in entry["shape"])
+                and isinstance(entry.get("dtype"), str)
+                and isinstance(entry.get("crc32c"), int)):
+            raise error(f"{where}: the checksum entry of array {name!r} is malformed "
+                        f"({entry!r}); {fix}.")
+    return manifest
+
+
+def write_arrays(group, arrays: dict) -> None:
+    """Write ``arrays`` into the Zarr ``group``, every chunk with its CRC32C (:func:`compressors`)."""
+    for name, value in arrays.items():
+        group.create_array(name, data=np.asarray(value), compressors=compressors())
+
+
+def read_arrays(group, manifest: dict, *, where: str, error: type, fix: str) -> dict:
+    """Read the arrays the manifest lists, and only them, each checked against its entry.
+
+    An array's shape and dtype are compared with the manifest before anything is read (an
+    array replaced by a larger one is refused without reading it), its chunks are decoded
+    with their own CRC32C, and the CRC32C of the values read must equal the manifest's.
+
+    Raises
+    ------
+    error
+        The store holds an array the manifest does not list, lacks one it lists, or an
+        array does not match its entry; the message names the array.
+    """
+    stored = sorted(group.array_keys())
+    extra = sorted(set(stored) - set(manifest))
+    if extra:
+        raise error(f"{where}: holds array(s) {extra} that its checksums do not list (it was "
+                    f"edited after it was written); {fix}.")
+    missing = sorted(set(manifest) - set(stored))
+    if missing:
+        raise error(f"{where}: array(s) {missing} listed in its checksums are missing; {fix}.")
+    out = {}
+    for name in sorted(manifest):
+        entry = manifest[name]
+        arr = group[name]
+        found = {"shape": [int(n) for n in arr.shape], "dtype": np.dtype(arr.dtype).str}
+        expected = {"shape": entry["shape"], "dtype": entry["dtype"]}
+        if found != expected:
+            raise error(f"{where}: array {name!r} has shape {tuple(found['shape'])} and dtype "
+                        f"{found['dtype']!r}, its checksum entry says "
+                        f"{tuple(expected['shape'])} and {expected['dtype']!r}; {fix}.")
+        try:
+            value = np.asarray(arr[...])
+        except MemoryError:
+            raise
+        except Exception as err:  # a codec error, the chunk CRC32C included
+            raise error(f"{where}: array {name!r} cannot be read: a chunk is missing, "
+                        f"truncated or fails its CRC32C checksum ({type(err).__name__}: "
+                        f"{err}); {fix}.") from err
+        computed = crc32c(value)
+        if computed != entry["crc32c"]:
+            raise error(f"{where}: array {name!r} fails its CRC32C checksum (stored "
+                        f"{entry['crc32c']}, computed {computed}); {fix}.")
+        out[name] = value
+    return out
