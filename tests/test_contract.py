@@ -86,3 +86,18 @@ def test_an_estimator_whose_saved_model_differs_is_caught():
             check_estimator_partial_fit_loop(Forgetful)
     finally:
         registry._entries.pop("Forgetful")
+
+
+def test_an_estimator_that_starts_over_instead_of_resuming_is_caught():
+    from ooc_kernels.estimators.dsg import DSGRegressor
+    from ooc_kernels.testing import check_estimator_resume
+
+    class StartsOver(DSGRegressor):               # ignores resume: refits from scratch
+        def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
+                resume=False):
+            return super().fit(X, y, sample_weight, checkpoint=checkpoint,
+                               checkpoint_every=checkpoint_every)
+
+    with pytest.raises(AssertionError, match=r"StartsOver resumed in epoch \d+, round \d+: "
+                                             r"ran \d+ rounds, but only \d+ of"):
+        check_estimator_resume(StartsOver)

@@ -190,6 +190,8 @@ class _DSGEstimator(ChunkedEstimator):
     _test_params = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None)
     # the default tol ends the contract suite's fit after a few epochs
     _stopping_test_params = dict(n_iter_no_change=1)
+    # the default tol ends the contract suite's fit after a few epochs
+    _stopping_test_params = dict(n_iter_no_change=1)
 
     _saved_arrays = {"coef": True, "avg": False}
 

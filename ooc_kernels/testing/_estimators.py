@@ -87,22 +87,55 @@ class _Stop(Exception):
     """Raised by the patched checkpoint writer to interrupt a fit right after a write."""
 
 
+def _history(est) -> list[dict]:
+    """``history_`` without the wall-clock seconds (the one figure that may differ)."""
+    return [{k: v for k, v in entry.items() if k != "seconds"} for entry in est.history_]
+
+
+def _resume_params(cls) -> dict:
+    """The family's stopping rule switched on (its default ``tol``, never None), with the
+    settings it declares to end a fit within a few epochs (``_stopping_test_params``)."""
+    return {"max_iter": 10, "tol": cls().get_params()["tol"], "shuffle_chunks": 1,
+            **cls._stopping_test_params}
+
+
 def check_estimator_resume(cls, client=None) -> None:
-    """A fit interrupted right after a checkpoint and resumed from it ends with exactly the
-    model of an uninterrupted fit."""
+    """A fit interrupted half way through an epoch, right after a checkpoint, and resumed
+    from it ends exactly as an uninterrupted fit: the same ``history_`` (but its seconds),
+    ``n_iter_``, ``stop_reason_`` and model, with the family's default stopping rule; and
+    the resumed fit runs only the rounds the interrupted one had left (a fit that ignores
+    the checkpoint and starts over is caught even though it ends with the same model)."""
     from ooc_kernels.estimators._checkpointing import CheckpointWriter
 
     X, y = problem(cls)
     Xd, yd = _lazy(X, y)
-    params = dict(max_iter=3, tol=None, shuffle_chunks=1)
-    reference = _arrays(_make(cls, **params).fit(Xd, yd))
-    real = CheckpointWriter.write
-    count = {"n": 0}
+    params = _resume_params(cls)
+    rounds = {"n": 0}
+    real_after_round = cls._after_round
+
+    def counted(self, state, info):
+        rounds["n"] += 1
+        return real_after_round(self, state, info)
+
+    with mock.patch.object(cls, "_after_round", counted):
+        reference = _make(cls, **params).fit(Xd, yd)
+    assert reference.n_iter_ < params["max_iter"], \
+        f"{cls.__name__}: the stopping rule did not end the fit with {params} " \
+        f"({reference.stop_reason_}); declare _stopping_test_params under which it does"
+    total = rounds["n"]
+    per_epoch = total // reference.n_iter_
+    assert per_epoch * reference.n_iter_ == total and per_epoch >= 2, \
+        f"{cls.__name__}: {total} rounds in {reference.n_iter_} epochs"
+    # half way through an epoch after the first one (or through the first if it is the last)
+    epoch = min(reference.n_iter_ - 1, max(1, reference.n_iter_ // 2))
+    done = epoch * per_epoch + per_epoch // 2
+    real_write = CheckpointWriter.write
+    writes = {"n": 0}
 
     def write(self, state, position):
-        real(self, state, position)
-        count["n"] += 1
-        if count["n"] == 8:  # epoch 1 of 3: 6 rounds per epoch
+        real_write(self, state, position)
+        writes["n"] += 1
+        if writes["n"] == done:
             raise _Stop
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,11 +144,27 @@ def check_estimator_resume(cls, client=None) -> None:
             try:
                 _make(cls, **params).fit(Xd, yd, checkpoint=ck, checkpoint_every=1)
             except _Stop:  # the interruption: the checkpoint on disk is what resumes
-                count["stopped"] = True
+                pass
             else:
                 raise AssertionError(f"{cls.__name__}: the interruption did not happen")
-        resumed = _make(cls, **params).fit(Xd, yd, checkpoint=ck, resume=True)
-    _assert_same(_arrays(resumed), reference, f"{cls.__name__} resumed after interruption")
+        rounds["n"] = 0
+        with mock.patch.object(cls, "_after_round", counted):
+            resumed = _make(cls, **params).fit(Xd, yd, checkpoint=ck, resume=True)
+    what = f"{cls.__name__} resumed in epoch {epoch}, round {per_epoch // 2}"
+    assert rounds["n"] <= total - done, \
+        f"{what}: ran {rounds['n']} rounds, but only {total - done} of the uninterrupted " \
+        f"fit's {total} were left (the checkpoint was not resumed from)"
+    assert rounds["n"] == total - done, \
+        f"{what}: ran {rounds['n']} rounds, but the uninterrupted fit ran {total - done} " \
+        "more after that point (the resumed fit stopped at another epoch)"
+    assert _history(resumed) == _history(reference), \
+        f"{what}: history_ differs: {_history(resumed)} against {_history(reference)}"
+    assert resumed.n_iter_ == reference.n_iter_, \
+        f"{what}: n_iter_ is {resumed.n_iter_}, uninterrupted {reference.n_iter_}"
+    assert resumed.stop_reason_ == reference.stop_reason_, \
+        f"{what}: stop_reason_ is {resumed.stop_reason_!r}, uninterrupted " \
+        f"{reference.stop_reason_!r}"
+    _assert_same(_arrays(resumed), _arrays(reference), what)
 
 
 def check_estimator_save_load(cls, client=None) -> None:
