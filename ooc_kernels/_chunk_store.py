@@ -55,10 +55,15 @@ import numpy as np
 from ooc_kernels._atomic import KIND_ATTR, atomic_dir
 from ooc_kernels.exceptions import CorruptChunkError, ValidationError
 
-__all__ = ["INITIAL", "ChunkStore", "ChunkVersions"]
+__all__ = ["INITIAL", "WORK_MARKER", "ChunkStore", "ChunkVersions", "FolderLock",
+           "is_work_folder", "mark_work_folder"]
 
 #: The version of an array never written: read as the algorithm's initial value (zeros).
 INITIAL = (-1, -1)
+#: The file that marks a folder as a work store (or a folder of work stores) of this
+#: library: only such folders are ever emptied or removed by a fit.
+WORK_MARKER = ".ooc_kernels_work"
+_LOCK_FILE = ".lock"
 _CHECKSUM = "ooc_kernels_crc32"
 
 
@@ -218,3 +223,88 @@ class ChunkStore:
     def remove(self) -> None:
         """Delete the whole work store."""
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def mark_work_folder(folder: str | os.PathLike) -> Path:
+    """Create ``folder`` (and its parents) and mark it as a work folder of this library."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / WORK_MARKER
+    if not marker.is_file():
+        marker.write_text("chunk-local arrays of ooc_kernels fits; removed by the fits\n")
+    return folder
+
+
+def is_work_folder(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` is a folder that :func:`mark_work_folder` marked (never a
+    symbolic link)."""
+    folder = Path(folder)
+    return (folder.is_dir() and not folder.is_symlink()
+            and (folder / WORK_MARKER).is_file())
+
+
+def _try_lock(fd: int) -> bool:
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+class FolderLock:
+    """An exclusive lock on a folder: ``flock`` on its ``.lock`` file, so that one fit at a
+    time uses a work store or a checkpoint.
+
+    The lock belongs to one open file, so two threads of one process exclude each other as
+    two processes do; it is released when :meth:`release` is called or the process ends
+    (a killed fit never leaves a stale lock).  On a network file system the lock is as good
+    as that file system's ``flock``.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        An existing folder.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from ooc_kernels._chunk_store import FolderLock
+    >>> folder = tempfile.mkdtemp()
+    >>> first, second = FolderLock(folder), FolderLock(folder)
+    >>> first.acquire(), second.acquire()
+    (True, False)
+    >>> first.release(); second.acquire()
+    True
+    >>> second.release()
+    """
+
+    def __init__(self, folder: str | os.PathLike) -> None:
+        self.folder = Path(folder)
+        self._fd: int | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock if no one holds it; False if another holder has it."""
+        if self._fd is not None:
+            return True
+        fd = os.open(self.folder / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        if not _try_lock(fd):
+            os.close(fd)
+            return False
+        self._fd = fd
+        return True
+
+    def release(self) -> None:
+        """Let the lock go (closing its file releases it)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)

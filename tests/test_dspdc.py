@@ -347,3 +347,67 @@ def test_iterations_in_blocks_equal_the_sequential_reference(monkeypatch):
 
     monkeypatch.setattr(local, "UNIFORM_BLOCK", 1)
     check_algorithm_reference(get_solver("dspdc"))
+
+
+# --------------------------------------------------------------------------- the oracle
+def _factorized_case(seed=0):
+    """A factorized smoothed-hinge case with an intercept column (3 chunks, q < p)."""
+    import shutil
+    import tempfile
+    import weakref
+
+    from ooc_kernels.solvers._spec import AlgorithmCase
+    from ooc_kernels.solvers.dspdc import LOSSES, DSPDCAlgorithm, DSPDCConfig, augment_V, \
+        init_state
+
+    rng = np.random.default_rng(seed)
+    sizes, d, p = (12, 12, 7), 3, 5
+    U, V = rng.normal(size=(sum(sizes), d)), rng.normal(size=(d, p))
+    y = np.where(U @ V @ rng.normal(size=p) > 0, "b", "a")
+    folder = tempfile.mkdtemp(prefix="ooc-dspdc-test-")
+    config = DSPDCConfig(loss_id=LOSSES["smoothed_hinge"], n_samples=sum(sizes),
+                         n_features=p + 1, lam1=1e-2, lam2=0.1, Lambda=40.0, m=2, q=3,
+                         local_passes=1.5, classes=("a", "b"), factorized=True,
+                         intercept_scaling=0.7, work_store=folder + "/work")
+    algorithm = DSPDCAlgorithm(config, V=augment_V(V, config))
+    weakref.finalize(algorithm, shutil.rmtree, folder, ignore_errors=True)
+    bounds = np.cumsum((0,) + sizes)
+    chunks = [{"U": U[a:b], "y": y[a:b]} for a, b in zip(bounds[:-1], bounds[1:])]
+    return AlgorithmCase(algorithm=algorithm, state=init_state(config, 3, rank=d + 1),
+                         chunks=chunks, dims={"U": ("sample", "rank"), "y": ("sample",),
+                                              "V": ("rank", "feature")},
+                         seed=seed + 2, whole={"V": V})
+
+
+@pytest.mark.parametrize("which", ["contract", "factorized"])
+def test_rounds_equal_the_oracle_over_two_epochs(which):
+    """Two passes, so that every round after the first pass starts from nonzero duals of
+    its own chunk and of the others: the engine (K = 1, storage order) against the oracle
+    that writes the chunk's subproblem itself (``solvers/dspdc_reference_rounds.py``)."""
+    from ooc_kernels.solvers.dspdc import make_case, state_arrays
+    from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+    from ooc_kernels.testing._algorithms import _run
+
+    case = make_case(0) if which == "contract" else _factorized_case()
+    engine = _run(case, k=1, scheduler="sync", n_epochs=2)
+    oracle = sequential_dspdc(case, n_epochs=2)
+    got, want = state_arrays(engine), state_arrays(oracle)
+    assert float(np.abs(want["w"]).max()) > 0 and int(want["n_rounds"]) == 2 * len(case.chunks)
+    for name in want:
+        np.testing.assert_allclose(np.asarray(got[name], dtype=float),
+                                   np.asarray(want[name], dtype=float), rtol=1e-9,
+                                   atol=1e-12, err_msg=name)
+
+
+def test_the_oracle_is_not_the_algorithm():
+    """The oracle imports none of the chunk algorithm's subproblem or label code."""
+    import ast
+    import inspect
+
+    from ooc_kernels.solvers import dspdc_reference_rounds
+
+    imported = {alias.name for node in ast.walk(ast.parse(inspect.getsource(
+        dspdc_reference_rounds))) if isinstance(node, ast.ImportFrom)
+        for alias in node.names}
+    assert not imported & {"local_problem", "local_parameters", "local_step_parameters",
+                           "local_regularization", "encode_labels"}, imported

@@ -154,8 +154,6 @@ class _DSPDCEstimator(ChunkedEstimator):
     _test_params = {"max_iter": 20, "tol": 1e-6}
     # the duality-gap rule ends the contract suite's fit after 4-5 epochs
     _stopping_test_params = {"alpha": 0.05, "tol": 0.05}
-    # the duality-gap rule ends the contract suite's fit after 4-5 epochs
-    _stopping_test_params = {"alpha": 0.05, "tol": 0.05}
 
     # ------------------------------------------------------------------ set-up
     def _factorized(self, data) -> bool:

@@ -25,8 +25,9 @@ import numpy as np
 from ooc_kernels._seeds import task_rng
 from ooc_kernels.exceptions import InvalidDataError
 
-__all__ = ["UNIFORM_BLOCK", "encode_labels", "local_problem", "local_parameters",
-           "task_uniform_blocks", "task_uniforms"]
+__all__ = ["UNIFORM_BLOCK", "encode_labels", "local_problem", "local_regularization",
+           "local_parameters", "local_step_parameters", "task_uniform_blocks",
+           "task_uniforms"]
 
 #: Uniforms drawn at a time by a task (8 MiB of float64): a task's memory for its random
 #: numbers stays bounded whatever its number of iterations, rows or columns.
@@ -35,10 +36,31 @@ UNIFORM_BLOCK = 1 << 20
 
 def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
                   sizes: tuple[int, ...]) -> np.ndarray:
-    """``b``: the targets as float64 (regression) or ``-1 / +1`` (classification)."""
+    """``b``: the targets as float64 (regression) or ``-1 / +1`` (classification).
+
+    Raises
+    ------
+    InvalidDataError
+        A regression target that is not a number or not finite, or a label outside the two
+        classes; the message names the value, its chunk and its row.
+    """
     y = np.asarray(y).reshape(-1)
+
+    def location(row: int) -> str:
+        ends = np.cumsum(sizes)
+        k = int(np.searchsorted(ends, row, side="right"))
+        return f"chunk {chunks[k]}, row {row - (int(ends[k - 1]) if k else 0)}"
+
     if config.classes is None:
-        b = y.astype(np.float64)
+        try:
+            b = y.astype(np.float64)
+        except (TypeError, ValueError):
+            row = next(i for i, v in enumerate(y.tolist()) if not _is_number(v))
+            raise InvalidDataError(
+                f"y holds values that are not numbers (dtype {y.dtype}, e.g. {y[row]!r} in "
+                f"{location(row)}); a regressor needs numeric targets: convert them, e.g. "
+                "y.astype('float32'), or use a classifier for labels."
+            ) from None
         bad = ~np.isfinite(b)
     else:
         neg, pos = config.classes
@@ -46,17 +68,29 @@ def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
         bad = (y != pos) & (y != neg)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        ends = np.cumsum(sizes)
-        k = int(np.searchsorted(ends, row, side="right"))
-        where = row - (int(ends[k - 1]) if k else 0)
         what = ("is not finite" if config.classes is None
                 else f"is not one of the two classes {list(config.classes)}")
         raise InvalidDataError(
-            f"target {y[row]!r} in chunk {chunks[k]}, row {where} {what}. Drop or fix "
+            f"target {y[row]!r} in {location(row)} {what}. Drop or fix "
             "that row" + ("." if config.classes is None else
                           ", or fit on data with exactly two classes.")
         )
     return b
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def local_regularization(config, n_k: int, k: int) -> tuple[float, float]:
+    """``(lam1', lam2') = (n / n_k) (lam1, lam2) / k``: the regularization of the local
+    problem of a task with ``n_k`` rows in a round of ``k`` tasks."""
+    c = config.n_samples / n_k
+    return c * config.lam1 / k, c * config.lam2 / k
 
 
 def local_problem(config, aty: np.ndarray, aty_k: np.ndarray, n_k: int,
@@ -69,7 +103,23 @@ def local_problem(config, aty: np.ndarray, aty_k: np.ndarray, n_k: int,
     ``aty`` is ``A^T y`` of the whole problem, ``aty_k`` the chunk's own part."""
     c = config.n_samples / n_k
     shift = -c * (np.asarray(aty, dtype=np.float64) / k - aty_k) / config.n_samples
-    return c * config.lam1 / k, c * config.lam2 / k, shift
+    return (*local_regularization(config, n_k, k), shift)
+
+
+def local_step_parameters(config, n_k: int, k: int):
+    """``(m, theta, tau, sigma)`` that a task with ``n_k`` rows in a round of ``k`` tasks
+    runs with: those of :func:`local_parameters` for its local strong convexity ``lam2'``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(n_samples=100, n_features=3, lam1=0.0, lam2=0.1, Lambda=1.0,
+    ...                       m=1, q=3, loss_id=0, mode="gap", theta=None, tau=None,
+    ...                       sigma=None)
+    >>> local_step_parameters(cfg, 50, 2) == local_parameters(cfg, 50, 0.1)
+    True
+    """
+    return local_parameters(config, n_k, local_regularization(config, n_k, k)[1])
 
 
 def local_parameters(config, n_k: int, lam_local: float):

@@ -33,8 +33,8 @@ from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.solvers._dspdc_local import (
     encode_labels,
-    local_parameters,
     local_problem,
+    local_step_parameters,
     task_uniform_blocks,
 )
 
@@ -258,7 +258,7 @@ class DSPDCAlgorithm:
         else:
             aty_k, aty = rows.T.astype(np.float64) @ y_old, state.w  # A_k^T y_k, A^T y
         lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
-        m, theta, tau, sigma = local_parameters(cfg, n_k, lam2)
+        m, theta, tau, sigma = local_step_parameters(cfg, n_k, task.sigma_prime)
         y_new = y_old.copy()
         a, abar = x.copy(), x.copy()
         if cfg.factorized:

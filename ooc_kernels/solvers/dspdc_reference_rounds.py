@@ -1,11 +1,30 @@
 """DSPDC's rounds written out sequentially in plain NumPy: the oracle of the contract suite.
 
-One round per chunk, in storage order (``K = 1``, so ``sigma' = 1``): the chunk's CoCoA+
-subproblem in the paper's form (``docs/algorithms/dspdc_rounds.md``) solved by Algorithm 1
-written literally (``ybar`` and ``A^T ybar`` formed in full at every iteration, the dual prox
-by its closed form or by a root finder) from the carried primal, the duals kept in a dict,
-then ``w``, ``sum phi*`` and the new primal.  Only the sampler, the uniforms and the step parameters are shared with
-:class:`~ooc_kernels.solvers.dspdc.DSPDCAlgorithm` (they are tested on their own).
+One round per chunk, in storage order (``K = 1``), for ``n_epochs`` passes.  Everything that
+defines the rounds is written here again from ``../shared/specs/dspdc.md`` and
+``docs/algorithms/dspdc_rounds.md``, none of it taken from the chunk algorithm: the labels
+``b_i`` (``+1`` for the second class), the rows ``a_i`` (with the intercept column; ``U V``
+for factorized data), the round's subproblem and the state.  With ``K = 1`` the round on
+chunk ``k`` is block coordinate ascent of the dual ``D(y)`` over the duals of that chunk,
+the others fixed.  Writing ``r = sum_{j != k} A_j^T y_j`` (from the oracle's own duals),
+
+    max_beta -g*(-(r + A_k^T beta) / n) - (1/n) sum_{i in k} phi_i*(beta_i)
+  = max_beta min_a g(a) + (r + A_k^T beta)^T a / n - (1/n) sum_{i in k} phi_i*(beta_i),
+
+which, multiplied by ``n / n_k``, is a saddle-point problem of the paper's form on the
+``n_k`` rows of the chunk: the regularizer ``(n / n_k) g(a) + r^T a / n_k`` (strong
+convexity ``(n / n_k) lam2``), the coupling ``(1/n_k) beta^T A_k a`` and the losses
+``(1/n_k) sum phi_i*``.  Algorithm 1 runs on it literally (``ybar`` and ``A_k^T ybar`` formed
+in full at every iteration, the dual step by a closed form or a root finder, the primal step
+as the exact minimizer of its one-dimensional problem) from the carried primal and the
+chunk's duals, for ``ceil(local_passes n_k / m)`` iterations.  The state is then recomputed
+from the duals: ``w = sum_k A_k^T y_k`` (``U_k^T y_k`` for factorized data) and
+``sum_i phi_i*(y_i)``.
+
+Shared with :class:`~ooc_kernels.solvers.dspdc.DSPDCAlgorithm`, and tested on their own:
+the sampler of ``I`` and ``J`` (``tests/test_jit_kernels.py``), the uniforms of a task
+(``tests/test_dspdc.py``) and the step parameters of the theorems for given ``(n, p, m, q,
+Lambda, lambda, gamma)`` (``tests/test_dspdc_math.py``).
 
 Examples
 --------
@@ -18,12 +37,17 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 from scipy.optimize import brentq
 
 __all__ = ["sequential_dspdc", "dual_argmax"]
+
+#: ``gamma``: the strong convexity of ``phi*`` (``phi`` is ``1/gamma``-smooth), per loss id
+#: (squared ``1``, smoothed hinge ``1``, logistic ``4``; ``specs/dspdc.md`` 7.2).
+_GAMMA = {0: 1.0, 1: 1.0, 2: 4.0}
 
 
 def _conj(loss_id: int, beta: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -57,8 +81,9 @@ def dual_argmax(loss_id: int, c: float, y: float, b: float, sigma: float, n: flo
     return b * brentq(slope, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
 
 
-def _local_solve(A, b, y0, x, lam1, lam2, shift, m, q, theta, tau, sigma, row_u, col_u,
+def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, col_u,
                  loss_id):
+    """Algorithm 1 on the chunk's saddle problem: regularizer ``c g(a) + r^T a / n_k``."""
     from ooc_kernels._jit.dspdc import sample_without_replacement_ref
 
     n_k, p = A.shape
@@ -72,46 +97,71 @@ def _local_solve(A, b, y0, x, lam1, lam2, shift, m, q, theta, tau, sigma, row_u,
         ybar = y_prev + (n_k / m) * (beta - y_prev)
         g = A.T @ ybar
         a_prev = a.copy()
-        for j in J:   # argmin lam1|u| + lam2/2 u^2 - shift_j u + (u - v)^2 / (2 tau)
-            v = a[j] - tau * g[j] / n_k + tau * shift[j]
-            a[j] = np.sign(v) * max(abs(v) - tau * lam1, 0.0) / (1 + tau * lam2)
+        for j in J:
+            # argmin_u c lam1 |u| + c lam2 / 2 u^2 + r_j u / n_k
+            #          + (u - (a_j - tau g_j / n_k))^2 / (2 tau)
+            v = a[j] - tau * (g[j] + r[j]) / n_k
+            a[j] = np.sign(v) * max(abs(v) - tau * c * lam1, 0.0) / (1 + tau * c * lam2)
         abar = a_prev + (theta + 1) * (a - a_prev)
     return beta, a, len(row_u) * m
 
 
-def sequential_dspdc(case):
-    """The state after one pass over ``case.chunks`` with one chunk per round."""
-    from ooc_kernels.solvers._dspdc_local import (
-        encode_labels,
-        local_parameters,
-        local_problem,
-        task_uniforms,
-    )
+def _rows(cfg, chunk, V):
+    """``(rows, A_k)``: the chunk's stored rows (``X``, or ``U``) with the intercept column,
+    and the rows of ``A`` they stand for."""
+    rows = np.asarray(chunk["U"] if cfg.factorized else chunk["X"], dtype=np.float64)
+    if cfg.intercept_scaling:
+        rows = np.hstack([rows, np.full((len(rows), 1), float(cfg.intercept_scaling))])
+    return rows, (rows @ V if cfg.factorized else rows)
+
+
+def _labels(cfg, y) -> np.ndarray:
+    y = np.asarray(y).reshape(-1)
+    if cfg.classes is None:
+        return y.astype(np.float64)
+    return np.array([1.0 if v == cfg.classes[1] else -1.0 for v in y.tolist()])
+
+
+def sequential_dspdc(case, n_epochs: int = 1):
+    """The state after ``n_epochs`` passes over ``case.chunks`` with one chunk per round,
+    in storage order (round ``r`` of every epoch is chunk ``r``)."""
+    from ooc_kernels.solvers._dspdc_local import task_uniforms
+    from ooc_kernels.solvers.dspdc_params import dspdc_parameters
 
     alg, state = case.algorithm, case.state
     cfg = alg.config
-    duals = {}
-    for r, chunk in enumerate(case.chunks):
-        # one in-memory chunk of the contract's small case (the oracle never sees a store)
-        rows = np.asarray(chunk["U"] if cfg.factorized else chunk["X"], dtype=np.float64)
-        A = rows @ alg.V if cfg.factorized else rows
-        n_k = len(A)
-        b = encode_labels(cfg, chunk["y"], (r,), (n_k,))
-        y0 = duals.get(r, np.zeros(n_k))
-        aty_k = A.T @ y0
-        aty = alg.V.T @ state.w if cfg.factorized else state.w
-        lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, 1)
-        m, theta, tau, sigma = local_parameters(cfg, n_k, lam2)
-        row_u, col_u = task_uniforms(cfg, case.seed, 0, r, r, n_k, m)
-        beta, a, updates = _local_solve(A, b, y0, state.x, lam1, lam2, shift, m, cfg.q, theta,
-                                        tau, sigma, row_u, col_u, cfg.loss_id)
-        duals[r] = beta
-        dw = rows.T @ (beta - y0)
-        state = replace(state, w=state.w + dw, x=a,
-                        conj_sum=state.conj_sum + float(np.sum(_conj(cfg.loss_id, beta, b))
-                                                        - np.sum(_conj(cfg.loss_id, y0, b))),
-                        versions=state.versions.updated([r], (0, r)),
-                        n_iter=state.n_iter + len(row_u),
-                        n_dual_updates=state.n_dual_updates + updates,
-                        n_rounds=state.n_rounds + 1)
-    return state
+    if state.n_rounds or np.any(state.w) or state.conj_sum:
+        raise ValueError("the sequential reference starts from the initial state (all duals "
+                         "zero): pass a case whose state is init_state(...).")
+    V = None
+    if cfg.factorized:
+        V = np.asarray(alg.V, dtype=np.float64)   # already carries the intercept's row
+    # one in-memory chunk of the contract's small case each (the oracle never sees a store)
+    data = [(*_rows(cfg, chunk, V), _labels(cfg, chunk["y"])) for chunk in case.chunks]
+    n, p = sum(len(b) for _, _, b in data), cfg.n_features
+    duals = [np.zeros(len(b)) for _, _, b in data]
+    x = np.array(state.x, dtype=np.float64)
+    n_iter, n_updates, versions = state.n_iter, state.n_dual_updates, state.versions
+    for epoch in range(n_epochs):
+        for k, (rows, A, b) in enumerate(data):
+            n_k = len(b)
+            r = sum(data[j][1].T @ duals[j] for j in range(len(data)) if j != k) \
+                + np.zeros(p)
+            c = n / n_k
+            m = min(cfg.m, n_k)
+            par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda, c * cfg.lam2,
+                                   _GAMMA[cfg.loss_id], mode=cfg.mode, theta=cfg.theta,
+                                   tau=cfg.tau, sigma=cfg.sigma)
+            row_u, col_u = task_uniforms(cfg, case.seed, epoch, k, k, n_k, m)
+            T = math.ceil(cfg.local_passes * n_k / m)
+            assert len(row_u) == T, "the task's uniforms are one pair per iteration"
+            duals[k], x, updates = _local_solve(
+                A, b, duals[k], x, c, cfg.lam1, cfg.lam2, r, m, cfg.q, par.theta, par.tau,
+                par.sigma, row_u, col_u, cfg.loss_id)
+            n_iter, n_updates = n_iter + T, n_updates + updates
+            versions = versions.updated([k], (epoch, k))
+    w = sum(rows.T @ y for (rows, _, _), y in zip(data, duals))
+    conj_sum = float(sum(np.sum(_conj(cfg.loss_id, y, b)) for (_, _, b), y in zip(data, duals)))
+    return replace(state, x=x, w=np.asarray(w, dtype=np.float64), conj_sum=conj_sum,
+                   versions=versions, n_iter=n_iter, n_dual_updates=n_updates,
+                   n_rounds=state.n_rounds + n_epochs * len(data))
