@@ -376,6 +376,7 @@ def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoin
     """The stages of :func:`run_pipeline` after validation (inside its scheduler context)."""
     from ooc_kernels.data.catalog import open_dataset
     from ooc_kernels.data.schema import sample_dim
+    from ooc_kernels._atomic import check_replaceable
     from ooc_kernels.evaluation import evaluate, write_predictions
 
     _ensure_datasets(spec, base, catalog, progress, where)
@@ -383,6 +384,10 @@ def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoin
     test = open_dataset(catalog, spec.data.test, **where) if spec.data.test else None
     est = _build_estimator(spec)
     est.set_params(progress=progress)
+    # before the fit: a re-run replaces only its own model and prediction store
+    check_replaceable(out_dir / spec.save.model, "model")
+    if test is not None and spec.evaluate.predictions:
+        check_replaceable(out_dir / spec.save.predictions, "predictions")
     t0 = time.perf_counter()
     est.fit(train, checkpoint=checkpoint, checkpoint_every=spec.fit.checkpoint_every,
             resume=spec.fit.resume)

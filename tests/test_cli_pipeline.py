@@ -162,6 +162,136 @@ def test_pipeline_paths_may_not_leave_base_dir(tmp_path):
     assert not (tmp_path.parent / "elsewhere").exists()
 
 
+VICTIM = "precious: do not overwrite\n"
+
+
+@pytest.mark.parametrize("key", ["model", "metrics", "predictions", "checkpoint"])
+@pytest.mark.parametrize("how", ["dot-dot", "absolute", "the output folder itself",
+                                 "symbolic link"])
+def test_save_paths_stay_below_the_output_folder(tmp_path, key, how):
+    """Every file a pipeline writes goes through the same check as output_dir: nothing
+    outside it (or the folder itself) is replaced, and nothing is computed first."""
+    from ooc_kernels.pipeline import run_pipeline
+
+    (tmp_path / "p").mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text(VICTIM)
+    value = {"dot-dot": "../../victim", "absolute": str(victim),
+             "the output folder itself": ".", "symbolic link": "link"}[how]
+    path = _pipeline(tmp_path / "p", save={"output_dir": "out", key: value})
+    if how == "symbolic link":
+        (tmp_path / "p" / "out").mkdir()
+        (tmp_path / "p" / "out" / "link").symlink_to(victim)
+    where = "equal to" if how == "the output folder itself" else "outside"
+    with pytest.raises(PipelineConfigError,
+                       match=rf"pipeline key 'save.{key}' = .* resolves to .*, {where} "
+                             r"save.output_dir .*--data-root .* or --allow-outside"):
+        run_pipeline(path, scheduler="sync", progress=False)
+    assert victim.read_text() == VICTIM
+    assert not (tmp_path / "p" / "data").exists()  # refused before any work
+
+
+def test_save_paths_must_differ(tmp_path):
+    from ooc_kernels.pipeline import run_pipeline
+
+    path = _pipeline(tmp_path, save={"output_dir": "out", "metrics": "model.zarr"})
+    with pytest.raises(PipelineConfigError, match=r"'save.model' .* and 'save.metrics' .* "
+                                                  r"are the same path or nested"):
+        run_pipeline(path, scheduler="sync", progress=False)
+    path = _pipeline(tmp_path, save={"output_dir": "out", "predictions": "model.zarr/p"})
+    with pytest.raises(PipelineConfigError, match=r"'save.model' .* and 'save.predictions' "
+                                                  r".* nested in one another"):
+        run_pipeline(path, scheduler="sync", progress=False)
+
+
+@pytest.mark.parametrize("base_dir", ["/", "..", "../.."])
+def test_base_dir_outside_the_pipeline_folder_needs_the_caller(tmp_path, base_dir):
+    """The file cannot decide what 'inside' means: a base_dir outside its own folder is
+    refused unless the person running it allows that folder or any folder."""
+    from ooc_kernels.pipeline import run_pipeline
+
+    (tmp_path / "p").mkdir()
+    path = _pipeline(tmp_path / "p", base_dir=base_dir)
+    with pytest.raises(PipelineConfigError,
+                       match=r"pipeline key 'base_dir' = .* outside the pipeline file's "
+                             r"folder .*--allow-outside"):
+        run_pipeline(path, scheduler="sync", progress=False)
+    r = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync"])
+    assert r.exit_code == 1 and "outside the pipeline file's folder" in r.output
+    assert not (tmp_path / "p" / "data").exists()
+
+
+def test_base_dir_allowed_by_the_caller(tmp_path):
+    """With --data-root naming the folder above, base_dir '..' works, and the pipeline's
+    paths are then resolved (and checked) against it."""
+    (tmp_path / "p").mkdir()
+    spec = yaml.safe_load(_pipeline(tmp_path).read_text())   # its catalog: tmp_path/cat.yaml
+    spec["base_dir"] = ".."
+    spec["data"]["catalog"] = "cat.yaml"
+    spec["save"]["output_dir"] = "p/out"
+    moved = tmp_path / "p" / "p.yaml"
+    moved.write_text(yaml.safe_dump(spec))
+    run = ["run", str(moved), "-q", "--scheduler", "sync"]
+    r = CliRunner().invoke(main, run)
+    assert r.exit_code == 1 and "'base_dir' = '..'" in r.output
+    r = CliRunner().invoke(main, run + ["--data-root", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "p" / "out" / "model.zarr").exists()
+    assert (tmp_path / "data" / "nb.zarr").exists()
+
+
+# --------------------------------------------------------------- YAML others may write
+def _alias_bomb(levels: int) -> str:
+    lines = ["x0: &x0 [ab, ab, ab, ab, ab, ab, ab, ab, ab, ab]"]
+    for i in range(1, levels + 1):
+        lines.append(f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 10) + "]")
+    return "\n".join(lines)
+
+
+def test_pipeline_aliases_are_refused_with_the_line(tmp_path):
+    """A few hundred bytes of nested aliases expand to 10^8 strings: the file is refused
+    when parsed, naming the line, and the message stays short."""
+    bomb = "name: " + _alias_bomb(7).replace("x0: ", "\n  x0: ").replace("\nx", "\n  x")
+    bomb = bomb.replace("name: \n", "name:\n") + "\n" + "data: *x7\n"
+    assert len(bomb) < 600
+    path = tmp_path / "bomb.yaml"
+    path.write_text(bomb)
+    with pytest.raises(PipelineConfigError,
+                       match=r"uses the YAML alias '\*x0' at line 3, column 12; anchors and "
+                             r"aliases are not accepted") as err:
+        load_pipeline(path)
+    assert len(str(err.value)) < 1000
+    r = CliRunner().invoke(main, ["run", str(path), "-q"])
+    assert r.exit_code == 1 and "YAML alias" in r.output and len(r.output) < 1500
+
+
+def test_deeply_nested_pipeline_is_a_clear_error(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("name: " + "[" * 2000 + "]" * 2000 + "\n")
+    with pytest.raises(PipelineConfigError, match=r"nests mappings and lists more than 100 "
+                                                   r"levels deep \(line 1, column 106\)"):
+        load_pipeline(path)
+
+
+def test_long_values_are_quoted_briefly_in_pipeline_errors(tmp_path):
+    path = _pipeline(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    spec["name"] = ["n" * 100] * 10_000                       # 1 MB where a string is expected
+    spec["fit"] = {"checkpoint_every": "x" * 1_000_000}
+    spec["model"]["params"]["scheduler"] = "tcp://" + "h" * 1_000_000
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineConfigError, match=r"'model.params.scheduler' \(= 'tcp://hhh.*"
+                                                  r"characters in all\)\) cannot be set") as err:
+        load_pipeline(path)
+    assert len(str(err.value)) < 1000
+    spec["model"]["params"].pop("scheduler")
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineConfigError, match=r"key 'name': .*characters in all\).*"
+                                                  r"key 'fit.checkpoint_every'") as err:
+        load_pipeline(path)
+    assert len(str(err.value)) < 2000
+
+
 # --------------------------------------------------------------- trust comes from the command
 @pytest.mark.parametrize("key, set_it, flag", [
     ("data.trusted", lambda s: s["data"].update(trusted=True), "--trusted"),
@@ -169,6 +299,17 @@ def test_pipeline_paths_may_not_leave_base_dir(tmp_path):
     ("allow_outside", lambda s: s.update(allow_outside=True), "--allow-outside"),
     ("fit.scheduler", lambda s: s.setdefault("fit", {}).update(scheduler="threads"),
      "--scheduler"),
+    ("model.params.scheduler",
+     lambda s: s["model"]["params"].update(scheduler="tcp://198.51.100.7:8786"), "--scheduler"),
+    ("model.params.progress", lambda s: s["model"]["params"].update(progress=True), "--quiet"),
+    ("scheduler", lambda s: s.update(scheduler="tcp://198.51.100.7:8786"), "--scheduler"),
+    ("data.generate.nb.params.scheduler",
+     lambda s: s["data"]["generate"]["nb"]["params"].update(scheduler="processes"),
+     "--scheduler"),
+    ("evaluate.scheduler_file", lambda s: s.setdefault("evaluate", {}).update(
+        scheduler_file="/shared/sched.json"), "--scheduler-file"),
+    ("data.allow_env", lambda s: s["data"].update(allow_env=["HOME"]), "--allow-env"),
+    ("save.data_root", lambda s: s["save"].update(data_root="/"), "--data-root"),
 ])
 def test_pipeline_files_cannot_set_trust_or_the_scheduler(tmp_path, key, set_it, flag):
     path = _pipeline(tmp_path)
@@ -176,12 +317,12 @@ def test_pipeline_files_cannot_set_trust_or_the_scheduler(tmp_path, key, set_it,
     set_it(spec)
     path.write_text(yaml.safe_dump(spec))
     with pytest.raises(PipelineConfigError,
-                       match=rf"key '{key}' \(= .*\) is no longer read from pipeline files.* "
-                             rf"pass {flag}"):
+                       match=rf"key '{key}' \(= .*\) cannot be set in a pipeline file: trust"
+                             rf".* pass {flag}"):
         load_pipeline(path)
     result = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync"])
     assert result.exit_code == 1
-    assert "is no longer read from pipeline files" in result.output
+    assert "cannot be set in a pipeline file" in result.output
     assert not (tmp_path / "data").exists()  # refused before any work
 
 
@@ -463,6 +604,21 @@ def test_predict_refuses_an_existing_output_unless_overwrite_and_then_only_its_o
     assert r.exit_code == 0, r.output                               # its own: replaced
     with xr.open_zarr(preds) as ds:
         assert ds.prediction.shape == (1200,)
+
+
+@pytest.mark.parametrize("key, name", [("model", "model.zarr"),
+                                       ("prediction store", "predictions.zarr")])
+def test_pipeline_never_replaces_a_users_folder_at_its_outputs(tmp_path, key, name):
+    path = _pipeline(tmp_path)
+    mine = tmp_path / "out" / name
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("keep me")
+    r = CliRunner().invoke(main, ["run", str(path), "--scheduler", "sync", "-q"])
+    assert r.exit_code == 1
+    assert f"refusing to replace '{mine}': it is a folder that is not a Zarr store written " \
+           f"by ooc_kernels, not an ooc_kernels {key}" in r.output
+    assert os.listdir(mine) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep me"
+    assert sorted(os.listdir(tmp_path / "out")) == [name]       # refused before the fit
 
 
 def test_train_resume_needs_checkpoint(tmp_path):
