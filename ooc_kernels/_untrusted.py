@@ -35,7 +35,7 @@ from typing import Any
 import yaml
 from yaml.events import AliasEvent, CollectionStartEvent
 
-__all__ = ["MAX_DEPTH", "MAX_REPR", "load_yaml", "short_repr"]
+__all__ = ["MAX_DEPTH", "MAX_REPR", "clip", "load_yaml", "short_repr"]
 
 #: Deepest nesting of mappings and sequences accepted in a YAML file (a catalog needs
 #: about ten levels; Python's recursion limit is about a thousand frames).
@@ -67,6 +67,23 @@ def short_repr(value: Any, limit: int = MAX_REPR) -> str:
         text = repr(value)
     except RecursionError:  # a self-referencing structure built in Python
         return f"<{type(value).__name__} nested too deeply to show>"
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 1]}... ({len(text)} characters in all)"
+
+
+def clip(text: Any, limit: int = MAX_REPR) -> str:
+    """``str(text)`` cut to ``limit`` characters with a note of its full length (for text
+    that is shown unquoted: a key, a dotted location, another error's message).
+
+    Examples
+    --------
+    >>> clip("model.params.n_features")
+    'model.params.n_features'
+    >>> clip("abcdef" * 10, limit=10)
+    'abcdefabc... (60 characters in all)'
+    """
+    text = str(text)
     if len(text) <= limit:
         return text
     return f"{text[:limit - 1]}... ({len(text)} characters in all)"

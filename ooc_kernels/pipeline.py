@@ -58,6 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticVa
 from pydantic import field_validator
 
 from ooc_kernels._atomic import write_text_atomic
+from ooc_kernels._untrusted import clip, load_yaml, short_repr
 from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
 from ooc_kernels.exceptions import PipelineConfigError, ValidationError
 
@@ -144,44 +145,63 @@ class PipelineSpec(_Strict):
     save: SaveSpec
 
 
-#: Keys that pipeline files no longer set: trust and schedulers come from the person running
-#: the command.  ``key path -> (command-line flag, run_pipeline argument)``.
-_REMOVED_KEYS = {
-    ("allow_outside",): ("--allow-outside", "allow_outside=True"),
-    ("data", "trusted"): ("--trusted", "trusted=True"),
-    ("data", "allow_outside"): ("--allow-outside", "allow_outside=True"),
-    ("fit", "scheduler"): ("--scheduler NAME_OR_ADDRESS", "scheduler=..."),
+#: Keys that no pipeline file may set, at any place in it (``fit.scheduler``,
+#: ``model.params.scheduler``, ``data.trusted`` ...): trust, the allowed folders and where
+#: tasks run come from the person running the command.  ``key -> (command-line flag,
+#: run_pipeline argument)``.
+_CALLER_KEYS = {
+    "scheduler": ("--scheduler NAME_OR_ADDRESS", "scheduler=..."),
+    "scheduler_file": ("--scheduler-file PATH", "scheduler=distributed.Client(...)"),
+    "tls_ca_file": ("--tls-ca-file PEM", "scheduler=distributed.Client(..., security=...)"),
+    "tls_cert": ("--tls-cert PEM", "scheduler=distributed.Client(..., security=...)"),
+    "tls_key": ("--tls-key PEM", "scheduler=distributed.Client(..., security=...)"),
+    "security": ("--tls-ca-file/--tls-cert/--tls-key",
+                 "scheduler=distributed.Client(..., security=...)"),
+    "trusted": ("--trusted", "trusted=True"),
+    "allow_outside": ("--allow-outside", "allow_outside=True"),
+    "data_root": ("--data-root PATH", "allow_outside=[PATH]"),
+    "allow_env": ("--allow-env NAME", "allow_env=[NAME]"),
+    "progress": ("--quiet", "progress=False"),
 }
 
 
-def _removed_keys(raw: dict) -> list[str]:
-    """One message per key of ``_REMOVED_KEYS`` that the raw pipeline mapping sets."""
+def _caller_keys(raw: Any, where: tuple = ()) -> list[str]:
+    """One message per place where the raw pipeline sets a key of ``_CALLER_KEYS``."""
     found = []
-    for keys, (flag, argument) in _REMOVED_KEYS.items():
-        node = raw
-        for k in keys[:-1]:
-            node = node.get(k) if isinstance(node, dict) else None
-        if isinstance(node, dict) and keys[-1] in node:
-            name = ".".join(keys)
-            found.append(
-                f"key '{name}' (= {node[keys[-1]]!r}) is no longer read from pipeline files: "
-                "trust and schedulers come from the person running the command, not from "
-                f"the file; remove it and pass {flag} to `ooc-kernels run` ({argument} to "
-                "run_pipeline) instead"
-            )
+    if isinstance(raw, dict):
+        for key, value in raw.items():
+            if key in _CALLER_KEYS:
+                flag, argument = _CALLER_KEYS[key]
+                name = ".".join(map(str, (*where, key)))
+                found.append(
+                    f"key '{name}' (= {short_repr(value)}) cannot be set in a pipeline file: "
+                    "trust, the folders it may use and where tasks run come from the person "
+                    f"running the command, not from the file; remove it and pass {flag} to "
+                    f"`ooc-kernels run` ({argument} to run_pipeline) instead"
+                )
+            else:
+                found += _caller_keys(value, (*where, key))
+    elif isinstance(raw, list):
+        for i, value in enumerate(raw):
+            found += _caller_keys(value, (*where, i))
     return found
 
 
 def _format_errors(path: str, err: PydanticValidationError) -> str:
     lines = []
-    for e in err.errors():
+    errors = err.errors()
+    for e in errors[:10]:
         loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
         if e["type"] == "extra_forbidden":
-            lines.append(f"unknown key '{loc}': remove it or check its spelling")
+            lines.append(f"unknown key '{clip(loc)}': remove it or check its "
+                         "spelling")
         elif e["type"] == "missing":
             lines.append(f"missing key '{loc}': it is required")
         else:
-            lines.append(f"key '{loc}': {e['msg']} (got {e.get('input')!r})")
+            lines.append(f"key '{clip(loc)}': {clip(e['msg'], 500)} "
+                         f"(got {short_repr(e.get('input'))})")
+    if len(errors) > 10:
+        lines.append(f"and {len(errors) - 10} more")
     return f"invalid pipeline {path}: " + "; ".join(lines)
 
 
@@ -203,17 +223,17 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
         raise PipelineConfigError(f"cannot read pipeline {str(path)!r}: {err.strerror}.") \
             from err
     try:
-        raw = yaml.safe_load(text)
+        raw = load_yaml(text, source=f"pipeline {str(path)!r}", error=PipelineConfigError)
     except yaml.YAMLError as err:
-        raise PipelineConfigError(f"pipeline {str(path)!r} is not valid YAML: {err}") from err
+        raise PipelineConfigError(f"pipeline {str(path)!r} is not valid YAML: {err}") from None
     if not isinstance(raw, dict):
         raise PipelineConfigError(
             f"pipeline {str(path)!r} must be a mapping with keys name, data, model, fit, "
             f"evaluate, save; got {type(raw).__name__}."
         )
-    removed = _removed_keys(raw)
+    removed = _caller_keys(raw)
     if removed:
-        raise PipelineConfigError(f"invalid pipeline {path}: " + "; ".join(removed) + ".")
+        raise PipelineConfigError(f"invalid pipeline {path}: " + "; ".join(removed[:10]) + ".")
     try:
         spec = PipelineSpec.model_validate(raw)
     except PydanticValidationError as err:
@@ -232,14 +252,16 @@ def _build_estimator(spec: PipelineSpec, *, validate_only: bool = False, where: 
     unknown = sorted(set(spec.model.params) - valid)
     if unknown:
         raise PipelineConfigError(
-            f"invalid pipeline {where}: unknown key 'model.params.{unknown[0]}' for "
-            f"{spec.model.estimator}; {unknown_key_hint(unknown[0], valid)}."
+            f"invalid pipeline {where}: unknown key 'model.params.{clip(unknown[0])}' "
+            f"for {spec.model.estimator}; {clip(unknown_key_hint(unknown[0], valid), 500)}."
         )
     est = cls(**spec.model.params)
     try:
         est._validate_params()
     except ValueError as err:
-        raise PipelineConfigError(f"invalid pipeline {where}: model.params: {err}") from err
+        raise PipelineConfigError(
+            f"invalid pipeline {where}: model.params: {clip(err, 1000)}"
+        ) from err
     return None if validate_only else est
 
 
@@ -258,26 +280,68 @@ def _allowed_folders(allow_outside: Any) -> list[Path]:
         ) from None
 
 
-def _resolve(base: Path, p: str, *, allow_outside: Any = False, key: str = "") -> Path:
-    """``p`` relative to ``base``; a path leaving ``base`` (``..``, absolute, symlink) is
-    refused unless the caller passes ``allow_outside`` (True, or folders it may lie in)."""
+def _resolve(folder: Path, p: str, *, allow_outside: Any = False, key: str = "",
+             within: str = "base_dir", strict: bool = False) -> Path:
+    """The one check of every path a pipeline reads or writes: ``p`` relative to
+    ``folder`` must lie inside ``folder`` (``..``, absolute paths, ``~`` and symbolic links
+    resolved) unless the caller passes ``allow_outside`` (True, or folders it may lie in
+    as well).  ``strict``: it must lie *below* ``folder``, not be ``folder`` itself.  The
+    result is resolved, so a link changed later does not move it."""
+    if not p.strip() or "\0" in p:
+        raise PipelineConfigError(
+            f"pipeline key {key!r} = {short_repr(p)} is not a usable path; write a relative "
+            f"path such as 'outputs/run1'."
+        )
     q = Path(p).expanduser()
-    out = q if q.is_absolute() else base / q
+    out = (q if q.is_absolute() else folder / q).resolve()
     if allow_outside is True:
         return out
-    roots = [base.resolve(), *_allowed_folders(allow_outside)]
-    if not any(out.resolve().is_relative_to(root) for root in roots):
+    roots = [folder.resolve(), *_allowed_folders(allow_outside)]
+    inside = any(out.is_relative_to(root) for root in roots)
+    if not inside or (strict and out == folder.resolve()):
+        where = "outside" if not inside else "equal to"
         raise PipelineConfigError(
-            f"pipeline key {key!r} = {p!r} resolves to {str(out.resolve())!r}, outside "
-            f"base_dir {str(base)!r}; use a path inside base_dir, or, if you trust this "
-            "pipeline, pass --allow-outside to `ooc-kernels run` (allow_outside=True or a "
-            "list of folders to run_pipeline)."
+            f"pipeline key {key!r} = {short_repr(p)} resolves to {short_repr(str(out))}, "
+            f"{where} {within} {str(folder)!r}; use a path inside {within}, or, if you trust "
+            f"this pipeline, pass --data-root {clip(out.parent, 500)} or --allow-outside to "
+            "`ooc-kernels run` (allow_outside=[folder] or allow_outside=True to run_pipeline)."
         )
     return out
 
 
-def _ensure_datasets(spec: PipelineSpec, base: Path, catalog: Path, progress,
-                     where: dict) -> None:
+def _paths(spec: PipelineSpec, path: Path, allow_outside: Any) -> dict[str, Path]:
+    """Every path the pipeline reads or writes, each through :func:`_resolve`, before any
+    work: ``base_dir`` inside the pipeline file's folder, ``data.catalog`` and
+    ``save.output_dir`` inside ``base_dir``, the ``save`` files below ``output_dir`` and
+    apart from each other."""
+    home = path.absolute().parent
+    base = _resolve(home, spec.base_dir, allow_outside=allow_outside, key="base_dir",
+                    within="the pipeline file's folder")
+    out = {"base_dir": base,
+           "data.catalog": _resolve(base, spec.data.catalog, allow_outside=allow_outside,
+                                    key="data.catalog"),
+           "save.output_dir": _resolve(base, spec.save.output_dir,
+                                       allow_outside=allow_outside, key="save.output_dir")}
+    seen: dict[Path, str] = {}
+    for name in ("model", "metrics", "predictions", "checkpoint"):
+        key = f"save.{name}"
+        target = _resolve(out["save.output_dir"], getattr(spec.save, name),
+                          allow_outside=allow_outside, key=key, within="save.output_dir",
+                          strict=True)
+        for other, other_key in seen.items():
+            if target == other or target.is_relative_to(other) or other.is_relative_to(target):
+                raise PipelineConfigError(
+                    f"pipeline keys {other_key!r} ({short_repr(str(other))}) and {key!r} "
+                    f"({short_repr(str(target))}) are the same path or nested in one "
+                    "another, so writing one would replace the other; give each output its "
+                    "own name in save.output_dir."
+                )
+        seen[target] = key
+        out[key] = target
+    return out
+
+
+def _ensure_datasets(spec: PipelineSpec, catalog: Path, progress, where: dict) -> None:
     """Generate every catalog entry named under ``data.generate`` whose store is missing."""
     from ooc_kernels.data.catalog import entry_path
     from ooc_kernels.data.generators import make_dataset
@@ -340,20 +404,16 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     """
     from ooc_kernels.parallel.scheduler import scheduler_context
 
-    spec, base = load_pipeline(path)
-    catalog = _resolve(base, spec.data.catalog, allow_outside=allow_outside,
-                       key="data.catalog")
-    out_dir = _resolve(base, spec.save.output_dir, allow_outside=allow_outside,
-                       key="save.output_dir")
+    spec, _ = load_pipeline(path)
+    paths = _paths(spec, Path(path), allow_outside)
     where = dict(trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
-    checkpoint = out_dir / spec.save.checkpoint
     try:
         with scheduler_context(scheduler):
-            metrics = _run(spec, base, catalog, out_dir, checkpoint, where, progress)
+            metrics = _run(spec, paths, where, progress)
     except KeyboardInterrupt as err:
-        err.add_note(_interrupted_note(spec, checkpoint))
+        err.add_note(_interrupted_note(spec, paths["save.checkpoint"]))
         raise
-    write_text_atomic(out_dir / spec.save.metrics,
+    write_text_atomic(paths["save.metrics"],
                       json.dumps(metrics, indent=2, sort_keys=True) + "\n")
     return metrics
 
@@ -371,29 +431,32 @@ def _interrupted_note(spec: PipelineSpec, checkpoint: Path) -> str:
             "re-running the same command starts the fit again (generated datasets are kept)")
 
 
-def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoint: Path,
-         where: dict, progress: bool | None) -> dict:
-    """The stages of :func:`run_pipeline` after validation (inside its scheduler context)."""
+def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
+         progress: bool | None) -> dict:
+    """The stages of :func:`run_pipeline` after validation (inside its scheduler context);
+    ``paths``: what :func:`_paths` checked."""
     from ooc_kernels.data.catalog import open_dataset
     from ooc_kernels.data.schema import sample_dim
     from ooc_kernels._atomic import check_replaceable
     from ooc_kernels.evaluation import evaluate, write_predictions
 
-    _ensure_datasets(spec, base, catalog, progress, where)
+    catalog, out_dir = paths["data.catalog"], paths["save.output_dir"]
+    _ensure_datasets(spec, catalog, progress, where)
     train = open_dataset(catalog, spec.data.train, **where)
     test = open_dataset(catalog, spec.data.test, **where) if spec.data.test else None
     est = _build_estimator(spec)
     est.set_params(progress=progress)
     # before the fit: a re-run replaces only its own model and prediction store
-    check_replaceable(out_dir / spec.save.model, "model")
+    check_replaceable(paths["save.model"], "model")
     if test is not None and spec.evaluate.predictions:
-        check_replaceable(out_dir / spec.save.predictions, "predictions")
+        check_replaceable(paths["save.predictions"], "predictions")
     t0 = time.perf_counter()
-    est.fit(train, checkpoint=checkpoint, checkpoint_every=spec.fit.checkpoint_every,
+    est.fit(train, checkpoint=paths["save.checkpoint"],
+            checkpoint_every=spec.fit.checkpoint_every,
             resume=spec.fit.resume)
     fit_seconds = time.perf_counter() - t0
     out_dir.mkdir(parents=True, exist_ok=True)
-    est.save(out_dir / spec.save.model)
+    est.save(paths["save.model"])
     metrics = {"pipeline": spec.name, "estimator": spec.model.estimator,
                "n_train": int(train.sizes[sample_dim(train)]),
                "fit_seconds": round(fit_seconds, 3)}
@@ -403,5 +466,5 @@ def _run(spec: PipelineSpec, base: Path, catalog: Path, out_dir: Path, checkpoin
         metrics.update({f"test_{k}": v for k, v in evaluate(est, test).items()})
         if spec.evaluate.predictions:
             # a re-run replaces its own prediction store (never anything else)
-            write_predictions(est, test, out_dir / spec.save.predictions, overwrite=True)
+            write_predictions(est, test, paths["save.predictions"], overwrite=True)
     return metrics

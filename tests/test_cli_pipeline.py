@@ -369,7 +369,8 @@ def test_allow_outside_comes_from_the_caller(tmp_path):
     path = _pipeline(tmp_path / "p", save={"output_dir": "../outside_out"})
     register_dataset(tmp_path / "p" / "cat.yaml", "nb", tmp_path / "shared" / "nb.zarr",
                      allow_outside=True)
-    with pytest.raises(PipelineConfigError, match=r"outside base_dir .*pass --allow-outside"):
+    with pytest.raises(PipelineConfigError, match=r"outside base_dir .*pass --data-root .* or "
+                                                  r"--allow-outside"):
         run_pipeline(path, scheduler="sync")
     r = CliRunner().invoke(main, ["run", str(path), "-q", "--scheduler", "sync"])
     assert r.exit_code == 1 and "outside base_dir" in r.output
