@@ -56,9 +56,9 @@ def main(argv=None):
     est = ok.MultiTaskLMNN(n_neighbors=3, lambda0=0.01, lambda_task=0.1, m=args.m, q=args.q,
                            tol=args.tol, max_time=args.max_time, random_state=args.seed)
     start = time.perf_counter()
-    est.fit(X[~test], y[~test], task[~test])
+    est.fit(X[~test], y[~test], task=task[~test])
     fit_s = time.perf_counter() - start
-    learned = est.score(X[test], y[test], task[test])
+    learned = est.score(X[test], y[test], task=task[test])
     last = est.gap_history_[-1]
     out = {"tasks": args.tasks, "per_task": args.per_task, "d": args.d,
            "classes": args.classes, "train_rows": int((~test).sum()),

@@ -188,40 +188,71 @@ def _euclidean_knn_accuracy(X, y, task, test, k=3):
 def test_learned_metrics_beat_euclidean_knn_on_held_out_rows():
     X, y, task = multitask_classes(3, 60, 8, 3, seed=0)
     test = np.random.default_rng(1).random(len(y)) < 0.4
-    est = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X[~test], y[~test], task[~test])
+    est = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X[~test], y[~test], task=task[~test])
     assert est.converged_ and est.gap_history_[-1]["gap"] <= 1e-3
     euclid = _euclidean_knn_accuracy(X, y, task, test)
-    learned = est.score(X[test], y[test], task[test])
+    learned = est.score(X[test], y[test], task=task[test])
     assert learned >= euclid + 0.04, (learned, euclid)
     assert est.metrics_.shape == (3, 8, 8)
     np.testing.assert_allclose(est.metrics_, est.task_metrics_ + est.shared_metric_)
     assert min(np.linalg.eigvalsh(M).min() for M in est.metrics_) > -1e-12
     # predict is k-NN under the metric: the transformed Euclidean k-NN of task 0
     j0 = test & (task == 0)
-    Xt = est.transform_task(X[~test & (task == 0)], 0)
-    ref = KNeighborsClassifier(3).fit(Xt, y[~test & (task == 0)]).predict(
-        est.transform_task(X[j0], 0))
-    np.testing.assert_array_equal(est.predict(X[j0], task[j0]), ref)
+    tr0 = ~test & (task == 0)
+    Xt = est.transform(X[tr0], task=task[tr0])
+    ref = KNeighborsClassifier(3).fit(Xt, y[tr0]).predict(est.transform(X[j0], task=task[j0]))
+    np.testing.assert_array_equal(est.predict(X[j0], task=task[j0]), ref)
 
 
 def test_metrics_are_reported_in_the_input_units():
     X, y, task = multitask_classes(2, 20, 3, 2, seed=2, n_shared=1, n_specific=1)
-    a = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X, y, task)
-    b = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(10.0 * X, y, task)
+    a = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X, y, task=task)
+    b = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(10.0 * X, y, task=task)
     np.testing.assert_allclose(100.0 * b.metrics_, a.metrics_, rtol=1e-6, atol=1e-9)
 
 
 def test_estimator_errors_and_export():
     X, y, task = multitask_classes(2, 20, 3, 2, seed=2, n_shared=1, n_specific=1)
-    est = ok.MultiTaskLMNN(tol=1e-2, random_state=0).fit(X, y, ["a"] * 20 + ["b"] * 20)
+    est = ok.MultiTaskLMNN(tol=1e-2, random_state=0).fit(X, y, task=["a"] * 20 + ["b"] * 20)
     assert est.tasks_.tolist() == ["a", "b"]
     with pytest.raises(ValidationError, match="task 'c' was not seen in fit"):
-        est.predict(X[:2], ["a", "c"])
+        est.predict(X[:2], task=["a", "c"])
     with pytest.raises(ValidationError, match="one value per row"):
-        est.predict(X[:2], ["a"])
+        est.predict(X[:2], task=["a"])
     with pytest.raises(InvalidParameterError, match="n_neighbors"):
-        ok.MultiTaskLMNN(n_neighbors=0).fit(X, y, task)
+        ok.MultiTaskLMNN(n_neighbors=0).fit(X, y, task=task)
     with pytest.raises(ValidationError, match="q=5 exceeds"):
-        ok.MultiTaskLMNN(q=5).fit(X, y, task)
+        ok.MultiTaskLMNN(q=5).fit(X, y, task=task)
     assert "MultiTaskLMNN" in ok.__all__
     assert "MultiTaskLMNN" not in available_estimators()       # in memory, not registered
+
+
+def test_transform_gives_the_learned_distances_and_task_is_a_keyword():
+    """``transform`` (``components_``) against distances computed from ``metrics_`` directly;
+    ``task`` may be omitted only for a one-task model, and ``fit(X, y)`` is one task."""
+    X, y, task = multitask_classes(2, 20, 3, 2, seed=2, n_shared=1, n_specific=1)
+    est = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X, y, task=task)
+    Z = est.transform(X, task=task)
+    for i, k in [(0, 1), (3, 17), (20, 31), (25, 39)]:
+        assert task[i] == task[k]
+        diff = X[i] - X[k]
+        np.testing.assert_allclose(np.sum((Z[i] - Z[k]) ** 2),
+                                   diff @ est.metrics_[task[i]] @ diff, rtol=1e-9)
+    np.testing.assert_allclose(np.einsum("tji,tjk->tik", est.components_, est.components_),
+                               est.metrics_, atol=1e-12)
+    with pytest.raises(ValidationError, match="task is required: the model was fitted on 2 "
+                                              "tasks"):
+        est.predict(X)
+    with pytest.raises(ValidationError, match="task is required"):
+        est.transform(X)
+    # fit(X, y): one task, the same problem as fit(X, y, task=<one value>)
+    one = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X, y)
+    ref = ok.MultiTaskLMNN(tol=1e-3, random_state=0).fit(X, y, task=np.full(len(y), 7))
+    assert one.tasks_.tolist() == [0] and ref.tasks_.tolist() == [7]
+    np.testing.assert_allclose(one.metrics_, ref.metrics_)
+    np.testing.assert_array_equal(one.predict(X), ref.predict(X, task=np.full(len(y), 7)))
+    with pytest.raises(ValidationError, match="y has one class"):
+        ok.MultiTaskLMNN().fit(X, np.zeros(len(y)))
+    with pytest.raises(ValidationError, match="X has 2 features, but MultiTaskLMNN is "
+                                              "expecting 3 features"):
+        one.predict(X[:, :2])

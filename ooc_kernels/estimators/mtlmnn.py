@@ -16,11 +16,18 @@ Examples
 >>> from ooc_kernels.data.matrix_data import multitask_classes
 >>> from ooc_kernels.estimators.mtlmnn import MultiTaskLMNN
 >>> X, y, task = multitask_classes(2, 40, 5, 2, seed=0)
->>> est = MultiTaskLMNN(tol=1e-4, random_state=0).fit(X, y, task)
+>>> est = MultiTaskLMNN(tol=1e-4, random_state=0).fit(X, y, task=task)
 >>> est.metrics_.shape, est.gap_history_[-1]["gap"] <= 1e-4
 ((2, 5, 5), True)
->>> est.predict(X[:3], task[:3]).shape
+>>> est.predict(X[:3], task=task[:3]).shape
 (3,)
+>>> est.transform(X[:3], task=task[:3]).shape
+(3, 5)
+
+Without ``task`` every row belongs to one task (single-task LMNN, metric ``X_1 + X_0``):
+
+>>> MultiTaskLMNN(tol=1e-4, random_state=0).fit(X, y).components_.shape
+(1, 5, 5)
 """
 
 from __future__ import annotations
@@ -28,10 +35,9 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted, check_random_state, \
-    check_X_y
+from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
 from ooc_kernels.estimators._constraints import Interval, StrOptions, validate_params
 from ooc_kernels.estimators.base import sklearn_validated
@@ -41,7 +47,7 @@ from ooc_kernels.solvers.mtlmnn import build_triplets, mtlmnn_dspdc
 __all__ = ["MultiTaskLMNN"]
 
 
-class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
+class MultiTaskLMNN(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Multi-task LMNN: metrics ``X_j + X_0`` per task, k-NN classification under them.
 
     The fit solves (35) of Yu, Lin, Yang with DSPDC (Algorithm 3): triplets ``(u, v, w)``
@@ -50,10 +56,15 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
     smoothed hinge on ``d^2(u, w) - d^2(u, v)``, the target distances as a linear term and
     Frobenius regularizers ``lambda0/2 ||X_0 - I||^2`` and ``lambda_task/2 ||X_j||^2``.
 
-    The task of every row is a separate argument, ``fit(X, y, task)`` and
-    ``predict(X, task)`` (not a column of ``X``, not ``groups=``: it is needed to predict,
-    and ``groups`` means cross-validation groups to scikit-learn).  Task values may be any
-    sortable labels; ``predict`` accepts only tasks seen in ``fit``.
+    The estimator follows scikit-learn's conventions (and metric-learn's for the learned
+    metric): ``fit(X, y)``, ``predict(X)``, ``score(X, y)``, ``transform(X)`` into the space
+    where the metric is Euclidean, ``components_`` and ``metrics_`` as fitted attributes.
+    The task of every row is the keyword ``task=`` of each method (not a column of ``X``,
+    not ``groups=``: it is needed to predict, and ``groups`` means cross-validation groups
+    to scikit-learn).  Task values may be any sortable labels; ``predict``, ``transform``
+    and ``score`` accept only tasks seen in ``fit``.  Without ``task``, ``fit`` puts every
+    row in one task (single-task LMNN with the metric ``X_1 + X_0``), and the other methods
+    may omit it only when the model has a single task.
 
     In-memory: not in the chunked-estimator registry (see the module docstring).
 
@@ -91,6 +102,10 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
     metrics_ : ndarray (n_tasks, d, d)
         ``X_j + X_0`` per task (in the order of ``tasks_``), for the input's units:
         ``d^2(a, b) = (a - b)^T metrics_[j] (a - b)``.
+    components_ : ndarray (n_tasks, d, d)
+        ``L_j`` with ``L_j^T L_j = metrics_[j]``: ``transform`` maps a row ``x`` of task
+        ``j`` to ``L_j x`` (metric-learn's convention), where the Euclidean distance is the
+        learned one.
     shared_metric_ : ndarray (d, d)
         ``X_0`` (input units).
     task_metrics_ : ndarray (n_tasks, d, d)
@@ -141,16 +156,36 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
 
     def _task_codes(self, task, n_rows, *, fitting):
+        """Integer codes (into ``tasks_``) of the task of every row."""
         if task is None:
-            raise ValidationError("the task of every row is required: fit(X, y, task), "
-                                  "predict(X, task)")
-        task = np.asarray(task).ravel()
+            if fitting:
+                self.tasks_ = np.zeros(1, dtype=np.int64)
+                return np.zeros(n_rows, dtype=np.int64)
+            if self.tasks_.size > 1:
+                raise ValidationError(
+                    f"task is required: the model was fitted on {self.tasks_.size} tasks "
+                    f"({self.tasks_[:10].tolist()}); pass task= with the task of every row")
+            return np.zeros(n_rows, dtype=np.int64)
+        task = np.asarray(task)
+        if task.ndim > 1 and task.size != max(task.shape):
+            raise ValidationError(f"task must be 1-d (one value per row); got shape "
+                                  f"{task.shape}")
+        task = task.ravel()
         if task.size != n_rows:
             raise ValidationError(f"task needs one value per row of X ({n_rows}); got "
                                   f"{task.size}")
+        if task.dtype == object or task.dtype.kind not in "biuUS":
+            raise ValidationError(f"task values must be integers or strings; got dtype "
+                                  f"{task.dtype}")
         if fitting:
             self.tasks_, codes = np.unique(task, return_inverse=True)
             return codes.astype(np.int64)
+        if task.dtype.kind != self.tasks_.dtype.kind and not (
+                task.dtype.kind in "biu" and self.tasks_.dtype.kind in "biu"):
+            first = task[:1].tolist()[0]
+            raise ValidationError(f"task {first!r} was not seen in fit (tasks: "
+                                  f"{self.tasks_[:10].tolist()}); predict only tasks the "
+                                  "model was fitted on")
         codes = np.searchsorted(self.tasks_, task)
         codes = np.minimum(codes, self.tasks_.size - 1)
         unseen = self.tasks_[codes] != task
@@ -161,27 +196,44 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
                                   "model was fitted on")
         return codes.astype(np.int64)
 
-    def fit(self, X, y, task):
+    def _validated(self, X):
+        """``X`` of a fitted model's method: finite, 2-d, ``n_features_in_`` columns."""
+        check_is_fitted(self, "metrics_")
+        return sklearn_validated(validate_data, self, X, dtype=np.float64, reset=False)
+
+    def fit(self, X, y, *, task=None):
         """Build the triplets of every task and solve (35) by DSPDC.
 
         Parameters
         ----------
         X : array_like (n_samples, n_features)
+            Finite values, at least two rows.
         y : array_like (n_samples,)
             Class labels; every task needs at least two classes.
-        task : array_like (n_samples,)
-            The task of each row.
+        task : array_like (n_samples,), optional
+            The task of each row (integers or strings); ``None``: one task.
 
         Returns
         -------
         self : MultiTaskLMNN
+
+        Raises
+        ------
+        InvalidParameterError
+            A hyperparameter outside its constraints.
+        ValidationError
+            ``X`` or ``y`` empty, non-finite or of the wrong shape, ``y`` not class labels
+            or with one class, ``task`` of the wrong length, a task with one class.
         """
         validate_params(self)
-        X, y = sklearn_validated(check_X_y, X, y, dtype=np.float64)
+        X, y = sklearn_validated(validate_data, self, X, y, dtype=np.float64, reset=True)
         sklearn_validated(check_classification_targets, y)
-        codes = self._task_codes(task, X.shape[0], fitting=True)
-        self.n_features_in_ = X.shape[1]
         self.classes_ = np.unique(y)
+        if self.classes_.size < 2:
+            raise ValidationError(
+                f"y has one class ({self.classes_[0]!r}): LMNN needs at least two classes "
+                "(and two in every task); fit on data with at least two labels")
+        codes = self._task_codes(task, X.shape[0], fitting=True)
         scale = float(np.sqrt(X.var(axis=0).mean())) if self.standardize else 1.0
         self.scale_ = scale if scale > 0.0 else 1.0
         Xs = X / self.scale_
@@ -199,6 +251,7 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
         self.shared_metric_ = res.shared / s2
         self.task_metrics_ = res.task_metrics / s2
         self.metrics_ = self.task_metrics_ + self.shared_metric_
+        self.components_ = np.stack([_factor(M) for M in self.metrics_])
         self.gap_history_ = res.history
         self.n_triplets_ = tr.n
         self.n_iter_ = res.n_iter
@@ -206,33 +259,52 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
         self._train = (X, y, codes)
         return self
 
-    def transform_task(self, X, task_value):
-        """Map rows of one task to the space where its metric is Euclidean.
+    def transform(self, X, *, task=None):
+        """Map rows to the space where their task's metric is Euclidean.
 
         Parameters
         ----------
-        X : array_like (n, n_features)
-        task_value
-            One of ``tasks_``.
+        X : array_like (n_samples, n_features)
+        task : array_like (n_samples,), optional
+            The task of each row; may be omitted when the model has one task.
 
         Returns
         -------
-        ndarray (n, n_features)
-            ``X L`` with ``L L^T = metrics_[j]``.
+        ndarray (n_samples, n_features)
+            Row ``x`` of task ``j`` becomes ``components_[j] @ x``, so that Euclidean
+            distances there are ``d^2(a, b) = (a - b)^T metrics_[j] (a - b)``.
         """
-        check_is_fitted(self, "metrics_")
-        X = sklearn_validated(check_array, X, dtype=np.float64)
-        j = self._task_codes(np.asarray([task_value]), 1, fitting=False)[0]
-        w, Q = np.linalg.eigh(self.metrics_[j])
-        return X @ (Q * np.sqrt(np.maximum(w, 0.0)))
+        X = self._validated(X)
+        codes = self._task_codes(task, X.shape[0], fitting=False)
+        out = np.empty_like(X)
+        for j in np.unique(codes):
+            rows = codes == j
+            out[rows] = X[rows] @ self.components_[j].T
+        return out
 
-    def predict(self, X, task):
+    def fit_transform(self, X, y, *, task=None):
+        """``fit(X, y, task=task)``, then ``transform(X, task=task)``.
+
+        Parameters
+        ----------
+        X : array_like (n_samples, n_features)
+        y : array_like (n_samples,)
+        task : array_like (n_samples,), optional
+
+        Returns
+        -------
+        ndarray (n_samples, n_features)
+        """
+        return self.fit(X, y, task=task).transform(X, task=task)
+
+    def predict(self, X, *, task=None):
         """Majority vote of the ``n_neighbors`` nearest training rows of the row's task.
 
         Parameters
         ----------
         X : array_like (n_samples, n_features)
-        task : array_like (n_samples,)
+        task : array_like (n_samples,), optional
+            The task of each row; may be omitted when the model has one task.
 
         Returns
         -------
@@ -240,31 +312,26 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
         """
         from sklearn.neighbors import KNeighborsClassifier
 
-        check_is_fitted(self, "metrics_")
-        X = sklearn_validated(check_array, X, dtype=np.float64)
-        if X.shape[1] != self.n_features_in_:
-            raise ValidationError(f"X has {X.shape[1]} features; the model was fitted on "
-                                  f"{self.n_features_in_}")
+        X = self._validated(X)
         codes = self._task_codes(task, X.shape[0], fitting=False)
         Xtr, ytr, ctr = self._train
         out = np.empty(X.shape[0], dtype=ytr.dtype)
         for j in np.unique(codes):
             rows, train = codes == j, ctr == j
-            w, Q = np.linalg.eigh(self.metrics_[j])
-            L = Q * np.sqrt(np.maximum(w, 0.0))
+            L = self.components_[j].T
             knn = KNeighborsClassifier(n_neighbors=min(self.n_neighbors, int(train.sum())))
             out[rows] = knn.fit(Xtr[train] @ L, ytr[train]).predict(X[rows] @ L)
         return out
 
-    def score(self, X, y, task, sample_weight=None):
-        """Mean accuracy of ``predict(X, task)``.
+    def score(self, X, y, sample_weight=None, *, task=None):
+        """Mean accuracy of ``predict(X, task=task)``.
 
         Parameters
         ----------
         X : array_like (n_samples, n_features)
         y : array_like (n_samples,)
-        task : array_like (n_samples,)
         sample_weight : array_like (n_samples,), optional
+        task : array_like (n_samples,), optional
 
         Returns
         -------
@@ -272,4 +339,11 @@ class MultiTaskLMNN(ClassifierMixin, BaseEstimator):
         """
         from sklearn.metrics import accuracy_score
 
-        return float(accuracy_score(y, self.predict(X, task), sample_weight=sample_weight))
+        return float(accuracy_score(y, self.predict(X, task=task),
+                                    sample_weight=sample_weight))
+
+
+def _factor(M):
+    """``L`` with ``L^T L = M`` for a symmetric PSD ``M`` (negative rounding clipped)."""
+    w, Q = np.linalg.eigh(M)
+    return (Q * np.sqrt(np.maximum(w, 0.0))).T
