@@ -151,7 +151,8 @@ class _DSPDCEstimator(ChunkedEstimator):
     _sgd_stopping = False
     _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
     _saved_arrays = {"x": True, "w": True, "versions": True, "V": False}
-    _test_params = {"max_iter": 20, "tol": 1e-6}
+    # the contract suite's small problems, solved to tol within max_iter (no warning)
+    _test_params = {"alpha": 0.1, "max_iter": 40, "tol": 1e-4}
     # the duality-gap rule ends the contract suite's fit after 4-5 epochs
     _stopping_test_params = {"alpha": 0.05, "tol": 0.05}
 
