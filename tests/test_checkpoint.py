@@ -13,7 +13,10 @@ import zarr
 
 import ooc_kernels as ok
 from ooc_kernels.estimators._checkpointing import CheckpointWriter
+from ooc_kernels.exceptions import CheckpointError
 from ooc_kernels.parallel.checkpoint import CheckpointMismatchError, read_checkpoint
+
+from _tamper import edit_attrs, set_at
 
 # 12 chunks in groups of 2 (rows mixed across chunks), 2 groups per round: 3 rounds/epoch
 PARAMS = dict(n_features=256, block_size=32, batch_size=16, max_iter=3, tol=None, chunks_per_round=2,
@@ -84,10 +87,7 @@ def test_resume_refuses_other_data_hyperparameters_and_versions(tmp_path):
     with pytest.raises(CheckpointMismatchError,
                        match=r"hyperparameter alpha: checkpoint has 'auto', this fit has 0.1"):
         ok.DSGClassifier(**dict(PARAMS, alpha=0.1)).fit(ds, checkpoint=ck, resume=True)
-    group = zarr.open_group(str(ck), mode="r+")
-    meta = dict(group.attrs["ooc_kernels_checkpoint"])
-    meta["library_version"] = "0.0.1"
-    group.attrs["ooc_kernels_checkpoint"] = meta
+    edit_attrs(ck, "ooc_kernels_checkpoint", set_at("library_version", value="0.0.1"))
     with pytest.raises(CheckpointMismatchError, match=r"written by ooc_kernels 0.0.1"):
         ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, resume=True)
     with pytest.raises(ValueError, match="resume=True needs the checkpoint path"):
@@ -192,3 +192,157 @@ def test_sigkill_then_same_command_resumes_to_the_uninterrupted_model(tmp_path):
     reference = ok.load(tmp_path / "straight" / "model.zarr")
     assert np.array_equal(resumed.coef_, reference.coef_)
     assert resumed.n_iter_ == reference.n_iter_
+
+
+# ---------------------------------------------------------------- verified resume
+def _rewrite_rows(store, values):
+    """Rewrite rows 0..99 of X through zarr: a store regenerated in place, same path,
+    shape, chunks and attributes, other contents."""
+    X = zarr.open_array(str(store / "X"), mode="r+")
+    X[0:100] = values
+
+
+def test_a_store_regenerated_at_the_same_path_is_another_dataset(tmp_path, monkeypatch):
+    """A checkpoint of a library store (chunks with CRC32C) is refused once the store holds
+    other values, though its path, shape, chunks and attributes are the same."""
+    from ooc_kernels.data.schema import open_zarr_dataset
+
+    store = _store(tmp_path)
+    ck = tmp_path / "ck.zarr"
+    _interrupt_after(monkeypatch, 4)
+    with pytest.raises(_Stop):
+        ok.DSGClassifier(**PARAMS).fit(open_zarr_dataset(store), checkpoint=ck)
+    monkeypatch.undo()
+    other = zarr.open_array(str(_store(tmp_path, "other.zarr", seed=1) / "X"))[0:100]
+    _rewrite_rows(store, other)
+    with pytest.raises(CheckpointMismatchError, match=r"dataset content.X: checkpoint has "
+                                                      r"'[0-9a-f]{64}', this fit has"):
+        ok.DSGClassifier(**PARAMS).fit(open_zarr_dataset(store), checkpoint=ck, resume=True)
+
+
+def test_a_plain_store_regenerated_at_the_same_path_is_another_dataset(tmp_path, monkeypatch):
+    """The same for a store written by another tool, without chunk checksums: its stored
+    bytes are what identifies it."""
+    import xarray as xr
+
+    from ooc_kernels.data.schema import open_zarr_dataset
+
+    source = open_zarr_dataset(_store(tmp_path)).load()
+    for var in source.variables.values():
+        var.encoding = {"compressors": None} if var.ndim else {}
+    plain = tmp_path / "plain.zarr"
+    source.to_zarr(plain, mode="w", consolidated=False)
+    assert "crc32c" not in (plain / "X" / "zarr.json").read_text()
+    ck = tmp_path / "ck.zarr"
+    _interrupt_after(monkeypatch, 4)
+    with pytest.raises(_Stop):
+        ok.DSGClassifier(**PARAMS).fit(xr.open_zarr(plain, consolidated=False), checkpoint=ck)
+    monkeypatch.undo()
+    # the same store resumes to the uninterrupted model
+    resumed = ok.DSGClassifier(**PARAMS).fit(xr.open_zarr(plain, consolidated=False),
+                                             checkpoint=ck, resume=True)
+    reference = ok.DSGClassifier(**PARAMS).fit(xr.open_zarr(plain, consolidated=False))
+    assert np.array_equal(resumed.coef_, reference.coef_)
+    _interrupt_after(monkeypatch, 4)
+    with pytest.raises(_Stop):
+        ok.DSGClassifier(**PARAMS).fit(xr.open_zarr(plain, consolidated=False), checkpoint=ck)
+    monkeypatch.undo()
+    _rewrite_rows(plain, source.X.values[100:200][::-1])      # 100 rows: a small store
+    with pytest.raises(CheckpointMismatchError, match=r"dataset content.X: checkpoint has "):
+        ok.DSGClassifier(**PARAMS).fit(xr.open_zarr(plain, consolidated=False),
+                                       checkpoint=ck, resume=True)
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory):
+    """A store and the checkpoint of a fit interrupted at epoch 2, round 1 (3 rounds per
+    epoch), copied by each test before it is edited."""
+    root = tmp_path_factory.mktemp("interrupted")
+    from ooc_kernels.data.schema import open_zarr_dataset
+
+    store = _store(root)
+    with pytest.MonkeyPatch.context() as mp:
+        _interrupt_after(mp, 7)
+        with pytest.raises(_Stop):
+            ok.DSGClassifier(**PARAMS).fit(open_zarr_dataset(store), checkpoint=root / "ck.zarr")
+    assert read_checkpoint(root / "ck.zarr").meta["position"] == {"epoch": 2, "round": 1}
+    return root
+
+
+def _edit_ck(*keys, value=None, drop=False, seal=True):
+    return lambda ck: edit_attrs(ck, "ooc_kernels_checkpoint",
+                                 set_at(*keys, value=value, drop=drop), seal=seal)
+
+
+def _flip_coef_byte(ck):
+    chunk = sorted(p for p in (ck / "coef").rglob("*") if p.is_file() and p.name != "zarr.json")[0]
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+
+
+def _add_array(ck):
+    zarr.open_group(str(ck), mode="r+").create_array("junk", shape=(2**28,), dtype="float64",
+                                                     chunks=(2**20,))
+
+
+TAMPERED_CHECKPOINTS = {
+    "no dataset": (_edit_ck("dataset", drop=True), CheckpointError,
+                   r"no 'dataset' mapping \(found None\)"),
+    "no position": (_edit_ck("position", drop=True), CheckpointError,
+                    r"no 'position' mapping \(found None\)"),
+    "no params": (_edit_ck("model", "params", drop=True), CheckpointError,
+                  r"no 'model.params' mapping \(found None\)"),
+    "no model": (_edit_ck("model", drop=True), CheckpointError,
+                 r"no 'model' mapping \(found None\)"),
+    "negative epoch": (_edit_ck("position", "epoch", value=-1), CheckpointError,
+                       r"position epoch must be an integer >= 0, found -1"),
+    "round as text": (_edit_ck("position", "round", value="1"), CheckpointError,
+                      r"position round must be an integer >= 0, found '1'"),
+    "round 999": (_edit_ck("position", "round", value=999), CheckpointError,
+                  r"round 999 of epoch 2, but an epoch of this fit has 3 rounds \(0 to 2\)"),
+    "epoch other than the model's": (_edit_ck("position", "epoch", value=1), CheckpointError,
+                                     r"position is epoch 1, but its model has 2 epochs done"),
+    "empty classes": (_edit_ck("model", "base", "classes", "values", value=[]),
+                      CheckpointError, r"cannot resume: .*base.classes must be at least two "
+                                       r"distinct labels"),
+    "short x_shift": (_edit_ck("model", "fitted", "config", "x_shift", value=[0.0]),
+                      CheckpointError, r"cannot resume: .*has x_shift of length 1; it must "
+                                       r"be 4 finite numbers"),
+    "estimator as a list": (_edit_ck("model", "estimator", value=["DSGClassifier"]),
+                            CheckpointMismatchError,
+                            r"estimator: checkpoint has \['DSGClassifier'\]"),
+    "format 1": (_edit_ck("format_version", value=1), CheckpointError,
+                 r"has format version 1 .* resumes from checkpoints of format 2 \(with "
+                 r"checksums\) only"),
+    "metadata edited without its checksum": (
+        _edit_ck("position", "round", value=2, seal=False), CheckpointError,
+        r"the metadata fails its CRC32C checksum"),
+    "a byte flipped in a coef chunk": (_flip_coef_byte, CheckpointError,
+                                       r"array 'coef' cannot be read: a chunk is missing, "
+                                       r"truncated or fails its CRC32C checksum"),
+    "an extra huge array": (_add_array, CheckpointError,
+                            r"holds array\(s\) \['junk'\] that its checksums do not list"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED_CHECKPOINTS))
+def test_tampered_or_damaged_checkpoints_are_refused_with_the_reason(interrupted, tmp_path,
+                                                                     case):
+    """Every edit or damage of a checkpoint is the library's error naming what is wrong,
+    never a raw KeyError or a resume from a position the fit does not have; the checkpoint
+    is left as it is."""
+    import shutil
+
+    from ooc_kernels.data.schema import open_zarr_dataset
+
+    tamper, error, message = TAMPERED_CHECKPOINTS[case]
+    ck = tmp_path / "ck.zarr"
+    shutil.copytree(interrupted / "ck.zarr", ck)
+    tamper(ck)
+    before = sorted((p.relative_to(ck), p.read_bytes()) for p in ck.rglob("*") if p.is_file())
+    ds = open_zarr_dataset(interrupted / "nb.zarr")
+    with pytest.raises(error, match=message):
+        ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, resume=True)
+    assert sorted((p.relative_to(ck), p.read_bytes())
+                  for p in ck.rglob("*") if p.is_file()) == before

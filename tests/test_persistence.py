@@ -10,19 +10,7 @@ import ooc_kernels as ok
 from ooc_kernels.estimators.persistence import FORMAT_VERSION
 from ooc_kernels.exceptions import ModelFormatError
 
-
-def reseal(meta):
-    """``meta`` with its metadata checksum recomputed (CRC32C of the canonical JSON without
-    it), as a careful editor of the file would leave it; computed here independently of
-    the library."""
-    import google_crc32c
-
-    meta = json.loads(json.dumps(meta))
-    if "checksums" in meta:
-        meta["checksums"].pop("metadata", None)
-        text = json.dumps(meta, sort_keys=True, separators=(",", ":")).encode()
-        meta["checksums"]["metadata"] = int(google_crc32c.value(text))
-    return meta
+from _tamper import edit_attrs, reseal, set_at
 
 SMALL = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None, random_state=3,
              scheduler="sync")
@@ -205,23 +193,12 @@ def _copy(saved, name, tmp_path):
 
 
 def _edit(path, change, seal=True):
-    group = zarr.open_group(str(path), mode="r+")
-    meta = json.loads(json.dumps(dict(group.attrs["ooc_kernels"])))
-    change(meta)
-    group.attrs["ooc_kernels"] = reseal(meta) if seal else meta
+    edit_attrs(path, "ooc_kernels", change, seal=seal)
 
 
 def _set(*keys, value=None, drop=False, seal=True):
     """An edit of the file's metadata at ``keys`` (set to ``value``, or removed)."""
-    def change(meta):
-        node = meta
-        for key in keys[:-1]:
-            node = node[key]
-        if drop:
-            del node[keys[-1]]
-        else:
-            node[keys[-1]] = value
-    return lambda path: _edit(path, change, seal=seal)
+    return lambda path: _edit(path, set_at(*keys, value=value, drop=drop), seal=seal)
 
 
 def _old_format(version):

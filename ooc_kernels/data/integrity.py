@@ -52,7 +52,8 @@ from .._checks import check_finite
 from ..exceptions import CorruptChunkError
 
 __all__ = ["guard_dataset", "guard_dask_array", "zarr_source", "check_finite_blocks",
-           "all_chunks_written", "CHECKSUM_CODEC"]
+           "all_chunks_written", "CHECKSUM_CODEC", "zarr_sources", "stored_fingerprint",
+           "content_fingerprint"]
 
 #: The group attribute that stores written by :func:`ooc_kernels.data.write_chunks` carry
 #: (``ooc_kernels.data.schema.SCHEMA_VERSION_ATTR``; the schema module imports this one, so
@@ -249,3 +250,98 @@ def check_finite_blocks(arr, var: str):
     if arr.dtype.kind not in "fc":
         return arr
     return arr.map_blocks(_finite_block, var, dtype=arr.dtype, meta=arr._meta)
+
+
+# --------------------------------------------------------------------------- contents
+def zarr_sources(arr: Any) -> list:
+    """The ``zarr.Array`` objects a Dask array's graph reads (whatever sits between: the
+    checked reads of :func:`guard_dask_array`, xarray's lazy wrappers, slicing, rechunking
+    or conversions).  Nothing is read."""
+    import dask.array as da
+    import zarr
+
+    if not isinstance(arr, da.Array):
+        return []
+    found: dict = {}
+    for value in dict(arr.__dask_graph__()).values():  # the graph: one entry per task
+        obj = value
+        for _ in range(16):
+            if isinstance(obj, zarr.Array):
+                found[(_store_location(obj), obj.path)] = obj
+                break
+            if type(obj).__name__ == "DataNode":  # dask's task spec wrapping a value
+                obj = getattr(obj, "value", None)
+            elif hasattr(obj, "_array") and type(obj).__name__ == "ZarrArrayWrapper":
+                obj = obj._array
+            else:
+                obj = getattr(obj, "array", None)  # xarray's lazy indexing wrappers
+            if obj is None:
+                break
+    return [found[k] for k in sorted(found)]
+
+
+def _stored_crc_suffix(zarray) -> bool:
+    """Whether every stored chunk of ``zarray`` ends with the CRC32C of its encoded bytes
+    (the last codec is ``crc32c``, unsharded): the checksum can be read instead of the
+    chunk."""
+    from zarr.codecs import Crc32cCodec
+
+    codecs = tuple(getattr(zarray.metadata, "codecs", ()))
+    return bool(codecs) and isinstance(codecs[-1], Crc32cCodec) \
+        and getattr(zarray, "shards", None) is None
+
+
+def stored_fingerprint(zarray) -> str:
+    """A SHA-256 of what ``zarray`` stores: its metadata (shape, chunks, dtype, codecs,
+    fill value, attributes) and, for every chunk file, its CRC32C.
+
+    Stores whose chunks carry a CRC32C (every store written by
+    :func:`ooc_kernels.data.write_chunks`) give it in their last four bytes, so only those
+    are read: one small read per chunk file.  For other stores the CRC32C of every stored
+    chunk is computed here, reading the stored (still encoded) bytes one chunk file at a
+    time: one pass over the store's bytes on disk, no decoding, one chunk in memory.  A
+    missing chunk file counts as such.  Two stores with the same fingerprint hold the same
+    bytes up to CRC32C collisions of every chunk at once.
+    """
+    import hashlib
+    import json
+
+    from zarr.abc.store import SuffixByteRequest
+    from zarr.core.buffer import default_buffer_prototype
+    from zarr.core.sync import sync
+
+    from .._checksums import crc32c
+
+    digest = hashlib.sha256()
+    digest.update(json.dumps(zarray.metadata.to_dict(), sort_keys=True, default=str).encode())
+    suffix = _stored_crc_suffix(zarray)
+    everything = tuple(slice(0, int(n)) for n in zarray.shape)
+    prototype = default_buffer_prototype()
+    for _coords, key in _chunk_keys(zarray, everything):
+        if suffix:
+            buf = sync(zarray.store.get(key, prototype, byte_range=SuffixByteRequest(4)))
+            stored = b"missing" if buf is None else buf.to_bytes()
+        else:
+            buf = sync(zarray.store.get(key, prototype))
+            stored = b"missing" if buf is None else \
+                crc32c(buf.as_numpy_array()).to_bytes(4, "little")
+        digest.update(key.encode() + b"\0" + stored)
+    return digest.hexdigest()
+
+
+def content_fingerprint(variables: dict) -> dict:
+    """For each variable (name -> lazy array) read from Zarr, a SHA-256 of the stored
+    contents of the Zarr arrays it reads (:func:`stored_fingerprint`); variables that read
+    no Zarr array are left out (their Dask token already names their contents: NumPy
+    arrays are hashed by value)."""
+    import hashlib
+
+    out = {}
+    for name in sorted(variables):
+        sources = zarr_sources(variables[name])
+        if sources:
+            digest = hashlib.sha256()
+            for zarray in sources:
+                digest.update(stored_fingerprint(zarray).encode())
+            out[str(name)] = digest.hexdigest()
+    return out

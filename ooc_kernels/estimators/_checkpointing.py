@@ -6,14 +6,35 @@ registered estimator name, JSON hyperparameters, the family's arrays) plus the p
 the next round, the number of epochs asked for and the identity of the dataset.  Every
 random number of a fit derives from ``(random_state, epoch, round, chunk)``, so a resumed
 fit ends with exactly the model of an uninterrupted one.
+
+The identity of the dataset (:func:`dataset_fingerprint`) is its structure (shapes, dtypes,
+chunks, attributes, Dask token) and the fingerprint of what its Zarr stores hold, so a
+store regenerated at the same path with the same shape is another dataset.  For stores
+whose chunks carry a CRC32C (every store written by ooc_kernels) that costs one 4-byte read
+per chunk file; other Zarr stores are read once, chunk file by chunk file (their stored
+bytes, not decoded), when a fit with a checkpoint starts and once more when it resumes.
+It is computed once per fit.
+
+Resuming checks the checkpoint before it uses anything in it: the checksums
+(:func:`~ooc_kernels.parallel.checkpoint.read_checkpoint`), the form of its metadata, the
+position (an epoch this fit can reach, a round of that epoch), and the model through the
+checks of :func:`~ooc_kernels.estimators.persistence.restore_model`.
 """
 
 from __future__ import annotations
 
+import copy
+import weakref
+
 from ooc_kernels._atomic import check_replaceable
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators.persistence import json_params, model_metadata, restore_model
-from ooc_kernels.exceptions import CheckpointMismatchError, ValidationError
+from ooc_kernels.exceptions import (
+    CheckpointError,
+    CheckpointMismatchError,
+    ModelFormatError,
+    ValidationError,
+)
 from ooc_kernels.parallel.checkpoint import (
     Checkpoint,
     dataset_identity,
@@ -21,7 +42,31 @@ from ooc_kernels.parallel.checkpoint import (
     write_checkpoint,
 )
 
-__all__ = ["CheckpointWriter", "check_checkpoint_target", "resume_position"]
+__all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint",
+           "resume_position"]
+
+_FIX = "remove the checkpoint (or pass resume=False) to start the fit again"
+
+# id(data) -> (weak reference to data, its fingerprint): the writer and the resume check of
+# one fit share one computation.  An entry goes when its data is garbage-collected.
+_FINGERPRINTS: dict = {}
+
+
+def dataset_fingerprint(data) -> dict:
+    """:func:`~ooc_kernels.parallel.checkpoint.dataset_identity` of ``data`` with the
+    fingerprint of its stored contents under ``"content"`` (see the module docstring),
+    computed once for a given ``data`` object."""
+    from ooc_kernels.data.integrity import content_fingerprint
+
+    key = id(data)
+    hit = _FINGERPRINTS.get(key)
+    if hit is not None and hit[0]() is data:
+        return hit[1]
+    found = dict(dataset_identity(data),
+                 content=content_fingerprint({**data.variables, **data.whole}))
+    ref = weakref.ref(data, lambda _ref, key=key: _FINGERPRINTS.pop(key, None))
+    _FINGERPRINTS[key] = (ref, found)
+    return found
 
 
 def check_checkpoint_target(path) -> None:
@@ -41,7 +86,7 @@ def _meta(estimator, data, position, end_epoch) -> dict:
     meta = model_metadata(estimator)
     meta["base"]["n_epochs_done"] = int(position[0])
     return {"model": meta, "position": {"epoch": int(position[0]), "round": int(position[1])},
-            "end_epoch": int(end_epoch), "dataset": dataset_identity(data)}
+            "end_epoch": int(end_epoch), "dataset": dataset_fingerprint(data)}
 
 
 class CheckpointWriter:
@@ -67,31 +112,77 @@ class CheckpointWriter:
             self.write(state, info.next_position())
 
 
+def _position(meta: dict, where: str) -> tuple[int, int]:
+    position = meta.get("position")
+    if not isinstance(position, dict):
+        raise CheckpointError(f"{where}: its metadata has no 'position' mapping (found "
+                              f"{position!r}); {_FIX}.")
+    out = []
+    for key in ("epoch", "round"):
+        value = position.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise CheckpointError(f"{where}: its position {key} must be an integer >= 0, "
+                                  f"found {value!r}; {_FIX}.")
+        out.append(value)
+    return out[0], out[1]
+
+
+def _rounds_per_epoch(estimator, model: dict, data, where: str) -> int:
+    """Rounds of one epoch of the fit the checkpoint belongs to (its random seed picks the
+    held-out chunks of ``early_stopping``)."""
+    from ooc_kernels.parallel.plan import plan_epoch
+
+    seed = model.get("base", {}).get("random_seed_") \
+        if isinstance(model.get("base"), dict) else None
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise CheckpointError(f"{where}: its model's base.random_seed_ must be an integer "
+                              f">= 0, found {seed!r}; {_FIX}.")
+    probe = copy.copy(estimator)  # leaves the estimator untouched
+    probe.random_seed_ = seed
+    train, _ = probe._split_validation(data)
+    shuffle_chunks = probe._resolve_shuffle_chunks(train)
+    return len(plan_epoch(train.n_chunks, chunks_per_round=estimator.chunks_per_round,
+                          seed=0, epoch=0, shuffle=False, shuffle_chunks=shuffle_chunks))
+
+
 def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
     """Check that ``ck`` belongs to this fit, restore its model, return ``(epoch, round)``.
 
     Raises
     ------
     CheckpointMismatchError
-        Different dataset, hyperparameters, estimator or library version; the message lists
-        every difference.
+        Different dataset (structure or contents), hyperparameters, estimator or library
+        version; the message lists every difference.
+    CheckpointError
+        Metadata that this library does not write: a missing or malformed entry, a position
+        outside the fit (a negative epoch, a round past the end of its epoch), a model that
+        fails the checks of a loaded model.  The message names it.
     """
+    where = f"checkpoint {str(path)!r}"
     meta = ck.meta
-    model = meta.get("model", {})
+    model = meta.get("model")
+    if not isinstance(model, dict):
+        raise CheckpointError(f"{where}: its metadata has no 'model' mapping (found "
+                              f"{model!r}); {_FIX}.")
+    for key, node in (("model.params", model.get("params")), ("dataset", meta.get("dataset"))):
+        if not isinstance(node, dict):
+            raise CheckpointError(f"{where}: its metadata has no {key!r} mapping (found "
+                                  f"{node!r}); {_FIX}.")
+    position = _position(meta, where)
     problems = []
     if meta.get("library_version") != __version__:
         problems.append(f"library version: checkpoint written by ooc_kernels "
                         f"{meta.get('library_version')}, this is {__version__}")
     if model.get("estimator") != type(estimator).__name__:
-        problems.append(f"estimator: checkpoint has {model.get('estimator')}, this fit is "
+        problems.append(f"estimator: checkpoint has {model.get('estimator')!r}, this fit is "
                         f"{type(estimator).__name__}")
     if not problems:  # same version and estimator: compare what they record
         may_differ = set(estimator._resumable_params)
         saved = {k: v for k, v in model["params"].items() if k not in may_differ}
         now = {k: v for k, v in json_params(estimator).items() if k not in may_differ}
         problems += differences(saved, now, prefix="hyperparameter ")
-        problems += differences(meta["dataset"], dataset_identity(data), prefix="dataset ")
-        position = (int(meta["position"]["epoch"]), int(meta["position"]["round"]))
+        problems += differences(meta["dataset"], dataset_fingerprint(data),
+                                prefix="dataset ")
         if position > (int(estimator.max_iter), 0):
             problems.append(f"max_iter: the checkpoint is already at epoch {position[0]}, "
                             f"round {position[1]}, past this fit's "
@@ -102,5 +193,20 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
             + ". Resume with the same data and hyperparameters, or pass resume=False (or "
             "remove the checkpoint) to start again."
         )
-    restore_model(model, ck.arrays, where=str(path), estimator=estimator)
-    return int(meta["position"]["epoch"]), int(meta["position"]["round"])
+    n_rounds = _rounds_per_epoch(estimator, model, data, where)
+    if position[1] >= n_rounds:
+        raise CheckpointError(
+            f"{where}: its position is round {position[1]} of epoch {position[0]}, but an "
+            f"epoch of this fit has {n_rounds} rounds (0 to {n_rounds - 1}); {_FIX}."
+        )
+    done = model.get("base", {}).get("n_epochs_done")
+    if done != position[0]:
+        raise CheckpointError(
+            f"{where}: its position is epoch {position[0]}, but its model has "
+            f"{done!r} epochs done; {_FIX}."
+        )
+    try:
+        restore_model(model, ck.arrays, where=where, estimator=estimator)
+    except ModelFormatError as err:
+        raise CheckpointError(f"cannot resume: {err} Or {_FIX}.") from err
+    return position

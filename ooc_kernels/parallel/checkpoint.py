@@ -5,7 +5,8 @@ spec, seeds), the position of the next round (``epoch``, ``round``: every random
 a fit derives from ``(random_state, epoch, round, chunk)``, so the position *is* the RNG
 state), the number of epochs asked for, the identity of the dataset and the library version.
 It is written into a temporary sibling folder and renamed into place, so a crash while
-writing leaves the previous checkpoint intact.
+writing leaves the previous checkpoint intact.  Every array and the metadata carry CRC32C
+checksums (:mod:`ooc_kernels._checksums`), verified by :func:`read_checkpoint`.
 
 Examples
 --------
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
+from ooc_kernels import _checksums
 from ooc_kernels._atomic import KIND_ATTR, atomic_dir, sweep_stale
 from ooc_kernels._version import __version__
 from ooc_kernels.exceptions import CheckpointError, CheckpointMismatchError
@@ -37,7 +39,9 @@ __all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError", "write_ch
            "read_checkpoint", "dataset_identity", "differences"]
 
 _KEY = "ooc_kernels_checkpoint"
-FORMAT_VERSION = 1
+#: Format 2: every array and the metadata carry CRC32C checksums (:mod:`ooc_kernels._checksums`).
+FORMAT_VERSION = 2
+_FIX = "remove it (or pass resume=False) to start the fit again"
 
 
 @dataclass(frozen=True)
@@ -61,20 +65,25 @@ def write_checkpoint(path: str | os.PathLike, arrays: dict, meta: dict) -> None:
     """
     meta = dict(meta, format_version=FORMAT_VERSION, library_version=__version__)
     json.dumps(meta)  # fail before writing anything if the metadata is not JSON
+    arrays = {name: np.asarray(value) for name, value in arrays.items()}
+    meta = _checksums.seal(meta, arrays)
     with atomic_dir(path, kind="checkpoint") as tmp:
         group = zarr.open_group(str(tmp), mode="w")
-        for name, value in arrays.items():
-            group.create_array(name, data=np.asarray(value))
+        _checksums.write_arrays(group, arrays)
         group.attrs.update({_KEY: meta, KIND_ATTR: "checkpoint"})
 
 
 def read_checkpoint(path: str | os.PathLike) -> Checkpoint | None:
     """The checkpoint at ``path``, or ``None`` when there is none.
 
+    Everything read is verified: the metadata's CRC32C, then the arrays its checksums
+    list (and no other), each against its shape, dtype and CRC32C.
+
     Raises
     ------
     CheckpointError
-        ``path`` exists but is not a readable checkpoint.
+        ``path`` exists but is not a readable checkpoint, is of another format, or fails a
+        checksum; the message names the array or what is wrong.
     """
     path = Path(path)
     sweep_stale(path)  # what a killed checkpoint write left beside it
@@ -83,19 +92,34 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint | None:
     try:
         group = zarr.open_group(str(path), mode="r")
         meta = dict(group.attrs[_KEY])
-        arrays = {name: np.asarray(arr[...]) for name, arr in group.arrays()}  # the model
     except Exception as err:
         raise CheckpointError(
             f"{str(path)!r} is not a readable checkpoint ({type(err).__name__}: {err}); "
             "remove it to start the fit from scratch."
         ) from err
+    where = f"checkpoint {str(path)!r}"
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{where} has format version {meta.get('format_version')!r} (written by "
+            f"ooc_kernels {meta.get('library_version')}); this is ooc_kernels {__version__}, "
+            f"which resumes from checkpoints of format {FORMAT_VERSION} (with checksums) "
+            f"only; {_FIX}."
+        )
+    manifest = _checksums.verify_metadata(meta, where=where, error=CheckpointError, fix=_FIX)
+    arrays = _checksums.read_arrays(group, manifest, where=where, error=CheckpointError,
+                                    fix=_FIX)
     return Checkpoint(arrays=arrays, meta=meta)
 
 
 def dataset_identity(data) -> dict:
-    """What identifies the training data without reading it: every variable's shape and
-    dtype, the chunks, the Dask token of its source and its attributes (generator, seed,
-    split ...)."""
+    """What identifies the training data's structure without reading it: every variable's
+    shape and dtype, the chunks, the Dask token of its source and its attributes
+    (generator, seed, split ...).
+
+    The token names the contents of in-memory arrays, but a Zarr store's only by its path:
+    checkpoints add the fingerprint of the stored contents
+    (:func:`ooc_kernels.data.integrity.content_fingerprint`).
+    """
     sizes = json.dumps(list(data.chunk_sizes))
     attrs = {k: v for k, v in sorted(data.attrs.items())
              if isinstance(v, (str, int, float, bool, list, type(None)))}
