@@ -21,7 +21,7 @@ LAYERS = [
     ("base", {"ooc_kernels.exceptions", "ooc_kernels._version", "ooc_kernels._seeds",
               "ooc_kernels._checks", "ooc_kernels._atomic", "ooc_kernels._blas",
               "ooc_kernels._params", "ooc_kernels._progress", "ooc_kernels._registry",
-              "ooc_kernels._chunk_store"}),
+              "ooc_kernels._chunk_store", "ooc_kernels._checksums"}),
     ("_jit", {"ooc_kernels._jit"}),
     ("features", {"ooc_kernels.features"}),
     ("losses", {"ooc_kernels.losses"}),
