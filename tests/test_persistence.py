@@ -339,3 +339,16 @@ def test_tampered_or_damaged_model_files_are_refused_with_the_reason(saved, tmp_
     tamper(path)
     with pytest.raises(ModelFormatError, match=message):
         ok.load(path)
+
+
+def test_models_of_format_2_without_checksums_still_load(saved, tmp_path):
+    """A model written before checksums (format 2: the same metadata, no 'checksums')
+    loads with every other check and predicts what it predicted."""
+    path = _copy(saved, "clf", tmp_path)
+    X = np.random.default_rng(7).normal(size=(30, 3))
+    expected = ok.load(path).decision_function(X)
+    _old_format(2)(path)
+    np.testing.assert_array_equal(ok.load(path).decision_function(X), expected)
+    _set("params", "chunk_size", value=0)(path)          # still validated
+    with pytest.raises(ModelFormatError, match=r"The 'chunk_size' parameter"):
+        ok.load(path)
