@@ -30,6 +30,7 @@ __all__ = [
     "ModelFormatError",
     "DatasetExistsError",
     "DivergenceError",
+    "ModelTooLargeError",
     "InvalidParameterError",
     "PathEscapeError",
     "ForeignPathError",
@@ -158,6 +159,12 @@ class DatasetExistsError(OocKernelsError, FileExistsError):
 class DivergenceError(OocKernelsError, FloatingPointError):
     """A fit produced non-finite coefficients (overflow): the step size is too large for the
     scale of the data (lower ``eta0``, raise ``t0`` or standardize ``X``/``y``)."""
+
+
+class ModelTooLargeError(ValidationError, MemoryError):
+    """Hyperparameters whose model or step would need more memory than the machine has
+    (e.g. ``n_features=1e12``): refused before anything is allocated, naming the value, the
+    bytes it needs and what to lower."""
 
 
 class OocKernelsWarning(UserWarning):
