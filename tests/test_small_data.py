@@ -1,9 +1,9 @@
 """Small data sets (at most 1000 rows): the bandwidth by generalized cross-validation on every
-row, the exact batch eigenvalue for one-batch fits, relative row weights, float64.
+row, the exact growth-step eigenvalue for one-batch fits, relative row weights, float64.
 
 Each rule is checked against an independent computation: GCV from the textbook hat-matrix
-formula on the rows repeated, eigenvalues of the repeated rows' kernel matrix, the median of
-the repeated rows' distances, a fit on the repeated rows.
+formula on the rows repeated, singular values of the repeated rows' random features, the
+median of the repeated rows' distances, a fit on the repeated rows.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from scipy.spatial.distance import cdist, pdist
 import ooc_kernels as ok
 from ooc_kernels.data.generators import nonlinear_binary_label
 from ooc_kernels.estimators._dsg_bandwidth import CANDIDATES, select_bandwidth_gcv
-from ooc_kernels.estimators._dsg_schedule import CURVATURE, batch_eigenvalue
+from ooc_kernels.estimators._dsg_schedule import (CURVATURE, STEP_DRAWS,
+                                                  growth_step_eigenvalue)
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.rbf import rff_map
 
 
 def _textbook_gcv_r2(Z, t, bandwidth, lam):
@@ -53,28 +55,39 @@ def test_gcv_prefers_the_smoothest_kernel_when_no_candidate_beats_the_mean():
     assert bandwidth == max(CANDIDATES) * 2.0
 
 
-def test_batch_eigenvalue_is_that_of_the_repeated_rows():
+def _top_singular_square(F):
+    return np.linalg.svd(F, compute_uv=False)[0] ** 2
+
+
+def test_growth_step_eigenvalue_of_weighted_rows_is_that_of_the_repeated_rows():
+    """One batch of all the rows: the weighted operator ``D^1/2 Z Z^T D^1/2 / n`` (relative
+    weights) has the top eigenvalue of ``Z_r Z_r^T / N`` for the rows repeated ``w_i``
+    times, block by block; the largest over the blocks is returned."""
     rng = np.random.default_rng(2)
     Z = rng.normal(size=(25, 2))
     w = rng.integers(1, 5, size=25)
-    K = np.exp(-cdist(Z, Z, "sqeuclidean") / 2)
     Zr = np.repeat(Z, w, axis=0)
-    Kr = np.exp(-cdist(Zr, Zr, "sqeuclidean") / 2)
-    expected = np.linalg.eigvalsh(Kr)[-1] / len(Zr)
-    assert batch_eigenvalue(K, w.astype(float)) == pytest.approx(expected, rel=1e-12)
+    expected = max(_top_singular_square(rff_map(Zr, 11, [j], 0.7, 16, np.float64)) / len(Zr)
+                   for j in range(STEP_DRAWS))
+    found = growth_step_eigenvalue(Z, w / w.mean(), bandwidth=0.7, feature_seed=11,
+                                   block_size=16, batch_size=64)
+    assert found == pytest.approx(expected, rel=1e-10)
 
 
-def test_one_batch_fit_starts_at_the_exact_stable_step():
-    """A data set that is one batch (one chunk, at most batch_size rows): the first step is
-    1 / (L lambda_max) of the batch matrix, computed here from the kernel matrix."""
+def test_one_batch_fit_starts_at_the_stable_step_of_its_growth_steps():
+    """A data set that is one batch (one chunk, at most batch_size rows): every growth step
+    moves the predictions of all the rows by ``-gamma Z_j Z_j^T l' / n`` with its feature
+    block ``Z_j``; the first step is 1 / (L lambda_max) for the largest eigenvalue over the
+    fit's first blocks, computed here from the features' singular values."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(120, 2))
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     clf = ok.DSGClassifier(bandwidth=0.8, random_state=0, scheduler="sync", max_iter=2,
                            tol=None).fit(X, y)
     Z = (X - X.mean(axis=0)) / X.std(axis=0)
-    K = np.exp(-cdist(Z, Z, "sqeuclidean") / (2 * 0.8 ** 2))
-    lam = np.linalg.eigvalsh(K)[-1] / len(X)
+    lam = max(_top_singular_square(rff_map(Z, clf._config.feature_seed, [j], 0.8,
+                                           clf.block_size, np.float64)) / len(X)
+              for j in range(STEP_DRAWS))
     first = clf.eta0_ / (1.0 + clf.t0_)
     assert first == pytest.approx(1.0 / (CURVATURE["logistic"] * lam), rel=1e-9)
 

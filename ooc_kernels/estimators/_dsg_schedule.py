@@ -15,21 +15,23 @@ the averaged iterate with ``theta * nu = 1`` (``nu`` is ``alpha``).  The schedul
 ``"constant"``
     ``gamma_t = eta0`` (``"auto"``: the stable step).
 
-The stable first step.  A step moves the model by ``-(gamma / b) sum_i l'_i k(x_i, .)``
-over a batch of ``b`` rows; on the batch's own predictions that is ``gamma`` times the
-batch kernel matrix over ``b``, whose largest eigenvalue is about ``kbar + 1 / b`` (``kbar``:
-the kernel's mean value between two different rows, 1 on the diagonal).  Gradient steps on
-a loss of curvature ``L`` are stable below ``2 / (L lambda_max)``, so the first step is
-``1 / (L (kbar + 1 / b))``, half that bound: ``L`` is 1 for the squared and hinge losses,
-1/4 for the logistic and 1/2 for the softmax.  ``kbar`` is measured on the rows sampled for
-the bandwidth.  Row weights (``sample_weight`` times ``class_weight``) scale the gradient, so
-the kernel term is multiplied by their mean and the ``1 / b`` term by their largest value
-on the sample.
-
-When the whole training set is one batch (one chunk of at most ``batch_size`` rows), the
-batch matrix is known exactly: ``D^1/2 K D^1/2 / W`` for row weights ``D = diag(w)`` with sum
-``W``, and :func:`batch_eigenvalue` replaces the estimate ``kbar + 1 / b`` by its largest
-eigenvalue.
+The stable first step.  A growth step over a batch of ``nb`` rows opens one block of ``r``
+random features, ``z(x) = sqrt(2 / r) cos(W^T x + phase)``, with coefficient ``-(gamma /
+nb) Z^T D l'`` (``Z``: the batch's ``nb x r`` features, ``D``: the relative row weights,
+sample times class weights scaled to mean 1).  On the batch's own predictions that is
+``-gamma A l'`` with ``A = Z Z^T D / nb``: not the batch's kernel matrix, only an estimate
+of it from ``r`` features.  Its largest eigenvalue is far above the kernel matrix's when
+the bandwidth is narrow: with the kernel near 0 between different rows, the entries of
+``Z`` are nearly independent with variance ``1 / r`` and the top eigenvalue is about
+``(1 / sqrt(nb) + 1 / sqrt(r))^2`` (Marchenko-Pastur), four times ``1 / nb`` at
+``nb = r``.  Gradient steps on a loss of curvature ``L`` are stable below
+``2 / (L lambda_max)``, so the first step is ``1 / (L lambda_max(A))``, half that bound:
+``L`` is 1 for the squared and hinge losses, 1/4 for the logistic and 1/2 for the softmax.
+:func:`growth_step_eigenvalue` measures ``lambda_max(A)`` on the operators the fit's first
+growth steps apply: the fit's own first :data:`STEP_DRAWS` feature blocks, each on a batch
+of ``batch_size`` rows drawn from the sampled rows (all of them when they are one batch),
+and keeps the largest.  The full phase, which estimates the kernel with every block, has
+a smaller top eigenvalue, so the step stays stable there.
 
 ``alpha="auto"`` is ``1 / n`` for ``n`` training rows (the kernel ridge scaling of
 ``lambda ~ 1 / n``, and the scale at which the regularization no longer dominates the data
@@ -39,8 +41,8 @@ the sampled rows): a row of weight 3 counts as three rows.
 Examples
 --------
 >>> from ooc_kernels.estimators._dsg_schedule import stable_step, theory_range
->>> round(stable_step(loss="logistic", kbar=0.1, batch_size=256), 3)
-38.496
+>>> stable_step(loss="logistic", eigenvalue=0.1)
+40.0
 >>> theory_range(1.5), theory_range(3.0), theory_range(0.5)
 (True, True, False)
 """
@@ -55,8 +57,8 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import StepSizeWarning, ValidationError
 
-__all__ = ["Schedule", "resolve_schedule", "stable_step", "theory_range", "mean_kernel",
-           "batch_eigenvalue", "top_eigenvalue", "CURVATURE", "KERNEL_PAIRS",
+__all__ = ["Schedule", "resolve_schedule", "stable_step", "theory_range",
+           "growth_step_eigenvalue", "top_eigenvalue", "CURVATURE", "STEP_DRAWS",
            "CURVATURE_ROWS"]
 
 #: Upper bound of the loss's second derivative in the decision value (hinge: not smooth,
@@ -84,54 +86,72 @@ def theory_range(theta_nu: float) -> bool:
     return nearest >= 1 and abs(theta_nu - nearest) <= 1e-9 * max(1.0, abs(theta_nu))
 
 
-#: Random pairs of rows that :func:`mean_kernel` averages over (standard error of the mean
-#: below 0.004, whatever the sample).
-KERNEL_PAIRS = 16_384
+#: Growth steps (feature blocks, each with its own batch of rows) on which
+#: :func:`growth_step_eigenvalue` measures the step's operator.
+STEP_DRAWS = 8
 
 
-def mean_kernel(sample: np.ndarray, bandwidth: float, *, seed: int = 0) -> float:
-    """Mean Gaussian-kernel value between two different rows of ``sample``.
+def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: float,
+                           feature_seed: int, block_size: int, batch_size: int,
+                           draws: int = STEP_DRAWS, seed: int = 0) -> float:
+    """Largest eigenvalue of the operator ``A = Z Z^T D / nb`` of a growth step (see the
+    module docstring), the largest over the fit's first ``draws`` feature blocks.
 
-    Estimated on :data:`KERNEL_PAIRS` random pairs of distinct rows (all pairs when there
-    are fewer), taken a block at a time: the temporaries stay under 1 MiB whatever the number
-    of rows and columns.
-    """
-    sample = np.asarray(sample)
-    n = len(sample)
-    if n < 2:
-        return 0.0
-    if n * (n - 1) // 2 <= KERNEL_PAIRS:
-        first, second = np.triu_indices(n, k=1)
-    else:
-        rng = np.random.default_rng(seed)
-        first = rng.integers(n, size=KERNEL_PAIRS)
-        second = rng.integers(n - 1, size=KERNEL_PAIRS)
-        second += second >= first  # a different row
-    step = max(1, 2**17 // max(1, sample.shape[1]))  # pairs per block: < 1 MiB of float64
-    total = 0.0
-    for lo in range(0, len(first), step):
-        diff = sample[first[lo:lo + step]].astype(np.float64) \
-            - sample[second[lo:lo + step]]
-        d2 = np.einsum("ij,ij->i", diff, diff)
-        total += float(np.exp(-d2 / (2.0 * bandwidth ** 2)).sum())
-    return total / len(first)
+    Block ``j`` (``j < draws``) is the block the fit's step ``j`` opens (frequencies and
+    phases from ``(feature_seed, j)``); its batch is ``batch_size`` rows of ``rows`` drawn
+    without replacement (``seed``), or all of them when there are no more.  The eigenvalue
+    is that of the ``min(nb, r)``-sized Gram matrix of ``D^1/2 Z`` (same nonzero spectrum):
+    at most ``nb x r`` features and one small symmetric eigendecomposition per block.
 
+    Parameters
+    ----------
+    rows : ndarray of shape (n, d)
+        Sampled rows as the model sees them (standardized).
+    weights : ndarray of shape (n,)
+        Relative row weights (sample times class weights, mean 1).
+    bandwidth : float
+    feature_seed : int
+        The fit's feature seed (:class:`~ooc_kernels.solvers.dsg.DSGConfig`).
+    block_size, batch_size : int
+    draws : int
+    seed : int
+        Seed of the batches.
 
-def batch_eigenvalue(gram: np.ndarray, weights: np.ndarray) -> float:
-    """Largest eigenvalue of ``D^1/2 K D^1/2 / sum(w)``: the batch matrix of a step over all
-    the rows (weights relative, see :mod:`ooc_kernels.solvers.dsg`).
+    Returns
+    -------
+    float
+        1 when no row has a positive weight: the value for the widest kernel, where every
+        row's features agree (``A`` is then about the all-ones matrix over ``nb``).
 
     Examples
     --------
-    >>> K = np.array([[1.0, 0.5], [0.5, 1.0]])
-    >>> batch_eigenvalue(K, np.array([1.0, 1.0]))    # eigenvalues 1.5 and 0.5, over 2
-    0.75
+    >>> rng = np.random.default_rng(0)
+    >>> far = 100.0 * rng.normal(size=(256, 64))    # kernel ~ 0 between different rows
+    >>> lam = growth_step_eigenvalue(far, np.ones(256), bandwidth=1.0, feature_seed=1,
+    ...                              block_size=256, batch_size=256)
+    >>> bool(3.0 < lam * 256 < 4.5)     # about (1/16 + 1/16)^2 = 4 / 256, not 1 / 256
+    True
     """
+    from ooc_kernels.features.rbf import block_params, feature_scale
+
+    X = np.asarray(rows, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64)
-    root = np.sqrt(w)
+    n = len(X)
+    if n == 0 or not (w > 0).any():
+        return 1.0
+    nb = min(int(batch_size), n)
+    scale = feature_scale(block_size)
+    rng = np.random.default_rng(seed % 2**63)
+    top = 0.0
     with single_threaded_blas():
-        top = np.linalg.eigvalsh(root[:, None] * np.asarray(gram) * root[None, :])[-1]
-    return float(top) / float(w.sum())
+        for j in range(int(draws)):
+            pick = np.sort(rng.choice(n, size=nb, replace=False)) if nb < n \
+                else np.arange(n)
+            W, phase = block_params(feature_seed, j, X.shape[1], block_size, bandwidth)
+            Z = np.sqrt(w[pick])[:, None] * (scale * np.cos(X[pick] @ W + phase))
+            gram = Z.T @ Z if Z.shape[1] <= Z.shape[0] else Z @ Z.T
+            top = max(top, float(np.linalg.eigvalsh(gram)[-1]) / nb)
+    return top
 
 
 #: Rows of the sample on which :func:`top_eigenvalue` estimates the kernel operator's largest
@@ -143,8 +163,8 @@ def top_eigenvalue(gram: np.ndarray, weights: np.ndarray, *, tol: float = 1e-6,
                    max_iter: int = 500) -> float:
     """Largest eigenvalue of ``D^1/2 K D^1/2 / sum(w)`` by power iteration.
 
-    The same matrix as :func:`batch_eigenvalue`, for samples too large for a full
-    eigendecomposition.  A Gaussian Gram matrix has positive entries, so its top
+    The kernel operator of the data term's expected Hessian, on samples too large for a
+    full eigendecomposition.  A Gaussian Gram matrix has positive entries, so its top
     eigenvector is positive (Perron-Frobenius) and the iteration starts from
     ``sqrt(w)``, close to it; it stops when the Rayleigh quotient changes by less than
     ``tol`` relatively.
@@ -152,7 +172,7 @@ def top_eigenvalue(gram: np.ndarray, weights: np.ndarray, *, tol: float = 1e-6,
     Examples
     --------
     >>> K = np.array([[1.0, 0.5], [0.5, 1.0]])
-    >>> round(top_eigenvalue(K, np.array([1.0, 1.0])), 6)     # as batch_eigenvalue
+    >>> round(top_eigenvalue(K, np.array([1.0, 1.0])), 6)     # eigenvalues 1.5 and 0.5, over 2
     0.75
     """
     w = np.asarray(weights, dtype=np.float64)
@@ -179,27 +199,21 @@ def top_eigenvalue(gram: np.ndarray, weights: np.ndarray, *, tol: float = 1e-6,
     return value / total
 
 
-def stable_step(*, loss: str, kbar: float, batch_size: int, weight_mean: float = 1.0,
-                weight_max: float = 1.0) -> float:
-    """The first step size ``1 / (L (kbar + 1 / b))`` (see the module docstring).
-
-    With row weights ``w`` (sample times class weights) the batch matrix is ``W^1/2 K W^1/2
-    / b``: its off-diagonal mass scales with the mean weight and its diagonal with the
-    largest, so the step is ``1 / (L (mean(w) kbar + max(w) / b))``.
-    """
-    return 1.0 / (CURVATURE[loss] * (weight_mean * kbar + weight_max / batch_size))
+def stable_step(*, loss: str, eigenvalue: float) -> float:
+    """The first step size ``1 / (L lambda_max)`` for the largest eigenvalue of the step's
+    operator (:func:`growth_step_eigenvalue`, see the module docstring)."""
+    return 1.0 / (CURVATURE[loss] * eigenvalue)
 
 
 def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
-                     kbar: float | None, batch_size: int, n_samples: int,
-                     weights: tuple[float, float] = (1.0, 1.0),
-                     eigenvalue: float | None = None,
+                     eigenvalue: float | None, batch_size: int, n_samples: int,
                      owner: str = "the estimator") -> Schedule:
     """The schedule a fit runs (see the module docstring).
 
     ``n_samples`` is the sum of the row weights (the number of rows without weights);
-    ``eigenvalue``, when given, is the exact largest eigenvalue of the batch matrix
-    (:func:`batch_eigenvalue`) and replaces the estimate from ``kbar``.
+    ``eigenvalue`` is the largest eigenvalue of a growth step's operator
+    (:func:`growth_step_eigenvalue`), None when no row was sampled (then no "auto" setting
+    needs the stable step).
 
     Raises
     ------
@@ -208,13 +222,7 @@ def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
         ``learning_rate="inverse"`` with ``eta0="auto"``.
     """
     alpha = 1.0 / max(n_samples, 1e-12) if alpha == "auto" else float(alpha)
-    # kbar is None when nothing was sampled: then no "auto" setting needs the stable step
-    if eigenvalue is not None:
-        step = 1.0 / (CURVATURE[loss] * eigenvalue)
-    else:
-        step = None if kbar is None else stable_step(
-            loss=loss, kbar=kbar, batch_size=batch_size, weight_mean=weights[0],
-            weight_max=weights[1])
+    step = None if eigenvalue is None else stable_step(loss=loss, eigenvalue=eigenvalue)
     if learning_rate == "optimal":
         if alpha <= 0:
             raise ValidationError(

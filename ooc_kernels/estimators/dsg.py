@@ -33,8 +33,8 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._dsg_bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gaussian_gram, gcv_targets,
                                                    select_bandwidth, select_bandwidth_gcv)
-from ooc_kernels.estimators._dsg_schedule import (CURVATURE, CURVATURE_ROWS, batch_eigenvalue,
-                                                  mean_kernel, resolve_schedule,
+from ooc_kernels.estimators._dsg_schedule import (CURVATURE, CURVATURE_ROWS,
+                                                  growth_step_eigenvalue, resolve_schedule,
                                                   top_eigenvalue)
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
@@ -140,7 +140,9 @@ _PARAMS_DOC = """
         gradient averaged over the batch.  See :mod:`ooc_kernels.estimators._dsg_schedule`.
     eta0 : float or "auto", default="auto"
         ``"optimal"``/``"constant"``: the first (constant) step, ``"auto"`` the largest
-        stable one for the loss and the data (``1 / (L (kbar + 1 / batch_size))``).
+        stable one for the loss and the data (``1 / (L lambda_max)``, ``lambda_max`` the
+        largest eigenvalue of the operator a growth step applies to its batch, measured on
+        the fit's first feature blocks and sampled batches).
         ``"inverse"``: ``theta`` (a number; a :class:`~ooc_kernels.exceptions.StepSizeWarning`
         says when ``eta0 * alpha`` is outside the theorems' range).
     t0 : float or "auto", default="auto"
@@ -278,8 +280,6 @@ class _DSGEstimator(ChunkedEstimator):
     _test_params = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None)
     # the default tol ends the contract suite's fit after a few epochs
     _stopping_test_params = dict(n_iter_no_change=1)
-    # the default tol ends the contract suite's fit after a few epochs
-    _stopping_test_params = dict(n_iter_no_change=1)
 
     _saved_arrays = {"coef": True, "avg": False}
 
@@ -410,23 +410,21 @@ class _DSGEstimator(ChunkedEstimator):
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
         seen = _standardized(base, sample)
-        stable_weights = (1.0, float(positive.max()) / mean_w if len(positive) else 1.0)
-        # Every row was read (a small data set): bandwidth by GCV on all of them and, when
-        # they are one batch, the exact largest eigenvalue of the batch matrix.
+        # Every row was read (a small data set): bandwidth by GCV on all of them.
         every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
-        one_batch = every_row and data.n_chunks == 1 and data.n_samples <= self.batch_size
 
         def schedule(bandwidth, n_samples, batch_size):
-            eigenvalue = None
-            if one_batch and n_samples == data.n_samples:
-                eigenvalue = batch_eigenvalue(gaussian_gram(seen, bandwidth), row_w)
+            # the operator of the fit's first growth steps, on batches of the sampled rows
+            # (all of them when the data is one batch)
+            eigenvalue = growth_step_eigenvalue(
+                seen, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
+                block_size=self.block_size, batch_size=batch_size,
+                seed=derive_seed(self.random_seed_, 7)) if sampled else None
             return resolve_schedule(
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                 alpha=self.alpha, average=self.average, loss=loss_name,
-                kbar=mean_kernel(seen, bandwidth, seed=derive_seed(self.random_seed_, 7))
-                if sampled and eigenvalue is None else None,
-                batch_size=batch_size, n_samples=n_samples * mean_w, weights=stable_weights,
-                eigenvalue=eigenvalue, owner=type(self).__name__)
+                eigenvalue=eigenvalue, batch_size=batch_size, n_samples=n_samples * mean_w,
+                owner=type(self).__name__)
 
         self.bandwidth_scores_ = None
         if self.bandwidth == "auto" and every_row:
