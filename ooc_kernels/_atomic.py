@@ -2,9 +2,10 @@
 
 A reader never sees a half-written store: either the previous content or the new one.
 Concurrent writers of the same path (threads or processes) never mix: each builds its own
-hidden temporary sibling ``.NAME.tmp-ID`` outside any lock, and only the swap (two renames)
-runs under an advisory lock on the sibling lock file ``.NAME.lock`` (``fcntl.flock``), so the
-final folder is always exactly one writer's complete output.  The lock file is removed when
+hidden temporary sibling ``.NAME.tmp-ID`` outside any lock, and only the checks before the
+writing and the swap (two renames) run under an advisory lock on the sibling lock file
+``.NAME.lock`` (``fcntl.flock``), so the final folder is always exactly one writer's complete
+output and no check ever sees a swap half done.  The lock file is removed when
 the swap is done; nothing is left next to ``path``.
 
 Nothing a user owns is replaced.  Every store written through :func:`atomic_dir` is a Zarr
@@ -193,10 +194,14 @@ def check_replaceable(path: str | os.PathLike, kind: str) -> None:
         ``"model"``).  The message names the path, what is there and the fix.
     """
     path = Path(path)
-    if not (path.exists() or path.is_symlink()):
-        return
-    if not path.is_symlink() and store_kind(path) == kind:
-        return
+    while True:
+        if not (path.exists() or path.is_symlink()):
+            return
+        if not path.is_symlink() and store_kind(path) == kind:
+            return
+        if path.exists() or path.is_symlink():
+            break
+        # gone while it was read: a writer of the same path swapped it; look again
     raise _ERRORS.get(kind, ForeignPathError)(
         f"refusing to replace {str(path)!r}: {_describe(path)}, not an ooc_kernels "
         f"{KINDS[kind]}, and ooc_kernels only ever replaces its own. Choose another path, "
@@ -363,34 +368,38 @@ def sweep_stale(path: str | os.PathLike) -> list[str]:
     there is something to remove; a folder where this process may not write is left as is.
     """
     path = Path(path)
-    temps, locks, olds = _temporaries(path)
-    if not (temps or locks or olds):
+    if not any(_temporaries(path)):
         return []
-    handled = []
     try:
         with path_lock(path):
-            temps, locks, olds = _temporaries(path)
-            for tmp in temps:
-                lock = tmp.with_name(tmp.name + ".lock")
-                with _claim(lock) as dead:
-                    if dead:
-                        _remove(tmp)
-                        handled.append(tmp.name)
-            for lock in locks:
-                if not lock.with_name(lock.name[:-5]).exists():
-                    with _claim(lock) as dead:
-                        if dead:
-                            handled.append(lock.name)
-            if olds and not (path.exists() or path.is_symlink()):
-                newest = max(olds, key=lambda p: p.lstat().st_ctime_ns)
-                os.replace(newest, path)
-                olds.remove(newest)
-                handled.append(newest.name)
-            for old in olds:
-                _remove(old)
-                handled.append(old.name)
+            return _sweep_locked(path)
     except OSError:  # e.g. a read-only folder: the leftovers stay for a writer to remove
-        pass
+        return []
+
+
+def _sweep_locked(path: Path) -> list[str]:
+    """:func:`sweep_stale` for a caller that holds ``path_lock(path)``."""
+    handled = []
+    temps, locks, olds = _temporaries(path)
+    for tmp in temps:
+        lock = tmp.with_name(tmp.name + ".lock")
+        with _claim(lock) as dead:
+            if dead:
+                _remove(tmp)
+                handled.append(tmp.name)
+    for lock in locks:
+        if not lock.with_name(lock.name[:-5]).exists():
+            with _claim(lock) as dead:
+                if dead:
+                    handled.append(lock.name)
+    if olds and not (path.exists() or path.is_symlink()):
+        newest = max(olds, key=lambda p: p.lstat().st_ctime_ns)
+        os.replace(newest, path)
+        olds.remove(newest)
+        handled.append(newest.name)
+    for old in olds:
+        _remove(old)
+        handled.append(old.name)
     return handled
 
 
@@ -448,15 +457,17 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
     if kind not in KINDS:
         raise ValueError(f"unknown store kind {kind!r}; one of {sorted(KINDS)}")
     path = Path(path)
-    if path.exists() or path.is_symlink():
-        if not overwrite:
-            raise DatasetExistsError(
-                f"{str(path)!r} already exists; pass overwrite=True to replace it, or choose "
-                "another path"
-            )
-        check_replaceable(path, kind)
     path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(path)
+    with path_lock(path):  # no swap of path is half done while it is checked and swept
+        if path.exists() or path.is_symlink():
+            if not overwrite:
+                raise DatasetExistsError(
+                    f"{str(path)!r} already exists; pass overwrite=True to replace it, or "
+                    "choose another path"
+                )
+            check_replaceable(path, kind)
+        if any(_temporaries(path)):
+            _sweep_locked(path)
     with _writer_temp(path) as tmp:
         try:
             yield tmp
