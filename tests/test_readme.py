@@ -44,9 +44,9 @@ SUBSTITUTIONS = [
 #: Blocks (by the line that follows their README marker) and lines not run, with why.
 SKIPPED = {
     "<!-- test-command -->": "the test suite itself (this test is part of it)",
-    "ooc-kernels run pipelines/quickstart.yaml --scheduler tcp://scheduler:8786":
+    "ooc-kernels run pipelines/quickstart.yaml --data-root . --scheduler tcp://scheduler:8786":
         "needs a remote Dask scheduler (tcp://)",
-    "ooc-kernels run pipelines/quickstart.yaml --scheduler tls://scheduler:8786 \\\n"
+    "ooc-kernels run pipelines/quickstart.yaml --data-root . --scheduler tls://scheduler:8786 \\\n"
     "    --tls-ca-file ca.pem --tls-cert client.pem --tls-key client-key.pem":
         "needs a remote Dask scheduler with TLS certificates (tls://)",
 }
