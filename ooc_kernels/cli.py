@@ -426,12 +426,14 @@ def predict(model, catalog_file, entry, trusted, allow_outside, out, overwrite, 
 @click.argument("pipeline", type=click.Path(path_type=Path))
 @click.option("--trusted", is_flag=True, help="Trust the pipeline's catalog (readers outside "
               "the allow-list).  Pipeline files cannot set this themselves.")
-@click.option("--allow-outside", is_flag=True, help="Let the pipeline's paths leave its "
-              "base_dir and its catalog's entries read data outside the catalog's folder "
-              "(only for pipelines you trust).  Pipeline files cannot set this themselves.")
+@click.option("--allow-outside", is_flag=True, help="Let the pipeline's base_dir leave the "
+              "pipeline file's folder, its other paths leave base_dir, and its catalog's "
+              "entries read data outside the catalog's folder (only for pipelines you "
+              "trust).  Pipeline files cannot set this themselves.")
 @click.option("--data-root", "data_root", multiple=True, type=click.Path(path_type=Path),
-              help="A folder (repeatable) where the pipeline's paths and its catalog's data "
-              "may also lie, e.g. a data disk; narrower than --allow-outside.")
+              help="A folder (repeatable) where the pipeline's base_dir and paths and its "
+              "catalog's data may also lie, e.g. the repository for a pipeline with "
+              "base_dir: .., or a data disk; narrower than --allow-outside.")
 @click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
               help="An environment variable (repeatable) the catalog's {env(NAME)} templates "
               "may read.")

@@ -3,15 +3,22 @@
 A pipeline has five stages, run in order: ``data`` (open the catalog entries, generating
 missing datasets), ``model`` (the estimator and its hyperparameters), ``fit``, ``evaluate``
 and ``save`` (model, metrics JSON and predictions).  Relative paths are resolved against
-``base_dir``, itself relative to the pipeline file's folder (default: that folder).
+``base_dir``, itself relative to the pipeline file's folder (default: that folder).  Every
+path goes through one check before any work: ``base_dir`` must lie in the pipeline file's
+folder, ``data.catalog`` and ``save.output_dir`` in ``base_dir``, and the ``save`` files
+strictly below ``save.output_dir`` (``..``, ``~``, absolute paths and symbolic links
+resolved), unless the person running it allows more (``--data-root FOLDER``,
+``--allow-outside``).
 
 A pipeline file describes *what* to compute, never how much to trust it: the scheduler,
 ``trusted`` (catalog readers outside the allow-list) and ``allow_outside`` (paths outside
 ``base_dir`` or the catalog's folder) come from the person running it, as arguments of
 :func:`run_pipeline` or flags of ``ooc-kernels run`` (``--scheduler``, ``--trusted``,
-``--allow-outside``).  A file that still sets ``fit.scheduler``, ``data.trusted``,
-``data.allow_outside`` or ``allow_outside`` is refused with a :class:`PipelineConfigError`
-naming the flag to use instead.
+``--allow-outside``).  A file that sets ``scheduler``, ``trusted``, ``allow_outside`` (or
+another key of ``_CALLER_KEYS``) at any place, e.g. ``fit.scheduler`` or
+``model.params.scheduler``, is refused with a :class:`PipelineConfigError` naming the flag
+to use instead.  The file is parsed without YAML aliases and with at most 100 levels of
+nesting (:func:`ooc_kernels._untrusted.load_yaml`).
 
 Numbers in ``model.params`` and ``data.generate.*.params`` (and the integer settings of a
 ``generate`` entry) may be written in exponent notation (``eta0: 2e5``, ``t0: 1e3``), which
@@ -211,10 +218,12 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
     Raises
     ------
     PipelineConfigError
-        Unreadable file, invalid YAML, unknown key, wrong type or missing value; a key
-        that pipeline files no longer set (``fit.scheduler``, ``data.trusted``,
-        ``data.allow_outside``, ``allow_outside``: the message names the flag to pass
-        instead); an unknown hyperparameter (the message suggests the closest valid one).
+        Unreadable file, invalid YAML, a YAML alias or nesting deeper than 100 levels,
+        unknown key, wrong type or missing value; a key that only the person running the
+        pipeline sets (``scheduler``, ``trusted``, ``allow_outside`` ... anywhere, e.g.
+        ``model.params.scheduler``: the message names the flag to pass instead); an unknown
+        hyperparameter (the message suggests the closest valid one).  The returned base
+        folder is not checked here: :func:`run_pipeline` checks every path.
     """
     path = Path(path)
     try:
@@ -379,8 +388,9 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
         Open the pipeline's catalog even if it uses readers outside the allow-list (see
         ``docs/security.md``).  Only for catalogs you trust.
     allow_outside : bool, folder or list of folders, default False
-        Let the pipeline's paths (``data.catalog``, ``save.output_dir``) leave ``base_dir``
-        and the catalog's entries read data outside the catalog's folder: ``True`` anywhere,
+        Let the pipeline's ``base_dir`` leave the pipeline file's folder, its other paths
+        (``data.catalog``, ``save.output_dir``, the ``save`` files) leave their folder, and
+        the catalog's entries read data outside the catalog's folder: ``True`` anywhere,
         folders only there.  Only for pipelines and catalogs you trust.
     allow_env : str or sequence of str, default ()
         Environment variables the catalog's ``{env(NAME)}`` templates may read (an
@@ -396,8 +406,8 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     Raises
     ------
     PipelineConfigError
-        Invalid pipeline file (before any work), or a path outside ``base_dir`` without
-        ``allow_outside``.
+        Invalid pipeline file, or a path outside its folder without ``allow_outside``
+        (both before any work).
     KeyboardInterrupt
         Re-raised on interruption with a note (``err.__notes__``) saying how to continue:
         running the same pipeline again resumes from the last checkpoint.

@@ -12,9 +12,10 @@ Trust rule
 ----------
 Intake 2 catalogs can import and call arbitrary Python (reader classes, ``cls`` keys,
 ``{func(...)}``/``{import(...)}``/``{pickle64(...)}`` templates, user-parameter types).
-An untrusted catalog file is parsed with ``yaml.safe_load`` and checked *before* Intake
-sees it: every reader, data type, ``cls`` and user-parameter type must be in a small
-allow-list of classes that only read data, the xarray ``engine`` must be ``zarr``, and every
+An untrusted catalog file is parsed with a ``yaml.SafeLoader`` that refuses aliases and
+nesting deeper than 100 levels (:func:`ooc_kernels._untrusted.load_yaml`) and checked
+*before* Intake sees it: every reader, data type, ``cls`` and user-parameter type must be in a small
+allow-list of classes that only read data, an xarray ``engine`` key must be the string ``zarr``, and every
 template must be a plain parameter (``{CATALOG_DIR}``), ``{data(...)}`` or
 ``{env(NAME)}``.  Anything else raises
 :class:`~ooc_kernels.exceptions.UntrustedCatalogError` without importing anything.
@@ -51,8 +52,9 @@ Path rule
 ---------
 Every local path an entry reads (after templates, ``~``, ``file:`` prefixes and
 percent-encoding are removed, ``..`` resolved and symbolic links followed, in every way the
-openers interpret them; glob patterns are expanded) must lie inside the catalog file's
-folder, so a catalog cannot reach ``../../home/me/.ssh`` or ``/etc``.  Otherwise
+openers interpret them; glob patterns are expanded), and every symbolic link inside a store
+folder it reaches (array folders, chunk files, metadata files, at any depth), must lie
+inside the catalog file's folder, so a catalog cannot reach ``../../home/me/.ssh`` or ``/etc``.  Otherwise
 :class:`PathEscapeError` is raised unless the caller passes ``allow_outside=[folder, ...]``
 (these folders as well; command line ``--data-root PATH``), ``allow_outside=True`` (any
 path; ``--allow-outside``) or ``trusted=True`` (``--trusted``).  Zarr groups (``root``,
