@@ -62,8 +62,9 @@ except ImportError:  # pragma: no cover - Windows: renames are serialised in-pro
 
 from ooc_kernels.exceptions import DatasetExistsError, ForeignPathError, ModelPathError
 
-__all__ = ["KIND_ATTR", "KINDS", "atomic_dir", "check_replaceable", "path_lock",
-           "replace_dir", "store_kind", "sweep_stale", "write_text_atomic"]
+__all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir",
+           "check_replaceable", "check_replaceable_file", "file_kind", "path_lock",
+           "replace_dir", "store_kind", "sweep_stale", "write_json_atomic"]
 
 #: The attribute of a store's ``zarr.json`` that names what kind of store the library wrote.
 KIND_ATTR = "ooc_kernels_store"
@@ -76,6 +77,11 @@ KINDS = {
     "dataset": "dataset",
     "chunk-local": "chunk-local array",
 }
+
+#: The key that marks a JSON file this library wrote, and the kinds of such files.
+FILE_KIND_KEY = "ooc_kernels_file"
+FILE_KINDS = {"metrics": "metrics file"}
+_MAX_MARKED_FILE = 1 << 20  # a metrics file is a few hundred bytes: larger is not one
 
 # Stores written before the kind attribute existed are recognised by the attribute that
 # their kind always carried (only the library writes these).
@@ -481,18 +487,92 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
             raise
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write a text file through a temporary sibling and :func:`os.replace`.
+def file_kind(path: str | os.PathLike) -> str | None:
+    """The kind of JSON file this library wrote at ``path`` (a key of :data:`FILE_KINDS`),
+    or ``None``: not a regular file, a symbolic link (never followed), larger than 1 MiB, not
+    a JSON object, or without the marker :data:`FILE_KIND_KEY`."""
+    path = Path(path)
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_MARKED_FILE:
+            return None
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    kind = doc.get(FILE_KIND_KEY) if isinstance(doc, dict) else None
+    return kind if kind in FILE_KINDS else None
 
-    A single ``os.replace`` of a file is atomic on its own: concurrent writers each leave a
-    complete file and the last rename wins.
+
+def check_replaceable_file(path: str | os.PathLike, kind: str, *,
+                           overwrite: bool = True) -> None:
+    """Raise unless ``path`` is free or (with ``overwrite``) a ``kind`` file this library wrote.
+
+    Raises
+    ------
+    DatasetExistsError
+        ``path`` exists and ``overwrite`` is False.
+    ForeignPathError
+        ``path`` is a folder, a symbolic link, or a file that is not a ``kind`` file written
+        by this library.  The message names the path, what is there and the fix.
     """
     path = Path(path)
+    if not (path.exists() or path.is_symlink()):
+        return
+    if not overwrite:
+        raise DatasetExistsError(
+            f"{str(path)!r} already exists; pass overwrite=True (--overwrite) to replace it "
+            f"(only an ooc_kernels {FILE_KINDS[kind]} is ever replaced), or choose another path"
+        )
+    if file_kind(path) == kind:
+        return
+    if path.is_symlink():
+        what = "it is a symbolic link (a link is never followed, replaced or removed)"
+    elif path.is_dir():
+        what = "it is a folder"
+    else:
+        what = f"it is a file that is not an ooc_kernels {FILE_KINDS[kind]}"
+    raise ForeignPathError(
+        f"refusing to replace {str(path)!r}: {what}, and ooc_kernels only ever replaces its "
+        "own. Choose another path, or move or remove what is there yourself if it is no "
+        "longer needed."
+    )
+
+
+def write_json_atomic(path: str | os.PathLike, doc: dict, *, kind: str,
+                      overwrite: bool = False) -> dict:
+    """Write ``doc`` as a JSON file of ``kind`` (marked with :data:`FILE_KIND_KEY`) atomically.
+
+    An existing ``path`` is replaced only with ``overwrite`` and only when it is a file of
+    the same kind that this library wrote (:func:`check_replaceable_file`, checked again under
+    the path's lock right before the rename).  Returns the document as written.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> from ooc_kernels._atomic import write_json_atomic
+    >>> target = Path(tempfile.mkdtemp()) / "metrics.json"
+    >>> write_json_atomic(target, {"r2": 0.9}, kind="metrics")
+    {'ooc_kernels_file': 'metrics', 'r2': 0.9}
+    >>> _ = target.with_name("notes.json").write_text("{}")
+    >>> write_json_atomic(target.with_name("notes.json"), {"r2": 0.9}, kind="metrics",
+    ...                   overwrite=True)
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ForeignPathError: refusing to replace ...
+    """
+    path = Path(path)
+    doc = {FILE_KIND_KEY: kind, **doc}
+    text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+    check_replaceable_file(path, kind, overwrite=overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
     try:
         tmp.write_text(text)
-        os.replace(tmp, path)
+        with path_lock(path):
+            check_replaceable_file(path, kind, overwrite=overwrite)
+            os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+    return doc
+

@@ -384,19 +384,24 @@ def _train_interrupted_message(checkpoint: Path | None, resume: bool) -> str:
 @_data_options
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Also write the metrics JSON to this file.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing metrics file at --out "
+              "(only a metrics file written by ooc-kernels is ever replaced).")
 @_common
-def evaluate(model, catalog_file, entry, trusted, allow_outside, out, quiet, **sched):
+def evaluate(model, catalog_file, entry, trusted, allow_outside, out, overwrite, quiet,
+             **sched):
     """Evaluate a saved MODEL on a catalog entry; prints the metrics as JSON."""
     import ooc_kernels as ok
-    from ooc_kernels._atomic import write_text_atomic
+    from ooc_kernels._atomic import check_replaceable_file, write_json_atomic
     from ooc_kernels.evaluation import evaluate as _evaluate
 
+    if out is not None:  # before any work
+        check_replaceable_file(out, "metrics", overwrite=overwrite)
     est = ok.load(model)
     with _scheduler(**sched):
         metrics = _evaluate(est, _open(catalog_file, entry, trusted, allow_outside))
     metrics = {"model": str(model), "entry": entry, **metrics}
     if out is not None:
-        write_text_atomic(out, json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+        write_json_atomic(out, metrics, kind="metrics", overwrite=overwrite)
     _echo_metrics(metrics)
 
 

@@ -54,7 +54,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -64,7 +63,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError
 from pydantic import field_validator
 
-from ooc_kernels._atomic import write_text_atomic
+from ooc_kernels._atomic import write_json_atomic
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
 from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
 from ooc_kernels.exceptions import PipelineConfigError, ValidationError
@@ -423,8 +422,8 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     except KeyboardInterrupt as err:
         err.add_note(_interrupted_note(spec, paths["save.checkpoint"]))
         raise
-    write_text_atomic(paths["save.metrics"],
-                      json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+    # a re-run replaces only its own metrics file (checked before the fit too)
+    write_json_atomic(paths["save.metrics"], metrics, kind="metrics", overwrite=True)
     return metrics
 
 
@@ -447,7 +446,7 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     ``paths``: what :func:`_paths` checked."""
     from ooc_kernels.data.catalog import open_dataset
     from ooc_kernels.data.schema import sample_dim
-    from ooc_kernels._atomic import check_replaceable
+    from ooc_kernels._atomic import check_replaceable, check_replaceable_file
     from ooc_kernels.evaluation import evaluate, write_predictions
 
     catalog, out_dir = paths["data.catalog"], paths["save.output_dir"]
@@ -456,8 +455,9 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     test = open_dataset(catalog, spec.data.test, **where) if spec.data.test else None
     est = _build_estimator(spec)
     est.set_params(progress=progress)
-    # before the fit: a re-run replaces only its own model and prediction store
+    # before the fit: a re-run replaces only its own model, metrics file and prediction store
     check_replaceable(paths["save.model"], "model")
+    check_replaceable_file(paths["save.metrics"], "metrics")
     if test is not None and spec.evaluate.predictions:
         check_replaceable(paths["save.predictions"], "predictions")
     t0 = time.perf_counter()

@@ -55,7 +55,7 @@ def test_run_tiny_pipeline(tmp_path):
     assert metrics["n_train"] == 600 and metrics["n_test"] == 200
     assert metrics["test_accuracy"] > 0.7
     on_disk = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    assert on_disk == metrics
+    assert on_disk == {"ooc_kernels_file": "metrics", **metrics}
     model = ok.load(tmp_path / "out" / "model.zarr")
     test = ok.open_dataset(tmp_path / "cat.yaml", "nb_test")
     assert model.score(test) == pytest.approx(metrics["test_accuracy"])
@@ -90,7 +90,8 @@ def test_train_evaluate_predict_commands(tmp_path):
     assert r.exit_code == 0, r.output
     metrics = json.loads(r.output.strip().splitlines()[-1])
     assert set(metrics) >= {"r2", "rmse", "mae"}
-    assert json.loads((tmp_path / "m.json").read_text()) == metrics
+    on_disk = json.loads((tmp_path / "m.json").read_text())
+    assert on_disk == {"ooc_kernels_file": "metrics", **metrics}
     r = runner.invoke(main, ["predict", str(model), "--catalog", str(cat), "--entry",
                              "synthetic_krr_2d", "--out", str(tmp_path / "p.zarr"), "-q"])
     assert r.exit_code == 0, r.output
@@ -620,6 +621,53 @@ def test_pipeline_never_replaces_a_users_folder_at_its_outputs(tmp_path, key, na
            f"by ooc_kernels, not an ooc_kernels {key}" in r.output
     assert os.listdir(mine) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep me"
     assert sorted(os.listdir(tmp_path / "out")) == [name]       # refused before the fit
+
+
+def test_pipeline_never_replaces_a_users_file_at_its_metrics_path(tmp_path):
+    path = _pipeline(tmp_path)
+    mine = tmp_path / "out" / "metrics.json"
+    mine.parent.mkdir()
+    mine.write_text('{"my": "results"}')
+    r = CliRunner().invoke(main, ["run", str(path), "--scheduler", "sync", "-q"])
+    assert r.exit_code == 1
+    assert f"refusing to replace '{mine}': it is a file that is not an ooc_kernels metrics " \
+           "file" in r.output
+    assert mine.read_text() == '{"my": "results"}'
+    assert sorted(os.listdir(tmp_path / "out")) == ["metrics.json"]   # refused before the fit
+
+
+def test_evaluate_out_refuses_an_existing_file_unless_overwrite_and_then_only_its_own(
+        tmp_path):
+    model = tmp_path / "m.zarr"
+    assert CliRunner().invoke(main, _train_args(tmp_path, "--out", str(model))).exit_code == 0
+    evaluate = ["evaluate", str(model), "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb",
+                "--scheduler", "sync", "-q", "--out"]
+    mine = tmp_path / "notes.json"
+    mine.write_text('{"my": "results"}')
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    link = tmp_path / "link.json"
+    link.symlink_to(mine)
+    for out, what in ((mine, "a file that is not an ooc_kernels metrics file"),
+                      (folder, "a folder"), (link, "a symbolic link")):
+        r = CliRunner().invoke(main, evaluate + [str(out)])
+        assert r.exit_code == 1
+        assert f"Error: DatasetExistsError: '{out}' already exists; pass overwrite=True " \
+               "(--overwrite) to replace it" in r.output
+        r = CliRunner().invoke(main, evaluate + [str(out), "--overwrite"])
+        assert r.exit_code == 1
+        assert f"Error: ForeignPathError: refusing to replace '{out}': it is {what}" in r.output
+    assert mine.read_text() == '{"my": "results"}' and link.is_symlink()
+    assert os.listdir(folder) == []
+    own = tmp_path / "metrics.json"
+    assert CliRunner().invoke(main, evaluate + [str(own)]).exit_code == 0
+    first = json.loads(own.read_text())
+    assert first["ooc_kernels_file"] == "metrics" and "accuracy" in first
+    assert CliRunner().invoke(main, evaluate + [str(own)]).exit_code == 1
+    own.write_text(json.dumps({**first, "accuracy": -1.0}))
+    r = CliRunner().invoke(main, evaluate + [str(own), "--overwrite"])
+    assert r.exit_code == 0, r.output                                # its own: replaced
+    assert json.loads(own.read_text()) == first
 
 
 def test_train_resume_needs_checkpoint(tmp_path):
