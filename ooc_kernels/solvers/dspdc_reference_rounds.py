@@ -7,9 +7,10 @@ defines the rounds is written here again from ``../shared/specs/dspdc.md`` and
 for factorized data), the round's subproblem and the state.  With ``K = 1`` the round on
 chunk ``k`` is block coordinate ascent of the dual ``D(y)`` over the duals of that chunk,
 the others fixed.  Writing ``r = sum_{j != k} A_j^T y_j`` (from the oracle's own duals),
+the round solves::
 
     max_beta -g*(-(r + A_k^T beta) / n) - (1/n) sum_{i in k} phi_i*(beta_i)
-  = max_beta min_a g(a) + (r + A_k^T beta)^T a / n - (1/n) sum_{i in k} phi_i*(beta_i),
+    = max_beta min_a g(a) + (r + A_k^T beta)^T a / n - (1/n) sum_{i in k} phi_i*(beta_i)
 
 which, multiplied by ``n / n_k``, is a saddle-point problem of the paper's form on the
 ``n_k`` rows of the chunk: the regularizer ``(n / n_k) g(a) + r^T a / n_k`` (strong
