@@ -17,6 +17,7 @@ For every problem:
 Scores: accuracy (classifiers), R^2 (regressors), on a test set of other rows.
 
     python benchmarks/defaults.py --n 200000 --out benchmarks/results/defaults.json
+    python benchmarks/defaults.py --n 50000 --default-only --out /tmp/d.json   # defaults only
     python benchmarks/defaults.py --from-json benchmarks/results/defaults.json \
         --plot docs/img/defaults.svg                        # the plot of a saved run
 """
@@ -161,6 +162,9 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--plot", type=Path, default=None, help="write the bar plot here")
+    parser.add_argument("--default-only", action="store_true",
+                        help="fit only the default estimator (no grid, no scikit-learn): a "
+                             "quick check of a change to the defaults against a saved run")
     parser.add_argument("--from-json", type=Path, default=None,
                         help="plot the results of an earlier run instead of running")
     args = parser.parse_args(argv)
@@ -174,6 +178,18 @@ def main(argv=None) -> None:
             continue
         default, seconds, score = _fit(kind, X, y, Xte, yte)
         median = _median(X)
+        if args.default_only:
+            row = {"problem": name, "kind": kind, "n_train": len(X),
+                   "default": {"score": score, "seconds": seconds,
+                               "epochs": default.n_iter_,
+                               "stop_reason": default.stop_reason_,
+                               "bandwidth_multiple": default.bandwidth_ / median}}
+            print(json.dumps(row), flush=True)
+            results.append(row)
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(results, indent=1) + "\n")
+            continue
         grid = []
         first_step = default.eta0_ / default.t0_          # "optimal": gamma_0 = eta0_ / t0_
         for m in MULTIPLIERS:
