@@ -230,3 +230,18 @@ def test_regressor_with_object_targets_names_the_first_bad_value():
     X, y = _lazy(X, y)                  # read chunk by chunk: the task finds the value
     with pytest.raises(InvalidDataError, match=r"'oops' in chunk 1, row 7.*numeric"):
         ok.DSPDCRegressor(max_iter=2, shuffle_chunks=1, **FAST).fit(X, y)
+
+
+@pytest.mark.parametrize("entries, match", [
+    (None, r"m\.zarr: the metadata has no list of local problems \(got None\)"),
+    ([[40, 1, 0.5, 0.1]], r"local problem \[40, 1, 0.5, 0.1\] is not \[rows, tasks"),
+    ([[40, 0, 0.5, 0.1, 0.2]], r"positive counts"),
+    ([[40, 1, float("nan"), 0.1, 0.2]], r"finite parameters"),
+    ([["x" * 500, 1, 0.5, 0.1, 0.2]], r"local problem \['xxxx[x]*\.\.\. is not"),
+])
+def test_damaged_local_problems_in_a_model_are_a_model_format_error(entries, match):
+    from ooc_kernels.estimators.dspdc import _local_problems
+    from ooc_kernels.exceptions import ModelFormatError
+
+    with pytest.raises(ModelFormatError, match=match):
+        _local_problems(entries, "m.zarr")

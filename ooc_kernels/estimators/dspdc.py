@@ -452,11 +452,18 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._publish()
 
 
+def _short(value, limit: int = 80) -> str:
+    """``repr(value)``, cut at ``limit`` characters (metadata may be anything)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _local_problems(entries, where: str) -> dict:
     """``{(rows, tasks): (theta, tau, sigma)}`` from a model's metadata, checked."""
     if not isinstance(entries, list):
         raise ModelFormatError(
-            f"{where}: the metadata has no list of local problems (got {entries!r}); the "
+            f"{where}: the metadata has no list of local problems (got "
+            f"{_short(entries)}); the "
             "model was not written by this version of the library: fit it again."
         )
     out = {}
@@ -468,7 +475,8 @@ def _local_problems(entries, where: str) -> dict:
                       and math.isfinite(v) and v >= 0 for v in entry[2:]))
         if not ok:
             raise ModelFormatError(
-                f"{where}: local problem {entry!r} is not [rows, tasks, theta, tau, sigma] "
+                f"{where}: local problem {_short(entry)} is not [rows, tasks, theta, tau, "
+                "sigma] "
                 "with positive counts and finite parameters; the model file is damaged."
             )
         out[(entry[0], entry[1])] = tuple(float(v) for v in entry[2:])
