@@ -31,6 +31,7 @@ __all__ = [
     "DatasetExistsError",
     "DivergenceError",
     "ModelTooLargeError",
+    "SchedulerLostError",
     "InvalidParameterError",
     "PathEscapeError",
     "ForeignPathError",
@@ -165,6 +166,15 @@ class ModelTooLargeError(ValidationError, MemoryError):
     """Hyperparameters whose model or step would need more memory than the machine has
     (e.g. ``n_features=1e12``): refused before anything is allocated, naming the value, the
     bytes it needs and what to lower."""
+
+
+class SchedulerLostError(OocKernelsError, ConnectionError):
+    """The Dask scheduler a fit ran on went away (killed, closed, unreachable) mid-fit.
+
+    Raised within about a second of the Client noticing, instead of Dask's
+    ``FutureCancelledError`` or a wait without end; the message names the scheduler and,
+    when the fit writes a checkpoint, the checkpoint to resume from and its position.
+    """
 
 
 class OocKernelsWarning(UserWarning):

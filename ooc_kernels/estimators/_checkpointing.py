@@ -99,17 +99,51 @@ class CheckpointWriter:
             )
         self.estimator, self.data, self.path = estimator, data, path
         self.every, self.end_epoch, self.rounds = every, end_epoch, 0
+        #: ``(epoch, round)`` a resume from the checkpoint at ``path`` starts from: the
+        #: last one this writer wrote (set by the fit when it resumed from one).
+        self.position = None
 
     def write(self, state, position) -> None:
         self.estimator._state = state
         write_checkpoint(self.path, self.estimator._fitted_arrays(),
                          _meta(self.estimator, self.data, position, self.end_epoch))
+        self.position = tuple(position)
         self.estimator._on_checkpoint(state)
+
+    def resume_hint(self) -> str:
+        """How to continue a fit that stopped before its end (for error messages)."""
+        if self.position is None:
+            return (f"no checkpoint was written yet (the first is written after "
+                    f"{self.every} round(s) at {str(self.path)!r}): fit again from the start")
+        epoch, rnd = self.position
+        return (f"resume from the checkpoint {str(self.path)!r} (epoch {epoch}, round "
+                f"{rnd}): fit(..., checkpoint={str(self.path)!r}, resume=True), or "
+                "`ooc-kernels train --checkpoint` with the same path")
 
     def __call__(self, state, info) -> None:
         self.rounds += 1
         if self.rounds % self.every == 0:
             self.write(state, info.next_position())
+
+
+def lost_scheduler_hint(writer: CheckpointWriter | None, checkpoint, resumed: bool) -> str:
+    """How to continue a fit whose scheduler was lost: the checkpoint to resume from (the
+    last one written, or the one the fit resumed from), or that there is none.
+
+    Examples
+    --------
+    >>> lost_scheduler_hint(None, None, False)
+    'no checkpoint was in use: fit again from the start (pass checkpoint=PATH to be able to resume a fit)'
+    """
+    if writer is not None:
+        return writer.resume_hint()
+    if checkpoint is None:
+        return ("no checkpoint was in use: fit again from the start (pass checkpoint=PATH "
+                "to be able to resume a fit)")
+    if resumed:
+        return (f"the checkpoint {str(checkpoint)!r} is unchanged: resume from it again, "
+                f"fit(..., checkpoint={str(checkpoint)!r}, resume=True)")
+    return f"no checkpoint was written yet at {str(checkpoint)!r}: fit again from the start"
 
 
 def _position(meta: dict, where: str) -> tuple[int, int]:

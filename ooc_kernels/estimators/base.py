@@ -82,6 +82,7 @@ from ooc_kernels.exceptions import (
     ValidationError,
 )
 from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.cluster import reporting_scheduler_loss
 from ooc_kernels.parallel.engine import run_rounds
 from ooc_kernels.parallel.scheduler import scheduler_context
 
@@ -470,6 +471,7 @@ class ChunkedEstimator(BaseEstimator):
         from ooc_kernels.estimators._checkpointing import (
             CheckpointWriter,
             check_checkpoint_target,
+            lost_scheduler_hint,
             resume_position,
         )
         from ooc_kernels.parallel.checkpoint import read_checkpoint
@@ -482,7 +484,9 @@ class ChunkedEstimator(BaseEstimator):
         if checkpoint is not None and not resume:  # before any work: never a user's folder
             check_checkpoint_target(checkpoint)
         warm = bool(getattr(self, "warm_start", False)) and hasattr(self, "_state")
-        with scheduler_context(self.scheduler) as sched:
+        writer = ck = None  # a lost scheduler's error says which checkpoint to resume from
+        with scheduler_context(self.scheduler) as sched, reporting_scheduler_loss(
+                sched, lambda: lost_scheduler_hint(writer, checkpoint, ck is not None)):
             data = self._fit_data(X, y, reset=not warm, sample_weight=sample_weight)
             ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
             end = self.max_iter
@@ -502,6 +506,8 @@ class ChunkedEstimator(BaseEstimator):
             writer = None
             if checkpoint is not None:  # validates checkpoint_every before any work
                 writer = CheckpointWriter(self, data, checkpoint, checkpoint_every, end)
+                if ck is not None:
+                    writer.position = tuple(start)
             self._run(train, sched, start=start, end_epoch=end, callback=writer,
                       validation=val, resumed=ck is not None)
         if writer is not None:

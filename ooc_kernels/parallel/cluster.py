@@ -27,6 +27,12 @@ delta, ``apply`` on the client, and only then send the next round.  Instead, whe
   an epoch boundary is never touched by two rounds at once), and the lineage that Dask keeps
   to recompute a lost state is at most ``chain`` rounds long.
 
+A lost scheduler (killed, closed, unreachable) ends the fit with
+:class:`~ooc_kernels.exceptions.SchedulerLostError` promptly: the client never waits on a
+future without a bound, it looks at the Client's connection every :data:`POLL_SECONDS`
+while it waits, and Dask's ``FutureCancelledError`` of a lost connection becomes the
+library's error.
+
 Results are bit-identical to the local schedulers: the tasks, the reduction tree and the
 order of its operands are the same, only where ``make_tasks``, the root ``combine`` and
 ``apply`` run changes (in a task with one BLAS thread, like every chunk task).
@@ -52,6 +58,7 @@ ClusterRounds(pipeline=True, lookahead=1, chain=8)
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import sys
 import threading
@@ -64,10 +71,16 @@ import dask
 from dask.base import tokenize
 
 from ooc_kernels._blas import single_threaded_blas
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import OocKernelsError, SchedulerLostError, ValidationError
 from ooc_kernels.parallel.graph import _read_group, reduce_levels
 
-__all__ = ["ClusterRounds", "active_client", "cluster_rounds", "run_on_client"]
+__all__ = ["POLL_SECONDS", "ClusterRounds", "active_client", "cluster_rounds",
+           "compute_on_client", "reporting_scheduler_loss", "run_on_client",
+           "scheduler_lost"]
+
+#: Seconds between two looks at the Client's connection while the client waits for tasks:
+#: a lost scheduler is reported within about this long of the Client noticing it.
+POLL_SECONDS = 0.5
 
 _DEFAULTS = {"pipeline": True, "lookahead": 1, "chain": 8}
 _LOCAL_NAMES = {"sync", "synchronous", "single-threaded", "threads", "threading",
@@ -241,6 +254,8 @@ class _Round:
 def _submit(client, graph, head, head_token, info, upcoming) -> _Round:
     """Submit one round starting from ``head`` (a concrete state or a Future);
     ``upcoming``: the groups of the round after it (read ahead), or None."""
+    if scheduler_lost(client):  # nothing is submitted to a Client without a scheduler
+        raise _lost_error(client)
     algorithm = graph.algorithm
     names = graph.names(info, head_token)
     if _is_future(head):  # chained: the state stays on the cluster
@@ -274,23 +289,123 @@ def _is_future(obj) -> bool:
     return isinstance(obj, Future)
 
 
-def _await(client, rnd: _Round, bar) -> Any:
-    """Wait for a round, advancing ``bar`` as its chunk tasks finish; its new state."""
-    from distributed import as_completed
+def scheduler_lost(client) -> bool:
+    """Whether ``client`` has lost its scheduler (its connection is down, being
+    re-established, or the Client was closed).
 
+    Examples
+    --------
+    >>> class Closed:
+    ...     status = "closed"
+    >>> scheduler_lost(Closed())
+    True
+    """
+    return getattr(client, "status", "running") != "running"
+
+
+def _lost_error(client) -> SchedulerLostError:
+    try:
+        address = client.scheduler.address
+    except Exception:  # noqa: BLE001 - a Client without an address: say so
+        address = "(address unknown)"
+    return SchedulerLostError(
+        f"the Dask scheduler at {address} was lost during the fit (the Client's connection "
+        f"is {getattr(client, 'status', '?')!r}): start a scheduler again (or connect to a "
+        "running one), then rerun")
+
+
+def _raise_if_cancelled_by_loss(client, err: BaseException) -> None:
+    """Raise :class:`SchedulerLostError` from ``err`` when ``err`` comes from a lost
+    scheduler (a future cancelled for ``scheduler-connection-lost``, a closed comm)."""
+    if isinstance(err, OocKernelsError) or not isinstance(err, Exception):
+        return
+    if scheduler_lost(client) or "scheduler-connection-lost" in str(err):
+        raise _lost_error(client) from err
+
+
+@contextlib.contextmanager
+def reporting_scheduler_loss(sched: Any, hint: Callable[[], str] | None = None):
+    """Inside the block, an error raised because the Client that ``sched`` stands for
+    (:func:`active_client`) lost its scheduler becomes
+    :class:`~ooc_kernels.exceptions.SchedulerLostError` (Dask's ``FutureCancelledError``,
+    a closed comm ...), its message followed by ``hint()``: what to do next (which
+    checkpoint to resume from).  Other errors pass unchanged.
+
+    Examples
+    --------
+    >>> with reporting_scheduler_loss("sync"):
+    ...     pass
+    """
+    try:
+        yield
+    except SchedulerLostError as err:
+        if hint is None:
+            raise
+        raise SchedulerLostError(f"{err}; {hint()}.") from err
+    except Exception as err:
+        client = active_client(sched)
+        if client is None or isinstance(err, OocKernelsError) or not (
+                scheduler_lost(client) or "scheduler-connection-lost" in str(err)):
+            raise
+        lost = _lost_error(client)
+        raise SchedulerLostError(f"{lost}; {hint()}." if hint is not None else str(lost)) \
+            from err
+
+
+def _result(client, future, on_poll: Callable[[], None] | None = None) -> Any:
+    """``future.result()``, bounded: the Client's connection is looked at every
+    :data:`POLL_SECONDS` (``on_poll()`` runs then too), so a lost scheduler raises
+    :class:`~ooc_kernels.exceptions.SchedulerLostError` promptly instead of a wait
+    without end."""
+    while True:
+        if scheduler_lost(client):
+            raise _lost_error(client)
+        try:
+            return future.result(timeout=POLL_SECONDS)
+        except TimeoutError:
+            if on_poll is not None:
+                on_poll()
+        except concurrent.futures.CancelledError as err:
+            _raise_if_cancelled_by_loss(client, err)
+            raise
+
+
+def compute_on_client(client, obj) -> Any:
+    """``dask.compute(obj, scheduler=client)[0]`` with the bounded wait of
+    :func:`_result`: a lost scheduler raises
+    :class:`~ooc_kernels.exceptions.SchedulerLostError` promptly."""
+    try:
+        return _result(client, client.compute(obj))
+    except Exception as err:
+        _raise_if_cancelled_by_loss(client, err)
+        raise
+
+
+def _await(client, rnd: _Round, bar) -> Any:
+    """Wait for a round's new state (it depends on every chunk task of the round, so a
+    failed task makes its result raise that task's error), advancing ``bar`` as chunk
+    tasks finish (looked at while waiting, and at the end)."""
     weight = {f.key: w for f, w in zip(rnd.steps, rnd.weights)}
     steps, rnd.steps = rnd.steps, []
-    for done in as_completed(steps, loop=client.loop):  # a finished delta is released
-        bar.update(weight[done.key])
-        if done.status == "error":
-            break  # the state's result raises the task's error
-    steps.clear()
-    return rnd.state.result()
+
+    def advance() -> None:
+        nonlocal steps
+        still = []
+        for f in steps:
+            if f.status == "pending":
+                still.append(f)
+            else:  # a finished delta is released
+                bar.update(weight[f.key])
+        steps = still
+
+    state = _result(client, rnd.state, advance)
+    advance()
+    return state
 
 
 def _cancel(client, rounds) -> None:
     futures = [f for r in rounds for f in (r.state, *r.steps)]
-    if futures:
+    if futures and not scheduler_lost(client):  # a lost scheduler cancelled them already
         client.cancel(futures)
 
 
@@ -346,8 +461,9 @@ def run_on_client(client, graph, state: Any, *, plan_of: Callable, round_info: C
                     finish()
             while queued:  # the end of an epoch is a synchronization point
                 finish()
-        except BaseException:
+        except BaseException as err:
             _cancel(client, queued)
+            _raise_if_cancelled_by_loss(client, err)
             raise
         if stopped:
             return state, epoch + 1, 0, n_rounds, True

@@ -50,7 +50,7 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.cluster import active_client, cluster_rounds
+from ooc_kernels.parallel.cluster import active_client, cluster_rounds, compute_on_client
 from ooc_kernels.parallel.graph import RoundGraph, tree_reduce
 from ooc_kernels.parallel.plan import plan_epoch
 from ooc_kernels.parallel.scheduler import local_scheduler
@@ -257,7 +257,10 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
                 bar.update(sum(len(g) for r in plan[:first] for g in r))
             for rnd in range(first, len(plan)):
                 info = round_info(plan, epoch, rnd)
-                (delta,) = dask.compute(graph.local_round(state, info), scheduler=sched)
+                if client is not None:  # bounded waits: a lost scheduler is reported
+                    delta = compute_on_client(client, graph.local_round(state, info))
+                else:
+                    (delta,) = dask.compute(graph.local_round(state, info), scheduler=sched)
                 state = algorithm.apply(state, delta, info)
                 n_rounds += 1
                 bar.update(len(info.chunk_ids))
