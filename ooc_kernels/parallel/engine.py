@@ -195,6 +195,12 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
         synchronization points): see :mod:`ooc_kernels.parallel.cluster`; ``None`` takes
         Dask's configuration (``ooc-kernels.cluster.*``).  Ignored by the local schedulers.
 
+    Raises
+    ------
+    SchedulerLostError
+        The ``distributed`` scheduler went away during the run (reported within about
+        :data:`~ooc_kernels.parallel.cluster.POLL_SECONDS` of the Client noticing).
+
     Notes
     -----
     Every task has a named key (``dsg-chunk-step-e0-r3-c17-<token>``,
