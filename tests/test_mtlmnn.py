@@ -251,6 +251,9 @@ def test_transform_gives_the_learned_distances_and_task_is_a_keyword():
     assert one.tasks_.tolist() == [0] and ref.tasks_.tolist() == [7]
     np.testing.assert_allclose(one.metrics_, ref.metrics_)
     np.testing.assert_array_equal(one.predict(X), ref.predict(X, task=np.full(len(y), 7)))
+    with pytest.raises(ValidationError, match="task values must be integers or strings; "
+                                              "got dtype float64"):
+        ok.MultiTaskLMNN().fit(X, y, task=task + 0.5)
     with pytest.raises(ValidationError, match="y has one class"):
         ok.MultiTaskLMNN().fit(X, np.zeros(len(y)))
     with pytest.raises(ValidationError, match="X has 2 features, but MultiTaskLMNN is "

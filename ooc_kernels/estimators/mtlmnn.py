@@ -61,7 +61,7 @@ class MultiTaskLMNN(ClassifierMixin, TransformerMixin, BaseEstimator):
     where the metric is Euclidean, ``components_`` and ``metrics_`` as fitted attributes.
     The task of every row is the keyword ``task=`` of each method (not a column of ``X``,
     not ``groups=``: it is needed to predict, and ``groups`` means cross-validation groups
-    to scikit-learn).  Task values may be any sortable labels; ``predict``, ``transform``
+    to scikit-learn).  Task values are integers or strings; ``predict``, ``transform``
     and ``score`` accept only tasks seen in ``fit``.  Without ``task``, ``fit`` puts every
     row in one task (single-task LMNN with the metric ``X_1 + X_0``), and the other methods
     may omit it only when the model has a single task.
