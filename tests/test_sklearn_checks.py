@@ -3,8 +3,9 @@
 The estimators are checked exactly as a user gets them (``Estimator()``): the checks' small
 in-memory problems (20 to 200 rows) are where defaults tuned only for large data fail, so
 nothing here is set to help them.  Classifiers are checked once more with every other loss
-(``loss`` is the one parameter that changes what they compute).  No check is skipped or
-expected to fail.
+(``loss`` is the one parameter that changes what they compute).  The in-memory
+``MultiTaskLMNN`` (not registered) is checked too, with the settings its comment below
+gives.  No check is skipped or expected to fail.
 """
 
 import pytest
