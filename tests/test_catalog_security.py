@@ -1,5 +1,6 @@
 """Attacks on the catalog rules: list-valued paths, fsspec protocols and storage options,
-environment templates, data on another disk (security review items 5, 6, 7 and 17).
+environment templates, data on another disk, links inside stores, engines and YAML
+aliases.
 
 Every catalog here lies in ``world/cat/`` next to ``world/cat/data/x.zarr`` (seed 0); the
 attacker wants ``world/secret/x.zarr`` (seed 7).  Where an attack really reads the secret,

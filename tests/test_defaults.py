@@ -1,4 +1,4 @@
-"""Issue 9: theory-guided step sizes, regularization, bandwidth and stopping, and what users of
+"""Theory-guided step sizes, regularization, bandwidth and stopping, and what users of
 scikit-learn's SGD expect of an incremental estimator (sample and class weights, warm start,
 verbose, early stopping, hyperparameter search).
 

@@ -1,4 +1,4 @@
-"""DSPDC estimators (issue 10): exactness against scikit-learn's solvers, the gap going to zero
+"""DSPDC estimators: exactness against scikit-learn's solvers, the gap going to zero
 with K = 1, 2, 4 chunks per round, out of core equal to in memory, factorized data equal to
 its materialized matrix, SIGKILL and resume, and the bad inputs."""
 

@@ -116,9 +116,10 @@ def test_unfitted_estimator_cannot_be_saved(tmp_path):
 @pytest.mark.parametrize("key,value", [("scheduler", "tcp://attacker.example:8786"),
                                        ("progress", True)])
 def test_a_model_file_cannot_choose_the_scheduler(tmp_path, key, value):
-    """Issue 7, item 8: ok.load passed the file's params to the constructor, so an edited
-    model file could make score() connect to any scheduler.  Such a file is refused; a
-    loaded model runs where its user says (scheduler=None)."""
+    """A model file must not choose where a loaded model runs: were ok.load to pass the
+    file's params to the constructor, an edited file could make score() connect to any
+    scheduler.  Such a file is refused; a loaded model runs where its user says
+    (scheduler=None)."""
     X, labels = _data()
     ok.DSGClassifier(**SMALL).fit(X, labels).save(tmp_path / "m.zarr")
     loaded = ok.load(tmp_path / "m.zarr")

@@ -216,7 +216,7 @@ def test_dotdot_escape_is_refused_everywhere(escaping):
         assert f"catalog's folder {str(root / 'cat')!r}" in msg  # the base folder
         assert "allow_outside=True" in msg and "--allow-outside" in msg  # the fix
     assert isinstance(info.value, CatalogError) and isinstance(info.value, ValueError)
-    # changed rule (item 17): trusted=True trusts the whole file, paths included
+    # trusted=True trusts the whole file, paths included
     assert open_dataset(cat, "x", trusted=True).sizes["sample"] == 30
 
 
@@ -257,7 +257,7 @@ def test_escape_through_user_parameter_or_env(tmp_path, monkeypatch):
     monkeypatch.setenv("OOC_TEST_ROOT", str(tmp_path))
     cat = _catalog_with_url(tmp_path / "cat2", "{env(OOC_TEST_ROOT)}/x.zarr")
     with pytest.raises(PathEscapeError, match=r"resolves to '.*/x.zarr'"):
-        # changed rule (item 7): reading the variable needs the caller's allow_env
+        # reading the variable needs the caller's allow_env
         open_dataset(cat, "x", allow_env=["OOC_TEST_ROOT"])
 
 
