@@ -1,0 +1,105 @@
+"""The runnable examples of the guides and their figures.
+
+Each script under ``docs/examples/`` runs at a tiny size (seconds) and its result is checked
+against an independent oracle: the DSG classifier against the analytic labels of its 2-D
+problem, the DSPDC gaps against the ridge optimum that scikit-learn computes.  The documents
+must show the command that writes each figure and the figure itself (committed, small).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "docs" / "examples"
+MAX_SVG_BYTES = 200_000
+
+#: document -> (example script, the figure it writes): the guide of each estimator family,
+#: and the README, which shows the DSG figure near its top.
+FIGURES = {
+    "docs/algorithms/dsg_kernels.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
+    "docs/dspdc.md": ("dspdc_gap.py", "dspdc_gap_example.svg"),
+    "README.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
+}
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_example_{name[:-3]}", EXAMPLES / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _check_svg(path: Path) -> None:
+    assert path.stat().st_size < MAX_SVG_BYTES, f"{path}: {path.stat().st_size} bytes"
+    root = ET.parse(path).getroot()
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+
+
+def test_dsg_example_learns_the_circle(tmp_path):
+    out = tmp_path / "surface.svg"
+    result = _load("dsg_decision_surface.py").main(
+        ["--n", "4000", "--chunk-size", "1000", "--epochs", "2", "--grid", "25",
+         "--out", str(out)])
+    _check_svg(out)
+    clf = result["clf"]
+    assert len(clf.history_) == 2 and all(math.isfinite(h["loss"]) for h in clf.history_)
+    # oracle: the problem's label is 1 outside the circle of radius sqrt(2 ln 2)
+    X = np.random.default_rng(7).standard_normal((2000, 2)).astype(np.float32)
+    truth = (X.astype(np.float64) ** 2).sum(axis=1) > 2 * math.log(2)
+    assert np.mean(clf.predict(X) == truth) > 0.85      # a linear model gets about 0.5
+
+
+def test_dspdc_example_gap_bounds_the_distance_to_the_ridge_optimum(tmp_path):
+    from sklearn.linear_model import Ridge
+
+    out = tmp_path / "gap.svg"
+    alpha = 1e-3
+    result = _load("dspdc_gap.py").main(
+        ["--n", "1500", "--p", "8", "--chunk-size", "500", "--epochs", "6",
+         "--alpha", str(alpha), "--out", str(out)])
+    _check_svg(out)
+    X, y = result["X"], result["y"]
+    n = X.shape[0]
+    # oracle: scikit-learn's Ridge minimizes |Xw - y|^2 + (alpha n) |w|^2, the same minimizer
+    w = Ridge(alpha=alpha * n, fit_intercept=False, solver="cholesky").fit(X, y).coef_
+    p_star = np.mean((X @ w - y) ** 2) / 2 + alpha * w @ w / 2
+    np.testing.assert_allclose(result["ridge_primal"], p_star, rtol=1e-10)
+    history = result["ridge"].gap_history_
+    assert len(history) == 6
+    for h in history:   # weak duality: 0 <= P(x) - P* <= P(x) - D(y)
+        assert -1e-12 <= h["primal"] - p_star <= h["gap"] + 1e-12, h
+    assert history[-1]["gap"] < history[0]["gap"] / 10
+    assert len(result["logistic"].gap_history_) == 6
+
+
+@pytest.mark.parametrize("document", sorted(FIGURES))
+def test_documents_show_the_example_and_its_figure(document):
+    script, figure = FIGURES[document]
+    text = (ROOT / document).read_text()
+    image = ROOT / "docs" / "img" / figure
+    link = Path(os.path.relpath(image, (ROOT / document).parent)).as_posix()
+    assert f"]({link})" in text, f"{document} does not show {link}"
+    assert f"python docs/examples/{script}" in text, f"{document} lacks the command"
+    assert (EXAMPLES / script).is_file()
+    _check_svg(image)
+    if document == "README.md":       # near the top: before the first section
+        assert text.index(f"]({link})") < text.index("\n## ")
+
+
+def test_every_example_has_a_guide():
+    shown = {script for script, _ in FIGURES.values()}
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(shown)
+    for script, figure in FIGURES.values():   # the default output is the committed figure
+        assert re.search(rf'default="docs/img/{re.escape(figure)}"',
+                         (EXAMPLES / script).read_text()), script
