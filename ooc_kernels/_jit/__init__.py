@@ -1,7 +1,9 @@
 """Numba kernels only: one chunk in, arrays out (no dask, no I/O, no Python objects).
 
-Every kernel is compiled with ``@numba.njit(cache=True, nogil=True)`` and has a plain-numpy
-twin with the suffix ``_ref`` that the tests compare against.
+Every kernel is compiled with ``@njit(cache=True, nogil=True)`` (:func:`_cache.njit`:
+``numba.njit`` with its on-disk cache in a per-user folder keyed by the library's version and
+the kernels' sources, :func:`_cache.cache_dir`, never next to the installed modules) and has a
+plain-numpy twin with the suffix ``_ref`` that the tests compare against.
 
 Modules
 -------
@@ -13,6 +15,8 @@ dsg
     ``dsg_predict`` and ``dsg_chunk_update``, the hot path of doubly stochastic gradients.
 rows
     ``permute_rows_inplace``: mixes the rows of a task's input without a second copy.
+_cache
+    ``njit`` and ``cache_dir``: where the compiled kernels are cached.
 
 See ``docs/algorithms/dsg_kernels.md`` for the conventions.
 """

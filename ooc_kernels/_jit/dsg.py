@@ -31,9 +31,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.losses import loss_grad_value, loss_grad_value_ref
 from ooc_kernels._jit.rff import cos_affine_inplace
 from ooc_kernels.exceptions import ValidationError
@@ -48,13 +48,13 @@ _TILE_BYTES = 1 << 21
 _MIN_TILE_ROWS = 64
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _tile_rows(r, itemsize):
     rows = _TILE_BYTES // max(1, r * itemsize)
     return max(_MIN_TILE_ROWS, rows)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dsg_predict(X, W, phase, coef, scale):
     """Decision values ``F = sum_j scale * cos(X @ W[j] + phase[j]) @ coef[j]``.
 
@@ -127,7 +127,7 @@ def dsg_predict_ref(X, W, phase, coef, scale):
     return F
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dsg_chunk_update(X, Y, sw, F, W, phase, steps, params):
     """Run the local mini-batch DSG iterations of one chunk (the growth phase).
 
@@ -333,7 +333,7 @@ def dsg_chunk_update_ref(X, Y, sw, F, W, phase, steps, params):
 _FULL_BUFFER_BYTES = 64 * 2**20
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                     max_buffer_bytes=_FULL_BUFFER_BYTES):
     """Mini-batch steps that update every block of a full model (the capped phase).
@@ -499,7 +499,7 @@ def dsg_full_update_ref(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
 # kernel estimate between its rows), the S steps simulated in row space, and the update of
 # a tile of blocks.  The driver is ooc_kernels.solvers._dsg_full.
 # ---------------------------------------------------------------------------------------
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dsg_tile_forward(X, W, phase, coef, scale, batch_size, F0, K, work):
     """Add one tile of blocks to the predictions ``F0`` and to the kernel estimate ``K`` of
     the ``R`` rows of a super-step.
@@ -591,7 +591,7 @@ def dsg_tile_forward_ref(X, W, phase, coef, scale, batch_size, F0, K, work=None)
                 K[lo:hi, :lo] += (Z[lo:hi] @ Z[:lo].T).astype(np.float64)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dsg_superstep(F0, K, Y, sw, steps, params, n_blocks, n_avg, work):
     """Run the ``S`` sequential steps of one super-step in row space.
 
@@ -741,7 +741,7 @@ def dsg_superstep_ref(F0, K, Y, sw, steps, params, n_blocks, n_avg, dtype):
     return V.astype(dt), Va.astype(dt), decay, avg_a, avg_b, n_avg, loss_sum, weight_sum
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dsg_tile_apply(X, W, phase, coef, avg, U, Ua, coeffs, scale, work):
     """Apply a super-step to one tile of blocks, in place.
 

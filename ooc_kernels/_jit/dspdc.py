@@ -12,7 +12,7 @@ Loss ids (this module's own numbering, not the DSG registry's): 0 squared
 ``0.5 (z - b)^2`` (gamma = 1), 1 smoothed hinge, eq. (3) (gamma = 1), 2 logistic
 ``log(1 + exp(-b z))`` (gamma = 4); labels ``b`` are ``+-1`` for ids 1 and 2.
 
-Every ``@numba.njit`` kernel has a plain-NumPy twin with the suffix ``_ref``; the
+Every ``@njit`` kernel (:func:`ooc_kernels._jit._cache.njit`) has a plain-NumPy twin with the suffix ``_ref``; the
 vectorised scalar twins accept arrays.  ``docs/algorithms/dspdc_math.md`` pins the
 conventions (``n_total`` versus ``n_rows``, the uniform stream, the misprints of the paper).
 
@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.losses import _sigmoid, _softplus  # shared scalar helpers
 from ooc_kernels.exceptions import ValidationError
 
@@ -77,14 +77,14 @@ _W_LOW = 2.2250738585072014e-308
 # scalar helpers
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _xlogx(v):
     if v <= 0.0:
         return 0.0
     return v * math.log(v)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _bad_loss():
     raise ValidationError("DSPDC: unknown loss_id; valid ids are 0 (squared), "
                           "1 (smoothed hinge), 2 (logistic)")
@@ -94,7 +94,7 @@ def _bad_loss():
 # losses
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def loss_value(loss_id, z, b):
     """The loss ``phi(z)`` for label ``b``.
 
@@ -151,7 +151,7 @@ def loss_value_ref(loss_id, z, b):
                           "1 (smoothed hinge), 2 (logistic)")
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def loss_derivative(loss_id, z, b):
     """The derivative ``phi'(z)``; at the optimum ``y_i* = phi_i'(a_i^T x*)``.
 
@@ -203,7 +203,7 @@ def loss_derivative_ref(loss_id, z, b):
     raise ValidationError(f"unknown DSPDC loss_id {loss_id!r}; valid ids are 0, 1, 2")
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def loss_conjugate(loss_id, beta, b):
     """The convex conjugate ``phi*(beta) = sup_z beta z - phi(z)``, ``+inf`` off its domain.
 
@@ -264,7 +264,7 @@ def loss_conjugate_ref(loss_id, beta, b):
     raise ValidationError(f"unknown DSPDC loss_id {loss_id!r}; valid ids are 0, 1, 2")
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _logistic_dual_prox(c, y, b, sigma, n):
     # With w = b beta = -sigmoid(-t) (t = log((1 + w) / (-w))), the optimality condition
     # c/n - (b/n) log((1 + w)/(-w)) - (beta - y)/sigma = 0 times n sigma b reads
@@ -305,7 +305,7 @@ def _logistic_dual_prox(c, y, b, sigma, n):
     return b * w
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dual_prox(loss_id, c, y, b, sigma, n):
     """The dual step (10) for one coordinate.
 
@@ -412,7 +412,7 @@ def dual_prox_ref(loss_id, c, y, b, sigma, n):
 # regularizer g_j(x) = lam2/2 x^2 + lam1 |x|
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def primal_prox(v, tau, lam1, lam2):
     """``argmin_a g(a) + (a - v)^2 / (2 tau) = soft(v, tau lam1) / (1 + tau lam2)``.
 
@@ -453,7 +453,7 @@ def primal_prox_ref(v, tau, lam1, lam2):
     return np.sign(v) * np.maximum(np.abs(v) - tau * lam1, 0.0) / (1.0 + tau * lam2)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def reg_value(x, lam1, lam2):
     """``g_j(x) = (lam2 / 2) x^2 + lam1 |x|``.
 
@@ -480,7 +480,7 @@ def reg_value_ref(x, lam1, lam2):
     return 0.5 * lam2 * x ** 2 + lam1 * np.abs(x)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def reg_conjugate(w, lam1, lam2):
     """``g_j*(w) = max(|w| - lam1, 0)^2 / (2 lam2)``.
 
@@ -513,7 +513,7 @@ def reg_conjugate_ref(w, lam1, lam2):
 # sampler
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def sample_without_replacement(n, m, uniforms, marks, out):
     """Draw ``m`` distinct indices of ``range(n)`` uniformly (Robert Floyd's algorithm).
 
@@ -580,7 +580,7 @@ def sample_without_replacement_ref(n, m, uniforms):
 # Algorithm 1 on a dense block of rows
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _check_iteration_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q, tau, sigma):
     if m < 1 or m > n_rows:
         raise ValidationError("DSPDC iterations: need 1 <= m <= number of rows")
@@ -599,9 +599,9 @@ def _check_iteration_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q, 
         raise ValidationError("DSPDC iterations: tau and sigma must be > 0")
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_uniforms, m, q,
-                           theta, tau, sigma, loss_id, lam1, lam2, shift=None):
+                           theta, tau, sigma, loss_id, lam1, lam2, shift=None, weights=None):
     """Run ``T`` iterations of Algorithm 1 (``specs/dspdc.md`` 2.1) in place on dense rows.
 
     Per iteration ``t``: ``I`` = :func:`sample_without_replacement` ``(n_rows, m,
@@ -648,6 +648,13 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
         A linear tilt of the regularizer, ``g_j(x) = (lam2 / 2) x^2 + lam1 |x| - shift_j x``
         (local subproblems of distributed schemes); the primal step becomes
         ``primal_prox(x_j - tau (A^T ybar)_j / n_total + tau shift_j, tau, lam1, lam2)``.
+    weights : ndarray (n_rows,) float64, optional
+        Row weights ``w_i >= 0`` of the weighted problem ``(1/n) sum_i w_i phi_i(a_i^T x)``.
+        It is the unweighted problem on the rows ``sqrt(w_i) a_i`` with the losses
+        ``w_i phi_i(z / sqrt(w_i))`` (as smooth as ``phi_i``), whose duals are
+        ``sqrt(w_i) y_i``: ``y`` holds the duals ``y_i`` of ``phi_i``, the dual step is
+        unchanged and every product with the duals weighs them, ``z = A^T (w * y)``.  A row
+        of weight 0 changes nothing.
 
     Notes
     -----
@@ -665,6 +672,9 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
     if shift is not None:
         if shift.shape[0] != p:
             raise ValidationError("dspdc_dense_iterations: shift needs one entry per column")
+    if weights is not None:
+        if weights.shape[0] != n_rows:
+            raise ValidationError("dspdc_dense_iterations: weights need one entry per row")
     T = row_uniforms.shape[0]
     nt = np.float64(n_total)
     ext = np.float64(n_rows) / np.float64(m)
@@ -688,6 +698,8 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
             y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
             dy[k] = y_new - y[i]
             y[i] = y_new
+            if weights is not None:
+                dy[k] *= weights[i]
         # (11) + (12): <A^j, ybar^(t+1)> = z_j + (n_rows/m) (A_I^j)^T dy, for j in J
         for l in range(q):
             j = cols[l]
@@ -734,7 +746,8 @@ def _check_ref_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q):
 
 
 def dspdc_dense_iterations_ref(A, b, y, x, xbar, z, n_total, row_uniforms, col_uniforms, m, q,
-                               theta, tau, sigma, loss_id, lam1, lam2, shift=None):
+                               theta, tau, sigma, loss_id, lam1, lam2, shift=None,
+                               weights=None):
     """NumPy twin of :func:`dspdc_dense_iterations` (same in-place contract, vectorised)."""
     A = np.asarray(A)
     n_rows, p = A.shape
@@ -749,6 +762,8 @@ def dspdc_dense_iterations_ref(A, b, y, x, xbar, z, n_total, row_uniforms, col_u
         y_new = dual_prox_ref(loss_id, AI @ xbar, y[I], b[I], sigma, n_total)
         dy = y_new - y[I]
         y[I] = y_new
+        if weights is not None:
+            dy = dy * np.asarray(weights, dtype=np.float64)[I]
         delta = AI.T @ dy
         ybar_prod = z[J] + (n_rows / m) * delta[J]
         x_old = x[J].copy()
@@ -768,9 +783,10 @@ def dspdc_dense_iterations_ref(A, b, y, x, xbar, z, n_total, row_uniforms, col_u
 # Algorithm 2 on factorized rows A = U V
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def dspdc_factorized_iterations(U, V, b, y, x, u, v, vbar, n_total, row_uniforms, col_uniforms,
-                                m, q, theta, tau, sigma, loss_id, lam1, lam2, shift=None):
+                                m, q, theta, tau, sigma, loss_id, lam1, lam2, shift=None,
+                                weights=None):
     """Run ``T`` iterations of Algorithm 2 (``specs/dspdc.md`` 3.2) in place, ``A = U V``.
 
     Per iteration, with ``I`` and ``J`` drawn as in :func:`dspdc_dense_iterations`:
@@ -792,11 +808,14 @@ def dspdc_factorized_iterations(U, V, b, y, x, u, v, vbar, n_total, row_uniforms
     y : ndarray (n_rows,) float64, updated
     x : ndarray (p,) float64, updated
     u : ndarray (d,) float64, updated
-        ``U^T y`` (increments only are added: it may be the whole problem's product).
+        ``U^T y`` (``U^T (w * y)`` with ``weights``; increments only are added: it may be
+        the whole problem's product).
     v, vbar : ndarray (d,) float64, updated
         ``V x`` and ``V xbar``.
     n_total, row_uniforms, col_uniforms, m, q, theta, tau, sigma, loss_id, lam1, lam2, shift
         As :func:`dspdc_dense_iterations`.
+    weights : ndarray (n_rows,) float64, optional
+        Row weights, as :func:`dspdc_dense_iterations`: ``du = U_I^T (w_I * dy)``.
 
     Notes
     -----
@@ -815,6 +834,9 @@ def dspdc_factorized_iterations(U, V, b, y, x, u, v, vbar, n_total, row_uniforms
     if shift is not None:
         if shift.shape[0] != p:
             raise ValidationError("dspdc_factorized_iterations: shift needs p entries")
+    if weights is not None:
+        if weights.shape[0] != n_rows:
+            raise ValidationError("dspdc_factorized_iterations: weights need n_rows entries")
     T = row_uniforms.shape[0]
     nt = np.float64(n_total)
     ext = np.float64(n_rows) / np.float64(m)
@@ -839,6 +861,8 @@ def dspdc_factorized_iterations(U, V, b, y, x, u, v, vbar, n_total, row_uniforms
             y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
             dy[k] = y_new - y[i]
             y[i] = y_new
+            if weights is not None:
+                dy[k] *= weights[i]
         # (21), (22)
         for r in range(d):
             du[r] = 0.0
@@ -875,7 +899,7 @@ def dspdc_factorized_iterations(U, V, b, y, x, u, v, vbar, n_total, row_uniforms
 
 def dspdc_factorized_iterations_ref(U, V, b, y, x, u, v, vbar, n_total, row_uniforms,
                                     col_uniforms, m, q, theta, tau, sigma, loss_id, lam1, lam2,
-                                    shift=None):
+                                    shift=None, weights=None):
     """NumPy twin of :func:`dspdc_factorized_iterations` (same in-place contract)."""
     U = np.asarray(U)
     V = np.asarray(V)
@@ -888,7 +912,10 @@ def dspdc_factorized_iterations_ref(U, V, b, y, x, u, v, vbar, n_total, row_unif
         J = sample_without_replacement_ref(p, q, cu)
         UI = U[I].astype(np.float64)
         y_new = dual_prox_ref(loss_id, UI @ vbar, y[I], b[I], sigma, n_total)
-        du = UI.T @ (y_new - y[I])
+        dy = y_new - y[I]
+        if weights is not None:
+            dy = dy * np.asarray(weights, dtype=np.float64)[I]
+        du = UI.T @ dy
         y[I] = y_new
         ubar = u + (n_rows / m) * du
         u += du
@@ -905,7 +932,7 @@ def dspdc_factorized_iterations_ref(U, V, b, y, x, u, v, vbar, n_total, row_unif
 # monitoring: P, D and the gap in one streaming pass over chunks of rows
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def chunk_objective_terms(A, b, x, y, loss_id, aty):
     """One chunk's share of ``P`` and ``D``; adds the chunk's ``A^T y`` into ``aty``.
 
@@ -968,7 +995,7 @@ def chunk_objective_terms_ref(A, b, x, y, loss_id, aty):
             float(np.sum(loss_conjugate_ref(loss_id, y, b))))
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def chunk_objective_terms_factorized(U, b, v, y, loss_id, uty):
     """:func:`chunk_objective_terms` for rows ``A = U V`` given ``v = V x``.
 
@@ -1023,7 +1050,7 @@ def chunk_objective_terms_factorized_ref(U, b, v, y, loss_id, uty):
             float(np.sum(loss_conjugate_ref(loss_id, y, b))))
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def objective_from_terms(sum_phi, sum_conj, x, aty, n_total, lam1, lam2):
     """``(P(x), D(y))`` from the summed chunk terms.
 
@@ -1073,7 +1100,7 @@ def objective_from_terms_ref(sum_phi, sum_conj, x, aty, n_total, lam1, lam2):
 # statistics for Lambda: per-row sums of the q largest entries
 # --------------------------------------------------------------------------------------
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def row_top_sums(S, q):
     """Per row of ``S`` (non-negative), the sum of its ``q`` largest entries.
 
@@ -1120,7 +1147,7 @@ def row_top_sums(S, q):
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _sift_down(heap, k, size):
     v = heap[k]
     while True:

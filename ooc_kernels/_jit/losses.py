@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from ooc_kernels._jit._cache import njit
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["loss_gradient", "loss_gradient_ref", "loss_grad_value", "loss_grad_value_ref"]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _sigmoid(z):
     if z >= 0.0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -36,7 +36,7 @@ def _sigmoid(z):
     return ez / (1.0 + ez)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def loss_gradient(loss_id, F, Y, out, loss_param=0.0):
     """Write ``l'(F, Y)`` (derivative with respect to ``F``) into ``out``, all ``(n, C)``.
 
@@ -103,7 +103,7 @@ def loss_gradient_ref(loss_id, F, Y, loss_param=0.0):
     raise ValidationError(f"unknown loss_id {loss_id!r}; valid ids are 0, 1, 2, 3")
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _softplus(z):
     """``log(1 + exp(z))`` without overflow."""
     if z > 0.0:
@@ -111,7 +111,7 @@ def _softplus(z):
     return math.log1p(math.exp(z))
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def loss_grad_value(loss_id, F, Y, sw, out, loss_param=0.0):
     """Write the weighted derivative ``sw_i l'(F_i, Y_i)`` into ``out`` and return the
     weighted loss ``sum_i sw_i l(F_i, Y_i)`` (float64).

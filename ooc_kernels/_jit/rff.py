@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from ooc_kernels._jit._cache import njit
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["cos_affine_inplace", "cos_affine_inplace_ref", "rff_transform", "rff_transform_ref"]
@@ -45,7 +45,7 @@ _P6 = np.float32(1.724760612109577e-09)
 _HALF = np.float32(0.5)
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"contract"})
+@njit(cache=True, nogil=True, fastmath={"contract"})
 def cos_affine_inplace(P, phase, scale):
     """Overwrite ``P`` (n, r), C-contiguous, with ``scale * cos(P + phase)``.
 
@@ -84,7 +84,7 @@ def cos_affine_inplace_ref(P, phase, scale):
     P[...] = P.dtype.type(scale) * np.cos(P + phase)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def rff_transform(X, W, phase, scale):
     """Random features ``scale * cos(X @ W + phase)``.
 

@@ -12,15 +12,15 @@ Examples
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ooc_kernels._jit._cache import njit
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["permute_rows_inplace", "permute_rows_ref"]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def permute_rows_inplace(X, order):
     """Reorder the rows of ``X`` in place so that row ``i`` becomes the old row ``order[i]``.
 

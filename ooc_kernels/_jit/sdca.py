@@ -23,7 +23,7 @@ safety factor: ``nu = m`` makes every mini-batch step increase ``D`` (``||A_I^T 
 sum_i ||a_i||^2 dy_i^2``); ``nu = 1`` is plain SDCA for ``m = 1``.  Then ``A^T y`` and
 ``x = x(y)`` are updated.
 
-Every ``@numba.njit`` kernel has a plain-NumPy twin with the suffix ``_ref``.
+Every ``@njit`` kernel (:func:`ooc_kernels._jit._cache.njit`) has a plain-NumPy twin with the suffix ``_ref``.
 
 Examples
 --------
@@ -40,9 +40,9 @@ True
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.dspdc import (
     dual_prox,
     dual_prox_ref,
@@ -58,7 +58,7 @@ __all__ = ["primal_from_dual", "primal_from_dual_ref",
            "sdca_factorized_iterations", "sdca_factorized_iterations_ref"]
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def primal_from_dual(aty_j, n_total, lam1, lam2):
     """``x_j = grad g_j*(-(A^T y)_j / n) = soft(-(A^T y)_j / n, lam1) / lam2``.
 
@@ -89,7 +89,7 @@ def primal_from_dual_ref(aty, n_total, lam1, lam2):
     return primal_prox_ref(-np.asarray(aty, dtype=np.float64) / n_total, 1.0, lam1, 0.0) / lam2
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _check(n_rows, m, n_total, row_uniforms, sigmas, lam2):
     if m < 1 or m > n_rows:
         raise ValidationError("SDCA iterations: need 1 <= m <= number of rows")
@@ -103,7 +103,7 @@ def _check(n_rows, m, n_total, row_uniforms, sigmas, lam2):
         raise ValidationError("SDCA iterations: lam2 must be > 0 (strongly convex g)")
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def sdca_dense_iterations(A, b, y, x, w, n_total, row_uniforms, m, loss_id, lam1, lam2,
                           sigmas):
     """Run ``T`` mini-batch prox-SDCA iterations in place on dense rows.
@@ -195,7 +195,7 @@ def sdca_dense_iterations_ref(A, b, y, x, w, n_total, row_uniforms, m, loss_id, 
             x[:] = primal_from_dual_ref(w, n_total, lam1, lam2)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def sdca_factorized_iterations(U, V, b, y, x, u, v, n_total, row_uniforms, m, loss_id, lam1,
                                lam2, sigmas):
     """:func:`sdca_dense_iterations` on ``A = U V`` without forming ``A``.

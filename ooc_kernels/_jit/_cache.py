@@ -1,0 +1,163 @@
+"""Where the compiled kernels are cached: a per-user folder, never the package folder.
+
+``numba.njit(cache=True)`` writes its cache (``__pycache__/*.nbi`` and ``*.nbc``) next to
+the module's source.  For an installed package that is ``site-packages/ooc_kernels``: files
+that ``pip uninstall`` does not know about, so the folder survives an uninstall and shadows a
+later (editable) install of the package.  The library's kernels therefore use
+:func:`njit`, which compiles with ``numba.njit`` and caches in :func:`cache_dir` instead:
+
+1. ``$OOC_KERNELS_JIT_CACHE_DIR`` when set;
+2. else ``$NUMBA_CACHE_DIR/ooc_kernels`` when numba's own cache folder is configured
+   (``numba.config.CACHE_DIR``);
+3. else the per-user cache folder: ``$XDG_CACHE_HOME/ooc_kernels`` (``~/.cache/ooc_kernels``)
+   on Linux, ``~/Library/Caches/ooc_kernels`` on macOS, ``%LOCALAPPDATA%\\ooc_kernels`` on
+   Windows,
+
+each followed by ``jit/<version>-<digest>``, where ``<digest>`` is the SHA-256 of the source
+of every module of ``ooc_kernels._jit``.  A kernel's cache entry is thus only ever read by
+the very sources that wrote it: another version of the library, or an edit to any kernel
+module (a kernel inlines the kernels it calls from other modules, which numba's own
+per-file check does not see), gives another folder.  Folders of versions no longer
+installed can be deleted at any time.
+
+When the folder cannot be created or written (a read-only home folder), the kernels are
+compiled in every process, without a disk cache (set ``OOC_KERNELS_JIT_CACHE_DIR`` to a
+writable folder to keep the cache).
+
+Examples
+--------
+>>> from ooc_kernels._jit._cache import cache_dir
+>>> cache_dir().parent.name
+'jit'
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import numba
+from numba.core import config as numba_config
+from numba.core.caching import (
+    CompileResultCacheImpl,
+    FunctionCache,
+    _CacheLocator,
+    _SourceFileBackedLocatorMixin,
+)
+
+from ooc_kernels._version import __version__
+
+__all__ = ["CACHE_DIR_ENV_VAR", "cache_dir", "njit"]
+
+#: The environment variable that names the folder of the compiled-kernel cache.
+CACHE_DIR_ENV_VAR = "OOC_KERNELS_JIT_CACHE_DIR"
+
+_JIT_DIR = Path(__file__).resolve().parent
+
+
+@functools.cache
+def _sources_digest() -> str:
+    """SHA-256 (16 hex digits) of the name and bytes of every module of ``ooc_kernels._jit``."""
+    h = hashlib.sha256()
+    for path in sorted(_JIT_DIR.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def _user_cache_root() -> Path:
+    """The per-user cache folder of the platform (before ``ooc_kernels`` is appended)."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA")
+        return Path(base) if base else Path.home() / "AppData" / "Local"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches"
+    base = os.environ.get("XDG_CACHE_HOME")
+    return Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+
+
+def cache_dir() -> Path:
+    """The folder that holds the compiled kernels of this installation of the library.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<root>/jit/<version>-<digest of the kernel sources>``; ``<root>`` is
+        ``$OOC_KERNELS_JIT_CACHE_DIR``, else ``$NUMBA_CACHE_DIR/ooc_kernels``, else the
+        platform's per-user cache folder followed by ``ooc_kernels`` (see the module
+        docstring).  The folder is not created here.
+    """
+    chosen = os.environ.get(CACHE_DIR_ENV_VAR)
+    if chosen:
+        root = Path(chosen).expanduser()
+    elif numba_config.CACHE_DIR:
+        root = Path(numba_config.CACHE_DIR).expanduser() / "ooc_kernels"
+    else:
+        root = _user_cache_root() / "ooc_kernels"
+    return root.absolute() / "jit" / f"{__version__}-{_sources_digest()}"
+
+
+class _KernelCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+    """Numba cache locator: every kernel of ``ooc_kernels._jit`` in :func:`cache_dir`.
+
+    The file names numba derives (``<module>.<function>-<line>.pyXY.nbi``) are unique
+    within the kernel package, so one flat folder holds them all.  Entries are still checked
+    against the hash of their source file and of the function's bytecode by numba.
+    """
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(cache_dir())
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+
+class _KernelCacheImpl(CompileResultCacheImpl):
+    _locator_classes = [_KernelCacheLocator]
+
+
+class _KernelFunctionCache(FunctionCache):
+    """numba's on-disk function cache, located by :class:`_KernelCacheLocator` only."""
+
+    _impl_class = _KernelCacheImpl
+
+
+def _enable_cache(dispatcher) -> None:
+    """Cache ``dispatcher``'s compiled code in :func:`cache_dir` (what numba's
+    ``enable_caching`` does with its own locators).  An unwritable folder leaves the
+    dispatcher without a disk cache: it compiles once per process."""
+    try:
+        dispatcher._cache = _KernelFunctionCache(dispatcher.py_func)
+    except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+        return
+
+
+def njit(*, cache: bool = True, **options):
+    """``numba.njit`` whose ``cache=True`` caches in :func:`cache_dir`, not next to the source.
+
+    Parameters
+    ----------
+    cache : bool, default True
+        Keep the compiled code on disk, in :func:`cache_dir`.
+    **options
+        Passed to ``numba.njit`` (``nogil``, ``fastmath`` ...).
+
+    Returns
+    -------
+    callable
+        A decorator that compiles a function into a numba dispatcher.
+    """
+    def decorate(func):
+        dispatcher = numba.njit(**options)(func)
+        if cache:
+            _enable_cache(dispatcher)
+        return dispatcher
+
+    return decorate

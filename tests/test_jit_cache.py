@@ -1,0 +1,126 @@
+"""The compiled-kernel cache lives in a per-user folder, never in the package folder.
+
+numba's ``cache=True`` writes ``__pycache__/*.nbi`` and ``*.nbc`` next to a module's source:
+for an installed package, files ``pip uninstall`` leaves behind, so a left-over
+``site-packages/ooc_kernels`` folder shadows a later editable install.  These tests run a
+copy of the package (a fresh "installation") in subprocesses, with the cache folder pointed
+at a temporary folder, and look at both folders.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ooc_kernels
+from ooc_kernels._jit._cache import CACHE_DIR_ENV_VAR, cache_dir
+
+PACKAGE = Path(ooc_kernels.__file__).resolve().parent
+
+# Compiles and runs one real kernel; prints where the package came from, the result and
+# numba's cache statistics of the kernel.
+_RUN_ROWS = """
+import json, numpy as np, ooc_kernels
+from ooc_kernels._jit.rows import permute_rows_inplace
+X = np.arange(12.0).reshape(6, 2)
+permute_rows_inplace(X, np.array([3, 5, 0, 1, 4, 2]))
+print(json.dumps({"file": ooc_kernels.__file__, "X": X.tolist(),
+                  "hits": sum(permute_rows_inplace.stats.cache_hits.values()),
+                  "cache_path": permute_rows_inplace.stats.cache_path}))
+"""
+
+
+def _install_copy(root: Path) -> Path:
+    """A copy of the package's sources under ``root`` (no compiled or cached files)."""
+    site = root / "site"
+    shutil.copytree(PACKAGE, site / "ooc_kernels",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.pyc"))
+    return site
+
+
+def _run(site: Path, code: str, env_extra: dict) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_CACHE_DIR", CACHE_DIR_ENV_VAR, "PYTHONPATH")}
+    env.update(PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", **env_extra)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=300, cwd=site.parent)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _cache_files(folder: Path) -> list[Path]:
+    return sorted(p for pattern in ("*.nbi", "*.nbc") for p in folder.rglob(pattern))
+
+
+@pytest.mark.slow
+def test_kernel_cache_is_written_outside_the_package_and_reused(tmp_path):
+    site = _install_copy(tmp_path)
+    cache = tmp_path / "cache"
+    expected = np.arange(12.0).reshape(6, 2)[[3, 5, 0, 1, 4, 2]].tolist()
+
+    first = _run(site, _RUN_ROWS, {CACHE_DIR_ENV_VAR: str(cache)})
+    assert Path(first["file"]).resolve().parent == (site / "ooc_kernels").resolve()
+    assert first["X"] == expected
+    assert first["hits"] == 0
+    # nothing compiled is left in the package folder: pip removes all of it on uninstall
+    assert _cache_files(site) == []
+    # ... it is in the documented folder: <root>/jit/<version>-<digest of the kernels>
+    folder = Path(first["cache_path"])
+    assert folder.parent == cache / "jit"
+    assert folder.name.startswith(f"{ooc_kernels.__version__}-")
+    names = [p.name for p in _cache_files(cache)]
+    assert any(n.startswith("rows.permute_rows_inplace-") and n.endswith(".nbi")
+               for n in names), names
+
+    # a second process loads the compiled kernel from that cache
+    second = _run(site, _RUN_ROWS, {CACHE_DIR_ENV_VAR: str(cache)})
+    assert second["X"] == expected
+    assert second["hits"] == 1
+    assert _cache_files(site) == []
+
+
+def test_numba_cache_dir_is_honoured_below_an_ooc_kernels_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv(CACHE_DIR_ENV_VAR, raising=False)
+    monkeypatch.setattr("numba.core.config.CACHE_DIR", str(tmp_path / "numba-cache"))
+    assert cache_dir().parent == tmp_path / "numba-cache" / "ooc_kernels" / "jit"
+
+
+@pytest.mark.slow
+def test_an_edited_kernel_module_is_never_read_from_a_stale_cache(tmp_path):
+    """A kernel inlines the kernels it calls from other modules: numba checks only the
+    caller's own file, so an edit to the callee's module must change the cache folder."""
+    site = _install_copy(tmp_path)
+    jit = site / "ooc_kernels" / "_jit"
+    (jit / "probe_callee.py").write_text(
+        "from ooc_kernels._jit._cache import njit\n\n\n"
+        "@njit(cache=True)\ndef callee(x):\n    return x + 1\n")
+    (jit / "probe_caller.py").write_text(
+        "from ooc_kernels._jit._cache import njit\n"
+        "from ooc_kernels._jit.probe_callee import callee\n\n\n"
+        "@njit(cache=True)\ndef caller(x):\n    return callee(x) * 10\n")
+    code = ("import json\nfrom ooc_kernels._jit.probe_caller import caller\n"
+            "print(json.dumps({'value': caller(1), 'path': caller.stats.cache_path}))\n")
+    env = {CACHE_DIR_ENV_VAR: str(tmp_path / "cache")}
+
+    before = _run(site, code, env)
+    assert before["value"] == 20
+    (jit / "probe_callee.py").write_text(
+        (jit / "probe_callee.py").read_text().replace("x + 1", "x + 2"))
+    after = _run(site, code, env)
+    assert after["value"] == 30
+    assert after["path"] != before["path"]
+
+
+def test_cache_dir_defaults_to_the_per_user_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv(CACHE_DIR_ENV_VAR, raising=False)
+    monkeypatch.setattr("numba.core.config.CACHE_DIR", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(sys, "platform", "linux")
+    folder = cache_dir()
+    assert folder.parent == tmp_path / "xdg" / "ooc_kernels" / "jit"
+    assert folder.name.startswith(f"{ooc_kernels.__version__}-")
