@@ -1,7 +1,9 @@
 """The ``ooc-kernels`` command line: a thin layer over the Python API.
 
 Every failure exits non-zero with a one-line reason on standard error (set
-``OOC_KERNELS_DEBUG=1`` for the traceback).  ``evaluate`` and ``run`` print their metrics as
+``OOC_KERNELS_DEBUG=1`` for the traceback).  Long work shows progress bars on a terminal;
+without one (a batch job's log), one line per stage, per epoch and per tenth of a long pass
+on standard error instead, each with its time (``--quiet``: neither).  ``evaluate`` and ``run`` print their metrics as
 one JSON object on the last line of standard output.
 
 Examples
@@ -52,7 +54,8 @@ class _Group(click.Group):
 
 def _common(f):
     """``--quiet`` and the scheduler options, passed to the command as ``quiet`` and ``sched``."""
-    f = click.option("--quiet", "-q", is_flag=True, help="No progress bars.")(f)
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress bars (and, without "
+                     "a terminal, no stage, epoch and progress lines).")(f)
     f = click.option("--tls-key", type=click.Path(dir_okay=False, path_type=Path),
                      default=None, help="PEM private key of the client certificate, if not "
                      "inside --tls-cert.")(f)
@@ -80,6 +83,15 @@ def _progress(quiet: bool):
     return False if quiet else None
 
 
+def _log_lines(quiet: bool):
+    """Where no progress bar is shown (standard error is not a terminal: a batch job's
+    log) and not ``--quiet``: the library's stage, epoch and progress lines on standard
+    error, one line each, with the time (:func:`ooc_kernels._progress.log_to_stderr`)."""
+    from ooc_kernels._progress import log_to_stderr, progress_enabled
+
+    return log_to_stderr(not quiet and not progress_enabled(None))
+
+
 def _parse_params(pairs) -> dict:
     """``-p KEY=VALUE`` pairs: values read as YAML, numbers as written (2e5, 1e-3, 1_000)."""
     from ooc_kernels._params import parse_param_value
@@ -91,6 +103,52 @@ def _parse_params(pairs) -> dict:
         key, value = pair.split("=", 1)
         out[key.strip()] = parse_param_value(value)
     return out
+
+
+_VAR_HELP = ("Which store variable holds a schema variable, SCHEMA_VAR=STORE_VAR (repeatable): "
+             "--var X=features --var y=label for a store whose variables are named "
+             "features and label.")
+
+
+def _parse_vars(pairs, option: str = "--var") -> dict | None:
+    """``--var X=features`` pairs as a ``variables`` mapping (None when there are none)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise click.BadParameter(f"{pair!r} is not SCHEMA_VAR=STORE_VAR; e.g. "
+                                     f"{option} X=features {option} y=label",
+                                     param_hint=option)
+        if key in out and out[key] != value:
+            raise click.BadParameter(f"{key} is given twice, as {out[key]!r} and {value!r}; "
+                                     "give each schema variable once", param_hint=option)
+        out[key] = value
+    return out or None
+
+
+def _parse_classes(text: str | None) -> list | None:
+    """``--classes 0,1`` (or ``cat,dog``) as a list, each value read as YAML."""
+    from ooc_kernels._params import parse_param_value
+
+    if text is None:
+        return None
+    return [parse_param_value(v.strip()) for v in text.split(",")]
+
+
+def _declaration_options(f):
+    """``--var``, ``--schema``, ``--task`` and ``--classes`` of the catalog commands."""
+    f = click.option("--classes", default=None, metavar="A,B,...",
+                     help="The sorted label values, comma-separated, when the store does "
+                     "not record them.")(f)
+    f = click.option("--task", type=click.Choice(["classification", "regression"]),
+                     default=None, help="The task, when the store does not record it.")(f)
+    f = click.option("--schema", "schema", default=None,
+                     help="The store's schema (supervised, factorized, triplets), when the "
+                     "store does not record it.")(f)
+    f = click.option("--var", "var", multiple=True, metavar="SCHEMA_VAR=STORE_VAR",
+                     help=_VAR_HELP)(f)
+    return f
 
 
 def _exit_interrupted(err: BaseException, default: str) -> None:
@@ -203,7 +261,7 @@ def data_make(name, n_samples, out, split, seed, chunk_size, params, catalog, en
 # ---------------------------------------------------------------------------- catalog
 @main.group()
 def catalog():
-    """Inspect Intake catalogs."""
+    """Inspect Intake catalogs and add or declare their entries."""
 
 
 @catalog.command("list")
@@ -230,6 +288,63 @@ def catalog_list(file, trusted, allow_outside, data_root, allow_env):
                    f"{r.get('description') or ''}".rstrip())
 
 
+@catalog.command("add")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("name")
+@click.argument("store", type=click.Path(path_type=Path))
+@_declaration_options
+@click.option("--description", default=None, help="Shown by `ooc-kernels catalog list`.")
+@click.option("--allow-outside", is_flag=True, help="Register the store even if it is "
+              "outside the catalog's folder (readers then need --allow-outside too).")
+@click.option("--data-root", "data_root", multiple=True, type=click.Path(path_type=Path),
+              help="Register the store if it is under this folder, even outside the "
+              "catalog's folder (repeatable; readers then need --data-root too).")
+def catalog_add(file, name, store, var, schema, task, classes, description, allow_outside,
+                data_root):
+    """Add (or replace) entry NAME for the Zarr STORE in catalog FILE (created if missing).
+
+    For a store written with plain ``ds.to_zarr()`` whose variables have their own names,
+    declare them: ooc-kernels catalog add cat.yaml sensors sensors.zarr --var X=features
+    --var y=label.  An existing store is opened with the declaration first; the file is
+    rewritten atomically and keeps its other entries.
+    """
+    from ooc_kernels.data.catalog import register_dataset
+
+    register_dataset(file, name, store, description=description, variables=_parse_vars(var),
+                     schema=schema, task=task, classes=_parse_classes(classes),
+                     allow_outside=_catalog_allow_outside(allow_outside, data_root))
+    click.echo(f"{file}: {name}")
+
+
+@catalog.command("declare")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("name")
+@_declaration_options
+@click.option("--trusted", is_flag=True, help="Trust the whole catalog: other readers, any "
+              "environment variable, any path.")
+@click.option("--allow-outside", is_flag=True, help=_ALLOW_OUTSIDE_HELP)
+@click.option("--data-root", "data_root", multiple=True, type=click.Path(path_type=Path),
+              help=_DATA_ROOT_HELP)
+@click.option("--allow-env", "allow_env", multiple=True, metavar="NAME", help=_ALLOW_ENV_HELP)
+def catalog_declare(file, name, var, schema, task, classes, trusted, allow_outside,
+                    data_root, allow_env):
+    """Declare how to read entry NAME of catalog FILE (its metadata ooc_kernels: ...).
+
+    For an entry made with Intake's own API or by hand over a store whose variables have
+    their own names: ooc-kernels catalog declare cat.yaml sensors --var X=features --var
+    y=label.  Adds to what the entry declares; the entry is opened with the declaration
+    first, then the file is rewritten atomically with every other entry kept (YAML comments
+    are not kept).  Prints the entry's declaration as JSON.
+    """
+    from ooc_kernels.data.catalog import declare_dataset
+
+    declaration = declare_dataset(
+        file, name, variables=_parse_vars(var), schema=schema, task=task,
+        classes=_parse_classes(classes), trusted=trusted,
+        allow_outside=_catalog_allow_outside(allow_outside, data_root), allow_env=allow_env)
+    click.echo(json.dumps(declaration, sort_keys=True))
+
+
 # ---------------------------------------------------------------------------- training
 def _catalog_allow_outside(allow_outside: bool, data_root) -> bool | list[Path]:
     """``--allow-outside`` and ``--data-root`` as the library's ``allow_outside``."""
@@ -237,10 +352,12 @@ def _catalog_allow_outside(allow_outside: bool, data_root) -> bool | list[Path]:
 
 
 class _CatalogAccess(NamedTuple):
-    """What the catalog options allow; passed to the command as ``allow_outside``."""
+    """What the catalog options allow, and the ``--var`` names; passed to the command as
+    ``allow_outside``."""
 
     allow_outside: bool | list
     allow_env: tuple = ()
+    variables: dict | None = None
 
 
 def _open(catalog_file, entry, trusted, allow_outside):
@@ -249,24 +366,28 @@ def _open(catalog_file, entry, trusted, allow_outside):
     access = allow_outside if isinstance(allow_outside, _CatalogAccess) else \
         _CatalogAccess(allow_outside)
     return open_dataset(catalog_file, entry, trusted=trusted,
-                        allow_outside=access.allow_outside, allow_env=access.allow_env)
+                        allow_outside=access.allow_outside, allow_env=access.allow_env,
+                        variables=access.variables)
 
 
 def _data_options(f):
-    """``--catalog --entry --trusted --allow-outside --data-root --allow-env``.
+    """``--catalog --entry --var --trusted --allow-outside --data-root --allow-env``.
 
     The command receives ``catalog_file, entry, trusted, allow_outside``; ``allow_outside``
-    is a :class:`_CatalogAccess` that also carries ``--data-root`` and ``--allow-env``, for
-    :func:`_open`.
+    is a :class:`_CatalogAccess` that also carries ``--data-root``, ``--allow-env`` and the
+    ``--var`` names, for :func:`_open`.
     """
     command = f
 
     @functools.wraps(command)
-    def f(*args, allow_outside, data_root, allow_env, **kwargs):
+    def f(*args, allow_outside, data_root, allow_env, var, **kwargs):
         access = _CatalogAccess(_catalog_allow_outside(allow_outside, data_root),
-                                tuple(allow_env))
+                                tuple(allow_env), _parse_vars(var))
         return command(*args, allow_outside=access, **kwargs)
 
+    f = click.option("--var", "var", multiple=True, metavar="SCHEMA_VAR=STORE_VAR",
+                     help=_VAR_HELP + " For an entry whose metadata does not declare "
+                     "them; a name the entry declares otherwise is an error.")(f)
     f = click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
                      help=_ALLOW_ENV_HELP)(f)
     f = click.option("--data-root", "data_root", multiple=True,
@@ -336,7 +457,7 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     est = cls(**hyper)
     est._validate_params()
     try:
-        with _scheduler(**sched):
+        with _scheduler(**sched), _log_lines(quiet):
             est.set_params(progress=_progress(quiet))
             est.fit(_open(catalog_file, entry, trusted, allow_outside), checkpoint=checkpoint,
                     checkpoint_every=checkpoint_every, resume=resume)
@@ -397,8 +518,9 @@ def evaluate(model, catalog_file, entry, trusted, allow_outside, out, overwrite,
     if out is not None:  # before any work
         check_replaceable_file(out, "metrics", overwrite=overwrite)
     est = ok.load(model)
-    with _scheduler(**sched):
-        metrics = _evaluate(est, _open(catalog_file, entry, trusted, allow_outside))
+    with _scheduler(**sched), _log_lines(quiet):
+        metrics = _evaluate(est, _open(catalog_file, entry, trusted, allow_outside),
+                            progress=_progress(quiet), desc=f"score {entry}")
     metrics = {"model": str(model), "entry": entry, **metrics}
     if out is not None:
         write_json_atomic(out, metrics, kind="metrics", overwrite=overwrite)
@@ -421,9 +543,10 @@ def predict(model, catalog_file, entry, trusted, allow_outside, out, overwrite, 
 
     _refuse_existing(out, overwrite, "predictions")
     est = ok.load(model)
-    with _scheduler(**sched):
+    with _scheduler(**sched), _log_lines(quiet):
         write_predictions(est, _open(catalog_file, entry, trusted, allow_outside), out,
-                          overwrite=overwrite)
+                          overwrite=overwrite, progress=_progress(quiet),
+                          desc=f"predictions {entry}")
     click.echo(str(out))
 
 
@@ -446,6 +569,9 @@ def predict(model, catalog_file, entry, trusted, allow_outside, out, overwrite, 
 def run(pipeline, trusted, allow_outside, data_root, allow_env, quiet, **sched):
     """Run a PIPELINE YAML file: data, model, fit, evaluate, save.
 
+    Prints the metrics as one JSON line, with the paths written under "outputs" (model,
+    metrics, predictions).  Without a terminal (a batch job's log) it writes one line per
+    stage and per epoch, and the progress of scoring and predictions, to standard error.
     Interrupted (Ctrl-C), it exits with status 130 and says how to continue: running the
     same command again resumes from the last checkpoint.
     """
@@ -458,10 +584,11 @@ def run(pipeline, trusted, allow_outside, data_root, allow_env, quiet, **sched):
         if any(sched[k] is not None for k in ("scheduler_file", "tls_ca_file", "tls_cert",
                                                "tls_key")):
             # connect here and hand the connected Client to the pipeline (used as is)
-            with _scheduler(**sched) as client:
+            with _scheduler(**sched) as client, _log_lines(quiet):
                 metrics = run_pipeline(pipeline, scheduler=client, **trust)
         else:
-            metrics = run_pipeline(pipeline, scheduler=scheduler, **trust)
+            with _log_lines(quiet):
+                metrics = run_pipeline(pipeline, scheduler=scheduler, **trust)
     except KeyboardInterrupt as err:
         _exit_interrupted(err, "interrupted: re-running the same command resumes from the "
                                "last checkpoint, if one was written")

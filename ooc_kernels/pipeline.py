@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticVa
 from pydantic import field_validator
 
 from ooc_kernels._atomic import write_json_atomic
+from ooc_kernels._progress import logger
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
 from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
 from ooc_kernels.exceptions import PipelineConfigError, ValidationError
@@ -97,10 +98,29 @@ class GenerateSpec(_Strict):
 
 
 class DataSpec(_Strict):
+    """The ``data`` stage: the catalog, its entries, how to generate missing ones, and
+    ``variables`` (schema variable -> store variable, e.g. ``{X: features, y: label}``)
+    for entries whose metadata does not declare them (a name an entry declares otherwise
+    is an error when it is opened)."""
+
     catalog: str
     train: str
     test: str | None = None
     generate: dict[str, GenerateSpec] = Field(default_factory=dict)
+    variables: dict[str, str] | None = None
+
+    @field_validator("variables")
+    @classmethod
+    def _declared(cls, value):
+        from ooc_kernels.data.schema import make_declaration
+        from ooc_kernels.exceptions import SchemaError
+
+        if value is None:
+            return value
+        try:
+            return make_declaration(value, where="data.variables")["variables"]
+        except SchemaError as err:
+            raise ValueError(str(err)) from None
 
 
 class ModelSpec(_Strict):
@@ -128,6 +148,11 @@ class FitSpec(_Strict):
 
 
 class EvaluateSpec(_Strict):
+    """What the ``evaluate`` stage computes: test metrics always (with ``data.test``),
+    training-set metrics only with ``train: true`` (one more pass over the training set),
+    the test set's predictions with ``predictions: true`` (the default)."""
+
+    train: bool = False
     predictions: bool = True
 
 
@@ -369,7 +394,11 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     """Run a pipeline file end to end and return its metrics.
 
     Writes ``model.zarr``, ``metrics.json`` and (with ``evaluate.predictions``)
-    ``predictions.zarr`` into ``save.output_dir``, each atomically.  The fit writes
+    ``predictions.zarr`` into ``save.output_dir``, each atomically.  The ``evaluate`` stage
+    scores the test set, and the training set only with ``evaluate.train: true``.  Each
+    stage writes a line to the ``ooc_kernels`` logger (INFO), the fit one per epoch, and
+    scoring and predictions their progress when no bar is shown: ``ooc-kernels run``
+    shows them on standard error when that is not a terminal.  The fit writes
     ``checkpoint.zarr`` there every ``fit.checkpoint_every`` rounds; with ``fit.resume``
     (the default) running the same pipeline again continues from it and gives exactly the
     model of an uninterrupted run.
@@ -395,12 +424,14 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
         Environment variables the catalog's ``{env(NAME)}`` templates may read (an
         untrusted catalog reads none; see ``docs/security.md``).
     progress : bool, optional
-        Progress bars (default: on a terminal or in a notebook).
+        Progress bars (default: on a terminal or in a notebook); ``False`` also silences
+        the per-epoch and progress log lines.
 
     Returns
     -------
     dict
-        The metrics (also written to ``save.metrics`` as JSON).
+        The metrics (also written to ``save.metrics`` as JSON), and under ``outputs`` the
+        paths written: ``model``, ``metrics`` and (when written) ``predictions``.
 
     Raises
     ------
@@ -424,6 +455,7 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
         raise
     # a re-run replaces only its own metrics file (checked before the fit too)
     write_json_atomic(paths["save.metrics"], metrics, kind="metrics", overwrite=True)
+    logger.info("pipeline %s: saved the metrics to %s", spec.name, paths["save.metrics"])
     return metrics
 
 
@@ -450,9 +482,15 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     from ooc_kernels.evaluation import evaluate, write_predictions
 
     catalog, out_dir = paths["data.catalog"], paths["save.output_dir"]
+    logger.info("pipeline %s: data stage (catalog %s)", spec.name, catalog)
     _ensure_datasets(spec, catalog, progress, where)
-    train = open_dataset(catalog, spec.data.train, **where)
-    test = open_dataset(catalog, spec.data.test, **where) if spec.data.test else None
+    train = open_dataset(catalog, spec.data.train, variables=spec.data.variables, **where)
+    test = open_dataset(catalog, spec.data.test, variables=spec.data.variables, **where) \
+        if spec.data.test else None
+    for role, entry, ds in (("train", spec.data.train, train), ("test", spec.data.test, test)):
+        if ds is not None:
+            logger.info("pipeline %s: %s set %r: %d rows", spec.name, role, entry,
+                        ds.sizes[sample_dim(ds)])
     est = _build_estimator(spec)
     est.set_params(progress=progress)
     # before the fit: a re-run replaces only its own model, metrics file and prediction store
@@ -460,21 +498,36 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     check_replaceable_file(paths["save.metrics"], "metrics")
     if test is not None and spec.evaluate.predictions:
         check_replaceable(paths["save.predictions"], "predictions")
+    logger.info("pipeline %s: fit stage, %s(%s)", spec.name, spec.model.estimator,
+                ", ".join(f"{k}={v!r}" for k, v in spec.model.params.items()))
     t0 = time.perf_counter()
     est.fit(train, checkpoint=paths["save.checkpoint"],
             checkpoint_every=spec.fit.checkpoint_every,
             resume=spec.fit.resume)
     fit_seconds = time.perf_counter() - t0
+    logger.info("pipeline %s: fit done in %.1f s", spec.name, fit_seconds)
     out_dir.mkdir(parents=True, exist_ok=True)
     est.save(paths["save.model"])
+    logger.info("pipeline %s: saved the model to %s", spec.name, paths["save.model"])
     metrics = {"pipeline": spec.name, "estimator": spec.model.estimator,
                "n_train": int(train.sizes[sample_dim(train)]),
                "fit_seconds": round(fit_seconds, 3)}
-    metrics.update({f"train_{k}": v for k, v in evaluate(est, train).items()})
+    outputs = {"model": str(paths["save.model"]), "metrics": str(paths["save.metrics"])}
+    if spec.evaluate.train:
+        logger.info("pipeline %s: evaluate stage, scoring the training set", spec.name)
+        metrics.update({f"train_{k}": v for k, v in
+                        evaluate(est, train, progress=progress, desc="score train").items()})
     if test is not None:
+        logger.info("pipeline %s: evaluate stage, scoring the test set", spec.name)
         metrics["n_test"] = int(test.sizes[sample_dim(test)])
-        metrics.update({f"test_{k}": v for k, v in evaluate(est, test).items()})
+        metrics.update({f"test_{k}": v for k, v in
+                        evaluate(est, test, progress=progress, desc="score test").items()})
         if spec.evaluate.predictions:
             # a re-run replaces its own prediction store (never anything else)
-            write_predictions(est, test, paths["save.predictions"], overwrite=True)
+            write_predictions(est, test, paths["save.predictions"], overwrite=True,
+                              progress=progress, desc="predictions test")
+            outputs["predictions"] = str(paths["save.predictions"])
+            logger.info("pipeline %s: saved the test set's predictions to %s", spec.name,
+                        paths["save.predictions"])
+    metrics["outputs"] = outputs
     return metrics

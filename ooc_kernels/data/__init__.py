@@ -13,6 +13,7 @@ Examples
 from .catalog import (
     ALLOWED_DATATYPES,
     ALLOWED_READERS,
+    declare_dataset,
     describe_catalog,
     entry_path,
     list_datasets,
@@ -62,6 +63,7 @@ __all__ = [
     "Schema",
     "Variable",
     "available_generators",
+    "declare_dataset",
     "describe_catalog",
     "digits_source_split",
     "entry_path",

@@ -46,11 +46,14 @@ class Context:
         The store.
     entry : str, optional
         The catalog entry.
+    catalog : str, optional
+        The catalog file holding ``entry``.
     """
 
     kind: str = "xarray"
     path: str | None = None
     entry: str | None = None
+    catalog: str | None = None
 
     def __post_init__(self):
         if self.kind not in CONTEXT_KINDS:
@@ -111,7 +114,14 @@ def _declare(ctx: Context, pairs: dict[str, str]) -> str:
     yml = "{" + ", ".join(f"{k}: {v}" for k, v in pairs.items()) + "}"
     meta = f"the entry's metadata ooc_kernels: {{variables: {yml}}}"
     if ctx.kind == "catalog":
-        return f"declare the names in {meta}"
+        cat = ctx.catalog or "CATALOG"
+        entry = ctx.entry or "ENTRY"
+        opts = " ".join(f"--var {k}={v}" for k, v in pairs.items())
+        return (f"declare the names in {meta}: ooc-kernels catalog declare {cat} {entry} "
+                f"{opts} (Python: ooc_kernels.data.declare_dataset({cat!r}, {entry!r}, "
+                f"variables={py})), or name them for one command (train, evaluate, predict "
+                f"{opts}; a pipeline's data.variables: {yml}; open_dataset(..., "
+                f"variables={py}))")
     if ctx.kind == "store":
         return (f"declare the names: open_zarr_dataset({ctx._store()}, variables={py}), or "
                 f"in a catalog entry's metadata ooc_kernels: {{variables: {yml}}}")
@@ -219,5 +229,7 @@ def attribute(ctx: Context, key: str, value: str | None, optional: bool = True) 
 
 def declaration(ctx: Context) -> str:
     if ctx.kind == "catalog":
-        return "fix ooc_kernels: {variables: ...} in the entry's metadata"
+        return ("fix ooc_kernels: {variables: ...} in the entry's metadata: ooc-kernels "
+                f"catalog declare {ctx.catalog or 'CATALOG'} {ctx.entry or 'ENTRY'} "
+                "--var X=NAME --var y=NAME replaces the names given")
     return "pass a mapping such as {'X': 'features', 'y': 'label'}"

@@ -119,8 +119,21 @@ import xarray as xr
 import yaml
 
 from .._untrusted import load_yaml, short_repr as _r
-from ..exceptions import CatalogError, PathEscapeError, UnknownEntryError, UntrustedCatalogError
-from .schema import DECLARATION_KEY, Context, apply_declaration, validate_dataset
+from ..exceptions import (
+    CatalogError,
+    PathEscapeError,
+    SchemaError,
+    UnknownEntryError,
+    UntrustedCatalogError,
+)
+from .declarations import SCHEMAS
+from .schema import (
+    DECLARATION_KEY,
+    Context,
+    apply_declaration,
+    make_declaration,
+    validate_dataset,
+)
 
 
 __all__ = [
@@ -141,6 +154,7 @@ __all__ = [
     "entry_path",
     "open_dataset",
     "register_dataset",
+    "declare_dataset",
 ]
 
 #: Reader classes an untrusted catalog may name (they only read data).
@@ -979,7 +993,16 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
             f"{type(catalog).__name__}"
         )
     path = Path(os.fspath(catalog)).expanduser().absolute()
-    spec = _read_yaml(path, trusted=trusted)
+    return _from_spec(_read_yaml(path, trusted=trusted), path, trusted=trusted,
+                      allow_outside=allow_outside, allow_env=allow_env)
+
+
+def _from_spec(spec: Any, path: Path, *, trusted: bool, allow_outside: AllowOutside,
+               allow_env: frozenset[str]):
+    """The catalog of YAML data ``spec`` as if read from file ``path`` (checked as
+    :func:`load_catalog` checks a file)."""
+    from intake.readers.entry import Catalog
+
     source = repr(str(path))
     if trusted:
         _check_structure(spec, source)
@@ -1137,8 +1160,8 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False,
 
 
 def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
-                 allow_outside: AllowOutside = False,
-                 allow_env: Iterable[str] = ()) -> xr.Dataset:
+                 allow_outside: AllowOutside = False, allow_env: Iterable[str] = (),
+                 variables: Mapping[str, str] | None = None) -> xr.Dataset:
     """Open catalog entry ``name`` as a lazy, validated, Dask-backed ``xarray.Dataset``.
 
     The entry's metadata may declare how to read a store that does not follow the library's
@@ -1155,6 +1178,8 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
     The Dataset keeps the store's own names; the declaration is put in its attributes
     (``ooc_kernels_variables``, ``ooc_kernels_schema``, ``task``, ``classes``), where the
     estimators and :func:`ooc_kernels.data.inputs.as_chunked` find it.
+    :func:`declare_dataset` (``ooc-kernels catalog declare``) writes that metadata;
+    ``variables`` names the variables for this call only.
 
     Parameters
     ----------
@@ -1163,6 +1188,10 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
         Entry (or alias) name.
     trusted, allow_outside, allow_env
         See :func:`load_catalog`.
+    variables : mapping of str to str, optional
+        Schema variable -> store variable (``{"X": "features", "y": "label"}``), for an
+        entry whose metadata does not declare them all.  Added to the entry's declaration;
+        a variable the entry declares under another name is an error.
 
     Returns
     -------
@@ -1175,7 +1204,8 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
         ``name`` is not in the catalog (the message lists the available entries).
     CatalogError, UntrustedCatalogError, PathEscapeError, SchemaError
         ``SchemaError`` lists every problem of the store, each with a fix that works on
-        disk (rewrite the store, set an attribute, declare the names in the entry).
+        disk (rewrite the store, set an attribute, declare the names in the entry); it is
+        also raised when ``variables`` names a variable the entry declares otherwise.
 
     Examples
     --------
@@ -1183,6 +1213,14 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
     """
     cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
                        allow_env=allow_env)
+    ds, context = _read_entry(cat, name, variables)
+    return validate_dataset(ds, context=context)
+
+
+def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
+                ) -> tuple[xr.Dataset, Context]:
+    """Entry ``name`` of a loaded catalog as a lazy Dataset, its declaration (and
+    ``variables``) applied but not validated, and the :class:`Context` for validating it."""
     entry = _entry(cat, name)
     try:
         reader = cat[name]
@@ -1209,11 +1247,39 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
             f"catalog entry {_r(name)} produced a {type(ds).__name__}, expected an "
             "xarray.Dataset; use the reader intake.readers.readers:XArrayDatasetReader"
         )
-    declaration = (entry.metadata or {}).get(DECLARATION_KEY)
-    ds = apply_declaration(ds, declaration, where=f"catalog entry {_r(name)}'s metadata "
-                                                  f"{DECLARATION_KEY}")
+    where = f"catalog entry {_r(name)}'s metadata {DECLARATION_KEY}"
+    declaration = _with_variables((entry.metadata or {}).get(DECLARATION_KEY), variables,
+                                  name, where)
+    ds = apply_declaration(ds, declaration, where=where)
     path = _resolve(cat, _data_url(cat, entry))
-    return validate_dataset(ds, context=Context("catalog", path=str(path), entry=name))
+    source = cat.user_parameters.get("CATALOG_PATH")
+    source = getattr(source, "default", source)
+    return ds, Context("catalog", path=str(path), entry=name,
+                       catalog=source if isinstance(source, str) else None)
+
+
+def _with_variables(declaration: Any, variables: Mapping[str, str] | None, name: str,
+                    where: str) -> Any:
+    """An entry's declaration with the caller's ``variables`` added (they must agree)."""
+    if variables is None or (declaration is not None and not isinstance(declaration, Mapping)):
+        return declaration  # nothing to add, or a malformed declaration apply_declaration names
+    declared_schema = (declaration or {}).get("schema")
+    given = make_declaration(
+        variables, schema=declared_schema if declared_schema in SCHEMAS else None,
+        where=f"the variables given for catalog entry {_r(name)}")["variables"]
+    declared = (declaration or {}).get("variables")
+    if isinstance(declared, Mapping):
+        clash = {k: v for k, v in given.items() if k in declared and declared[k] != v}
+        if clash:
+            k = sorted(clash)[0]
+            raise SchemaError(
+                f"{where} declares {k} = {_r(declared[k])}, but the variables given "
+                f"(--var / variables= / a pipeline's data.variables) say {k} = "
+                f"{_r(clash[k])}; drop the one that is wrong: leave {k} out of the "
+                f"variables given, or change the entry with `ooc-kernels catalog declare "
+                f"CATALOG {name} --var {k}={clash[k]}`")
+        given = {**declared, **given}
+    return {**(declaration or {}), "variables": given}
 
 
 # --- writing ---------------------------------------------------------------------------
@@ -1226,7 +1292,8 @@ def _relative_url(data_path: Path, catalog_dir: Path) -> str:
     return "{CATALOG_DIR}/" + Path(rel).as_posix()
 
 
-def _entry_dicts(name: str, url: str, description: str | None) -> tuple[dict, dict]:
+def _entry_dicts(name: str, url: str, description: str | None,
+                 declaration: Mapping | None = None) -> tuple[dict, dict]:
     from intake.readers import datatypes, readers
     from intake.readers.entry import Catalog
 
@@ -1234,6 +1301,8 @@ def _entry_dicts(name: str, url: str, description: str | None) -> tuple[dict, di
     reader = readers.XArrayDatasetReader(data, chunks={}, engine="zarr")
     if description:
         reader.metadata["description"] = description
+    if declaration:
+        reader.metadata[DECLARATION_KEY] = dict(declaration)
     tmp = Catalog()
     tmp.add_entry(reader, name=name)
     spec = tmp.to_dict()
@@ -1257,8 +1326,90 @@ def _data_refs(entry: Mapping) -> set[str]:
     return refs
 
 
+def _read_spec(cat_path: Path, *, trusted: bool = False) -> dict:
+    """The catalog file's YAML as the six top-level mappings of an Intake 2 catalog
+    (empty ones for a missing or empty file); nothing is imported or executed."""
+    if cat_path.exists():
+        spec = _read_yaml(cat_path, trusted=trusted)
+        if spec is None:
+            spec = {}
+        _check_structure(spec if spec else {"version": 2}, repr(str(cat_path)))
+    else:
+        spec = {}
+    return {
+        "aliases": dict(spec.get("aliases") or {}),
+        "data": dict(spec.get("data") or {}),
+        "entries": dict(spec.get("entries") or {}),
+        "metadata": dict(spec.get("metadata") or {}),
+        "user_parameters": dict(spec.get("user_parameters") or {}),
+        "version": 2,
+    }
+
+
+class _NoAliasDumper(yaml.SafeDumper):
+    """``yaml.safe_dump`` without anchors: a value used twice is written twice, so the
+    file stays readable by the alias-free loader of untrusted catalogs."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _write_spec(cat_path: Path, spec: Mapping) -> None:
+    """Replace the catalog file by ``spec`` atomically (temporary file + ``os.replace``):
+    a reader sees the old file or the new one, never a part."""
+    cat_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cat_path.parent / f".{cat_path.name}.tmp-{uuid.uuid4().hex[:12]}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as stream:
+            yaml.dump(dict(spec), stream, Dumper=_NoAliasDumper, sort_keys=True)
+        os.replace(tmp, cat_path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _check_declared_entry(cat_path: Path, spec: Mapping, entry: str, action: str, *,
+                          trusted: bool, allow_outside: AllowOutside,
+                          allow_env: Iterable[str]) -> None:
+    """Open ``entry`` of the catalog ``spec`` (not yet written to ``cat_path``) as
+    :func:`open_dataset` opens it, under the same trust rules, so that a declaration that
+    does not fit the store is refused before the file changes: every store variable it
+    names must exist, and its schema, task and classes must not contradict the store's
+    attributes.  Only this entry is loaded (the other entries are neither checked nor
+    imported).  A local store that does not exist yet is not opened.  The rest of the
+    store's validation is left to :func:`open_dataset` (a declaration may name some of the
+    variables now, the others later).  A :class:`SchemaError` is raised prefixed by
+    ``action`` (what was refused)."""
+    one = {"version": 2, "aliases": {}, "entries": {entry: spec["entries"][entry]},
+           "data": dict(spec.get("data") or {}),
+           "user_parameters": dict(spec.get("user_parameters") or {}),
+           "metadata": dict(spec.get("metadata") or {})}
+    cat = _from_spec(one, cat_path, trusted=trusted, allow_outside=allow_outside,
+                     allow_env=_env_names(allow_env))
+    url = _resolve(cat, _data_url(cat, cat.entries[entry]))
+    if isinstance(url, str) and "://" not in url and "{" not in url \
+            and not Path(url).exists():
+        return  # written later: checked when it is opened
+    unchanged = f"{action}, the catalog file {str(cat_path)!r} is unchanged"
+    try:
+        ds, context = _read_entry(cat, entry)
+    except SchemaError as err:
+        raise SchemaError(f"{unchanged}: {err}") from None
+    declared = ((cat.entries[entry].metadata or {}).get(DECLARATION_KEY) or {}).get(
+        "variables") or {}
+    have = sorted(map(str, ds.data_vars))
+    for key, value in declared.items():
+        if value not in ds.data_vars:
+            raise SchemaError(
+                f"{unchanged}: it names {_r(value)} as {key}, but the store "
+                f"{_r(context.path)} has no data variable {_r(value)}; its data variables "
+                f"are {_r(have)}")
+
+
 def register_dataset(catalog_path: str | os.PathLike, entry: str,
                      data_path: str | os.PathLike, *, description: str | None = None,
+                     variables: Mapping[str, str] | None = None, schema: str | None = None,
+                     task: str | None = None, classes: Any = None,
                      allow_outside: AllowOutside = False) -> None:
     """Create or update an Intake 2 catalog file with an entry for a Zarr store.
 
@@ -1266,6 +1417,13 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     when possible, so catalog and data can move together.  The file is written atomically
     (temporary file + ``os.replace``).  Existing entries are kept as they are (nothing from
     the file is imported or executed); an entry of the same name is replaced.
+
+    ``variables``, ``schema``, ``task`` and ``classes`` are written as the entry's
+    declaration (metadata ``ooc_kernels: {variables: ..., ...}``, see
+    :func:`open_dataset`), for a store that does not use the library's names or records
+    no attributes, e.g. one written with ``ds.to_zarr()``.  When the store exists, the
+    entry is opened with its declaration first, and a declaration that does not fit the
+    store raises ``SchemaError`` with the catalog file untouched.
 
     Parameters
     ----------
@@ -1277,6 +1435,15 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
         The Zarr store (it need not exist yet).
     description : str, optional
         Shown by :func:`describe_catalog` / ``ooc-kernels catalog list``.
+    variables : mapping of str to str, optional
+        Schema variable -> store variable, e.g. ``{"X": "features", "y": "label"}``.
+    schema : str, optional
+        The store's schema (``"supervised"``, ``"factorized"``, ``"triplets"``), when the
+        store does not record it.
+    task : {"classification", "regression"}, optional
+        When the store does not record it (else inferred from the targets' dtype).
+    classes : sequence, optional
+        The sorted label values, when the store does not record them.
     allow_outside : bool or iterable of folders, default False
         The store must lie inside the catalog's folder (readers refuse other paths, see
         :func:`load_catalog`); True allows any path, a list of folders allows these too.
@@ -1289,6 +1456,9 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     PathEscapeError
         ``data_path`` is outside the catalog's folder and ``allow_outside`` does not allow it
         (the catalog file is left untouched).
+    SchemaError
+        An invalid declaration, or one that does not fit the existing store (the catalog
+        file is left untouched).
 
     Examples
     --------
@@ -1299,6 +1469,17 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     >>> from pathlib import Path
     >>> "{CATALOG_DIR}/data/digits.zarr" in Path(f).read_text()
     True
+
+    A store of one's own, written with ``ds.to_zarr()`` with other names:
+
+    >>> import numpy as np, xarray as xr
+    >>> store = os.path.join(d, "catalogs", "data", "sensors.zarr")
+    >>> xr.Dataset({"features": (("time", "channel"), np.zeros((4, 2))),
+    ...             "label": ("time", np.array([0, 1, 0, 1]))}).to_zarr(store)  # doctest: +ELLIPSIS
+    <xarray.backends.zarr.ZarrStore object at ...>
+    >>> register_dataset(f, "sensors", store, variables={"X": "features", "y": "label"})
+    >>> open_dataset(f, "sensors").attrs["ooc_kernels_variables"]
+    {'X': 'features', 'y': 'label'}
     """
     if not isinstance(entry, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", entry):
         raise CatalogError(
@@ -1321,23 +1502,11 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
             f"need the same, or trusted=True; command line: --data-root "
             f"{str(resolved.parent)} or --allow-outside)"
         )
-    if cat_path.exists():
-        spec = _read_yaml(cat_path)
-        if spec is None:
-            spec = {}
-        _check_structure(spec if spec else {"version": 2}, repr(str(cat_path)))
-    else:
-        spec = {}
-    spec = {
-        "aliases": dict(spec.get("aliases") or {}),
-        "data": dict(spec.get("data") or {}),
-        "entries": dict(spec.get("entries") or {}),
-        "metadata": dict(spec.get("metadata") or {}),
-        "user_parameters": dict(spec.get("user_parameters") or {}),
-        "version": 2,
-    }
+    declaration = make_declaration(variables, schema=schema, task=task, classes=classes,
+                                   where=f"the declaration of entry {_r(entry)}")
+    spec = _read_spec(cat_path)
     new_entries, new_data = _entry_dicts(entry, _relative_url(data_abs, cat_path.parent),
-                                         description)
+                                         description, declaration)
     old = spec["entries"].pop(entry, None)
     spec["aliases"].pop(entry, None)
     spec["entries"].update(new_entries)
@@ -1347,12 +1516,137 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
         still_used = set().union(*(_data_refs(e) for e in entries if isinstance(e, Mapping)))
         for ref in _data_refs(old) - still_used:
             spec["data"].pop(ref, None)
-    cat_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cat_path.parent / f".{cat_path.name}.tmp-{uuid.uuid4().hex[:12]}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as stream:
-            yaml.safe_dump(spec, stream, sort_keys=True)
-        os.replace(tmp, cat_path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    if declaration:
+        _check_declared_entry(
+            cat_path, spec, entry,
+            f"cannot register entry {_r(entry)} with the declaration {declaration!r}",
+            trusted=False, allow_outside=allow_outside, allow_env=())
+    _write_spec(cat_path, spec)
+
+
+def declare_dataset(catalog_path: str | os.PathLike, entry: str, *,
+                    variables: Mapping[str, str] | None = None, schema: str | None = None,
+                    task: str | None = None, classes: Any = None, trusted: bool = False,
+                    allow_outside: AllowOutside = False,
+                    allow_env: Iterable[str] = ()) -> dict:
+    """Declare how to read an existing catalog entry: write its ``ooc_kernels`` metadata.
+
+    For an entry made with Intake's own API (``Catalog.add_entry`` + ``to_yaml_file``) or
+    written by hand, over a store that does not use the library's names or records no
+    attributes: after ``declare_dataset(cat, "sensors", variables={"X": "features",
+    "y": "label"})`` the entry opens with :func:`open_dataset` and trains as it is.  The
+    values given are added to what the entry already declares (a variable given again
+    takes its new name); everything else in the file is kept.
+
+    The entry is opened with the new declaration first (its store, if it exists, must fit
+    it: the same checks as :func:`open_dataset`, under the same trust rules, applied to
+    this entry only); then the file is rewritten atomically (temporary file +
+    ``os.replace``).  It is read as plain YAML data and written back with
+    ``yaml.safe_dump``: nothing is imported or executed, every entry, data description,
+    alias and parameter is kept, but YAML comments and key order are not.
+
+    Parameters
+    ----------
+    catalog_path : str or path-like
+        An existing Intake 2 catalog file.
+    entry : str
+        The entry (an alias declares the entry it points at).
+    variables : mapping of str to str, optional
+        Schema variable -> store variable, e.g. ``{"X": "features", "y": "label"}``.
+    schema : str, optional
+        The store's schema, when the store does not record it.
+    task : {"classification", "regression"}, optional
+        When the store does not record it.
+    classes : sequence, optional
+        The sorted label values, when the store does not record them.
+    trusted, allow_outside, allow_env
+        How the entry may be opened to check it (see :func:`load_catalog`).
+
+    Returns
+    -------
+    dict
+        The entry's declaration as now written.
+
+    Raises
+    ------
+    CatalogError
+        A missing or invalid catalog file; nothing to declare.
+    UnknownEntryError
+        ``entry`` is not in the catalog (the message lists the entries).
+    SchemaError
+        An invalid declaration, or one that does not fit the store.
+    UntrustedCatalogError, PathEscapeError
+        The entry cannot be opened under the trust rules.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np, xarray as xr
+    >>> from intake.readers.datatypes import Zarr
+    >>> from intake.readers.entry import Catalog
+    >>> from intake.readers.readers import XArrayDatasetReader
+    >>> d = tempfile.mkdtemp()
+    >>> store = os.path.join(d, "sensors.zarr")
+    >>> xr.Dataset({"features": (("time", "channel"), np.zeros((4, 2))),
+    ...             "label": ("time", np.array([0, 1, 0, 1]))}).to_zarr(store)  # doctest: +ELLIPSIS
+    <xarray.backends.zarr.ZarrStore object at ...>
+    >>> cat = Catalog()
+    >>> cat.add_entry(XArrayDatasetReader(Zarr(url=store), engine="zarr"), name="sensors")
+    'sensors'
+    >>> f = os.path.join(d, "cat.yaml")
+    >>> cat.to_yaml_file(f)
+    >>> declare_dataset(f, "sensors", variables={"X": "features", "y": "label"})
+    {'variables': {'X': 'features', 'y': 'label'}}
+    >>> open_dataset(f, "sensors")["features"].dims
+    ('time', 'channel')
+    """
+    cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
+    if not cat_path.exists():
+        raise CatalogError(
+            f"catalog file {str(cat_path)!r} does not exist; create the entry with "
+            "ooc_kernels.data.register_dataset (command line: `ooc-kernels catalog add "
+            "CATALOG NAME STORE --var X=...`), which declares the variables as well"
+        )
+    where = f"the declaration of entry {_r(entry)}"
+    given = make_declaration(variables, schema=schema, task=task, classes=classes,
+                             where=where)
+    if not given:
+        raise CatalogError(
+            f"nothing to declare for entry {_r(entry)} of catalog {str(cat_path)!r}: give "
+            "variables={'X': ..., 'y': ...}, schema=, task= or classes= (command line: "
+            "--var X=NAME --var y=NAME, --schema, --task, --classes)"
+        )
+    spec = _read_spec(cat_path, trusted=trusted)
+    names = sorted(set(spec["entries"]) | set(spec["aliases"]))
+    if not isinstance(entry, str) or entry not in names:
+        raise UnknownEntryError(
+            f"catalog {str(cat_path)!r} has no entry {_r(entry)}; available entries: "
+            f"{_r(names)}. Pick one of them, or add the store with `ooc-kernels catalog add` "
+            "(ooc_kernels.data.register_dataset)"
+        )
+    target = spec["aliases"].get(entry, entry)
+    if not isinstance(target, str) or not isinstance(spec["entries"].get(target), Mapping):
+        raise CatalogError(
+            f"catalog {str(cat_path)!r}: {_r(entry)} is not a reader entry (it is "
+            f"{_r(spec['entries'].get(target, target))}); declare the reader entry it "
+            "points at"
+        )
+    record = dict(spec["entries"][target])
+    metadata = record.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    old = metadata.get(DECLARATION_KEY)
+    declaration = dict(old) if isinstance(old, Mapping) else {}
+    if "variables" in given and isinstance(declaration.get("variables"), Mapping):
+        given["variables"] = {**declaration["variables"], **given["variables"]}
+    declaration.update(given)
+    if declaration.get("schema") in SCHEMAS and isinstance(declaration.get("variables"),
+                                                            Mapping):
+        make_declaration(declaration["variables"], schema=declaration["schema"], where=where)
+    metadata[DECLARATION_KEY] = declaration
+    record["metadata"] = metadata
+    spec["entries"][target] = record
+    _check_declared_entry(cat_path, spec, target,
+                          f"cannot declare {declaration!r} for entry {_r(target)}",
+                          trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
+    _write_spec(cat_path, spec)
+    return declaration

@@ -99,6 +99,7 @@ __all__ = [
     "Variable", "Schema", "Context", "ArrayInfo", "Resolved",
     "SUPERVISED", "FACTORIZED", "TRIPLETS", "SCHEMAS", "get_schema", "register_schema",
     "validate_dataset", "check_dataset", "check_arrays", "apply_declaration", "sample_dim",
+    "DECLARATION_FIELDS", "make_declaration",
     "infer_task", "open_zarr_dataset", "make_attrs",
 ]
 
@@ -199,6 +200,106 @@ def sample_dim(ds: xr.Dataset, schema: Schema | str | None = None,
     return schema.sample_dim
 
 
+#: The keys of a declaration (a catalog entry's ``ooc_kernels`` metadata).
+DECLARATION_FIELDS = ("schema", "variables", "task", "classes")
+
+
+def make_declaration(variables: Mapping[str, str] | None = None, *, schema: str | None = None,
+                     task: str | None = None, classes: Any = None,
+                     where: str = "the declaration") -> dict[str, Any]:
+    """A checked declaration, as written under a catalog entry's ``ooc_kernels`` metadata.
+
+    Only the arguments given appear in the result.  Nothing is read: whether the store has
+    the declared variables is checked when the entry is opened.
+
+    Parameters
+    ----------
+    variables : mapping of str to str, optional
+        Schema variable -> the store's variable, e.g. ``{"X": "features", "y": "label"}``.
+        The schema variables must be those of ``schema`` (when given) or of a registered
+        schema.
+    schema : str, optional
+        A registered schema name (``"supervised"``, ``"factorized"``, ``"triplets"``).
+    task : {"classification", "regression"}, optional
+    classes : sequence, optional
+        The label values, sorted and unique (numbers or strings).
+    where : str
+        What is being declared, for the error messages.
+
+    Returns
+    -------
+    dict
+        With the keys among ``schema``, ``variables``, ``task``, ``classes`` that were given,
+        as plain YAML data.
+
+    Raises
+    ------
+    SchemaError
+        A value of the wrong type, an unknown schema or schema variable, an empty name, a
+        task outside ``TASKS``, classes that are not sorted and unique.
+
+    Examples
+    --------
+    >>> make_declaration({"X": "features", "y": "label"}, task="classification")
+    {'variables': {'X': 'features', 'y': 'label'}, 'task': 'classification'}
+    >>> make_declaration({"x": "features"})
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.SchemaError: the declaration names the schema variable 'x', ...
+    """
+    out: dict[str, Any] = {}
+    if schema is not None:
+        if not isinstance(schema, str) or schema not in SCHEMAS:
+            raise SchemaError(f"{where}: unknown schema {schema!r}; registered schemas: "
+                              f"{sorted(SCHEMAS)}")
+        out["schema"] = schema
+    if variables is not None:
+        if not isinstance(variables, Mapping) or not variables:
+            raise SchemaError(
+                f"{where}: variables must be a non-empty mapping from schema variables to "
+                f"the store's variables, found {variables!r}; e.g. "
+                "{'X': 'features', 'y': 'label'} (command line: --var X=features --var y=label)")
+        known = SCHEMAS[schema].names if schema is not None else \
+            sorted({n for s in SCHEMAS.values() for n in s.names})
+        mapping = {}
+        for key, value in variables.items():
+            if not isinstance(key, str) or key not in known:
+                of = f"the {schema!r} schema" if schema is not None else "the registered schemas"
+                raise SchemaError(
+                    f"{where} names the schema variable {key!r}, which is not a variable of "
+                    f"{of}; use one of {known}, e.g. X=features (schema variable = the "
+                    "store's variable)")
+            if not isinstance(value, str) or not value.strip():
+                raise SchemaError(
+                    f"{where} maps {key!r} to {value!r}; give the name of a variable of the "
+                    f"store, e.g. {key}=features")
+            mapping[key] = value
+        out["variables"] = mapping
+    if task is not None:
+        if task not in TASKS:
+            raise SchemaError(f"{where}: task must be one of {list(TASKS)}, found {task!r}")
+        out["task"] = task
+    if classes is not None:
+        values = list(classes) if isinstance(classes, (list, tuple, np.ndarray)) else None
+        plain = values is not None and len(values) > 0 and all(
+            isinstance(c, (str, int, float, np.integer, np.floating))
+            and not isinstance(c, (bool, np.bool_)) for c in values)
+        if not plain:
+            raise SchemaError(f"{where}: classes must be a non-empty list of label values "
+                              f"(numbers or strings), found {classes!r}; e.g. [0, 1]")
+        values = [c.item() if isinstance(c, np.generic) else c for c in values]
+        try:
+            good = sorted(set(values))
+        except TypeError:
+            good = None
+        if values != good:
+            raise SchemaError(f"{where}: classes must be sorted and unique, found {values!r}"
+                              + (f"; use {good!r}" if good is not None else
+                                 "; use labels of one type (all numbers or all strings)"))
+        out["classes"] = values
+    return out
+
+
 def apply_declaration(ds: xr.Dataset, declaration: Any, where: str = "the declaration"
                       ) -> xr.Dataset:
     """``ds`` with a declaration (a catalog entry's ``ooc_kernels`` metadata) in its attrs.
@@ -216,7 +317,7 @@ def apply_declaration(ds: xr.Dataset, declaration: Any, where: str = "the declar
     """
     if declaration is None:
         return ds
-    allowed = ("schema", "variables", "task", "classes")
+    allowed = DECLARATION_FIELDS
     if not isinstance(declaration, Mapping) or set(map(str, declaration)) - set(allowed):
         extra = sorted(set(map(str, declaration)) - set(allowed)) \
             if isinstance(declaration, Mapping) else None
