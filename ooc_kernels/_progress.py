@@ -8,6 +8,13 @@ Which bar is used is decided when a bar is created, never at import (importing
 Jupyter/IPython kernel, ``tqdm.notebook`` when ipywidgets can be imported, else the text
 bar of ``tqdm.std`` on standard error (which the notebook shows); elsewhere ``tqdm.std``.
 
+Without a bar (standard error is not a terminal: a batch job's log file), long work reports
+through the ``ooc_kernels`` logger instead, at level INFO: a fit one line per epoch, a bar
+created with ``log_lines=N`` up to ``N`` lines as it advances (each tenth of the work for
+``N = 10``).  A library does not configure logging: these lines are shown where the
+application attaches a handler, as ``ooc-kernels`` does with :func:`log_to_stderr` when its
+standard error is not a terminal.
+
 Examples
 --------
 >>> from ooc_kernels._progress import progress_bar
@@ -19,12 +26,19 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 _FORCED: bool | None = None
+
+#: The library's logger: stage, epoch and progress lines at INFO (see the module docstring).
+logger = logging.getLogger("ooc_kernels")
+
+#: The format of :func:`log_to_stderr`'s lines: time, then the message.
+LOG_FORMAT = "%(asctime)s ooc-kernels: %(message)s"
 
 
 def in_notebook() -> bool:
@@ -104,8 +118,84 @@ def set_progress(enabled: bool | None) -> None:
 
 
 @contextlib.contextmanager
+def log_to_stderr(enabled: bool = True) -> Iterator[logging.Handler | None]:
+    """Show the library's INFO lines (stages, epochs, progress) on standard error.
+
+    What a command line does when it has no terminal to draw bars on: one line per event,
+    each with its time, in the batch job's log.  The handler is removed and the logger's
+    level restored when the block ends.
+
+    Parameters
+    ----------
+    enabled : bool, default True
+        ``False``: do nothing (yields None).
+
+    Yields
+    ------
+    logging.Handler or None
+        The handler attached to :data:`logger` (writing to the ``sys.stderr`` of the moment
+        the block starts).
+
+    Examples
+    --------
+    >>> import io, sys
+    >>> err, sys.stderr = sys.stderr, io.StringIO()
+    >>> with log_to_stderr():
+    ...     logger.info("fit: started")
+    >>> text, sys.stderr = sys.stderr.getvalue(), err
+    >>> text.rstrip().endswith("ooc-kernels: fit: started")
+    True
+    """
+    if not enabled:
+        yield None
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%Y-%m-%d %H:%M:%S"))
+    handler.setLevel(logging.INFO)
+    level = logger.level
+    logger.addHandler(handler)
+    if logger.getEffectiveLevel() > logging.INFO:
+        logger.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.flush()
+
+
+def logs_instead(enabled: bool | None, bar: Any) -> bool:
+    """Whether work under ``bar`` reports through :data:`logger` instead: no bar is shown,
+    progress was not switched off (``enabled`` is not False) and the logger is enabled for
+    INFO (an application attached a handler, e.g. :func:`log_to_stderr`)."""
+    return (enabled is not False and bool(getattr(bar, "disable", True))
+            and logger.isEnabledFor(logging.INFO))
+
+
+class _LoggedBar:
+    """A hidden bar that writes up to ``lines`` INFO lines as it advances (every
+    ``total / lines`` steps, and at the end); every other attribute is the bar's."""
+
+    def __init__(self, bar: Any, desc: str, total: int, unit: str, lines: int):
+        self._bar, self._desc, self._total, self._unit = bar, desc, total, unit
+        self._lines, self._done, self._logged = lines, 0, 0
+
+    def update(self, n: int = 1) -> None:
+        self._bar.update(n)
+        self._done += n
+        step = min(self._lines, self._total) * self._done // self._total
+        if step > self._logged:
+            self._logged = step
+            logger.info("%s: %d/%d %ss (%d%%)", self._desc, self._done, self._total,
+                        self._unit, 100 * self._done // self._total)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bar, name)
+
+
+@contextlib.contextmanager
 def progress_bar(total: int | None, desc: str, *, enabled: bool | None = None,
-                 unit: str = "it") -> Iterator[Any]:
+                 unit: str = "it", log_lines: int = 0) -> Iterator[Any]:
     """A tqdm bar that is a silent no-op when progress is disabled.
 
     Parameters
@@ -118,6 +208,11 @@ def progress_bar(total: int | None, desc: str, *, enabled: bool | None = None,
         See :func:`progress_enabled`.
     unit : str, default "it"
         Unit shown after the counts.
+    log_lines : int, default 0
+        When no bar is shown, ``enabled`` is not False and :data:`logger` is enabled for
+        INFO (:func:`logs_instead`), write up to this many
+        lines as the work advances (``desc: 12/20 chunks (60%)``), evenly spaced, the last
+        at the end.  Needs a known ``total``.
 
     Yields
     ------
@@ -133,6 +228,9 @@ def progress_bar(total: int | None, desc: str, *, enabled: bool | None = None,
     bar = cls(total=total, desc=desc, unit=unit, disable=not show, leave=False,
               dynamic_ncols=True)
     try:
-        yield bar
+        if log_lines > 0 and total and logs_instead(enabled, bar):
+            yield _LoggedBar(bar, desc, total, unit, log_lines)
+        else:
+            yield bar
     finally:
         bar.close()

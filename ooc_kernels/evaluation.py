@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dask
@@ -22,8 +23,10 @@ import dask.array as da
 import numpy as np
 
 from ooc_kernels._atomic import KIND_ATTR, atomic_dir
+from ooc_kernels._progress import progress_bar
 from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
+from ooc_kernels.parallel.cluster import active_client, compute_on_client
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["evaluate", "write_predictions"]
@@ -38,40 +41,135 @@ def _take_true(proba, idx):
     return proba[np.arange(len(idx)), idx[:, 0]]  # one chunk: probability of the true class
 
 
-def evaluate(estimator, X, y=None) -> dict:
+def _classifier_stats(pred, y, p_true=None):
+    """One chunk's row: ``[rows, correct predictions, summed log loss]``."""
+    loss = 0.0 if p_true is None else float(-np.log(np.clip(p_true, 1e-15, 1.0)).sum())
+    return np.array([[len(y), float(np.sum(pred == y)), loss]])
+
+
+def _regressor_stats(pred, y):
+    """One chunk's row: ``[rows, mean of y, squared deviations of y from that mean,
+    summed squared residual, summed absolute residual]``."""
+    y = np.asarray(y, dtype=np.float64)
+    resid = y - np.asarray(pred, dtype=np.float64)
+    mean = y.mean() if len(y) else 0.0
+    return np.array([[len(y), mean, float(((y - mean) ** 2).sum()),
+                      float((resid ** 2).sum()), float(np.abs(resid).sum())]])
+
+
+def _chunk_stats(estimator, data) -> tuple[da.Array, bool]:
+    """A lazy ``(n_chunks, k)`` array of per-chunk sufficient statistics, and whether they
+    are a classifier's (with log loss when it has ``predict_proba``)."""
+    Xd, yd = model_input(data), data.y
+    pred = estimator.predict(Xd)
+    args = [pred, yd]
+    classifier = hasattr(estimator, "classes_")
+    if classifier:
+        stats, k = _classifier_stats, 3
+        if hasattr(estimator, "predict_proba"):
+            yi = yd.map_blocks(_y_index, estimator.classes_, dtype=np.intp)[:, None]
+            args.append(da.map_blocks(_take_true, estimator.predict_proba(Xd), yi,
+                                      drop_axis=1, dtype=np.float64))
+    else:
+        stats, k = _regressor_stats, 5
+    args = da.core.unify_chunks(*[a for arr in args for a in (arr, "i")])[1]
+    n_blocks = args[0].numblocks[0]
+    return da.map_blocks(stats, *args, chunks=((1,) * n_blocks, (k,)), new_axis=1,
+                         dtype=np.float64), classifier
+
+
+def _parallel_slots(sched) -> int:
+    """How many chunks the scheduler works on at once: the Client's threads, 1 for the
+    synchronous scheduler, else Dask's ``num_workers`` or the number of cores."""
+    client = active_client(sched)
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    name = sched if sched is not None else dask.config.get("scheduler", None)
+    if name in ("sync", "synchronous", "single-threaded"):
+        return 1
+    return int(dask.config.get("num_workers", None) or os.cpu_count() or 1)
+
+
+def _batches(n_chunks: int, sched) -> list[tuple[int, int]]:
+    """Consecutive ``(first, stop)`` chunk ranges of twice the scheduler's parallel slots:
+    each range is one computation, after which the progress bar advances."""
+    width = 2 * _parallel_slots(sched)
+    return [(i, min(i + width, n_chunks)) for i in range(0, n_chunks, width)]
+
+
+def _compute(obj, sched):
+    """``dask.compute(obj)[0]`` on ``sched`` (on a Client with bounded waits: a lost
+    scheduler is reported)."""
+    client = active_client(sched)
+    if client is not None:
+        return compute_on_client(client, obj)
+    (value,) = dask.compute(obj, scheduler=sched)
+    return value
+
+
+def evaluate(estimator, X, y=None, *, progress: bool | None = None,
+             desc: str = "evaluate") -> dict:
     """Metrics of a fitted estimator on ``X`` (any accepted input), in one pass.
 
     Classifiers: ``accuracy`` (and ``log_loss`` when probabilities exist).
     Regressors: ``r2``, ``rmse``, ``mae``.
+
+    The chunks are scored a few at a time (twice as many as the scheduler runs at once);
+    each chunk gives a row of sums, and the metrics follow from those rows, so memory stays
+    at a few chunks and the progress bar advances chunk by chunk.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+    X : any input the estimator accepts
+    y : array-like, optional
+        The targets, unless ``X`` carries them (a dataset, a catalog entry).
+    progress : bool, optional
+        A progress bar over chunks (default: on a terminal or in a notebook); without a bar,
+        up to 10 lines through the ``ooc_kernels`` logger (:mod:`ooc_kernels._progress`).
+    desc : str, default "evaluate"
+        The bar's label.
+
+    Returns
+    -------
+    dict
+        Metric name to value.
     """
     data = as_chunked(X, y, chunk_size=estimator.chunk_size, require_y=True)
-    Xd, yd = model_input(data), data.y
-    if hasattr(estimator, "classes_"):
-        classes = estimator.classes_
-        out = {"accuracy": (estimator.predict(Xd) == yd).astype(np.float64).mean()}
+    stats, classifier = _chunk_stats(estimator, data)
+    n_chunks = stats.numblocks[0]
+    rows = []
+    with scheduler_context(getattr(estimator, "scheduler", None)) as sched, \
+            progress_bar(total=n_chunks, desc=desc, enabled=progress, unit="chunk",
+                         log_lines=10) as bar:
+        for first, stop in _batches(n_chunks, sched):
+            rows.append(np.asarray(_compute(stats[first:stop], sched)))
+            bar.update(stop - first)
+    rows = np.concatenate(rows) if rows else np.zeros((0, stats.shape[1]))
+    n = rows[:, 0].sum()
+    if classifier:
+        out = {"accuracy": rows[:, 1].sum() / n}
         if hasattr(estimator, "predict_proba"):
-            proba = estimator.predict_proba(Xd)
-            yi = yd.map_blocks(_y_index, classes, dtype=np.intp)[:, None]
-            p_true = da.map_blocks(_take_true, proba, yi, drop_axis=1, dtype=np.float64)
-            out["log_loss"] = -da.log(da.clip(p_true, 1e-15, 1.0)).mean()
+            out["log_loss"] = rows[:, 2].sum() / n
     else:
-        pred = estimator.predict(Xd).astype(np.float64)
-        yt = yd.astype(np.float64)
-        resid = yt - pred
-        ss_tot = ((yt - yt.mean()) ** 2).sum()
-        out = {"r2": 1.0 - (resid ** 2).sum() / ss_tot,
-               "rmse": da.sqrt((resid ** 2).mean()), "mae": abs(resid).mean()}
-    with scheduler_context(getattr(estimator, "scheduler", None)) as sched:
-        (values,) = dask.compute(out, scheduler=sched)
-    return {k: float(v) for k, v in values.items()}
+        # squared deviations of y about the overall mean, from the chunks' own (Chan et al.)
+        counts, means, m2 = rows[:, 0], rows[:, 1], rows[:, 2]
+        mean = (counts * means).sum() / n
+        ss_tot = m2.sum() + (counts * (means - mean) ** 2).sum()
+        out = {"r2": 1.0 - rows[:, 3].sum() / ss_tot, "rmse": np.sqrt(rows[:, 3].sum() / n),
+               "mae": rows[:, 4].sum() / n}
+    return {k: float(v) for k, v in out.items()}
 
 
-def write_predictions(estimator, X, path, *, overwrite: bool = False) -> Path:
+def write_predictions(estimator, X, path, *, overwrite: bool = False,
+                      progress: bool | None = None, desc: str = "predictions") -> Path:
     """Write predictions (and class probabilities when available) to a Zarr store.
 
     The store is written chunk by chunk into a temporary sibling folder and renamed into
-    place when complete.  For an xarray input the predictions lie along its own sample
-    dimension, with its coordinates there (e.g. ``time``); otherwise along ``sample``.
+    place when complete: a few chunks at a time (twice as many as the scheduler runs at
+    once), each group into its region of the store, so the progress bar advances chunk by
+    chunk.  For an xarray input the predictions lie along its own sample dimension, with
+    its coordinates there (e.g. ``time``); otherwise along ``sample``.
 
     Parameters
     ----------
@@ -82,6 +180,11 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False) -> Path:
     overwrite : bool, default False
         Replace an existing prediction store at ``path`` (once the new one is complete).
         Only a prediction store written by this function is ever replaced.
+    progress : bool, optional
+        A progress bar over chunks (default: on a terminal or in a notebook); without a bar,
+        up to 10 lines through the ``ooc_kernels`` logger (:mod:`ooc_kernels._progress`).
+    desc : str, default "predictions"
+        The bar's label.
 
     Returns
     -------
@@ -109,9 +212,22 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False) -> Path:
         variables["proba"] = ((sample, "class"), estimator.predict_proba(model_input(data)))
         coords["class"] = np.asarray(estimator.classes_)
     ds = xr.Dataset(variables, coords=coords, attrs={KIND_ATTR: "predictions"})
+    chunks = ds["prediction"].chunks[0]
+    bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
+    lazy = list(variables)  # written region by region; the rest (coordinates) at creation
     path = Path(path)
     with atomic_dir(path, kind="predictions", overwrite=overwrite) as tmp, \
-            scheduler_context(getattr(estimator, "scheduler", None)):
-        ds.to_zarr(str(tmp), mode="w", consolidated=False)
+            scheduler_context(getattr(estimator, "scheduler", None)) as sched, \
+            progress_bar(total=len(chunks), desc=desc, enabled=progress, unit="chunk",
+                         log_lines=10) as bar:
+        # the store's layout and coordinates; the lazy variables' values come below
+        ds.to_zarr(str(tmp), mode="w", consolidated=False, compute=False)
+        for first, stop in _batches(len(chunks), sched):
+            rows = slice(int(bounds[first]), int(bounds[stop]))
+            part = ds[lazy].isel({sample: rows}).drop_vars(list(ds.coords))
+            part.attrs = {}
+            _compute(part.to_zarr(str(tmp), region={sample: rows}, consolidated=False,
+                                  compute=False), sched)
+            bar.update(stop - first)
         consolidate(tmp)
     return path

@@ -310,7 +310,8 @@ def _write_store(tmp: Path, chunks, plan: list[_Planned], *, n_samples, chunk_si
     names = [p.var.name for p in plan if p.value is None]
     shapes = {p.var.name: p.shape[1:] for p in plan if p.value is None}
     written = 0
-    with progress_bar(total=total, desc=desc, enabled=progress, unit="chunk") as bar:
+    with progress_bar(total=total, desc=desc, enabled=progress, unit="chunk",
+                      log_lines=10) as bar:
         for index, item in enumerate(chunks):
             if index >= total:
                 raise ValidationError(

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 import dask
 
 from ooc_kernels._blas import single_threaded_blas
-from ooc_kernels._progress import progress_bar
+from ooc_kernels._progress import logger, logs_instead, progress_bar
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.cluster import active_client, cluster_rounds, compute_on_client
@@ -224,6 +224,31 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
                     callback=callback, epoch_callback=epoch_callback, rounds=rounds)
 
 
+def _epoch_lines(callback: Callable | None, desc: str, n_epochs: int, n_chunks: int,
+                 link: str | None) -> Callable:
+    """``callback`` preceded by one INFO line at the end of each epoch (its number, chunks
+    and seconds): a batch job's log shows how a fit advances without a bar."""
+    import time
+
+    clock = {"start": time.perf_counter()}
+    if link:
+        logger.info("%s: fit started, %d epochs of %d chunks (dashboard: %s)", desc,
+                    n_epochs, n_chunks, link)
+    else:
+        logger.info("%s: fit started, %d epochs of %d chunks", desc, n_epochs, n_chunks)
+
+    def logged(state, info):
+        if info.round == info.n_rounds_in_epoch - 1:
+            now = time.perf_counter()
+            logger.info("%s: epoch %d/%d done (%d chunks, %.1f s)", desc, info.epoch + 1,
+                        n_epochs, n_chunks, now - clock["start"])
+            clock["start"] = now
+        if callback is not None:
+            callback(state, info)
+
+    return logged
+
+
 def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
          shuffle_chunks, start_epoch, start_round, sched, progress, desc,
          callback, epoch_callback, rounds) -> RunResult:
@@ -237,6 +262,8 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
         link = _dashboard_link(sched)
         if link and not bar.disable:  # Dask's own progress pages for this fit's tasks
             bar.set_postfix_str(f"dashboard: {link}")
+        if logs_instead(progress, bar):  # no bar: one log line per epoch instead
+            callback = _epoch_lines(callback, desc, n_epochs, data.n_chunks, link)
 
         def plan_of(epoch: int):
             return plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
