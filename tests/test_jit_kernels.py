@@ -406,22 +406,27 @@ def test_full_update_step_is_the_averaged_kernel_gradient():
 # compilation flags and threads
 # ---------------------------------------------------------------------------------------
 def test_every_kernel_is_cached_and_nogil():
+    import importlib
+
     import numba
+    from numba.core.caching import FunctionCache
 
-    import ooc_kernels._jit.dsg as dsg_mod
-    import ooc_kernels._jit.losses as losses_mod
-    import ooc_kernels._jit.rff as rff_mod
+    from ooc_kernels._jit._cache import cache_dir
 
+    mods = [importlib.import_module(f"ooc_kernels._jit.{name}")
+            for name in ("dsg", "dspdc", "losses", "rff", "rows", "sdca")]
     kernels = [
         obj
-        for mod in (dsg_mod, losses_mod, rff_mod)
+        for mod in mods
         for obj in vars(mod).values()
         if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.py_func.__module__ == mod.__name__
     ]
-    assert len(kernels) >= 6
+    assert len(kernels) >= 30
     for k in kernels:
         assert k.targetoptions.get("nogil") is True, k
-        assert type(k._cache).__name__ == "FunctionCache", k
+        # cached on disk, in the per-user kernel cache, not next to the module
+        assert isinstance(k._cache, FunctionCache), k
+        assert k.stats.cache_path == str(cache_dir()), k
 
 
 def test_chunk_update_in_two_threads_gives_same_result():
