@@ -12,6 +12,16 @@ validation uses it); :func:`scheduler_context` is the only place that connects t
 scheduler, and it closes what it opened when the block ends.  Inside the block it yields the
 value to give ``dask.compute(scheduler=...)``.
 
+A fit that itself runs inside a task of a ``dask.distributed`` worker (a candidate of a
+search run through joblib's Dask backend, of dask-ml's ``GridSearchCV``, or a function given
+to ``client.submit``) does not send its rounds to the cluster that runs it: every worker
+thread could be held by such a fit waiting for chunk tasks that no free thread is left to
+run.  When the scheduler it would use is that cluster (``None`` with the worker's Client as
+the default, that Client, or its scheduler's address), :func:`scheduler_context` runs the
+block on the synchronous scheduler instead: the rounds run one after the other in the task's
+own thread, and the model is bit-identical to the same fit anywhere else
+(:func:`task_worker` says whether the calling thread runs such a task).
+
 Examples
 --------
 >>> from ooc_kernels.parallel.scheduler import scheduler_context
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +50,7 @@ import dask
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["SCHEDULER_CHOICES", "check_scheduler", "local_scheduler", "make_security",
-           "scheduler_context"]
+           "scheduler_context", "task_worker"]
 
 SCHEDULER_CHOICES = ("sync", "threads", "processes")
 #: Other names Dask accepts for the local schedulers.
@@ -160,6 +171,57 @@ def _is_client(obj: Any) -> bool:
     return isinstance(obj, Client)
 
 
+def task_worker() -> Any:
+    """The ``distributed.Worker`` whose task the calling thread runs, or None.
+
+    None outside a task (the client's own threads, a script, Dask's local schedulers), and
+    whenever ``distributed`` is not imported (no worker can exist then).
+
+    Examples
+    --------
+    >>> task_worker() is None
+    True
+    """
+    if sys.modules.get("distributed") is None:
+        return None
+    from distributed import get_worker
+
+    try:
+        return get_worker()
+    except ValueError:  # not inside a task of a worker
+        return None
+
+
+def _scheduler_address(obj: Any) -> str | None:
+    """The scheduler address a Client or a Worker talks to (None when it has none)."""
+    try:
+        return obj.scheduler.address
+    except AttributeError:
+        return None
+
+
+def _runs_on_own_cluster(spec: Any) -> bool:
+    """Whether ``spec`` would send work to the cluster whose worker runs the calling task.
+
+    ``None`` does when Dask's configuration names no other scheduler (Dask then uses the
+    worker's Client); a Client or an address does when its scheduler is the worker's.
+    """
+    worker = task_worker()
+    if worker is None:
+        return False
+    own = _scheduler_address(worker)
+    if spec is None:
+        configured = dask.config.get("scheduler", None)
+        if configured is None or configured in ("dask.distributed", "distributed"):
+            return True
+        if _is_client(configured):
+            return _scheduler_address(configured) == own
+        return False
+    if _is_client(spec):
+        return _scheduler_address(spec) == own
+    return isinstance(spec, str) and own is not None and spec == own
+
+
 @contextlib.contextmanager
 def scheduler_context(spec: Any = None, *, security: Any = None,
                       scheduler_file: str | os.PathLike | None = None) -> Iterator[Any]:
@@ -171,7 +233,10 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
         ``distributed.Client``
         ``None`` leaves Dask's configuration alone (unless ``scheduler_file`` is given).  An
         address connects a ``distributed.Client`` for the duration of the block (closed
-        afterwards); a ``Client`` is used as is (and left open).
+        afterwards); a ``Client`` is used as is (and left open).  Inside a task of a
+        ``distributed`` worker, ``None``, a Client or an address that stands for that
+        worker's own cluster gives ``"sync"``: the block's work runs in the task's thread
+        rather than waiting on the cluster that runs the task.
     security : distributed.security.Security, optional
         TLS settings passed to the client (see :func:`make_security`).  Without it, a
         ``tls://`` address uses Dask's configuration (``distributed.comm.tls.*``).
@@ -204,9 +269,17 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
     if spec is None:
         if security is not None:
             raise ValidationError(_local_tls_message(None))
+        if _runs_on_own_cluster(None):
+            with dask.config.set(scheduler="sync"):
+                yield "sync"
+            return
         yield None
         return
     check_scheduler(spec)
+    if _runs_on_own_cluster(spec):
+        with dask.config.set(scheduler="sync"):
+            yield "sync"
+        return
     if _is_client(spec):
         with dask.config.set(scheduler=spec):
             yield spec
