@@ -418,9 +418,12 @@ class _EstimatorName(click.ParamType):
 
 @main.command()
 @_data_options
-@click.option("--estimator", default="DSGClassifier", type=_EstimatorName(),
-              show_default=True, help="A registered estimator (see `ooc-kernels "
-              "estimators`).")
+@click.option("--estimator", default=None, type=_EstimatorName(),
+              help="A registered estimator (see `ooc-kernels estimators`).  Default: from "
+              "the entry's task, DSGRegressor for regression and DSGClassifier for "
+              "classification; without a declared task, DSGClassifier for integer or "
+              "string labels (floating-point targets need --estimator or a declared "
+              "task).")
 @click.option("--param", "-p", "params", multiple=True, help="Hyperparameter KEY=VALUE.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Model path.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model at --out.")
@@ -434,13 +437,21 @@ class _EstimatorName(click.ParamType):
 @_common
 def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, overwrite,
           checkpoint, checkpoint_every, resume, quiet, **sched):
-    """Train an estimator on a catalog entry and save it."""
+    """Train an estimator on a catalog entry and save it.
+
+    Without --estimator, the entry's task picks it: DSGRegressor for regression,
+    DSGClassifier for classification (see --estimator).
+    """
     from ooc_kernels._params import unknown_key_hint
     from ooc_kernels.exceptions import ValidationError
 
     from ooc_kernels.estimators._registry import get_estimator
 
     hyper = _parse_params(params)
+    data = None
+    if estimator is None:  # opening is lazy: nothing but metadata is read here
+        data = _open(catalog_file, entry, trusted, allow_outside)
+        estimator = _default_estimator(data, entry, catalog_file)
     cls = get_estimator(estimator)
     valid = set(cls().get_params())
     unknown = sorted(set(hyper) - valid)
@@ -459,13 +470,45 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     try:
         with _scheduler(**sched), _log_lines(quiet):
             est.set_params(progress=_progress(quiet))
-            est.fit(_open(catalog_file, entry, trusted, allow_outside), checkpoint=checkpoint,
-                    checkpoint_every=checkpoint_every, resume=resume)
+            if data is None:
+                data = _open(catalog_file, entry, trusted, allow_outside)
+            est.fit(data, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                    resume=resume)
             _refuse_existing(out, overwrite, "model")  # written by someone else meanwhile?
             est.save(out)
     except KeyboardInterrupt as err:
         _exit_interrupted(err, _train_interrupted_message(checkpoint, resume))
     click.echo(str(out))
+
+
+def _default_estimator(ds, entry: str, catalog_file: Path) -> str:
+    """The estimator ``train`` uses without ``--estimator``: DSGRegressor for an entry whose
+    task (the store's attribute or the catalog's declaration) is regression, DSGClassifier
+    for classification; without a task, DSGClassifier unless the targets are floating
+    point, which could be either.  Reads metadata only.
+
+    Raises
+    ------
+    ValidationError
+        No task and floating-point targets: the message says to pass ``--estimator
+        DSGRegressor`` (or to declare the task).
+    """
+    from ooc_kernels.data.inputs import as_chunked
+    from ooc_kernels.exceptions import ValidationError
+
+    data = as_chunked(ds)
+    task = data.attrs.get("task")
+    if task == "regression":
+        return "DSGRegressor"
+    if task == "classification" or data.y is None or data.y.dtype.kind != "f":
+        return "DSGClassifier"
+    raise ValidationError(
+        f"entry {entry!r} declares no task and its targets y are floating point "
+        f"({data.y.dtype}), so the default estimator cannot tell regression from "
+        "classification: pass --estimator DSGRegressor for regression (--estimator "
+        "DSGClassifier for class labels stored as floats), or declare the task once with "
+        f"`ooc-kernels catalog declare {catalog_file} {entry} --task regression`"
+    )
 
 
 def _refuse_existing(out: Path, overwrite: bool, kind: str) -> None:

@@ -176,3 +176,68 @@ def test_predictions_are_written_group_by_group_with_progress(tmp_path, caplog):
     np.testing.assert_array_equal(got["time"].values, np.arange(500) * 10)
     assert list(got["class"].values) == ["no", "yes"]
     assert got["prediction"].encoding["chunks"] == (30,)
+
+
+# --------------------------------------------------------------- train's default estimator
+def _plain_store(tmp_path, name, y):
+    """A store written with plain xarray (no task attribute), registered in cat.yaml."""
+    import xarray as xr
+
+    from ooc_kernels.data.catalog import register_dataset
+
+    X = np.random.default_rng(0).normal(size=(len(y), 2)).astype("float32")
+    store = tmp_path / f"{name}.zarr"
+    xr.Dataset({"X": (("sample", "feature"), X), "y": (("sample",), y)}).chunk(
+        {"sample": 100}).to_zarr(store)
+    register_dataset(tmp_path / "cat.yaml", name, store)
+    return X
+
+
+def _train(tmp_path, entry, out, *extra):
+    return CliRunner().invoke(main, ["train", "--catalog", str(tmp_path / "cat.yaml"),
+                                     "--entry", entry, "-p", "n_features=256", "-p",
+                                     "max_iter=2", "-p", "random_state=0", "--out",
+                                     str(tmp_path / out), "--scheduler", "sync", "--quiet",
+                                     *extra])
+
+
+def test_train_picks_the_regressor_for_an_entry_whose_task_is_regression(tmp_path):
+    from ooc_kernels.data.catalog import register_dataset
+
+    store = ok.make_dataset("synthetic_krr_2d", tmp_path / "krr.zarr", 400, chunk_size=100,
+                            progress=False)
+    register_dataset(tmp_path / "cat.yaml", "krr", store)
+    assert ok.open_dataset(tmp_path / "cat.yaml", "krr").attrs["task"] == "regression"
+    r = _train(tmp_path, "krr", "default.zarr")
+    assert r.exit_code == 0, r.output
+    r = _train(tmp_path, "krr", "explicit.zarr", "--estimator", "DSGRegressor")
+    assert r.exit_code == 0, r.output
+    default, explicit = ok.load(tmp_path / "default.zarr"), ok.load(tmp_path / "explicit.zarr")
+    assert type(default) is ok.DSGRegressor
+    X = ok.open_dataset(tmp_path / "cat.yaml", "krr")["X"].values
+    np.testing.assert_array_equal(default.predict(X), explicit.predict(X))
+
+
+def test_train_without_a_task_asks_for_the_estimator_when_targets_are_floats(tmp_path):
+    _plain_store(tmp_path, "floats", np.linspace(0.0, 1.0, 300))
+    r = _train(tmp_path, "floats", "m.zarr")
+    assert r.exit_code == 1
+    assert "ValidationError: entry 'floats' declares no task and its targets y are floating " \
+        "point (float64)" in r.output
+    assert "pass --estimator DSGRegressor for regression" in r.output
+    assert f"ooc-kernels catalog declare {tmp_path / 'cat.yaml'} floats --task regression" \
+        in " ".join(r.output.split())
+    assert not (tmp_path / "m.zarr").exists()
+    # declaring the task, as the message says, picks the regressor
+    r = CliRunner().invoke(main, ["catalog", "declare", str(tmp_path / "cat.yaml"), "floats",
+                                  "--task", "regression"])
+    assert r.exit_code == 0, r.output
+    r = _train(tmp_path, "floats", "m.zarr")
+    assert r.exit_code == 0, r.output
+    assert type(ok.load(tmp_path / "m.zarr")) is ok.DSGRegressor
+    # integer labels without a task: the classifier, as before
+    _plain_store(tmp_path, "labels", np.arange(300) % 2)
+    r = _train(tmp_path, "labels", "c.zarr")
+    assert r.exit_code == 0, r.output
+    model = ok.load(tmp_path / "c.zarr")
+    assert type(model) is ok.DSGClassifier and list(model.classes_) == [0, 1]
