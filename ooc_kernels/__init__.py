@@ -20,9 +20,17 @@ Examples
 from __future__ import annotations
 
 import importlib
+import sys as _sys
 
 from ooc_kernels._version import __version__
 from ooc_kernels.exceptions import OocKernelsError
+
+if "dask.config" in _sys.modules:
+    # Dask is imported already: register the ``ooc-kernels.*`` configuration defaults now
+    # (otherwise the library's Dask layer registers them when it is first imported)
+    from ooc_kernels._config import register_defaults as _register_defaults
+
+    _register_defaults()
 
 #: Functions re-exported lazily: name -> module.
 _LAZY = {
@@ -34,9 +42,14 @@ _LAZY = {
     "available_estimators": "ooc_kernels.estimators._registry",
     "Factorized": "ooc_kernels.data.factorized",
     "MultiTaskLMNN": "ooc_kernels.estimators.mtlmnn",
+    "set_progress": "ooc_kernels._progress",
 }
 
-__all__ = ["__version__", "OocKernelsError", *sorted(_LAZY)]
+#: The registered estimator classes (looked up in the registry on first use); a test checks
+#: that this lists every one of them.
+_ESTIMATORS = ("DSGClassifier", "DSGRegressor", "DSPDCClassifier", "DSPDCRegressor")
+
+__all__ = ["__version__", "OocKernelsError", *_ESTIMATORS, *sorted(_LAZY)]
 
 
 def __getattr__(name: str):

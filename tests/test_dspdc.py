@@ -190,8 +190,8 @@ def test_bad_inputs_are_clear_library_errors():
     Ubad[7, 1] = np.inf
     with pytest.raises(ValidationError, match="row 7"):
         ok.DSPDCRegressor(**FAST).fit(ok.Factorized(Ubad, V[:3]), X[:, 0])
-    with pytest.raises(TypeError, match="sample_weight"):      # not in fit's signature
-        ok.DSPDCRegressor(**FAST).fit(X, X[:, 0], sample_weight=np.ones(60))
+    with pytest.raises(ValidationError, match=r"sample_weight must have shape \(60,\)"):
+        ok.DSPDCRegressor(**FAST).fit(X, X[:, 0], sample_weight=np.ones(59))
     assert not hasattr(ok.DSPDCRegressor(), "partial_fit")
 
 

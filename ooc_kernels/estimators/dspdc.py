@@ -3,11 +3,13 @@
 :class:`DSPDCRegressor` (squared loss) and :class:`DSPDCClassifier` (logistic or smoothed
 hinge, two classes) minimize
 
-    P(x) = (1/n) sum_i phi(a_i^T x, y_i) + alpha * (l1_ratio * ||x||_1
+    P(x) = (1/W) sum_i w_i phi(a_i^T x, y_i) + alpha * (l1_ratio * ||x||_1
            + (1 - l1_ratio) / 2 * ||x||_2^2)
 
 (the meaning of ``alpha`` and ``l1_ratio`` in scikit-learn's ``SGDClassifier`` and
-``ElasticNet``), on dense data ``X`` or on factorized data ``A = U V``
+``ElasticNet``), with row weights ``w_i`` (``sample_weight``, times ``class_weight`` for the
+classifier; 1 by default) and ``W = sum_i w_i`` (``n`` without weights): a weight of ``k``
+counts as ``k`` copies of the row and a weight of 0 as no row.  It is solved on dense data ``X`` or on factorized data ``A = U V``
 (:class:`~ooc_kernels.data.factorized.Factorized`, or a dataset with ``U`` and ``V``).  Every
 ``gap_every`` epochs a streaming pass computes the primal value; the dual value comes from
 the state, and the fit stops when the relative duality gap ``(P - D) / |P|`` is at most
@@ -39,7 +41,12 @@ from ooc_kernels.estimators.base import (
     ChunkedEstimator,
     ChunkedRegressorMixin,
 )
-from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.exceptions import (
+    DivergenceError,
+    InvalidDataError,
+    ModelFormatError,
+    ValidationError,
+)
 
 __all__ = ["DSPDCRegressor", "DSPDCClassifier"]
 
@@ -131,8 +138,9 @@ _ATTRIBUTES_DOC = """
 """
 
 
-def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept):
-    """``sum_i phi_i(a_i^T x)`` over one chunk (dense rows, or ``U`` with ``V``)."""
+def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept, weights=None):
+    """``sum_i w_i phi_i(a_i^T x)`` over one chunk (dense rows, or ``U`` with ``V``;
+    ``weights`` None: every ``w_i = 1``)."""
     from ooc_kernels._jit.dspdc import loss_value_ref
 
     rows = np.asarray(rows, dtype=np.float64)
@@ -142,7 +150,61 @@ def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept):
         z = rows @ (V @ x[:V.shape[1]]) if V is not None else rows @ x[:rows.shape[1]]
         if intercept:
             z = z + intercept * x[-1]
-        return float(np.sum(loss_value_ref(loss_id, z, b)))
+        values = loss_value_ref(loss_id, z, b)
+        if weights is not None:
+            values = np.where(weights > 0, weights * values, 0.0)
+        return float(np.sum(values))
+
+
+def _weight_sums(sample_weight, y, positive, chunk: int) -> np.ndarray:
+    """``(sum of sample_weight over the rows of the other class, over the rows of class
+    positive)`` of one chunk (regression, ``positive`` None: the whole sum first).
+
+    Raises
+    ------
+    InvalidDataError
+        A weight that is negative or not finite (named by chunk and row).
+    """
+    y = np.asarray(y).reshape(-1)
+    if sample_weight is None:
+        w = np.ones(len(y))
+    else:
+        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
+        bad = ~(np.isfinite(w) & (w >= 0))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InvalidDataError(
+                f"sample_weight {float(w[row])!r} in chunk {chunk}, row {row} is not a finite "
+                "number >= 0; fix or drop that weight."
+            )
+    if positive is None:
+        return np.array([w.sum(), 0.0])
+    is_pos = y == positive
+    return np.array([w[~is_pos].sum(), w[is_pos].sum()])
+
+
+def _chunk_weights(weighting: dict, sample_weight, y):
+    """The row weights ``w_i`` of one chunk
+    (:func:`~ooc_kernels.solvers._dspdc_local.row_weights`), or None when unweighted."""
+    from types import SimpleNamespace
+
+    from ooc_kernels.solvers._dspdc_local import row_weights
+
+    if not weighting.get("weighted"):
+        return None
+    y = np.asarray(y).reshape(-1)
+    classes = weighting.get("classes")
+    b = np.zeros(len(y)) if classes is None else np.where(y == classes[1], 1.0, -1.0)
+    cfg = SimpleNamespace(weighted=True, class_weight=weighting.get("class_weight"),
+                          weight_scale=weighting["weight_scale"])
+    return row_weights(cfg, sample_weight, b, (0,), (len(y),))
+
+
+def _delayed_weights(weighting: dict, sample_weight, y):
+    """:func:`_chunk_weights` of one chunk as a Dask task (None when unweighted)."""
+    if not weighting.get("weighted"):
+        return None
+    return dask.delayed(_chunk_weights, pure=True)(weighting, sample_weight, y)
 
 
 class _DSPDCEstimator(ChunkedEstimator):
@@ -163,11 +225,16 @@ class _DSPDCEstimator(ChunkedEstimator):
     def _work_store(self) -> str:
         return self._work.new_store()
 
-    def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
+    def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
+            resume=False):
         """Fit to a relative duality gap ``tol`` (see the class docstring).
 
-        Parameters are those of :meth:`ChunkedEstimator.fit` without ``sample_weight`` (the
-        paper's problem weights every row by ``1/n``).  The duals live in a work store
+        Parameters are those of :meth:`ChunkedEstimator.fit`.  ``sample_weight`` (in memory,
+        or a Dask array such as ``ds["weight"].data``, read chunk by chunk with the rows)
+        weighs each row's loss:
+        the problem is ``(1/W) sum_i w_i phi_i(a_i^T x) + g(x)`` with ``W = sum_i w_i``, so a
+        weight of ``k`` is ``k`` copies of the row and a weight of 0 removes it; the duality
+        gap certifies that weighted problem.  The duals live in a work store
         private to this fit (in ``work_dir``, or beside ``checkpoint``), locked while the
         fit runs, so that concurrent fits never share one and a resumed fit continues
         exactly (``ooc_kernels/estimators/_dspdc_work.py``).
@@ -178,6 +245,12 @@ class _DSPDCEstimator(ChunkedEstimator):
             Another fit is writing ``checkpoint`` right now.
         ForeignPathError
             ``checkpoint + ".work"`` exists and is not a work folder of this library.
+        ValidationError
+            The weights (``sample_weight`` times ``class_weight``) sum to 0, or
+            ``class_weight`` names a label that is not a class.
+        InvalidDataError
+            A sample weight in a lazy input is negative or not finite (named by chunk and
+            row).
 
         Warns
         -----
@@ -193,8 +266,8 @@ class _DSPDCEstimator(ChunkedEstimator):
         try:
             if checkpoint is not None:
                 self._work.claim_checkpoint()
-            super().fit(X, y, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                        resume=resume)
+            super().fit(X, y, sample_weight=sample_weight, checkpoint=checkpoint,
+                        checkpoint_every=checkpoint_every, resume=resume)
         finally:
             self._work.close()
             self._work = None
@@ -237,13 +310,18 @@ class _DSPDCEstimator(ChunkedEstimator):
         q = p if self.q == "auto" else min(int(self.q), p)
         m = int(self.m)
         scaling = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        weighting = self._weighting(data, classes, sched)
         if isinstance(self.Lambda, str):   # one streaming pass: per-chunk statistics
             chunks = data.delayed_chunks()
             whole = data.delayed_whole()
             name = "U" if factorized else "X"
+            sws = chunks.get("sample_weight", [None] * data.n_chunks)
+            rows_weighting = {**weighting, "classes": None if classes is None
+                              else tuple(np.asarray(classes).tolist())}
             stats = [dask.delayed(_lambda_stats, pure=True)(
-                c, whole.get("V"), m, q, scaling, factorized)
-                for c in chunks[name]]
+                c, whole.get("V"), m, q, scaling, factorized,
+                _delayed_weights(rows_weighting, sw, yk))
+                for c, sw, yk in zip(chunks[name], sws, chunks["y"])]
             merged = dask.compute(dask.delayed(combine_lambda_stats)(*stats),
                                   scheduler=sched)[0]
             Lambda = lambda_from_stats(merged, self.Lambda)
@@ -260,12 +338,51 @@ class _DSPDCEstimator(ChunkedEstimator):
             mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
-            intercept_scaling=scaling)
+            intercept_scaling=scaling, **weighting)
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
         self.gap_history_ = []
         self._local_problems = {}
+
+    def _class_weights(self, data, classes, sched, sums) -> tuple | None:
+        """The weights of ``classes`` (``class_weight``), or None (regression: none)."""
+        return None
+
+    def _weighting(self, data, classes, sched) -> dict:
+        """The weighting fields of :class:`~ooc_kernels.solvers.dspdc.DSPDCConfig`
+        (``weighted``, ``class_weight``, ``weight_scale``), from one pass over
+        ``sample_weight`` and ``y`` (never ``X``); empty when the problem is unweighted.
+
+        Raises
+        ------
+        ValidationError
+            The weights sum to 0 (nothing to learn from).
+        InvalidDataError
+            A sample weight is negative or not finite.
+        """
+        wanted = getattr(self, "class_weight", None) is not None
+        if "sample_weight" not in data and not wanted:
+            return {}
+        chunks = data.delayed_chunks()
+        sws = chunks.get("sample_weight", [None] * data.n_chunks)
+        pos = None if classes is None else np.asarray(classes).tolist()[1]
+        parts = [dask.delayed(_weight_sums, pure=True)(sw, yk, pos, k)
+                 for k, (sw, yk) in enumerate(zip(sws, chunks["y"]))]
+        sums = np.asarray(dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0],
+                          dtype=np.float64)    # (sum over b = -1, sum over b = +1)
+        class_weight = self._class_weights(data, classes, sched, sums)
+        total = float(sums @ (np.ones(2) if class_weight is None else class_weight))
+        if not total > 0:
+            raise ValidationError(
+                "the row weights (sample_weight"
+                + ("" if class_weight is None else
+                   f" times class_weight {list(class_weight)}")
+                + ") sum to 0, so there is nothing to learn from; give some samples a "
+                "positive weight."
+            )
+        return {"weighted": True, "class_weight": class_weight,
+                "weight_scale": data.n_samples / total}
 
     def _make_algorithm(self):
         from ooc_kernels.solvers.dspdc import DSPDCAlgorithm
@@ -313,9 +430,13 @@ class _DSPDCEstimator(ChunkedEstimator):
         factorized = cfg.factorized
         chunks = data.delayed_chunks()
         V = None if not factorized else self._V
+        sws = chunks.get("sample_weight", [None] * data.n_chunks)
+        weighting = {"weighted": cfg.weighted, "class_weight": cfg.class_weight,
+                     "weight_scale": cfg.weight_scale, "classes": cfg.classes}
         parts = [dask.delayed(_sum_loss_chunk, pure=True)(
-            rows, yk, V, state.x, cfg.loss_id, cfg.classes, cfg.intercept_scaling)
-            for rows, yk in zip(chunks["U" if factorized else "X"], chunks["y"])]
+            rows, yk, V, state.x, cfg.loss_id, cfg.classes, cfg.intercept_scaling,
+            _delayed_weights(weighting, sw, yk))
+            for rows, yk, sw in zip(chunks["U" if factorized else "X"], chunks["y"], sws)]
         total = dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0]
         with np.errstate(over="ignore", invalid="ignore"):
             return float(total / cfg.n_samples
@@ -417,6 +538,8 @@ class _DSPDCEstimator(ChunkedEstimator):
 
         config = dataclasses.asdict(self._config)
         config["classes"] = None if config["classes"] is None else list(config["classes"])
+        config["class_weight"] = None if config["class_weight"] is None \
+            else list(config["class_weight"])
         state = self._state
         return {"config": config,
                 "state": {"conj_sum": float(state.conj_sum), "n_iter": int(state.n_iter),
@@ -432,6 +555,8 @@ class _DSPDCEstimator(ChunkedEstimator):
 
         config = dict(meta["config"])
         config["classes"] = None if config.get("classes") is None else tuple(config["classes"])
+        config["class_weight"] = None if config.get("class_weight") is None \
+            else tuple(config["class_weight"])
         if getattr(self, "_work", None) is not None:   # resuming: this fit's store, locked
             config["work_store"] = self._work.resume_store(config["work_store"])
         self._config = DSPDCConfig(**config)
@@ -493,8 +618,9 @@ def _is_lazy(U) -> bool:
     return is_lazy_input(U)
 
 
-def _lambda_stats(rows, V, m, q, scaling, factorized):
-    """Per-chunk statistics of ``Lambda_{q,m}`` (with the intercept column, if any)."""
+def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None):
+    """Per-chunk statistics of ``Lambda_{q,m}`` (with the intercept column, if any) of the
+    rows ``sqrt(w_i) a_i`` that a weighted problem is solved on."""
     from ooc_kernels.solvers.dspdc import DSPDCConfig, augment_V
     from ooc_kernels.solvers.dspdc_params import (
         chunk_lambda_stats,
@@ -504,6 +630,8 @@ def _lambda_stats(rows, V, m, q, scaling, factorized):
     rows = np.asarray(rows, dtype=np.float64)
     if scaling:
         rows = np.column_stack([rows, np.full(len(rows), scaling)])
+    if weights is not None:
+        rows = np.sqrt(np.asarray(weights, dtype=np.float64))[:, None] * rows
     if factorized:
         cfg = DSPDCConfig(loss_id=0, n_samples=1, n_features=1, lam1=0.0, lam2=1.0,
                           Lambda=1.0, intercept_scaling=scaling)
@@ -614,10 +742,18 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
     loss : {"logistic", "smoothed_hinge"}, default="logistic"
         ``log(1 + exp(-b z))`` or the smoothed hinge of the paper's eq. (3), with the labels
         mapped to ``b = -1, +1`` (``classes_[1]`` is ``+1``).
-    """ + _PARAMS_DOC + _BASE_DOC + """
+    """ + _PARAMS_DOC + """    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight``: ``{label: weight}`` (1 for a
+        class it does not name), or ``"balanced"``: ``sum(sample_weight) / (2 *
+        sum(sample_weight of the class))`` (``n_samples / (2 * count(label))`` without
+        sample weights), summed in one pass over ``y`` and the weights, as scikit-learn's
+        ``LogisticRegression`` does.
+""" + _BASE_DOC + """
     Attributes
     ----------
     classes_ : ndarray of shape (2,)""" + _ATTRIBUTES_DOC + """
+    class_weight_ : ndarray of shape (2,)
+        The weights of ``classes_`` the fit used (ones without ``class_weight``).
     Examples
     --------
     >>> from sklearn.datasets import make_classification
@@ -629,18 +765,51 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
     """
 
     _parameter_constraints = {**_CONSTRAINTS,
-                              "loss": [StrOptions({"logistic", "smoothed_hinge"})]}
+                              "loss": [StrOptions({"logistic", "smoothed_hinge"})],
+                              "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, loss="logistic", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
                  intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
                  Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
-                 random_state=None, scheduler=None, progress=None):
+                 class_weight=None, chunks_per_round=1, chunk_size=10_000, shuffle=True,
+                 shuffle_chunks="auto", random_state=None, scheduler=None, progress=None):
         _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
                      local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
+        self.class_weight = class_weight
+
+    def _class_weights(self, data, classes, sched, sums) -> tuple | None:
+        """The weights of ``classes`` (``class_weight``), or None.  ``"balanced"``:
+        ``sum(sample_weight) / (2 * sum of sample_weight over the class)`` from the sums
+        ``sums`` of the weighting pass (the counts of the classes without
+        ``sample_weight``), as scikit-learn's ``compute_class_weight``."""
+        if self.class_weight is None:
+            return None
+        labels = np.asarray(classes).tolist()
+        if isinstance(self.class_weight, str):   # "balanced"
+            total = float(np.sum(sums))
+            return tuple(total / (2.0 * s) if s > 0 else 1.0 for s in sums.tolist())
+        unknown = sorted(set(self.class_weight) - set(labels), key=str)
+        if unknown:
+            raise ValidationError(
+                f"class_weight names label(s) {unknown} that are not classes {labels}; "
+                "use the labels of y."
+            )
+        weights = tuple(float(self.class_weight.get(c, 1.0)) for c in labels)
+        bad = [w for w in weights if not (np.isfinite(w) and w >= 0)]
+        if bad:
+            raise ValidationError(
+                f"class_weight {self.class_weight!r} holds {bad[0]!r}; class weights must "
+                "be finite numbers >= 0."
+            )
+        return weights
+
+    def _publish(self) -> None:
+        super()._publish()
+        cw = self._config.class_weight
+        self.class_weight_ = np.ones(2) if cw is None else np.asarray(cw, dtype=np.float64)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -26,7 +26,7 @@ from ooc_kernels._seeds import task_rng
 from ooc_kernels.exceptions import InvalidDataError
 
 __all__ = ["UNIFORM_BLOCK", "encode_labels", "local_problem", "local_regularization",
-           "local_parameters", "local_step_parameters", "task_uniform_blocks",
+           "local_parameters", "local_step_parameters", "row_weights", "task_uniform_blocks",
            "task_uniforms"]
 
 #: Uniforms drawn at a time by a task (8 MiB of float64): a task's memory for its random
@@ -76,6 +76,61 @@ def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
                           ", or fit on data with exactly two classes.")
         )
     return b
+
+
+def row_weights(config, sample_weight, b: np.ndarray, chunks: tuple[int, ...],
+                sizes: tuple[int, ...]) -> np.ndarray | None:
+    """``w_i`` of the weighted problem ``(1/n) sum_i w_i phi_i(a_i^T x)``, or None when the
+    problem is unweighted.
+
+    ``w_i = weight_scale * sample_weight_i * class_weight[b_i]``: the sample weight (1 when
+    none is given) times the weight of the row's class (``class_weight[0]`` for ``b = -1``,
+    ``class_weight[1]`` for ``b = +1``), times ``config.weight_scale = n / sum_i w_i`` so that
+    the weights have mean 1 and ``P`` is the weighted mean of the losses plus ``g``.
+
+    Parameters
+    ----------
+    config : DSPDCConfig
+        ``weighted``, ``class_weight`` and ``weight_scale``.
+    sample_weight : array_like (n_rows,) or None
+        The rows' sample weights.
+    b : ndarray (n_rows,)
+        The rows' labels from :func:`encode_labels`.
+    chunks, sizes : tuple of int
+        The chunks the rows come from and their sizes (named in errors).
+
+    Raises
+    ------
+    InvalidDataError
+        A sample weight that is negative or not finite (the message names its chunk and row).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(weighted=True, class_weight=(1.0, 3.0), weight_scale=0.5)
+    >>> row_weights(cfg, [2.0, 2.0, 0.0], np.array([-1.0, 1.0, 1.0]), (0,), (3,)).tolist()
+    [1.0, 3.0, 0.0]
+    """
+    if not getattr(config, "weighted", False):
+        return None
+    b = np.asarray(b, dtype=np.float64).reshape(-1)
+    if sample_weight is None:
+        w = np.ones(len(b))
+    else:
+        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1).copy()
+        bad = ~(np.isfinite(w) & (w >= 0))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            ends = np.cumsum(sizes)
+            k = int(np.searchsorted(ends, row, side="right"))
+            where = f"chunk {chunks[k]}, row {row - (int(ends[k - 1]) if k else 0)}"
+            raise InvalidDataError(
+                f"sample_weight {float(w[row])!r} in {where} is not a finite number >= 0; fix or "
+                "drop that weight."
+            )
+    if config.class_weight is not None:
+        w *= np.where(b > 0, config.class_weight[1], config.class_weight[0])
+    return np.ascontiguousarray(w * config.weight_scale)
 
 
 def _is_number(value) -> bool:

@@ -35,6 +35,7 @@ from ooc_kernels.solvers._dspdc_local import (
     encode_labels,
     local_problem,
     local_step_parameters,
+    row_weights,
     task_uniform_blocks,
 )
 
@@ -82,6 +83,20 @@ class DSPDCConfig:
         When > 0, a constant column of this value is appended to the rows (the last of the
         ``n_features`` coordinates is the intercept's, regularized like the others); for
         factorized data ``U`` gets the column and ``V`` a matching row and column.
+    weighted : bool
+        The problem is weighted, ``P(x) = (1/n) sum_i w_i phi_i(a_i^T x) + g(x)`` with
+        ``w_i`` from :func:`~ooc_kernels.solvers._dspdc_local.row_weights` (the rows'
+        ``sample_weight`` times ``class_weight``, times ``weight_scale``).  It is solved as
+        the unweighted problem on the rows ``sqrt(w_i) a_i`` with the losses
+        ``w_i phi_i(z / sqrt(w_i))``, which are as smooth as ``phi_i``: the step sizes of the
+        theorems hold with ``Lambda`` of the scaled rows.  The stored duals are those of
+        ``phi_i`` (``y_i``; the scaled problem's are ``sqrt(w_i) y_i``), so ``w = A^T (w * y)``
+        and ``conj_sum = sum_i w_i phi_i*(y_i)``.
+    class_weight : tuple of two floats or None
+        The weights of ``classes[0]`` and ``classes[1]``.
+    weight_scale : float
+        ``n / sum_i w_i`` over the whole data: the weights have mean 1, so that a weight of
+        ``k`` counts as ``k`` copies of the row and a weight of 0 as no row.
     """
 
     loss_id: int
@@ -101,6 +116,9 @@ class DSPDCConfig:
     work_store: str = ""
     factorized: bool = False
     intercept_scaling: float = 0.0
+    weighted: bool = False
+    class_weight: tuple | None = None
+    weight_scale: float = 1.0
 
     @property
     def store(self) -> ChunkStore:
@@ -119,7 +137,7 @@ class DSPDCState:
     w : ndarray (p,) or (d,)
         ``A^T y`` (dense) or ``U^T y`` (factorized).
     conj_sum : float
-        ``sum_i phi_i*(y_i)``.
+        ``sum_i phi_i*(y_i)`` (``sum_i w_i phi_i*(y_i)`` for a weighted problem).
     versions : ChunkVersions
         The version of every chunk's duals in the work store.
     n_iter : int
@@ -247,16 +265,18 @@ class DSPDCAlgorithm:
         if n_k == 0:
             return DSPDCDelta(dw=np.zeros_like(state.w), x_sum=np.zeros_like(state.x))
         b = encode_labels(cfg, batch["y"], task.chunks, task.sizes)
+        weights = row_weights(cfg, batch.get("sample_weight"), b, task.chunks, task.sizes)
         store = cfg.store
         y_old = np.concatenate([store.read(DUALS, c, v, n_rows=s)
                                 for c, v, s in zip(task.chunks, task.read, task.sizes)])
         x = np.array(state.x, dtype=np.float64)
         epoch, round_ = task.write
+        wy_old = y_old if weights is None else weights * y_old     # the weighted duals
         if cfg.factorized:
-            u0 = rows.T.astype(np.float64) @ y_old                  # U_k^T y_k  (d,)
+            u0 = rows.T.astype(np.float64) @ wy_old                 # U_k^T y_k  (d,)
             aty_k, aty = V.T @ u0, V.T @ state.w
         else:
-            aty_k, aty = rows.T.astype(np.float64) @ y_old, state.w  # A_k^T y_k, A^T y
+            aty_k, aty = rows.T.astype(np.float64) @ wy_old, state.w  # A_k^T y_k, A^T y
         lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
         m, theta, tau, sigma = local_step_parameters(cfg, n_k, task.sigma_prime)
         y_new = y_old.copy()
@@ -273,17 +293,21 @@ class DSPDCAlgorithm:
             if cfg.factorized:
                 kern.dspdc_factorized_iterations(
                     rows, V, b, y_new, a, u, v, vbar, n_k, row_u, col_u, m, cfg.q, theta,
-                    tau, sigma, cfg.loss_id, lam1, lam2, shift)
+                    tau, sigma, cfg.loss_id, lam1, lam2, shift, weights)
             else:
                 kern.dspdc_dense_iterations(
                     rows, b, y_new, a, abar, z, n_k, row_u, col_u, m, cfg.q, theta, tau,
-                    sigma, cfg.loss_id, lam1, lam2, shift)
+                    sigma, cfg.loss_id, lam1, lam2, shift, weights)
         dy = y_new - y_old
+        if weights is not None:
+            dy = weights * dy
         dw = rows.T.astype(np.float64) @ dy                         # exact, not the running z
         conj = kern.loss_conjugate_ref
         with np.errstate(over="ignore", invalid="ignore"):  # diverged: inf, checked by the
-            dconj = float(np.sum(conj(cfg.loss_id, y_new, b))  # estimator after the round
-                          - np.sum(conj(cfg.loss_id, y_old, b)))
+            change = conj(cfg.loss_id, y_new, b) - conj(cfg.loss_id, y_old, b)  # estimator
+            if weights is not None:                               # after the round
+                change = np.where(weights > 0, weights * change, 0.0)
+            dconj = float(np.sum(change))
         start = 0
         for c, s in zip(task.chunks, task.sizes):
             store.write(DUALS, c, task.write, y_new[start:start + s])
@@ -318,10 +342,12 @@ def state_arrays(state: DSPDCState) -> dict:
             "n_rounds": np.asarray(state.n_rounds)}
 
 
-def make_case(seed: int = 0, *, shuffle: bool = False):
+def make_case(seed: int = 0, *, shuffle: bool = False, weighted: bool = False):
     """A small logistic elastic-net problem: 4 chunks of 15 rows (the last 9), 6 features,
     ``m = 3`` duals and ``q = 2`` primal coordinates per iteration; its duals go to a fresh
-    temporary work store, removed with the case's algorithm (or at exit)."""
+    temporary work store, removed with the case's algorithm (or at exit).  ``weighted``:
+    the rows carry integer ``sample_weight`` from 0 to 3 and the classes the weights
+    ``(0.5, 2.0)``."""
     import shutil
     import weakref
 
@@ -334,17 +360,29 @@ def make_case(seed: int = 0, *, shuffle: bool = False):
     n, p = sum(sizes), 6
     X = rng.normal(size=(n, p))
     y = np.where(X @ rng.normal(size=p) + 0.3 * rng.normal(size=n) > 0, 7, 3)
+    weights, extra = np.ones(n), {}
+    if weighted:
+        sw = rng.integers(0, 4, size=n).astype(np.float64)
+        weights = sw * np.where(y == 7, 2.0, 0.5)
+        extra = {"weighted": True, "class_weight": (0.5, 2.0),
+                 "weight_scale": n / float(weights.sum())}
+        weights = weights * extra["weight_scale"]
     config = DSPDCConfig(loss_id=LOSSES["logistic"], n_samples=n, n_features=p, lam1=1e-3,
-                         lam2=5e-2, Lambda=lambda_value(X, 3, 2), m=3, q=2,
-                         classes=(3, 7),
-                         work_store=os.path.join(folder, "work"))
+                         lam2=5e-2, Lambda=lambda_value(np.sqrt(weights)[:, None] * X, 3, 2),
+                         m=3, q=2, classes=(3, 7),
+                         work_store=os.path.join(folder, "work"), **extra)
     bounds = np.cumsum((0,) + sizes)
     chunks = [{"X": X[a:b], "y": y[a:b]} for a, b in zip(bounds[:-1], bounds[1:])]
+    dims = {"X": ("sample", "feature"), "y": ("sample",)}
+    if weighted:
+        for chunk, a, b in zip(chunks, bounds[:-1], bounds[1:]):
+            chunk["sample_weight"] = sw[a:b]
+        dims["sample_weight"] = ("sample",)
     algorithm = DSPDCAlgorithm(config)
     weakref.finalize(algorithm, shutil.rmtree, folder, ignore_errors=True)
     return AlgorithmCase(algorithm=algorithm,
                          state=init_state(config, len(sizes)), chunks=chunks,
-                         dims={"X": ("sample", "feature"), "y": ("sample",)}, seed=seed + 5)
+                         dims=dims, seed=seed + 5)
 
 
 def _sequential(case):

@@ -22,6 +22,13 @@ chunk's duals, for ``ceil(local_passes n_k / m)`` iterations.  The state is then
 from the duals: ``w = sum_k A_k^T y_k`` (``U_k^T y_k`` for factorized data) and
 ``sum_i phi_i*(y_i)``.
 
+A weighted problem (``sample_weight`` in the chunks, ``class_weight`` and ``weight_scale`` in
+the configuration) is ``(1/n) sum_i w_i phi_i(a_i^T x) + g(x)``; the oracle solves it
+literally as the unweighted problem on the rows ``sqrt(w_i) a_i`` with the losses
+``psi_i(z) = w_i phi_i(z / sqrt(w_i))``, whose conjugates are ``w_i phi_i*(beta / sqrt(w_i))``
+and whose dual step is ``sqrt(w_i)`` times the step of ``phi_i`` at
+``(c / sqrt(w_i), beta / sqrt(w_i))`` (a row of weight 0 keeps ``beta_i = 0``).
+
 Shared with :class:`~ooc_kernels.solvers.dspdc.DSPDCAlgorithm`, and tested on their own:
 the sampler of ``I`` and ``J`` (``tests/test_jit_kernels.py``), the uniforms of a task
 (``tests/test_dspdc.py``) and the step parameters of the theorems for given ``(n, p, m, q,
@@ -82,9 +89,19 @@ def dual_argmax(loss_id: int, c: float, y: float, b: float, sigma: float, n: flo
     return b * brentq(slope, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
 
 
+def _weighted_argmax(loss_id, c, y, b, sigma, n, s):
+    """The dual step of ``psi(z) = s^2 phi(z / s)`` (``s = sqrt(w)``): ``psi*(beta) =
+    s^2 phi*(beta / s)``, so ``beta = s argmax_t (1/n) (c / s) t - (1/n) phi*(t)
+    - (t - y / s)^2 / (2 sigma)``; ``s = 0``: ``psi* `` is the indicator of 0."""
+    if s == 0.0:
+        return 0.0
+    return s * dual_argmax(loss_id, c / s, y / s, b, sigma, n)
+
+
 def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, col_u,
-                 loss_id):
-    """Algorithm 1 on the chunk's saddle problem: regularizer ``c g(a) + r^T a / n_k``."""
+                 loss_id, s):
+    """Algorithm 1 on the chunk's saddle problem: regularizer ``c g(a) + r^T a / n_k``;
+    ``A`` holds the scaled rows ``s_i a_i`` and ``s`` the scales."""
     from ooc_kernels._jit.dspdc import sample_without_replacement_ref
 
     n_k, p = A.shape
@@ -94,7 +111,8 @@ def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, 
         J = sample_without_replacement_ref(p, q, col_u[t])
         y_prev = beta.copy()
         for i in I:
-            beta[i] = dual_argmax(loss_id, float(A[i] @ abar), y_prev[i], b[i], sigma, n_k)
+            beta[i] = _weighted_argmax(loss_id, float(A[i] @ abar), y_prev[i], b[i], sigma,
+                                       n_k, s[i])
         ybar = y_prev + (n_k / m) * (beta - y_prev)
         g = A.T @ ybar
         a_prev = a.copy()
@@ -114,6 +132,16 @@ def _rows(cfg, chunk, V):
     if cfg.intercept_scaling:
         rows = np.hstack([rows, np.full((len(rows), 1), float(cfg.intercept_scaling))])
     return rows, (rows @ V if cfg.factorized else rows)
+
+
+def _scales(cfg, chunk, b) -> np.ndarray:
+    """``sqrt(w_i)`` of the chunk's rows (ones for an unweighted problem)."""
+    if not getattr(cfg, "weighted", False):
+        return np.ones(len(b))
+    w = np.asarray(chunk.get("sample_weight", np.ones(len(b))), dtype=np.float64)
+    if cfg.class_weight is not None:
+        w = w * np.array([cfg.class_weight[1] if v > 0 else cfg.class_weight[0] for v in b])
+    return np.sqrt(w * cfg.weight_scale)
 
 
 def _labels(cfg, y) -> np.ndarray:
@@ -138,13 +166,18 @@ def sequential_dspdc(case, n_epochs: int = 1):
     if cfg.factorized:
         V = np.asarray(alg.V, dtype=np.float64)   # already carries the intercept's row
     # one in-memory chunk of the contract's small case each (the oracle never sees a store)
-    data = [(*_rows(cfg, chunk, V), _labels(cfg, chunk["y"])) for chunk in case.chunks]
-    n, p = sum(len(b) for _, _, b in data), cfg.n_features
-    duals = [np.zeros(len(b)) for _, _, b in data]
+    data = []
+    for chunk in case.chunks:
+        rows, A = _rows(cfg, chunk, V)
+        b = _labels(cfg, chunk["y"])
+        s = _scales(cfg, chunk, b)
+        data.append((s[:, None] * rows, s[:, None] * A, b, s))
+    n, p = sum(len(b) for _, _, b, _ in data), cfg.n_features
+    duals = [np.zeros(len(b)) for _, _, b, _ in data]
     x = np.array(state.x, dtype=np.float64)
     n_iter, n_updates, versions = state.n_iter, state.n_dual_updates, state.versions
     for epoch in range(n_epochs):
-        for k, (rows, A, b) in enumerate(data):
+        for k, (rows, A, b, s) in enumerate(data):
             n_k = len(b)
             r = sum(data[j][1].T @ duals[j] for j in range(len(data)) if j != k) \
                 + np.zeros(p)
@@ -158,11 +191,15 @@ def sequential_dspdc(case, n_epochs: int = 1):
             assert len(row_u) == T, "the task's uniforms are one pair per iteration"
             duals[k], x, updates = _local_solve(
                 A, b, duals[k], x, c, cfg.lam1, cfg.lam2, r, m, cfg.q, par.theta, par.tau,
-                par.sigma, row_u, col_u, cfg.loss_id)
+                par.sigma, row_u, col_u, cfg.loss_id, s)
             n_iter, n_updates = n_iter + T, n_updates + updates
             versions = versions.updated([k], (epoch, k))
-    w = sum(rows.T @ y for (rows, _, _), y in zip(data, duals))
-    conj_sum = float(sum(np.sum(_conj(cfg.loss_id, y, b)) for (_, _, b), y in zip(data, duals)))
+    w = sum(rows.T @ y for (rows, _, _, _), y in zip(data, duals))
+    conj_sum = 0.0
+    for (_, _, b, s), beta in zip(data, duals):   # psi*(beta) = s^2 phi*(beta / s)
+        live = s > 0
+        conj_sum += float(np.sum(s[live] ** 2 * _conj(cfg.loss_id, beta[live] / s[live],
+                                                      b[live])))
     return replace(state, x=x, w=np.asarray(w, dtype=np.float64), conj_sum=conj_sum,
                    versions=versions, n_iter=n_iter, n_dual_updates=n_updates,
                    n_rounds=state.n_rounds + n_epochs * len(data))
