@@ -37,7 +37,9 @@ Results are bit-identical to the local schedulers: the tasks, the reduction tree
 order of its operands are the same, only where ``make_tasks``, the root ``combine`` and
 ``apply`` run changes (in a task with one BLAS thread, like every chunk task).
 
-Settings come from Dask's configuration (``run_rounds`` arguments win)::
+Settings come from Dask's configuration (``run_rounds`` arguments win); their defaults are
+in the packaged ``ooc_kernels/ooc-kernels.yaml``, registered with Dask's configuration when
+the library's Dask layer is imported (:func:`ooc_kernels._config.register_defaults`)::
 
     ooc-kernels:
       cluster:
@@ -71,8 +73,11 @@ import dask
 from dask.base import tokenize
 
 from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._config import defaults, register_defaults
 from ooc_kernels.exceptions import OocKernelsError, SchedulerLostError, ValidationError
 from ooc_kernels.parallel.graph import _read_group, reduce_levels
+
+register_defaults()  # the ooc-kernels.cluster.* keys read below
 
 __all__ = ["POLL_SECONDS", "ClusterRounds", "active_client", "cluster_rounds",
            "compute_on_client", "reporting_scheduler_loss", "run_on_client",
@@ -82,14 +87,20 @@ __all__ = ["POLL_SECONDS", "ClusterRounds", "active_client", "cluster_rounds",
 #: a lost scheduler is reported within about this long of the Client noticing it.
 POLL_SECONDS = 0.5
 
-_DEFAULTS = {"pipeline": True, "lookahead": 1, "chain": 8}
+
+def _defaults() -> dict:
+    """The ``ooc-kernels.cluster`` defaults of the packaged configuration file."""
+    return defaults()["ooc-kernels"]["cluster"]
+
+
 _LOCAL_NAMES = {"sync", "synchronous", "single-threaded", "threads", "threading",
                 "processes", "multiprocessing"}
 
 
 @dataclass(frozen=True)
 class ClusterRounds:
-    """How rounds run on a ``distributed.Client`` (see the module docstring).
+    """How rounds run on a ``distributed.Client`` (see the module docstring); made by
+    :func:`cluster_rounds` from Dask's configuration.
 
     Attributes
     ----------
@@ -101,15 +112,15 @@ class ClusterRounds:
         Rounds chained on futures between two synchronization points (>= 1).
     """
 
-    pipeline: bool = True
-    lookahead: int = 1
-    chain: int = 8
+    pipeline: bool
+    lookahead: int
+    chain: int
 
 
 def cluster_rounds(pipeline: bool | None = None, lookahead: int | None = None,
                    chain: int | None = None) -> ClusterRounds:
     """The settings of rounds on a cluster: explicit values, else Dask's configuration
-    (``ooc-kernels.cluster.*``), else the defaults (pipeline, lookahead 1, chain 8).
+    (``ooc-kernels.cluster.*``, whose defaults are pipeline, lookahead 1, chain 8).
 
     Raises
     ------
@@ -119,7 +130,7 @@ def cluster_rounds(pipeline: bool | None = None, lookahead: int | None = None,
     def pick(name, value):
         if value is not None:
             return value
-        return dask.config.get(f"ooc-kernels.cluster.{name}", _DEFAULTS[name])
+        return dask.config.get(f"ooc-kernels.cluster.{name}")
 
     out = ClusterRounds(pipeline=bool(pick("pipeline", pipeline)),
                         lookahead=pick("lookahead", lookahead), chain=pick("chain", chain))
@@ -129,7 +140,7 @@ def cluster_rounds(pipeline: bool | None = None, lookahead: int | None = None,
             raise ValidationError(
                 f"ooc-kernels.cluster.{name} must be an integer >= {low}, got {value!r}; "
                 f"set it with dask.config.set({{'ooc-kernels.cluster.{name}': "
-                f"{_DEFAULTS[name]}}})."
+                f"{_defaults()[name]}}}) (the default)."
             )
     return out
 
