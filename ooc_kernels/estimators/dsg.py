@@ -28,6 +28,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._checks import SampleOrigin, non_finite_error
+from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._dsg_bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
@@ -436,12 +437,17 @@ class _DSGEstimator(ChunkedEstimator):
             bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
                 seen, targets, row_w, alpha=alpha, median=median)
         elif self.bandwidth == "auto":
+            if self.progress is not False:  # minutes on large data: say so in a batch log
+                logger.info("%s: choosing the bandwidth by short trial fits on %d sampled "
+                            "rows", type(self).__name__, len(sample))
             bandwidth, scores = select_bandwidth(
                 base, sample, y_sample, w_sample,
                 classes=None if classes is None else np.asarray(classes),
                 make_schedule=schedule, n_features=self.n_features,
                 seed=derive_seed(self.random_seed_, 6))
             self.bandwidth_scores_ = scores
+            if self.progress is not False:
+                logger.info("%s: bandwidth %.6g chosen", type(self).__name__, bandwidth)
         elif self.bandwidth == "median":
             bandwidth = median_heuristic(seen, self.median_multiplier,
                                          random_state=derive_seed(self.random_seed_, 4)
