@@ -1395,10 +1395,10 @@ def _check_declared_entry(cat_path: Path, spec: Mapping, entry: str, action: str
         ds, context = _read_entry(cat, entry)
     except SchemaError as err:
         raise SchemaError(f"{unchanged}: {err}") from None
-    declared = ((cat.entries[entry].metadata or {}).get(DECLARATION_KEY) or {}).get(
-        "variables") or {}
+    declared = (cat.entries[entry].metadata or {}).get(DECLARATION_KEY) or {}
+    declared = declared.get("variables") if isinstance(declared, Mapping) else None
     have = sorted(map(str, ds.data_vars))
-    for key, value in declared.items():
+    for key, value in (declared.items() if isinstance(declared, Mapping) else ()):
         if value not in ds.data_vars:
             raise SchemaError(
                 f"{unchanged}: it names {_r(value)} as {key}, but the store "
