@@ -105,6 +105,34 @@ def test_fit_from_read_parquet_is_the_dask_array_fit(tmp_path):
     assert np.array_equal(reg.coef_, reg_ref.coef_)
 
 
+@pytest.mark.parametrize("npartitions", [1, 3])
+def test_a_filtered_parquet_frame_fits_like_its_rows_in_memory(tmp_path, npartitions):
+    """A filter leaves the partition lengths unknown to Dask; with one partition Dask
+    returns that partition's row count as a bare int rather than one per partition."""
+    df = _frame(600)
+    df["species"] = np.where(df["y"] == 1, "setosa", "virginica")
+    d = dd.read_parquet(_parquet(tmp_path, df, npartitions=npartitions))
+    assert d.npartitions == npartitions
+    s = d[d.f0 > 0]
+    kept = df[df.f0 > 0]
+    expected = tuple(int((df.iloc[p].f0 > 0).sum())
+                     for p in np.array_split(np.arange(len(df)), npartitions))
+    data = as_chunked(s[FEATURES], s["species"])
+    assert data.chunk_sizes == expected
+    got = ok.DSGClassifier(**SMALL).fit(s[FEATURES], s["species"])
+    # the same rows in memory, chunked as the partitions are
+    ref = ok.DSGClassifier(**SMALL).fit(
+        da.from_array(kept[FEATURES].to_numpy(), chunks=(expected, len(FEATURES))),
+        da.from_array(kept["species"].to_numpy(dtype=object), chunks=(expected,)))
+    np.testing.assert_array_equal(got.classes_, ["setosa", "virginica"])
+    assert np.array_equal(got.coef_, ref.coef_)
+    assert got.n_samples_seen_ == SMALL["max_iter"] * len(kept)      # epochs x rows
+    if npartitions == 1:  # one chunk: the NumPy fit of the same rows
+        mem = ok.DSGClassifier(**SMALL).fit(kept[FEATURES].to_numpy(),
+                                            kept["species"].to_numpy())
+        assert np.array_equal(got.coef_, mem.coef_)
+
+
 def test_columns_are_cast_like_arrays_and_nullable_na_become_nan():
     pdf = pd.DataFrame({"i": np.arange(6), "f": np.linspace(0, 1, 6).astype(np.float32),
                         "b": [True, False] * 3,

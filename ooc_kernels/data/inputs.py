@@ -110,7 +110,15 @@ def _partition_lengths(*frames: Any) -> list[tuple[int, ...]]:
         counted = dask.compute(*[frames[i].map_partitions(len, enforce_metadata=False)
                                  for i in todo]) if todo else ()
     for i, lengths in zip(todo, counted):
-        out[i] = tuple(int(n) for n in lengths)
+        # Dask concatenates the per-partition results of several partitions into a Series,
+        # but returns the result of a single partition as it is: one int
+        out[i] = tuple(int(n) for n in np.atleast_1d(np.asarray(lengths)))
+        if len(out[i]) != frames[i].npartitions:  # pragma: no cover - a planner regrouping
+            raise ValidationError(
+                f"Dask counted rows for {len(out[i])} partitions of a DataFrame with "
+                f"{frames[i].npartitions}; persist the DataFrame (ddf = ddf.persist()) or "
+                "pass a Dask array."
+            )
     return out
 
 
