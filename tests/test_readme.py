@@ -124,6 +124,17 @@ def test_readme_runs_in_order_on_a_fresh_copy(tmp_path):
     # the train line's -p values reach the model (3 epochs, the size after substitution)
     model = ok.load(repo / "models" / "d.zarr")
     assert model.get_params()["max_iter"] == 3 and model.get_params()["n_features"] == 512
+    # the Python example trains the main job's model (its comment quotes the main job's
+    # score): the same test accuracy, to the last digit, and the numbers the benchmarks
+    # page quotes for these sizes (tests/test_doc_numbers.py)
+    import json
+
+    example = ok.load(repo / "models" / "digits.zarr")
+    main_job = json.loads((repo / "outputs" / "quickstart" / "metrics.json").read_text())
+    test = ok.open_dataset(repo / "catalogs" / "examples.yaml", "digits_deformed_test")
+    assert example.score(test) == main_job["test_accuracy"]
+    assert f"test accuracy **{main_job['test_accuracy']:.4f}**" in \
+        (ROOT / "docs" / "benchmarks.md").read_text()
 
 
 if __name__ == "__main__":  # pragma: no cover - print what would run
