@@ -37,9 +37,9 @@ Example (``pipelines/quickstart.yaml``)::
         digits_deformed_test: {generator: digits_deformed, n_samples: 20000, split: test}
     model:
       estimator: DSGClassifier
-      params: {loss: logistic, n_features: 8192, random_state: 0}
+      params: {n_features: 8192, max_iter: 3, chunks_per_round: 2, random_state: 0}
     fit: {checkpoint_every: 5, resume: true}
-    evaluate: {predictions: true}
+    evaluate: {train: false, predictions: true}   # train: true also scores the train set
     save: {output_dir: outputs/quickstart}
 
 Examples
