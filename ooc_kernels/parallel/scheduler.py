@@ -177,6 +177,11 @@ def task_worker() -> Any:
     None outside a task (the client's own threads, a script, Dask's local schedulers), and
     whenever ``distributed`` is not imported (no worker can exist then).
 
+    Returns
+    -------
+    distributed.Worker or None
+        The worker running the calling task.
+
     Examples
     --------
     >>> task_worker() is None
