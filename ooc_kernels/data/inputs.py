@@ -150,6 +150,50 @@ def _frame_X(X: Any) -> Any:
     return X
 
 
+
+def non_numeric_frame_error(X: Any) -> ValidationError | None:
+    """The error naming the columns of a pandas DataFrame ``X`` that are not numbers.
+
+    A column is accepted when its dtype is numeric (bool, integer, float, nullable numeric)
+    or when its values convert to float (an object column of numbers, numeric categories);
+    a column that does not convert (text, datetimes) is named with its dtype and the
+    conversion's complaint (the first value that failed).  Called when scikit-learn's
+    validation of an in-memory ``X`` fails, so that its ``could not convert string to
+    float: 'no'`` says which column holds ``'no'``.
+
+    Returns
+    -------
+    ValidationError or None
+        None when ``X`` is not a pandas DataFrame or all its columns convert.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"age": [31, 45], "smoker": ["no", "yes"]})
+    >>> print(non_numeric_frame_error(df))  # doctest: +ELLIPSIS
+    X has non-numeric columns: 'smoker' (str: could not convert string to float: 'no'); ...
+    """
+    pd = sys.modules.get("pandas")
+    if pd is None or not isinstance(X, pd.DataFrame):
+        return None
+    bad = []
+    for position, (name, dt) in enumerate(X.dtypes.items()):
+        nd = _numpy_dtype(dt)
+        if nd is not None and nd.kind in "biuf" and str(dt) != "category":
+            continue
+        try:
+            np.asarray(X.iloc[:, position], dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            bad.append(f"{name!r} ({dt}: {err})")
+    if not bad:
+        return None
+    return ValidationError(
+        f"X has non-numeric columns: {', '.join(bad)}; the estimators need numbers. Fix: "
+        "pass the numeric columns only, e.g. X = df[numeric_cols] or "
+        "X = df.select_dtypes('number'), or encode the others as numbers first (e.g. "
+        "sklearn.preprocessing.OrdinalEncoder)."
+    )
+
 def _frame_y(y: Any) -> Any:
     """A Dask Series of targets whose ``.values`` are a NumPy array (lazy), else an error."""
     if _dask_frame_kind(y) == "frame":
@@ -472,6 +516,9 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         except ValidationError:
             raise
         except (ValueError, TypeError) as err:
+            named = non_numeric_frame_error(X)   # a pandas text column: say which
+            if named is not None:
+                raise named from err
             raise ValidationError(f"invalid input: {err}") from err
         data = _from_dask(da.from_array(X_np, chunks=(chunk_size, X_np.shape[1])), y,
                           chunk_size, check_y)

@@ -67,6 +67,7 @@ from ooc_kernels.data.inputs import (
     as_chunked,
     is_lazy_input,
     model_input,
+    non_numeric_frame_error,
     wrap_prediction,
 )
 from ooc_kernels.estimators._constraints import (
@@ -172,14 +173,21 @@ BASE_PARAMS_DOC = """    chunks_per_round : int, default=1
 
 
 def sklearn_validated(func, *args, **kwargs):
-    """scikit-learn's input validation, its errors re-raised in the library's hierarchy."""
+    """scikit-learn's input validation, its errors re-raised in the library's hierarchy.
+
+    A pandas ``X`` that ``validate_data`` cannot convert to numbers gets the error of
+    :func:`~ooc_kernels.data.inputs.non_numeric_frame_error`, which names the columns.
+    """
     try:
         return func(*args, **kwargs)
     except ValidationError:
         raise
-    except TypeError as err:
-        raise InputTypeError(str(err)) from err
-    except ValueError as err:
+    except (TypeError, ValueError) as err:
+        named = non_numeric_frame_error(args[1]) if func is validate_data else None
+        if named is not None:
+            raise named from err
+        if isinstance(err, TypeError):
+            raise InputTypeError(str(err)) from err
         raise ValidationError(str(err)) from err
 
 
