@@ -8,7 +8,7 @@ it chunk by chunk.  The figure has two panels: the learned probability of class 
 plane with the true circle and a sample of the training points, and the training loss per
 epoch (``history_``).
 
-Run from the repository root (about 20 seconds on a laptop)::
+Run from the repository root (well under a minute on a laptop)::
 
     python docs/examples/dsg_decision_surface.py --out docs/img/dsg_decision_surface.svg
 

@@ -7,7 +7,7 @@ For ridge regression the optimum ``P*`` also has a closed form, so the figure sh
 bound next to the true distance ``P(x) - P*`` it bounds; for logistic regression it shows
 the gap alone, the only certificate there is.
 
-Run from the repository root (about 20 seconds on a laptop)::
+Run from the repository root (well under a minute on a laptop)::
 
     python docs/examples/dspdc_gap.py --out docs/img/dspdc_gap_example.svg
 
