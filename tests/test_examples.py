@@ -46,6 +46,7 @@ def _check_svg(path: Path) -> None:
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
 
 
+@pytest.mark.slow   # about ten seconds, most of it imports and the bandwidth trials
 def test_dsg_example_learns_the_circle(tmp_path):
     out = tmp_path / "surface.svg"
     result = _load("dsg_decision_surface.py").main(
