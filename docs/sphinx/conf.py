@@ -199,8 +199,12 @@ def _top_level_page(estimators: dict[str, type]) -> str:
     lines += [f".. automodule:: {PACKAGE}", "   :no-members:", ""]
     lines += ["The names below are imported on first use; the estimator classes are listed on",
               ":doc:`estimators`.", ""]
+    listed = [n for n in ooc_kernels.__all__ if n in estimators]
+    if listed:  # documented once, on the estimators page
+        lines += [".. rubric:: Estimators", ""]
+        lines += [f"- :class:`{PACKAGE}.{n}`" for n in listed] + [""]
     for name in ooc_kernels.__all__:
-        if name.startswith("__"):
+        if name.startswith("__") or name in estimators:
             continue
         obj = getattr(ooc_kernels, name)
         directive = "autoexception" if inspect.isclass(obj) and issubclass(obj, BaseException) \
