@@ -477,6 +477,7 @@ def test_estimator_records_the_client_budget_and_keeps_it(process_budget, tmp_pa
     meta = reg._fitted_meta()
     del meta["config"]["feature_budget"]
     old = ok.DSGRegressor(**kw)
+    old.n_features_in_ = reg.n_features_in_   # ok.load restores the base attributes first
     old._restore_fitted(reg._fitted_arrays(), meta, "old model")
     assert old._config.feature_budget is None
     np.testing.assert_array_equal(old.predict(X), reg.predict(X))

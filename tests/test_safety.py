@@ -339,8 +339,9 @@ def test_security_reaches_the_client(tmp_path, monkeypatch):
 
     monkeypatch.setattr(distributed, "Client", FakeClient)
     r = CliRunner().invoke(main, [
-        "train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "x", "--out",
-        str(tmp_path / "m.zarr"), "--scheduler", "tls://10.0.0.1:8786",
+        # --estimator: the catalog (absent here) is then opened only once connected
+        "train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "x", "--estimator",
+        "DSGClassifier", "--out", str(tmp_path / "m.zarr"), "--scheduler", "tls://10.0.0.1:8786",
         "--tls-ca-file", str(tmp_path / "ca.pem"), "--tls-cert", str(tmp_path / "cert.pem"),
         "--tls-key", str(tmp_path / "key.pem")])
     assert r.exit_code == 1 and "cannot connect to the Dask scheduler at 'tls://10.0.0.1" \
