@@ -182,6 +182,7 @@ def non_numeric_frame_error(X: Any) -> ValidationError | None:
         if nd is not None and nd.kind in "biuf" and str(dt) != "category":
             continue
         try:
+            # one column of the caller's in-memory pandas frame (already in memory)
             np.asarray(X.iloc[:, position], dtype=np.float64)
         except (TypeError, ValueError) as err:
             bad.append(f"{name!r} ({dt}: {err})")

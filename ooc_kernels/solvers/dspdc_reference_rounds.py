@@ -128,6 +128,7 @@ def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, 
 def _rows(cfg, chunk, V):
     """``(rows, A_k)``: the chunk's stored rows (``X``, or ``U``) with the intercept column,
     and the rows of ``A`` they stand for."""
+    # one chunk of the reference's small in-memory case, never a dataset
     rows = np.asarray(chunk["U"] if cfg.factorized else chunk["X"], dtype=np.float64)
     if cfg.intercept_scaling:
         rows = np.hstack([rows, np.full((len(rows), 1), float(cfg.intercept_scaling))])
