@@ -12,11 +12,11 @@ import yaml
 import zarr
 
 import ooc_kernels as ok
-from ooc_kernels.estimators._checkpointing import CheckpointWriter
 from ooc_kernels.exceptions import CheckpointError
 from ooc_kernels.parallel.checkpoint import CheckpointMismatchError, read_checkpoint
 
 from _tamper import edit_attrs, set_at
+from _interrupt import _interrupt_after, _Stop
 
 # 12 chunks in groups of 2 (rows mixed across chunks), 2 groups per round: 3 rounds/epoch
 PARAMS = dict(n_features=256, block_size=32, batch_size=16, max_iter=3, tol=None, chunks_per_round=2,
@@ -26,23 +26,6 @@ PARAMS = dict(n_features=256, block_size=32, batch_size=16, max_iter=3, tol=None
 def _store(tmp_path, name="nb.zarr", seed=0):
     return ok.make_dataset("nonlinear_binary", tmp_path / name, 1200, chunk_size=100,
                            random_state=seed, n_features=4, progress=False)
-
-
-class _Stop(Exception):
-    pass
-
-
-def _interrupt_after(monkeypatch, n_writes):
-    real = CheckpointWriter.write
-    count = {"n": 0}
-
-    def write(self, state, position):
-        real(self, state, position)
-        count["n"] += 1
-        if count["n"] == n_writes:
-            raise _Stop("simulated crash right after a checkpoint")
-
-    monkeypatch.setattr(CheckpointWriter, "write", write)
 
 
 def test_resume_after_interruption_is_bit_identical(tmp_path, monkeypatch):

@@ -6,10 +6,10 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from ooc_kernels.estimators._checkpointing import CheckpointWriter
 from ooc_kernels.estimators.dsg import DSGRegressor
 from ooc_kernels.exceptions import CheckpointError
 from ooc_kernels.parallel.checkpoint import read_checkpoint, write_checkpoint
+from _interrupt import _interrupt_after, _Stop
 
 # 600 rows in 12 chunks, one chunk per round: 12 rounds per epoch; the rule stops the fit
 # as soon as one epoch improves the training loss by less than tol
@@ -23,23 +23,6 @@ def _data():
     X = rng.normal(size=(600, 4))
     y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=600)
     return da.from_array(X, chunks=(50, 4)), da.from_array(y, chunks=(50,))
-
-
-class _Stop(Exception):
-    pass
-
-
-def _interrupt_after(monkeypatch, n_writes):
-    real = CheckpointWriter.write
-    count = {"n": 0}
-
-    def write(self, state, position):
-        real(self, state, position)
-        count["n"] += 1
-        if count["n"] == n_writes:
-            raise _Stop("simulated crash right after a checkpoint")
-
-    monkeypatch.setattr(CheckpointWriter, "write", write)
 
 
 def _history(est):
