@@ -239,7 +239,7 @@ def register_sizes() -> None:
 
     from dask.sizeof import sizeof
 
-    from ooc_kernels.solvers.dsg import DSGDelta, DSGState
+    from ooc_kernels.families.dsg.solver import DSGDelta, DSGState
 
     @sizeof.register(DSGState)
     @sizeof.register(DSGDelta)

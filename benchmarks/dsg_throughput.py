@@ -25,7 +25,7 @@ import numpy as np
 import psutil
 
 import ooc_kernels as ok
-from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_predict
+from ooc_kernels.families.dsg.kernels import dsg_chunk_update, dsg_predict
 from ooc_kernels.data.schema import open_zarr_dataset
 from ooc_kernels.features.rbf import feature_scale, stacked_block_params
 

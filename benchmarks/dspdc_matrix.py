@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ooc_kernels.data.matrix_data import matrix_risk
-from ooc_kernels.solvers.matrix_risk import matrix_risk_dspdc
+from ooc_kernels.families.dspdc.in_memory.matrix_risk import matrix_risk_dspdc
 
 PAIRS = [(5, 50), (50, 5), (20, 20)]
 

@@ -7,7 +7,7 @@ loss of eq. (3) with ``lam2 / 2 ||x||^2 + lam1 ||x||_1``; ``(n, p, d)`` in ``(50
 ``(10000, 100, 50)``, ``(10000, 500, 50)``; ``(lam1, lam2)`` in ``(1e-3, 1e-2)`` and
 ``(1e-6, 1e-5)``; ``m = 1`` and DSPDC's ``q = 50``, as in the paper.
 
-Methods (all from :mod:`ooc_kernels.solvers.dspdc_baselines`, numba kernels, factorized
+Methods (all from :mod:`ooc_kernels.families.dspdc.in_memory.baselines`, numba kernels, factorized
 implementations for every method as the paper's Table 1 grants them):
 
 * ``dspdc``: Algorithm 2, ``Lambda = "upper_bound"`` (the theorems hold);
@@ -35,8 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from ooc_kernels.data.generators import generate_chunk, get_generator
-from ooc_kernels.solvers.dspdc_baselines import dspdc_solve, objective_values, sdca, spdc
-from ooc_kernels.solvers.dspdc_params import spectral_norm_sq_factorized
+from ooc_kernels.families.dspdc.in_memory.baselines import dspdc_solve, objective_values, sdca, spdc
+from ooc_kernels.families.dspdc.params import spectral_norm_sq_factorized
 
 SIZES = [(5000, 100, 20), (10000, 100, 50), (10000, 500, 50)]
 LAMBDAS = [(1e-3, 1e-2), (1e-6, 1e-5)]

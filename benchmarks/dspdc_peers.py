@@ -11,7 +11,7 @@ Four parts (``--part``):
     problem ``P(x) = (1/n) sum_i phi(a_i^T x) + alpha (l1_ratio |x|_1 + (1 - l1_ratio)/2
     |x|^2)`` on ``a_i = (x_i, 1)`` (so peers fit no separate intercept); ``P`` is computed by
     one function for everyone (:func:`objective`, the library's
-    :func:`~ooc_kernels.solvers.dspdc_reference.primal_value`).  ``P*`` is a high-accuracy
+    :func:`~ooc_kernels.families.dspdc.in_memory.paper.primal_value`).  ``P*`` is a high-accuracy
     solution (closed form for ridge, the best of all runs and a tight reference otherwise).
     A peer's time to ``1e-6`` relative suboptimality is the median fit time (3 runs) at the
     loosest tolerance of a sweep whose solution reaches it (for dask-glm, whose tolerances
@@ -71,7 +71,7 @@ TOLS = [1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12]
 def objective(X, y, coef, intercept, *, loss, alpha, l1_ratio=0.0):
     """``P`` of the library's definition of ``alpha`` on ``a_i = (x_i, 1)``: the one function
     every method is scored with."""
-    from ooc_kernels.solvers.dspdc_reference import primal_value
+    from ooc_kernels.families.dspdc.in_memory.paper import primal_value
 
     A = np.column_stack([X, np.ones(len(X))])
     x = np.append(np.asarray(coef, dtype=np.float64).ravel(), float(intercept))
@@ -233,7 +233,7 @@ def part_peers(args):
                                      max_iter=100_000).fit(Xa, y).coef_.ravel()
             p_star = objective(X, y, ref[:-1], ref[-1], loss=loss, alpha=alpha)
         else:
-            from ooc_kernels.solvers.dspdc_baselines import sdca
+            from ooc_kernels.families.dspdc.in_memory.baselines import sdca
 
             b = np.where(y > 0, 1.0, -1.0)
             ref = sdca(Xa, b, loss="smoothed_hinge", lam1=0.0, lam2=alpha, tol=1e-12 * 0.5,
@@ -444,7 +444,7 @@ def factorized_peer_worker(spec: dict) -> dict:
     import warnings
 
     import ooc_kernels as ok
-    from ooc_kernels.solvers.dspdc_reference import primal_value
+    from ooc_kernels.families.dspdc.in_memory.paper import primal_value
 
     n, p, d, alpha, method = spec["n"], spec["p"], spec["d"], spec["alpha"], spec["method"]
     U, V, y = _factorized_problem(n, p, d)

@@ -39,7 +39,7 @@ from _procmem import status_bytes
 
 
 def _config(n_features, d, r, b, dtype):
-    from ooc_kernels.solvers.dsg import DSGConfig
+    from ooc_kernels.families.dsg.solver import DSGConfig
 
     return DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=d,
                      block_size=r, n_blocks=n_features // r, bandwidth=float(np.sqrt(d)),
@@ -48,7 +48,7 @@ def _config(n_features, d, r, b, dtype):
 
 
 def _run_task(cfg, X, y, epoch):
-    from ooc_kernels.solvers.dsg import DSGAlgorithm, DSGTask, init_state
+    from ooc_kernels.families.dsg.solver import DSGAlgorithm, DSGTask, init_state
 
     state = init_state(cfg)
     task = DSGTask(chunk=0, epoch=epoch, round=0, seed=1, block_start=cfg.n_blocks,
@@ -58,7 +58,7 @@ def _run_task(cfg, X, y, epoch):
 
 def _old_full_phase(X, Y, sw, coef, avg, n_avg, steps, params, source):
     """The stacked full phase (every block's parameters in one array, dsg_full_update)."""
-    from ooc_kernels._jit.dsg import dsg_full_update
+    from ooc_kernels.families.dsg.kernels import dsg_full_update
     from ooc_kernels.features.rbf import stacked_block_params
 
     w = source.writer
@@ -68,9 +68,9 @@ def _old_full_phase(X, Y, sw, coef, avg, n_avg, steps, params, source):
 
 
 def worker(args) -> dict:
-    import ooc_kernels.solvers.dsg as dsg_mod
+    import ooc_kernels.families.dsg.solver as dsg_mod
     from ooc_kernels.features.cache import default_cache, set_cache_budget
-    from ooc_kernels.solvers._dsg_full import plan_full_phase
+    from ooc_kernels.families.dsg._full_phase import plan_full_phase
 
     if args.path == "before":
         dsg_mod.full_phase_update = _old_full_phase

@@ -48,7 +48,7 @@ import numpy as np
 import ooc_kernels as ok
 from ooc_kernels.exceptions import StepSizeWarning
 from ooc_kernels.features.rbf import rbf_kernel
-from ooc_kernels.solvers.dsg import COMBINATIONS, DSGAlgorithm, predict_chunk
+from ooc_kernels.families.dsg.solver import COMBINATIONS, DSGAlgorithm, predict_chunk
 
 KS = (1, 2, 4, 8, 16)
 TARGET_EPOCHS = 3

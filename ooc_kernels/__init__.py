@@ -41,7 +41,7 @@ _LAZY = {
     "load": "ooc_kernels.estimators.persistence",
     "available_estimators": "ooc_kernels.estimators._registry",
     "Factorized": "ooc_kernels.data.factorized",
-    "MultiTaskLMNN": "ooc_kernels.estimators.mtlmnn",
+    "MultiTaskLMNN": "ooc_kernels.families.dspdc",
     "set_progress": "ooc_kernels._progress",
 }
 

@@ -2,7 +2,7 @@
 a Zarr work store beside the model instead of in the state that every task receives.
 
 An engine feature usable by any chunk algorithm; it sits in the base layer (NumPy, Zarr and
-:mod:`ooc_kernels._atomic` only, no Dask) so that the algorithms of :mod:`ooc_kernels.solvers`
+:mod:`ooc_kernels._atomic` only, no Dask) so that the algorithms of :mod:`ooc_kernels.families`
 read and write it inside their tasks.
 
 A task reads its chunk's arrays at the version its state names, updates them and writes them

@@ -1,8 +1,9 @@
 """Registries by name, filled by the modules that define what they hold.
 
-A family adds its solver module and its estimator module; each registers itself when
-imported.  A :class:`Registry` imports every public module of its package the first time a
-name is looked up (or listed), so the code that reads a registry (persistence, checkpoints,
+A family's package (``ooc_kernels/families/<name>/``) names, in ``__registers__``, the modules
+that register its solver and its estimators when imported.  A :class:`Registry` imports every
+public module (or subpackage) of its package, and the modules each names in
+``__registers__``, the first time a name is looked up (or listed), so the code that reads a registry (persistence, checkpoints,
 ``ok.load``, the pipeline runner, the command line, the contract suite) never names a family.
 
 Examples
@@ -38,8 +39,9 @@ class Registry:
     kind : str
         What is registered (used in messages: "estimator", "solver").
     package : str or None
-        Dotted name of the package whose public modules register entries when imported;
-        None: no discovery.
+        Dotted name of the package whose public modules register entries when imported (a
+        subpackage may list further modules to import in its ``__registers__``); None: no
+        discovery.
     """
 
     def __init__(self, kind: str, package: str | None):
@@ -67,7 +69,11 @@ class Registry:
         pkg = importlib.import_module(self.package)
         for info in pkgutil.iter_modules(pkg.__path__):
             if not info.name.startswith("_"):
-                importlib.import_module(f"{self.package}.{info.name}")
+                module = importlib.import_module(f"{self.package}.{info.name}")
+                # a package names the modules that register its entries (its __init__
+                # stays cheap to import: they are imported only here)
+                for name in getattr(module, "__registers__", ()):
+                    importlib.import_module(name)
 
     def get(self, name: str) -> Any:
         """The object registered under ``name``.

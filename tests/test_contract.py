@@ -4,7 +4,7 @@ estimator: a new family is checked by registering, nothing here names it."""
 import pytest
 
 from ooc_kernels.estimators import ESTIMATORS
-from ooc_kernels.solvers import SOLVERS
+from ooc_kernels.families import SOLVERS
 from ooc_kernels.testing import algorithm_checks, estimator_checks
 
 _DISTRIBUTED = {"check_algorithm_schedulers", "check_estimator_schedulers"}
@@ -37,7 +37,7 @@ def _mutant(**changes):
 def test_a_wrong_reference_or_a_lossy_combine_is_caught():
     import dataclasses
 
-    from ooc_kernels.solvers.dsg import DSGAlgorithm
+    from ooc_kernels.families.dsg.solver import DSGAlgorithm
     from ooc_kernels.testing import check_algorithm_reference, check_combine
 
     spec = SOLVERS.get("dsg")
@@ -65,7 +65,7 @@ def test_a_wrong_reference_or_a_lossy_combine_is_caught():
 
 
 def test_an_estimator_whose_saved_model_differs_is_caught():
-    from ooc_kernels.estimators.dsg import DSGRegressor
+    from ooc_kernels.families.dsg.estimators import DSGRegressor
     from ooc_kernels.testing import check_estimator_partial_fit_loop, check_estimator_save_load
 
     class Forgetful(DSGRegressor):
@@ -89,7 +89,7 @@ def test_an_estimator_whose_saved_model_differs_is_caught():
 
 
 def test_an_estimator_that_starts_over_instead_of_resuming_is_caught():
-    from ooc_kernels.estimators.dsg import DSGRegressor
+    from ooc_kernels.families.dsg.estimators import DSGRegressor
     from ooc_kernels.testing import check_estimator_resume
 
     class StartsOver(DSGRegressor):               # ignores resume: refits from scratch

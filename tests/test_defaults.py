@@ -19,7 +19,7 @@ from sklearn.datasets import make_circles, make_moons
 
 import ooc_kernels as ok
 from ooc_kernels.features.rbf import rff_map
-from ooc_kernels.estimators._dsg_schedule import CURVATURE, theory_range
+from ooc_kernels.families.dsg._schedule import CURVATURE, theory_range
 from ooc_kernels.exceptions import StepSizeWarning
 
 FAST = dict(n_features=256, block_size=64, scheduler="sync", random_state=0)

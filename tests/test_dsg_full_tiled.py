@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
-from ooc_kernels._jit.dsg import (
+from ooc_kernels.families.dsg.kernels import (
     dsg_full_update,
     dsg_full_update_ref,
     dsg_superstep,
@@ -42,7 +42,7 @@ from ooc_kernels.features.rbf import (
     feature_scale,
     stacked_block_params,
 )
-from ooc_kernels.solvers._dsg_full import FullPhasePlan, full_phase_update, plan_full_phase
+from ooc_kernels.families.dsg._full_phase import FullPhasePlan, full_phase_update, plan_full_phase
 
 TOL = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-12, "atol": 1e-13}}
 DTYPES = [np.float32, np.float64]
@@ -220,7 +220,7 @@ import json, sys, tracemalloc
 import numpy as np
 from ooc_kernels.features.cache import BlockCache
 from ooc_kernels.features.rbf import BlockSource, feature_scale
-from ooc_kernels.solvers._dsg_full import full_phase_update, plan_full_phase
+from ooc_kernels.families.dsg._full_phase import full_phase_update, plan_full_phase
 
 rng = np.random.default_rng(0)
 n, d, r, m, b, C = 96, 24, 16, 512, 16, 1            # blocks: 512 * 25 * 16 * 8 = 1.6 MB
@@ -363,9 +363,9 @@ def _run_case(config_budget, dtype="float64"):
     through the engine with ``feature_budget=config_budget``; the plans made."""
     from dataclasses import replace
 
-    import ooc_kernels.solvers._dsg_full as full
+    import ooc_kernels.families.dsg._full_phase as full
     from ooc_kernels.parallel.engine import run_rounds
-    from ooc_kernels.solvers.dsg import DSGAlgorithm, init_state, make_case
+    from ooc_kernels.families.dsg.solver import DSGAlgorithm, init_state, make_case
     from ooc_kernels.testing._algorithms import case_data
 
     case = make_case(seed=0, shuffle=True)

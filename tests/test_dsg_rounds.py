@@ -9,7 +9,7 @@ import pytest
 
 import ooc_kernels as ok
 from ooc_kernels.parallel.engine import RoundInfo
-from ooc_kernels.solvers.dsg import DSGAlgorithm
+from ooc_kernels.families.dsg.solver import DSGAlgorithm
 
 PARAMS = dict(bandwidth=1.0, alpha=1e-3, n_features=4096, block_size=8, batch_size=5,
               eta0=1.0, t0=1.0, learning_rate="inverse", random_state=0, scheduler="sync",

@@ -16,7 +16,7 @@ import pytest
 import ooc_kernels as ok
 from ooc_kernels.data.generators import krr_2d_target
 from ooc_kernels.features.rbf import rbf_kernel
-from ooc_kernels.solvers.dsg import DSGAlgorithm, predict_chunk
+from ooc_kernels.families.dsg.solver import DSGAlgorithm, predict_chunk
 
 pytestmark = pytest.mark.filterwarnings("ignore::ooc_kernels.exceptions.StepSizeWarning")
 

@@ -110,8 +110,8 @@ def test_one_chunk_k1_is_algorithm_1_of_the_paper():
     (the local problem has no tilt), continuing from the previous round's iterates; checked
     against the independent in-memory reference, round by round."""
     from ooc_kernels._seeds import task_rng
-    from ooc_kernels.solvers.dspdc_params import dspdc_parameters
-    from ooc_kernels.solvers.dspdc_reference import dspdc_reference
+    from ooc_kernels.families.dspdc.params import dspdc_parameters
+    from ooc_kernels.families.dspdc.in_memory.paper import dspdc_reference
 
     X, y = _ridge_problem(n=120, p=4)
     est = ok.DSPDCRegressor(alpha=0.1, fit_intercept=False, max_iter=3, tol=None,
@@ -319,7 +319,7 @@ def test_task_uniforms_come_in_bounded_blocks(monkeypatch, q, p):
     from types import SimpleNamespace
 
     from ooc_kernels._seeds import task_rng
-    from ooc_kernels.solvers import _dspdc_local as local
+    from ooc_kernels.families import _dspdc_local as local
 
     monkeypatch.setattr(local, "UNIFORM_BLOCK", 50)
     cfg = SimpleNamespace(local_passes=2.0, q=q, n_features=p)
@@ -341,8 +341,8 @@ def test_task_uniforms_come_in_bounded_blocks(monkeypatch, q, p):
 def test_iterations_in_blocks_equal_the_sequential_reference(monkeypatch):
     """With one iteration per block, the chunk algorithm (one kernel call per block) still
     equals the sequential reference (one loop over the concatenated uniforms)."""
-    from ooc_kernels.solvers import _dspdc_local as local
-    from ooc_kernels.solvers import get_solver
+    from ooc_kernels.families import _dspdc_local as local
+    from ooc_kernels.families import get_solver
     from ooc_kernels.testing._algorithms import check_algorithm_reference
 
     monkeypatch.setattr(local, "UNIFORM_BLOCK", 1)
@@ -356,8 +356,8 @@ def _factorized_case(seed=0):
     import tempfile
     import weakref
 
-    from ooc_kernels.solvers._spec import AlgorithmCase
-    from ooc_kernels.solvers.dspdc import LOSSES, DSPDCAlgorithm, DSPDCConfig, augment_V, \
+    from ooc_kernels.families._spec import AlgorithmCase
+    from ooc_kernels.families.dspdc.solver import LOSSES, DSPDCAlgorithm, DSPDCConfig, augment_V, \
         init_state
 
     rng = np.random.default_rng(seed)
@@ -383,9 +383,9 @@ def _factorized_case(seed=0):
 def test_rounds_equal_the_oracle_over_two_epochs(which):
     """Two passes, so that every round after the first pass starts from nonzero duals of
     its own chunk and of the others: the engine (K = 1, storage order) against the oracle
-    that writes the chunk's subproblem itself (``solvers/dspdc_reference_rounds.py``)."""
-    from ooc_kernels.solvers.dspdc import make_case, state_arrays
-    from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+    that writes the chunk's subproblem itself (``families/dspdc/reference.py``)."""
+    from ooc_kernels.families.dspdc.solver import make_case, state_arrays
+    from ooc_kernels.families.dspdc.reference import sequential_dspdc
     from ooc_kernels.testing._algorithms import _run
 
     case = make_case(0) if which == "contract" else _factorized_case()
@@ -404,7 +404,7 @@ def test_the_oracle_is_not_the_algorithm():
     import ast
     import inspect
 
-    from ooc_kernels.solvers import dspdc_reference_rounds
+    from ooc_kernels.families import dspdc_reference_rounds
 
     imported = {alias.name for node in ast.walk(ast.parse(inspect.getsource(
         dspdc_reference_rounds))) if isinstance(node, ast.ImportFrom)

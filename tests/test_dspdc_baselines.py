@@ -5,7 +5,7 @@
 * SDCA's objective matches scikit-learn's solution (Ridge, ElasticNet, LogisticRegression)
   on the same problem to 1e-6 relative;
 * SPDC is DSPDC with ``q = p``: its iterates are those of the plain-NumPy oracle
-  :func:`~ooc_kernels.solvers.dspdc_reference.dspdc_reference` run with ``q = p`` on the same
+  :func:`~ooc_kernels.families.dspdc.in_memory.paper.dspdc_reference` run with ``q = p`` on the same
   random stream;
 * the numba kernels equal their NumPy twins.
 """
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
 
-from ooc_kernels._jit.sdca import (
+from ooc_kernels.families.dspdc.in_memory.kernels_sdca import (
     primal_from_dual,
     primal_from_dual_ref,
     sdca_dense_iterations,
@@ -23,8 +23,8 @@ from ooc_kernels._jit.sdca import (
     sdca_factorized_iterations_ref,
 )
 from ooc_kernels.exceptions import DivergenceError, ValidationError
-from ooc_kernels.solvers.dspdc_baselines import dspdc_solve, objective_values, sdca, spdc
-from ooc_kernels.solvers.dspdc_reference import dspdc_reference, primal_value
+from ooc_kernels.families.dspdc.in_memory.baselines import dspdc_solve, objective_values, sdca, spdc
+from ooc_kernels.families.dspdc.in_memory.paper import dspdc_reference, primal_value
 
 LOSSES = ["squared", "smoothed_hinge", "logistic"]
 

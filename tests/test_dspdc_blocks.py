@@ -15,14 +15,14 @@ from scipy.optimize import minimize, minimize_scalar
 
 from ooc_kernels.data.matrix_data import matrix_risk
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.solvers.block_prox import L2Block, PSDBlock, SeparableLoss, psd_projection
-from ooc_kernels.solvers.dspdc_blocks import (
+from ooc_kernels.families.dspdc.in_memory.block_prox import L2Block, PSDBlock, SeparableLoss, psd_projection
+from ooc_kernels.families.dspdc.in_memory.blocks import (
     block_dspdc,
     block_lambda,
     block_objectives,
     block_partition,
 )
-from ooc_kernels.solvers.matrix_risk import matrix_risk_dspdc
+from ooc_kernels.families.dspdc.in_memory.matrix_risk import matrix_risk_dspdc
 
 
 def _psd_case(rng, d, kind):

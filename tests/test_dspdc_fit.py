@@ -163,7 +163,7 @@ def test_a_checkpoint_work_folder_that_is_not_the_librarys_is_never_touched(tmp_
 def test_published_step_parameters_are_those_the_tasks_use(monkeypatch, tmp_path):
     """theta_, tau_, sigma_ list the parameters the kernels received, one entry per local
     problem (rows, tasks in its round), recorded by spying on the kernel itself."""
-    from ooc_kernels._jit import dspdc as kern
+    from ooc_kernels.families.dspdc import kernels as kern
 
     used = set()
     real = kern.dspdc_dense_iterations
@@ -240,7 +240,7 @@ def test_regressor_with_object_targets_names_the_first_bad_value():
     ([["x" * 500, 1, 0.5, 0.1, 0.2]], r"local problem \['xxxx[x]*\.\.\. is not"),
 ])
 def test_damaged_local_problems_in_a_model_are_a_model_format_error(entries, match):
-    from ooc_kernels.estimators.dspdc import _local_problems
+    from ooc_kernels.families.dspdc.estimators import _local_problems
     from ooc_kernels.exceptions import ModelFormatError
 
     with pytest.raises(ModelFormatError, match=match):

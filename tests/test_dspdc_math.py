@@ -15,7 +15,7 @@ import pytest
 from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chisquare
 
-from ooc_kernels._jit.dspdc import (
+from ooc_kernels.families.dspdc.kernels import (
     LOSS_GAMMA,
     chunk_objective_terms,
     chunk_objective_terms_factorized,
@@ -45,7 +45,7 @@ from ooc_kernels._jit.dspdc import (
     sample_without_replacement_ref,
 )
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.solvers.dspdc_params import (
+from ooc_kernels.families.dspdc.params import (
     chunk_lambda_stats,
     combine_lambda_stats,
     dspdc_parameters,
@@ -62,7 +62,7 @@ from ooc_kernels.solvers.dspdc_params import (
     spectral_norm_sq,
     spectral_norm_sq_factorized,
 )
-from ooc_kernels.solvers.dspdc_reference import (
+from ooc_kernels.families.dspdc.in_memory.paper import (
     dspdc_factorized_reference,
     dspdc_reference,
     dspdc_uniforms,
@@ -960,7 +960,7 @@ def test_factorized_stats_without_forming_A():
 def test_row_top_sums_equal_sorting_and_their_twin():
     """The heap kernel against sorting each row (and the np.partition twin): random rows,
     ties, zeros, q = 1 and q = p."""
-    from ooc_kernels._jit.dspdc import row_top_sums, row_top_sums_ref
+    from ooc_kernels.families.dspdc.kernels import row_top_sums, row_top_sums_ref
 
     rng = np.random.default_rng(3)
     for n, p in [(1, 1), (7, 5), (40, 300), (5, 64)]:

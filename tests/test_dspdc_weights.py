@@ -16,7 +16,7 @@ from sklearn.utils.class_weight import compute_class_weight
 
 import ooc_kernels as ok
 from ooc_kernels import DSPDCClassifier, DSPDCRegressor
-from ooc_kernels._jit import dspdc as kern
+from ooc_kernels.families.dspdc import kernels as kern
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 
 ALPHA = 0.2
@@ -73,9 +73,9 @@ def test_weighted_rounds_match_the_sequential_oracle():
     """One pass of the chunk algorithm (K = 1) on weighted rows (integer weights with
     zeros, class weights) equals the oracle that solves the problem on the scaled rows
     ``sqrt(w_i) a_i`` with the scaled losses, written independently."""
-    from ooc_kernels.solvers import get_solver
-    from ooc_kernels.solvers.dspdc import make_case
-    from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+    from ooc_kernels.families import get_solver
+    from ooc_kernels.families.dspdc.solver import make_case
+    from ooc_kernels.families.dspdc.reference import sequential_dspdc
     from ooc_kernels.testing._algorithms import _assert_states, _run
 
     spec = get_solver("dspdc")

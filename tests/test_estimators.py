@@ -302,7 +302,7 @@ def test_two_class_softmax_decision_is_the_log_odds():
 def test_in_memory_prediction_reads_the_callers_array_without_a_copy(monkeypatch):
     """Prediction of a NumPy input slices the caller's array, never a full copy through a
     Dask array and np.asarray."""
-    import ooc_kernels.estimators.dsg as base
+    import ooc_kernels.families.dsg.estimators as base
 
     X, y = _xor(300)
     clf = ok.DSGClassifier(chunk_size=70, **SMALL).fit(X, y)

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from scipy.spatial.distance import pdist
 
-from ooc_kernels._jit.dsg import dsg_predict
+from ooc_kernels.families.dsg.kernels import dsg_predict
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features import cache as cache_mod
 from ooc_kernels.features.bandwidth import median_heuristic

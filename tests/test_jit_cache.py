@@ -124,3 +124,19 @@ def test_cache_dir_defaults_to_the_per_user_cache_folder(monkeypatch, tmp_path):
     folder = cache_dir()
     assert folder.parent == tmp_path / "xdg" / "ooc_kernels" / "jit"
     assert folder.name.startswith(f"{ooc_kernels.__version__}-")
+
+
+def test_every_module_that_compiles_kernels_keys_the_cache():
+    """A module that compiles with ``njit`` but is not among the cache's key sources would be
+    read from a stale cache after an edit: every such module of the package is a key."""
+    from ooc_kernels._jit._cache import kernel_sources
+
+    keyed = set(kernel_sources())
+    compiling = {path for path in PACKAGE.rglob("*.py")
+                 if "@njit" in path.read_text() or "njit(" in path.read_text()}
+    compiling.discard(PACKAGE / "_jit" / "_cache.py")
+    assert compiling, "no kernel module found: the scan is broken"
+    assert {PACKAGE / "families" / "dsg" / "kernels.py",
+            PACKAGE / "families" / "dspdc" / "kernels.py"} <= compiling
+    missing = sorted(str(p.relative_to(PACKAGE)) for p in compiling - keyed)
+    assert not missing, f"kernel modules outside the cache key: {missing}"

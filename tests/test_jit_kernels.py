@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ooc_kernels._jit.dsg import (
+from ooc_kernels.families.dsg.kernels import (
     _tile_rows,
     dsg_chunk_update,
     dsg_chunk_update_ref,

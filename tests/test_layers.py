@@ -8,6 +8,7 @@ unnoticed).  Importing the package, or the numba kernels, must stay cheap.
 """
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,10 +27,10 @@ LAYERS = [
     ("_jit", {"ooc_kernels._jit"}),
     ("features", {"ooc_kernels.features"}),
     ("losses", {"ooc_kernels.losses"}),
-    ("solvers", {"ooc_kernels.solvers"}),
     ("parallel", {"ooc_kernels.parallel"}),
     ("data", {"ooc_kernels.data"}),
     ("estimators", {"ooc_kernels.estimators"}),
+    ("families", {"ooc_kernels.families"}),
     ("evaluation", {"ooc_kernels.evaluation"}),
     ("pipeline", {"ooc_kernels.pipeline"}),
     ("interfaces", {"ooc_kernels.cli", "ooc_kernels.testing"}),
@@ -136,19 +137,19 @@ def test_no_import_circle():
 
 
 def test_the_checker_sees_a_violation(tmp_path):
-    """The walker itself: a solver importing an estimator is reported."""
+    """The walker itself: a feature map importing a family's estimator is reported."""
     fake = tmp_path / "mod.py"
-    fake.write_text("def f():\n    from ooc_kernels.estimators.dsg import DSGClassifier\n")
-    name, line, top = _imports("ooc_kernels.solvers.fake", fake)[0]
-    assert _resolve(name, _modules()) == "ooc_kernels.estimators.dsg"
-    assert _layer("ooc_kernels.estimators.dsg") > _layer("ooc_kernels.solvers.fake")
+    fake.write_text("def f():\n    from ooc_kernels.families.dsg.estimators import DSGClassifier\n")
+    name, line, top = _imports("ooc_kernels.features.fake", fake)[0]
+    assert _resolve(name, _modules()) == "ooc_kernels.families.dsg.estimators"
+    assert _layer("ooc_kernels.families.dsg.estimators") > _layer("ooc_kernels.features.fake")
     assert (line, top) == (2, False)
 
 
 @pytest.mark.parametrize("statement, absent", [
     ("import ooc_kernels", ["dask", "numba", "xarray", "zarr", "sklearn", "intake"]),
-    ("import ooc_kernels._jit.dsg, ooc_kernels._jit.rows", ["dask", "xarray", "zarr"]),
-    ("import ooc_kernels.solvers.dsg", ["dask", "xarray", "zarr", "intake"]),
+    ("import ooc_kernels.families.dsg.kernels, ooc_kernels._jit.rows", ["dask", "xarray", "zarr"]),
+    ("import ooc_kernels.families.dsg.solver", ["dask", "xarray", "zarr", "intake"]),
 ])
 def test_imports_stay_cheap(statement, absent):
     code = (f"import sys; {statement}; "
@@ -163,3 +164,69 @@ def test_the_attribute_the_integrity_guard_reads_is_the_schema_attribute():
     from ooc_kernels.data.schema import SCHEMA_VERSION_ATTR
 
     assert WRITTEN_BY_LIBRARY_ATTR == SCHEMA_VERSION_ATTR
+
+
+FAMILIES = PACKAGE / "families"
+
+
+def _family_of(module: str) -> str | None:
+    """The family a module belongs to (``ooc_kernels.families.<name>...``), else None."""
+    parts = module.split(".")
+    if parts[:2] == ["ooc_kernels", "families"] and len(parts) > 2 and \
+            (FAMILIES / parts[2]).is_dir():
+        return parts[2]
+    return None
+
+
+def _internal_uses(module: str, path: Path) -> list[str]:
+    """The places where ``module`` imports or names another family's internals: any module
+    of ``ooc_kernels.families.<name>`` below the family's package itself."""
+    mine = _family_of(module)
+    modules = _modules()
+    bad = []
+    for name, line, _ in _imports(module, path):
+        name = _resolve(name, modules) or name  # "package.Name" is the package
+        family = _family_of(name)
+        if family is not None and family != mine and name.count(".") > 2:
+            bad.append(f"{path.name}:{line}: {module} imports {name}")
+    for line_no, text in enumerate(path.read_text().splitlines(), 1):
+        for family in re.findall(r"ooc_kernels[./]families[./](\w+)[./]\w", text):
+            if family != mine and (FAMILIES / family).is_dir():
+                bad.append(f"{path.name}:{line_no}: {module} names {family}'s internals")
+    return bad
+
+
+def test_no_module_outside_a_family_names_its_internals():
+    """Outside ``ooc_kernels/families/<name>/``, a family is reached through its package (the
+    names it exports) or the registries, never through one of its modules."""
+    families = [p.name for p in FAMILIES.iterdir() if (p / "__init__.py").is_file()]
+    assert {"dsg", "dspdc"} <= set(families)
+    bad = []
+    for module, path in sorted(_modules().items()):
+        bad += _internal_uses(module, path)
+    assert not bad, "a family's internals named outside it:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("source, module", [
+    ("from ooc_kernels.families.dsg.solver import DSGAlgorithm\n", "ooc_kernels.evaluation"),
+    ("def f():\n    import ooc_kernels.families.dspdc.kernels\n", "ooc_kernels.parallel.fake"),
+    ("X = 'ooc_kernels.families.dsg.estimators'\n", "ooc_kernels.cli"),
+    ("from ooc_kernels.families.dsg.kernels import dsg_predict\n",
+     "ooc_kernels.families.dspdc.fake"),
+])
+def test_the_family_rule_sees_a_violation(tmp_path, source, module):
+    fake = tmp_path / "mod.py"
+    fake.write_text(source)
+    assert _internal_uses(module, fake)
+
+
+@pytest.mark.parametrize("source, module", [
+    ("from ooc_kernels.families.dsg import DSGClassifier\n", "ooc_kernels.evaluation"),
+    ("from ooc_kernels.families.dsg.kernels import dsg_predict\n",
+     "ooc_kernels.families.dsg.solver"),
+    ("from ooc_kernels.families import SOLVERS\n", "ooc_kernels.testing._algorithms"),
+])
+def test_the_family_rule_allows_a_family_package_and_its_own_modules(tmp_path, source, module):
+    fake = tmp_path / "mod.py"
+    fake.write_text(source)
+    assert _internal_uses(module, fake) == []

@@ -15,7 +15,7 @@ import ooc_kernels as ok
 from ooc_kernels.data.matrix_data import multitask_classes
 from ooc_kernels.estimators import available_estimators
 from ooc_kernels.exceptions import InvalidParameterError, ValidationError
-from ooc_kernels.solvers.mtlmnn import build_triplets, mtlmnn_dspdc
+from ooc_kernels.families.dspdc.in_memory.mtlmnn import build_triplets, mtlmnn_dspdc
 
 
 def _brute_triplets(X, y, task, l):

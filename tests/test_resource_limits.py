@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 import ooc_kernels as ok
 from ooc_kernels.cli import main
-from ooc_kernels.estimators.dsg import check_fit_memory
+from ooc_kernels.families.dsg.estimators import check_fit_memory
 from ooc_kernels.exceptions import ModelTooLargeError
 
 

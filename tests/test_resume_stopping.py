@@ -6,7 +6,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from ooc_kernels.estimators.dsg import DSGRegressor
+from ooc_kernels.families.dsg.estimators import DSGRegressor
 from ooc_kernels.exceptions import CheckpointError
 from ooc_kernels.parallel.checkpoint import read_checkpoint, write_checkpoint
 from _interrupt import _interrupt_after, _Stop

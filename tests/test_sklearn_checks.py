@@ -18,7 +18,7 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ooc_kernels.estimators._registry import ESTIMATORS
-from ooc_kernels.estimators.mtlmnn import MultiTaskLMNN
+from ooc_kernels.families.dspdc.mtlmnn import MultiTaskLMNN
 
 
 def _estimators():

@@ -14,8 +14,8 @@ from scipy.spatial.distance import cdist, pdist
 
 import ooc_kernels as ok
 from ooc_kernels.data.generators import nonlinear_binary_label
-from ooc_kernels.estimators._dsg_bandwidth import CANDIDATES, select_bandwidth_gcv
-from ooc_kernels.estimators._dsg_schedule import (CURVATURE, STEP_DRAWS,
+from ooc_kernels.families.dsg._bandwidth import CANDIDATES, select_bandwidth_gcv
+from ooc_kernels.families.dsg._schedule import (CURVATURE, STEP_DRAWS,
                                                   growth_step_eigenvalue)
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic

@@ -14,7 +14,8 @@ later (editable) install of the package.  The library's kernels therefore use
    Windows,
 
 each followed by ``jit/<version>-<digest>``, where ``<digest>`` is the SHA-256 of the source
-of every module of ``ooc_kernels._jit``.  A kernel's cache entry is thus only ever read by
+of every kernel module: every module of ``ooc_kernels._jit`` and every ``kernels*.py`` of a
+family (``ooc_kernels/families/**/kernels*.py``, where a family keeps its numba code).  A kernel's cache entry is thus only ever read by
 the very sources that wrote it: another version of the library, or an edit to any kernel
 module (a kernel inlines the kernels it calls from other modules, which numba's own
 per-file check does not see), gives another folder.  Folders of versions no longer
@@ -50,20 +51,29 @@ from numba.core.caching import (
 
 from ooc_kernels._version import __version__
 
-__all__ = ["CACHE_DIR_ENV_VAR", "cache_dir", "njit"]
+__all__ = ["CACHE_DIR_ENV_VAR", "cache_dir", "kernel_sources", "njit"]
 
 #: The environment variable that names the folder of the compiled-kernel cache.
 CACHE_DIR_ENV_VAR = "OOC_KERNELS_JIT_CACHE_DIR"
 
 _JIT_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = _JIT_DIR.parent
+
+
+def kernel_sources() -> list[Path]:
+    """The kernel modules whose sources key the cache: ``_jit/*.py`` and the families'
+    ``kernels*.py``, sorted by their path inside the package."""
+    paths = [*_JIT_DIR.glob("*.py"), *(_PACKAGE_DIR / "families").rglob("kernels*.py")]
+    return sorted(paths, key=lambda p: p.relative_to(_PACKAGE_DIR).as_posix())
 
 
 @functools.cache
 def _sources_digest() -> str:
-    """SHA-256 (16 hex digits) of the name and bytes of every module of ``ooc_kernels._jit``."""
+    """SHA-256 (16 hex digits) of the path and bytes of every kernel module
+    (:func:`kernel_sources`)."""
     h = hashlib.sha256()
-    for path in sorted(_JIT_DIR.glob("*.py")):
-        h.update(path.name.encode())
+    for path in kernel_sources():
+        h.update(path.relative_to(_PACKAGE_DIR).as_posix().encode())
         h.update(b"\0")
         h.update(path.read_bytes())
         h.update(b"\0")

@@ -14,9 +14,9 @@ from ooc_kernels._registry import Registry
 
 __all__ = ["ESTIMATORS", "available_estimators", "get_estimator", "register_estimator"]
 
-#: Registered estimator classes by name (filled by the modules of
-#: :mod:`ooc_kernels.estimators` when imported).
-ESTIMATORS = Registry("estimator", "ooc_kernels.estimators")
+#: Registered estimator classes by name (filled by the family packages of
+#: :mod:`ooc_kernels.families` when imported).
+ESTIMATORS = Registry("estimator", "ooc_kernels.families")
 
 
 def register_estimator(cls: type) -> type:

@@ -1,7 +1,7 @@
 """The family-neutral estimator: inputs, fit and resume through the engine, lazy predictions,
 scores and saving, for every algorithm family.
 
-A family is a solver module (:mod:`ooc_kernels.solvers`) plus an estimator module that
+A family is a solver module (:mod:`ooc_kernels.families`) plus an estimator module that
 subclasses :class:`ChunkedEstimator`, declares its hyperparameters
 (``_parameter_constraints``) and implements the hooks below; registered with
 :func:`~ooc_kernels.estimators._registry.register_estimator`, it is found by persistence,

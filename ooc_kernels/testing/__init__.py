@@ -1,6 +1,6 @@
 """The contract every chunk algorithm and every estimator of the library must pass.
 
-One suite, parametrized over every registered solver (:data:`ooc_kernels.solvers.SOLVERS`)
+One suite, parametrized over every registered solver (:data:`ooc_kernels.families.SOLVERS`)
 and estimator (:data:`ooc_kernels.estimators.ESTIMATORS`), as xarray's backend tests and
 zarr-python's ``StoreTests`` run one suite against every backend: a new family gets all of
 it by registering.

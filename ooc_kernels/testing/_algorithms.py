@@ -1,6 +1,6 @@
 """The algorithm half of the contract suite (see :mod:`ooc_kernels.testing`).
 
-Every check takes a registered :class:`~ooc_kernels.solvers.SolverSpec` (and, for the
+Every check takes a registered :class:`~ooc_kernels.families.SolverSpec` (and, for the
 scheduler check, an optional ``distributed.Client``) and raises ``AssertionError`` when the
 family breaks the contract.
 """
@@ -15,14 +15,14 @@ import numpy as np
 
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.engine import RoundInfo, run_rounds
-from ooc_kernels.solvers import SOLVERS, SolverSpec
+from ooc_kernels.families import SOLVERS, SolverSpec
 
 __all__ = ["algorithm_checks", "check_algorithm_reference", "check_combine",
            "check_algorithm_pickles", "check_algorithm_schedulers", "case_data"]
 
 
 def case_data(case) -> ChunkedData:
-    """The chunks of an :class:`~ooc_kernels.solvers.AlgorithmCase` as engine input."""
+    """The chunks of an :class:`~ooc_kernels.families.AlgorithmCase` as engine input."""
     variables = {}
     for name in case.chunks[0]:
         parts = [np.asarray(c[name]) for c in case.chunks]

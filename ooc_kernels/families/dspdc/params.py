@@ -20,7 +20,7 @@
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels.solvers.dspdc_params import lambda_value, dspdc_parameters
+>>> from ooc_kernels.families.dspdc.params import lambda_value, dspdc_parameters
 >>> A = np.array([[1.0, 2.0], [0.0, 1.0], [3.0, 0.0]])
 >>> lambda_value(A, m=1, q=1, Lambda="exact")              # max_ij A_ij^2
 9.0
@@ -39,7 +39,7 @@ from typing import Callable
 
 import numpy as np
 
-from ooc_kernels._jit.dspdc import row_top_sums
+from ooc_kernels.families.dspdc.kernels import row_top_sums
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = [
@@ -51,7 +51,7 @@ __all__ = [
     "gap_constant", "gap_bound",
 ]
 
-#: DSPDC loss names and their kernel ids (:mod:`ooc_kernels._jit.dspdc`).
+#: DSPDC loss names and their kernel ids (:mod:`ooc_kernels.families.dspdc.kernels`).
 LOSSES = {"squared": 0, "smoothed_hinge": 1, "logistic": 2}
 #: ``gamma`` per loss name: ``phi`` is ``1/gamma``-smooth (logistic is 1/4-smooth).
 LOSS_GAMMA = {"squared": 1.0, "smoothed_hinge": 1.0, "logistic": 4.0}

@@ -1,8 +1,8 @@
 """DSPDC as a chunk algorithm: CoCoA+ rounds whose local solver is DSPDC, duals per chunk.
 
 The scheme and its guarantee are in ``docs/algorithms/dspdc_rounds.md``; the numerical layer
-(losses, proxes, the sampler, Algorithms 1 and 2) in :mod:`ooc_kernels._jit.dspdc` and the
-step sizes in :mod:`ooc_kernels.solvers.dspdc_params`.  In short: the state holds the primal
+(losses, proxes, the sampler, Algorithms 1 and 2) in :mod:`ooc_kernels.families.dspdc.kernels` and the
+step sizes in :mod:`ooc_kernels.families.dspdc.params`.  In short: the state holds the primal
 ``x = grad g*(-A^T y / n)``, the aggregate ``w = A^T y`` (or ``U^T y`` for factorized data
 ``A = U V``) and ``sum_i phi_i*(y_i)``; the duals ``y`` of every chunk live in a
 :class:`~ooc_kernels._chunk_store.ChunkStore`, versioned by ``(epoch, round)``.  A task
@@ -12,9 +12,9 @@ and the change of ``sum phi*``; the round adds them.
 
 Examples
 --------
->>> from ooc_kernels.solvers import get_solver
+>>> from ooc_kernels.families import get_solver
 >>> case = get_solver("dspdc").make_case(seed=0)
->>> from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+>>> from ooc_kernels.families.dspdc.reference import sequential_dspdc
 >>> state = sequential_dspdc(case)
 >>> state.n_rounds, state.x.shape
 (4, (6,))
@@ -31,7 +31,7 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.solvers._dspdc_local import (
+from ooc_kernels.families.dspdc._local import (
     encode_labels,
     local_problem,
     local_step_parameters,
@@ -42,7 +42,7 @@ from ooc_kernels.solvers._dspdc_local import (
 __all__ = ["LOSSES", "DSPDCConfig", "DSPDCState", "DSPDCTask", "DSPDCDelta", "DSPDCAlgorithm",
            "augment_V", "init_state", "state_arrays", "make_case"]
 
-#: Loss names and their ids in :mod:`ooc_kernels._jit.dspdc`.
+#: Loss names and their ids in :mod:`ooc_kernels.families.dspdc.kernels`.
 LOSSES = {"squared": 0, "smoothed_hinge": 1, "logistic": 2}
 #: The dual variable's name in the work store.
 DUALS = "y"
@@ -85,7 +85,7 @@ class DSPDCConfig:
         factorized data ``U`` gets the column and ``V`` a matching row and column.
     weighted : bool
         The problem is weighted, ``P(x) = (1/n) sum_i w_i phi_i(a_i^T x) + g(x)`` with
-        ``w_i`` from :func:`~ooc_kernels.solvers._dspdc_local.row_weights` (the rows'
+        ``w_i`` from :func:`~ooc_kernels.families.dspdc._local.row_weights` (the rows'
         ``sample_weight`` times ``class_weight``, times ``weight_scale``).  It is solved as
         the unweighted problem on the rows ``sqrt(w_i) a_i`` with the losses
         ``w_i phi_i(z / sqrt(w_i))``, which are as smooth as ``phi_i``: the step sizes of the
@@ -157,7 +157,7 @@ class DSPDCState:
 
     def dual_value(self, config: DSPDCConfig, V: np.ndarray | None = None) -> float:
         """``D(y)`` from the state alone (no pass over the data)."""
-        from ooc_kernels._jit.dspdc import reg_conjugate_ref
+        from ooc_kernels.families.dspdc.kernels import reg_conjugate_ref
 
         aty = self.w if V is None else V.T @ self.w
         v = -aty / config.n_samples
@@ -257,7 +257,7 @@ class DSPDCAlgorithm:
             return self._chunk_step(state, batch, task)
 
     def _chunk_step(self, state, batch, task) -> DSPDCDelta:
-        from ooc_kernels._jit import dspdc as kern
+        from ooc_kernels.families.dspdc import kernels as kern
 
         cfg = self.config
         rows, V = self._rows(batch)
@@ -351,8 +351,8 @@ def make_case(seed: int = 0, *, shuffle: bool = False, weighted: bool = False):
     import shutil
     import weakref
 
-    from ooc_kernels.solvers._spec import AlgorithmCase
-    from ooc_kernels.solvers.dspdc_params import lambda_value
+    from ooc_kernels.families._spec import AlgorithmCase
+    from ooc_kernels.families.dspdc.params import lambda_value
 
     folder = tempfile.mkdtemp(prefix="ooc-dspdc-case-")
     rng = np.random.default_rng(seed)
@@ -386,13 +386,13 @@ def make_case(seed: int = 0, *, shuffle: bool = False, weighted: bool = False):
 
 
 def _sequential(case):
-    from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+    from ooc_kernels.families.dspdc.reference import sequential_dspdc
 
     return sequential_dspdc(case)
 
 
 def _register():
-    from ooc_kernels.solvers._spec import SolverSpec, register_solver
+    from ooc_kernels.families._spec import SolverSpec, register_solver
 
     register_solver(SolverSpec(
         name="dspdc", algorithm=DSPDCAlgorithm, state_arrays=state_arrays,

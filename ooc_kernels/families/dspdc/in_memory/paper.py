@@ -16,7 +16,7 @@ drawn from uniforms by Robert Floyd's algorithm: for ``k = 0 .. m-1`` and
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels.solvers.dspdc_reference import dspdc_reference, duality_gap
+>>> from ooc_kernels.families.dspdc.in_memory.paper import dspdc_reference, duality_gap
 >>> rng = np.random.default_rng(0)
 >>> A = rng.normal(size=(20, 4)); b = np.sign(A @ np.ones(4))
 >>> x, y = dspdc_reference(A, b, loss="logistic", lam1=0.0, lam2=0.1, m=2, q=2, theta=1.97,

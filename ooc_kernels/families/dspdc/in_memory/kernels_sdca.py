@@ -2,7 +2,7 @@
 
 Proximal stochastic dual coordinate ascent (Shalev-Shwartz & Zhang, "Accelerated proximal
 stochastic dual coordinate ascent for regularized loss minimization", 2013; "prox-SDCA",
-their Procedure with Option I) on the problem of :mod:`ooc_kernels._jit.dspdc`, in the DSPDC
+their Procedure with Option I) on the problem of :mod:`ooc_kernels.families.dspdc.kernels`, in the DSPDC
 sign convention (``y = -alpha`` of the SDCA papers)::
 
     P(x) = (1/n) sum_i phi_i(a_i^T x) + g(x),   g(x) = sum_j lam2 / 2 x_j^2 + lam1 |x_j|
@@ -10,13 +10,13 @@ sign convention (``y = -alpha`` of the SDCA papers)::
 
 with ``grad g*(w) = soft(w, lam1) / lam2`` (the ``v = -A^T y / (lam2 n)``, ``x = soft(v,
 lam1 / lam2)`` of prox-SDCA).  An iteration draws ``m`` rows ``I`` (Robert Floyd's sampler
-of :func:`ooc_kernels._jit.dspdc.sample_without_replacement`), computes ``c_i = <a_i, x>`` for
+of :func:`ooc_kernels.families.dspdc.kernels.sample_without_replacement`), computes ``c_i = <a_i, x>`` for
 all of them with the same ``x``, and maximizes the lower bound of the dual increase of each
 coordinate::
 
     y_i <- argmax_beta  (1/n) c_i beta - (1/n) phi_i*(beta) - (1/(2 sigma_i)) (beta - y_i)^2
 
-which is exactly the DSPDC dual step :func:`ooc_kernels._jit.dspdc.dual_prox` with
+which is exactly the DSPDC dual step :func:`ooc_kernels.families.dspdc.kernels.dual_prox` with
 ``sigma_i = lam2 n^2 / (nu ||a_i||^2)`` (the closed forms for the squared loss and the
 smoothed hinge, safeguarded Newton steps for the logistic loss).  ``nu`` is the mini-batch
 safety factor: ``nu = m`` makes every mini-batch step increase ``D`` (``||A_I^T dy||^2 <= m
@@ -28,7 +28,7 @@ Every ``@njit`` kernel (:func:`ooc_kernels._jit._cache.njit`) has a plain-NumPy 
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels._jit.sdca import sdca_dense_iterations
+>>> from ooc_kernels.families.dspdc.in_memory.kernels_sdca import sdca_dense_iterations
 >>> rng = np.random.default_rng(0)
 >>> A = rng.normal(size=(30, 4)); b = A @ np.ones(4)
 >>> y, x, w = np.zeros(30), np.zeros(4), np.zeros(4)
@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from ooc_kernels._jit._cache import njit
-from ooc_kernels._jit.dspdc import (
+from ooc_kernels.families.dspdc.kernels import (
     dual_prox,
     dual_prox_ref,
     primal_prox,
@@ -108,7 +108,7 @@ def sdca_dense_iterations(A, b, y, x, w, n_total, row_uniforms, m, loss_id, lam1
                           sigmas):
     """Run ``T`` mini-batch prox-SDCA iterations in place on dense rows.
 
-    Per iteration ``t``: ``I`` = :func:`~ooc_kernels._jit.dspdc.sample_without_replacement`
+    Per iteration ``t``: ``I`` = :func:`~ooc_kernels.families.dspdc.kernels.sample_without_replacement`
     ``(n_rows, m, row_uniforms[t])``; for ``i`` in ``I`` (all with the same ``x``)
     ``y_i = dual_prox(loss_id, <A_i, x>, y_i, b_i, sigmas[i], n_total)``; then
     ``w += A_I^T dy`` and ``x_j = primal_from_dual(w_j, n_total, lam1, lam2)`` for every ``j``.
@@ -132,7 +132,7 @@ def sdca_dense_iterations(A, b, y, x, w, n_total, row_uniforms, m, loss_id, lam1
     m : int
         Rows per iteration.
     loss_id : int
-        0 squared, 1 smoothed hinge, 2 logistic (:mod:`ooc_kernels._jit.dspdc`).
+        0 squared, 1 smoothed hinge, 2 logistic (:mod:`ooc_kernels.families.dspdc.kernels`).
     lam1, lam2 : float
     sigmas : ndarray (n_rows,) float64
         Dual step of each row, ``lam2 n^2 / (nu ||a_i||^2)``.

@@ -1,6 +1,6 @@
 """Kernel machines trained out of core with doubly stochastic functional gradients.
 
-The estimators keep their hyperparameters and their solver (:mod:`ooc_kernels.solvers.dsg`);
+The estimators keep their hyperparameters and their solver (:mod:`ooc_kernels.families.dsg.solver`);
 inputs, fitting through the engine, checkpoints, lazy predictions and saving come from
 :class:`~ooc_kernels.estimators.base.ChunkedEstimator`.
 
@@ -31,10 +31,10 @@ from ooc_kernels._checks import SampleOrigin, non_finite_error
 from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.estimators._constraints import Interval, StrOptions
-from ooc_kernels.estimators._dsg_bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
+from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gaussian_gram, gcv_targets,
                                                    select_bandwidth, select_bandwidth_gcv)
-from ooc_kernels.estimators._dsg_schedule import (CURVATURE, CURVATURE_ROWS,
+from ooc_kernels.families.dsg._schedule import (CURVATURE, CURVATURE_ROWS,
                                                   growth_step_eigenvalue, resolve_schedule,
                                                   top_eigenvalue)
 from ooc_kernels.estimators._registry import register_estimator
@@ -54,7 +54,7 @@ from ooc_kernels.features.cache import default_cache
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
-from ooc_kernels.solvers.dsg import (DSGAlgorithm, DSGConfig, DSGState, encode_targets,
+from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, DSGState, encode_targets,
                                      init_state, numeric_targets, predict_chunk)
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
@@ -102,7 +102,7 @@ _PARAMS_DOC = """
         ``standardize``).  ``"auto"``: short validation runs on up to 3000 sampled rows pick
         among 0.125, 0.25, 0.5, 1 and 2 times the median pairwise distance; on data sets of
         at most 1000 rows, generalized cross-validation of kernel ridge regression on every
-        row picks instead (see :mod:`ooc_kernels.estimators._dsg_bandwidth`; the scores
+        row picks instead (see :mod:`ooc_kernels.families.dsg._bandwidth`; the scores
         are in ``bandwidth_scores_``).  ``"median"``: ``median_multiplier`` times the median
         pairwise distance of up to 2000 rows drawn from up to 8 random chunks.
     median_multiplier : float, default=1.0
@@ -138,7 +138,7 @@ _PARAMS_DOC = """
         nu = 1``: the range of the paper's Theorems 4-5 and Corollary 13) and ``t0`` such
         that the first step is ``eta0``.  ``"inverse"``: ``gamma_t = eta0 / (t + t0)``.
         ``"constant"``: ``gamma_t = eta0``.  ``t`` counts steps; ``gamma_t`` multiplies the
-        gradient averaged over the batch.  See :mod:`ooc_kernels.estimators._dsg_schedule`.
+        gradient averaged over the batch.  See :mod:`ooc_kernels.families.dsg._schedule`.
     eta0 : float or "auto", default="auto"
         ``"optimal"``/``"constant"``: the first (constant) step, ``"auto"`` the largest
         stable one for the loss and the data (``1 / (L lambda_max)``, ``lambda_max`` the
@@ -470,7 +470,7 @@ class _DSGEstimator(ChunkedEstimator):
         """Largest eigenvalue of the data term's expected Hessian, ``L`` times that of the
         weighted kernel operator, estimated on up to ``CURVATURE_ROWS`` sampled rows; it
         sets how the tasks of a round with ``chunks_per_round > 1`` are combined
-        (:meth:`~ooc_kernels.solvers.dsg.DSGAlgorithm.mixing_weight`).  ``L`` is the
+        (:meth:`~ooc_kernels.families.dsg.solver.DSGAlgorithm.mixing_weight`).  ``L`` is the
         loss's curvature bound, except for the softmax, whose Hessian at the starting
         model (uniform probabilities over ``C`` classes) has largest eigenvalue ``1 / C``.
         Without a sample: ``L`` (``k(x, x) = 1`` bounds the kernel operator)."""
@@ -522,7 +522,7 @@ class _DSGEstimator(ChunkedEstimator):
         return state.loss_sum, state.loss_weight
 
     def _history_extra(self, state) -> dict:
-        from ooc_kernels.solvers.dsg import step_sizes
+        from ooc_kernels.families.dsg.solver import step_sizes
 
         return {"step_size": float(step_sizes(self._config, np.asarray([state.n_iter]))[0]),
                 "steps": int(state.n_iter)}

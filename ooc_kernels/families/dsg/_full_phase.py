@@ -1,7 +1,7 @@
 """The DSG full phase under a memory budget: stacked blocks when they fit, tiles otherwise.
 
 Once a model holds all its ``m`` blocks, every step predicts with all of them and updates
-all of them (:func:`ooc_kernels._jit.dsg.dsg_full_update`).  That kernel takes the
+all of them (:func:`ooc_kernels.families.dsg.kernels.dsg_full_update`).  That kernel takes the
 parameters of every block stacked in one array, ``m (d + 1) r`` values: 1.1 GiB per task at
 ``2^20`` features and ``d = 276``.  :func:`full_phase_update` bounds the feature memory of a
 task by a budget: the feature-cache budget (one budget for the cache and the task's working
@@ -16,9 +16,9 @@ memory, ``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB, see
   tiles generated from their seeds (or taken from the cache, which keeps the blocks with the
   lowest ids that fit in what the tiles leave of the budget).  Per super-step: predictions at
   its start and the kernel estimate between its rows (one pass over the tiles,
-  :func:`~ooc_kernels._jit.dsg.dsg_tile_forward`), the ``S = R / batch_size`` steps simulated
-  in row space (:func:`~ooc_kernels._jit.dsg.dsg_superstep`), and the update of every block
-  (:func:`~ooc_kernels._jit.dsg.dsg_tile_apply`, fused with the next super-step's forward
+  :func:`~ooc_kernels.families.dsg.kernels.dsg_tile_forward`), the ``S = R / batch_size`` steps simulated
+  in row space (:func:`~ooc_kernels.families.dsg.kernels.dsg_superstep`), and the update of every block
+  (:func:`~ooc_kernels.families.dsg.kernels.dsg_tile_apply`, fused with the next super-step's forward
   pass so each tile is generated once per super-step).  The iterates are those of the
   sequential steps, up to floating-point rounding (proof: ``docs/algorithms/
   dsg_full_phase.md``).
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ooc_kernels._jit.dsg import (
+from ooc_kernels.families.dsg.kernels import (
     _FULL_BUFFER_BYTES,
     dsg_full_update,
     dsg_superstep,
@@ -123,7 +123,7 @@ def plan_full_phase(budget, n_blocks, d, r, C, batch_size, n_rows, itemsize,
 
     Examples
     --------
-    >>> from ooc_kernels.solvers._dsg_full import plan_full_phase
+    >>> from ooc_kernels.families.dsg._full_phase import plan_full_phase
     >>> plan_full_phase(256 * 2**20, 64, 276, 256, 1, 256, 4096, 4).stacked
     True
     >>> p = plan_full_phase(256 * 2**20, 4096, 276, 256, 1, 256, 4096, 4)
@@ -186,14 +186,14 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
                       budget=None, kernels="jit", plan=None):
     """Full-phase steps over the rows ``X`` with the feature memory bounded by ``budget``.
 
-    Same contract as :func:`ooc_kernels._jit.dsg.dsg_full_update`, except that the blocks
+    Same contract as :func:`ooc_kernels.families.dsg.kernels.dsg_full_update`, except that the blocks
     come from ``source`` (generated from their seeds or taken from its cache) instead of a
     stacked array.
 
     Parameters
     ----------
     X, Y, sw, coef, avg, n_avg, steps, params
-        As in :func:`~ooc_kernels._jit.dsg.dsg_full_update`.  On the tiled path ``coef``
+        As in :func:`~ooc_kernels.families.dsg.kernels.dsg_full_update`.  On the tiled path ``coef``
         and ``avg`` are updated in place when they are C-contiguous float64 arrays.
     source : BlockSource
         The model's blocks ``0 .. m - 1`` (``m = coef.shape[0]``).
@@ -212,13 +212,13 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
     Returns
     -------
     coef, avg, n_avg, loss_sum, weight_sum
-        As :func:`~ooc_kernels._jit.dsg.dsg_full_update`.
+        As :func:`~ooc_kernels.families.dsg.kernels.dsg_full_update`.
 
     Examples
     --------
     >>> import numpy as np
     >>> from ooc_kernels.features.rbf import BlockSource
-    >>> from ooc_kernels.solvers._dsg_full import full_phase_update
+    >>> from ooc_kernels.families.dsg._full_phase import full_phase_update
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(10, 3)); Y = rng.normal(size=(10, 1)); sw = np.ones(10)
     >>> m, r, b = 6, 4, 2

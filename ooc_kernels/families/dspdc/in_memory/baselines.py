@@ -12,24 +12,24 @@ methods only:
 * **SDCA** (Shalev-Shwartz & Zhang, "Accelerated proximal stochastic dual coordinate ascent
   for regularized loss minimization", 2013, the prox-SDCA procedure for ``l1 + l2``):
   :func:`sdca`, mini-batch with the same ``m``, keeping ``x = grad g*(-A^T y / n)``
-  (:mod:`ooc_kernels._jit.sdca`).
+  (:mod:`ooc_kernels.families.dspdc.in_memory.kernels_sdca`).
 
 :func:`dspdc_solve` runs DSPDC itself (Algorithm 1 on a dense ``A``, Algorithm 2 on
-factorized ``A = U V``) through the kernels of :mod:`ooc_kernels._jit.dspdc`.  All three take a
+factorized ``A = U V``) through the kernels of :mod:`ooc_kernels.families.dspdc.kernels`.  All three take a
 dense ``A`` or anything with attributes ``U`` and ``V`` (``ok.Factorized(U, V)``), use the
-losses and proxes of :mod:`ooc_kernels._jit.dspdc`, and return a :class:`BaselineResult`
+losses and proxes of :mod:`ooc_kernels.families.dspdc.kernels`, and return a :class:`BaselineResult`
 whose ``history`` has one entry per evaluation: ``iterations``, ``passes`` (dual coordinates
 updated / ``n``), ``seconds`` (solver time only: the evaluations of ``P`` and ``D`` are not
 counted, ``specs/dspdc.md`` pitfall 13), ``primal``, ``dual`` and ``gap``.
 
-``P`` and ``D`` are :func:`ooc_kernels.solvers.dspdc_reference.primal_value` and
-:func:`~ooc_kernels.solvers.dspdc_reference.dual_value` for a dense ``A`` and the streaming
-terms of :mod:`ooc_kernels._jit.dspdc` for factorized data (:func:`objective_values`).
+``P`` and ``D`` are :func:`ooc_kernels.families.dspdc.in_memory.paper.primal_value` and
+:func:`~ooc_kernels.families.dspdc.in_memory.paper.dual_value` for a dense ``A`` and the streaming
+terms of :mod:`ooc_kernels.families.dspdc.kernels` for factorized data (:func:`objective_values`).
 
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels.solvers.dspdc_baselines import dspdc_solve, sdca, spdc
+>>> from ooc_kernels.families.dspdc.in_memory.baselines import dspdc_solve, sdca, spdc
 >>> rng = np.random.default_rng(0)
 >>> A = rng.normal(size=(200, 10)); b = np.sign(A @ np.ones(10) + rng.normal(size=200))
 >>> kw = dict(loss="smoothed_hinge", lam1=1e-3, lam2=1e-2, tol=1e-9, max_epochs=200)
@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ooc_kernels.exceptions import DivergenceError, ValidationError
-from ooc_kernels.solvers.dspdc_params import (
+from ooc_kernels.families.dspdc.params import (
     LOSSES,
     dspdc_parameters,
     loss_gamma,
@@ -55,7 +55,7 @@ from ooc_kernels.solvers.dspdc_params import (
     lambda_value_factorized,
     loss_id,
 )
-from ooc_kernels.solvers.dspdc_reference import dual_value, primal_value
+from ooc_kernels.families.dspdc.in_memory.paper import dual_value, primal_value
 
 __all__ = ["BaselineResult", "objective_values", "dspdc_solve", "spdc", "sdca"]
 
@@ -165,7 +165,7 @@ def objective_values(A, b, x, y, *, loss, lam1, lam2):
     if kind == "dense":
         return (primal_value(M, b, x, loss=loss, lam1=lam1, lam2=lam2),
                 dual_value(M, b, y, loss=loss, lam1=lam1, lam2=lam2))
-    from ooc_kernels._jit.dspdc import chunk_objective_terms_factorized, objective_from_terms
+    from ooc_kernels.families.dspdc.kernels import chunk_objective_terms_factorized, objective_from_terms
 
     x = np.ascontiguousarray(x, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
@@ -233,7 +233,7 @@ def _check_run(max_epochs, eval_every, tol, max_seconds):
 
 def _dspdc(method, A, b, *, loss, lam1, lam2, m, q, Lambda, mode, theta, tau, sigma,
            max_epochs, tol, max_seconds, eval_every, seed, full_primal):
-    from ooc_kernels._jit import dspdc as kern
+    from ooc_kernels.families.dspdc import kernels as kern
 
     kind, M, V = _data(A)
     n, p = _shape(kind, M, V)
@@ -303,7 +303,7 @@ def dspdc_solve(A, b, *, loss, lam1, lam2, m=1, q=None, Lambda="upper_bound", mo
     m, q : int
         Dual and primal coordinates per iteration (``q=None``: all ``p``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
-        The scale constant (:func:`~ooc_kernels.solvers.dspdc_params.lambda_value`).
+        The scale constant (:func:`~ooc_kernels.families.dspdc.params.lambda_value`).
     mode : {"gap", "distance"}, default="gap"
         ``theta`` of Theorem 2 or Theorem 1.
     theta, tau, sigma : float or None
@@ -396,7 +396,7 @@ def sdca(A, b, *, loss, lam1, lam2, m=1, nu=None, max_epochs=50, tol=None, max_s
     bound) ``y_i <- argmax (1/n) <a_i, x> beta - (1/n) phi_i*(beta) - (nu ||a_i||^2 /
     (2 lam2 n^2)) (beta - y_i)^2``, i.e. the DSPDC dual step with ``sigma_i = lam2 n^2 / (nu
     ||a_i||^2)`` (closed form for the squared loss and the smoothed hinge, safeguarded Newton
-    steps for the logistic loss); see :mod:`ooc_kernels._jit.sdca`.
+    steps for the logistic loss); see :mod:`ooc_kernels.families.dspdc.in_memory.kernels_sdca`.
 
     Parameters
     ----------
@@ -430,7 +430,7 @@ def sdca(A, b, *, loss, lam1, lam2, m=1, nu=None, max_epochs=50, tol=None, max_s
     >>> np.round(res.x, 6).tolist()                              # b / (1 + n lam2)
     [0.5, 1.0, 1.5]
     """
-    from ooc_kernels._jit import sdca as kern
+    from ooc_kernels.families.dspdc.in_memory import kernels_sdca as kern
 
     kind, M, V = _data(A)
     n, p = _shape(kind, M, V)

@@ -4,7 +4,7 @@
 shared by all tasks (Parameswaran & Weinberger; the DSPDC formulation of Yu, Lin, Yang,
 section 5.3, ``specs/dspdc.md`` 4.3), and classifies a row of task ``j`` by a majority vote
 of its ``n_neighbors`` nearest training rows of task ``j`` under that metric.  The solver is
-:func:`ooc_kernels.solvers.mtlmnn.mtlmnn_dspdc`: it updates only ``q`` of the ``p + 1``
+:func:`ooc_kernels.families.dspdc.in_memory.mtlmnn.mtlmnn_dspdc`: it updates only ``q`` of the ``p + 1``
 metrics (one eigendecomposition each) per iteration.
 
 This is an **in-memory** estimator: it is not in the chunked-estimator registry
@@ -14,7 +14,7 @@ This is an **in-memory** estimator: it is not in the chunked-estimator registry
 Examples
 --------
 >>> from ooc_kernels.data.matrix_data import multitask_classes
->>> from ooc_kernels.estimators.mtlmnn import MultiTaskLMNN
+>>> from ooc_kernels.families.dspdc.mtlmnn import MultiTaskLMNN
 >>> X, y, task = multitask_classes(2, 40, 5, 2, seed=0)
 >>> est = MultiTaskLMNN(tol=1e-4, random_state=0).fit(X, y, task=task)
 >>> est.metrics_.shape, est.gap_history_[-1]["gap"] <= 1e-4
@@ -42,7 +42,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 from ooc_kernels.estimators._constraints import Interval, StrOptions, validate_params
 from ooc_kernels.estimators.base import sklearn_validated
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.solvers.mtlmnn import build_triplets, mtlmnn_dspdc
+from ooc_kernels.families.dspdc.in_memory.mtlmnn import build_triplets, mtlmnn_dspdc
 
 __all__ = ["MultiTaskLMNN"]
 
@@ -87,7 +87,7 @@ class MultiTaskLMNN(ClassifierMixin, TransformerMixin, BaseEstimator):
     max_iter : int, default=100_000
         Iterations at most.
     Lambda : {"upper_bound", "heuristic"} or float, default="upper_bound"
-        The block scale constant (:func:`ooc_kernels.solvers.mtlmnn.mtlmnn_lambda`).
+        The block scale constant (:func:`ooc_kernels.families.dspdc.in_memory.mtlmnn.mtlmnn_lambda`).
     standardize : bool, default=True
         Divide ``X`` by one scalar (the root mean feature variance) before building the
         triplets, so that ``lambda0`` and ``lambda_task`` do not depend on the units of

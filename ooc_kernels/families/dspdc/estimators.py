@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels.estimators._constraints import Interval, StrOptions
-from ooc_kernels.estimators._dspdc_work import WorkStores
+from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
@@ -141,7 +141,7 @@ _ATTRIBUTES_DOC = """
 def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept, weights=None):
     """``sum_i w_i phi_i(a_i^T x)`` over one chunk (dense rows, or ``U`` with ``V``;
     ``weights`` None: every ``w_i = 1``)."""
-    from ooc_kernels._jit.dspdc import loss_value_ref
+    from ooc_kernels.families.dspdc.kernels import loss_value_ref
 
     rows = np.asarray(rows, dtype=np.float64)
     y = np.asarray(y).reshape(-1)
@@ -185,10 +185,10 @@ def _weight_sums(sample_weight, y, positive, chunk: int) -> np.ndarray:
 
 def _chunk_weights(weighting: dict, sample_weight, y):
     """The row weights ``w_i`` of one chunk
-    (:func:`~ooc_kernels.solvers._dspdc_local.row_weights`), or None when unweighted."""
+    (:func:`~ooc_kernels.families.dspdc._local.row_weights`), or None when unweighted."""
     from types import SimpleNamespace
 
-    from ooc_kernels.solvers._dspdc_local import row_weights
+    from ooc_kernels.families.dspdc._local import row_weights
 
     if not weighting.get("weighted"):
         return None
@@ -237,7 +237,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         gap certifies that weighted problem.  The duals live in a work store
         private to this fit (in ``work_dir``, or beside ``checkpoint``), locked while the
         fit runs, so that concurrent fits never share one and a resumed fit continues
-        exactly (``ooc_kernels/estimators/_dspdc_work.py``).
+        exactly (``ooc_kernels/families/dspdc/_work.py``).
 
         Raises
         ------
@@ -302,8 +302,8 @@ class _DSPDCEstimator(ChunkedEstimator):
         )
 
     def _initialize(self, data, sched, classes=None) -> None:
-        from ooc_kernels.solvers.dspdc import LOSSES, DSPDCConfig, init_state
-        from ooc_kernels.solvers.dspdc_params import combine_lambda_stats, lambda_from_stats
+        from ooc_kernels.families.dspdc.solver import LOSSES, DSPDCConfig, init_state
+        from ooc_kernels.families.dspdc.params import combine_lambda_stats, lambda_from_stats
 
         factorized = self._factorized(data)
         p = data.n_features + (1 if self.fit_intercept else 0)
@@ -350,7 +350,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         return None
 
     def _weighting(self, data, classes, sched) -> dict:
-        """The weighting fields of :class:`~ooc_kernels.solvers.dspdc.DSPDCConfig`
+        """The weighting fields of :class:`~ooc_kernels.families.dspdc.solver.DSPDCConfig`
         (``weighted``, ``class_weight``, ``weight_scale``), from one pass over
         ``sample_weight`` and ``y`` (never ``X``); empty when the problem is unweighted.
 
@@ -385,12 +385,12 @@ class _DSPDCEstimator(ChunkedEstimator):
                 "weight_scale": data.n_samples / total}
 
     def _make_algorithm(self):
-        from ooc_kernels.solvers.dspdc import DSPDCAlgorithm
+        from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
 
         return DSPDCAlgorithm(self._config, V=self._augmented_V())
 
     def _augmented_V(self):
-        from ooc_kernels.solvers.dspdc import augment_V
+        from ooc_kernels.families.dspdc.solver import augment_V
 
         return None if self._V is None else augment_V(self._V, self._config)
 
@@ -410,7 +410,7 @@ class _DSPDCEstimator(ChunkedEstimator):
     def _record_local_problems(self, info) -> None:
         """The step parameters of the round's tasks, by (rows, tasks in the round): what
         :meth:`DSPDCAlgorithm.chunk_step` runs with."""
-        from ooc_kernels.solvers._dspdc_local import local_step_parameters
+        from ooc_kernels.families.dspdc._local import local_step_parameters
 
         k = len(info.groups)
         for n_k in info.group_rows:
@@ -424,7 +424,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             self._work.checkpoint_written()
 
     def _primal_value(self, state, data, sched) -> float:
-        from ooc_kernels._jit.dspdc import reg_value_ref
+        from ooc_kernels.families.dspdc.kernels import reg_value_ref
 
         cfg = self._config
         factorized = cfg.factorized
@@ -551,7 +551,7 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
         from ooc_kernels._chunk_store import ChunkVersions
-        from ooc_kernels.solvers.dspdc import DSPDCConfig, DSPDCState
+        from ooc_kernels.families.dspdc.solver import DSPDCConfig, DSPDCState
 
         config = dict(meta["config"])
         config["classes"] = None if config.get("classes") is None else tuple(config["classes"])
@@ -621,8 +621,8 @@ def _is_lazy(U) -> bool:
 def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None):
     """Per-chunk statistics of ``Lambda_{q,m}`` (with the intercept column, if any) of the
     rows ``sqrt(w_i) a_i`` that a weighted problem is solved on."""
-    from ooc_kernels.solvers.dspdc import DSPDCConfig, augment_V
-    from ooc_kernels.solvers.dspdc_params import (
+    from ooc_kernels.families.dspdc.solver import DSPDCConfig, augment_V
+    from ooc_kernels.families.dspdc.params import (
         chunk_lambda_stats,
         factorized_chunk_lambda_stats,
     )

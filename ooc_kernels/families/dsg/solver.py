@@ -6,10 +6,10 @@ regenerated from ``(feature_seed, j)``.
 
 * **Growth phase** (Algorithm 1): while the model holds fewer than ``n_blocks`` blocks, every
   mini-batch step opens the next block, whose coefficient is the step's gradient, and decays
-  all older ones (:func:`ooc_kernels._jit.dsg.dsg_chunk_update`).
+  all older ones (:func:`ooc_kernels.families.dsg.kernels.dsg_chunk_update`).
 * **Full phase**: once all blocks are open, a step estimates the kernel with all of them,
   ``(1/n_blocks) sum_j z_j(x) z_j(x')`` (same expectation as one block, so the step size keeps
-  its meaning), and updates every coefficient (:func:`ooc_kernels._jit.dsg.dsg_full_update`).
+  its meaning), and updates every coefficient (:func:`ooc_kernels.families.dsg.kernels.dsg_full_update`).
   The prediction cost stops growing at ``n_features``.
 
 Rounds of ``K`` tasks (``docs/algorithms/dsg_rounds.md``).  Every task starts
@@ -50,12 +50,12 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._seeds import task_rng
-from ooc_kernels._jit.dsg import dsg_chunk_update, dsg_predict
+from ooc_kernels.families.dsg.kernels import dsg_chunk_update, dsg_predict
 from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.rbf import BlockSource, feature_scale, stacked_block_params
-from ooc_kernels.solvers._dsg_full import full_phase_update
+from ooc_kernels.families.dsg._full_phase import full_phase_update
 
 __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
            "step_sizes", "predict_chunk", "encode_targets", "numeric_targets"]
@@ -783,7 +783,7 @@ def make_case(seed: int = 0, *, shuffle: bool = False):
     4, 8 blocks of 8 features, so one pass crosses from the growth into the full phase;
     iterates are averaged from step 5 on."""
     from ooc_kernels.losses import get_loss
-    from ooc_kernels.solvers._spec import AlgorithmCase
+    from ooc_kernels.families._spec import AlgorithmCase
 
     rng = np.random.default_rng(seed)
     sizes = (20, 20, 20, 20, 13)
@@ -806,13 +806,13 @@ def make_case(seed: int = 0, *, shuffle: bool = False):
 
 
 def _reference(case):
-    from ooc_kernels.solvers.dsg_reference import sequential_dsg
+    from ooc_kernels.families.dsg.reference import sequential_dsg
 
     return sequential_dsg(case.algorithm.config, case.state, case.chunks)
 
 
 def _register():
-    from ooc_kernels.solvers._spec import SolverSpec, register_solver
+    from ooc_kernels.families._spec import SolverSpec, register_solver
 
     register_solver(SolverSpec(
         name="dsg", algorithm=DSGAlgorithm, state_arrays=state_arrays, make_case=make_case,

@@ -40,7 +40,7 @@ the sampled rows): a row of weight 3 counts as three rows.
 
 Examples
 --------
->>> from ooc_kernels.estimators._dsg_schedule import stable_step, theory_range
+>>> from ooc_kernels.families.dsg._schedule import stable_step, theory_range
 >>> stable_step(loss="logistic", eigenvalue=0.1)
 40.0
 >>> theory_range(1.5), theory_range(3.0), theory_range(0.5)
@@ -111,7 +111,7 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
         Relative row weights (sample times class weights, mean 1).
     bandwidth : float
     feature_seed : int
-        The fit's feature seed (:class:`~ooc_kernels.solvers.dsg.DSGConfig`).
+        The fit's feature seed (:class:`~ooc_kernels.families.dsg.solver.DSGConfig`).
     block_size, batch_size : int
     draws : int
     seed : int

@@ -8,7 +8,7 @@ With one chunk holding all the rows, the subproblem is the problem itself (no ti
 
 >>> import numpy as np
 >>> from types import SimpleNamespace
->>> from ooc_kernels.solvers._dspdc_local import local_problem
+>>> from ooc_kernels.families.dspdc._local import local_problem
 >>> cfg = SimpleNamespace(n_samples=10, lam1=0.01, lam2=0.1)
 >>> aty = np.array([1.0, -2.0])
 >>> lam1, lam2, shift = local_problem(cfg, aty, aty, n_k=10, k=1)
@@ -179,8 +179,8 @@ def local_step_parameters(config, n_k: int, k: int):
 
 def local_parameters(config, n_k: int, lam_local: float):
     """``(m, theta, tau, sigma)`` of a local problem with ``n_k`` rows."""
-    from ooc_kernels._jit.dspdc import LOSS_GAMMA
-    from ooc_kernels.solvers.dspdc_params import dspdc_parameters
+    from ooc_kernels.families.dspdc.kernels import LOSS_GAMMA
+    from ooc_kernels.families.dspdc.params import dspdc_parameters
 
     m = min(config.m, n_k)
     par = dspdc_parameters(n_k, config.n_features, m, config.q, config.Lambda, lam_local,

@@ -4,18 +4,18 @@
 
     min_{X_1..X_p PSD}  (1/n) sum_i phi_i(sum_j <D_i^j, X_j>) + (lam/2) sum_j ||X_j||_F^2
 
-is the block problem of :mod:`ooc_kernels.solvers.dspdc_blocks` with one dual coordinate
+is the block problem of :mod:`ooc_kernels.families.dspdc.in_memory.blocks` with one dual coordinate
 per sample (``m_i = 1``), ``p`` primal blocks of size ``d^2`` (``x_j = vec(X_j)``, row-major),
 ``A_i^j = vec(D_i^j)^T`` (``A`` is ``D`` reshaped to ``(n, p d^2)``, no copy) and
 ``g_j = lam/2 ||X||_F^2 + indicator(PSD)``
-(:class:`~ooc_kernels.solvers.block_prox.PSDBlock`: one ``eigh`` per sampled block).  The
+(:class:`~ooc_kernels.families.dspdc.in_memory.block_prox.PSDBlock`: one ``eigh`` per sampled block).  The
 ``D_i^j`` need not be symmetric: the prox symmetrizes, and ``<D, X> = <sym(D), X>`` for a
 symmetric ``X``.
 
 Examples
 --------
 >>> from ooc_kernels.data.matrix_data import matrix_risk
->>> from ooc_kernels.solvers.matrix_risk import matrix_risk_dspdc
+>>> from ooc_kernels.families.dspdc.in_memory.matrix_risk import matrix_risk_dspdc
 >>> D, b = matrix_risk(30, 3, 4, seed=0)
 >>> X, res = matrix_risk_dspdc(D, b, lam=0.1, m=3, q=1, tol=1e-9, seed=0)
 >>> X.shape, res.converged
@@ -27,8 +27,8 @@ from __future__ import annotations
 import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.solvers.block_prox import PSDBlock, SeparableLoss
-from ooc_kernels.solvers.dspdc_blocks import block_dspdc
+from ooc_kernels.families.dspdc.in_memory.block_prox import PSDBlock, SeparableLoss
+from ooc_kernels.families.dspdc.in_memory.blocks import block_dspdc
 
 __all__ = ["matrix_risk_dspdc"]
 
@@ -49,9 +49,9 @@ def matrix_risk_dspdc(D, b, lam=0.01, *, m=1, q=1, loss="smoothed_hinge", Lambda
         Samples and matrices updated per iteration (6.2: ``(5, 50), (50, 5), (20, 20)``).
     loss : {"smoothed_hinge", "squared", "logistic"}
     Lambda : str or float
-        As :func:`ooc_kernels.solvers.dspdc_blocks.block_lambda`.
+        As :func:`ooc_kernels.families.dspdc.in_memory.blocks.block_lambda`.
     **kwargs
-        Passed to :func:`ooc_kernels.solvers.dspdc_blocks.block_dspdc` (``tol``,
+        Passed to :func:`ooc_kernels.families.dspdc.in_memory.blocks.block_dspdc` (``tol``,
         ``max_iter``, ``check_every``, ``max_time``, ``seed``, ``mode``, ``x0``, ``y0`` ...).
 
     Returns

@@ -7,7 +7,7 @@ The saddle problem over ``p`` primal blocks ``x_j`` and ``n`` dual blocks ``y_i`
 with ``A`` an ``(N, P)`` array whose rows are partitioned into the dual blocks and whose
 columns into the primal blocks.  Every iteration samples ``m`` dual blocks ``I`` and ``q``
 primal blocks ``J`` without replacement (Robert Floyd's ``O(m)`` sampler of
-:func:`ooc_kernels._jit.dspdc.sample_without_replacement_ref`) and runs, in this order,
+:func:`ooc_kernels.families.dspdc.kernels.sample_without_replacement_ref`) and runs, in this order,
 
 1. (28) for ``i in I``: ``y_i <- prox_{(sigma/n) phi_i*}(y_i + (sigma/n) A_i xbar)``;
 2. (11) ``ybar = y_old + (n/m)(y_new - y_old)``;
@@ -16,19 +16,19 @@ primal blocks ``J`` without replacement (Robert Floyd's ``O(m)`` sampler of
 
 ``n`` and ``p`` count **blocks** (``1/n`` inside both steps, the ``n/m`` extrapolation and
 the step sizes), and ``theta, tau, sigma`` come from
-:func:`ooc_kernels.solvers.dspdc_params.dspdc_parameters` with ``lam = min_j`` of the
+:func:`ooc_kernels.families.dspdc.params.dspdc_parameters` with ``lam = min_j`` of the
 blocks' strong-convexity moduli, ``gamma`` the loss's, and the block scale constant
 ``Lambda >= Lambda_{q,m} = max_{|I| = m, |J| = q} ||A_I^J||_2^2`` (27) of
 :func:`block_lambda`.  As in ``specs/dspdc.md`` 2.4, one product is maintained:
 ``A^T y`` when ``n/m >= p/q`` (then ``A_I xbar`` is computed directly), else ``A x``.
 
-The regularizer and loss objects are those of :mod:`ooc_kernels.solvers.block_prox`.
+The regularizer and loss objects are those of :mod:`ooc_kernels.families.dspdc.in_memory.block_prox`.
 
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels.solvers.block_prox import L2Block, SeparableLoss
->>> from ooc_kernels.solvers.dspdc_blocks import block_dspdc
+>>> from ooc_kernels.families.dspdc.in_memory.block_prox import L2Block, SeparableLoss
+>>> from ooc_kernels.families.dspdc.in_memory.blocks import block_dspdc
 >>> rng = np.random.default_rng(0)
 >>> A = rng.normal(size=(30, 6)); b = np.sign(A @ np.ones(6))
 >>> res = block_dspdc(A, SeparableLoss("smoothed_hinge", b), L2Block(0.1),
@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ooc_kernels._jit.dspdc import sample_without_replacement_ref
+from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
 from ooc_kernels.exceptions import DivergenceError, ValidationError
-from ooc_kernels.solvers.dspdc_params import DSPDCParameters, dspdc_parameters, spectral_norm_sq
+from ooc_kernels.families.dspdc.params import DSPDCParameters, dspdc_parameters, spectral_norm_sq
 
 __all__ = ["block_partition", "block_norms_sq", "lambda_from_block_norms", "block_lambda",
            "block_objectives", "BlockDSPDCResult", "block_dspdc"]
@@ -264,7 +264,7 @@ def block_lambda(A, m, q, Lambda="upper_bound", *, row_blocks=None, col_blocks=N
         As :func:`block_partition`.
     power_iteration : bool
         Include ``||A||_2^2`` (by
-        :func:`ooc_kernels.solvers.dspdc_params.spectral_norm_sq`, which converges from
+        :func:`ooc_kernels.families.dspdc.params.spectral_norm_sq`, which converges from
         below to a relative ``1e-12``) among the upper bounds.
     max_subsets : int
 
@@ -326,7 +326,7 @@ def _regularizer_list(regularizers, p):
         for attr in ("prox", "value", "conjugate"):
             if not callable(getattr(r, attr, None)):
                 raise ValidationError(f"regularizer {r!r} has no method {attr}(); see "
-                                      "ooc_kernels.solvers.block_prox.L2Block")
+                                      "ooc_kernels.families.dspdc.in_memory.block_prox.L2Block")
         mod = getattr(r, "strong_convexity", None)
         if not (isinstance(mod, (int, float)) and math.isfinite(mod) and mod > 0):
             raise ValidationError(f"regularizer {r!r} needs strong_convexity > 0; got {mod!r}")
@@ -337,7 +337,7 @@ def _check_loss(loss):
     for attr in ("prox_conjugate", "value", "conjugate"):
         if not callable(getattr(loss, attr, None)):
             raise ValidationError(f"loss {loss!r} has no method {attr}(); see "
-                                  "ooc_kernels.solvers.block_prox.SeparableLoss")
+                                  "ooc_kernels.families.dspdc.in_memory.block_prox.SeparableLoss")
     gamma = getattr(loss, "gamma", None)
     if not (isinstance(gamma, (int, float)) and math.isfinite(gamma) and gamma > 0):
         raise ValidationError(f"loss {loss!r} needs gamma > 0; got {gamma!r}")
@@ -365,7 +365,7 @@ def block_objectives(A, x, y, loss, regularizers, *, row_blocks=None, col_blocks
 
     Examples
     --------
-    >>> from ooc_kernels.solvers.block_prox import L2Block, SeparableLoss
+    >>> from ooc_kernels.families.dspdc.in_memory.block_prox import L2Block, SeparableLoss
     >>> block_objectives(np.eye(2), np.zeros(2), np.zeros(2), SeparableLoss("squared", [1, 1]),
     ...                  L2Block(1.0))
     (0.5, 0.0)
@@ -445,12 +445,12 @@ def block_dspdc(A, loss, regularizers, *, row_blocks=None, col_blocks=None, m=1,
     loss : object
         ``gamma``, ``value(z, rows)``, ``conjugate(beta, rows)``,
         ``prox_conjugate(v, eta, rows)`` over dual coordinates (e.g.
-        :class:`~ooc_kernels.solvers.block_prox.SeparableLoss`); ``rows`` are the coordinate
+        :class:`~ooc_kernels.families.dspdc.in_memory.block_prox.SeparableLoss`); ``rows`` are the coordinate
         indices of the sampled blocks, concatenated.
     regularizers : object or list of objects
         One per primal block (or one for all): ``strong_convexity``, ``value(x)``,
         ``prox(v, tau)``, ``conjugate(w)`` on the block's values (e.g.
-        :class:`~ooc_kernels.solvers.block_prox.PSDBlock`).
+        :class:`~ooc_kernels.families.dspdc.in_memory.block_prox.PSDBlock`).
     row_blocks, col_blocks : optional
         Dual and primal partitions (:func:`block_partition`); default one block per
         coordinate.
@@ -483,7 +483,7 @@ def block_dspdc(A, loss, regularizers, *, row_blocks=None, col_blocks=None, m=1,
 
     Examples
     --------
-    >>> from ooc_kernels.solvers.block_prox import L2Block, SeparableLoss
+    >>> from ooc_kernels.families.dspdc.in_memory.block_prox import L2Block, SeparableLoss
     >>> A = np.eye(4); b = np.arange(4.0)
     >>> res = block_dspdc(A, SeparableLoss("squared", b), L2Block(0.25), m=4, q=4, tol=1e-12)
     >>> np.round(res.x, 4).tolist()                          # b / (1 + n lam)

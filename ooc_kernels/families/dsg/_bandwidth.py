@@ -36,7 +36,7 @@ will have.
 
 Examples
 --------
->>> from ooc_kernels.estimators._dsg_bandwidth import CANDIDATES
+>>> from ooc_kernels.families.dsg._bandwidth import CANDIDATES
 >>> CANDIDATES
 (0.125, 0.25, 0.5, 1.0, 2.0)
 """
@@ -193,7 +193,7 @@ def _trial(config, X, Y, w, Xv, yv, wv, classes, steps: int, seed: int) -> float
     The score weighs every validation row as the fit does (its sample weight times its
     class's weight), so the trials pick what the weighted loss asks for."""
     from ooc_kernels.parallel.engine import RoundInfo
-    from ooc_kernels.solvers.dsg import DSGAlgorithm, init_state, predict_chunk
+    from ooc_kernels.families.dsg.solver import DSGAlgorithm, init_state, predict_chunk
 
     alg = DSGAlgorithm(config)
     state = init_state(config)

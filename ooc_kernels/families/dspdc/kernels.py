@@ -19,7 +19,7 @@ conventions (``n_total`` versus ``n_rows``, the uniform stream, the misprints of
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels._jit.dspdc import dspdc_dense_iterations, chunk_objective_terms
+>>> from ooc_kernels.families.dspdc.kernels import dspdc_dense_iterations, chunk_objective_terms
 >>> rng = np.random.default_rng(0)
 >>> A = rng.normal(size=(20, 4)); b = A @ np.ones(4)
 >>> y, x, xbar, z = np.zeros(20), np.zeros(4), np.zeros(4), np.zeros(4)
@@ -639,7 +639,7 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
         Dual and primal coordinates sampled per iteration.  The dual extrapolation factor is
         ``n_rows / m`` (the size of the set ``I`` is drawn from).
     theta, tau, sigma : float
-        Extrapolation, primal and dual step sizes (:mod:`ooc_kernels.solvers.dspdc_params`).
+        Extrapolation, primal and dual step sizes (:mod:`ooc_kernels.families.dspdc.params`).
     loss_id : int
         0 squared, 1 smoothed hinge, 2 logistic.
     lam1, lam2 : float

@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from ooc_kernels.solvers import get_solver
+>>> from ooc_kernels.families import get_solver
 >>> case = get_solver("dsg").make_case(seed=0)
 >>> len(case.chunks) > 1, sorted(case.chunks[0])
 (True, ['X', 'sample_weight', 'y'])
@@ -21,8 +21,8 @@ from ooc_kernels._registry import Registry
 __all__ = ["SOLVERS", "AlgorithmCase", "SolverSpec", "available_solvers", "get_solver",
            "register_solver"]
 
-#: Registered solver families (filled by the modules of :mod:`ooc_kernels.solvers`).
-SOLVERS = Registry("solver", "ooc_kernels.solvers")
+#: Registered solver families (filled by the modules of :mod:`ooc_kernels.families`).
+SOLVERS = Registry("solver", "ooc_kernels.families")
 
 
 @dataclass(frozen=True)

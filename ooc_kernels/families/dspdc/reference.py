@@ -29,15 +29,15 @@ literally as the unweighted problem on the rows ``sqrt(w_i) a_i`` with the losse
 and whose dual step is ``sqrt(w_i)`` times the step of ``phi_i`` at
 ``(c / sqrt(w_i), beta / sqrt(w_i))`` (a row of weight 0 keeps ``beta_i = 0``).
 
-Shared with :class:`~ooc_kernels.solvers.dspdc.DSPDCAlgorithm`, and tested on their own:
+Shared with :class:`~ooc_kernels.families.dspdc.solver.DSPDCAlgorithm`, and tested on their own:
 the sampler of ``I`` and ``J`` (``tests/test_jit_kernels.py``), the uniforms of a task
 (``tests/test_dspdc.py``) and the step parameters of the theorems for given ``(n, p, m, q,
 Lambda, lambda, gamma)`` (``tests/test_dspdc_math.py``).
 
 Examples
 --------
->>> from ooc_kernels.solvers.dspdc import make_case
->>> from ooc_kernels.solvers.dspdc_reference_rounds import sequential_dspdc
+>>> from ooc_kernels.families.dspdc.solver import make_case
+>>> from ooc_kernels.families.dspdc.reference import sequential_dspdc
 >>> state = sequential_dspdc(make_case(0))
 >>> state.n_rounds, bool(state.conj_sum < 0)
 (4, True)
@@ -102,7 +102,7 @@ def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, 
                  loss_id, s):
     """Algorithm 1 on the chunk's saddle problem: regularizer ``c g(a) + r^T a / n_k``;
     ``A`` holds the scaled rows ``s_i a_i`` and ``s`` the scales."""
-    from ooc_kernels._jit.dspdc import sample_without_replacement_ref
+    from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
 
     n_k, p = A.shape
     beta, a, abar = y0.copy(), x.copy(), x.copy()
@@ -155,8 +155,8 @@ def _labels(cfg, y) -> np.ndarray:
 def sequential_dspdc(case, n_epochs: int = 1):
     """The state after ``n_epochs`` passes over ``case.chunks`` with one chunk per round,
     in storage order (round ``r`` of every epoch is chunk ``r``)."""
-    from ooc_kernels.solvers._dspdc_local import task_uniforms
-    from ooc_kernels.solvers.dspdc_params import dspdc_parameters
+    from ooc_kernels.families.dspdc._local import task_uniforms
+    from ooc_kernels.families.dspdc.params import dspdc_parameters
 
     alg, state = case.algorithm, case.state
     cfg = alg.config

@@ -1,6 +1,6 @@
 """Block proximal maps and conjugates for block DSPDC (``specs/dspdc.md`` 4.1-4.3, 7.3).
 
-Block DSPDC (:mod:`ooc_kernels.solvers.dspdc_blocks`) calls two kinds of objects:
+Block DSPDC (:mod:`ooc_kernels.families.dspdc.in_memory.blocks`) calls two kinds of objects:
 
 * a **regularizer block** ``g_j`` on one primal block ``x_j`` (a flat vector; a ``d x d``
   matrix block is its row-major ``ravel``), with ``strong_convexity``, ``value(x)``,
@@ -15,12 +15,12 @@ Block DSPDC (:mod:`ooc_kernels.solvers.dspdc_blocks`) calls two kinds of objects
 ``lam/2 ||X - C||_F^2 + <L, X> + indicator(X PSD)`` (``C = 0, L = 0``: the matrix risk block
 of (30); the MT-LMNN blocks of (35) set ``L = C_j / n`` and, for the shared block,
 ``C = I``); :class:`SeparableLoss` is a coordinate-wise DSPDC loss (squared, smoothed hinge,
-logistic) through the NumPy twins of :mod:`ooc_kernels._jit.dspdc`.
+logistic) through the NumPy twins of :mod:`ooc_kernels.families.dspdc.kernels`.
 
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels.solvers.block_prox import PSDBlock, psd_projection
+>>> from ooc_kernels.families.dspdc.in_memory.block_prox import PSDBlock, psd_projection
 >>> psd_projection(np.array([[1.0, 2.0], [0.0, 1.0]])).round(3).tolist()   # sym: eig 2, 0
 [[1.0, 1.0], [1.0, 1.0]]
 >>> g = PSDBlock(lam=1.0, d=2)
@@ -34,9 +34,9 @@ import math
 
 import numpy as np
 
-from ooc_kernels._jit.dspdc import dual_prox_ref, loss_conjugate_ref, loss_value_ref
+from ooc_kernels.families.dspdc.kernels import dual_prox_ref, loss_conjugate_ref, loss_value_ref
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.solvers.dspdc_params import loss_gamma, loss_id
+from ooc_kernels.families.dspdc.params import loss_gamma, loss_id
 
 __all__ = ["sym", "psd_projection", "L2Block", "PSDBlock", "SeparableLoss"]
 
@@ -260,7 +260,7 @@ class SeparableLoss:
     Parameters
     ----------
     loss : {"squared", "smoothed_hinge", "logistic"}
-        As :func:`ooc_kernels.solvers.dspdc_params.loss_id`.
+        As :func:`ooc_kernels.families.dspdc.params.loss_id`.
     b : array_like (N,)
         One label per dual coordinate (``+-1`` for the margin losses).
 

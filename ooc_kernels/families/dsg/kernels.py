@@ -12,7 +12,7 @@ memory is ``O(tile * r)`` whatever ``n`` and ``m``; every GEMM is ``np.dot`` on 
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels._jit.dsg import dsg_predict, dsg_chunk_update
+>>> from ooc_kernels.families.dsg.kernels import dsg_predict, dsg_chunk_update
 >>> rng = np.random.default_rng(0)
 >>> n, d, r, b = 10, 3, 4, 4                       # 3 steps, the last batch has 2 rows
 >>> X = rng.normal(size=(n, d)); Y = rng.normal(size=(n, 1))
@@ -497,7 +497,7 @@ def dsg_full_update_ref(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
 # The tiled full phase: super-steps of R rows, blocks in tiles (docs/algorithms/
 # dsg_full_phase.md).  Three kernels: forward (predictions at the super-step start and the
 # kernel estimate between its rows), the S steps simulated in row space, and the update of
-# a tile of blocks.  The driver is ooc_kernels.solvers._dsg_full.
+# a tile of blocks.  The driver is ooc_kernels.families.dsg._full_phase.
 # ---------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def dsg_tile_forward(X, W, phase, coef, scale, batch_size, F0, K, work):

@@ -20,7 +20,7 @@ the blocks of the last two ``J`` change).  The ``Z_i`` are never formed: a tripl
 ``a_i = z_u - z_w`` and ``b_i = z_u - z_v``, so ``<Z_i, M> = a_i^T M a_i - b_i^T M b_i``
 and ``sum_i c_i Z_i = A^T diag(c) A - B^T diag(c) B`` (``O(d^2)`` per triplet).
 
-The step sizes are those of :func:`ooc_kernels.solvers.dspdc_params.dspdc_parameters` with
+The step sizes are those of :func:`ooc_kernels.families.dspdc.params.dspdc_parameters` with
 ``p + 1`` primal blocks, ``gamma = 1``, ``lam = min_j lam_j`` (the paper does not say which
 ``lam``; the smallest keeps the theorems valid) and the block ``Lambda`` of
 :func:`mtlmnn_lambda`.
@@ -28,7 +28,7 @@ The step sizes are those of :func:`ooc_kernels.solvers.dspdc_params.dspdc_parame
 Examples
 --------
 >>> from ooc_kernels.data.matrix_data import multitask_classes
->>> from ooc_kernels.solvers.mtlmnn import build_triplets, mtlmnn_dspdc
+>>> from ooc_kernels.families.dspdc.in_memory.mtlmnn import build_triplets, mtlmnn_dspdc
 >>> X, y, task = multitask_classes(2, 30, 4, 2, seed=0)
 >>> tr = build_triplets(X / X.std(), y, task, n_neighbors=2)
 >>> tr.n, tr.n_tasks
@@ -46,11 +46,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ooc_kernels._jit.dspdc import sample_without_replacement_ref
+from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
 from ooc_kernels.exceptions import DivergenceError, ValidationError
-from ooc_kernels.solvers.block_prox import PSDBlock, SeparableLoss
-from ooc_kernels.solvers.dspdc_blocks import _check_tol, lambda_from_block_norms
-from ooc_kernels.solvers.dspdc_params import (
+from ooc_kernels.families.dspdc.in_memory.block_prox import PSDBlock, SeparableLoss
+from ooc_kernels.families.dspdc.in_memory.blocks import _check_tol, lambda_from_block_norms
+from ooc_kernels.families.dspdc.params import (
     DSPDCParameters,
     dspdc_parameters,
     power_iteration_sq,
@@ -247,7 +247,7 @@ def mtlmnn_lambda(tr, m, q, Lambda="upper_bound", *, power_iteration=True):
 
     Row ``i`` of ``A`` has two nonzero blocks, both ``vec(Z_i)``, of norm
     ``||Z_i||_F^2 = ||a||^4 + ||b||^4 - 2 (a.b)^2``; see
-    :func:`ooc_kernels.solvers.dspdc_blocks.lambda_from_block_norms` (exact for ``m = 1``:
+    :func:`ooc_kernels.families.dspdc.in_memory.blocks.lambda_from_block_norms` (exact for ``m = 1``:
     ``min(q, 2) max_i ||Z_i||_F^2``).
 
     Parameters

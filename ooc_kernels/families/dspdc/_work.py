@@ -27,7 +27,7 @@ Examples
 --------
 >>> import tempfile
 >>> from pathlib import Path
->>> from ooc_kernels.estimators._dspdc_work import WorkStores
+>>> from ooc_kernels.families.dspdc._work import WorkStores
 >>> parent = tempfile.mkdtemp()
 >>> first, second = WorkStores(parent, None), WorkStores(parent, None)
 >>> a, b = first.new_store(), second.new_store()

@@ -7,13 +7,13 @@ chunk, the step counter does not), each row's gradient weighted by its sample we
 iterates averaged from step ``config.average`` on (Polyak-Ruppert: the mean of the models
 after the averaged steps), the progressive loss summed.  Every prediction is recomputed from all open blocks,
 the features are regenerated from their seeds, nothing is shared with the numba kernels or
-the chunk algorithm: one pass of :class:`~ooc_kernels.solvers.dsg.DSGAlgorithm` through the
+the chunk algorithm: one pass of :class:`~ooc_kernels.families.dsg.solver.DSGAlgorithm` through the
 engine with ``K = 1`` and no shuffling must give the same state (to rounding).
 
 Examples
 --------
->>> from ooc_kernels.solvers.dsg import make_case
->>> from ooc_kernels.solvers.dsg_reference import sequential_dsg
+>>> from ooc_kernels.families.dsg.solver import make_case
+>>> from ooc_kernels.families.dsg.reference import sequential_dsg
 >>> case = make_case(0)
 >>> state = sequential_dsg(case.algorithm.config, case.state, case.chunks)
 >>> state.n_iter, state.n_blocks_seen

@@ -1,0 +1,395 @@
+"""Reading catalogs: load a catalog file under the trust and location rules, list and
+describe its entries, and open an entry as a validated lazy ``xarray.Dataset``."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+import yaml
+
+from ..._untrusted import load_yaml, short_repr as _r
+from ...exceptions import CatalogError, SchemaError, UnknownEntryError
+from ..declarations import SCHEMAS
+from ..schema import (
+    DECLARATION_KEY,
+    Context,
+    apply_declaration,
+    make_declaration,
+    validate_dataset,
+)
+from .locations import _DATA_LINK, AllowOutside, check_catalog_paths
+from .trust import _HINT, _check_structure, _env_names, check_catalog_trust
+
+def _read_yaml(path: Path, *, trusted: bool = False) -> Any:
+    """The catalog file's YAML as plain data; aliases only in a trusted file, and never
+    nesting deeper than :data:`ooc_kernels._untrusted.MAX_DEPTH`."""
+    if not path.exists():
+        raise CatalogError(
+            f"catalog file {str(path)!r} does not exist; check the path or create it with "
+            "ooc_kernels.data.register_dataset / `ooc-kernels data make --catalog`"
+        )
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return load_yaml(stream, source=f"catalog file {str(path)!r}", error=CatalogError,
+                             allow_aliases=trusted, hint=f", or {_HINT}")
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        detail = " ".join(str(err).split())
+        raise CatalogError(
+            f"catalog file {str(path)!r} cannot be read as YAML ({type(err).__name__}: "
+            f"{detail}); fix the file or recreate it with ooc_kernels.data.register_dataset"
+        ) from None
+
+
+def load_catalog(catalog: Any, *, trusted: bool = False,
+                 allow_outside: AllowOutside = False, allow_env: Iterable[str] = ()):
+    """Load an Intake 2 catalog, refusing code, secrets and outside paths unless allowed.
+
+    Parameters
+    ----------
+    catalog : str, path-like or intake.readers.entry.Catalog
+        A YAML file, or a catalog already loaded by intake (checked as well).
+    trusted : bool, default False
+        Trust the whole file: skip every check (it may then import and run code, read any
+        environment variable and any path).
+    allow_outside : bool or iterable of folders, default False
+        Entries must read local paths inside the catalog file's folder; True lifts the
+        rule, a list of folders allows these too (see :func:`check_catalog_paths`).
+    allow_env : iterable of str, default ()
+        Environment variables an untrusted catalog may read with ``{env(NAME)}``.
+
+    Returns
+    -------
+    intake.readers.entry.Catalog
+
+    Raises
+    ------
+    CatalogError
+        Missing, unreadable or invalid file.
+    UntrustedCatalogError
+        ``trusted`` is False and the catalog names code outside the allow-list, reads an
+        environment variable not in ``allow_env``, uses a protocol or storage option
+        outside the allow-lists, or names a location that cannot be checked.
+    PathEscapeError
+        ``trusted`` is False and an entry reads a path outside the catalog's folder that
+        ``allow_outside`` does not allow.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from ooc_kernels.data.catalog import register_dataset
+    >>> f = os.path.join(tempfile.mkdtemp(), "empty.yaml")
+    >>> register_dataset(f, "a", os.path.join(os.path.dirname(f), "a.zarr"))
+    >>> sorted(load_catalog(f).entries)
+    ['a']
+    """
+    from intake.readers.entry import Catalog
+
+    allow_env = _env_names(allow_env)
+    if isinstance(catalog, Catalog):
+        if not trusted:
+            check_catalog_trust(catalog.to_dict(), source=repr(type(catalog).__name__),
+                                allow_env=allow_env)
+        check_catalog_paths(catalog, allow_outside=allow_outside, trusted=trusted)
+        return catalog
+    if not isinstance(catalog, (str, os.PathLike)):
+        raise CatalogError(
+            f"catalog must be a path to an Intake 2 YAML file or an intake Catalog, got "
+            f"{type(catalog).__name__}"
+        )
+    path = Path(os.fspath(catalog)).expanduser().absolute()
+    return _from_spec(_read_yaml(path, trusted=trusted), path, trusted=trusted,
+                      allow_outside=allow_outside, allow_env=allow_env)
+
+
+def _from_spec(spec: Any, path: Path, *, trusted: bool, allow_outside: AllowOutside,
+               allow_env: frozenset[str]):
+    """The catalog of YAML data ``spec`` as if read from file ``path`` (checked as
+    :func:`load_catalog` checks a file)."""
+    from intake.readers.entry import Catalog
+
+    source = repr(str(path))
+    if trusted:
+        _check_structure(spec, source)
+    else:
+        check_catalog_trust(spec, source, allow_env=allow_env)
+    try:
+        cat = Catalog.from_dict(spec)
+    except Exception as err:
+        raise CatalogError(
+            f"catalog file {source} is not a valid Intake 2 catalog ({type(err).__name__}: "
+            f"{err}); recreate it with ooc_kernels.data.register_dataset"
+        ) from None
+    # the same parameters intake.from_yaml_file sets, for {CATALOG_DIR} templates (not
+    # percent-encoded: fsspec opens file:// URLs without decoding them)
+    cat.user_parameters["CATALOG_PATH"] = str(path)
+    cat.user_parameters["CATALOG_DIR"] = "file://" + path.parent.as_posix()
+    cat.user_parameters["STORAGE_OPTIONS"] = {}
+    check_catalog_paths(cat, allow_outside=allow_outside, source=source, trusted=trusted)
+    return cat
+
+
+def list_datasets(catalog: Any, *, trusted: bool = False,
+                  allow_outside: AllowOutside = False, allow_env: Iterable[str] = ()) -> list[str]:
+    """Sorted names of the entries (and aliases) of a catalog.
+
+    Examples
+    --------
+    >>> list_datasets("catalogs/examples.yaml")  # doctest: +SKIP
+    ['digits_deformed', 'digits_deformed_test', 'nonlinear_binary', 'synthetic_krr_2d']
+    """
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
+    return sorted(set(cat.entries) | set(cat.aliases))
+
+
+def _entry(cat, name: str):
+    if not isinstance(name, str) or (name not in cat.entries and name not in cat.aliases):
+        available = sorted(set(cat.entries) | set(cat.aliases))
+        raise UnknownEntryError(
+            f"catalog has no entry {_r(name)}; available entries: {_r(available)}. Pick one "
+            "of them or add the dataset with ooc_kernels.data.register_dataset"
+        )
+    target = cat.aliases.get(name, name)
+    if target not in cat.entries:
+        raise CatalogError(
+            f"catalog alias {_r(name)} points at {_r(target)}, which is not a reader entry of "
+            f"the catalog (entries: {sorted(cat.entries)}); fix the alias in the catalog"
+        )
+    return cat.entries[target]
+
+
+def _data_url(cat, entry) -> str | None:
+    """The url of the data an entry reads, its templates filled in as intake fills them
+    (``{CATALOG_DIR}``, user parameters, allowed ``{env(NAME)}``: the catalog has passed
+    :func:`load_catalog`'s checks before this is called)."""
+    desc = entry
+    refs = list(entry.kwargs.get("args") or [])
+    data = entry.kwargs.get("data")
+    if data is not None:
+        refs.append(data)
+    for ref in refs:
+        if isinstance(ref, str):
+            m = _DATA_LINK.match(ref)
+            if m and m.group(1) in cat.data:
+                desc = cat.data[m.group(1)]
+                break
+        elif hasattr(ref, "kwargs"):
+            desc = ref
+            break
+    url = (desc.kwargs or {}).get("url")
+    if not isinstance(url, str) or "{" not in url:
+        return url
+    from intake.readers.user_parameters import set_values
+
+    ups = dict(getattr(desc, "user_parameters", None) or {})
+    ups.update(cat.user_parameters)
+    try:
+        return set_values(ups, {"url": url})["url"]
+    except Exception:  # noqa: BLE001 - an unfillable template: shown as written
+        return url
+
+
+def _resolve(cat, url: str | None) -> str | None:
+    if not isinstance(url, str):
+        return url
+    base = cat.user_parameters.get("CATALOG_DIR")
+    base = getattr(base, "default", base)
+    if isinstance(base, str):
+        url = url.replace("{CATALOG_DIR}", base)
+    if url.startswith("file://"):
+        url = os.path.normpath(url[len("file://"):])  # as fsspec opens it: not decoded
+    return url
+
+
+def describe_catalog(catalog: Any, *, trusted: bool = False,
+                     allow_outside: AllowOutside = False,
+                     allow_env: Iterable[str] = ()) -> list[dict]:
+    """One row per entry: ``name``, ``description``, ``path`` (resolved) and ``reader``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from ooc_kernels.data.catalog import register_dataset
+    >>> f = os.path.join(tempfile.mkdtemp(), "c.yaml")
+    >>> register_dataset(f, "a", os.path.join(os.path.dirname(f), "a.zarr"), description="A")
+    >>> row = describe_catalog(f)[0]
+    >>> row["name"], row["description"], row["reader"], os.path.basename(row["path"])
+    ('a', 'A', 'intake.readers.readers:XArrayDatasetReader', 'a.zarr')
+    """
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
+    rows = []
+    for name in sorted(set(cat.entries) | set(cat.aliases)):
+        if cat.aliases.get(name, name) not in cat.entries:
+            continue  # an alias of a data description: nothing to open
+        entry = _entry(cat, name)
+        rows.append({
+            "name": name,
+            "description": (entry.metadata or {}).get("description", ""),
+            "path": _resolve(cat, _data_url(cat, entry)),
+            "reader": entry.reader,
+        })
+    return rows
+
+
+def entry_path(catalog: Any, name: str, *, trusted: bool = False,
+               allow_outside: AllowOutside = False, allow_env: Iterable[str] = ()) -> Path:
+    """Local path of the Zarr store that entry ``name`` reads (it need not exist yet).
+
+    Raises
+    ------
+    UnknownEntryError
+        ``name`` is not in the catalog.
+    CatalogError
+        The entry has no data path, or it is a remote URL.
+    PathEscapeError
+        The path is outside the catalog's folder (see :func:`load_catalog`).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from ooc_kernels.data.catalog import register_dataset
+    >>> d = tempfile.mkdtemp()
+    >>> register_dataset(os.path.join(d, "c.yaml"), "a", os.path.join(d, "data", "a.zarr"))
+    >>> entry_path(os.path.join(d, "c.yaml"), "a").relative_to(d).as_posix()
+    'data/a.zarr'
+    """
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
+    url = _resolve(cat, _data_url(cat, _entry(cat, name)))
+    if not isinstance(url, str) or not url or "://" in url or "{" in url:
+        raise CatalogError(
+            f"catalog entry {_r(name)} does not point at a local path (found {_r(url)}); "
+            "register the store with ooc_kernels.data.register_dataset"
+        )
+    return Path(url)
+
+
+def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
+                 allow_outside: AllowOutside = False, allow_env: Iterable[str] = (),
+                 variables: Mapping[str, str] | None = None) -> xr.Dataset:
+    """Open catalog entry ``name`` as a lazy, validated, Dask-backed ``xarray.Dataset``.
+
+    The entry's metadata may declare how to read a store that does not follow the library's
+    names or records no attributes (e.g. written with ``ds.to_zarr()`` and registered with
+    Intake's own API)::
+
+        metadata:
+          ooc_kernels:
+            variables: {X: features, y: label}   # schema variable: store variable
+            schema: supervised                   # optional (default)
+            task: classification                 # optional: else inferred from y's dtype
+            classes: [0, 1]                      # optional: else found in y
+
+    The Dataset keeps the store's own names; the declaration is put in its attributes
+    (``ooc_kernels_variables``, ``ooc_kernels_schema``, ``task``, ``classes``), where the
+    estimators and :func:`ooc_kernels.data.inputs.as_chunked` find it.
+    :func:`declare_dataset` (``ooc-kernels catalog declare``) writes that metadata;
+    ``variables`` names the variables for this call only.
+
+    Parameters
+    ----------
+    catalog : str, path-like or intake.readers.entry.Catalog
+    name : str
+        Entry (or alias) name.
+    trusted, allow_outside, allow_env
+        See :func:`load_catalog`.
+    variables : mapping of str to str, optional
+        Schema variable -> store variable (``{"X": "features", "y": "label"}``), for an
+        entry whose metadata does not declare them all.  Added to the entry's declaration;
+        a variable the entry declares under another name is an error.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dask chunks equal the Zarr chunks; no array data is read.
+
+    Raises
+    ------
+    UnknownEntryError
+        ``name`` is not in the catalog (the message lists the available entries).
+    CatalogError, UntrustedCatalogError, PathEscapeError, SchemaError
+        ``SchemaError`` lists every problem of the store, each with a fix that works on
+        disk (rewrite the store, set an attribute, declare the names in the entry); it is
+        also raised when ``variables`` names a variable the entry declares otherwise.
+
+    Examples
+    --------
+    >>> ds = open_dataset("catalogs/examples.yaml", "synthetic_krr_2d")  # doctest: +SKIP
+    """
+    cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
+                       allow_env=allow_env)
+    ds, context = _read_entry(cat, name, variables)
+    return validate_dataset(ds, context=context)
+
+
+def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
+                ) -> tuple[xr.Dataset, Context]:
+    """Entry ``name`` of a loaded catalog as a lazy Dataset, its declaration (and
+    ``variables``) applied but not validated, and the :class:`Context` for validating it."""
+    entry = _entry(cat, name)
+    try:
+        reader = cat[name]
+        extra = {} if "chunks" in entry.kwargs else {"chunks": {}}
+        with warnings.catch_warnings():
+            # stores without consolidated metadata open fine, just a little slower
+            warnings.filterwarnings("ignore", message=".*consolidated metadata.*")
+            ds = reader.read(**extra)
+    except FileNotFoundError as err:
+        raise CatalogError(
+            f"catalog entry {_r(name)} points at {_r(_resolve(cat, _data_url(cat, entry)))}, which "
+            f"does not exist ({err}); create it with `ooc-kernels data make` or "
+            "ooc_kernels.data.make_dataset"
+        ) from None
+    except (CatalogError, KeyboardInterrupt):
+        raise
+    except Exception as err:
+        raise CatalogError(
+            f"catalog entry {_r(name)} (data {_r(_resolve(cat, _data_url(cat, entry)))}) could not "
+            f"be opened: {type(err).__name__}: {err}"
+        ) from None
+    if not isinstance(ds, xr.Dataset):
+        raise CatalogError(
+            f"catalog entry {_r(name)} produced a {type(ds).__name__}, expected an "
+            "xarray.Dataset; use the reader intake.readers.readers:XArrayDatasetReader"
+        )
+    where = f"catalog entry {_r(name)}'s metadata {DECLARATION_KEY}"
+    declaration = _with_variables((entry.metadata or {}).get(DECLARATION_KEY), variables,
+                                  name, where)
+    ds = apply_declaration(ds, declaration, where=where)
+    path = _resolve(cat, _data_url(cat, entry))
+    source = cat.user_parameters.get("CATALOG_PATH")
+    source = getattr(source, "default", source)
+    return ds, Context("catalog", path=str(path), entry=name,
+                       catalog=source if isinstance(source, str) else None)
+
+
+def _with_variables(declaration: Any, variables: Mapping[str, str] | None, name: str,
+                    where: str) -> Any:
+    """An entry's declaration with the caller's ``variables`` added (they must agree)."""
+    if variables is None or (declaration is not None and not isinstance(declaration, Mapping)):
+        return declaration  # nothing to add, or a malformed declaration apply_declaration names
+    declared_schema = (declaration or {}).get("schema")
+    given = make_declaration(
+        variables, schema=declared_schema if declared_schema in SCHEMAS else None,
+        where=f"the variables given for catalog entry {_r(name)}")["variables"]
+    declared = (declaration or {}).get("variables")
+    if isinstance(declared, Mapping):
+        clash = {k: v for k, v in given.items() if k in declared and declared[k] != v}
+        if clash:
+            k = sorted(clash)[0]
+            raise SchemaError(
+                f"{where} declares {k} = {_r(declared[k])}, but the variables given "
+                f"(--var / variables= / a pipeline's data.variables) say {k} = "
+                f"{_r(clash[k])}; drop the one that is wrong: leave {k} out of the "
+                f"variables given, or change the entry with `ooc-kernels catalog declare "
+                f"CATALOG {name} --var {k}={clash[k]}`")
+        given = {**declared, **given}
+    return {**(declaration or {}), "variables": given}
+
+

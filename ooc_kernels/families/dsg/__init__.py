@@ -1,0 +1,46 @@
+"""Doubly stochastic functional gradients (Dai et al. 2014): kernel machines out of core.
+
+The modules of ``__registers__`` (which the registries import on first lookup) register
+the ``"dsg"`` chunk algorithm and the estimators
+:class:`DSGClassifier` and :class:`DSGRegressor`.  Its modules:
+
+``kernels``
+    The numba kernels of one chunk's mini-batch steps, each with a NumPy twin.
+``solver``
+    The chunk algorithm (:class:`~ooc_kernels.families.dsg.solver.DSGAlgorithm`): state,
+    rounds, combination.
+``estimators``
+    The scikit-learn estimators.
+``_schedule``, ``_bandwidth``
+    The defaults: step-size schedule and curvature, bandwidth selection.
+``reference``
+    The sequential algorithm in plain NumPy, the contract suite's oracle.
+
+Examples
+--------
+>>> from ooc_kernels.families.dsg import DSGClassifier
+>>> DSGClassifier().loss
+'logistic'
+"""
+
+import importlib
+
+#: The modules that register this family's solver and estimators (imported by the
+#: registries on their first lookup; importing this package alone stays cheap).
+__registers__ = ("ooc_kernels.families.dsg.solver", "ooc_kernels.families.dsg.estimators")
+
+#: Public names, imported from their module on first use.
+_PUBLIC = {
+    "DSGClassifier": "estimators",
+    "DSGRegressor": "estimators",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
