@@ -529,7 +529,7 @@ def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
                         source: str | None = None, trusted: bool = False) -> None:
     """Refuse a loaded catalog that reads outside its folder or through unchecked channels.
 
-    The location and path rules of this module (see its docstring): every location an
+    The location and path rules (see :mod:`ooc_kernels.data.catalog`): every location an
     entry or data description names, after templates are filled in, must use a remote
     protocol of :data:`REMOTE_PROTOCOLS` or a local one of :data:`LOCAL_PROTOCOLS`, set only
     :data:`SAFE_STORAGE_OPTIONS`, and every local path it reaches (reference targets
