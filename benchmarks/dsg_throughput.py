@@ -27,7 +27,8 @@ import psutil
 import ooc_kernels as ok
 from ooc_kernels.families.dsg.kernels import dsg_chunk_update, dsg_predict
 from ooc_kernels.data.schema import open_zarr_dataset
-from ooc_kernels.features.rbf import feature_scale, stacked_block_params
+from ooc_kernels.features.blocks import stacked_block_params
+from ooc_kernels.features.rbf import feature_scale
 
 #: The end-to-end fit's settings: a fixed bandwidth and step schedule, so that rows per
 #: second measure the engine, not the default bandwidth search.

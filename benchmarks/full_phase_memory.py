@@ -58,8 +58,8 @@ def _run_task(cfg, X, y, epoch):
 
 def _old_full_phase(X, Y, sw, coef, avg, n_avg, steps, params, source):
     """The stacked full phase (every block's parameters in one array, dsg_full_update)."""
-    from ooc_kernels.families.dsg.kernels import dsg_full_update
-    from ooc_kernels.features.rbf import stacked_block_params
+    from ooc_kernels.families.dsg.kernels_full import dsg_full_update
+    from ooc_kernels.features.blocks import stacked_block_params
 
     w = source.writer
     W, phase = stacked_block_params(w.seed, np.arange(coef.shape[0]), w.d, w.r, w.bandwidth,

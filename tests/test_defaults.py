@@ -18,7 +18,7 @@ import pytest
 from sklearn.datasets import make_circles, make_moons
 
 import ooc_kernels as ok
-from ooc_kernels.features.rbf import rff_map
+from ooc_kernels.features.blocks import rff_map
 from ooc_kernels.families.dsg._schedule import CURVATURE, theory_range
 from ooc_kernels.exceptions import StepSizeWarning
 

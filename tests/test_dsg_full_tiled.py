@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
-from ooc_kernels.families.dsg.kernels import (
+from ooc_kernels.families.dsg.kernels_full import (
     dsg_full_update,
     dsg_full_update_ref,
     dsg_superstep,
@@ -34,14 +34,8 @@ from ooc_kernels.families.dsg.kernels import (
 )
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.cache import BlockCache, default_cache, set_cache_budget
-from ooc_kernels.features.rbf import (
-    BlockSource,
-    BlockWriter,
-    _affine_block,
-    _generate_block_ref,
-    feature_scale,
-    stacked_block_params,
-)
+from ooc_kernels.features.blocks import BlockSource, _affine_block, stacked_block_params
+from ooc_kernels.features.rbf import BlockWriter, _generate_block_ref, feature_scale
 from ooc_kernels.families.dsg._full_phase import FullPhasePlan, full_phase_update, plan_full_phase
 
 TOL = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-12, "atol": 1e-13}}
@@ -219,7 +213,8 @@ _MEMORY_SCRIPT = """
 import json, sys, tracemalloc
 import numpy as np
 from ooc_kernels.features.cache import BlockCache
-from ooc_kernels.features.rbf import BlockSource, feature_scale
+from ooc_kernels.features.blocks import BlockSource
+from ooc_kernels.features.rbf import feature_scale
 from ooc_kernels.families.dsg._full_phase import full_phase_update, plan_full_phase
 
 rng = np.random.default_rng(0)

@@ -15,15 +15,13 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features import cache as cache_mod
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import BlockCache, default_cache, set_cache_budget
+from ooc_kernels.features.blocks import block_cache_key, rff_map, stacked_block_params
 from ooc_kernels.features.rbf import (
-    block_cache_key,
     block_params,
     feature_scale,
     philox_normals,
     philox_uniforms,
     rbf_kernel,
-    rff_map,
-    stacked_block_params,
 )
 
 

@@ -11,11 +11,10 @@ from ooc_kernels.families.dsg.kernels import (
     _tile_rows,
     dsg_chunk_update,
     dsg_chunk_update_ref,
-    dsg_full_update,
-    dsg_full_update_ref,
     dsg_predict,
     dsg_predict_ref,
 )
+from ooc_kernels.families.dsg.kernels_full import dsg_full_update, dsg_full_update_ref
 from ooc_kernels._jit.losses import loss_gradient, loss_gradient_ref
 from ooc_kernels._jit.rff import (
     cos_affine_inplace,
@@ -24,7 +23,8 @@ from ooc_kernels._jit.rff import (
     rff_transform_ref,
 )
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.features.rbf import feature_scale, stacked_block_params
+from ooc_kernels.features.blocks import stacked_block_params
+from ooc_kernels.features.rbf import feature_scale
 
 DTYPES = [np.float32, np.float64]
 TOL = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-12, "atol": 1e-13}}

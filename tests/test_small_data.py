@@ -19,7 +19,7 @@ from ooc_kernels.families.dsg._schedule import (CURVATURE, STEP_DRAWS,
                                                   growth_step_eigenvalue)
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
-from ooc_kernels.features.rbf import rff_map
+from ooc_kernels.features.blocks import rff_map
 
 
 def _textbook_gcv_r2(Z, t, bandwidth, lam):

@@ -27,7 +27,15 @@ import numpy as np
 from ooc_kernels._jit._cache import njit
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["cos_affine_inplace", "cos_affine_inplace_ref", "rff_transform", "rff_transform_ref"]
+__all__ = ["COS_AFFINE", "NONLINEARITIES", "cos_affine_inplace", "cos_affine_inplace_ref",
+           "features_inplace", "features_inplace_ref", "rff_transform", "rff_transform_ref"]
+
+#: Id of the nonlinearity ``scale * cos(P + phase)`` (random Fourier features).
+COS_AFFINE = 0
+#: Every nonlinearity the kernels apply to ``X @ W``, by name: a feature map
+#: (:mod:`ooc_kernels.features.maps`) names its nonlinearity by one of these ids, and
+#: :func:`features_inplace` dispatches on it.
+NONLINEARITIES = {"cos_affine": COS_AFFINE}
 
 # 2 pi = _C1 + _C2 + _C3 (Cody-Waite): _C1 has 9 significant bits so k * _C1 is exact.
 _INV_2PI = np.float32(1.0 / (2.0 * math.pi))
@@ -82,6 +90,47 @@ def cos_affine_inplace(P, phase, scale):
 def cos_affine_inplace_ref(P, phase, scale):
     """Numpy twin of :func:`cos_affine_inplace` (``np.cos`` in the array's dtype)."""
     P[...] = P.dtype.type(scale) * np.cos(P + phase)
+
+
+@njit(cache=True, nogil=True)
+def features_inplace(kind, P, phase, scale):
+    """Overwrite ``P = X @ W`` (n, r) with the features of nonlinearity ``kind``.
+
+    ``kind`` is an id of :data:`NONLINEARITIES`; an id without a branch here raises
+    (there is no default branch).  Twin: :func:`features_inplace_ref`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
+    >>> P = np.zeros((1, 2))
+    >>> features_inplace(COS_AFFINE, P, np.array([0.0, np.pi]), 2.0)
+    >>> P.round(6).tolist()
+    [[2.0, -2.0]]
+    """
+    if kind == COS_AFFINE:
+        cos_affine_inplace(P, phase, scale)
+    else:
+        raise ValidationError("features_inplace: unknown nonlinearity id; the ids are "
+                              "the values of ooc_kernels._jit.rff.NONLINEARITIES")
+
+
+def features_inplace_ref(kind, P, phase, scale):
+    """Numpy twin of :func:`features_inplace`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels._jit.rff import features_inplace_ref
+    >>> features_inplace_ref(7, np.zeros((1, 1)), np.zeros(1), 1.0)
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: unknown nonlinearity id 7; the ids are {'cos_affine': 0}
+    """
+    if kind == COS_AFFINE:
+        cos_affine_inplace_ref(P, phase, scale)
+    else:
+        raise ValidationError(f"unknown nonlinearity id {kind!r}; the ids are {NONLINEARITIES}")
 
 
 @njit(cache=True, nogil=True)

@@ -1,4 +1,5 @@
-"""Kernels and their random feature maps (seed-addressable blocks), feature cache, bandwidth.
+"""Kernels and their random feature maps (a table of feature maps, seed-addressable blocks),
+feature cache, bandwidth.
 
 Examples
 --------
@@ -10,20 +11,34 @@ Examples
 """
 
 from ooc_kernels.features.bandwidth import median_heuristic
-from ooc_kernels.features.cache import BlockCache, default_cache, set_cache_budget
-from ooc_kernels.features.rbf import (
+from ooc_kernels.features.blocks import (
+    BlockSource,
     block_cache_key,
+    rff_map,
+    stacked_block_params,
+)
+from ooc_kernels.features.cache import BlockCache, default_cache, set_cache_budget
+from ooc_kernels.features.maps import (
+    FEATURE_MAPS,
+    FeatureMap,
+    available_kernels,
+    get_feature_map,
+)
+from ooc_kernels.features.rbf import (
     block_params,
     feature_scale,
     philox_normals,
     philox_uniforms,
     rbf_kernel,
-    rff_map,
-    stacked_block_params,
 )
 
 __all__ = [
+    "FEATURE_MAPS",
     "BlockCache",
+    "BlockSource",
+    "FeatureMap",
+    "available_kernels",
+    "get_feature_map",
     "block_cache_key",
     "block_params",
     "default_cache",

@@ -1,4 +1,10 @@
-"""Seed-addressable random Fourier feature blocks for the Gaussian RBF kernel.
+"""The Gaussian RBF kernel and its seed-addressable random Fourier frequencies.
+
+This module is the Gaussian entry of the feature-map table
+(:data:`ooc_kernels.features.maps.FEATURE_MAPS`): its frequency sampler
+(:class:`BlockWriter`, :func:`block_params`), its normalisation (:func:`feature_scale`) and
+its exact kernel (:func:`rbf_kernel`).  Blocks of any map, cached and standardized, come
+from :mod:`ooc_kernels.features.blocks`.
 
 Conventions (pinned; see ``docs/algorithms/dsg_kernels.md``)
 -------------------------------------------------------------
@@ -24,7 +30,8 @@ Conventions (pinned; see ``docs/algorithms/dsg_kernels.md``)
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels.features.rbf import block_params, rff_map, rbf_kernel
+>>> from ooc_kernels.features.rbf import block_params, rbf_kernel
+>>> from ooc_kernels.features.blocks import rff_map
 >>> W, b = block_params(seed=7, block_id=3, n_features_in=2, block_size=4, bandwidth=1.5)
 >>> W.shape, b.shape, W.flags.c_contiguous
 ((2, 4), (4,), True)
@@ -37,27 +44,20 @@ True
 
 from __future__ import annotations
 
-import hashlib
-
 import math
 from numbers import Integral, Real
 
 import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.features.cache import BlockCache
 
 __all__ = [
-    "BlockSource",
     "BlockWriter",
-    "block_cache_key",
     "block_params",
     "feature_scale",
     "philox_normals",
     "philox_uniforms",
     "rbf_kernel",
-    "rff_map",
-    "stacked_block_params",
 ]
 
 _TWO_PI = 2.0 * math.pi
@@ -101,6 +101,20 @@ def _check_bandwidth(bandwidth) -> float:
             f"got {bandwidth!r}"
         )
     return bw
+
+
+def _check_input_scale(bandwidth, d: int) -> np.ndarray:
+    """The per-input scale vector ``(d,)`` of a bandwidth (a number: the same in every
+    input coordinate; an array: one positive finite value per coordinate)."""
+    if np.ndim(bandwidth) == 0:
+        return np.full(d, _check_bandwidth(bandwidth))
+    scale = np.asarray(bandwidth, dtype=np.float64)
+    if scale.shape != (d,) or not (np.isfinite(scale).all() and (scale > 0).all()):
+        raise ValidationError(
+            f"bandwidth must be a positive finite number or {d} of them (one per input "
+            f"coordinate); got an array of shape {scale.shape} with values {scale.tolist()!r}"
+        )
+    return scale
 
 
 def _check_dtype(dtype) -> np.dtype:
@@ -181,7 +195,8 @@ _PIECE_WORDS = 1 << 14
 
 class BlockWriter:
     """Generate feature blocks of one model into caller-owned arrays, bit-identical to
-    :func:`block_params` (and to its ``affine`` form in :func:`stacked_block_params`).
+    :func:`block_params` (and to its ``affine`` form in
+    :func:`ooc_kernels.features.blocks.stacked_block_params`).
 
     The Box-Muller transform runs over pieces of ``_PIECE_WORDS`` raw words with reused
     scratch arrays (the same numpy operations on the same contiguous inputs as the
@@ -192,15 +207,21 @@ class BlockWriter:
     Parameters
     ----------
     seed : int
-    n_features_in, block_size, bandwidth, dtype
+    n_features_in, block_size, dtype
         As in :func:`block_params`.
+    bandwidth : float or ndarray of shape (d,)
+        The input scale: row ``i`` of ``W`` (input coordinate ``i``) is divided by
+        ``bandwidth[i]``; a number is the same bandwidth in every coordinate (the isotropic
+        kernel of :func:`block_params`, bit for bit).
     affine : tuple (shift, scale) of ndarray (d,), optional
-        As in :func:`stacked_block_params`.
+        As in :func:`ooc_kernels.features.blocks.stacked_block_params`.
 
     Attributes
     ----------
     scratch_nbytes : int
         Bytes of the scratch arrays this writer holds (one float64 block plus the pieces).
+    input_scale : ndarray of shape (d,), float64
+        The bandwidth of every input coordinate.
 
     Examples
     --------
@@ -219,7 +240,7 @@ class BlockWriter:
         self.seed = _check_uint64(seed, "seed")
         self.d = d = _check_positive_int(n_features_in, "n_features_in")
         self.r = r = _check_positive_int(block_size, "block_size")
-        self.bandwidth = _check_bandwidth(bandwidth)
+        self.input_scale = _check_input_scale(bandwidth, d)
         self.dtype = _check_dtype(dtype)
         if affine is not None:
             affine = tuple(np.asarray(a, dtype=np.float64).reshape(d) for a in affine)
@@ -270,7 +291,7 @@ class BlockWriter:
             np.multiply(a, c, out=W64[done + 1:done + k:2])
             done += k
         flat = W64[:n]
-        flat /= self.bandwidth
+        flat.reshape(d, r)[...] /= self.input_scale[:, None]  # row i: input coordinate i
         phase64 = _TWO_PI * _to_unit(bitgen.random_raw(r))
         W_out[...] = flat.reshape(d, r)
         phase_out[...] = phase64
@@ -363,190 +384,25 @@ def block_params(seed, block_id, n_features_in, block_size, bandwidth, dtype=np.
     return _generate_block(seed, block_id, d, r, bw, dt)
 
 
-def block_cache_key(seed, block_id, n_features_in, block_size, bandwidth, dtype) -> tuple:
-    """Cache key of a block: everything that determines it.
+def rbf_kernel(X, Y, bandwidth, dtype=np.float64):
+    """Exact Gaussian Gram matrix ``exp(-||x_i - y_j||^2 / (2 sigma^2))``.
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ooc_kernels.features.rbf import block_cache_key
-    >>> block_cache_key(1, 2, 3, 4, 0.5, np.float32)
-    ('rbf', 1, 2, 3, 4, 0.5, '<f4')
-    """
-    return (
-        "rbf",
-        int(seed),
-        int(block_id),
-        int(n_features_in),
-        int(block_size),
-        float(bandwidth),
-        np.dtype(dtype).str,
-    )
-
-
-def _affine_block(params, affine, dt):
-    """``(W / scale, phase - shift @ (W / scale))``: the block of the standardized input."""
-    shift, scale = affine
-    W = np.asarray(params[0], dtype=np.float64) / scale[:, None]
-    phase = np.asarray(params[1], dtype=np.float64) - shift @ W
-    return np.ascontiguousarray(W, dtype=dt), np.ascontiguousarray(phase, dtype=dt)
-
-
-def _affine_tag(affine) -> tuple:
-    """The part of a cache key that names the affine map (empty without one)."""
-    if affine is None:
-        return ()
-    return (hashlib.sha1(affine[0].tobytes() + affine[1].tobytes()).hexdigest(),)
-
-
-class BlockSource:
-    """The feature blocks of one model, served tile by tile into caller-owned arrays.
-
-    A block is taken from ``cache`` when it is held there; otherwise it is generated by a
-    :class:`BlockWriter`.  Blocks with ids below ``cache_below`` (see :meth:`fill`) are
-    stored in the cache after generation; the others are written straight into the tile and
-    never stored, so that a scan over more blocks than the cache holds does not evict the
-    blocks it keeps (a least-recently-used cache misses every block of a cyclic scan larger
-    than itself).
+    Computed in float64 by tiles of ``_GRAM_TILE_ROWS`` rows of ``X`` and stored in
+    ``dtype``: the memory is the ``(n, m)`` result plus one tile.  For a few hundred or
+    thousand sampled rows (setup rules, tests), never a whole data set.
 
     Parameters
     ----------
-    seed, n_features_in, block_size, bandwidth, dtype, affine
-        As in :func:`stacked_block_params`.
-    cache : BlockCache, optional
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ooc_kernels.features.rbf import BlockSource, stacked_block_params
-    >>> from ooc_kernels.features.cache import BlockCache
-    >>> cache = BlockCache(1 << 20)
-    >>> source = BlockSource(3, 4, 8, 1.0, np.float32, cache=cache)
-    >>> W, b = np.empty((2, 4, 8), np.float32), np.empty((2, 8), np.float32)
-    >>> source.fill(5, W, b, cache_below=6)          # blocks 5 and 6; only 5 is cached
-    >>> W2, b2 = stacked_block_params(3, [5, 6], 4, 8, 1.0, np.float32)
-    >>> bool(np.array_equal(W, W2) and np.array_equal(b, b2)), len(cache)
-    (True, 1)
-    """
-
-    def __init__(self, seed, n_features_in, block_size, bandwidth, dtype=np.float64,
-                 cache: BlockCache | None = None, affine=None):
-        self.writer = BlockWriter(seed, n_features_in, block_size, bandwidth, dtype, affine)
-        self.cache = cache
-        w = self.writer
-        self._key = block_cache_key(w.seed, 0, w.d, w.r, w.bandwidth, w.dtype)
-        self._tag = _affine_tag(w.affine)
-
-    @property
-    def block_nbytes(self) -> int:
-        """Bytes of one block's parameters."""
-        return self.writer.block_nbytes
-
-    def key(self, block_id) -> tuple:
-        """The cache key of block ``block_id`` (the key :func:`stacked_block_params` uses)."""
-        k = self._key
-        return k[:2] + (int(block_id),) + k[3:] + self._tag
-
-    def fill(self, start, W_out, phase_out, cache_below=0) -> None:
-        """Write blocks ``start .. start + t - 1`` into ``W_out`` (t, d, r) and
-        ``phase_out`` (t, r); blocks with ids below ``cache_below`` are cached."""
-        w = self.writer
-        for i in range(W_out.shape[0]):
-            bid = int(start) + i
-            if self.cache is None:
-                w.write(bid, W_out[i], phase_out[i])
-                continue
-            key = self.key(bid)
-            if bid < cache_below:
-                def make(bid=bid):
-                    Wb = np.empty((w.d, w.r), dtype=w.dtype)
-                    pb = np.empty(w.r, dtype=w.dtype)
-                    w.write(bid, Wb, pb)
-                    return Wb, pb
-                params = self.cache.get_or_create(key, make)
-            else:
-                params = self.cache.get(key)
-                if params is None:
-                    w.write(bid, W_out[i], phase_out[i])
-                    continue
-            W_out[i] = params[0]
-            phase_out[i] = params[1]
-
-
-def stacked_block_params(
-    seed, block_ids, n_features_in, block_size, bandwidth, dtype=np.float64,
-    cache: BlockCache | None = None, affine=None,
-):
-    """Stack the parameters of several blocks (ids may repeat).
-
-    Parameters
-    ----------
-    seed : int
-    block_ids : array_like of int, shape (m,)
-    n_features_in, block_size, bandwidth, dtype
-        As in :func:`block_params`.
-    cache : BlockCache, optional
-        When given, blocks are looked up there first and stored after generation.
-    affine : tuple (shift, scale) of ndarray (d,), optional
-        Features of the standardized input ``(x - shift) / scale``, folded into the block:
-        ``W / scale`` and ``phase - shift @ (W / scale)`` (computed in float64), so
-        ``cos(x @ W' + phase') == cos(((x - shift) / scale) @ W + phase)``.
+    X : array_like of shape (n, d)
+    Y : array_like of shape (m, d)
+    bandwidth : float
+        ``sigma``.
+    dtype : {np.float64, np.float32}
+        Dtype of the result.
 
     Returns
     -------
-    W : ndarray of shape (m, d, r), C-contiguous
-    phase : ndarray of shape (m, r), C-contiguous
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ooc_kernels.features.rbf import stacked_block_params, block_params
-    >>> from ooc_kernels.features.cache import BlockCache
-    >>> W, b = stacked_block_params(1, [4, 2, 4], 3, 5, 1.0, np.float32, cache=BlockCache(1 << 20))
-    >>> W.shape, b.shape, W.dtype
-    ((3, 3, 5), (3, 5), dtype('float32'))
-    >>> bool(np.array_equal(W[1], block_params(1, 2, 3, 5, 1.0, np.float32)[0]))
-    True
-    """
-    seed = _check_uint64(seed, "seed")
-    d = _check_positive_int(n_features_in, "n_features_in")
-    r = _check_positive_int(block_size, "block_size")
-    bw = _check_bandwidth(bandwidth)
-    dt = _check_dtype(dtype)
-    ids = np.asarray(block_ids)
-    if ids.ndim != 1:
-        raise ValidationError(f"block_ids must be a 1-D array of integers; got shape {ids.shape}")
-    if ids.size and not np.issubdtype(ids.dtype, np.integer):
-        raise ValidationError(f"block_ids must be integers; got dtype {ids.dtype}")
-    m = ids.shape[0]
-    W = np.empty((m, d, r), dtype=dt)
-    phase = np.empty((m, r), dtype=dt)
-    local: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    if affine is not None:
-        affine = tuple(np.asarray(a, dtype=np.float64).reshape(d) for a in affine)
-    tag = _affine_tag(affine)
-
-    def make(bid):
-        params = _generate_block(seed, bid, d, r, bw, dt)
-        return params if affine is None else _affine_block(params, affine, dt)
-
-    for i, raw_id in enumerate(ids.tolist()):
-        bid = _check_uint64(raw_id, "block_id")
-        params = local.get(bid)
-        if params is None:
-            if cache is not None:
-                key = block_cache_key(seed, bid, d, r, bw, dt) + tag
-                params = cache.get_or_create(key, lambda bid=bid: make(bid))
-            else:
-                params = make(bid)
-            local[bid] = params
-        W[i] = params[0]
-        phase[i] = params[1]
-    return W, phase
-
-
-def rbf_kernel(X, Y, bandwidth):
-    """Exact Gaussian Gram matrix ``exp(-||x_i - y_j||^2 / (2 sigma^2))`` (float64).
+    ndarray of shape (n, m)
 
     Examples
     --------
@@ -556,41 +412,22 @@ def rbf_kernel(X, Y, bandwidth):
     >>> np.round(K.ravel(), 4).tolist()
     [1.0, 0.6065]
     """
+    from scipy.spatial.distance import cdist
+
     bw = _check_bandwidth(bandwidth)
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))  # small: exact Gram matrix, tests
-    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))  # small: exact Gram matrix, tests
+    dt = _check_dtype(dtype)
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))  # small: sampled rows, tests
+    Y = np.atleast_2d(np.asarray(Y, dtype=np.float64))  # small: sampled rows, tests
     if X.shape[1] != Y.shape[1]:
         raise ValidationError(f"X and Y must have the same number of columns; got {X.shape[1]} and {Y.shape[1]}")
-    sq = (X * X).sum(1)[:, None] + (Y * Y).sum(1)[None, :] - 2.0 * (X @ Y.T)
-    np.maximum(sq, 0.0, out=sq)
-    return np.exp(-sq / (2.0 * bw * bw))
+    G = np.empty((len(X), len(Y)), dtype=dt)
+    scale = -1.0 / (2.0 * bw ** 2)
+    for start in range(0, len(X), _GRAM_TILE_ROWS):
+        tile = cdist(X[start:start + _GRAM_TILE_ROWS], Y, "sqeuclidean")
+        tile *= scale
+        G[start:start + len(tile)] = np.exp(tile, out=tile)
+    return G
 
 
-def rff_map(X, seed, block_ids, bandwidth, block_size, dtype=None):
-    """Full random-feature matrix ``Z`` of shape ``(n, m * r)`` (small data, tests).
-
-    Columns ``j*r .. (j+1)*r - 1`` are block ``block_ids[j]`` scaled by ``sqrt(2 / r)``
-    exactly as the DSG model uses them, so a model with coefficients ``coef`` of shape
-    ``(m, r, C)`` predicts ``Z @ coef.reshape(m * r, C)``.  Each block alone estimates the
-    kernel, so ``Z @ Z.T / m`` is the ``m * r``-feature estimate of the RBF Gram matrix.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from ooc_kernels.features.rbf import rff_map
-    >>> rff_map(np.zeros((2, 3)), 0, [0, 1], 1.0, 4).shape
-    (2, 8)
-    """
-    X = np.asarray(X)  # small: the full feature matrix of a few rows (tests, examples)
-    if X.ndim != 2:
-        raise ValidationError(f"X must be 2-D (n_samples, n_features); got shape {X.shape}")
-    dt = _check_dtype(dtype if dtype is not None else (X.dtype if X.dtype in _ALLOWED_DTYPES else np.float64))
-    X = np.ascontiguousarray(X, dtype=dt)
-    ids = np.atleast_1d(np.asarray(block_ids))
-    W, phase = stacked_block_params(seed, ids, X.shape[1], block_size, bandwidth, dt)
-    scale = feature_scale(block_size)
-    m, r = phase.shape
-    Z = np.empty((X.shape[0], m * r), dtype=dt)
-    for j in range(m):
-        Z[:, j * r : (j + 1) * r] = scale * np.cos(X @ W[j] + phase[j])
-    return Z
+#: Rows of the Gram matrix computed at once by :func:`rbf_kernel`.
+_GRAM_TILE_ROWS = 128

@@ -50,10 +50,10 @@ import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.maps import get_feature_map
 
 __all__ = ["CANDIDATES", "SAMPLE_ROWS", "TRIAL_STEPS", "TRIAL_FEATURES", "TIE",
-           "GCV_MAX_ROWS", "select_bandwidth", "select_bandwidth_gcv", "gcv_targets",
-           "gaussian_gram"]
+           "GCV_MAX_ROWS", "select_bandwidth", "select_bandwidth_gcv", "gcv_targets"]
 
 #: Multiples of the median pairwise distance tried.
 CANDIDATES = (0.125, 0.25, 0.5, 1.0, 2.0)
@@ -69,33 +69,6 @@ TIE = 0.005
 #: cross-validation on all their rows (one ``n x n`` symmetric eigendecomposition per
 #: candidate: under a second at 1000 rows).
 GCV_MAX_ROWS = 1000
-
-
-def gaussian_gram(Z: np.ndarray, bandwidth: float, dtype=np.float64) -> np.ndarray:
-    """The exact Gaussian kernel matrix ``exp(-||z_i - z_j||^2 / (2 bandwidth^2))`` of a few
-    rows (at most :data:`GCV_MAX_ROWS`), computed in float64 by tiles of rows and stored in
-    ``dtype``: the memory is the ``n x n`` result plus one tile.
-
-    Examples
-    --------
-    >>> gaussian_gram(np.array([[0.0], [1.0]]), 1.0).round(4).tolist()
-    [[1.0, 0.6065], [0.6065, 1.0]]
-    """
-    from scipy.spatial.distance import cdist
-
-    Z = np.asarray(Z, dtype=np.float64)  # a few hundred sampled rows
-    n = len(Z)
-    G = np.empty((n, n), dtype=dtype)
-    scale = -1.0 / (2.0 * bandwidth ** 2)
-    for start in range(0, n, _GRAM_TILE_ROWS):
-        tile = cdist(Z[start:start + _GRAM_TILE_ROWS], Z, "sqeuclidean")
-        tile *= scale
-        G[start:start + len(tile)] = np.exp(tile, out=tile)
-    return G
-
-
-#: Rows of the Gram matrix computed at once by :func:`gaussian_gram`.
-_GRAM_TILE_ROWS = 128
 
 
 def gcv_targets(y: np.ndarray, classes) -> np.ndarray:
@@ -116,7 +89,7 @@ def gcv_targets(y: np.ndarray, classes) -> np.ndarray:
 
 
 def select_bandwidth_gcv(Z: np.ndarray, targets: np.ndarray, weights: np.ndarray, *,
-                         alpha: float, median: float) -> tuple[float, dict]:
+                         alpha: float, median: float, kernel="rbf") -> tuple[float, dict]:
     """The bandwidth among :data:`CANDIDATES` times ``median`` with the smallest generalized
     cross-validation error of weighted kernel ridge regression, and every candidate's score.
 
@@ -140,6 +113,9 @@ def select_bandwidth_gcv(Z: np.ndarray, targets: np.ndarray, weights: np.ndarray
         The fit's regularization (``alpha=0`` is replaced by a tiny ridge).
     median : float
         The median pairwise distance the candidates multiply.
+    kernel : str or FeatureMap
+        The fit's feature map (:mod:`ooc_kernels.features.maps`): its exact kernel with
+        bandwidth ``multiple * median`` makes ``K``.
 
     Returns
     -------
@@ -167,9 +143,10 @@ def select_bandwidth_gcv(Z: np.ndarray, targets: np.ndarray, weights: np.ndarray
     mean = np.average(targets, axis=0, weights=w)
     variance = float(np.sum(w[:, None] * (targets - mean) ** 2)) / total
     ridge = max(float(alpha), 1e-12) * total
+    fmap = get_feature_map(kernel)
     scores = {}
     for multiple in CANDIDATES:
-        M = root[:, None] * gaussian_gram(Z, multiple * median) * root[None, :]
+        M = root[:, None] * fmap.gram(Z, Z, multiple * median) * root[None, :]
         with single_threaded_blas():  # threads add little at this size, and spin when
             eig, Q = np.linalg.eigh(M)  # the cores are busy (40 s instead of 1)
         shrink = np.clip(eig, 0.0, None) / (np.clip(eig, 0.0, None) + ridge)

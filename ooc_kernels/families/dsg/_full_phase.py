@@ -1,7 +1,7 @@
 """The DSG full phase under a memory budget: stacked blocks when they fit, tiles otherwise.
 
 Once a model holds all its ``m`` blocks, every step predicts with all of them and updates
-all of them (:func:`ooc_kernels.families.dsg.kernels.dsg_full_update`).  That kernel takes the
+all of them (:func:`ooc_kernels.families.dsg.kernels_full.dsg_full_update`).  That kernel takes the
 parameters of every block stacked in one array, ``m (d + 1) r`` values: 1.1 GiB per task at
 ``2^20`` features and ``d = 276``.  :func:`full_phase_update` bounds the feature memory of a
 task by a budget: the feature-cache budget (one budget for the cache and the task's working
@@ -16,9 +16,9 @@ memory, ``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB, see
   tiles generated from their seeds (or taken from the cache, which keeps the blocks with the
   lowest ids that fit in what the tiles leave of the budget).  Per super-step: predictions at
   its start and the kernel estimate between its rows (one pass over the tiles,
-  :func:`~ooc_kernels.families.dsg.kernels.dsg_tile_forward`), the ``S = R / batch_size`` steps simulated
-  in row space (:func:`~ooc_kernels.families.dsg.kernels.dsg_superstep`), and the update of every block
-  (:func:`~ooc_kernels.families.dsg.kernels.dsg_tile_apply`, fused with the next super-step's forward
+  :func:`~ooc_kernels.families.dsg.kernels_full.dsg_tile_forward`), the ``S = R / batch_size`` steps simulated
+  in row space (:func:`~ooc_kernels.families.dsg.kernels_full.dsg_superstep`), and the update of every block
+  (:func:`~ooc_kernels.families.dsg.kernels_full.dsg_tile_apply`, fused with the next super-step's forward
   pass so each tile is generated once per super-step).  The iterates are those of the
   sequential steps, up to floating-point rounding (proof: ``docs/algorithms/
   dsg_full_phase.md``).
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ooc_kernels.families.dsg.kernels import (
+from ooc_kernels.families.dsg.kernels_full import (
     _FULL_BUFFER_BYTES,
     dsg_full_update,
     dsg_superstep,
@@ -45,7 +45,7 @@ from ooc_kernels.families.dsg.kernels import (
     dsg_tile_forward_ref,
 )
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.features.rbf import BlockSource, stacked_block_params
+from ooc_kernels.features.blocks import BlockSource, stacked_block_params
 
 __all__ = ["FullPhasePlan", "full_phase_update", "plan_full_phase"]
 
@@ -186,14 +186,14 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
                       budget=None, kernels="jit", plan=None):
     """Full-phase steps over the rows ``X`` with the feature memory bounded by ``budget``.
 
-    Same contract as :func:`ooc_kernels.families.dsg.kernels.dsg_full_update`, except that the blocks
+    Same contract as :func:`ooc_kernels.families.dsg.kernels_full.dsg_full_update`, except that the blocks
     come from ``source`` (generated from their seeds or taken from its cache) instead of a
     stacked array.
 
     Parameters
     ----------
     X, Y, sw, coef, avg, n_avg, steps, params
-        As in :func:`~ooc_kernels.families.dsg.kernels.dsg_full_update`.  On the tiled path ``coef``
+        As in :func:`~ooc_kernels.families.dsg.kernels_full.dsg_full_update`.  On the tiled path ``coef``
         and ``avg`` are updated in place when they are C-contiguous float64 arrays.
     source : BlockSource
         The model's blocks ``0 .. m - 1`` (``m = coef.shape[0]``).
@@ -212,12 +212,12 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
     Returns
     -------
     coef, avg, n_avg, loss_sum, weight_sum
-        As :func:`~ooc_kernels.families.dsg.kernels.dsg_full_update`.
+        As :func:`~ooc_kernels.families.dsg.kernels_full.dsg_full_update`.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from ooc_kernels.features.rbf import BlockSource
+    >>> from ooc_kernels.features.blocks import BlockSource
     >>> from ooc_kernels.families.dsg._full_phase import full_phase_update
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(10, 3)); Y = rng.normal(size=(10, 1)); sw = np.ones(10)
@@ -254,17 +254,19 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
     reserve = cache.reserve(plan.work_bytes) if cache is not None else nullcontext()
     with reserve:
         if plan.stacked:
-            W, phase = stacked_block_params(w.seed, np.arange(m), w.d, r, w.bandwidth,
-                                            w.dtype, cache=cache, affine=w.affine)
+            W, phase = stacked_block_params(w.seed, np.arange(m), w.d, r, source.bandwidth,
+                                            w.dtype, cache=cache, affine=w.affine,
+                                            kernel=source.feature_map)
             buffer = min(_FULL_BUFFER_BYTES, max(0, budget - 2 * m * source.block_nbytes))
             return dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
-                                   buffer)
+                                   buffer, source.feature_map.nonlinearity)
         return _tiled(X, Y, sw, coef, avg, n_avg, steps, params, source, plan, kernels)
 
 
 def _tiled(X, Y, sw, coef, avg, n_avg, steps, params, source, plan, kernels):
     gammas, averaged = steps
     scale = params[3]
+    kind = source.feature_map.nonlinearity
     n = X.shape[0]
     b = int(params[1])
     m, r, C = coef.shape
@@ -305,15 +307,16 @@ def _tiled(X, Y, sw, coef, avg, n_avg, steps, params, source, plan, kernels):
                 U, Ua = ws.U[:PL], ws.Ua[:PL]
                 if kernels == "jit":
                     dsg_tile_apply(X[prows], Wt, pht, ct, at, U, Ua, coeffs, scale,
-                                   (ws.Z, ws.delta))
+                                   (ws.Z, ws.delta), kind)
                 else:
-                    dsg_tile_apply_ref(X[prows], Wt, pht, ct, at, U, Ua, coeffs, scale)
+                    dsg_tile_apply_ref(X[prows], Wt, pht, ct, at, U, Ua, coeffs, scale,
+                                       kind=kind)
             if rows is not None:
                 if kernels == "jit":
                     dsg_tile_forward(Xr, Wt, pht, ct, scale, b, F0, K,
-                                     (ws.Z, ws.acc, ws.low, ws.Kt))
+                                     (ws.Z, ws.acc, ws.low, ws.Kt), kind)
                 else:
-                    dsg_tile_forward_ref(Xr, Wt, pht, ct, scale, b, F0, K)
+                    dsg_tile_forward_ref(Xr, Wt, pht, ct, scale, b, F0, K, kind=kind)
         pending = None
         if rows is None:
             break

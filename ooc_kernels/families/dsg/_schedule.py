@@ -93,7 +93,8 @@ STEP_DRAWS = 8
 
 def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: float,
                            feature_seed: int, block_size: int, batch_size: int,
-                           draws: int = STEP_DRAWS, seed: int = 0) -> float:
+                           draws: int = STEP_DRAWS, seed: int = 0,
+                           kernel="rbf") -> float:
     """Largest eigenvalue of the operator ``A = Z Z^T D / nb`` of a growth step (see the
     module docstring), the largest over the fit's first ``draws`` feature blocks.
 
@@ -116,6 +117,9 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
     draws : int
     seed : int
         Seed of the batches.
+    kernel : str or FeatureMap
+        The fit's feature map (:mod:`ooc_kernels.features.maps`); ``bandwidth`` is its
+        parameter.
 
     Returns
     -------
@@ -132,7 +136,10 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
     >>> bool(3.0 < lam * 256 < 4.5)     # about (1/16 + 1/16)^2 = 4 / 256, not 1 / 256
     True
     """
-    from ooc_kernels.features.rbf import block_params, feature_scale
+    from ooc_kernels._jit.rff import features_inplace_ref
+    from ooc_kernels.features.maps import get_feature_map
+
+    fmap = get_feature_map(kernel)
 
     X = np.asarray(rows, dtype=np.float64)
     w = np.asarray(weights, dtype=np.float64)
@@ -140,15 +147,17 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
     if n == 0 or not (w > 0).any():
         return 1.0
     nb = min(int(batch_size), n)
-    scale = feature_scale(block_size)
+    scale = fmap.feature_scale(block_size)
     rng = np.random.default_rng(seed % 2**63)
     top = 0.0
     with single_threaded_blas():
         for j in range(int(draws)):
             pick = np.sort(rng.choice(n, size=nb, replace=False)) if nb < n \
                 else np.arange(n)
-            W, phase = block_params(feature_seed, j, X.shape[1], block_size, bandwidth)
-            Z = np.sqrt(w[pick])[:, None] * (scale * np.cos(X[pick] @ W + phase))
+            W, phase = fmap.block(feature_seed, j, X.shape[1], block_size, bandwidth)
+            P = X[pick] @ W
+            features_inplace_ref(fmap.nonlinearity, P, phase, scale)
+            Z = np.sqrt(w[pick])[:, None] * P
             gram = Z.T @ Z if Z.shape[1] <= Z.shape[0] else Z @ Z.T
             top = max(top, float(np.linalg.eigvalsh(gram)[-1]) / nb)
     return top

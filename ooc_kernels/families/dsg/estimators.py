@@ -19,7 +19,6 @@ True
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import replace
 from numbers import Integral, Real
 
@@ -32,8 +31,9 @@ from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
-                                                   gaussian_gram, gcv_targets,
-                                                   select_bandwidth, select_bandwidth_gcv)
+                                                   gcv_targets, select_bandwidth,
+                                                   select_bandwidth_gcv)
+from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import (CURVATURE, CURVATURE_ROWS,
                                                   growth_step_eigenvalue, resolve_schedule,
                                                   top_eigenvalue)
@@ -47,10 +47,10 @@ from ooc_kernels.estimators.base import (
     ChunkedEstimator,
     ChunkedRegressorMixin,
 )
-from ooc_kernels.exceptions import (DivergenceError, ModelFormatError, ModelTooLargeError,
-                                    ValidationError)
+from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
+from ooc_kernels.features.maps import available_kernels, get_feature_map
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
@@ -79,7 +79,7 @@ def _describe_steps(config: DSGConfig) -> str:
 _DSG_CONSTRAINTS = {
     **BASE_CONSTRAINTS,
     **STOPPING_CONSTRAINTS,
-    "kernel": [StrOptions({"rbf"})],
+    "kernel": [StrOptions(set(available_kernels()))],
     "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "median"})],
     "standardize": ["boolean"],
     "dtype": [StrOptions({"auto", "float32", "float64"})],
@@ -95,8 +95,10 @@ _DSG_CONSTRAINTS = {
 }
 
 _PARAMS_DOC = """
-    kernel : {"rbf"}, default="rbf"
-        Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``.
+    kernel : str, default="rbf"
+        A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`):
+        ``"rbf"``, the Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``.
+        Saved with the model.
     bandwidth : float, "auto" or "median", default="auto"
         Kernel bandwidth sigma (in the units the model sees: standardized with
         ``standardize``).  ``"auto"``: short validation runs on up to 3000 sampled rows pick
@@ -186,92 +188,6 @@ _ATTRIBUTES_DOC = """
     shuffle_chunks_ : int
         Chunks whose rows one task mixed (the resolved ``shuffle_chunks``).
 """
-
-
-def physical_memory() -> int | None:
-    """Bytes of physical memory of this machine (None where the system does not say)."""
-    try:
-        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):
-        return None
-    return pages * page if pages > 0 and page > 0 else None
-
-
-def _size(n_bytes: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n_bytes < 1024 or unit == "TiB":
-            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
-        n_bytes /= 1024
-    raise AssertionError("unreachable")
-
-
-#: Copies of the coefficients a fit holds at once: the state a round starts from, a task's
-#: updated copy (its delta) and the next state (each twice with an averaged iterate).
-MODEL_COPIES = 3
-
-
-def fit_memory(n_features: int, block_size: int, batch_rows: int, n_outputs: int,
-               n_features_in: int, average: bool) -> tuple[int, int]:
-    """The least memory a DSG fit needs, in bytes: ``(model, step)``.
-
-    ``model``: :data:`MODEL_COPIES` copies of the coefficients, ``n_features * n_outputs``
-    float64 values each, twice that with an averaged iterate.  ``step``: one feature block
-    of one mini-batch of ``batch_rows`` rows (``batch_rows * block_size`` values: the
-    smaller of ``batch_size`` and the data's rows) and its random weights
-    (``n_features_in * block_size`` values), float64.  A fit holds more (the feature cache
-    under its budget, the chunks of a round), so these are lower bounds: a fit that needs
-    more than the machine has cannot run.
-
-    Examples
-    --------
-    >>> fit_memory(4096, 256, 256, 1, 10, True)
-    (196608, 544768)
-    """
-    per_feature = 8 * n_outputs * (2 if average else 1) * MODEL_COPIES
-    step = 8 * block_size * (batch_rows + n_features_in)
-    return n_features * per_feature, step
-
-
-def check_fit_memory(est, *, n_outputs: int, n_features_in: int, n_samples: int,
-                     average: bool, limit: int | None = None) -> None:
-    """Refuse, before allocating anything, a fit whose model and step need more than the
-    machine's physical memory (``limit``: that, by default).
-
-    ``n_outputs``, ``n_features_in``, ``n_samples``: the data's (1, 1 and 0 give the least
-    any data could need, checked before the data is read).
-
-    Raises
-    ------
-    ModelTooLargeError
-        Naming the values of ``n_features``, ``block_size`` and ``batch_size``, the bytes
-        they need, the memory there is and what to lower.
-    """
-    limit = physical_memory() if limit is None else limit
-    if limit is None:
-        return
-    n_features, block_size = int(est.n_features), int(est.block_size)
-    batch_rows = min(int(est.batch_size), n_samples)
-    model, step = fit_memory(n_features, block_size, batch_rows, n_outputs, n_features_in,
-                             average)
-    if model + step <= limit:
-        return
-    if model >= step:
-        per_feature = model // n_features
-        fits = max(limit - step, 0) // per_feature // block_size * block_size
-        fix = (f"lower n_features (at most n_features={fits}, a multiple of "
-               f"block_size={block_size}, fits; the default is 4096)" if fits >= 1 else
-               f"lower n_features and block_size={block_size}")
-        what = (f"n_features={n_features} needs {_size(model)} for the model's "
-                f"coefficients ({n_features} features x {n_outputs} output(s) x 8 bytes, "
-                f"held {model // (8 * n_features * n_outputs)} times during a fit)")
-    else:
-        fix = "lower batch_size and block_size (the defaults are 256 each)"
-        what = (f"batch_size={est.batch_size} with block_size={block_size} needs "
-                f"{_size(step)} for one step's feature block ({batch_rows} rows x "
-                f"{block_size} features x 8 bytes, and the block's random weights)")
-    raise ModelTooLargeError(
-        f"{what}; this machine has {_size(limit)} of memory, so the fit cannot run. "
-        f"{fix[0].upper()}{fix[1:]}.")
 
 
 class _DSGEstimator(ChunkedEstimator):
@@ -406,7 +322,7 @@ class _DSGEstimator(ChunkedEstimator):
             shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
             class_weight=class_weight, weight_scale=1.0 / mean_w,
             # the client's budget fixes every task's full-phase plan (not the workers')
-            feature_budget=default_cache().max_bytes,
+            feature_budget=default_cache().max_bytes, kernel=self.kernel,
             **self._standardization(sample, y_sample, target, row_w))
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
@@ -420,7 +336,7 @@ class _DSGEstimator(ChunkedEstimator):
             eigenvalue = growth_step_eigenvalue(
                 seen, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
                 block_size=self.block_size, batch_size=batch_size,
-                seed=derive_seed(self.random_seed_, 7)) if sampled else None
+                seed=derive_seed(self.random_seed_, 7), kernel=self.kernel) if sampled else None
             return resolve_schedule(
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                 alpha=self.alpha, average=self.average, loss=loss_name,
@@ -435,7 +351,7 @@ class _DSGEstimator(ChunkedEstimator):
                 (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
                 None if classes is None else np.asarray(classes))
             bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
-                seen, targets, row_w, alpha=alpha, median=median)
+                seen, targets, row_w, alpha=alpha, median=median, kernel=self.kernel)
         elif self.bandwidth == "auto":
             if self.progress is not False:  # minutes on large data: say so in a batch log
                 logger.info("%s: choosing the bandwidth by short trial fits on %d sampled "
@@ -484,7 +400,8 @@ class _DSGEstimator(ChunkedEstimator):
             seen, w = seen[np.sort(pick)], w[np.sort(pick)]
         # the Gram matrix in float32 (4 MB at 1,000 rows): the estimate only sets the
         # weight of a round, and the setup stays within a few MB of the chunks
-        return float(curv) * top_eigenvalue(gaussian_gram(seen, bandwidth, np.float32), w)
+        gram = get_feature_map(self.kernel).gram(seen, seen, bandwidth, np.float32)
+        return float(curv) * top_eigenvalue(gram, w)
 
     def _class_weights(self, data, classes, sched):
         return None
@@ -616,6 +533,9 @@ class _DSGEstimator(ChunkedEstimator):
         if (None if classes is None else tuple(classes.tolist())) != config.classes:
             raise bad(f"has classes {config.classes!r}, the model's are "
                       f"{None if classes is None else classes.tolist()!r}")
+        if config.kernel != self.kernel:
+            raise bad(f"has kernel={config.kernel!r}, the model's parameters say "
+                      f"kernel={self.kernel!r}")
         if config.n_features_in != self.n_features_in_:
             raise bad(f"has n_features_in={config.n_features_in!r}, the model "
                       f"{self.n_features_in_}")

@@ -55,17 +55,21 @@ def sequential_dsg(config, state, chunks):
 
     Returns the state after the pass (float64), of the same type as ``state``.
     """
-    from ooc_kernels.features.rbf import block_params
+    from ooc_kernels._jit.rff import features_inplace_ref
+    from ooc_kernels.features.maps import get_feature_map
 
     loss = _loss(config.loss_id)
+    fmap = get_feature_map(config.kernel)
     r, m, b = config.block_size, config.n_blocks, config.batch_size
-    scale = np.sqrt(2.0 / r)
-    params = [block_params(config.feature_seed, j, config.n_features_in, r,
-                           config.bandwidth, np.float64) for j in range(m)]
+    scale = fmap.feature_scale(r)
+    params = [fmap.block(config.feature_seed, j, config.n_features_in, r,
+                         config.bandwidth, np.float64) for j in range(m)]
 
     def z(j, X):
         W, phase = params[j]
-        return scale * np.cos(X @ W + phase)
+        P = X @ W
+        features_inplace_ref(fmap.nonlinearity, P, phase, scale)
+        return P
 
     coef = np.array(state.coef, dtype=np.float64, copy=True)
     avg = None if state.avg is None else np.array(state.avg, dtype=np.float64, copy=True)

@@ -9,7 +9,7 @@ regenerated from ``(feature_seed, j)``.
   all older ones (:func:`ooc_kernels.families.dsg.kernels.dsg_chunk_update`).
 * **Full phase**: once all blocks are open, a step estimates the kernel with all of them,
   ``(1/n_blocks) sum_j z_j(x) z_j(x')`` (same expectation as one block, so the step size keeps
-  its meaning), and updates every coefficient (:func:`ooc_kernels.families.dsg.kernels.dsg_full_update`).
+  its meaning), and updates every coefficient (:func:`ooc_kernels.families.dsg.kernels_full.dsg_full_update`).
   The prediction cost stops growing at ``n_features``.
 
 Rounds of ``K`` tasks (``docs/algorithms/dsg_rounds.md``).  Every task starts
@@ -51,14 +51,17 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._seeds import task_rng
 from ooc_kernels.families.dsg.kernels import dsg_chunk_update, dsg_predict
+from ooc_kernels.families.dsg._targets import (_drop_invalid_rows, encode_targets,
+                                               numeric_targets)
 from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
+from ooc_kernels.features.blocks import BlockSource, stacked_block_params
 from ooc_kernels.features.cache import default_cache
-from ooc_kernels.features.rbf import BlockSource, feature_scale, stacked_block_params
+from ooc_kernels.features.maps import FeatureMap, get_feature_map
 from ooc_kernels.families.dsg._full_phase import full_phase_update
 
 __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
-           "step_sizes", "predict_chunk", "encode_targets", "numeric_targets"]
+           "step_sizes", "predict_chunk", "encode_targets", "numeric_targets", "feature_map"]
 
 #: How the ``K > 1`` local models of a round are combined (``docs/algorithms/dsg_rounds.md``):
 #: ``"adaptive"`` (the default) adds the tasks' increments with the weight of
@@ -111,6 +114,9 @@ class DSGConfig:
     # the model, do not depend on the worker that runs a task; None (configs written before
     # the field): the budget of the running process's cache.
     feature_budget: int | None = None
+    # The feature map (ooc_kernels.features.maps): its sampler, nonlinearity, scale and
+    # exact kernel; ``bandwidth`` is its parameter.  Configs saved without it are "rbf".
+    kernel: str = "rbf"
 
 
 @functools.lru_cache(maxsize=64)
@@ -120,6 +126,11 @@ def _affine(config: DSGConfig):
         return None
     return np.asarray(config.x_shift, dtype=np.float64), np.asarray(config.x_scale,
                                                                    dtype=np.float64)
+
+
+def feature_map(config: DSGConfig) -> FeatureMap:
+    """The feature map of ``config`` (:func:`ooc_kernels.features.maps.get_feature_map`)."""
+    return get_feature_map(config.kernel)
 
 
 @dataclass(frozen=True)
@@ -280,101 +291,6 @@ def step_sizes(config: DSGConfig, t: np.ndarray) -> np.ndarray:
 
 
 
-def numeric_targets(y: np.ndarray, dtype, where: str) -> np.ndarray:
-    """``y`` as numbers of ``dtype`` (a regressor's targets), or a clear error naming
-    ``where`` the rows come from."""
-    try:
-        return np.asarray(y).astype(dtype, copy=False)
-    except (TypeError, ValueError) as err:
-        raise InvalidDataError(
-            f"y holds values that are not numbers (dtype {y.dtype}, e.g. "
-            f"{_first_value(y)!r}) in {where} ({err}); a regressor needs numeric "
-            "targets: convert them, e.g. y.astype('float32'), or use a classifier for "
-            "labels."
-        ) from None
-
-def encode_targets(config: DSGConfig, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
-    """Targets of one chunk as the (n, n_outputs) matrix the numba losses expect.
-
-    ``chunk`` names where the rows come from in errors: a chunk index, or a
-    :class:`~ooc_kernels._checks.RowOrigin` for a group of chunks.
-    """
-    origin = chunk if isinstance(chunk, RowOrigin) else RowOrigin((chunk,), (len(y),))
-    dtype = np.dtype(config.dtype)
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if config.target == "regression":
-        yf = numeric_targets(y, dtype, origin.describe())
-        check_finite(yf, "y", origin)
-        if config.y_shift != 0.0 or config.y_scale != 1.0:
-            yf = ((yf - config.y_shift) / config.y_scale).astype(dtype, copy=False)
-        return yf.reshape(-1, 1)
-    classes = np.asarray(config.classes)
-    try:
-        idx = np.searchsorted(classes, y)
-    except TypeError:  # labels of a kind that cannot be compared with the classes
-        row = _first_incomparable(classes, y)
-        where_chunk, where_row = origin.locate(row)
-        raise InvalidDataError(
-            f"labels of dtype {y.dtype} (e.g. {np.asarray(y).ravel()[row]!r}) in chunk "
-            f"{where_chunk}, row {where_row} cannot be compared with the classes "
-            f"{classes.tolist()}; pass labels of the same type as the classes (classes=... "
-            "in partial_fit, or the dataset's 'classes' attribute)."
-        ) from None
-    idx_c = np.clip(idx, 0, len(classes) - 1)
-    bad = classes[idx_c] != y
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        where_chunk, where_row = origin.locate(row)
-        raise InvalidDataError(
-            f"label {np.asarray(y[row]).item()!r} in chunk {where_chunk}, row {where_row} is "
-            f"not one of the classes "
-            f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
-            "or the dataset's 'classes' attribute)."
-        )
-    if config.target == "binary":
-        return np.where(idx_c == 1, 1.0, -1.0).astype(dtype).reshape(-1, 1)
-    out = np.zeros((len(y), len(classes)), dtype=dtype)
-    out[np.arange(len(y)), idx_c] = 1.0
-    if config.target == "ovr":
-        out = 2.0 * out - 1.0
-    return out.astype(dtype, copy=False)
-
-
-def _first_incomparable(classes: np.ndarray, y: np.ndarray) -> int:
-    """The first row whose label cannot be ordered against the classes (error path only)."""
-    flat = np.asarray(y).ravel()
-    for row, value in enumerate(flat):  # one chunk, and only to name the culprit
-        try:
-            np.searchsorted(classes, np.asarray([value], dtype=flat.dtype))
-        except TypeError:
-            return row
-    return 0
-
-
-def _first_value(y: np.ndarray):
-    if not np.size(y):
-        return None
-    value = np.asarray(y).ravel()[0]
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _drop_invalid_rows(config: DSGConfig, X: np.ndarray, y, sw, origin: RowOrigin):
-    """``on_invalid="skip"``: the rows of one task whose X (and y, and weight) are finite."""
-    keep = np.isfinite(X).all(axis=1)
-    y_arr = None if y is None else np.asarray(y)
-    if y_arr is not None and y_arr.dtype.kind in "fc":  # NaN/inf targets or labels
-        keep &= np.isfinite(y_arr.reshape(len(X), -1)).all(axis=1)
-    if sw is not None:
-        keep &= np.isfinite(sw)
-    n_bad = int(len(keep) - keep.sum())
-    if n_bad == 0:
-        return X, y, sw, 0, origin
-    return (np.ascontiguousarray(X[keep]), np.asarray(y)[keep],
-            None if sw is None else sw[keep], n_bad, origin.keep(keep))
-
-
 def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarray:
     """Decision values (n, n_outputs) of the model for one chunk (Algorithm 2).
 
@@ -397,16 +313,16 @@ def _predict_chunk(config: DSGConfig, coefs: np.ndarray, n_used: int,
         return F
     per_block = config.n_features_in * config.block_size * dtype.itemsize
     group = max(1, _PREDICT_GROUP_BYTES // max(per_block, 1))
-    scale = feature_scale(config.block_size)
+    fmap = feature_map(config)
+    scale = fmap.feature_scale(config.block_size)
     cache = default_cache()
     for lo in range(0, n_used, group):
         ids = np.arange(lo, min(lo + group, n_used))
         W, phase = stacked_block_params(config.feature_seed, ids, config.n_features_in,
                                         config.block_size, config.bandwidth, dtype,
-                                        cache=cache,
-                                        affine=_affine(config))
+                                        cache=cache, affine=_affine(config), kernel=fmap)
         coef = np.ascontiguousarray(coefs[ids], dtype=dtype)
-        F += dsg_predict(X, W, phase, coef, scale)
+        F += dsg_predict(X, W, phase, coef, scale, fmap.nonlinearity)
     return F
 
 
@@ -579,8 +495,9 @@ class DSGAlgorithm:
         Y = np.ascontiguousarray(Y)
         m = self.n_steps(n)
         gammas, averaged = self._steps(task.t_start, m)
+        fmap = feature_map(cfg)
         params = (float(cfg.alpha), int(cfg.batch_size), int(cfg.loss_id),
-                  feature_scale(cfg.block_size), float(cfg.loss_param))
+                  fmap.feature_scale(cfg.block_size), float(cfg.loss_param))
         cache = default_cache()
         g = int(min(m, max(0, cfg.n_blocks - task.block_start)))  # growth steps
         block_ids = task.block_start + np.arange(g, dtype=np.int64)
@@ -592,10 +509,11 @@ class DSGAlgorithm:
             F = _predict_chunk(cfg, state.coef, state.n_blocks_used, X[:rows])
             W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
                                             cfg.block_size, cfg.bandwidth, dtype, cache=cache,
-                                            affine=_affine(cfg))
+                                            affine=_affine(cfg), kernel=fmap)
             (new_coef, decay, avg_new, avg_old, n_avg, loss_sum,
              loss_weight) = dsg_chunk_update(X[:rows], Y[:rows], w[:rows], F, W, phase,
-                                             (gammas[:g], averaged[:g]), params)
+                                             (gammas[:g], averaged[:g]), params,
+                                             fmap.nonlinearity)
         block_end = task.block_start + g if g else 0
         k0 = state.n_avg
         common = dict(weight=float(n), count=1, max_steps=m, n_samples=n,
@@ -621,7 +539,8 @@ class DSGAlgorithm:
         rows = g * cfg.batch_size
         # all blocks stacked when they fit in the config's feature budget, else tiles
         source = BlockSource(cfg.feature_seed, cfg.n_features_in, cfg.block_size,
-                             cfg.bandwidth, dtype, cache=cache, affine=_affine(cfg))
+                             cfg.bandwidth, dtype, cache=cache, affine=_affine(cfg),
+                             kernel=fmap)
         after, mean, k2, more_loss, more_weight = full_phase_update(
             X[rows:], Y[rows:], w[rows:], local, mean, k1, (gammas[g:], averaged[g:]),
             params, source, budget=cfg.feature_budget)
