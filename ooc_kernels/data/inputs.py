@@ -20,29 +20,34 @@ Examples
 from __future__ import annotations
 
 import numbers
-import sys
 from collections.abc import Mapping
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 
+from ooc_kernels.data._frames import (
+    _dask_frame_kind,
+    _dask_frames_to_arrays,
+    _frame_to_array,
+    _frame_y,
+    _partition_lengths,
+    non_numeric_frame_error,
+)
 from ooc_kernels.data.factorized import Factorized
 from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
-__all__ = ["as_chunked", "is_lazy_input", "model_input", "wrap_prediction", "SUPERVISED_DIMS"]
+__all__ = ["as_chunked", "is_lazy_input", "model_input", "pair_samples", "wrap_prediction",
+           "SUPERVISED_DIMS", "TWO_SAMPLE_DIMS"]
 
 #: Dimension names of the supervised variables handed to the engine.
 SUPERVISED_DIMS = {"X": ("sample", "feature"), "y": ("sample",)}
+#: Dimension names of the two samples of a two-sample fit (:func:`pair_samples`).
+TWO_SAMPLE_DIMS = {"X_p": ("sample_p", "feature"), "X_q": ("sample_q", "feature")}
 
 DEFAULT_CHUNK_SIZE = 10_000
 
-#: Dask's planner may fuse partitions of a column-projected Parquet read (``ddf["y"]``
-#: alone becomes a few partitions of many files): off here, so that the chunks are the
-#: partitions the user sees and ``X``/``y`` partitions pair up.
-_NO_FUSION = {"optimization.tune.active": False}
 
 
 def is_lazy_input(X: Any) -> bool:
@@ -60,218 +65,6 @@ def is_lazy_input(X: Any) -> bool:
     except ImportError:  # pragma: no cover - xarray is a dependency
         return False
     return isinstance(X, (xr.Dataset, xr.DataArray))
-
-
-def _dask_frame_kind(obj: Any) -> str | None:
-    """``"frame"`` or ``"series"`` for a Dask DataFrame or Series, else None.
-
-    ``dask.dataframe`` is not imported here (it needs pyarrow): an object can only be a Dask
-    DataFrame if its module was imported by whoever built it.
-    """
-    dd = sys.modules.get("dask.dataframe")
-    if dd is None:
-        return None
-    frame_t, series_t = getattr(dd, "DataFrame", None), getattr(dd, "Series", None)
-    if frame_t is not None and isinstance(obj, frame_t):
-        return "frame"
-    if series_t is not None and isinstance(obj, series_t):
-        return "series"
-    return None
-
-
-def _known_lengths(frame: Any) -> tuple[int, ...] | None:
-    """Partition lengths that Dask's query planner knows without reading any partition.
-
-    The planner answers from metadata where it can: the row counts in Parquet footers,
-    in-memory pandas partitions.  None when it cannot (or on a Dask without this planner).
-    """
-    try:
-        from dask.dataframe.dask_expr._expr import Lengths, Literal
-
-        expr = Lengths(frame.expr).optimize()
-    except Exception:  # noqa: BLE001 - a short-cut only: the general pass below still runs
-        return None
-    if isinstance(expr, Literal) and len(expr.value) == frame.npartitions:
-        return tuple(int(n) for n in expr.value)
-    return None
-
-
-def _partition_lengths(*frames: Any) -> list[tuple[int, ...]]:
-    """Rows per partition of each Dask DataFrame/Series.
-
-    From metadata when Dask knows them (nothing read); otherwise all the unknown ones in one
-    pass together, which loads each partition once, one at a time per worker, keeping only
-    its length (partitions shared by the frames, e.g. ``ddf[cols]`` and ``ddf["y"]``, are
-    read once).
-    """
-    with dask.config.set(_NO_FUSION):
-        out = [_known_lengths(f) for f in frames]
-        todo = [i for i, lengths in enumerate(out) if lengths is None]
-        counted = dask.compute(*[frames[i].map_partitions(len, enforce_metadata=False)
-                                 for i in todo]) if todo else ()
-    for i, lengths in zip(todo, counted):
-        # Dask concatenates the per-partition results of several partitions into a Series,
-        # but returns the result of a single partition as it is: one int
-        out[i] = tuple(int(n) for n in np.atleast_1d(np.asarray(lengths)))
-        if len(out[i]) != frames[i].npartitions:  # pragma: no cover - a planner regrouping
-            raise ValidationError(
-                f"Dask counted rows for {len(out[i])} partitions of a DataFrame with "
-                f"{frames[i].npartitions}; persist the DataFrame (ddf = ddf.persist()) or "
-                "pass a Dask array."
-            )
-    return out
-
-
-def _numpy_dtype(dtype: Any) -> np.dtype | None:
-    """The NumPy dtype of a (possibly pandas extension) column dtype, None if it has none."""
-    try:
-        return np.dtype(getattr(dtype, "numpy_dtype", dtype))
-    except TypeError:
-        return None
-
-
-def _frame_X(X: Any) -> Any:
-    """A Dask DataFrame of numeric columns cast to one float dtype (lazy), else an error."""
-    bad = []
-    for name, dt in X.dtypes.items():
-        nd = _numpy_dtype(dt)
-        if nd is None or nd.kind not in "biuf" or str(dt) == "category":
-            bad.append(f"{name!r} ({dt})")
-    if bad:
-        raise ValidationError(
-            f"X has non-numeric columns: {', '.join(bad)}; the estimators need numbers. Fix: "
-            "pass the numeric columns only, e.g. X = ddf[numeric_cols] or "
-            "X = ddf.select_dtypes('number'), or encode the others as numbers first."
-        )
-    dtypes = {_numpy_dtype(dt) for dt in X.dtypes}
-    target = np.dtype(np.float32) if dtypes == {np.dtype(np.float32)} else np.dtype(np.float64)
-    if any(dt != target for dt in X.dtypes):  # also turns nullable NA into NaN
-        X = X.astype(target)
-    return X
-
-
-
-def non_numeric_frame_error(X: Any) -> ValidationError | None:
-    """The error naming the columns of a pandas DataFrame ``X`` that are not numbers.
-
-    A column is accepted when its dtype is numeric (bool, integer, float, nullable numeric)
-    or when its values convert to float (an object column of numbers, numeric categories);
-    a column that does not convert (text, datetimes) is named with its dtype and the
-    conversion's complaint (the first value that failed).  Called when scikit-learn's
-    validation of an in-memory ``X`` fails, so that its ``could not convert string to
-    float: 'no'`` says which column holds ``'no'``.
-
-    Returns
-    -------
-    ValidationError or None
-        None when ``X`` is not a pandas DataFrame or all its columns convert.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> df = pd.DataFrame({"age": [31, 45], "smoker": ["no", "yes"]})
-    >>> print(non_numeric_frame_error(df))  # doctest: +ELLIPSIS
-    X has non-numeric columns: 'smoker' (str: could not convert string to float: 'no'); ...
-    """
-    pd = sys.modules.get("pandas")
-    if pd is None or not isinstance(X, pd.DataFrame):
-        return None
-    bad = []
-    for position, (name, dt) in enumerate(X.dtypes.items()):
-        nd = _numpy_dtype(dt)
-        if nd is not None and nd.kind in "biuf" and str(dt) != "category":
-            continue
-        try:
-            # one column of the caller's in-memory pandas frame (already in memory)
-            np.asarray(X.iloc[:, position], dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            bad.append(f"{name!r} ({dt}: {err})")
-    if not bad:
-        return None
-    return ValidationError(
-        f"X has non-numeric columns: {', '.join(bad)}; the estimators need numbers. Fix: "
-        "pass the numeric columns only, e.g. X = df[numeric_cols] or "
-        "X = df.select_dtypes('number'), or encode the others as numbers first (e.g. "
-        "sklearn.preprocessing.OrdinalEncoder)."
-    )
-
-def _frame_y(y: Any) -> Any:
-    """A Dask Series of targets whose ``.values`` are a NumPy array (lazy), else an error."""
-    if _dask_frame_kind(y) == "frame":
-        if len(y.columns) != 1:
-            raise ValidationError(
-                f"y is a Dask DataFrame with {len(y.columns)} columns {list(y.columns)}; "
-                "give a single target, e.g. y = ddf['target']."
-            )
-        y = y[y.columns[0]]
-    dt = y.dtype
-    nd = _numpy_dtype(dt)
-    if isinstance(dt, np.dtype) and dt.kind in "biuf":
-        return y
-    if nd is not None and nd.kind in "biuf" and str(dt) != "category":
-        return y.astype(nd)  # a nullable numeric column (float NA become NaN)
-    return y.astype(object)  # labels: strings, categories
-
-
-def _frame_to_array(frame: Any, lengths: tuple[int, ...]) -> da.Array:
-    """The Dask array of a converted DataFrame/Series, one chunk per partition."""
-    with dask.config.set(_NO_FUSION):
-        values = frame.values  # planned now: chunks of unknown size, one per partition
-    if values.numblocks[0] != len(lengths):  # pragma: no cover - a planner regrouping
-        raise ValidationError(
-            f"Dask planned {values.numblocks[0]} chunks for {len(lengths)} partitions; "
-            "persist the DataFrame (ddf = ddf.persist()) or pass a Dask array."
-        )
-    return da.Array(values.dask, values.name, chunks=(lengths,) + values.chunks[1:],
-                    meta=values._meta)
-
-
-def _dask_frames_to_arrays(X: Any, y: Any) -> tuple[da.Array, Any]:
-    """Dask DataFrame ``X`` (and Dask Series/DataFrame ``y``) as Dask arrays, chunks =
-    partitions; one pass computes the partition lengths of both."""
-    if _dask_frame_kind(X) == "series":
-        raise ValidationError(
-            "X is a Dask Series (one column); X must be 2-D (n_samples, n_features). "
-            "Pass a DataFrame, e.g. X = ddf[['column']]."
-        )
-    Xf = _frame_X(X)
-    if _dask_frame_kind(y) is None:
-        (lengths,) = _partition_lengths(Xf)
-        return _frame_to_array(Xf, lengths), y
-    yf = _frame_y(y)
-    if Xf.npartitions != yf.npartitions:
-        raise ValidationError(
-            f"X and y are partitioned differently: X has {Xf.npartitions} partitions and y "
-            f"has {yf.npartitions}; partitions become chunks, paired row by row. Fix: take "
-            "both from one DataFrame (X = ddf[feature_columns]; y = ddf['target']), or "
-            "repartition y like X (y = y.repartition(divisions=X.divisions) when both have "
-            "known divisions)."
-        )
-    if (Xf.known_divisions and yf.known_divisions
-            and tuple(Xf.divisions) != tuple(yf.divisions)):
-        raise ValidationError(
-            f"X and y have different divisions (index bounds of the partitions): "
-            f"{Xf.divisions} and {yf.divisions}; their rows would be paired by position, "
-            "not by index. Fix: take both from one DataFrame (X = ddf[feature_columns]; "
-            "y = ddf['target']), or align them first (y = y.repartition(divisions="
-            "X.divisions))."
-        )
-    x_lengths, y_lengths = _partition_lengths(Xf, yf)
-    if sum(x_lengths) != sum(y_lengths):
-        raise ValidationError(
-            f"X and y have different numbers of samples: {sum(x_lengths)} and "
-            f"{sum(y_lengths)}; they must describe the same samples."
-        )
-    if x_lengths != y_lengths:
-        i = next(k for k, (a, b) in enumerate(zip(x_lengths, y_lengths)) if a != b)
-        raise ValidationError(
-            f"X and y partitions do not line up: partition {i} has {x_lengths[i]} rows in X "
-            f"and {y_lengths[i]} in y; partitions become chunks, paired row by row. Fix: "
-            "take both from one DataFrame (X = ddf[feature_columns]; y = ddf['target']), "
-            "or repartition y like X (y = y.repartition(divisions=X.divisions) when both "
-            "have known divisions)."
-        )
-    return _frame_to_array(Xf, x_lengths), _frame_to_array(yf, y_lengths)
 
 
 def _check_chunk_size(chunk_size: Any) -> int:
@@ -817,6 +610,68 @@ def _raise_all(problems: list[str], invalid: list[str], where: str) -> None:
         err = cls(f"{where} has {len(found)} problems:\n{lines}")
     err.problems = found
     raise err
+
+
+def pair_samples(first: ChunkedData, second: ChunkedData) -> ChunkedData:
+    """Two samples of the same features as one :class:`ChunkedData` whose chunks pair them.
+
+    The result holds ``X_p`` (``first``'s ``X``) and ``X_q`` (``second``'s ``X``), each
+    along a sample dimension of its own (:data:`TWO_SAMPLE_DIMS`), with the same number of
+    chunks: chunk ``c`` of the data is chunk ``c`` of ``X_p`` with chunk ``c`` of ``X_q``,
+    so the task that reads it gets rows of both samples.  The sample with fewer chunks is
+    cut lazily into as many chunks as the other, of sizes differing by at most one (a chunk
+    of the new cut reads the one or few stored chunks it overlaps); the sample with more
+    chunks keeps its own.  An epoch is therefore one pass over both samples, every row of
+    each read once, whatever their lengths (a much shorter sample gives small chunks, of
+    zero rows when it has fewer rows than the other has chunks).  ``sample_p`` is the first
+    sample's length: :attr:`ChunkedData.n_samples` and :attr:`ChunkedData.chunk_sizes`
+    refer to ``X_p``.
+
+    Raises
+    ------
+    ValidationError
+        The samples have different numbers of features, or one of them has no ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p = as_chunked(np.zeros((10, 2)), chunk_size=4)
+    >>> q = as_chunked(np.ones((5, 2)), chunk_size=5)
+    >>> both = pair_samples(p, q)
+    >>> both.chunk_sizes, both["X_q"].chunks[0], both.sizes["sample_q"]
+    ((4, 4, 2), (2, 2, 1), 5)
+    """
+    for name, data in (("X_p", first), ("X_q", second)):
+        if data.X is None:
+            raise ValidationError(
+                f"the sample {name} has no X variable (found {sorted(data.variables)}); "
+                "give each sample as an array, a Dask array or a Dataset with an X."
+            )
+    if first.n_features != second.n_features:
+        raise ValidationError(
+            f"X_q has {second.n_features} features, X_p has {first.n_features}; the two "
+            "samples must describe the same features: select the same columns in both."
+        )
+    if (first.feature_names is not None and second.feature_names is not None
+            and first.feature_names != second.feature_names):
+        raise ValidationError(
+            f"X_p and X_q have different columns: {list(first.feature_names)} and "
+            f"{list(second.feature_names)}; select and order the columns alike, e.g. "
+            "X_q[list(X_p.columns)]."
+        )
+    n = max(first.n_chunks, second.n_chunks)
+    X_p, X_q = _cut(first.X, n), _cut(second.X, n)
+    return ChunkedData({"X_p": X_p, "X_q": X_q}, dims=TWO_SAMPLE_DIMS,
+                       attrs=dict(first.attrs),
+                       feature_names=first.feature_names or second.feature_names)
+
+
+def _cut(X: da.Array, n_chunks: int) -> da.Array:
+    """``X`` in ``n_chunks`` chunks along its samples (its own chunks if it has as many)."""
+    if X.numblocks[0] == n_chunks:
+        return X
+    base, extra = divmod(X.shape[0], n_chunks)
+    return X.rechunk(({0: (base + 1,) * extra + (base,) * (n_chunks - extra)}))
 
 
 def model_input(data) -> Any:

@@ -175,7 +175,7 @@ def _rounds_per_epoch(estimator, model: dict, data, where: str) -> int:
     probe.random_seed_ = seed
     train, _ = probe._split_validation(data)
     shuffle_chunks = probe._resolve_shuffle_chunks(train)
-    return len(plan_epoch(train.n_chunks, chunks_per_round=estimator.chunks_per_round,
+    return len(plan_epoch(train.n_chunks, chunks_per_round=estimator._tasks_per_round,
                           seed=0, epoch=0, shuffle=False, shuffle_chunks=shuffle_chunks))
 
 

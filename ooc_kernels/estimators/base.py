@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import math
 import time
-from numbers import Integral, Real
 from typing import Any
 
 import dask
@@ -59,150 +58,52 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
 from ooc_kernels._seeds import derive_seed
-from ooc_kernels.data.inputs import (
-    as_chunked,
-    is_lazy_input,
-    model_input,
-    non_numeric_frame_error,
-    wrap_prediction,
+from ooc_kernels.data.inputs import as_chunked
+from ooc_kernels.estimators._capabilities import Capabilities
+from ooc_kernels.estimators._constraints import validate_params
+from ooc_kernels.estimators._hyperparams import (
+    BASE_CONSTRAINTS,
+    BASE_PARAMS_DOC,
+    ORDER_PARAMS,
+    SEQUENTIAL_CONSTRAINTS,
+    SHUFFLE_BYTES,
+    STOPPING_CONSTRAINTS,
+    STOPPING_PARAMS_DOC,
 )
-from ooc_kernels.estimators._constraints import (
-    Interval,
-    SchedulerSpec,
-    StrOptions,
-    validate_params,
+from ooc_kernels.estimators._inputs import (
+    _is_chunked_input,
+    _with_sample_weight,
+    sklearn_validated,
+    two_sample_data,
+    unsupervised_data,
 )
-from ooc_kernels.exceptions import (
-    CheckpointError,
-    InputTypeError,
-    ModelFormatError,
-    ValidationError,
-)
+from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
+from ooc_kernels.exceptions import CheckpointError, ModelFormatError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.cluster import reporting_scheduler_loss
 from ooc_kernels.parallel.engine import run_rounds
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["ChunkedEstimator", "ChunkedClassifierMixin", "ChunkedRegressorMixin",
-           "SHUFFLE_BYTES", "BASE_CONSTRAINTS", "STOPPING_CONSTRAINTS", "BASE_PARAMS_DOC",
-           "STOPPING_PARAMS_DOC"]
-
-#: numpydoc of the stopping hyperparameters (families that declare them append it).
-STOPPING_PARAMS_DOC = """    max_iter : int, default=1000
-        Most passes over the data (epochs) in :meth:`fit`.
-    tol : float or None, default=1e-3
-        Stop when an epoch's loss (progressive-validation loss, or minus the validation
-        score with ``early_stopping``) improves by less than ``tol`` on the best so far, for
-        ``n_iter_no_change`` epochs in a row.  None: always run ``max_iter`` epochs.
-    n_iter_no_change : int, default=5
-    early_stopping : bool, default=False
-        Hold out whole chunks (``validation_fraction`` of them, at least one) and stop on
-        their score instead of the training loss.  In-memory inputs are cut into at least
-        ``1 / validation_fraction`` chunks for it.
-    validation_fraction : float, default=0.1
-    warm_start : bool, default=False
-        A new :meth:`fit` continues from the current model for ``max_iter`` more epochs
-        (same data shape, classes and random features) instead of starting over.
-    verbose : int, default=0
-        Print each epoch's loss, validation score and time.
-"""
-
-#: ``shuffle_chunks="auto"``: the X bytes one task may gather to mix rows across chunks.
-SHUFFLE_BYTES = 8 * 2**20
-
-#: Constraints of the hyperparameters every family shares.
-BASE_CONSTRAINTS: dict = {
-    "max_iter": [Interval(Integral, 1, None, closed="left")],
-    "chunks_per_round": [Interval(Integral, 1, None, closed="left")],
-    "chunk_size": [Interval(Integral, 1, None, closed="left")],
-    "shuffle": ["boolean"],
-    "shuffle_chunks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-    "on_invalid": [StrOptions({"error", "skip"})],
-    "random_state": ["random_state"],
-    "scheduler": [None, SchedulerSpec()],
-    "progress": ["boolean", None],
-}
-
-#: Constraints of the stopping rule, warm start and verbosity (scikit-learn's SGD names).
-STOPPING_CONSTRAINTS: dict = {
-    "tol": [Interval(Real, 0, None, closed="left"), None],
-    "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
-    "early_stopping": ["boolean"],
-    "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-    "warm_start": ["boolean"],
-    "verbose": ["verbose"],
-}
-
-
-#: numpydoc of the shared hyperparameters, appended to every family's parameter list.
-BASE_PARAMS_DOC = """    chunks_per_round : int, default=1
-        ``K``: tasks (groups of chunks) processed in parallel per round; their local models
-        are combined, weighted by the rows each trained on.  ``K = 1`` is the sequential
-        algorithm.  Results depend on ``K`` but not on the scheduler.
-    chunk_size : int, default=10000
-        Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
-    shuffle : bool, default=True
-        Visit the rows in a new random order every epoch: the chunks are permuted and cut
-        into groups of ``shuffle_chunks`` chunks; a task reads one group and visits its rows
-        in one random order, so rows of different chunks are mixed (a store sorted by label,
-        time or source is not seen in that order).  ``False``: the rows in storage order.
-    shuffle_chunks : int or "auto", default="auto"
-        Chunks whose rows one task mixes (memory: ``chunks_per_round * shuffle_chunks``
-        chunks, twice that while a group is gathered).  Groups hold at most that many
-        chunks and are balanced so that every round has ``chunks_per_round`` tasks.
-        ``"auto"``: the largest groups that fit in 8 MiB of ``X`` per task while every round
-        keeps its ``K`` tasks (fewest rounds); 1 without ``shuffle``.  The value used is
-        ``shuffle_chunks_``.
-    on_invalid : {"error", "skip"}, default="error"
-        Rows with NaN or inf in ``X`` (or in ``y`` for regression): ``"error"`` stops the fit
-        with the chunk and row; ``"skip"`` leaves them out and counts them in
-        ``n_samples_skipped_``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the model's random numbers, the chunk order and the row order.
-    scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
-        Where the chunk tasks run; ``None`` uses Dask's default (an active Client if any).
-        An address is connected for the duration of each ``fit``/``score`` and closed
-        after.  Never saved with the model.
-    progress : bool or None, default=None
-        Show a progress bar (``None``: on a terminal or in a notebook).
-"""
-
-
-def sklearn_validated(func, *args, **kwargs):
-    """scikit-learn's input validation, its errors re-raised in the library's hierarchy.
-
-    A pandas ``X`` that ``validate_data`` cannot convert to numbers gets the error of
-    :func:`~ooc_kernels.data.inputs.non_numeric_frame_error`, which names the columns.
-    """
-    try:
-        return func(*args, **kwargs)
-    except ValidationError:
-        raise
-    except (TypeError, ValueError) as err:
-        named = non_numeric_frame_error(args[1]) if func is validate_data else None
-        if named is not None:
-            raise named from err
-        if isinstance(err, TypeError):
-            raise InputTypeError(str(err)) from err
-        raise ValidationError(str(err)) from err
-
-
-def _is_chunked_input(X) -> bool:
-    from ooc_kernels.data.factorized import Factorized
-
-    if isinstance(X, Factorized):
-        return True
-    return is_lazy_input(X) or (hasattr(X, "read") and callable(X.read))
+           "SHUFFLE_BYTES", "BASE_CONSTRAINTS", "SEQUENTIAL_CONSTRAINTS",
+           "STOPPING_CONSTRAINTS", "BASE_PARAMS_DOC", "STOPPING_PARAMS_DOC",
+           "sklearn_validated"]
 
 
 class ChunkedEstimator(BaseEstimator):
     """Family-neutral machinery of the library's estimators (see the module docstring)."""
 
     _parameter_constraints: dict = BASE_CONSTRAINTS
+    #: What the family supports: its execution mode, what ``fit`` learns from, its task,
+    #: ``partial_fit``, ``tol``, probabilistic outputs, a finishing step, checkpoints.  The
+    #: base reads ``execution``, ``inputs`` and ``finishing``; the contract suite reads all.
+    capabilities: Capabilities = Capabilities()
+    #: Whether every ``partial_fit`` call ends with the finishing hook (families whose
+    #: model exists only once finished); by default only ``fit`` runs it.
+    _finish_after_partial_fit = False
     #: Parameters that belong to whoever runs the model, never saved in files.
     _runtime_params = ("scheduler", "progress")
     #: Parameters that may change when a fit resumes from a checkpoint.
@@ -236,18 +137,71 @@ class ChunkedEstimator(BaseEstimator):
     def _validate_params(self) -> None:
         """Declarative checks (``_parameter_constraints``), then the family's own."""
         validate_params(self)
+        self._check_execution()
         self._check_params()
+
+    def _check_execution(self) -> None:
+        """A family in the ``"sequential"`` execution mode reads its chunks once per epoch in
+        storage order, one task a round: order parameters it exposes must say so."""
+        if self.capabilities.execution != "sequential":
+            return
+        params = self.get_params(deep=False)
+        allowed = {"chunks_per_round": (1,), "shuffle": (False,),
+                   "shuffle_chunks": (1, "auto")}
+        for name in ORDER_PARAMS:
+            if name in params and not any(params[name] == ok and type(params[name]) is
+                                          type(ok) for ok in allowed[name]):
+                raise ValidationError(
+                    f"{type(self).__name__} streams its chunks once per epoch in storage "
+                    f"order (execution 'sequential'), so {name} must be "
+                    f"{' or '.join(repr(v) for v in allowed[name])}, got {params[name]!r}; "
+                    f"leave {name} at its default."
+                )
+
+    @property
+    def _tasks_per_round(self) -> int:
+        """``K`` of the engine's rounds (1 in the ``"sequential"`` execution mode)."""
+        if self.capabilities.execution == "sequential":
+            return 1
+        return int(self.chunks_per_round)
 
     def _check_params(self) -> None:
         """Checks that involve several parameters (families override)."""
 
     # ------------------------------------------------------------------ inputs
     def _fit_data(self, X, y, *, reset: bool, sample_weight=None) -> ChunkedData:
-        """Any accepted input as :class:`ChunkedData` (X, y and ``sample_weight``), checked
-        against the fit."""
+        """Any accepted input as :class:`ChunkedData`, checked against the fit: ``X``, ``y``
+        and ``sample_weight`` (supervised families), ``X`` and ``sample_weight``
+        (unsupervised: ``y`` is not used, as in scikit-learn), or the two samples ``X_p =
+        X`` and ``X_q = y`` paired chunk by chunk (two-sample families, see
+        :func:`~ooc_kernels.estimators._inputs.two_sample_data`)."""
+        inputs = self.capabilities.inputs
+        if inputs == "two_sample":
+            if sample_weight is not None:
+                raise ValidationError(
+                    f"{type(self).__name__} learns from two samples and takes no "
+                    "sample_weight; drop it (or repeat rows to weight them)."
+                )
+            first = self._samples(X, None, reset=reset, name="X_p")
+            return two_sample_data(first, self._samples(y, None, reset=None, name="X_q"))
+        if inputs == "unsupervised":
+            return _with_sample_weight(unsupervised_data(self._samples(X, None, reset=reset)),
+                                       sample_weight)
+        return _with_sample_weight(self._samples(X, y, reset=reset), sample_weight)
+
+    def _samples(self, X, y, *, reset: bool | None, name: str = "X") -> ChunkedData:
+        """One input (with its targets ``y`` for supervised families) as
+        :class:`ChunkedData`; ``reset``: record its features as the model's (True), check
+        them against the model's (False), or neither (None)."""
         skip = getattr(self, "on_invalid", "error") == "skip"   # families without it: error
+        supervised = self.capabilities.needs_y
+        if X is None and self.capabilities.inputs == "two_sample":
+            raise ValidationError(
+                f"{type(self).__name__}.fit needs {name}, got None; pass an array, a Dask "
+                "array, a Dataset or a catalog entry."
+            )
         if _is_chunked_input(X):
-            data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=True,
+            data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=supervised,
                               check_y=not skip)
             if reset:
                 self.n_features_in_ = data.n_features
@@ -255,21 +209,30 @@ class ChunkedEstimator(BaseEstimator):
                     self.feature_names_in_ = np.asarray(data.feature_names, dtype=object)
                 elif hasattr(self, "feature_names_in_"):
                     del self.feature_names_in_
-            else:
+            elif reset is not None:
                 self._check_lazy_features(data)
-            return _with_sample_weight(data, sample_weight)
-        X, y = sklearn_validated(validate_data, self, X, y, reset=reset,
-                                 dtype=[np.float64, np.float32],
-                                 y_numeric=not self._is_classifier, multi_output=False,
-                                 ensure_all_finite=not skip)
+            return data
+        if reset is None:
+            from sklearn.utils.validation import check_array
+
+            X = sklearn_validated(check_array, X, dtype=[np.float64, np.float32],
+                                  ensure_all_finite=not skip)
+        elif supervised:
+            X, y = sklearn_validated(validate_data, self, X, y, reset=reset,
+                                     dtype=[np.float64, np.float32],
+                                     y_numeric=not self._is_classifier, multi_output=False,
+                                     ensure_all_finite=not skip)
+        else:
+            X = sklearn_validated(validate_data, self, X, reset=reset,
+                                  dtype=[np.float64, np.float32], ensure_all_finite=not skip)
         chunk = self.chunk_size
         if getattr(self, "early_stopping", False):  # enough whole chunks to hold some out
             chunk = min(chunk, max(1, math.ceil(len(X) * self.validation_fraction)))
         if skip:  # invalid rows are dropped chunk by chunk by the solver
             X = da.from_array(X, chunks=(chunk, X.shape[1]))
-            y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
-        data = as_chunked(X, y, chunk_size=chunk, require_y=True, check_y=not skip)
-        return _with_sample_weight(data, sample_weight)
+            if y is not None:
+                y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+        return as_chunked(X, y, chunk_size=chunk, require_y=supervised, check_y=not skip)
 
     def _check_lazy_features(self, data: ChunkedData) -> None:
         """A lazy input after fit: its number of features, and its column names when both
@@ -337,15 +300,19 @@ class ChunkedEstimator(BaseEstimator):
         self._initialize(data, sched, classes=getattr(self, "classes_", None))
 
     def _resolve_shuffle_chunks(self, data: ChunkedData) -> int:
-        """Chunks whose rows one task mixes (see the ``shuffle_chunks`` parameter)."""
+        """Chunks whose rows one task mixes (see the ``shuffle_chunks`` parameter); 1 in the
+        ``"sequential"`` execution mode."""
+        if self.capabilities.execution == "sequential":
+            return 1
         if not isinstance(self.shuffle_chunks, str):
             return int(min(self.shuffle_chunks, data.n_chunks))
         if not self.shuffle:
             return 1
         # the fewest whole rounds of K groups whose groups fit the memory budget
-        row_bytes = sum(int(np.prod(a.shape[1:], dtype=np.int64)) * a.dtype.itemsize
-                        for a in data.variables.values())
-        by_memory = max(1, SHUFFLE_BYTES // max(max(data.chunk_sizes) * row_bytes, 1))
+        # (the largest chunk of every sample variable: two samples have chunks of their own)
+        chunk_bytes = sum(max(a.chunks[0]) * int(np.prod(a.shape[1:], dtype=np.int64))
+                          * a.dtype.itemsize for a in data.variables.values())
+        by_memory = max(1, SHUFFLE_BYTES // max(chunk_bytes, 1))
         k = self.chunks_per_round
         n_rounds = -(-data.n_chunks // (k * by_memory))
         n_groups = min(data.n_chunks, k * n_rounds)
@@ -360,8 +327,10 @@ class ChunkedEstimator(BaseEstimator):
         return mon.restore(getattr(self, "_monitor_state", None))
 
     def _run(self, data: ChunkedData, sched, *, start: tuple[int, int], end_epoch: int,
-             callback=None, validation: ChunkedData | None = None,
-             stopping: bool = True, resumed: bool = False) -> None:
+             writer=None, validation: ChunkedData | None = None,
+             stopping: bool = True, resumed: bool = False, finish: bool = False) -> None:
+        """Run the engine from ``start`` to ``end_epoch``, then end the fit
+        (:meth:`_end_fit`: the last checkpoint, the finishing hook, the public attributes)."""
         if data.n_features != self.n_features_in_:
             raise ValidationError(
                 f"X has {data.n_features} features, but {type(self).__name__} is expecting "
@@ -388,14 +357,14 @@ class ChunkedEstimator(BaseEstimator):
             self._n_epochs_done = self.n_iter_ = start[0]
             self.history_ = list(monitor.history)
             self.stop_reason_ = monitor.stop_reason
-            self._publish()
+            self._end_fit(data, sched, writer, finish)
             return
         clock = {"epoch": time.perf_counter(), "loss": totals}
 
         def after_round(state, info):
             self._after_round(state, info)
-            if callback is not None:
-                callback(state, info)
+            if writer is not None:
+                writer(state, info)
 
         def after_epoch(state, epoch):
             self._state = state
@@ -418,9 +387,11 @@ class ChunkedEstimator(BaseEstimator):
             return stop and stopping
 
         self.shuffle_chunks_ = self._resolve_shuffle_chunks(data)
+        sequential = self.capabilities.execution == "sequential"
         result = run_rounds(self._make_algorithm(), self._state, self._engine_data(data),
-                            n_epochs=end_epoch, chunks_per_round=self.chunks_per_round,
-                            seed=self._data_seed, shuffle=bool(self.shuffle),
+                            n_epochs=end_epoch, execution=self.capabilities.execution,
+                            chunks_per_round=self._tasks_per_round, seed=self._data_seed,
+                            shuffle=False if sequential else bool(self.shuffle),
                             shuffle_chunks=self.shuffle_chunks_, start_epoch=start[0],
                             start_round=start[1], scheduler=sched, progress=self.progress,
                             desc=type(self).__name__, callback=after_round,
@@ -430,7 +401,19 @@ class ChunkedEstimator(BaseEstimator):
         self.n_iter_ = result.epoch
         self.stop_reason_ = monitor.stop_reason if result.stopped else (
             f"max_iter={end_epoch} epochs reached" if stopping else None)
-        self._publish()
+        self._end_fit(data, sched, writer, finish)
+
+    def _end_fit(self, data: ChunkedData, sched, writer, finish: bool) -> None:
+        """After the engine's last round: the last checkpoint (of the rounds' state, so a
+        fit resumed from it finishes once more), the finishing hook if ``finish``, and
+        the public fitted attributes."""
+        if not finish:
+            self._publish()
+        if writer is not None:
+            writer.write(self._state, (self._n_epochs_done, 0))
+        if finish:
+            self._state = self._finish(self._state, data, sched)
+            self._publish()
 
     def _print_epoch(self, entry: dict) -> None:
         parts = [f"-- Epoch {entry['epoch'] + 1}"]
@@ -516,10 +499,9 @@ class ChunkedEstimator(BaseEstimator):
                 writer = CheckpointWriter(self, data, checkpoint, checkpoint_every, end)
                 if ck is not None:
                     writer.position = tuple(start)
-            self._run(train, sched, start=start, end_epoch=end, callback=writer,
-                      validation=val, resumed=ck is not None)
-        if writer is not None:
-            writer.write(self._state, (self._n_epochs_done, 0))
+            self._run(train, sched, start=start, end_epoch=end, writer=writer,
+                      validation=val, resumed=ck is not None,
+                      finish=self.capabilities.finishing)
         return self
 
     @classmethod
@@ -574,7 +556,8 @@ class ChunkedEstimator(BaseEstimator):
                         f"partial_fit call ({self.classes_.tolist()}); pass the same list."
                     )
             self._run(data, sched, start=(self._n_epochs_done, 0),
-                      end_epoch=self._n_epochs_done + 1, stopping=False)
+                      end_epoch=self._n_epochs_done + 1, stopping=False,
+                      finish=self.capabilities.finishing and self._finish_after_partial_fit)
         return self
 
     # ------------------------------------------------------------------ family hooks
@@ -610,6 +593,15 @@ class ChunkedEstimator(BaseEstimator):
     def _on_checkpoint(self, state) -> None:
         """Called after a checkpoint of ``state`` was written."""
 
+    def _finish(self, state, data: ChunkedData, sched):
+        """The finished state from the rounds' last one (families that declare
+        ``capabilities.finishing``): e.g. a solve from the statistics the rounds reduced.
+        Run once per ``fit``, after the last round (also when the fit resumed from a
+        checkpoint), and after ``partial_fit`` when ``_finish_after_partial_fit``."""
+        raise NotImplementedError(
+            f"{type(self).__name__} declares capabilities.finishing, so it must define "
+            "_finish(state, data, sched)")
+
     @property
     def _n_outputs(self) -> int:
         """Columns of the decision function."""
@@ -632,20 +624,32 @@ class ChunkedEstimator(BaseEstimator):
     def _decision_2d(self, X):
         """Decision values ``(n, n_outputs)``: NumPy for in-memory input, a lazy Dask array
         for lazy input (chunk by chunk, NaN/inf named by chunk and row)."""
+        return self._chunk_outputs(X, type(self)._predict_block, self._predict_payload(),
+                                   self._n_outputs, self._predict_dtype)
+
+    def _chunk_outputs(self, X, block, payload, n_outputs: int, dtype=np.float64):
+        """``block(X_chunk, payload)`` chunk by chunk: an ``(n, n_outputs)`` array, NumPy
+        for in-memory input, a lazy Dask array for lazy input.
+
+        The prediction path of every output: decision values (:meth:`_decision_2d`) and a
+        family's own outputs (a ratio estimate, a mean and a standard deviation, a
+        transform), each from a picklable ``block`` and its ``payload``; wrap the columns
+        with :func:`~ooc_kernels.data.inputs.wrap_prediction` to give them the input's
+        sample coordinate.
+        """
         data, lazy = self._predict_data(X)
-        payload, block = self._predict_payload(), type(self)._predict_block
-        dtype = self._predict_dtype
+        dtype = np.dtype(dtype)
         if lazy:
             from ooc_kernels.data.integrity import check_finite_blocks
 
             model = dask.delayed(payload, traverse=False)
             Xc = check_finite_blocks(data.X, "X")
             return Xc.map_blocks(_apply_block, block, model,
-                                 chunks=(Xc.chunks[0], (self._n_outputs,)), dtype=dtype,
+                                 chunks=(Xc.chunks[0], (n_outputs,)), dtype=dtype,
                                  meta=np.empty((0, 0), dtype=dtype))
         step = self.chunk_size  # the caller's validated array, sliced without a copy
         out = [block(data[lo:lo + step], payload) for lo in range(0, data.shape[0], step)]
-        return np.concatenate(out) if out else np.zeros((0, self._n_outputs))
+        return np.concatenate(out) if out else np.zeros((0, n_outputs))
 
     def save(self, path) -> None:
         """Write the fitted model to a Zarr group at ``path`` (atomically, no pickle).
@@ -658,145 +662,7 @@ class ChunkedEstimator(BaseEstimator):
 
 
 def _apply_block(X, block, payload):
-    return block(X, payload)  # one chunk in, one chunk of decision values out
-
-
-# --------------------------------------------------------------------------- task mixins
-class ChunkedClassifierMixin:
-    """Classes, labels, probabilities and lazy accuracy for chunked classifiers.
-
-    A family lists the losses that give probabilities in ``_proba_losses`` and maps one
-    chunk of decision values to probabilities in ``_proba_from_decision``.
-    """
-
-    _is_classifier = True
-    #: Losses with class probabilities (``predict_proba`` exists only for them).
-    _proba_losses: tuple = ()
-
-    def _has_proba(self) -> bool:
-        if self.loss not in self._proba_losses:
-            raise AttributeError(
-                f"predict_proba is not available for loss={self.loss!r}; use loss="
-                + " or ".join(repr(loss) for loss in self._proba_losses)
-                + ", or decision_function."
-            )
-        return True
-
-    @available_if(lambda self: self._has_proba())
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes); lazy for lazy input."""
-        return wrap_prediction(X, self._proba(X), classes=self.classes_)
-
-    @available_if(lambda self: self._has_proba())
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        return np.log(self.predict_proba(X))
-
-    def _resolve_classes(self, data: ChunkedData, classes, sched) -> np.ndarray:
-        if classes is not None:
-            found = np.unique(np.asarray(classes))
-        elif "classes" in data.attrs:
-            found = np.asarray(data.attrs["classes"])
-        else:  # a small reduction over y (never X): the distinct labels
-            found = np.asarray(da.unique(data.y).compute(scheduler=sched))
-        if getattr(self, "on_invalid", "error") == "skip" and found.dtype.kind == "f":
-            found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
-        sklearn_validated(check_classification_targets, found)
-        if len(found) < 2:
-            raise ValidationError(
-                f"y has only 1 class ({found.tolist()}); a classifier needs samples of at "
-                "least two classes."
-            )
-        return found
-
-    def decision_function(self, X):
-        """Decision values: shape (n_samples,) for two classes, else (n_samples, n_classes).
-
-        For two classes the value is the score of ``classes_[1]`` against ``classes_[0]``
-        (positive: ``classes_[1]``), as scikit-learn expects; with two outputs (softmax) it
-        is their difference, the log-odds.  NumPy in, NumPy out; lazy in, lazy out (a
-        DataArray for a DataArray).
-        """
-        dec = self._decision_2d(X)
-        if len(self.classes_) == 2:
-            dec = dec[:, 0] if dec.shape[1] == 1 else dec[:, 1] - dec[:, 0]
-        return wrap_prediction(X, dec)
-
-    def predict(self, X):
-        """Predicted class labels (lazy for lazy inputs)."""
-        dec = self._decision_2d(X)
-        classes = self.classes_
-        if isinstance(dec, da.Array):
-            labels = dec.map_blocks(_labels_from_decision, classes, drop_axis=1,
-                                    dtype=classes.dtype)
-        else:
-            labels = _labels_from_decision(dec, classes)
-        return wrap_prediction(X, labels)
-
-    def _proba(self, X):
-        dec = self._decision_2d(X)
-        link = type(self)._proba_from_decision
-        if isinstance(dec, da.Array):
-            n = len(self.classes_)
-            return dec.map_blocks(link, chunks=(dec.chunks[0], (n,)), dtype=np.float64)
-        return link(dec)
-
-    def score(self, X, y=None, sample_weight=None):
-        """Mean accuracy; lazy inputs are scored chunk by chunk as a Dask reduction."""
-        if not _is_chunked_input(X):
-            from sklearn.base import ClassifierMixin
-
-            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
-        data = _with_sample_weight(
-            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
-        with scheduler_context(self.scheduler) as sched:
-            return self._score_chunked(data, sched)
-
-    def _score_chunked(self, data: ChunkedData, sched) -> float:
-        hits = (self.predict(model_input(data)) == data.y).astype(np.float64)
-        w = data.get("sample_weight")
-        if w is not None:
-            return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=sched))
-        return float(hits.mean().compute(scheduler=sched))
-
-
-class ChunkedRegressorMixin:
-    """Lazy predictions and R^2 for chunked regressors."""
-
-    _is_classifier = False
-
-    def predict(self, X):
-        """Predicted targets, shape (n_samples,) (lazy for lazy inputs)."""
-        return wrap_prediction(X, self._decision_2d(X)[:, 0])
-
-    def score(self, X, y=None, sample_weight=None):
-        """Coefficient of determination R^2; lazy inputs are scored as a Dask reduction."""
-        if not _is_chunked_input(X):
-            from sklearn.base import RegressorMixin
-
-            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
-        data = _with_sample_weight(
-            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
-        with scheduler_context(self.scheduler) as sched:
-            return self._score_chunked(data, sched)
-
-    def _score_chunked(self, data: ChunkedData, sched) -> float:
-        pred = self.predict(model_input(data))
-        y_true = data.y.astype(np.float64)
-        w = data.get("sample_weight")
-        w = da.ones_like(y_true) if w is None else w
-        sw = da.sum(w)
-        mean = da.sum(w * y_true) / sw
-        ss_res = da.sum(w * (y_true - pred) ** 2)
-        ss_tot = da.sum(w * (y_true - mean) ** 2)
-        ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
-        return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
-
-
-def _labels_from_decision(dec, classes):
-    if dec.shape[1] == 1:
-        return classes[(dec[:, 0] > 0).astype(np.intp)]
-    return classes[np.argmax(dec, axis=1)]
+    return block(X, payload)  # one chunk in, one chunk of outputs out
 
 
 def _epoch_loss(before, after) -> float | None:
@@ -805,38 +671,3 @@ def _epoch_loss(before, after) -> float | None:
         return None
     weight = after[1] - before[1]
     return (after[0] - before[0]) / weight if weight > 0 else None
-
-
-def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
-    """``data`` with a ``sample_weight`` variable chunked like its samples."""
-    if sample_weight is None:
-        return data
-    if isinstance(sample_weight, da.Array):
-        sw = sample_weight
-    else:
-        sw = np.asarray(sample_weight, dtype=np.float64)  # given in memory by the caller
-        if sw.ndim != 1 or sw.shape[0] != data.n_samples:
-            raise ValidationError(
-                f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give "
-                "one weight per sample."
-            )
-        if not np.isfinite(sw).all() or (sw < 0).any():
-            raise ValidationError(
-                "sample_weight must hold finite numbers >= 0; fix or drop the invalid "
-                "weights."
-            )
-        if not (sw > 0).any():
-            raise ValidationError(
-                "sample_weight is zero for every sample, so there is nothing to learn from; "
-                "give some samples a positive weight."
-            )
-        sw = da.from_array(sw, chunks=(data.chunk_sizes,))
-    if sw.ndim != 1 or sw.shape[0] != data.n_samples:
-        raise ValidationError(
-            f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give one "
-            "weight per sample."
-        )
-    if sw.chunks[0] != data.chunk_sizes:
-        sw = sw.rechunk((data.chunk_sizes,))
-    return data.replace(variables={**data.variables, "sample_weight": sw.astype(np.float64)},
-                        dims={**data.dims, "sample_weight": ("sample",)})

@@ -4,7 +4,10 @@ A chunk is the unit of I/O, of work and of failure.  :class:`ChunkedData` holds 
 arrays by name: the *sample variables* (``X`` and ``y``; ``U`` and ``y`` of factorized
 data) share their sample chunks, and *whole variables* (``V`` of ``A = UV``) have no sample
 axis and are given whole to every task.  Nothing is read here: a task reads the chunks of its
-group.  Building a ``ChunkedData`` from user inputs (NumPy, Dask, xarray, DataFrames,
+group.  Two samples (``X_p`` and ``X_q`` of a two-sample fit) are sample variables with
+sample dimensions of their own (``sample_p``, ``sample_q``) and the same number of chunks:
+chunk ``c`` of the data is chunk ``c`` of each (see
+:func:`ooc_kernels.data.inputs.pair_samples`).  Building a ``ChunkedData`` from user inputs (NumPy, Dask, xarray, DataFrames,
 catalog entries) is the data layer's job (:func:`ooc_kernels.data.inputs.as_chunked`).
 
 Examples
@@ -65,8 +68,10 @@ class ChunkedData:
     Parameters
     ----------
     variables : mapping of str to dask.array.Array
-        The sample variables: axis 0 is the sample axis, every other axis is one chunk, and
-        all share the same sample chunks.
+        The sample variables: axis 0 is the sample axis, every other axis is one chunk.
+        Variables of one sample dimension share their sample chunks; variables of different
+        sample dimensions (two samples) have the same number of chunks, paired by index.
+        The first variable's chunks are :attr:`chunk_sizes`.
     dims : mapping of str to tuple of str, optional
         Dimension names of every variable (sample and whole); defaults to ``("sample",
         "dim_1", ...)``.  The first name of a sample variable is the sample dimension.
@@ -92,12 +97,21 @@ class ChunkedData:
                 for name, arr in {**self.variables, **self.whole}.items()}
         object.__setattr__(self, "dims", dims)
         # chunk sizes are metadata of the lazy arrays: nothing is read
-        first = next(iter(self.variables.values())).chunks[0]
+        by_dim: dict[str, tuple] = {}
+        n_chunks = len(next(iter(self.variables.values())).chunks[0])
         for name, arr in self.variables.items():
+            first = by_dim.setdefault(dims[name][0], arr.chunks[0])
             if arr.chunks[0] != first:
                 raise SchemaError(
                     f"variable {name!r} has sample chunks {arr.chunks[0]}, other variables "
-                    f"{first}; sample variables must share their chunks"
+                    f"along {dims[name][0]!r} {first}; sample variables must share their "
+                    "chunks"
+                )
+            if len(arr.chunks[0]) != n_chunks:
+                raise SchemaError(
+                    f"variable {name!r} has {len(arr.chunks[0])} sample chunks, the first "
+                    f"variable {n_chunks}; samples of their own dimension are paired chunk "
+                    "by chunk, so they need as many chunks"
                 )
 
     # ------------------------------------------------------------------ names
@@ -185,7 +199,7 @@ class ChunkedData:
             graph = dict(arr.__dask_graph__())  # built once: each reader keeps its part
             keys = list(flatten(arr.__dask_keys__()))
             out[name] = [ChunkReader(cull(graph, [key])[0], key, n)
-                         for key, n in zip(keys, self.chunk_sizes)]
+                         for key, n in zip(keys, arr.chunks[0])]
         return out
 
     def delayed_whole(self) -> dict[str, Any]:

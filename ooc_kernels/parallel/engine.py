@@ -1,4 +1,4 @@
-"""The round-based chunk engine (DESIGN.md section 5).
+"""The chunk engine (DESIGN.md section 5): shuffled parallel rounds, or one ordered stream.
 
 One round takes the current state, sends it with ``K`` groups of chunks to ``K`` tasks; each
 task runs ``algorithm.chunk_step`` (a numba update) over the rows of its group (one chunk, or
@@ -9,6 +9,12 @@ reduced delta into the next state.  Only the chunks of the current round are eve
 memory stays at ``K * shuffle_chunks`` chunks plus the model.  The reduction tree has a fixed
 shape, so the result is bit-identical on the synchronous, threaded and distributed
 schedulers.
+
+Two execution modes (``execution=``): ``"rounds"`` (above: the chunk order is a new
+permutation every epoch, ``K`` tasks a round) and ``"sequential"``: every epoch visits the
+chunks once in storage order, one chunk per round (``K = 1``, no groups), so an algorithm
+that visits its rows in order (an online forecaster) sees the data exactly as stored, and a
+checkpoint after any round resumes at the next chunk.
 
 An algorithm is any object with four methods (see :class:`ChunkAlgorithm`); the DSG and
 DSPDC solvers are two.  A task receives its rows as a *batch*: a dict from variable
@@ -55,8 +61,11 @@ from ooc_kernels.parallel.graph import RoundGraph, tree_reduce
 from ooc_kernels.parallel.plan import plan_epoch
 from ooc_kernels.parallel.scheduler import local_scheduler
 
-__all__ = ["ChunkAlgorithm", "RoundGraph", "RoundInfo", "RunResult", "run_rounds",
-           "tree_reduce"]
+__all__ = ["EXECUTIONS", "ChunkAlgorithm", "RoundGraph", "RoundInfo", "RunResult",
+           "run_rounds", "tree_reduce"]
+
+#: The engine's execution modes.
+EXECUTIONS = ("rounds", "sequential")
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,7 @@ def _dashboard_link(sched: Any) -> str | None:
 
 
 def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_epochs: int,
+               execution: str = "rounds",
                chunks_per_round: int = 1, seed: int = 0, shuffle: bool = True,
                shuffle_chunks: int = 1,
                start_epoch: int = 0, start_round: int = 0, scheduler: Any = None,
@@ -170,6 +180,10 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
     data : ChunkedData
     n_epochs : int
         Passes over the data; epochs ``start_epoch .. n_epochs - 1`` are run.
+    execution : {"rounds", "sequential"}, default="rounds"
+        ``"sequential"``: the chunks once per epoch in storage order, one per round (it
+        takes ``chunks_per_round=1``, ``shuffle=False``, ``shuffle_chunks=1`` and refuses
+        any other value of them).
     chunks_per_round : int
         ``K``: tasks (groups of chunks) processed in parallel per round.
     shuffle_chunks : int
@@ -208,6 +222,20 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
     chunks of each task.  On a Client the progress bar advances as chunk tasks finish and
     names the dashboard's address.
     """
+    if execution not in EXECUTIONS:
+        raise ValidationError(
+            f"execution must be one of {EXECUTIONS}, got {execution!r}."
+        )
+    if execution == "sequential":
+        given = {"chunks_per_round": (chunks_per_round, 1), "shuffle": (shuffle, False),
+                 "shuffle_chunks": (shuffle_chunks, 1)}
+        for name, (value, fixed) in given.items():
+            if value != fixed:
+                raise ValidationError(
+                    f"execution='sequential' reads one chunk per round in storage order, "
+                    f"so {name} must be {fixed!r}, got {value!r}; pass {name}={fixed!r} or "
+                    "execution='rounds'."
+                )
     if chunks_per_round < 1:
         raise ValidationError(
             f"chunks_per_round must be >= 1, got {chunks_per_round!r}."

@@ -1,0 +1,119 @@
+"""The estimators' fit inputs: scikit-learn's validation in the library's errors, lazy inputs,
+sample weights, and the data of unsupervised and two-sample fits.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.data.inputs import as_chunked
+>>> from ooc_kernels.estimators._inputs import _with_sample_weight
+>>> data = _with_sample_weight(as_chunked(np.zeros((5, 2)), np.zeros(5), chunk_size=2),
+...                            np.ones(5))
+>>> sorted(data.variables), data["sample_weight"].chunks
+(['X', 'sample_weight', 'y'], ((2, 2, 1),))
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair_samples
+from ooc_kernels.exceptions import InputTypeError, ValidationError
+from ooc_kernels.parallel.chunked import ChunkedData
+
+__all__ = ["sklearn_validated", "two_sample_data", "unsupervised_data"]
+
+
+def sklearn_validated(func, *args, **kwargs):
+    """scikit-learn's input validation, its errors re-raised in the library's hierarchy.
+
+    A pandas ``X`` that ``validate_data`` cannot convert to numbers gets the error of
+    :func:`~ooc_kernels.data.inputs.non_numeric_frame_error`, which names the columns.
+    """
+    try:
+        return func(*args, **kwargs)
+    except ValidationError:
+        raise
+    except (TypeError, ValueError) as err:
+        named = non_numeric_frame_error(args[1]) if func is validate_data else None
+        if named is not None:
+            raise named from err
+        if isinstance(err, TypeError):
+            raise InputTypeError(str(err)) from err
+        raise ValidationError(str(err)) from err
+
+
+def _is_chunked_input(X) -> bool:
+    from ooc_kernels.data.factorized import Factorized
+
+    if isinstance(X, Factorized):
+        return True
+    return is_lazy_input(X) or (hasattr(X, "read") and callable(X.read))
+
+
+def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
+    """``data`` with a ``sample_weight`` variable chunked like its samples."""
+    if sample_weight is None:
+        return data
+    if isinstance(sample_weight, da.Array):
+        sw = sample_weight
+    else:
+        sw = np.asarray(sample_weight, dtype=np.float64)  # given in memory by the caller
+        if sw.ndim != 1 or sw.shape[0] != data.n_samples:
+            raise ValidationError(
+                f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give "
+                "one weight per sample."
+            )
+        if not np.isfinite(sw).all() or (sw < 0).any():
+            raise ValidationError(
+                "sample_weight must hold finite numbers >= 0; fix or drop the invalid "
+                "weights."
+            )
+        if not (sw > 0).any():
+            raise ValidationError(
+                "sample_weight is zero for every sample, so there is nothing to learn from; "
+                "give some samples a positive weight."
+            )
+        sw = da.from_array(sw, chunks=(data.chunk_sizes,))
+    if sw.ndim != 1 or sw.shape[0] != data.n_samples:
+        raise ValidationError(
+            f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give one "
+            "weight per sample."
+        )
+    if sw.chunks[0] != data.chunk_sizes:
+        sw = sw.rechunk((data.chunk_sizes,))
+    return data.replace(variables={**data.variables, "sample_weight": sw.astype(np.float64)},
+                        dims={**data.dims, "sample_weight": ("sample",)})
+
+
+def unsupervised_data(data: ChunkedData) -> ChunkedData:
+    """The data of an unsupervised fit: ``data`` without targets (a Dataset's ``y``, if it
+    has one, is not read).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels.data.inputs import as_chunked
+    >>> sorted(unsupervised_data(as_chunked(np.zeros((4, 2)), np.zeros(4))).variables)
+    ['X']
+    """
+    if "y" not in data.variables:
+        return data
+    return data.replace(variables={k: v for k, v in data.variables.items() if k != "y"})
+
+
+def two_sample_data(first: ChunkedData, second: ChunkedData) -> ChunkedData:
+    """The data of a two-sample fit ``fit(X_p, X_q)``: the two samples paired chunk by chunk
+    (:func:`~ooc_kernels.data.inputs.pair_samples`), targets dropped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels.data.inputs import as_chunked
+    >>> data = two_sample_data(as_chunked(np.zeros((6, 2)), chunk_size=3),
+    ...                        as_chunked(np.ones((4, 2)), chunk_size=4))
+    >>> sorted(data.variables), data["X_q"].chunks[0]
+    (['X_p', 'X_q'], (2, 2))
+    """
+    return pair_samples(unsupervised_data(first), unsupervised_data(second))

@@ -1,0 +1,169 @@
+"""Task mixins of the chunked estimators: classes, labels, probabilities and accuracy for
+classifiers; predictions and R^2 for regressors (lazy for lazy inputs).
+
+A family's classifier is ``class C(ChunkedClassifierMixin, ClassifierMixin, Base)`` where
+``Base`` subclasses :class:`~ooc_kernels.estimators.base.ChunkedEstimator`; its regressor
+uses :class:`ChunkedRegressorMixin` the same way.
+
+Examples
+--------
+>>> from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
+>>> ChunkedClassifierMixin._is_classifier, ChunkedRegressorMixin._is_classifier
+(True, False)
+"""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+
+from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
+from ooc_kernels.estimators._inputs import (
+    _is_chunked_input,
+    _with_sample_weight,
+    sklearn_validated,
+)
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.scheduler import scheduler_context
+
+__all__ = ["ChunkedClassifierMixin", "ChunkedRegressorMixin"]
+
+
+class ChunkedClassifierMixin:
+    """Classes, labels, probabilities and lazy accuracy for chunked classifiers.
+
+    A family lists the losses that give probabilities in ``_proba_losses`` and maps one
+    chunk of decision values to probabilities in ``_proba_from_decision``.
+    """
+
+    _is_classifier = True
+    #: Losses with class probabilities (``predict_proba`` exists only for them).
+    _proba_losses: tuple = ()
+
+    def _has_proba(self) -> bool:
+        if self.loss not in self._proba_losses:
+            raise AttributeError(
+                f"predict_proba is not available for loss={self.loss!r}; use loss="
+                + " or ".join(repr(loss) for loss in self._proba_losses)
+                + ", or decision_function."
+            )
+        return True
+
+    @available_if(lambda self: self._has_proba())
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes); lazy for lazy input."""
+        return wrap_prediction(X, self._proba(X), classes=self.classes_)
+
+    @available_if(lambda self: self._has_proba())
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def _resolve_classes(self, data: ChunkedData, classes, sched) -> np.ndarray:
+        if classes is not None:
+            found = np.unique(np.asarray(classes))
+        elif "classes" in data.attrs:
+            found = np.asarray(data.attrs["classes"])
+        else:  # a small reduction over y (never X): the distinct labels
+            found = np.asarray(da.unique(data.y).compute(scheduler=sched))
+        if getattr(self, "on_invalid", "error") == "skip" and found.dtype.kind == "f":
+            found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
+        sklearn_validated(check_classification_targets, found)
+        if len(found) < 2:
+            raise ValidationError(
+                f"y has only 1 class ({found.tolist()}); a classifier needs samples of at "
+                "least two classes."
+            )
+        return found
+
+    def decision_function(self, X):
+        """Decision values: shape (n_samples,) for two classes, else (n_samples, n_classes).
+
+        For two classes the value is the score of ``classes_[1]`` against ``classes_[0]``
+        (positive: ``classes_[1]``), as scikit-learn expects; with two outputs (softmax) it
+        is their difference, the log-odds.  NumPy in, NumPy out; lazy in, lazy out (a
+        DataArray for a DataArray).
+        """
+        dec = self._decision_2d(X)
+        if len(self.classes_) == 2:
+            dec = dec[:, 0] if dec.shape[1] == 1 else dec[:, 1] - dec[:, 0]
+        return wrap_prediction(X, dec)
+
+    def predict(self, X):
+        """Predicted class labels (lazy for lazy inputs)."""
+        dec = self._decision_2d(X)
+        classes = self.classes_
+        if isinstance(dec, da.Array):
+            labels = dec.map_blocks(_labels_from_decision, classes, drop_axis=1,
+                                    dtype=classes.dtype)
+        else:
+            labels = _labels_from_decision(dec, classes)
+        return wrap_prediction(X, labels)
+
+    def _proba(self, X):
+        dec = self._decision_2d(X)
+        link = type(self)._proba_from_decision
+        if isinstance(dec, da.Array):
+            n = len(self.classes_)
+            return dec.map_blocks(link, chunks=(dec.chunks[0], (n,)), dtype=np.float64)
+        return link(dec)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Mean accuracy; lazy inputs are scored chunk by chunk as a Dask reduction."""
+        if not _is_chunked_input(X):
+            from sklearn.base import ClassifierMixin
+
+            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
+        data = _with_sample_weight(
+            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
+        with scheduler_context(self.scheduler) as sched:
+            return self._score_chunked(data, sched)
+
+    def _score_chunked(self, data: ChunkedData, sched) -> float:
+        hits = (self.predict(model_input(data)) == data.y).astype(np.float64)
+        w = data.get("sample_weight")
+        if w is not None:
+            return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=sched))
+        return float(hits.mean().compute(scheduler=sched))
+
+
+class ChunkedRegressorMixin:
+    """Lazy predictions and R^2 for chunked regressors."""
+
+    _is_classifier = False
+
+    def predict(self, X):
+        """Predicted targets, shape (n_samples,) (lazy for lazy inputs)."""
+        return wrap_prediction(X, self._decision_2d(X)[:, 0])
+
+    def score(self, X, y=None, sample_weight=None):
+        """Coefficient of determination R^2; lazy inputs are scored as a Dask reduction."""
+        if not _is_chunked_input(X):
+            from sklearn.base import RegressorMixin
+
+            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+        data = _with_sample_weight(
+            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
+        with scheduler_context(self.scheduler) as sched:
+            return self._score_chunked(data, sched)
+
+    def _score_chunked(self, data: ChunkedData, sched) -> float:
+        pred = self.predict(model_input(data))
+        y_true = data.y.astype(np.float64)
+        w = data.get("sample_weight")
+        w = da.ones_like(y_true) if w is None else w
+        sw = da.sum(w)
+        mean = da.sum(w * y_true) / sw
+        ss_res = da.sum(w * (y_true - pred) ** 2)
+        ss_tot = da.sum(w * (y_true - mean) ** 2)
+        ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
+        return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
+
+
+def _labels_from_decision(dec, classes):
+    if dec.shape[1] == 1:
+        return classes[(dec[:, 0] > 0).astype(np.intp)]
+    return classes[np.argmax(dec, axis=1)]
