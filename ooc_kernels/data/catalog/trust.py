@@ -35,6 +35,13 @@ ALLOWED_USER_PARAMETERS = frozenset(
 _ALLOWED_ENTRY_CLS = frozenset({"intake.readers.entry:ReaderDescription"})
 _ALLOWED_DATA_CLS = frozenset({"intake.readers.entry:DataDescription"})
 _ALLOWED_OUTPUTS = frozenset({None, "xarray:Dataset"})
+# the descriptions of a catalog, checked in this order: (top-level key, name in messages,
+# allowed ``cls``, the key naming the class that reads, its allow-list, whether
+# ``output_instance`` is checked)
+_DESCRIPTIONS = (
+    ("entries", "entry", _ALLOWED_ENTRY_CLS, "reader", ALLOWED_READERS, True),
+    ("data", "data", _ALLOWED_DATA_CLS, "datatype", ALLOWED_DATATYPES, False),
+)
 # builtins a SimpleUserParameter may coerce values with (``dtype: eval`` would run code)
 _SAFE_DTYPES = frozenset({"str", "int", "float", "bool", "list", "tuple", "dict", "set",
                           "frozenset", "complex", "object"})
@@ -150,27 +157,29 @@ def check_catalog_trust(spec: Mapping, source: str = "<dict>", *,
     Traceback (most recent call last):
     ...
     ooc_kernels.exceptions.UntrustedCatalogError: catalog bad.yaml: entry 'x' uses reader 'os:system', ...
+
+    An allowed reader may still only produce an ``xarray.Dataset``:
+
+    >>> bad["entries"]["x"] = {"reader": "intake.readers.readers:XArrayDatasetReader",
+    ...                        "output_instance": "pandas:DataFrame", "kwargs": {}}
+    >>> check_catalog_trust(bad, "bad.yaml")
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.UntrustedCatalogError: catalog bad.yaml: entry 'x' uses output_instance 'pandas:DataFrame', ...
     """
     allow_env = _env_names(allow_env)
     _check_structure(spec, source)
-    for name, entry in (spec.get("entries") or {}).items():
-        where = f"entry {_r(name)}"
-        _check_entity(entry, where, source, _ALLOWED_ENTRY_CLS)
-        reader = entry.get("reader")
-        if reader not in ALLOWED_READERS:
-            raise _untrusted(where, f"reader {_r(reader)}", source)
-        if entry.get("output_instance") not in _ALLOWED_OUTPUTS:
-            raise _untrusted(where, f"output_instance {_r(entry.get('output_instance'))}", source)
-        _check_value(entry.get("kwargs") or {}, f"{where} kwargs", source, allow_env)
-        _check_user_parameters(entry.get("user_parameters") or {}, where, source, allow_env)
-    for name, data in (spec.get("data") or {}).items():
-        where = f"data {_r(name)}"
-        _check_entity(data, where, source, _ALLOWED_DATA_CLS)
-        datatype = data.get("datatype")
-        if datatype not in ALLOWED_DATATYPES:
-            raise _untrusted(where, f"datatype {_r(datatype)}", source)
-        _check_value(data.get("kwargs") or {}, f"{where} kwargs", source, allow_env)
-        _check_user_parameters(data.get("user_parameters") or {}, where, source, allow_env)
+    for section, label, allowed_cls, kind, allowed, outputs in _DESCRIPTIONS:
+        for name, desc in (spec.get(section) or {}).items():
+            where = f"{label} {_r(name)}"
+            _check_entity(desc, where, source, allowed_cls)
+            if desc.get(kind) not in allowed:
+                raise _untrusted(where, f"{kind} {_r(desc.get(kind))}", source)
+            if outputs and desc.get("output_instance") not in _ALLOWED_OUTPUTS:
+                raise _untrusted(where, f"output_instance {_r(desc.get('output_instance'))}",
+                                 source)
+            _check_value(desc.get("kwargs") or {}, f"{where} kwargs", source, allow_env)
+            _check_user_parameters(desc.get("user_parameters") or {}, where, source, allow_env)
     _check_user_parameters(spec.get("user_parameters") or {}, "the catalog", source, allow_env)
     _check_value(spec.get("aliases") or {}, "catalog aliases", source, allow_env)
     # metadata is free text: intake neither templates nor imports it when reading
