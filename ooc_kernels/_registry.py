@@ -17,10 +17,16 @@ Examples
 Traceback (most recent call last):
 ...
 ooc_kernels.exceptions.RegistryError: unknown shape 'circle'; registered: ['square']
+>>> with shapes.temporarily("triangle", 3):
+...     shapes.names()
+['square', 'triangle']
+>>> shapes.names()
+['square']
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 from collections.abc import Iterator
@@ -61,6 +67,38 @@ class Registry:
                 f"{_qualname(obj)}); give the new one another name"
             )
         self._entries[name] = obj
+
+    @contextlib.contextmanager
+    def temporarily(self, name: str, obj: Any) -> Iterator[Any]:
+        """Register ``obj`` under ``name`` for the duration of a ``with`` block only.
+
+        For code that must be found by name while it runs but stay unknown to everything
+        else (an example family used by some tests): on leaving the block the name is
+        removed, or given back to the object it held before.
+
+        Raises
+        ------
+        RegistryError
+            ``name`` is taken by a different object (as :meth:`register`).
+
+        Examples
+        --------
+        >>> reg = Registry("shape", package=None)
+        >>> with reg.temporarily("square", 4) as obj:
+        ...     reg.get("square") == obj
+        True
+        >>> "square" in reg
+        False
+        """
+        had, old = name in self._entries, self._entries.get(name)
+        self.register(name, obj)
+        try:
+            yield obj
+        finally:
+            if had:
+                self._entries[name] = old
+            else:
+                self._entries.pop(name, None)
 
     def _discover(self) -> None:
         if self._discovered:
