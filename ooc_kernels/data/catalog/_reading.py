@@ -22,7 +22,7 @@ from ..schema import (
     make_declaration,
     validate_dataset,
 )
-from .locations import _DATA_LINK, AllowOutside, check_catalog_paths
+from .locations import _DATA_LINK, AllowOutside, _parameter, check_catalog_paths
 from .trust import _HINT, _check_structure, _env_names, check_catalog_trust
 
 def _read_yaml(path: Path, *, trusted: bool = False) -> Any:
@@ -194,11 +194,13 @@ def _data_url(cat, entry) -> str | None:
         return url
 
 
-def _resolve(cat, url: str | None) -> str | None:
+def _entry_url(cat, entry) -> str | None:
+    """The location an entry reads, ``{CATALOG_DIR}`` filled in and a local ``file://`` URL
+    as the path fsspec opens (not percent-decoded)."""
+    url = _data_url(cat, entry)
     if not isinstance(url, str):
         return url
-    base = cat.user_parameters.get("CATALOG_DIR")
-    base = getattr(base, "default", base)
+    base = _parameter(cat, "CATALOG_DIR")
     if isinstance(base, str):
         url = url.replace("{CATALOG_DIR}", base)
     if url.startswith("file://"):
@@ -231,7 +233,7 @@ def describe_catalog(catalog: Any, *, trusted: bool = False,
         rows.append({
             "name": name,
             "description": (entry.metadata or {}).get("description", ""),
-            "path": _resolve(cat, _data_url(cat, entry)),
+            "path": _entry_url(cat, entry),
             "reader": entry.reader,
         })
     return rows
@@ -261,7 +263,7 @@ def entry_path(catalog: Any, name: str, *, trusted: bool = False,
     """
     cat = load_catalog(catalog, trusted=trusted, allow_outside=allow_outside,
                        allow_env=allow_env)
-    url = _resolve(cat, _data_url(cat, _entry(cat, name)))
+    url = _entry_url(cat, _entry(cat, name))
     if not isinstance(url, str) or not url or "://" in url or "{" in url:
         raise CatalogError(
             f"catalog entry {_r(name)} does not point at a local path (found {_r(url)}); "
@@ -342,7 +344,7 @@ def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
             ds = reader.read(**extra)
     except FileNotFoundError as err:
         raise CatalogError(
-            f"catalog entry {_r(name)} points at {_r(_resolve(cat, _data_url(cat, entry)))}, which "
+            f"catalog entry {_r(name)} points at {_r(_entry_url(cat, entry))}, which "
             f"does not exist ({err}); create it with `ooc-kernels data make` or "
             "ooc_kernels.data.make_dataset"
         ) from None
@@ -350,7 +352,7 @@ def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
         raise
     except Exception as err:
         raise CatalogError(
-            f"catalog entry {_r(name)} (data {_r(_resolve(cat, _data_url(cat, entry)))}) could not "
+            f"catalog entry {_r(name)} (data {_r(_entry_url(cat, entry))}) could not "
             f"be opened: {type(err).__name__}: {err}"
         ) from None
     if not isinstance(ds, xr.Dataset):
@@ -362,9 +364,8 @@ def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
     declaration = _with_variables((entry.metadata or {}).get(DECLARATION_KEY), variables,
                                   name, where)
     ds = apply_declaration(ds, declaration, where=where)
-    path = _resolve(cat, _data_url(cat, entry))
-    source = cat.user_parameters.get("CATALOG_PATH")
-    source = getattr(source, "default", source)
+    path = _entry_url(cat, entry)
+    source = _parameter(cat, "CATALOG_PATH")
     return ds, Context("catalog", path=str(path), entry=name,
                        catalog=source if isinstance(source, str) else None)
 

@@ -16,7 +16,7 @@ from ..._untrusted import short_repr as _r
 from ...exceptions import CatalogError, PathEscapeError, SchemaError, UnknownEntryError
 from ..declarations import SCHEMAS
 from ..schema import DECLARATION_KEY, make_declaration
-from ._reading import _data_url, _from_spec, _read_entry, _read_yaml, _resolve
+from ._reading import _entry_url, _from_spec, _read_entry, _read_yaml
 from .locations import AllowOutside, _allowed_roots, _fmt_roots, _outside
 from .trust import _check_structure, _env_names
 
@@ -124,7 +124,7 @@ def _check_declared_entry(cat_path: Path, spec: Mapping, entry: str, action: str
            "metadata": dict(spec.get("metadata") or {})}
     cat = _from_spec(one, cat_path, trusted=trusted, allow_outside=allow_outside,
                      allow_env=_env_names(allow_env))
-    url = _resolve(cat, _data_url(cat, cat.entries[entry]))
+    url = _entry_url(cat, cat.entries[entry])
     if isinstance(url, str) and "://" not in url and "{" not in url \
             and not Path(url).exists():
         return  # written later: checked when it is opened

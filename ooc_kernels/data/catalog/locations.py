@@ -152,10 +152,16 @@ def _fmt_roots(base: Path | None, roots: list[Path]) -> str:
     return where + (f" or the allowed folders {extra}" if extra else "")
 
 
+def _parameter(cat, name: str) -> Any:
+    """The value of the catalog's user parameter ``name`` (a parameter object's default);
+    None when the catalog does not set it."""
+    value = cat.user_parameters.get(name)
+    return getattr(value, "default", value)
+
+
 def _catalog_base(cat) -> Path | None:
     """The catalog file's folder (resolved); the working folder for in-memory catalogs."""
-    base = cat.user_parameters.get("CATALOG_DIR")
-    base = getattr(base, "default", base)
+    base = _parameter(cat, "CATALOG_DIR")
     if base is None:
         return Path.cwd().resolve()
     if not isinstance(base, str):
@@ -573,7 +579,6 @@ def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
     if trusted:
         return
     if source is None:
-        path = catalog.user_parameters.get("CATALOG_PATH")
-        source = repr(str(getattr(path, "default", path) or "<in-memory catalog>"))
+        source = repr(str(_parameter(catalog, "CATALOG_PATH") or "<in-memory catalog>"))
     _LocationCheck(catalog, roots, base, source).run()
 
