@@ -1,19 +1,34 @@
-"""Loss derivatives ``l'(F, Y)`` for a batch, dispatched on an integer ``loss_id``.
+"""Numba dispatch of the library's losses on an integer ``loss_id``.
 
-``loss_id``: 0 squared, 1 hinge, 2 logistic, 3 softmax (see
-:mod:`ooc_kernels.losses.registry`, which owns the names).  ``F`` and ``Y`` have shape
-``(n, C)``; binary/one-vs-rest targets are ``+-1``, softmax targets one-hot.  Computation is
-in float64; the result is stored in ``out``'s dtype.  A new loss adds one ``elif`` branch
-here (``loss_param`` carries its scalar hyper-parameter) and one registry entry.
+The ids, names and NumPy twins are the rows of the loss table
+(:mod:`ooc_kernels.losses.registry`): 0 squared, 1 hinge, 2 logistic, 3 softmax,
+4 smoothed hinge.  Every function here has one branch per id it serves and a last branch
+that raises :class:`~ooc_kernels.exceptions.ValidationError`: an id without its own branch
+never falls through to another loss's formula.  ``tests/test_loss_table.py`` calls every
+function with every id of the table and compares it with the row's twin.
+
+Two shapes of the same losses:
+
+* scalar, one sample and one output (``z`` the decision value, ``b`` the target, ``+-1``
+  for the classification losses): :func:`loss_value`, :func:`loss_derivative`,
+  :func:`loss_conjugate` and :func:`dual_prox` (the dual step of DSPDC); ids 0, 1, 2, 4
+  (softmax couples the outputs of a sample and has no scalar form);
+* batch, ``F`` and ``Y`` of shape ``(n, C)``: :func:`loss_gradient` and
+  :func:`loss_grad_value` (the functional-gradient solvers); every id, the scalar losses
+  column by column through the scalar functions.
+
+Computation is in float64; batch results are stored in ``out``'s dtype.
 
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels._jit.losses import loss_gradient
+>>> from ooc_kernels._jit.losses import loss_gradient, loss_value
 >>> F = np.array([[0.5], [2.0]]); Y = np.array([[1.0], [1.0]]); out = np.empty_like(F)
 >>> loss_gradient(1, F, Y, out)          # hinge: -y where y u < 1
 >>> out.ravel().tolist()
 [-1.0, 0.0]
+>>> loss_value(4, 0.5, 1.0)              # smoothed hinge: (1 - y u)^2 / 2 inside (0, 1)
+0.125
 """
 
 from __future__ import annotations
@@ -25,8 +40,28 @@ import numpy as np
 from ooc_kernels._jit._cache import njit
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["loss_gradient", "loss_gradient_ref", "loss_grad_value", "loss_grad_value_ref"]
+__all__ = ["loss_value", "loss_derivative", "loss_conjugate", "dual_prox", "loss_gradient",
+           "loss_grad_value", "NEWTON_RTOL", "NEWTON_MAX_ITER", "W_HIGH", "W_LOW"]
 
+# The ids of the loss table (ooc_kernels.losses.registry); numba reads them as constants.
+_SQUARED = 0
+_HINGE = 1
+_LOGISTIC = 2
+_SOFTMAX = 3
+_SMOOTHED_HINGE = 4
+
+#: Logistic dual prox: Newton stops when the step is below ``NEWTON_RTOL * max(1, |t|)``.
+NEWTON_RTOL = 1e-13
+NEWTON_MAX_ITER = 200
+#: Largest float64 below 1 and the smallest normal float64: the logistic dual stays in
+#: ``b * beta in [-W_HIGH, -W_LOW]``, strictly inside ``(-1, 0)``.
+W_HIGH = 1.0 - 2.0 ** -53
+W_LOW = 2.2250738585072014e-308
+
+
+# --------------------------------------------------------------------------------------
+# scalar helpers
+# --------------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
 def _sigmoid(z):
@@ -34,73 +69,6 @@ def _sigmoid(z):
         return 1.0 / (1.0 + math.exp(-z))
     ez = math.exp(z)
     return ez / (1.0 + ez)
-
-
-@njit(cache=True, nogil=True)
-def loss_gradient(loss_id, F, Y, out, loss_param=0.0):
-    """Write ``l'(F, Y)`` (derivative with respect to ``F``) into ``out``, all ``(n, C)``.
-
-    Parameters
-    ----------
-    loss_id : int
-        0 squared ``u - y``; 1 hinge ``-y`` if ``y u < 1`` else 0; 2 logistic
-        ``-y sigmoid(-y u)``; 3 softmax ``softmax(u) - Y`` (row-wise, max-shifted).
-    F, Y : ndarray (n, C)
-    out : ndarray (n, C), written
-    loss_param : float
-        Scalar hyper-parameter for future losses (unused by ids 0-3).
-    """
-    n, C = F.shape
-    if loss_id == 0:
-        for i in range(n):
-            for c in range(C):
-                out[i, c] = np.float64(F[i, c]) - np.float64(Y[i, c])
-    elif loss_id == 1:
-        for i in range(n):
-            for c in range(C):
-                y = np.float64(Y[i, c])
-                if y * np.float64(F[i, c]) < 1.0:
-                    out[i, c] = -y
-                else:
-                    out[i, c] = 0.0
-    elif loss_id == 2:
-        for i in range(n):
-            for c in range(C):
-                y = np.float64(Y[i, c])
-                out[i, c] = -y * _sigmoid(-y * np.float64(F[i, c]))
-    elif loss_id == 3:
-        for i in range(n):
-            mx = np.float64(F[i, 0])
-            for c in range(1, C):
-                v = np.float64(F[i, c])
-                if v > mx:
-                    mx = v
-            tot = 0.0
-            for c in range(C):
-                tot += math.exp(np.float64(F[i, c]) - mx)
-            for c in range(C):
-                out[i, c] = math.exp(np.float64(F[i, c]) - mx) / tot - np.float64(Y[i, c])
-    else:
-        raise ValidationError("loss_gradient: unknown loss_id; valid ids are 0 (squared), "
-                              "1 (hinge), 2 (logistic), 3 (softmax)")
-
-
-def loss_gradient_ref(loss_id, F, Y, loss_param=0.0):
-    """Numpy twin of :func:`loss_gradient`; returns a new float64 array ``(n, C)``."""
-    F = np.asarray(F, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    if loss_id == 0:
-        return F - Y
-    if loss_id == 1:
-        return np.where(Y * F < 1.0, -Y, 0.0)
-    if loss_id == 2:
-        z = -Y * F
-        # sigmoid(z) = exp(-logaddexp(0, -z)) is stable for both signs
-        return -Y * np.exp(-np.logaddexp(0.0, -z))
-    if loss_id == 3:
-        E = np.exp(F - F.max(axis=1, keepdims=True))
-        return E / E.sum(axis=1, keepdims=True) - Y
-    raise ValidationError(f"unknown loss_id {loss_id!r}; valid ids are 0, 1, 2, 3")
 
 
 @njit(cache=True, nogil=True)
@@ -112,6 +80,320 @@ def _softplus(z):
 
 
 @njit(cache=True, nogil=True)
+def _xlogx(v):
+    if v <= 0.0:
+        return 0.0
+    return v * math.log(v)
+
+
+@njit(cache=True, nogil=True)
+def _bad_scalar_loss():
+    raise ValidationError("unknown loss_id; valid ids are 0 (squared), 1 (hinge), "
+                          "2 (logistic), 4 (smoothed_hinge); softmax (3) has no scalar form")
+
+
+@njit(cache=True, nogil=True)
+def _bad_batch_loss():
+    raise ValidationError("unknown loss_id; valid ids are 0 (squared), 1 (hinge), "
+                          "2 (logistic), 3 (softmax), 4 (smoothed_hinge)")
+
+
+@njit(cache=True, nogil=True)
+def _is_scalar(loss_id):
+    return (loss_id == _SQUARED or loss_id == _HINGE or loss_id == _LOGISTIC
+            or loss_id == _SMOOTHED_HINGE)
+
+
+# --------------------------------------------------------------------------------------
+# scalar losses: value, derivative, conjugate, dual prox
+# --------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def loss_value(loss_id, z, b):
+    """The loss ``phi(z)`` for target ``b``.
+
+    Parameters
+    ----------
+    loss_id : int
+        0 squared ``0.5 (z - b)^2``; 1 hinge ``max(0, 1 - b z)``; 2 logistic
+        ``log(1 + exp(-b z))``; 4 smoothed hinge with ``s = b z``: ``0`` if ``s >= 1``,
+        ``0.5 - s`` if ``s <= 0``, ``0.5 (1 - s)^2`` otherwise.
+    z : float
+        The decision value.
+    b : float
+        The target (``+-1`` for ids 1, 2 and 4).
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValidationError
+        An id without a scalar branch.
+
+    Examples
+    --------
+    >>> loss_value(0, 3.0, 1.0), loss_value(1, 0.5, 1.0), round(loss_value(2, 0.0, -1.0), 6)
+    (2.0, 0.5, 0.693147)
+    """
+    z = np.float64(z)
+    b = np.float64(b)
+    if loss_id == _SQUARED:
+        d = z - b
+        return 0.5 * d * d
+    if loss_id == _HINGE:
+        m = 1.0 - b * z
+        if m > 0.0:
+            return m
+        return 0.0
+    if loss_id == _LOGISTIC:
+        return _softplus(-b * z)
+    if loss_id == _SMOOTHED_HINGE:
+        s = b * z
+        if s >= 1.0:
+            return 0.0
+        if s <= 0.0:
+            return 0.5 - s
+        return 0.5 * (1.0 - s) * (1.0 - s)
+    _bad_scalar_loss()
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
+def loss_derivative(loss_id, z, b):
+    """The derivative ``phi'(z)`` (hinge: ``-b`` where ``b z < 1``, else 0, at the kink too).
+
+    Parameters
+    ----------
+    loss_id : int
+        As :func:`loss_value`.  Values: squared ``z - b``; hinge ``-b`` if ``b z < 1``
+        else 0; logistic ``-b sigmoid(-b z)``; smoothed hinge ``-b`` if ``b z <= 0``,
+        ``-b (1 - b z)`` if ``0 < b z < 1``, else 0.
+    z, b : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> loss_derivative(0, 3.0, 1.0), loss_derivative(4, 0.5, -1.0), loss_derivative(2, 0.0, 1.0)
+    (2.0, 1.0, -0.5)
+    """
+    z = np.float64(z)
+    b = np.float64(b)
+    if loss_id == _SQUARED:
+        return z - b
+    if loss_id == _HINGE:
+        if b * z < 1.0:
+            return -b
+        return 0.0
+    if loss_id == _LOGISTIC:
+        return -b * _sigmoid(-b * z)
+    if loss_id == _SMOOTHED_HINGE:
+        s = b * z
+        if s >= 1.0:
+            return 0.0
+        if s <= 0.0:
+            return -b
+        return -b * (1.0 - s)
+    _bad_scalar_loss()
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
+def loss_conjugate(loss_id, beta, b):
+    """The convex conjugate ``phi*(beta) = sup_z beta z - phi(z)``, ``+inf`` off its domain.
+
+    Parameters
+    ----------
+    loss_id : int
+        With ``w = b beta``: squared ``0.5 beta^2 + b beta`` (domain R); hinge ``w`` on
+        ``w in [-1, 0]``; logistic ``(-w) log(-w) + (1 + w) log(1 + w)`` on
+        ``w in [-1, 0]`` (``0 log 0 = 0``); smoothed hinge ``w + 0.5 beta^2`` on
+        ``w in [-1, 0]``.
+    beta, b : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> loss_conjugate(0, 1.0, 2.0), loss_conjugate(4, -0.5, 1.0), loss_conjugate(4, 0.5, 1.0)
+    (2.5, -0.375, inf)
+    >>> round(loss_conjugate(2, -0.5, 1.0), 6)              # -log 2
+    -0.693147
+    """
+    beta = np.float64(beta)
+    b = np.float64(b)
+    if loss_id == _SQUARED:
+        return 0.5 * beta * beta + b * beta
+    if loss_id == _HINGE or loss_id == _LOGISTIC or loss_id == _SMOOTHED_HINGE:
+        w = b * beta
+        if w < -1.0 or w > 0.0:
+            return np.inf
+        if loss_id == _HINGE:
+            return w
+        if loss_id == _SMOOTHED_HINGE:
+            return w + 0.5 * beta * beta
+        return _xlogx(-w) + _xlogx(1.0 + w)
+    _bad_scalar_loss()
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
+def _logistic_dual_prox(c, y, b, sigma, n):
+    # With w = b beta = -sigmoid(-t) (t = log((1 + w) / (-w))), the optimality condition
+    # c/n - (b/n) log((1 + w)/(-w)) - (beta - y)/sigma = 0 times n sigma b reads
+    # G(t) = sigma (c b - t) + n (sigmoid(-t) + b y) = 0, G strictly decreasing, and
+    # G(lo) > 0 > G(hi) on lo = c b + n b y / sigma, hi = lo + n / sigma.
+    cb = c * b
+    by = b * y
+    lo = cb + n * by / sigma
+    hi = lo + n / sigma
+    t = 0.5 * (lo + hi)
+    if -1.0 < by < 0.0:  # warm start from the current dual
+        t0 = math.log1p(by) - math.log(-by)
+        if lo < t0 < hi:
+            t = t0
+    for _ in range(NEWTON_MAX_ITER):
+        sm = _sigmoid(-t)
+        g = sigma * (cb - t) + n * (sm + by)
+        if g > 0.0:
+            lo = t
+        elif g < 0.0:
+            hi = t
+        else:
+            break
+        dg = -sigma - n * sm * (1.0 - sm)
+        t_new = t - g / dg
+        if not (lo < t_new < hi):
+            t_new = 0.5 * (lo + hi)
+        step = abs(t_new - t)
+        t = t_new
+        tol = NEWTON_RTOL * max(1.0, abs(t))
+        if step <= tol or hi - lo <= tol:
+            break
+    w = -_sigmoid(-t)
+    if w < -W_HIGH:
+        w = -W_HIGH
+    elif w > -W_LOW:
+        w = -W_LOW
+    return b * w
+
+
+@njit(cache=True, nogil=True)
+def dual_prox(loss_id, c, y, b, sigma, n):
+    """The dual step of DSPDC for one coordinate, the prox of the conjugate.
+
+    ``argmax_beta (1/n) c beta - (1/n) phi*(beta) - (1/(2 sigma)) (beta - y)^2``.
+
+    Parameters
+    ----------
+    loss_id : int
+        As :func:`loss_value`.
+    c : float
+        ``<a_i, xbar>``.
+    y : float
+        The current dual ``y_i``.
+    b : float
+        The target.
+    sigma : float
+        The dual step size.
+    n : float
+        The number of samples of the whole problem (the ``1/n`` of the saddle function).
+
+    Returns
+    -------
+    float
+        Squared: ``beta_hat = (sigma (c - b) + n y) / (sigma + n)``; smoothed hinge:
+        ``b clip(b beta_hat, -1, 0)``; hinge: ``b clip(b (sigma (c - b) + n y) / n, -1, 0)``;
+        logistic: the root of ``c/n - (b/n) log((1 + b beta)/(-b beta)) - (beta - y)/sigma``,
+        by safeguarded Newton (bisection fallback) on ``t = log((1 + b beta)/(-b beta))``
+        until the step is below ``1e-13 max(1, |t|)``; ``b beta`` is kept strictly inside
+        ``(-1, 0)``.
+
+    Examples
+    --------
+    >>> dual_prox(0, 1.0, 0.0, 0.0, 1.0, 1.0)          # (1 * (1 - 0) + 0) / 2
+    0.5
+    >>> dual_prox(4, 10.0, 0.0, 1.0, 1.0, 1.0)         # clipped to b beta = 0
+    0.0
+    >>> -1.0 < dual_prox(2, -50.0, 0.0, 1.0, 100.0, 1.0) < -0.999
+    True
+    """
+    c = np.float64(c)
+    y = np.float64(y)
+    b = np.float64(b)
+    sigma = np.float64(sigma)
+    n = np.float64(n)
+    if loss_id == _SQUARED or loss_id == _SMOOTHED_HINGE or loss_id == _HINGE:
+        if loss_id == _HINGE:
+            beta = (sigma * (c - b) + n * y) / n
+        else:
+            beta = (sigma * (c - b) + n * y) / (sigma + n)
+        if loss_id == _SQUARED:
+            return beta
+        w = b * beta
+        if w < -1.0:
+            w = -1.0
+        elif w > 0.0:
+            w = 0.0
+        return b * w
+    if loss_id == _LOGISTIC:
+        return _logistic_dual_prox(c, y, b, sigma, n)
+    _bad_scalar_loss()
+    return 0.0
+
+
+# --------------------------------------------------------------------------------------
+# batch losses (n, C): derivative, and derivative with the weighted value
+# --------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def loss_gradient(loss_id, F, Y, out, loss_param=0.0):
+    """Write ``l'(F, Y)`` (derivative with respect to ``F``) into ``out``, all ``(n, C)``.
+
+    Parameters
+    ----------
+    loss_id : int
+        3 softmax ``softmax(u) - Y`` (row-wise, max-shifted); the scalar ids of
+        :func:`loss_derivative` column by column.
+    F, Y : ndarray (n, C)
+    out : ndarray (n, C), written
+    loss_param : float
+        The loss's scalar hyper-parameter (:attr:`ooc_kernels.losses.Loss.param`); the
+        losses of the table have none and ignore it.
+
+    Raises
+    ------
+    ValidationError
+        An id that is not in the table.
+    """
+    n, C = F.shape
+    if loss_id == _SOFTMAX:
+        for i in range(n):
+            mx = np.float64(F[i, 0])
+            for c in range(1, C):
+                v = np.float64(F[i, c])
+                if v > mx:
+                    mx = v
+            tot = 0.0
+            for c in range(C):
+                tot += math.exp(np.float64(F[i, c]) - mx)
+            for c in range(C):
+                out[i, c] = math.exp(np.float64(F[i, c]) - mx) / tot - np.float64(Y[i, c])
+    elif _is_scalar(loss_id):
+        for i in range(n):
+            for c in range(C):
+                out[i, c] = loss_derivative(loss_id, F[i, c], Y[i, c])
+    else:
+        _bad_batch_loss()
+
+
+@njit(cache=True, nogil=True)
 def loss_grad_value(loss_id, F, Y, sw, out, loss_param=0.0):
     """Write the weighted derivative ``sw_i l'(F_i, Y_i)`` into ``out`` and return the
     weighted loss ``sum_i sw_i l(F_i, Y_i)`` (float64).
@@ -119,14 +401,14 @@ def loss_grad_value(loss_id, F, Y, sw, out, loss_param=0.0):
     Parameters
     ----------
     loss_id : int
-        As :func:`loss_gradient`.  Values: squared ``(u - y)^2 / 2``, hinge
-        ``max(0, 1 - y u)``, logistic ``log(1 + exp(-y u))``, softmax
-        ``logsumexp(u) - <Y, u>`` (summed over the columns of a row).
+        As :func:`loss_gradient`.  Values: softmax ``logsumexp(u) - <Y, u>``; a scalar
+        loss :func:`loss_value` summed over the columns of a row.
     F, Y : ndarray (n, C)
     sw : ndarray (n,)
         Sample weights.
     out : ndarray (n, C), written
     loss_param : float
+        As :func:`loss_gradient`.
 
     Examples
     --------
@@ -141,19 +423,7 @@ def loss_grad_value(loss_id, F, Y, sw, out, loss_param=0.0):
     for i in range(n):
         w = np.float64(sw[i])
         value = 0.0
-        if loss_id == 0:
-            for c in range(C):
-                d = np.float64(F[i, c]) - np.float64(Y[i, c])
-                value += 0.5 * d * d
-        elif loss_id == 1:
-            for c in range(C):
-                m = 1.0 - np.float64(Y[i, c]) * np.float64(F[i, c])
-                if m > 0.0:
-                    value += m
-        elif loss_id == 2:
-            for c in range(C):
-                value += _softplus(-np.float64(Y[i, c]) * np.float64(F[i, c]))
-        else:
+        if loss_id == _SOFTMAX:
             mx = np.float64(F[i, 0])
             for c in range(1, C):
                 v = np.float64(F[i, c])
@@ -165,26 +435,11 @@ def loss_grad_value(loss_id, F, Y, sw, out, loss_param=0.0):
                 tot += math.exp(np.float64(F[i, c]) - mx)
                 dot += np.float64(Y[i, c]) * np.float64(F[i, c])
             value = mx + math.log(tot) - dot
+        else:  # a scalar id: loss_gradient has refused any other
+            for c in range(C):
+                value += loss_value(loss_id, F[i, c], Y[i, c])
         total += w * value
         if w != 1.0:
             for c in range(C):
                 out[i, c] = out[i, c] * w
     return total
-
-
-def loss_grad_value_ref(loss_id, F, Y, sw, loss_param=0.0):
-    """Numpy twin of :func:`loss_grad_value`: returns ``(weighted gradient, weighted loss)``."""
-    F = np.asarray(F, dtype=np.float64)
-    Y = np.asarray(Y, dtype=np.float64)
-    sw = np.asarray(sw, dtype=np.float64)
-    if loss_id == 0:
-        value = 0.5 * ((F - Y) ** 2).sum(axis=1)
-    elif loss_id == 1:
-        value = np.maximum(0.0, 1.0 - Y * F).sum(axis=1)
-    elif loss_id == 2:
-        value = np.logaddexp(0.0, -Y * F).sum(axis=1)
-    else:
-        mx = F.max(axis=1, keepdims=True)
-        value = (mx[:, 0] + np.log(np.exp(F - mx).sum(axis=1))) - (Y * F).sum(axis=1)
-    grad = loss_gradient_ref(loss_id, F, Y, loss_param) * sw[:, None]
-    return grad, float((sw * value).sum())

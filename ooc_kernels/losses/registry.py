@@ -1,33 +1,38 @@
-"""Registry of losses used by the functional-gradient solvers.
+"""The loss table: every loss of the library, one row each, addressed by name or id.
 
-Every loss is a small frozen :class:`Loss` object.  Its numpy methods are the reference
-implementation; the hot path uses :func:`ooc_kernels._jit.losses.loss_gradient`, which
-dispatches on the integer :attr:`Loss.loss_id`.  Tests compare the two.
+A row is a frozen :class:`Loss`.  It carries the loss's integer id (one id space for the
+whole library: the numba dispatch of :mod:`ooc_kernels._jit.losses` branches on it), its
+NumPy twins (value and derivative, and for the scalar losses the convex conjugate and its
+prox, the dual step of DSPDC), its curvature bound (step sizes of DSG, ``gamma`` of DSPDC),
+its link (decision values to predictions or probabilities), the target kind it accepts and
+the estimator families that offer it.  ``tests/test_loss_table.py`` checks every row
+against the numba dispatch and against the definitions (finite differences,
+Fenchel-Young, the prox's optimality condition).
 
 Targets are always 2-D, shape ``(n, C)``:
 
-============  ============================================  ==============================
-loss          targets ``Y``                                 ``l'(u, y)`` (per column)
-============  ============================================  ==============================
-squared       regression: ``C`` columns of real ``y``       ``u - y``
-hinge         ``C`` columns of ``+-1`` (binary: ``C = 1``;  ``-y`` if ``y u < 1`` else ``0``
-              one-vs-rest: one column per class)
-logistic      same as hinge                                 ``-y sigmoid(-y u)``
-softmax       one-hot, ``C`` classes                        ``softmax(u) - Y`` (row-wise)
-============  ============================================  ==============================
+==============  ==  ==========  ==================================  ========================
+loss            id  target      ``l(u, y)`` (per column)            families
+==============  ==  ==========  ==================================  ========================
+squared         0   real        ``(u - y)^2 / 2``                   dsg, dspdc
+hinge           1   binary      ``max(0, 1 - y u)``                 dsg
+logistic        2   binary      ``log(1 + exp(-y u))``              dsg, dspdc
+softmax         3   classes     ``logsumexp(u) - <Y, u>`` (row)     dsg
+smoothed_hinge  4   binary      ``0`` (s >= 1), ``1/2 - s`` (s <=   dspdc
+                                0), ``(1 - s)^2 / 2``, ``s = y u``
+==============  ==  ==========  ==================================  ========================
 
-Adding a loss (e.g. Huber, epsilon-insensitive, quantile, squared hinge) takes one
-:func:`register_loss` entry here with a new ``loss_id`` and one branch in
-``ooc_kernels/_jit/losses.py``; a scalar hyper-parameter (epsilon, tau, Huber threshold) is
-carried by :attr:`Loss.param` and passed to the numba kernels as ``loss_param``.
+``binary`` targets are ``+-1`` (one column per class for one-vs-rest), ``classes`` one-hot
+rows, ``real`` any real values.  A scalar hyper-parameter (epsilon, tau, a Huber threshold)
+is carried by :attr:`Loss.param` and passed to the numba kernels as ``loss_param``.
 
 Examples
 --------
 >>> import numpy as np
 >>> from ooc_kernels.losses import get_loss
 >>> loss = get_loss("logistic")
->>> loss.loss_id, loss.task
-(2, 'classification')
+>>> loss.loss_id, loss.task, loss.target, loss.gamma
+(2, 'classification', 'binary', 4.0)
 >>> F = np.array([[0.0], [2.0]]); Y = np.array([[1.0], [-1.0]])
 >>> np.round(loss.gradient(F, Y), 4).ravel().tolist()
 [-0.5, 0.8808]
@@ -41,103 +46,34 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.losses import _twins as tw
 
 __all__ = [
     "LOSS_HINGE",
     "LOSS_LOGISTIC",
+    "LOSS_SMOOTHED_HINGE",
     "LOSS_SOFTMAX",
     "LOSS_SQUARED",
+    "FAMILIES",
     "Loss",
     "available_losses",
     "get_loss",
+    "loss_by_id",
+    "losses_for",
     "register_loss",
 ]
 
-#: Integer ids understood by :func:`ooc_kernels._jit.losses.loss_gradient`.
+#: Integer ids understood by the numba dispatch of :mod:`ooc_kernels._jit.losses`.
 LOSS_SQUARED = 0
 LOSS_HINGE = 1
 LOSS_LOGISTIC = 2
 LOSS_SOFTMAX = 3
+LOSS_SMOOTHED_HINGE = 4
+
+#: The estimator families that take their losses from the table.
+FAMILIES = ("dsg", "dspdc")
 
 
-# ---------------------------------------------------------------------------------------
-# stable elementwise helpers (numpy)
-# ---------------------------------------------------------------------------------------
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(-z))`` without overflow."""
-    z = np.asarray(z, dtype=np.float64)
-    out = np.empty_like(z)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    ez = np.exp(z[~pos])
-    out[~pos] = ez / (1.0 + ez)
-    return out
-
-
-def _softmax(F: np.ndarray) -> np.ndarray:
-    F = np.asarray(F, dtype=np.float64)
-    e = np.exp(F - F.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _logsumexp(F: np.ndarray) -> np.ndarray:
-    F = np.asarray(F, dtype=np.float64)
-    mx = F.max(axis=1)
-    return mx + np.log(np.exp(F - mx[:, None]).sum(axis=1))
-
-
-# ---------------------------------------------------------------------------------------
-# the four losses: value (per sample, shape (n,)) and gradient (shape (n, C)), float64
-# ---------------------------------------------------------------------------------------
-def _squared_value(F, Y, param):
-    return 0.5 * ((F - Y) ** 2).sum(axis=1)
-
-
-def _squared_grad(F, Y, param):
-    return F - Y
-
-
-def _hinge_value(F, Y, param):
-    return np.maximum(0.0, 1.0 - Y * F).sum(axis=1)
-
-
-def _hinge_grad(F, Y, param):
-    # sub-gradient at the kink y u = 1 is 0 (the paper's choice)
-    return np.where(Y * F < 1.0, -Y, 0.0)
-
-
-def _logistic_value(F, Y, param):
-    return np.logaddexp(0.0, -Y * F).sum(axis=1)
-
-
-def _logistic_grad(F, Y, param):
-    return -Y * _sigmoid(-Y * F)
-
-
-def _softmax_value(F, Y, param):
-    return _logsumexp(F) - (Y * F).sum(axis=1)
-
-
-def _softmax_grad(F, Y, param):
-    return _softmax(F) - Y
-
-
-def _identity(F):
-    return np.asarray(F, dtype=np.float64)
-
-
-def _proba_logistic(F):
-    P = _sigmoid(F)
-    if P.shape[1] == 1:  # binary: columns are P(y = -1), P(y = +1)
-        return np.hstack([1.0 - P, P])
-    s = P.sum(axis=1, keepdims=True)  # one-vs-rest: normalise like scikit-learn
-    s[s == 0] = 1.0
-    return P / s
-
-
-# ---------------------------------------------------------------------------------------
-# the Loss object
-# ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Loss:
     """A loss ``l(u, y)`` acting on decision values ``F`` and encoded targets ``Y`` (both ``(n, C)``).
@@ -145,19 +81,34 @@ class Loss:
     Parameters
     ----------
     name : str
-        Registry name.
+        Table name.
     loss_id : int
-        Integer dispatched on by the numba kernels.
+        Integer dispatched on by the numba kernels (unique in the table).
     task : {"classification", "regression"}
     multiclass : {"ovr", "joint", "none"}
         How more than one output column is handled: ``"ovr"`` one independent binary problem
         per column (targets ``+-1``), ``"joint"`` one coupled multi-class loss (softmax,
         one-hot targets), ``"none"`` independent regression outputs.
-    param : float
-        Scalar hyper-parameter passed to the numba kernels as ``loss_param`` (unused by the
-        four current losses).
     description : str
         One line: the formula.
+    param : float
+        Scalar hyper-parameter passed to the numba kernels as ``loss_param`` (the losses of
+        the table have none).
+    families : tuple of str
+        The estimator families (:data:`FAMILIES`) whose estimators offer this loss.
+    curvature : float
+        Upper bound of ``l''`` in the decision value (a loss that is not smooth takes 1,
+        the bound the step-size rules of DSG use for the hinge).
+    smooth : bool
+        Whether ``l'`` is ``curvature``-Lipschitz; then the conjugate is
+        ``1/curvature``-strongly convex (:attr:`gamma`).
+
+    Notes
+    -----
+    The NumPy twins are keyword fields: ``_value`` and ``_gradient`` on rows
+    (``(F, Y, param)``); for scalar losses (one decision value per target)
+    ``_pointwise = (value, derivative, conjugate, dual_prox)``, elementwise in ``(z, b)``
+    (:mod:`ooc_kernels.losses._twins`); ``_link`` and ``_proba`` on rows.
 
     Examples
     --------
@@ -166,8 +117,8 @@ class Loss:
     >>> sq = get_loss("squared")
     >>> sq.value(np.array([[3.0]]), np.array([[1.0]])).tolist()
     [2.0]
-    >>> sq.has_proba
-    False
+    >>> sq.has_proba, sq.target, sq.families
+    (False, 'real', ('dsg', 'dspdc'))
     """
 
     name: str
@@ -176,10 +127,50 @@ class Loss:
     multiclass: str
     description: str = ""
     param: float = 0.0
+    families: tuple = ()
+    curvature: float = 1.0
+    smooth: bool = True
     _value: Callable = field(default=None, repr=False, compare=False)
     _gradient: Callable = field(default=None, repr=False, compare=False)
+    _pointwise: tuple | None = field(default=None, repr=False, compare=False)
     _link: Callable | None = field(default=None, repr=False, compare=False)
     _proba: Callable | None = field(default=None, repr=False, compare=False)
+
+    # -- derived properties -------------------------------------------------------------
+    @property
+    def target(self) -> str:
+        """The targets the loss accepts: ``"real"``, ``"binary"`` (``+-1`` per column) or
+        ``"classes"`` (one-hot rows)."""
+        if self.task == "regression":
+            return "real"
+        return "classes" if self.multiclass == "joint" else "binary"
+
+    @property
+    def scalar(self) -> bool:
+        """Whether the loss is one function of one decision value and one target (it has
+        the scalar numba branches and a convex conjugate)."""
+        return self._pointwise is not None
+
+    @property
+    def gamma(self) -> float:
+        """``1 / curvature``: the strong convexity of the conjugate (DSPDC's ``gamma``).
+
+        Raises
+        ------
+        ValidationError
+            For a loss that is not smooth (its conjugate is not strongly convex).
+        """
+        if not self.smooth:
+            raise ValidationError(
+                f"loss {self.name!r} is not smooth: its conjugate is not strongly convex, "
+                "so it has no gamma; use a smooth loss such as 'smoothed_hinge'"
+            )
+        return 1.0 / self.curvature
+
+    @property
+    def has_proba(self) -> bool:
+        """Whether :meth:`predict_proba` is defined for this loss."""
+        return self._proba is not None
 
     # -- validation ---------------------------------------------------------------------
     def _check(self, F, Y):
@@ -197,7 +188,15 @@ class Loss:
             )
         return F, Y
 
-    # -- reference numerics -------------------------------------------------------------
+    def _scalar_twin(self, index: int, what: str) -> Callable:
+        if self._pointwise is None:
+            raise ValidationError(
+                f"loss {self.name!r} couples the outputs of a sample and has no scalar "
+                f"{what}; use value/gradient on rows (n, C)"
+            )
+        return self._pointwise[index]
+
+    # -- reference numerics on rows -----------------------------------------------------
     def value(self, F, Y) -> np.ndarray:
         """Per-sample loss, shape ``(n,)`` (summed over the ``C`` columns), float64."""
         F, Y = self._check(F, Y)
@@ -208,19 +207,34 @@ class Loss:
         F, Y = self._check(F, Y)
         return self._gradient(F, Y, self.param)
 
-    @property
-    def has_proba(self) -> bool:
-        """Whether :meth:`predict_proba` is defined for this loss."""
-        return self._proba is not None
+    # -- reference numerics of a scalar loss, elementwise -------------------------------
+    def pointwise(self, z, b) -> np.ndarray:
+        """``phi(z)`` for targets ``b``, elementwise (scalar losses)."""
+        return self._scalar_twin(0, "value")(z, b)
 
+    def derivative(self, z, b) -> np.ndarray:
+        """``phi'(z)`` for targets ``b``, elementwise (scalar losses)."""
+        return self._scalar_twin(1, "derivative")(z, b)
+
+    def conjugate(self, beta, b) -> np.ndarray:
+        """``phi*(beta) = sup_z beta z - phi(z)``, elementwise, ``+inf`` off its domain."""
+        return self._scalar_twin(2, "conjugate")(beta, b)
+
+    def dual_prox(self, c, y, b, sigma, n) -> np.ndarray:
+        """``argmax_beta (c beta - phi*(beta)) / n - (beta - y)^2 / (2 sigma)``, elementwise
+        (the dual step of DSPDC, :func:`ooc_kernels._jit.losses.dual_prox`)."""
+        return self._scalar_twin(3, "conjugate prox")(c, y, b, sigma, n)
+
+    # -- links ---------------------------------------------------------------------------
     def link(self, F) -> np.ndarray:
         """Inverse link: decision values to the predicted mean / probabilities.
 
         ``squared``: identity; ``logistic``: elementwise sigmoid; ``softmax``: row softmax;
-        ``hinge``: identity (no probabilistic link; the sign is the prediction).
+        ``hinge`` and ``smoothed_hinge``: identity (no probabilistic link; the sign is the
+        prediction).
         """
         F = np.asarray(F, dtype=np.float64)
-        return (self._link or _identity)(F)
+        return (self._link or tw.identity)(F)
 
     def predict_proba(self, F) -> np.ndarray:
         """Class probabilities, shape ``(n, n_classes)``.
@@ -231,7 +245,8 @@ class Loss:
         Raises
         ------
         ValidationError
-            For losses without a probabilistic model (``squared``, ``hinge``).
+            For losses without a probabilistic model (``squared``, ``hinge``,
+            ``smoothed_hinge``).
         """
         if self._proba is None:
             raise ValidationError(
@@ -248,7 +263,7 @@ _REGISTRY: dict[str, Loss] = {}
 
 
 def register_loss(loss: Loss) -> Loss:
-    """Add ``loss`` to the registry (names and ids must be unique).
+    """Add ``loss`` to the table (names and ids must be unique).
 
     Examples
     --------
@@ -263,7 +278,7 @@ def register_loss(loss: Loss) -> Loss:
         raise ValidationError(f"register_loss expects a Loss; got {type(loss).__name__}")
     if loss.name in _REGISTRY:
         raise ValidationError(f"a loss named {loss.name!r} is already registered")
-    registered = _REGISTRY.values()  # small: the loss registry dict
+    registered = _REGISTRY.values()  # small: the loss table
     if any(other.loss_id == loss.loss_id for other in registered):
         raise ValidationError(f"loss_id {loss.loss_id} is already used")
     if loss.task not in ("classification", "regression"):
@@ -272,20 +287,44 @@ def register_loss(loss: Loss) -> Loss:
         raise ValidationError(f"multiclass must be 'ovr', 'joint' or 'none'; got {loss.multiclass!r}")
     if loss._value is None or loss._gradient is None:
         raise ValidationError(f"loss {loss.name!r} needs value and gradient functions")
+    unknown = sorted(set(loss.families) - set(FAMILIES))
+    if unknown:
+        raise ValidationError(f"loss {loss.name!r} names unknown families {unknown}; the "
+                              f"families are {list(FAMILIES)}")
+    if not loss.curvature > 0:
+        raise ValidationError(f"loss {loss.name!r}: curvature must be > 0; got {loss.curvature!r}")
     _REGISTRY[loss.name] = loss
     return loss
 
 
 def available_losses() -> tuple[str, ...]:
-    """Names of the registered losses, sorted by ``loss_id``.
+    """Names of the losses of the table, sorted by ``loss_id``.
 
     Examples
     --------
     >>> from ooc_kernels.losses import available_losses
     >>> available_losses()
-    ('squared', 'hinge', 'logistic', 'softmax')
+    ('squared', 'hinge', 'logistic', 'softmax', 'smoothed_hinge')
     """
     return tuple(sorted(_REGISTRY, key=lambda k: _REGISTRY[k].loss_id))
+
+
+def losses_for(family: str, *, target: str | None = None) -> tuple[str, ...]:
+    """Names of the losses a family offers (optionally of one target kind), by ``loss_id``.
+
+    Estimators build their ``loss`` constraint and documentation from this.
+
+    Examples
+    --------
+    >>> from ooc_kernels.losses import losses_for
+    >>> losses_for("dspdc"), losses_for("dsg", target="real")
+    (('squared', 'logistic', 'smoothed_hinge'), ('squared',))
+    """
+    if family not in FAMILIES:
+        raise ValidationError(f"unknown family {family!r}; the families are {list(FAMILIES)}")
+    return tuple(name for name in available_losses()
+                 if family in _REGISTRY[name].families
+                 and (target is None or _REGISTRY[name].target == target))
 
 
 def get_loss(name) -> Loss:
@@ -305,7 +344,7 @@ def get_loss(name) -> Loss:
     ...     get_loss("cosh")
     ... except ValueError as e:
     ...     print(e)
-    unknown loss 'cosh'; valid names are: 'squared', 'hinge', 'logistic', 'softmax'
+    unknown loss 'cosh'; valid names are: 'squared', 'hinge', 'logistic', 'softmax', 'smoothed_hinge'
     """
     if isinstance(name, Loss):
         return name
@@ -316,28 +355,72 @@ def get_loss(name) -> Loss:
     return loss
 
 
-register_loss(
-    Loss(
-        "squared", LOSS_SQUARED, "regression", "none", "l(u, y) = (u - y)^2 / 2",
-        _value=_squared_value, _gradient=_squared_grad, _link=_identity,
-    )
-)
-register_loss(
-    Loss(
-        "hinge", LOSS_HINGE, "classification", "ovr", "l(u, y) = max(0, 1 - y u), y in {-1, +1}",
-        _value=_hinge_value, _gradient=_hinge_grad,
-    )
-)
-register_loss(
-    Loss(
-        "logistic", LOSS_LOGISTIC, "classification", "ovr", "l(u, y) = log(1 + exp(-y u)), y in {-1, +1}",
-        _value=_logistic_value, _gradient=_logistic_grad, _link=_sigmoid, _proba=_proba_logistic,
-    )
-)
-register_loss(
-    Loss(
-        "softmax", LOSS_SOFTMAX, "classification", "joint",
-        "l(u, Y) = logsumexp(u) - <Y, u>, Y one-hot",
-        _value=_softmax_value, _gradient=_softmax_grad, _link=_softmax, _proba=_softmax,
-    )
-)
+def loss_by_id(loss_id) -> Loss:
+    """The row of the table with this ``loss_id``.
+
+    Raises
+    ------
+    ValidationError
+        No row has this id; the message lists the ids.
+
+    Examples
+    --------
+    >>> from ooc_kernels.losses import loss_by_id
+    >>> loss_by_id(4).name
+    'smoothed_hinge'
+    """
+    registered = _REGISTRY.values()  # small: the loss table
+    for loss in registered:
+        if isinstance(loss_id, (int, np.integer)) and not isinstance(loss_id, bool) \
+                and loss.loss_id == int(loss_id):
+            return loss
+    valid = ", ".join(f"{_REGISTRY[n].loss_id} ({n})" for n in available_losses())
+    raise ValidationError(f"unknown loss_id {loss_id!r}; valid ids are {valid}")
+
+
+# ---------------------------------------------------------------------------------------
+# the table
+# ---------------------------------------------------------------------------------------
+def _columns(value, derivative):
+    """Row functions ``(F, Y, param)`` of a scalar loss: values summed over the columns."""
+    return (lambda F, Y, param: value(F, Y).sum(axis=1),
+            lambda F, Y, param: derivative(F, Y))
+
+
+def _scalar(name, loss_id, task, multiclass, description, twins, **kw) -> Loss:
+    value, gradient = _columns(twins[0], twins[1])
+    return Loss(name, loss_id, task, multiclass, description, _value=value,
+                _gradient=gradient, _pointwise=twins, **kw)
+
+
+register_loss(_scalar(
+    "squared", LOSS_SQUARED, "regression", "none", "l(u, y) = (u - y)^2 / 2",
+    (tw.squared_value, tw.squared_derivative, tw.squared_conjugate, tw.squared_dual_prox),
+    families=("dsg", "dspdc"), curvature=1.0, _link=tw.identity,
+))
+register_loss(_scalar(
+    "hinge", LOSS_HINGE, "classification", "ovr", "l(u, y) = max(0, 1 - y u), y in {-1, +1}",
+    (tw.hinge_value, tw.hinge_derivative, tw.hinge_conjugate, tw.hinge_dual_prox),
+    families=("dsg",), curvature=1.0, smooth=False,
+))
+register_loss(_scalar(
+    "logistic", LOSS_LOGISTIC, "classification", "ovr",
+    "l(u, y) = log(1 + exp(-y u)), y in {-1, +1}",
+    (tw.logistic_value, tw.logistic_derivative, tw.logistic_conjugate, tw.logistic_dual_prox),
+    families=("dsg", "dspdc"), curvature=0.25, _link=tw.logistic_mean,
+    _proba=tw.binary_or_ovr_proba,
+))
+register_loss(Loss(
+    "softmax", LOSS_SOFTMAX, "classification", "joint",
+    "l(u, Y) = logsumexp(u) - <Y, u>, Y one-hot", families=("dsg",), curvature=0.5,
+    _value=lambda F, Y, param: tw.softmax_value(F, Y),
+    _gradient=lambda F, Y, param: tw.softmax_gradient(F, Y),
+    _link=tw.softmax, _proba=tw.softmax,
+))
+register_loss(_scalar(
+    "smoothed_hinge", LOSS_SMOOTHED_HINGE, "classification", "ovr",
+    "l(u, y) = 0 if s >= 1, 1/2 - s if s <= 0, (1 - s)^2 / 2 otherwise, s = y u",
+    (tw.smoothed_hinge_value, tw.smoothed_hinge_derivative, tw.smoothed_hinge_conjugate,
+     tw.smoothed_hinge_dual_prox),
+    families=("dspdc",), curvature=1.0,
+))

@@ -179,12 +179,11 @@ def local_step_parameters(config, n_k: int, k: int):
 
 def local_parameters(config, n_k: int, lam_local: float):
     """``(m, theta, tau, sigma)`` of a local problem with ``n_k`` rows."""
-    from ooc_kernels.families.dspdc.kernels import LOSS_GAMMA
-    from ooc_kernels.families.dspdc.params import dspdc_parameters
+    from ooc_kernels.families.dspdc.params import dspdc_parameters, loss_gamma
 
     m = min(config.m, n_k)
     par = dspdc_parameters(n_k, config.n_features, m, config.q, config.Lambda, lam_local,
-                           LOSS_GAMMA[config.loss_id], mode=config.mode, theta=config.theta,
+                           loss_gamma(config.loss_id), mode=config.mode, theta=config.theta,
                            tau=config.tau, sigma=config.sigma)
     return m, par.theta, par.tau, par.sigma
 

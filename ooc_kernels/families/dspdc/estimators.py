@@ -33,6 +33,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.families.dspdc._chunk_tasks import (
+    _delayed_weights,
+    _factorized_block,
+    _is_lazy,
+    _lambda_stats,
+    _sum_loss_chunk,
+    _weight_sums,
+)
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
@@ -47,8 +55,16 @@ from ooc_kernels.exceptions import (
     ModelFormatError,
     ValidationError,
 )
+from ooc_kernels.losses import get_loss, loss_by_id, losses_for
 
 __all__ = ["DSPDCRegressor", "DSPDCClassifier"]
+
+#: The losses of the table that DSPDC offers, by target kind.
+_REGRESSION_LOSSES = losses_for("dspdc", target="real")
+_CLASSIFICATION_LOSSES = losses_for("dspdc", target="binary")
+#: The loss ids of a saved configuration that names no loss (ooc_kernels 0.2.0 numbered
+#: DSPDC's three losses 0, 1, 2).
+_SAVED_IDS_WITHOUT_NAME = {0: "squared", 1: "smoothed_hinge", 2: "logistic"}
 
 _CONSTRAINTS = {
     **BASE_CONSTRAINTS,
@@ -136,75 +152,6 @@ _ATTRIBUTES_DOC = """
     local_rows_, local_tasks_ : ndarray of int of shape (n_local_problems,)
         Sorted by rows, then tasks.
 """
-
-
-def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept, weights=None):
-    """``sum_i w_i phi_i(a_i^T x)`` over one chunk (dense rows, or ``U`` with ``V``;
-    ``weights`` None: every ``w_i = 1``)."""
-    from ooc_kernels.families.dspdc.kernels import loss_value_ref
-
-    rows = np.asarray(rows, dtype=np.float64)
-    y = np.asarray(y).reshape(-1)
-    b = y.astype(np.float64) if classes is None else np.where(y == classes[1], 1.0, -1.0)
-    with np.errstate(over="ignore", invalid="ignore"):  # a diverged x: inf, checked after
-        z = rows @ (V @ x[:V.shape[1]]) if V is not None else rows @ x[:rows.shape[1]]
-        if intercept:
-            z = z + intercept * x[-1]
-        values = loss_value_ref(loss_id, z, b)
-        if weights is not None:
-            values = np.where(weights > 0, weights * values, 0.0)
-        return float(np.sum(values))
-
-
-def _weight_sums(sample_weight, y, positive, chunk: int) -> np.ndarray:
-    """``(sum of sample_weight over the rows of the other class, over the rows of class
-    positive)`` of one chunk (regression, ``positive`` None: the whole sum first).
-
-    Raises
-    ------
-    InvalidDataError
-        A weight that is negative or not finite (named by chunk and row).
-    """
-    y = np.asarray(y).reshape(-1)
-    if sample_weight is None:
-        w = np.ones(len(y))
-    else:
-        w = np.asarray(sample_weight, dtype=np.float64).reshape(-1)
-        bad = ~(np.isfinite(w) & (w >= 0))
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise InvalidDataError(
-                f"sample_weight {float(w[row])!r} in chunk {chunk}, row {row} is not a finite "
-                "number >= 0; fix or drop that weight."
-            )
-    if positive is None:
-        return np.array([w.sum(), 0.0])
-    is_pos = y == positive
-    return np.array([w[~is_pos].sum(), w[is_pos].sum()])
-
-
-def _chunk_weights(weighting: dict, sample_weight, y):
-    """The row weights ``w_i`` of one chunk
-    (:func:`~ooc_kernels.families.dspdc._local.row_weights`), or None when unweighted."""
-    from types import SimpleNamespace
-
-    from ooc_kernels.families.dspdc._local import row_weights
-
-    if not weighting.get("weighted"):
-        return None
-    y = np.asarray(y).reshape(-1)
-    classes = weighting.get("classes")
-    b = np.zeros(len(y)) if classes is None else np.where(y == classes[1], 1.0, -1.0)
-    cfg = SimpleNamespace(weighted=True, class_weight=weighting.get("class_weight"),
-                          weight_scale=weighting["weight_scale"])
-    return row_weights(cfg, sample_weight, b, (0,), (len(y),))
-
-
-def _delayed_weights(weighting: dict, sample_weight, y):
-    """:func:`_chunk_weights` of one chunk as a Dask task (None when unweighted)."""
-    if not weighting.get("weighted"):
-        return None
-    return dask.delayed(_chunk_weights, pure=True)(weighting, sample_weight, y)
 
 
 class _DSPDCEstimator(ChunkedEstimator):
@@ -424,7 +371,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             self._work.checkpoint_written()
 
     def _primal_value(self, state, data, sched) -> float:
-        from ooc_kernels.families.dspdc.kernels import reg_value_ref
+        from ooc_kernels.families.dspdc.kernels_objective import reg_value_ref
 
         cfg = self._config
         factorized = cfg.factorized
@@ -537,6 +484,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         import dataclasses
 
         config = dataclasses.asdict(self._config)
+        config["loss"] = loss_by_id(config["loss_id"]).name
         config["classes"] = None if config["classes"] is None else list(config["classes"])
         config["class_weight"] = None if config["class_weight"] is None \
             else list(config["class_weight"])
@@ -554,6 +502,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         from ooc_kernels.families.dspdc.solver import DSPDCConfig, DSPDCState
 
         config = dict(meta["config"])
+        config["loss_id"] = _saved_loss_id(config, where)
         config["classes"] = None if config.get("classes") is None else tuple(config["classes"])
         config["class_weight"] = None if config.get("class_weight") is None \
             else tuple(config["class_weight"])
@@ -575,6 +524,30 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._local_problems = _local_problems(meta.get("local_problems"), where)
         self._checkpointed = self._state.versions   # a resumed fit keeps what it came from
         self._publish()
+
+
+def _saved_loss_id(config: dict, where: str) -> int:
+    """The loss-table id of a saved configuration (its ``"loss"`` entry is removed).
+
+    The configuration names its loss; one that names none (written by ooc_kernels 0.2.0)
+    numbers it as :data:`_SAVED_IDS_WITHOUT_NAME` does."""
+    name = config.pop("loss", None)
+    saved = config.get("loss_id")
+    named = name is not None
+    if not named and isinstance(saved, int) and not isinstance(saved, bool):
+        name = _SAVED_IDS_WITHOUT_NAME.get(saved)
+    valid = _REGRESSION_LOSSES + _CLASSIFICATION_LOSSES
+    if name not in valid:
+        raise ModelFormatError(
+            f"{where}: the metadata's loss {_short(name)} (id {_short(saved)}) is not one of "
+            f"DSPDC's losses {list(valid)}; the model file is damaged."
+        )
+    loss_id = get_loss(name).loss_id
+    if named and saved != loss_id:
+        raise ModelFormatError(f"{where}: the metadata names loss {name!r} with id "
+                               f"{_short(saved)}, not its id {loss_id}; the model file is "
+                               "damaged.")
+    return loss_id
 
 
 def _short(value, limit: int = 80) -> str:
@@ -606,38 +579,6 @@ def _local_problems(entries, where: str) -> dict:
             )
         out[(entry[0], entry[1])] = tuple(float(v) for v in entry[2:])
     return out
-
-
-def _factorized_block(u, w, intercept):
-    return (np.asarray(u, dtype=np.float64) @ w + intercept)[:, None]
-
-
-def _is_lazy(U) -> bool:
-    from ooc_kernels.data.inputs import is_lazy_input
-
-    return is_lazy_input(U)
-
-
-def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None):
-    """Per-chunk statistics of ``Lambda_{q,m}`` (with the intercept column, if any) of the
-    rows ``sqrt(w_i) a_i`` that a weighted problem is solved on."""
-    from ooc_kernels.families.dspdc.solver import DSPDCConfig, augment_V
-    from ooc_kernels.families.dspdc.params import (
-        chunk_lambda_stats,
-        factorized_chunk_lambda_stats,
-    )
-
-    rows = np.asarray(rows, dtype=np.float64)
-    if scaling:
-        rows = np.column_stack([rows, np.full(len(rows), scaling)])
-    if weights is not None:
-        rows = np.sqrt(np.asarray(weights, dtype=np.float64))[:, None] * rows
-    if factorized:
-        cfg = DSPDCConfig(loss_id=0, n_samples=1, n_features=1, lam1=0.0, lam2=1.0,
-                          Lambda=1.0, intercept_scaling=scaling)
-        V = augment_V(V, cfg)
-        return factorized_chunk_lambda_stats(rows, V, m, min(q, V.shape[1]))
-    return chunk_lambda_stats(rows, m, min(q, rows.shape[1]))
 
 
 def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
@@ -701,8 +642,8 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
 
     Parameters
     ----------
-    loss : {"squared"}, default="squared"
-        ``phi(z, y) = (z - y)^2 / 2``.
+    loss : {""" + ", ".join(f'"{n}"' for n in _REGRESSION_LOSSES) + """}, default="squared"
+        ``phi(z, y) = (z - y)^2 / 2`` (:mod:`ooc_kernels.losses`).
     """ + _PARAMS_DOC + _BASE_DOC + """
     Attributes
     ----------""" + _ATTRIBUTES_DOC + """
@@ -719,7 +660,7 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
     [1.0, 2.0, 3.0, 4.0, 5.0]
     """
 
-    _parameter_constraints = {**_CONSTRAINTS, "loss": [StrOptions({"squared"})]}
+    _parameter_constraints = {**_CONSTRAINTS, "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
 
     def __init__(self, loss="squared", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
                  intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
@@ -739,9 +680,9 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
 
     Parameters
     ----------
-    loss : {"logistic", "smoothed_hinge"}, default="logistic"
+    loss : {""" + ", ".join(f'"{n}"' for n in _CLASSIFICATION_LOSSES) + """}, default="logistic"
         ``log(1 + exp(-b z))`` or the smoothed hinge of the paper's eq. (3), with the labels
-        mapped to ``b = -1, +1`` (``classes_[1]`` is ``+1``).
+        mapped to ``b = -1, +1`` (``classes_[1]`` is ``+1``) (:mod:`ooc_kernels.losses`).
     """ + _PARAMS_DOC + """    class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight``: ``{label: weight}`` (1 for a
         class it does not name), or ``"balanced"``: ``sum(sample_weight) / (2 *
@@ -765,7 +706,7 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
     """
 
     _parameter_constraints = {**_CONSTRAINTS,
-                              "loss": [StrOptions({"logistic", "smoothed_hinge"})],
+                              "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
                               "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, loss="logistic", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
@@ -827,10 +768,9 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
             )
         return found
 
-    _proba_losses = ("logistic",)
+    _proba_losses = tuple(n for n in _CLASSIFICATION_LOSSES if get_loss(n).has_proba)
 
     @staticmethod
     def _proba_from_decision(dec):
-        dec = np.asarray(dec, dtype=np.float64)
-        p = 1.0 / (1.0 + np.exp(-dec[:, 0]))
-        return np.column_stack([1.0 - p, p])
+        # one chunk of decision values (n, 1): the only loss with probabilities is logistic
+        return get_loss("logistic").predict_proba(dec)

@@ -39,8 +39,9 @@ from typing import Callable
 
 import numpy as np
 
-from ooc_kernels.families.dspdc.kernels import row_top_sums
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc.kernels import row_top_sums
+from ooc_kernels.losses import get_loss, loss_by_id, losses_for
 
 __all__ = [
     "LOSSES", "LOSS_GAMMA", "loss_id", "loss_gamma", "regularizer_weights",
@@ -51,10 +52,10 @@ __all__ = [
     "gap_constant", "gap_bound",
 ]
 
-#: DSPDC loss names and their kernel ids (:mod:`ooc_kernels.families.dspdc.kernels`).
-LOSSES = {"squared": 0, "smoothed_hinge": 1, "logistic": 2}
+#: DSPDC loss names and their ids in the loss table (:mod:`ooc_kernels.losses`).
+LOSSES = {name: get_loss(name).loss_id for name in losses_for("dspdc")}
 #: ``gamma`` per loss name: ``phi`` is ``1/gamma``-smooth (logistic is 1/4-smooth).
-LOSS_GAMMA = {"squared": 1.0, "smoothed_hinge": 1.0, "logistic": 4.0}
+LOSS_GAMMA = {name: get_loss(name).gamma for name in LOSSES}
 
 #: Per-column top-``m`` squares are kept by :func:`chunk_lambda_stats` only when ``m * p`` is
 #: at most this many values (32 MiB of float64).
@@ -62,21 +63,27 @@ DEFAULT_MAX_COL_TOP = 4_000_000
 
 
 def loss_id(loss) -> int:
-    """The kernel id of a DSPDC loss given by name or id.
+    """The loss-table id of a DSPDC loss given by name or id.
 
     Parameters
     ----------
     loss : str or int
-        ``"squared"``, ``"smoothed_hinge"``, ``"logistic"`` or 0, 1, 2.
+        A name of :data:`LOSSES` (``"squared"``, ``"logistic"``, ``"smoothed_hinge"``) or
+        its id.
 
     Returns
     -------
     int
 
+    Raises
+    ------
+    ValidationError
+        A loss that DSPDC does not offer.
+
     Examples
     --------
-    >>> loss_id("logistic"), loss_id(1)
-    (2, 1)
+    >>> loss_id("logistic"), loss_id("smoothed_hinge"), loss_id(0)
+    (2, 4, 0)
     """
     if isinstance(loss, str):
         if loss not in LOSSES:
@@ -88,7 +95,7 @@ def loss_id(loss) -> int:
             int(loss) in LOSSES.values():
         return int(loss)
     raise ValidationError(f"unknown DSPDC loss {loss!r}; pass a name in {sorted(LOSSES)} "
-                          "or an id 0, 1, 2")
+                          f"or an id in {sorted(LOSSES.values())}")
 
 
 def loss_gamma(loss) -> float:
@@ -107,8 +114,7 @@ def loss_gamma(loss) -> float:
     >>> loss_gamma("squared"), loss_gamma(2)
     (1.0, 4.0)
     """
-    lid = loss_id(loss)
-    return {v: LOSS_GAMMA[k] for k, v in LOSSES.items()}[lid]
+    return loss_by_id(loss_id(loss)).gamma
 
 
 def regularizer_weights(alpha, l1_ratio=0.0):

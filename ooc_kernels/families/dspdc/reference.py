@@ -51,30 +51,33 @@ from dataclasses import replace
 import numpy as np
 from scipy.optimize import brentq
 
+from ooc_kernels.losses import loss_by_id
+
 __all__ = ["sequential_dspdc", "dual_argmax"]
 
-#: ``gamma``: the strong convexity of ``phi*`` (``phi`` is ``1/gamma``-smooth), per loss id
-#: (squared ``1``, smoothed hinge ``1``, logistic ``4``; ``specs/dspdc.md`` 7.2).
-_GAMMA = {0: 1.0, 1: 1.0, 2: 4.0}
+#: ``gamma``: the strong convexity of ``phi*`` (``phi`` is ``1/gamma``-smooth), per loss
+#: (``specs/dspdc.md`` 7.2).
+_GAMMA = {"squared": 1.0, "smoothed_hinge": 1.0, "logistic": 4.0}
 
 
-def _conj(loss_id: int, beta: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _conj(loss: str, beta: np.ndarray, b: np.ndarray) -> np.ndarray:
     """phi*(beta) written from the table of ``specs/dspdc.md`` 7.2."""
-    if loss_id == 0:
+    if loss == "squared":
         return 0.5 * beta ** 2 + b * beta
     s = np.clip(b * beta, -1.0, 0.0)
-    if loss_id == 1:
+    if loss == "smoothed_hinge":
         return b * beta + 0.5 * beta ** 2
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(-s > 0, -s * np.log(-s), 0.0) + np.where(1 + s > 0,
                                                                  (1 + s) * np.log1p(s), 0.0)
 
 
-def dual_argmax(loss_id: int, c: float, y: float, b: float, sigma: float, n: float) -> float:
-    """argmax_beta (1/n) c beta - (1/n) phi*(beta) - (beta - y)^2 / (2 sigma)."""
-    if loss_id in (0, 1):   # phi*(beta) = beta^2 / 2 + b beta: a concave quadratic
+def dual_argmax(loss: str, c: float, y: float, b: float, sigma: float, n: float) -> float:
+    """argmax_beta (1/n) c beta - (1/n) phi*(beta) - (beta - y)^2 / (2 sigma), for the loss
+    named ``loss`` (``"squared"``, ``"smoothed_hinge"`` or ``"logistic"``)."""
+    if loss in ("squared", "smoothed_hinge"):   # phi*(beta) = beta^2 / 2 + b beta: concave
         hat = (sigma * (c - b) + n * y) / (sigma + n)
-        return hat if loss_id == 0 else b * float(np.clip(b * hat, -1.0, 0.0))
+        return hat if loss == "squared" else b * float(np.clip(b * hat, -1.0, 0.0))
 
     # logistic: in s = b beta in (-1, 0), the derivative (1/n)(c - b log((1+s)/(-s)))
     # - (beta - y)/sigma is decreasing in beta; find its root
@@ -89,17 +92,17 @@ def dual_argmax(loss_id: int, c: float, y: float, b: float, sigma: float, n: flo
     return b * brentq(slope, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
 
 
-def _weighted_argmax(loss_id, c, y, b, sigma, n, s):
+def _weighted_argmax(loss, c, y, b, sigma, n, s):
     """The dual step of ``psi(z) = s^2 phi(z / s)`` (``s = sqrt(w)``): ``psi*(beta) =
     s^2 phi*(beta / s)``, so ``beta = s argmax_t (1/n) (c / s) t - (1/n) phi*(t)
     - (t - y / s)^2 / (2 sigma)``; ``s = 0``: ``psi* `` is the indicator of 0."""
     if s == 0.0:
         return 0.0
-    return s * dual_argmax(loss_id, c / s, y / s, b, sigma, n)
+    return s * dual_argmax(loss, c / s, y / s, b, sigma, n)
 
 
 def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, col_u,
-                 loss_id, s):
+                 loss, s):
     """Algorithm 1 on the chunk's saddle problem: regularizer ``c g(a) + r^T a / n_k``;
     ``A`` holds the scaled rows ``s_i a_i`` and ``s`` the scales."""
     from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
@@ -111,7 +114,7 @@ def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, 
         J = sample_without_replacement_ref(p, q, col_u[t])
         y_prev = beta.copy()
         for i in I:
-            beta[i] = _weighted_argmax(loss_id, float(A[i] @ abar), y_prev[i], b[i], sigma,
+            beta[i] = _weighted_argmax(loss, float(A[i] @ abar), y_prev[i], b[i], sigma,
                                        n_k, s[i])
         ybar = y_prev + (n_k / m) * (beta - y_prev)
         g = A.T @ ybar
@@ -160,6 +163,7 @@ def sequential_dspdc(case, n_epochs: int = 1):
 
     alg, state = case.algorithm, case.state
     cfg = alg.config
+    loss = loss_by_id(cfg.loss_id).name   # the table names the id; the formulas are here
     if state.n_rounds or np.any(state.w) or state.conj_sum:
         raise ValueError("the sequential reference starts from the initial state (all duals "
                          "zero): pass a case whose state is init_state(...).")
@@ -185,21 +189,21 @@ def sequential_dspdc(case, n_epochs: int = 1):
             c = n / n_k
             m = min(cfg.m, n_k)
             par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda, c * cfg.lam2,
-                                   _GAMMA[cfg.loss_id], mode=cfg.mode, theta=cfg.theta,
+                                   _GAMMA[loss], mode=cfg.mode, theta=cfg.theta,
                                    tau=cfg.tau, sigma=cfg.sigma)
             row_u, col_u = task_uniforms(cfg, case.seed, epoch, k, k, n_k, m)
             T = math.ceil(cfg.local_passes * n_k / m)
             assert len(row_u) == T, "the task's uniforms are one pair per iteration"
             duals[k], x, updates = _local_solve(
                 A, b, duals[k], x, c, cfg.lam1, cfg.lam2, r, m, cfg.q, par.theta, par.tau,
-                par.sigma, row_u, col_u, cfg.loss_id, s)
+                par.sigma, row_u, col_u, loss, s)
             n_iter, n_updates = n_iter + T, n_updates + updates
             versions = versions.updated([k], (epoch, k))
     w = sum(rows.T @ y for (rows, _, _, _), y in zip(data, duals))
     conj_sum = 0.0
     for (_, _, b, s), beta in zip(data, duals):   # psi*(beta) = s^2 phi*(beta / s)
         live = s > 0
-        conj_sum += float(np.sum(s[live] ** 2 * _conj(cfg.loss_id, beta[live] / s[live],
+        conj_sum += float(np.sum(s[live] ** 2 * _conj(loss, beta[live] / s[live],
                                                       b[live])))
     return replace(state, x=x, w=np.asarray(w, dtype=np.float64), conj_sum=conj_sum,
                    versions=versions, n_iter=n_iter, n_dual_updates=n_updates,

@@ -38,12 +38,14 @@ from ooc_kernels.families.dspdc._local import (
     row_weights,
     task_uniform_blocks,
 )
+from ooc_kernels.losses import get_loss, losses_for
+from ooc_kernels.losses.reference import loss_conjugate_ref
 
 __all__ = ["LOSSES", "DSPDCConfig", "DSPDCState", "DSPDCTask", "DSPDCDelta", "DSPDCAlgorithm",
            "augment_V", "init_state", "state_arrays", "make_case"]
 
-#: Loss names and their ids in :mod:`ooc_kernels.families.dspdc.kernels`.
-LOSSES = {"squared": 0, "smoothed_hinge": 1, "logistic": 2}
+#: Loss names and their ids in the loss table (:mod:`ooc_kernels.losses`).
+LOSSES = {name: get_loss(name).loss_id for name in losses_for("dspdc")}
 #: The dual variable's name in the work store.
 DUALS = "y"
 
@@ -55,7 +57,8 @@ class DSPDCConfig:
     Attributes
     ----------
     loss_id : int
-        0 squared, 1 smoothed hinge, 2 logistic.
+        The loss's id in the loss table: 0 squared, 2 logistic, 4 smoothed hinge
+        (:data:`LOSSES`).
     n_samples : int
         ``n``: rows of the whole problem (the ``1/n`` of ``P`` and ``D``).
     n_features : int
@@ -157,7 +160,7 @@ class DSPDCState:
 
     def dual_value(self, config: DSPDCConfig, V: np.ndarray | None = None) -> float:
         """``D(y)`` from the state alone (no pass over the data)."""
-        from ooc_kernels.families.dspdc.kernels import reg_conjugate_ref
+        from ooc_kernels.families.dspdc.kernels_objective import reg_conjugate_ref
 
         aty = self.w if V is None else V.T @ self.w
         v = -aty / config.n_samples
@@ -302,7 +305,7 @@ class DSPDCAlgorithm:
         if weights is not None:
             dy = weights * dy
         dw = rows.T.astype(np.float64) @ dy                         # exact, not the running z
-        conj = kern.loss_conjugate_ref
+        conj = loss_conjugate_ref
         with np.errstate(over="ignore", invalid="ignore"):  # diverged: inf, checked by the
             change = conj(cfg.loss_id, y_new, b) - conj(cfg.loss_id, y_old, b)  # estimator
             if weights is not None:                               # after the round

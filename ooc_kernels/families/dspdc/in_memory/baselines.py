@@ -165,7 +165,8 @@ def objective_values(A, b, x, y, *, loss, lam1, lam2):
     if kind == "dense":
         return (primal_value(M, b, x, loss=loss, lam1=lam1, lam2=lam2),
                 dual_value(M, b, y, loss=loss, lam1=lam1, lam2=lam2))
-    from ooc_kernels.families.dspdc.kernels import chunk_objective_terms_factorized, objective_from_terms
+    from ooc_kernels.families.dspdc.kernels_objective import (chunk_objective_terms_factorized,
+                                                                objective_from_terms)
 
     x = np.ascontiguousarray(x, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)

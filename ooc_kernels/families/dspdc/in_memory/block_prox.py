@@ -34,7 +34,8 @@ import math
 
 import numpy as np
 
-from ooc_kernels.families.dspdc.kernels import dual_prox_ref, loss_conjugate_ref, loss_value_ref
+from ooc_kernels.losses import loss_by_id
+from ooc_kernels.losses.reference import dual_prox_ref, loss_conjugate_ref, loss_value_ref
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc.params import loss_gamma, loss_id
 
@@ -280,7 +281,7 @@ class SeparableLoss:
         b = np.asarray(b, dtype=np.float64).ravel()
         if not np.all(np.isfinite(b)):
             raise ValidationError("labels b must be finite")
-        if self.id != 0 and not np.all(np.abs(b) == 1.0):
+        if loss_by_id(self.id).target == "binary" and not np.all(np.abs(b) == 1.0):
             raise ValidationError(f"the {loss} loss needs labels in {{-1, +1}}; got values "
                                   f"{np.unique(b)[:5].tolist()}; map them to -1/+1")
         self.b = b

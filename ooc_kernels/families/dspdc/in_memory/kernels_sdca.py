@@ -43,15 +43,15 @@ from __future__ import annotations
 import numpy as np
 
 from ooc_kernels._jit._cache import njit
+from ooc_kernels._jit.losses import dual_prox
 from ooc_kernels.families.dspdc.kernels import (
-    dual_prox,
-    dual_prox_ref,
     primal_prox,
     primal_prox_ref,
     sample_without_replacement,
     sample_without_replacement_ref,
 )
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.losses.reference import dual_prox_ref
 
 __all__ = ["primal_from_dual", "primal_from_dual_ref",
            "sdca_dense_iterations", "sdca_dense_iterations_ref",

@@ -1,0 +1,236 @@
+"""NumPy twins of the losses of the table: one set of formulas per loss.
+
+Scalar losses are written elementwise in the decision value ``z`` and the target ``b``
+(arrays of any matching shape): ``value``, ``derivative``, ``conjugate`` and ``dual_prox``
+(the dual step of :func:`ooc_kernels._jit.losses.dual_prox`).  The softmax couples the
+outputs of a sample and is written on rows ``(n, C)``.  Links map decision values ``(n, C)``
+to predictions or probabilities.  The numba dispatch of :mod:`ooc_kernels._jit.losses` is
+tested against these functions; they are float64 and favour clarity over speed.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.losses._twins import smoothed_hinge_value, smoothed_hinge_derivative
+>>> smoothed_hinge_value(np.array([-1.0, 0.5, 2.0]), 1.0).tolist()
+[1.5, 0.125, 0.0]
+>>> smoothed_hinge_derivative(np.array([-1.0, 0.5, 2.0]), 1.0).tolist()
+[-1.0, -0.5, 0.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ooc_kernels._jit.losses import NEWTON_MAX_ITER, NEWTON_RTOL, W_HIGH, W_LOW
+
+__all__ = [
+    "sigmoid", "softmax", "logsumexp", "identity", "logistic_mean", "binary_or_ovr_proba",
+    "squared_value", "squared_derivative", "squared_conjugate", "squared_dual_prox",
+    "hinge_value", "hinge_derivative", "hinge_conjugate", "hinge_dual_prox",
+    "logistic_value", "logistic_derivative", "logistic_conjugate", "logistic_dual_prox",
+    "smoothed_hinge_value", "smoothed_hinge_derivative", "smoothed_hinge_conjugate",
+    "smoothed_hinge_dual_prox", "softmax_value", "softmax_gradient",
+]
+
+
+def _f64(*arrays):
+    return tuple(np.asarray(a, dtype=np.float64) for a in arrays)
+
+
+# --------------------------------------------------------------------------------------
+# stable elementwise helpers and links
+# --------------------------------------------------------------------------------------
+def sigmoid(z) -> np.ndarray:
+    """``1 / (1 + exp(-z))`` without overflow."""
+    z = np.asarray(z, dtype=np.float64)
+    return np.exp(-np.logaddexp(0.0, -z))
+
+
+def softmax(F) -> np.ndarray:
+    """Row softmax of ``F`` ``(n, C)``, max-shifted."""
+    F = np.asarray(F, dtype=np.float64)
+    e = np.exp(F - F.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def logsumexp(F) -> np.ndarray:
+    """Row ``log sum exp`` of ``F`` ``(n, C)``, max-shifted; shape ``(n,)``."""
+    F = np.asarray(F, dtype=np.float64)
+    mx = F.max(axis=1)
+    return mx + np.log(np.exp(F - mx[:, None]).sum(axis=1))
+
+
+def identity(F) -> np.ndarray:
+    """The identity link (the decision value is the prediction)."""
+    return np.asarray(F, dtype=np.float64)
+
+
+def logistic_mean(F) -> np.ndarray:
+    """``1 / (1 + exp(-F))`` elementwise: the logistic link (0 where ``exp(-F)``
+    overflows, its limit)."""
+    F = np.asarray(F, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-F))
+
+
+def binary_or_ovr_proba(F) -> np.ndarray:
+    """Probabilities of a logistic model: binary ``C = 1`` gives ``[P(-1), P(+1)]``,
+    one-vs-rest normalises the per-class sigmoids (as scikit-learn does)."""
+    P = logistic_mean(F)
+    if P.shape[1] == 1:
+        return np.hstack([1.0 - P, P])
+    s = P.sum(axis=1, keepdims=True)
+    s[s == 0] = 1.0
+    return P / s
+
+
+def _on_domain(w, values):
+    """``values`` where ``w = b beta`` lies in ``[-1, 0]``, ``+inf`` elsewhere."""
+    return np.where((w >= -1.0) & (w <= 0.0), values, np.inf)
+
+
+def _clip_dual(b, beta):
+    return b * np.clip(b * beta, -1.0, 0.0)
+
+
+# --------------------------------------------------------------------------------------
+# squared: 0.5 (z - b)^2
+# --------------------------------------------------------------------------------------
+def squared_value(z, b):
+    z, b = _f64(z, b)
+    return 0.5 * (z - b) ** 2
+
+
+def squared_derivative(z, b):
+    z, b = _f64(z, b)
+    return z - b
+
+
+def squared_conjugate(beta, b):
+    beta, b = _f64(beta, b)
+    return 0.5 * beta ** 2 + b * beta
+
+
+def squared_dual_prox(c, y, b, sigma, n):
+    c, y, b = np.broadcast_arrays(*_f64(c, y, b))
+    return (sigma * (c - b) + n * y) / (sigma + n)
+
+
+# --------------------------------------------------------------------------------------
+# hinge: max(0, 1 - b z)
+# --------------------------------------------------------------------------------------
+def hinge_value(z, b):
+    z, b = _f64(z, b)
+    return np.maximum(0.0, 1.0 - b * z)
+
+
+def hinge_derivative(z, b):
+    # the sub-gradient at the kink b z = 1 is 0 (the paper's choice)
+    z, b = _f64(z, b)
+    return np.where(b * z < 1.0, -b, 0.0)
+
+
+def hinge_conjugate(beta, b):
+    beta, b = _f64(beta, b)
+    return _on_domain(b * beta, b * beta)
+
+
+def hinge_dual_prox(c, y, b, sigma, n):
+    c, y, b = np.broadcast_arrays(*_f64(c, y, b))
+    return _clip_dual(b, (sigma * (c - b) + n * y) / n)
+
+
+# --------------------------------------------------------------------------------------
+# logistic: log(1 + exp(-b z))
+# --------------------------------------------------------------------------------------
+def logistic_value(z, b):
+    z, b = _f64(z, b)
+    return np.logaddexp(0.0, -b * z)
+
+
+def logistic_derivative(z, b):
+    z, b = _f64(z, b)
+    return -b * sigmoid(-b * z)
+
+
+def logistic_conjugate(beta, b):
+    beta, b = _f64(beta, b)
+    w = b * beta
+    wc = np.clip(w, -1.0, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(wc < 0.0, -wc * np.log(np.where(wc < 0.0, -wc, 1.0)), 0.0)
+        c = np.where(wc > -1.0, (1.0 + wc) * np.log(np.where(wc > -1.0, 1.0 + wc, 1.0)), 0.0)
+    return _on_domain(w, a + c)
+
+
+def logistic_dual_prox(c, y, b, sigma, n):
+    """Safeguarded Newton on ``t = log((1 + b beta) / (-b beta))``, vectorised (see
+    :func:`ooc_kernels._jit.losses.dual_prox`)."""
+    c, y, b = np.broadcast_arrays(*_f64(c, y, b))
+    sigma = float(sigma)
+    n = float(n)
+    cb, by = c * b, b * y
+    lo = cb + n * by / sigma
+    hi = lo + n / sigma
+    t = 0.5 * (lo + hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t0 = np.log1p(by) - np.log(-by)
+    warm = (by > -1.0) & (by < 0.0) & (t0 > lo) & (t0 < hi)
+    t = np.where(warm, t0, t)
+    active = np.ones(t.shape, dtype=bool)
+    for _ in range(NEWTON_MAX_ITER):
+        if not active.any():
+            break
+        sm = sigmoid(-t)
+        g = sigma * (cb - t) + n * (sm + by)
+        lo = np.where(active & (g > 0.0), t, lo)
+        hi = np.where(active & (g < 0.0), t, hi)
+        done = g == 0.0
+        dg = -sigma - n * sm * (1.0 - sm)
+        t_new = t - g / dg
+        t_new = np.where((t_new > lo) & (t_new < hi), t_new, 0.5 * (lo + hi))
+        t_new = np.where(done, t, t_new)
+        step = np.abs(t_new - t)
+        t = np.where(active, t_new, t)
+        tol = NEWTON_RTOL * np.maximum(1.0, np.abs(t))
+        active = active & ~done & ~((step <= tol) | (hi - lo <= tol))
+    w = np.clip(-sigmoid(-t), -W_HIGH, -W_LOW)
+    return b * w
+
+
+# --------------------------------------------------------------------------------------
+# smoothed hinge: with s = b z, 0 (s >= 1), 0.5 - s (s <= 0), 0.5 (1 - s)^2 otherwise
+# --------------------------------------------------------------------------------------
+def smoothed_hinge_value(z, b):
+    z, b = _f64(z, b)
+    s = b * z
+    return np.where(s >= 1.0, 0.0, np.where(s <= 0.0, 0.5 - s, 0.5 * (1.0 - s) ** 2))
+
+
+def smoothed_hinge_derivative(z, b):
+    z, b = _f64(z, b)
+    s = b * z
+    return np.where(s >= 1.0, 0.0, np.where(s <= 0.0, -b, -b * (1.0 - s)))
+
+
+def smoothed_hinge_conjugate(beta, b):
+    beta, b = _f64(beta, b)
+    return _on_domain(b * beta, b * beta + 0.5 * beta ** 2)
+
+
+def smoothed_hinge_dual_prox(c, y, b, sigma, n):
+    return _clip_dual(np.broadcast_arrays(*_f64(c, y, b))[2],
+                      squared_dual_prox(c, y, b, sigma, n))
+
+
+# --------------------------------------------------------------------------------------
+# softmax on rows: logsumexp(u) - <Y, u>, Y one-hot
+# --------------------------------------------------------------------------------------
+def softmax_value(F, Y):
+    F, Y = _f64(F, Y)
+    return logsumexp(F) - (Y * F).sum(axis=1)
+
+
+def softmax_gradient(F, Y):
+    F, Y = _f64(F, Y)
+    return softmax(F) - Y
