@@ -25,6 +25,7 @@ from ..schema import (
 from .locations import _DATA_LINK, AllowOutside, _parameter, check_catalog_paths
 from .trust import _HINT, _check_structure, _env_names, check_catalog_trust
 
+
 def _read_yaml(path: Path, *, trusted: bool = False) -> Any:
     """The catalog file's YAML as plain data; aliases only in a trusted file, and never
     nesting deeper than :data:`ooc_kernels._untrusted.MAX_DEPTH`."""
@@ -392,5 +393,3 @@ def _with_variables(declaration: Any, variables: Mapping[str, str] | None, name:
                 f"CATALOG {name} --var {k}={clash[k]}`")
         given = {**declared, **given}
     return {**(declaration or {}), "variables": given}
-
-

@@ -20,7 +20,6 @@ from ._reading import _entry_url, _from_spec, _read_entry, _read_yaml
 from .locations import AllowOutside, _allowed_roots, _fmt_roots, _outside
 from .trust import _check_structure, _env_names
 
-# --- writing ---------------------------------------------------------------------------
 
 def _relative_url(data_path: Path, catalog_dir: Path) -> str:
     try:

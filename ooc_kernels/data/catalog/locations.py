@@ -581,4 +581,3 @@ def check_catalog_paths(catalog: Any, *, allow_outside: AllowOutside = False,
     if source is None:
         source = repr(str(_parameter(catalog, "CATALOG_PATH") or "<in-memory catalog>"))
     _LocationCheck(catalog, roots, base, source).run()
-
