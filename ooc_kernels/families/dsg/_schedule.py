@@ -56,14 +56,15 @@ import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import StepSizeWarning, ValidationError
+from ooc_kernels.losses import get_loss, losses_for
 
 __all__ = ["Schedule", "resolve_schedule", "stable_step", "theory_range",
            "growth_step_eigenvalue", "top_eigenvalue", "CURVATURE", "STEP_DRAWS",
            "CURVATURE_ROWS"]
 
-#: Upper bound of the loss's second derivative in the decision value (hinge: not smooth,
-#: taken as 1).
-CURVATURE = {"squared": 1.0, "hinge": 1.0, "logistic": 0.25, "softmax": 0.5}
+#: Upper bound of the loss's second derivative in the decision value, per loss of the family
+#: (the loss table's ``curvature``; hinge: not smooth, taken as 1).
+CURVATURE = {name: get_loss(name).curvature for name in losses_for("dsg")}
 
 
 @dataclass(frozen=True)

@@ -51,13 +51,17 @@ from ooc_kernels.exceptions import DivergenceError, ModelFormatError, Validation
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import available_kernels, get_feature_map
-from ooc_kernels.losses import get_loss
+from ooc_kernels.losses import get_loss, losses_for
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
 from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, DSGState, encode_targets,
                                      init_state, numeric_targets, predict_chunk)
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
+
+#: The losses of the table that DSG offers, by target kind.
+_REGRESSION_LOSSES = losses_for("dsg", target="real")
+_CLASSIFICATION_LOSSES = tuple(n for n in losses_for("dsg") if n not in _REGRESSION_LOSSES)
 
 
 def _row_weights(class_weight, w, y, classes) -> np.ndarray:
@@ -593,7 +597,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
 
     Parameters
     ----------
-    loss : {"logistic", "hinge", "softmax"}, default="logistic"
+    loss : {""" + ", ".join(f'"{n}"' for n in _CLASSIFICATION_LOSSES) + """}, default="logistic"
         ``"logistic"``: binary logistic regression, multinomial (softmax) for more than two
         classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared).
         ``"softmax"``: multinomial for any number of classes.
@@ -617,7 +621,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
     """
 
     _parameter_constraints = {**_DSG_CONSTRAINTS,
-                              "loss": [StrOptions({"logistic", "hinge", "softmax"})],
+                              "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
                               "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="auto",
@@ -689,17 +693,14 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
             )
         return tuple(float(self.class_weight.get(c, 1.0)) for c in classes.tolist())
 
-    _proba_losses = ("logistic", "softmax")
+    _proba_losses = tuple(n for n in _CLASSIFICATION_LOSSES if get_loss(n).has_proba)
 
     @staticmethod
     def _proba_from_decision(dec):
-        dec = np.asarray(dec, dtype=np.float64)  # one chunk of decision values
-        if dec.shape[1] == 1:
-            p = 1.0 / (1.0 + np.exp(-dec[:, 0]))
-            return np.column_stack([1.0 - p, p])
-        z = dec - dec.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
+        # one chunk of decision values: one column is binary logistic, several the softmax
+        # (the targets of _target_spec)
+        dec = np.asarray(dec, dtype=np.float64)
+        return get_loss("logistic" if dec.shape[1] == 1 else "softmax").predict_proba(dec)
 
 
 @register_estimator
@@ -708,7 +709,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
 
     Parameters
     ----------
-    loss : {"squared"}, default="squared"
+    loss : {""" + ", ".join(f'"{n}"' for n in _REGRESSION_LOSSES) + """}, default="squared"
         Kernel ridge regression: ``l(u, y) = (u - y)^2 / 2``.
     """ + _PARAMS_DOC + """
     Attributes
@@ -725,7 +726,8 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     True
     """
 
-    _parameter_constraints = {**_DSG_CONSTRAINTS, "loss": [StrOptions({"squared"})]}
+    _parameter_constraints = {**_DSG_CONSTRAINTS,
+                              "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
 
     def __init__(self, loss="squared", *, kernel="rbf", bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
