@@ -29,6 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 from ooc_kernels._checks import SampleOrigin, non_finite_error
 from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
+from ooc_kernels.estimators._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gcv_targets, select_bandwidth,
@@ -694,6 +695,10 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
         return tuple(float(self.class_weight.get(c, 1.0)) for c in classes.tolist())
 
     _proba_losses = tuple(n for n in _CLASSIFICATION_LOSSES if get_loss(n).has_proba)
+    # predict_proba exists under the default loss, "logistic" (see _has_proba)
+    capabilities = Capabilities(execution="rounds", inputs="supervised",
+                                task="classification", partial_fit=True, tol=True,
+                                probabilistic=True)
 
     @staticmethod
     def _proba_from_decision(dec):
@@ -728,6 +733,8 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
 
     _parameter_constraints = {**_DSG_CONSTRAINTS,
                               "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
+    capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
+                                partial_fit=True, tol=True)
 
     def __init__(self, loss="squared", *, kernel="rbf", bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",

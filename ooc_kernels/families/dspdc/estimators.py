@@ -32,6 +32,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ooc_kernels.estimators._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dspdc._chunk_tasks import (
     _delayed_weights,
@@ -661,6 +662,9 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
     """
 
     _parameter_constraints = {**_CONSTRAINTS, "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
+    # no partial_fit (see _partial_fit_available)
+    capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
+                                partial_fit=False, tol=True)
 
     def __init__(self, loss="squared", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
                  intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
@@ -769,6 +773,11 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
         return found
 
     _proba_losses = tuple(n for n in _CLASSIFICATION_LOSSES if get_loss(n).has_proba)
+    # no partial_fit (see _partial_fit_available); predict_proba exists under the default
+    # loss, "logistic" (see _has_proba)
+    capabilities = Capabilities(execution="rounds", inputs="supervised",
+                                task="classification", partial_fit=False, tol=True,
+                                probabilistic=True)
 
     @staticmethod
     def _proba_from_decision(dec):
