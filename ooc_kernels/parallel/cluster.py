@@ -367,18 +367,25 @@ def _result(client, future, on_poll: Callable[[], None] | None = None) -> Any:
     """``future.result()``, bounded: the Client's connection is looked at every
     :data:`POLL_SECONDS` (``on_poll()`` runs then too), so a lost scheduler raises
     :class:`~ooc_kernels.exceptions.SchedulerLostError` promptly instead of a wait
-    without end."""
-    while True:
+    without end.
+
+    The wait is a ``threading.Event`` set by the future's done callback, and the result is
+    fetched once the future is done: ``future.result(timeout=...)`` would leave, at every
+    timeout, the future in a reference cycle of ``distributed``'s ``sync`` (the timed-out wait's
+    exception and its frames), which keeps the future's keys on the scheduler until
+    Python's cyclic garbage collector runs, seconds or minutes later in a large process."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    while not done.is_set():
         if scheduler_lost(client):
             raise _lost_error(client)
-        try:
-            return future.result(timeout=POLL_SECONDS)
-        except TimeoutError:
-            if on_poll is not None:
-                on_poll()
-        except concurrent.futures.CancelledError as err:
-            _raise_if_cancelled_by_loss(client, err)
-            raise
+        if not done.wait(POLL_SECONDS) and on_poll is not None:
+            on_poll()
+    try:
+        return future.result()
+    except concurrent.futures.CancelledError as err:
+        _raise_if_cancelled_by_loss(client, err)
+        raise
 
 
 def compute_on_client(client, obj) -> Any:
