@@ -88,17 +88,28 @@ def check_combine(spec: SolverSpec, client=None) -> None:
                        what="combining with a task that saw no rows")
 
 
+def _round_trip(spec: SolverSpec, obj, what: str):
+    """``obj`` pickled and unpickled; a failure is the family's, named."""
+    try:
+        return pickle.loads(pickle.dumps(obj))
+    except (pickle.PicklingError, AttributeError, TypeError) as err:
+        raise AssertionError(f"{spec.name}: {what} does not pickle ({err}); the objects "
+                             "that travel to workers hold data, not functions or "
+                             "handles") from err
+
+
 def check_algorithm_pickles(spec: SolverSpec, client=None) -> None:
-    """States, tasks and deltas survive pickling (they travel between processes)."""
+    """States, tasks, deltas and the algorithm survive pickling (they travel between
+    processes)."""
     case = spec.make_case(seed=2, shuffle=True)
     alg, info, deltas = _deltas(case, 2)
-    state = pickle.loads(pickle.dumps(case.state))
+    state = _round_trip(spec, case.state, "the state")
     _assert_states(spec, state, case.state, exact=True, what="pickled state")
-    again = pickle.loads(pickle.dumps(deltas[0]))
+    again = _round_trip(spec, deltas[0], "a delta")
     _assert_states(spec, alg.apply(case.state, again, info),
                    alg.apply(case.state, deltas[0], info), exact=True, what="pickled delta")
-    pickle.loads(pickle.dumps(alg.make_tasks(case.state, info)))
-    pickle.loads(pickle.dumps(alg))
+    _round_trip(spec, alg.make_tasks(case.state, info), "the tasks")
+    _round_trip(spec, alg, "the algorithm")
 
 
 def check_algorithm_schedulers(spec: SolverSpec, client=None) -> None:
