@@ -8,6 +8,16 @@ subclasses :class:`ChunkedEstimator`, declares its hyperparameters
 checkpoints, ``ok.load``, the pipeline runner, the command line and the contract suite
 without any of them naming it.
 
+What a family declares
+----------------------
+``capabilities``
+    A :class:`~ooc_kernels.estimators._capabilities.Capabilities`.  The base reads three of
+    its fields: ``execution`` (``"rounds"``: shuffled rounds of ``chunks_per_round`` tasks;
+    ``"sequential"``: the chunks once per epoch in storage order, one task a round, and the
+    family declares :data:`SEQUENTIAL_CONSTRAINTS`, without the order parameters),
+    ``inputs`` (``fit(X, y)``, ``fit(X)`` or ``fit(X_p, X_q)``: see :meth:`_fit_data`) and
+    ``finishing`` (the :meth:`_finish` hook).
+
 Hooks a family implements
 -------------------------
 ``_initialize(data, sched, classes=None)``
@@ -20,7 +30,11 @@ Hooks a family implements
 ``_publish()``
     Set the public fitted attributes (``coef_``, ``n_iter_`` ...) from ``self._state``.
 ``_predict_block`` (a picklable function) and ``_predict_payload()``
-    ``_predict_block(X_chunk, payload)`` returns decision values ``(n, n_outputs)``.
+    ``_predict_block(X_chunk, payload)`` returns decision values ``(n, n_outputs)``.  A
+    family's own outputs (a ratio estimate, a mean and a standard deviation) are computed
+    the same way by :meth:`_chunk_outputs` from a block function of the family's.
+``_finish(state, data, sched)``
+    With ``capabilities.finishing``: the finished state, run once after the last round.
 ``_fitted_arrays()``, ``_fitted_meta()``, ``_restore_fitted(arrays, meta)``
     The arrays and JSON that make the fitted model (saved models and checkpoints);
     ``_saved_arrays`` names the arrays (name -> required): a file is read for these only.
@@ -40,9 +54,9 @@ Hooks a family implements
     Optional: called after a checkpoint of ``state`` is written (e.g. to prune chunk-local
     state that no checkpoint needs any more).
 
-Shared hyperparameters (every family has them): ``max_iter``, ``chunks_per_round``,
-``chunk_size``, ``shuffle``, ``shuffle_chunks``, ``on_invalid``, ``random_state``,
-``scheduler``, ``progress``; families that stop like scikit-learn's SGD add
+Shared hyperparameters (every family has them): ``max_iter``, ``chunk_size``,
+``on_invalid``, ``random_state``, ``scheduler``, ``progress``, and in the ``"rounds"``
+execution mode ``chunks_per_round``, ``shuffle``, ``shuffle_chunks``; families that stop like scikit-learn's SGD add
 :data:`STOPPING_CONSTRAINTS` (``tol``, ``n_iter_no_change``, ``early_stopping``,
 ``validation_fraction``) and ``warm_start`` and ``verbose``.
 """

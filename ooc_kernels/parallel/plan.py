@@ -8,6 +8,10 @@ epoch.  ``K`` groups make a round.  The number of groups is a multiple of ``K`` 
 there are enough chunks, and their sizes differ by at most one, so that no round leaves
 workers idle.
 
+The ``"sequential"`` execution mode of :func:`ooc_kernels.parallel.engine.run_rounds` is
+the plan with ``chunks_per_round=1``, ``shuffle=False`` and ``shuffle_chunks=1``: one chunk a
+round, in storage order.
+
 The chunk order of an epoch derives from ``(random_state, epoch)`` (see
 :mod:`ooc_kernels._seeds`), so it does not depend on the scheduler.
 
