@@ -319,7 +319,7 @@ def test_task_uniforms_come_in_bounded_blocks(monkeypatch, q, p):
     from types import SimpleNamespace
 
     from ooc_kernels._seeds import task_rng
-    from ooc_kernels.families import _dspdc_local as local
+    from ooc_kernels.families.dspdc import _local as local
 
     monkeypatch.setattr(local, "UNIFORM_BLOCK", 50)
     cfg = SimpleNamespace(local_passes=2.0, q=q, n_features=p)
@@ -341,7 +341,7 @@ def test_task_uniforms_come_in_bounded_blocks(monkeypatch, q, p):
 def test_iterations_in_blocks_equal_the_sequential_reference(monkeypatch):
     """With one iteration per block, the chunk algorithm (one kernel call per block) still
     equals the sequential reference (one loop over the concatenated uniforms)."""
-    from ooc_kernels.families import _dspdc_local as local
+    from ooc_kernels.families.dspdc import _local as local
     from ooc_kernels.families import get_solver
     from ooc_kernels.testing._algorithms import check_algorithm_reference
 
@@ -404,7 +404,7 @@ def test_the_oracle_is_not_the_algorithm():
     import ast
     import inspect
 
-    from ooc_kernels.families import dspdc_reference_rounds
+    from ooc_kernels.families.dspdc import reference as dspdc_reference_rounds
 
     imported = {alias.name for node in ast.walk(ast.parse(inspect.getsource(
         dspdc_reference_rounds))) if isinstance(node, ast.ImportFrom)

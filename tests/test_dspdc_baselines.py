@@ -25,6 +25,7 @@ from ooc_kernels.families.dspdc.in_memory.kernels_sdca import (
 from ooc_kernels.exceptions import DivergenceError, ValidationError
 from ooc_kernels.families.dspdc.in_memory.baselines import dspdc_solve, objective_values, sdca, spdc
 from ooc_kernels.families.dspdc.in_memory.paper import dspdc_reference, primal_value
+from ooc_kernels.losses import get_loss
 
 LOSSES = ["squared", "smoothed_hinge", "logistic"]
 
@@ -177,7 +178,7 @@ def test_sdca_kernels_equal_numpy_twins(loss):
     A = U @ V
     b = A @ rng.normal(size=p)
     b = b if loss == "squared" else np.where(b > 0, 1.0, -1.0)
-    lid = LOSSES.index(loss)
+    lid = get_loss(loss).loss_id
     sigmas = 0.05 * n * n / (m * np.einsum("ij,ij->i", A, A))
     uni = rng.random((200, m))
     out = []

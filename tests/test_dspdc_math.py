@@ -15,36 +15,32 @@ import pytest
 from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chisquare
 
+from ooc_kernels._jit.losses import dual_prox, loss_conjugate, loss_derivative, loss_value
 from ooc_kernels.families.dspdc.kernels import (
-    LOSS_GAMMA,
-    chunk_objective_terms,
-    chunk_objective_terms_factorized,
-    chunk_objective_terms_factorized_ref,
-    chunk_objective_terms_ref,
     dspdc_dense_iterations,
     dspdc_dense_iterations_ref,
     dspdc_factorized_iterations,
     dspdc_factorized_iterations_ref,
-    dual_prox,
-    dual_prox_ref,
-    loss_conjugate,
-    loss_conjugate_ref,
-    loss_derivative,
-    loss_derivative_ref,
-    loss_value,
-    loss_value_ref,
-    objective_from_terms,
-    objective_from_terms_ref,
     primal_prox,
     primal_prox_ref,
+)
+from ooc_kernels.families.dspdc.kernels_objective import (
+    chunk_objective_terms,
+    chunk_objective_terms_factorized,
+    chunk_objective_terms_factorized_ref,
+    chunk_objective_terms_ref,
+    objective_from_terms,
+    objective_from_terms_ref,
     reg_conjugate,
     reg_conjugate_ref,
     reg_value,
     reg_value_ref,
+)
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc.kernels import (
     sample_without_replacement,
     sample_without_replacement_ref,
 )
-from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc.params import (
     chunk_lambda_stats,
     combine_lambda_stats,
@@ -62,6 +58,13 @@ from ooc_kernels.families.dspdc.params import (
     spectral_norm_sq,
     spectral_norm_sq_factorized,
 )
+from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SMOOTHED_HINGE, LOSS_SQUARED
+from ooc_kernels.losses.reference import (
+    dual_prox_ref,
+    loss_conjugate_ref,
+    loss_derivative_ref,
+    loss_value_ref,
+)
 from ooc_kernels.families.dspdc.in_memory.paper import (
     dspdc_factorized_reference,
     dspdc_reference,
@@ -72,7 +75,8 @@ from ooc_kernels.families.dspdc.in_memory.paper import (
     primal_value,
 )
 
-LOSSES = [(0, "squared"), (1, "smoothed_hinge"), (2, "logistic")]
+LOSSES = [(LOSS_SQUARED, "squared"), (LOSS_SMOOTHED_HINGE, "smoothed_hinge"),
+          (LOSS_LOGISTIC, "logistic")]
 REGS = {"l2": (0.0, 0.1), "enet": (0.03, 0.1)}
 TWIN = {"rtol": 1e-12, "atol": 1e-13}
 
@@ -102,7 +106,7 @@ def _factors(loss, n, p, d, seed=0):
 def _params(A, m, q, loss, lam2, mode="gap", Lambda="upper_bound"):
     n, p = A.shape
     L = lambda_value(np.asarray(A, dtype=np.float64), m, q, Lambda)
-    return dspdc_parameters(n, p, m, q, L, lam2, LOSS_GAMMA[loss], mode=mode)
+    return dspdc_parameters(n, p, m, q, L, lam2, loss_gamma(loss), mode=mode)
 
 
 def _run_kernel(A, b, prm, loss, lam1, lam2, n_iter, seed, *, every=None, n_total=None):
@@ -178,7 +182,7 @@ def test_unknown_loss_id_is_rejected():
         loss_value(7, 0.0, 1.0)
     with pytest.raises(ValidationError, match="unknown loss_id; valid ids are 0"):
         dual_prox(3, 0.0, 0.0, 1.0, 1.0, 1.0)
-    with pytest.raises(ValidationError, match="unknown DSPDC loss_id 7"):
+    with pytest.raises(ValidationError, match="unknown loss_id 7; valid ids are 0"):
         loss_value_ref(7, 0.0, 1.0)
 
 
@@ -214,7 +218,7 @@ def test_conjugate_is_the_numerical_sup(loss, name):
                 assert loss_conjugate(loss, beta, b) == np.inf
             # at the boundary the sup is the limit: 0 at w = 0; -1/2 (hinge), 0 (logistic) at -1
             assert loss_conjugate(loss, 0.0, b) == 0.0
-            assert loss_conjugate(loss, -b, b) == (-0.5 if loss == 1 else 0.0)
+            assert loss_conjugate(loss, -b, b) == (-0.5 if loss == LOSS_SMOOTHED_HINGE else 0.0)
 
 
 def test_fenchel_young_and_conjugate_of_the_regularizer():
@@ -239,7 +243,7 @@ def _dual_objective(loss, beta, c, y, b, sigma, n):
 def _dual_derivative(loss, beta, c, y, b, sigma, n):
     """``d/dbeta`` of the dual step objective (``phi*'`` written out by hand) and the size of
     its terms."""
-    if loss == 2:
+    if loss == LOSS_LOGISTIC:
         w = b * beta
         conj_prime = b * (math.log1p(w) - math.log(-w))
     else:
@@ -264,14 +268,14 @@ def test_dual_prox_is_optimal(loss, name):
             for cand in (beta - delta, beta + delta):
                 assert h >= _dual_objective(loss, cand, c, y, b, sigma, n) - 1e-13 * (1 + abs(h))
         w = b * beta
-        if loss == 2:
+        if loss == LOSS_LOGISTIC:
             assert -1.0 < w < 0.0
             # the root of the optimality condition, found independently (Brent on w)
             f = lambda ww: (b * c / n - (math.log1p(ww) - math.log(-ww)) / n  # noqa: E731
                             - (ww - b * y) / sigma)
             w_star = brentq(f, -1.0 + 1e-16, -1e-300, xtol=1e-300, rtol=1e-15, maxiter=500)
             assert w == pytest.approx(w_star, rel=1e-11, abs=1e-15)
-        if loss == 1 and w in clipped:
+        if loss == LOSS_SMOOTHED_HINGE and w in clipped:
             clipped[w] += 1
             # KKT on the interval: the objective increases outwards at the active bound
             slope, scale = _dual_derivative(loss, beta, c, y, b, sigma, n)
@@ -279,7 +283,7 @@ def test_dual_prox_is_optimal(loss, name):
         else:
             slope, scale = _dual_derivative(loss, beta, c, y, b, sigma, n)
             assert abs(slope) <= 1e-12 * scale
-    if loss == 1:
+    if loss == LOSS_SMOOTHED_HINGE:
         assert clipped[0.0] > 10 and clipped[-1.0] > 10  # both bounds were exercised
 
 
@@ -863,7 +867,7 @@ def test_regularizer_weights():
             regularizer_weights(alpha, ratio)
     with pytest.raises(ValidationError, match=r"l1_ratio must lie in \[0, 1\); got 1.5"):
         regularizer_weights(0.3, 1.5)
-    assert loss_id("smoothed_hinge") == 1 and loss_gamma("logistic") == 4.0
+    assert loss_id("smoothed_hinge") == LOSS_SMOOTHED_HINGE and loss_gamma("logistic") == 4.0
     with pytest.raises(ValidationError, match="unknown DSPDC loss 'hinge'"):
         loss_id("hinge")
 

@@ -17,6 +17,7 @@ from sklearn.utils.class_weight import compute_class_weight
 import ooc_kernels as ok
 from ooc_kernels import DSPDCClassifier, DSPDCRegressor
 from ooc_kernels.families.dspdc import kernels as kern
+from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SMOOTHED_HINGE, LOSS_SQUARED
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 
 ALPHA = 0.2
@@ -33,7 +34,7 @@ def _data(seed=0, n=80, p=4):
 
 
 # ---------------------------------------------------------------------------- kernels
-@pytest.mark.parametrize("loss_id", [0, 1, 2])
+@pytest.mark.parametrize("loss_id", [LOSS_SQUARED, LOSS_SMOOTHED_HINGE, LOSS_LOGISTIC])
 def test_weighted_kernels_match_their_numpy_twins(loss_id):
     rng = np.random.default_rng(1)
     n, d, p, m, q = 12, 3, 5, 2, 3

@@ -12,13 +12,13 @@ from ooc_kernels._jit.losses import loss_gradient
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses import Loss, available_losses, get_loss, register_loss
 
-NAMES = ["squared", "hinge", "logistic", "softmax"]
+NAMES = ["squared", "hinge", "logistic", "softmax", "smoothed_hinge"]
 
 
 def _targets(name, rng, n, C):
     if name == "squared":
         return rng.normal(size=(n, C))
-    if name in ("hinge", "logistic"):
+    if name in ("hinge", "logistic", "smoothed_hinge"):
         return rng.choice([-1.0, 1.0], size=(n, C))
     return np.eye(C)[rng.integers(0, C, n)]
 
@@ -34,10 +34,12 @@ def _cases():
 def test_registry_contents():
     assert available_losses() == tuple(NAMES)
     ids = {name: get_loss(name).loss_id for name in NAMES}
-    assert ids == {"squared": 0, "hinge": 1, "logistic": 2, "softmax": 3}
+    assert ids == {"squared": 0, "hinge": 1, "logistic": 2, "softmax": 3, "smoothed_hinge": 4}
     assert get_loss("squared").task == "regression"
     assert {get_loss(n).task for n in NAMES[1:]} == {"classification"}
     assert get_loss("softmax").multiclass == "joint" and get_loss("hinge").multiclass == "ovr"
+    assert [get_loss(n).target for n in NAMES] == ["real", "binary", "binary", "classes",
+                                                   "binary"]
     loss = get_loss("hinge")
     assert get_loss(loss) is loss
     with pytest.raises(dataclasses.FrozenInstanceError):

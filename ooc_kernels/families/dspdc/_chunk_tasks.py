@@ -20,6 +20,7 @@ from __future__ import annotations
 import dask
 import numpy as np
 
+from ooc_kernels.exceptions import InvalidDataError
 from ooc_kernels.losses.reference import loss_value_ref
 
 

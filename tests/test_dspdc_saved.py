@@ -1,0 +1,78 @@
+"""DSPDC models and checkpoints written by ooc_kernels 0.2.0 load and resume unchanged.
+
+Their configuration stores the loss as DSPDC's own id (1: smoothed hinge) and names no loss;
+the loss table numbers the smoothed hinge 4 (1 is the hinge).  The fixtures in
+``tests/data`` were written by the package of that release.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import ooc_kernels as ok
+from ooc_kernels.exceptions import ModelFormatError
+from ooc_kernels.losses import LOSS_SMOOTHED_HINGE
+
+DATA = Path(__file__).parent / "data"
+
+
+def _saved_config(path: Path) -> dict:
+    meta = json.loads((path / "zarr.json").read_text())["attributes"]["ooc_kernels"]
+    return meta["fitted"]["config"]
+
+
+def test_a_model_of_0_2_0_loads_with_its_loss_and_predictions(tmp_path):
+    path = DATA / "dspdc_smoothed_hinge_v0.2.0.zarr"
+    assert _saved_config(path)["loss_id"] == 1 and "loss" not in _saved_config(path)
+    expected = np.load(DATA / "dspdc_smoothed_hinge_v0.2.0_expected.npz")
+    clf = ok.load(path)
+    assert clf.loss == "smoothed_hinge" and clf._config.loss_id == LOSS_SMOOTHED_HINGE
+    np.testing.assert_array_equal(clf.coef_, expected["coef"])
+    np.testing.assert_array_equal(clf.decision_function(expected["X"]), expected["decision"])
+    np.testing.assert_array_equal(clf.predict(expected["X"]), expected["labels"])
+    clf.save(tmp_path / "again.zarr")                  # saved today: the name and its id
+    config = _saved_config(tmp_path / "again.zarr")
+    assert (config["loss"], config["loss_id"]) == ("smoothed_hinge", LOSS_SMOOTHED_HINGE)
+    again = ok.load(tmp_path / "again.zarr")
+    assert again._config == clf._config
+
+
+def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
+    """The checkpoint stopped after 2 of 5 epochs; resumed today, the fit ends where the
+    uninterrupted fit of 0.2.0 ended, bit for bit (the smoothed hinge's dual steps)."""
+    shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
+    expected = np.load(tmp_path / "run" / "expected.npz")
+    clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
+                             max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                # tol=1e-12 is not reached: warns
+        clf.fit(expected["X"], expected["y"], checkpoint=tmp_path / "run" / "ckpt.zarr",
+                resume=True)
+    assert clf.n_iter_ == 5
+    np.testing.assert_array_equal(clf.coef_, expected["coef"])
+    np.testing.assert_array_equal(clf.intercept_, expected["intercept"])
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"loss": "hinge"}, r"loss 'hinge' \(id 1\) is not one of DSPDC's losses"),
+    ({"loss_id": 3}, r"loss None \(id 3\) is not one of DSPDC's losses"),
+    ({"loss": "smoothed_hinge", "loss_id": 1},
+     r"names loss 'smoothed_hinge' with id 1, not its id 4"),
+])
+def test_a_damaged_loss_entry_is_refused(tmp_path, edit, message):
+    path = tmp_path / "m.zarr"
+    shutil.copytree(DATA / "dspdc_smoothed_hinge_v0.2.0.zarr", path)
+    group = zarr.open_group(str(path), mode="r+")
+    meta = dict(group.attrs["ooc_kernels"])
+    fitted = dict(meta["fitted"])
+    fitted["config"] = {**fitted["config"], **edit}
+    group.attrs["ooc_kernels"] = dict(meta, fitted=fitted)
+    with pytest.raises(ModelFormatError, match=message):
+        ok.load(path)
