@@ -23,10 +23,9 @@ from pathlib import Path
 import numpy as np
 
 from ooc_kernels.families.dspdc.kernels import dspdc_dense_iterations
-from ooc_kernels.families.dspdc.params import dspdc_parameters, loss_gamma
+from ooc_kernels.families.dspdc.params import LOSSES, dspdc_parameters, loss_gamma
 from ooc_kernels.families.dspdc.in_memory.paper import duality_gap, dspdc_uniforms
 
-LOSSES = {"squared": 0, "smoothed_hinge": 1, "logistic": 2}
 
 
 def brute_lambda(A, m, q):

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zarr
 
 import ooc_kernels as ok
 from ooc_kernels.exceptions import ModelFormatError
 from ooc_kernels.losses import LOSS_SMOOTHED_HINGE
+
+from _tamper import edit_attrs
 
 DATA = Path(__file__).parent / "data"
 
@@ -69,10 +70,6 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
 def test_a_damaged_loss_entry_is_refused(tmp_path, edit, message):
     path = tmp_path / "m.zarr"
     shutil.copytree(DATA / "dspdc_smoothed_hinge_v0.2.0.zarr", path)
-    group = zarr.open_group(str(path), mode="r+")
-    meta = dict(group.attrs["ooc_kernels"])
-    fitted = dict(meta["fitted"])
-    fitted["config"] = {**fitted["config"], **edit}
-    group.attrs["ooc_kernels"] = dict(meta, fitted=fitted)
+    edit_attrs(path, "ooc_kernels", lambda meta: meta["fitted"]["config"].update(edit))
     with pytest.raises(ModelFormatError, match=message):
         ok.load(path)
