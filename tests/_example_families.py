@@ -283,7 +283,9 @@ class MeanDifference(_ExampleEstimator):
                            checkpoint_every=checkpoint_every, resume=resume)
 
     def _partial_fit_available(self) -> bool:
-        raise AttributeError("MeanDifference has no partial_fit")
+        raise AttributeError(
+            "MeanDifference has no partial_fit: it learns from two samples, and partial_fit "
+            "takes one batch of rows; call fit(X_p, X_q), which reads both chunk by chunk.")
 
     def _initialize(self, data, sched, classes=None):
         d = data.n_features
