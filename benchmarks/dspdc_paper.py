@@ -36,7 +36,7 @@ import numpy as np
 
 from ooc_kernels.data.generators import generate_chunk, get_generator
 from ooc_kernels.families.dspdc.in_memory.baselines import dspdc_solve, objective_values, sdca, spdc
-from ooc_kernels.families.dspdc.params import spectral_norm_sq_factorized
+from ooc_kernels.families.dspdc.lambda_stats import spectral_norm_sq_factorized
 
 SIZES = [(5000, 100, 20), (10000, 100, 50), (10000, 500, 50)]
 LAMBDAS = [(1e-3, 1e-2), (1e-6, 1e-5)]

@@ -27,7 +27,6 @@ from ooc_kernels.families.dspdc.params import LOSSES, dspdc_parameters, loss_gam
 from ooc_kernels.families.dspdc.in_memory.paper import duality_gap, dspdc_uniforms
 
 
-
 def brute_lambda(A, m, q):
     """``Lambda_{q,m}`` by its definition: the largest ``||A_IJ||_2^2``."""
     best = 0.0

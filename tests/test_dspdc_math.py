@@ -41,22 +41,24 @@ from ooc_kernels.families.dspdc.kernels import (
     sample_without_replacement,
     sample_without_replacement_ref,
 )
-from ooc_kernels.families.dspdc.params import (
+from ooc_kernels.families.dspdc.lambda_stats import (
     chunk_lambda_stats,
     combine_lambda_stats,
-    dspdc_parameters,
     factorized_chunk_lambda_stats,
-    gap_bound,
-    gap_constant,
     lambda_from_stats,
     lambda_value,
     lambda_value_factorized,
+    spectral_norm_sq,
+    spectral_norm_sq_factorized,
+)
+from ooc_kernels.families.dspdc.params import (
+    dspdc_parameters,
+    gap_bound,
+    gap_constant,
     loss_gamma,
     loss_id,
     rate_constant,
     regularizer_weights,
-    spectral_norm_sq,
-    spectral_norm_sq_factorized,
 )
 from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SMOOTHED_HINGE, LOSS_SQUARED
 from ooc_kernels.losses.reference import (

@@ -6,13 +6,15 @@ over the chunks) and the estimators :class:`DSPDCClassifier` and :class:`DSPDCRe
 :class:`MultiTaskLMNN` (multi-task metric learning by block DSPDC) is in-memory and not
 registered.  Its modules:
 
-``kernels``
-    The numba kernels (dense and factorized iterations, objective terms), each with a
-    NumPy twin.
-``solver``, ``_local``, ``params``
-    The chunk algorithm, one task's local problem, the step parameters of the theorems.
-``estimators``, ``_work``
-    The scikit-learn estimators and their private work stores of the dual variables.
+``kernels``, ``kernels_objective``
+    The numba kernels (dense and factorized iterations; the regularizer and the objective
+    terms), each with a NumPy twin; the losses are the shared loss table's.
+``solver``, ``_local``, ``params``, ``lambda_stats``
+    The chunk algorithm, one task's local problem, the losses and step parameters of the
+    theorems, the scale constant ``Lambda`` from one pass over the chunks.
+``estimators``, ``_chunk_tasks``, ``_work``
+    The scikit-learn estimators, the per-chunk tasks they run, and their private work
+    stores of the dual variables.
 ``reference``
     The rounds written out sequentially in plain NumPy, the contract suite's oracle.
 ``mtlmnn``

@@ -105,7 +105,7 @@ def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None):
     """Per-chunk statistics of ``Lambda_{q,m}`` (with the intercept column, if any) of the
     rows ``sqrt(w_i) a_i`` that a weighted problem is solved on."""
     from ooc_kernels.families.dspdc.solver import DSPDCConfig, augment_V
-    from ooc_kernels.families.dspdc.params import (
+    from ooc_kernels.families.dspdc.lambda_stats import (
         chunk_lambda_stats,
         factorized_chunk_lambda_stats,
     )

@@ -251,7 +251,7 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     def _initialize(self, data, sched, classes=None) -> None:
         from ooc_kernels.families.dspdc.solver import LOSSES, DSPDCConfig, init_state
-        from ooc_kernels.families.dspdc.params import combine_lambda_stats, lambda_from_stats
+        from ooc_kernels.families.dspdc.lambda_stats import combine_lambda_stats, lambda_from_stats
 
         factorized = self._factorized(data)
         p = data.n_features + (1 if self.fit_intercept else 0)

@@ -355,7 +355,7 @@ def make_case(seed: int = 0, *, shuffle: bool = False, weighted: bool = False):
     import weakref
 
     from ooc_kernels.families._spec import AlgorithmCase
-    from ooc_kernels.families.dspdc.params import lambda_value
+    from ooc_kernels.families.dspdc.lambda_stats import lambda_value
 
     folder = tempfile.mkdtemp(prefix="ooc-dspdc-case-")
     rng = np.random.default_rng(seed)

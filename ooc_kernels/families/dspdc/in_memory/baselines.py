@@ -47,14 +47,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ooc_kernels.exceptions import DivergenceError, ValidationError
-from ooc_kernels.families.dspdc.params import (
-    LOSSES,
-    dspdc_parameters,
-    loss_gamma,
-    lambda_value,
-    lambda_value_factorized,
-    loss_id,
-)
+from ooc_kernels.families.dspdc.lambda_stats import lambda_value, lambda_value_factorized
+from ooc_kernels.families.dspdc.params import LOSSES, dspdc_parameters, loss_gamma, loss_id
 from ooc_kernels.families.dspdc.in_memory.paper import dual_value, primal_value
 
 __all__ = ["BaselineResult", "objective_values", "dspdc_solve", "spdc", "sdca"]
@@ -304,7 +298,7 @@ def dspdc_solve(A, b, *, loss, lam1, lam2, m=1, q=None, Lambda="upper_bound", mo
     m, q : int
         Dual and primal coordinates per iteration (``q=None``: all ``p``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
-        The scale constant (:func:`~ooc_kernels.families.dspdc.params.lambda_value`).
+        The scale constant (:func:`~ooc_kernels.families.dspdc.lambda_stats.lambda_value`).
     mode : {"gap", "distance"}, default="gap"
         ``theta`` of Theorem 2 or Theorem 1.
     theta, tau, sigma : float or None

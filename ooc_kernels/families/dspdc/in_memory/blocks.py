@@ -48,7 +48,8 @@ import numpy as np
 
 from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
 from ooc_kernels.exceptions import DivergenceError, ValidationError
-from ooc_kernels.families.dspdc.params import DSPDCParameters, dspdc_parameters, spectral_norm_sq
+from ooc_kernels.families.dspdc.lambda_stats import spectral_norm_sq
+from ooc_kernels.families.dspdc.params import DSPDCParameters, dspdc_parameters
 
 __all__ = ["block_partition", "block_norms_sq", "lambda_from_block_norms", "block_lambda",
            "block_objectives", "BlockDSPDCResult", "block_dspdc"]
@@ -264,7 +265,7 @@ def block_lambda(A, m, q, Lambda="upper_bound", *, row_blocks=None, col_blocks=N
         As :func:`block_partition`.
     power_iteration : bool
         Include ``||A||_2^2`` (by
-        :func:`ooc_kernels.families.dspdc.params.spectral_norm_sq`, which converges from
+        :func:`ooc_kernels.families.dspdc.lambda_stats.spectral_norm_sq`, which converges from
         below to a relative ``1e-12``) among the upper bounds.
     max_subsets : int
 

@@ -50,11 +50,8 @@ from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
 from ooc_kernels.exceptions import DivergenceError, ValidationError
 from ooc_kernels.families.dspdc.in_memory.block_prox import PSDBlock, SeparableLoss
 from ooc_kernels.families.dspdc.in_memory.blocks import _check_tol, lambda_from_block_norms
-from ooc_kernels.families.dspdc.params import (
-    DSPDCParameters,
-    dspdc_parameters,
-    power_iteration_sq,
-)
+from ooc_kernels.families.dspdc.lambda_stats import power_iteration_sq
+from ooc_kernels.families.dspdc.params import DSPDCParameters, dspdc_parameters
 
 __all__ = ["Triplets", "build_triplets", "mtlmnn_lambda", "mtlmnn_objectives",
            "MTLMNNResult", "mtlmnn_dspdc"]
