@@ -4,6 +4,7 @@ family's declared capabilities rule out is reported as skipped, with the reason.
 check can fail is shown in tests/test_contract_mutants.py."""
 
 import pytest
+from _example_families import FAMILIES, registered
 
 from ooc_kernels.estimators import ESTIMATORS
 from ooc_kernels.families import SOLVERS
@@ -32,3 +33,22 @@ def test_estimator_contract(name, check, request):
         check(ESTIMATORS.get(name), client=client)
     except NotApplicable as reason:
         pytest.skip(str(reason))
+
+
+# the example families of the engine's modes (sequential, finishing, y-less, two-sample),
+# registered only while their checks run
+with registered():
+    _EXAMPLES = [(name, check) for name, check in estimator_checks()
+                 if name in {cls.__name__ for cls in FAMILIES}]
+
+
+@pytest.mark.parametrize("name, check", _EXAMPLES,
+                         ids=lambda v: v if isinstance(v, str) else v.__name__)
+def test_example_family_contract(name, check, request):
+    client = request.getfixturevalue("dask_client") if check.__name__ in _DISTRIBUTED \
+        else None
+    with registered():
+        try:
+            check(ESTIMATORS.get(name), client=client)
+        except NotApplicable as reason:
+            pytest.skip(str(reason))

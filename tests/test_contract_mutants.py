@@ -9,6 +9,7 @@ from unittest import mock
 import dask.array as da
 import numpy as np
 import pytest
+from _example_families import RidgeStatistics
 
 from ooc_kernels.estimators._registry import ESTIMATORS as REGISTRY
 from ooc_kernels.families import SOLVERS
@@ -21,6 +22,7 @@ from ooc_kernels.testing import (
     check_algorithm_schedulers,
     check_combine,
     check_estimator_capabilities,
+    check_estimator_finishing,
     check_estimator_lazy_predictions,
     check_estimator_partial_fit_loop,
     check_estimator_probabilistic,
@@ -336,3 +338,51 @@ def test_a_negative_standard_deviation_is_caught():
 def test_the_probabilistic_check_does_not_apply_without_probabilities():
     with pytest.raises(NotApplicable, match="DSGRegressor declares probabilistic=False"):
         check_estimator_probabilistic(DSGRegressor)
+
+
+# ---------------------------------------------------------------- the finishing step
+class _FinishesTwice(RidgeStatistics):
+    def fit(self, *args, **kwargs):
+        super().fit(*args, **kwargs)
+        self._state = self._finish(self._state, None, None)   # a second solve
+        return self
+
+
+class _ResumeSkipsFinishing(RidgeStatistics):
+    def fit(self, *args, resume=False, **kwargs):
+        if resume:                                  # a resumed fit keeps the rounds' state
+            self._finish = lambda state, data, sched: state
+        return super().fit(*args, resume=resume, **kwargs)
+
+
+class _ResumeFinishesOtherwise(RidgeStatistics):
+    def fit(self, *args, resume=False, **kwargs):
+        self._resumed = resume
+        return super().fit(*args, resume=resume, **kwargs)
+
+    def _finish(self, state, data, sched):          # a resumed fit solves with 2 alpha
+        finished = super()._finish(state, data, sched)
+        if not self._resumed:
+            return finished
+        d = len(state["xty"])
+        coef = np.linalg.solve(state["xtx"] / state["n"] + 2 * self.alpha * np.eye(d),
+                               state["xty"] / state["n"])
+        return {**finished, "coef": coef}
+
+
+@pytest.mark.parametrize("cls, message", [
+    (_FinishesTwice, r"_FinishesTwice: the finishing step _finish ran 2 times in one fit, "
+                     r"not once"),
+    (_ResumeSkipsFinishing, r"_ResumeSkipsFinishing: the resumed fit ran the finishing "
+                            r"step _finish 0 times, not once"),
+    (_ResumeFinishesOtherwise, r"_ResumeFinishesOtherwise resumed after round \d+ and "
+                               r"finished: array 'coef' differs"),
+], ids=lambda v: v.__name__ if isinstance(v, type) else "")
+def test_a_finishing_step_that_does_not_run_once_is_caught(cls, message):
+    with pytest.raises(AssertionError, match=message):
+        check_estimator_finishing(cls)
+
+
+def test_the_finishing_check_does_not_apply_without_a_finishing_step():
+    with pytest.raises(NotApplicable, match="DSGRegressor declares finishing=False"):
+        check_estimator_finishing(DSGRegressor)
