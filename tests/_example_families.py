@@ -24,8 +24,8 @@ from numbers import Real
 import numpy as np
 from sklearn.base import RegressorMixin
 
+from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.data.inputs import wrap_prediction
-from ooc_kernels.estimators._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import ESTIMATORS
 from ooc_kernels.estimators.base import (
@@ -35,6 +35,7 @@ from ooc_kernels.estimators.base import (
     ChunkedRegressorMixin,
 )
 from ooc_kernels.exceptions import ModelFormatError
+from ooc_kernels.families import SOLVERS, AlgorithmCase, SolverSpec
 
 
 # --------------------------------------------------------------------------- algorithms
@@ -313,6 +314,37 @@ class MeanDifference(_ExampleEstimator):
 FAMILIES = (OnlineLMS, RidgeStatistics, MeanCovariance, MeanDifference)
 
 
+# --------------------------------------------------------------------------- solvers
+def _lms_case(seed: int = 0, shuffle: bool = False) -> AlgorithmCase:
+    """Five chunks of a small least-squares problem (row order matters to LMS)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(47, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=47)
+    cuts = [0, 10, 20, 30, 40, 47]
+    chunks = [{"X": X[a:b], "y": y[a:b]} for a, b in zip(cuts, cuts[1:])]
+    state = {"w": np.zeros(3), "n_seen": np.float64(0.0)}
+    return AlgorithmCase(algorithm=LMSAlgorithm(0.05), state=state, chunks=chunks,
+                         dims={"X": ("sample", "feature"), "y": ("sample",)}, seed=seed)
+
+
+def lms_reference(case: AlgorithmCase) -> dict:
+    """LMS over every row of ``case.chunks`` in storage order, written again in NumPy."""
+    X = np.concatenate([c["X"] for c in case.chunks])
+    y = np.concatenate([c["y"] for c in case.chunks])
+    w = case.state["w"].copy()
+    for x, t in zip(X, y):
+        w -= case.algorithm.eta * (x @ w - t) * x
+    return {"w": w, "n_seen": np.float64(len(X))}
+
+
+#: A sequential solver (one chunk a round, storage order) for the algorithm-level checks.
+LMS_SOLVER = SolverSpec(
+    name="example_lms", algorithm=LMSAlgorithm,
+    state_arrays=lambda state: {k: np.asarray(v) for k, v in state.items()},
+    make_case=_lms_case, reference=lms_reference, execution="sequential",
+    description="least mean squares in storage order (a test family)")
+
+
 @contextlib.contextmanager
 def registered(*classes):
     """Register ``classes`` (default: all example families) in the estimator registry for
@@ -320,4 +352,11 @@ def registered(*classes):
     with contextlib.ExitStack() as stack:
         for cls in classes or FAMILIES:
             stack.enter_context(ESTIMATORS.temporarily(cls.__name__, cls))
+        yield
+
+
+@contextlib.contextmanager
+def registered_solvers():
+    """Register the example solvers (:data:`LMS_SOLVER`) for the duration of the block."""
+    with SOLVERS.temporarily(LMS_SOLVER.name, LMS_SOLVER):
         yield

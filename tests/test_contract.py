@@ -4,7 +4,7 @@ family's declared capabilities rule out is reported as skipped, with the reason.
 check can fail is shown in tests/test_contract_mutants.py."""
 
 import pytest
-from _example_families import FAMILIES, registered
+from _example_families import FAMILIES, LMS_SOLVER, registered, registered_solvers
 
 from ooc_kernels.estimators import ESTIMATORS
 from ooc_kernels.families import SOLVERS
@@ -50,5 +50,22 @@ def test_example_family_contract(name, check, request):
     with registered():
         try:
             check(ESTIMATORS.get(name), client=client)
+        except NotApplicable as reason:
+            pytest.skip(str(reason))
+
+
+with registered_solvers():
+    _EXAMPLE_SOLVERS = [(name, check) for name, check in algorithm_checks()
+                        if name == LMS_SOLVER.name]
+
+
+@pytest.mark.parametrize("name, check", _EXAMPLE_SOLVERS,
+                         ids=lambda v: v if isinstance(v, str) else v.__name__)
+def test_example_solver_contract(name, check, request):
+    client = request.getfixturevalue("dask_client") if check.__name__ in _DISTRIBUTED \
+        else None
+    with registered_solvers():
+        try:
+            check(SOLVERS.get(name), client=client)
         except NotApplicable as reason:
             pytest.skip(str(reason))

@@ -386,3 +386,28 @@ def test_a_finishing_step_that_does_not_run_once_is_caught(cls, message):
 def test_the_finishing_check_does_not_apply_without_a_finishing_step():
     with pytest.raises(NotApplicable, match="DSGRegressor declares finishing=False"):
         check_estimator_finishing(DSGRegressor)
+
+
+def test_a_sequential_solver_that_visits_rows_out_of_order_is_caught():
+    """The reference check runs a sequential family in storage order: an algorithm that
+    visits a chunk's rows backwards no longer equals the in-order reference."""
+    from _example_families import LMS_SOLVER, LMSAlgorithm
+
+    class Backwards(LMSAlgorithm):
+        def chunk_step(self, state, batch, task):
+            return super().chunk_step(state, {k: v[::-1] for k, v in batch.items()}, task)
+
+    def make_case(seed=0, shuffle=False):
+        case = LMS_SOLVER.make_case(seed=seed, shuffle=shuffle)
+        return dataclasses.replace(case, algorithm=Backwards(case.algorithm.eta))
+
+    check_algorithm_reference(LMS_SOLVER)            # the real one passes
+    with pytest.raises(AssertionError, match="state array 'w'"):
+        check_algorithm_reference(dataclasses.replace(LMS_SOLVER, make_case=make_case))
+
+
+def test_combine_does_not_apply_to_a_sequential_solver():
+    from _example_families import LMS_SOLVER
+
+    with pytest.raises(NotApplicable, match="never combines"):
+        check_combine(LMS_SOLVER)

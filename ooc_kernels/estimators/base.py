@@ -11,7 +11,7 @@ without any of them naming it.
 What a family declares
 ----------------------
 ``capabilities``
-    A :class:`~ooc_kernels.estimators._capabilities.Capabilities`.  The base reads three of
+    A :class:`~ooc_kernels._capabilities.Capabilities`.  The base reads three of
     its fields: ``execution`` (``"rounds"``: shuffled rounds of ``chunks_per_round`` tasks;
     ``"sequential"``: the chunks once per epoch in storage order, one task a round, and the
     family declares :data:`SEQUENTIAL_CONSTRAINTS`, without the order parameters),
@@ -76,7 +76,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.data.inputs import as_chunked
-from ooc_kernels.estimators._capabilities import Capabilities
+from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import validate_params
 from ooc_kernels.estimators._hyperparams import (
     BASE_CONSTRAINTS,

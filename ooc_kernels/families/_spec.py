@@ -16,7 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from ooc_kernels._capabilities import EXECUTIONS
 from ooc_kernels._registry import Registry
+from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["SOLVERS", "AlgorithmCase", "SolverSpec", "available_solvers", "get_solver",
            "register_solver"]
@@ -74,6 +76,11 @@ class SolverSpec:
         storage order, written independently of the chunk algorithm (plain NumPy); one pass
         with ``K = 1`` through the engine must give the same state.
     description : str
+    execution : {"rounds", "sequential"}, default="rounds"
+        How the engine runs the algorithm (see
+        :class:`~ooc_kernels._capabilities.Capabilities`): shuffled rounds of
+        ``K`` parallel tasks whose deltas ``combine`` merges, or one chunk a round in storage
+        order (``combine`` is never called).  The contract suite reads it.
     """
 
     name: str
@@ -82,6 +89,12 @@ class SolverSpec:
     make_case: Callable[..., AlgorithmCase]
     reference: Callable[[AlgorithmCase], Any] | None = None
     description: str = ""
+    execution: str = "rounds"
+
+    def __post_init__(self):
+        if self.execution not in EXECUTIONS:
+            raise ValidationError(f"SolverSpec.execution must be one of {EXECUTIONS}, got "
+                                  f"{self.execution!r}")
 
 
 def register_solver(spec: SolverSpec) -> SolverSpec:

@@ -6,7 +6,7 @@ zarr-python's ``StoreTests`` run one suite against every backend: a new family g
 it by registering.
 
 Every check reads what the family declares: an estimator class's ``capabilities``
-(:class:`~ooc_kernels.estimators._capabilities.Capabilities`: parallel rounds or sequential
+(:class:`~ooc_kernels._capabilities.Capabilities`: parallel rounds or sequential
 streaming, supervised, unsupervised or two-sample inputs, its task, ``partial_fit``, a
 stopping tolerance, probabilistic outputs, a finishing step, checkpoints).  A check that the
 declaration rules out raises :class:`NotApplicable` with the reason (``tests/test_contract.py``

@@ -16,6 +16,7 @@ import numpy as np
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.engine import RoundInfo, run_rounds
 from ooc_kernels.families import SOLVERS, SolverSpec
+from ooc_kernels.testing._problems import NotApplicable
 
 __all__ = ["algorithm_checks", "check_algorithm_reference", "check_combine",
            "check_algorithm_pickles", "check_algorithm_schedulers", "case_data"]
@@ -30,10 +31,11 @@ def case_data(case) -> ChunkedData:
     return ChunkedData(variables, dims=case.dims, whole=dict(case.whole))
 
 
-def _run(case, *, k: int, scheduler, shuffle: bool = False, n_epochs: int = 1):
+def _run(case, *, k: int, scheduler, shuffle: bool = False, n_epochs: int = 1,
+         execution: str = "rounds"):
     return run_rounds(case.algorithm, case.state, case_data(case), n_epochs=n_epochs,
-                      chunks_per_round=k, seed=case.seed, shuffle=shuffle,
-                      shuffle_chunks=1, scheduler=scheduler).state
+                      execution=execution, chunks_per_round=k, seed=case.seed,
+                      shuffle=shuffle, shuffle_chunks=1, scheduler=scheduler).state
 
 
 def _assert_states(spec: SolverSpec, a, b, *, exact: bool, what: str, rtol=1e-10) -> None:
@@ -50,12 +52,12 @@ def _assert_states(spec: SolverSpec, a, b, *, exact: bool, what: str, rtol=1e-10
 
 
 def check_algorithm_reference(spec: SolverSpec, client=None) -> None:
-    """One pass through the engine with ``K = 1`` and no shuffling equals the family's
-    sequential reference over the same chunks."""
+    """One pass through the engine with ``K = 1`` and no shuffling (in the family's declared
+    execution) equals the family's sequential reference over the same chunks."""
     if spec.reference is None:
         raise AssertionError(f"solver {spec.name!r} registers no sequential reference")
     case = spec.make_case(seed=0, shuffle=False)
-    engine = _run(case, k=1, scheduler="sync")
+    engine = _run(case, k=1, scheduler="sync", execution=spec.execution)
     _assert_states(spec, engine, spec.reference(case), exact=False,
                    what="K = 1 against the sequential reference")
 
@@ -72,7 +74,11 @@ def _deltas(case, n: int):
 
 
 def check_combine(spec: SolverSpec, client=None) -> None:
-    """``combine`` is associative, and a task that saw no rows is its identity."""
+    """``combine`` is associative, and a task that saw no rows is its identity (for
+    families that run parallel rounds; a sequential family never combines)."""
+    if spec.execution == "sequential":
+        raise NotApplicable(f"solver {spec.name!r} runs one chunk a round in storage order: "
+                            "the engine never combines its deltas")
     case = spec.make_case(seed=1, shuffle=True)
     alg, info, (a, b, c) = _deltas(case, 3)
     left = alg.apply(case.state, alg.combine(alg.combine(a, b), c), info)
@@ -113,13 +119,17 @@ def check_algorithm_pickles(spec: SolverSpec, client=None) -> None:
 
 
 def check_algorithm_schedulers(spec: SolverSpec, client=None) -> None:
-    """Two epochs with ``K = 2`` and shuffling: bit-identical on the synchronous and
-    threaded schedulers, and on ``client`` (a ``distributed.Client``) when given."""
-    case = spec.make_case(seed=3, shuffle=True)
-    ref = _run(case, k=2, scheduler="sync", shuffle=True, n_epochs=2)
-    others = {"threads": _run(case, k=2, scheduler="threads", shuffle=True, n_epochs=2)}
+    """Two epochs bit-identical on the synchronous and threaded schedulers, and on
+    ``client`` (a ``distributed.Client``) when given: with ``K = 2`` and shuffling for a
+    family of parallel rounds, one chunk a round in storage order for a sequential one."""
+    rounds = spec.execution == "rounds"
+    case = spec.make_case(seed=3, shuffle=rounds)
+    settings = dict(k=2 if rounds else 1, shuffle=rounds, n_epochs=2,
+                    execution=spec.execution)
+    ref = _run(case, scheduler="sync", **settings)
+    others = {"threads": _run(case, scheduler="threads", **settings)}
     if client is not None:
-        others["distributed"] = _run(case, k=2, scheduler=client, shuffle=True, n_epochs=2)
+        others["distributed"] = _run(case, scheduler=client, **settings)
     for name, state in others.items():
         _assert_states(spec, state, ref, exact=True, what=f"{name} against sync")
 

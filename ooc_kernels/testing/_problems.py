@@ -1,7 +1,7 @@
 """What the estimator checks read from a family's declaration, and the data they fit.
 
 Every check of :mod:`ooc_kernels.testing` reads the family's
-:class:`~ooc_kernels.estimators._capabilities.Capabilities` (:func:`capabilities_of`) to choose
+:class:`~ooc_kernels._capabilities.Capabilities` (:func:`capabilities_of`) to choose
 whether it applies (otherwise it raises :class:`NotApplicable` with the reason), which data to
 fit (:func:`problem`: labelled classes, real targets, unlabelled rows or two samples), how
 many tasks a round may have and how many rounds an epoch has (:func:`rounds_per_epoch`).
@@ -9,7 +9,7 @@ many tasks a round may have and how many rounds an epoch has (:func:`rounds_per_
 Examples
 --------
 >>> import numpy as np
->>> from ooc_kernels.estimators._capabilities import Capabilities
+>>> from ooc_kernels._capabilities import Capabilities
 >>> from ooc_kernels.testing import problem, rounds_per_epoch
 >>> from ooc_kernels.estimators import ESTIMATORS
 >>> X, y = problem(ESTIMATORS.get("DSGClassifier"))
@@ -28,7 +28,7 @@ import math
 import dask.array as da
 import numpy as np
 
-from ooc_kernels.estimators._capabilities import Capabilities
+from ooc_kernels._capabilities import Capabilities
 
 __all__ = ["NotApplicable", "capabilities_of", "problem", "rounds_per_epoch", "lazy",
            "make", "outputs", "CHUNK", "FINISH_HOOK"]
@@ -54,7 +54,7 @@ class NotApplicable(Exception):  # noqa: N818  (a verdict, like unittest.SkipTes
 
 
 def capabilities_of(cls) -> Capabilities:
-    """The :class:`~ooc_kernels.estimators._capabilities.Capabilities` the estimator class
+    """The :class:`~ooc_kernels._capabilities.Capabilities` the estimator class
     declares in its ``capabilities`` attribute.
 
     Raises

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 from ooc_kernels._checks import SampleOrigin, non_finite_error
 from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
-from ooc_kernels.estimators._capabilities import Capabilities
+from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gcv_targets, select_bandwidth,

@@ -32,7 +32,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from ooc_kernels.estimators._capabilities import Capabilities
+from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dspdc._chunk_tasks import (
     _delayed_weights,

@@ -1,4 +1,4 @@
-"""What an estimator family supports, declared once and read by the core and the checks.
+"""What a family supports, declared once and read by the core and the checks.
 
 A family's estimator class sets :attr:`~ooc_kernels.estimators.base.ChunkedEstimator.capabilities`
 to a :class:`Capabilities`; the contract suite (:mod:`ooc_kernels.testing`) reads it to
@@ -7,7 +7,7 @@ family runs parallel rounds, has a stopping tolerance or learns from labelled ro
 
 Examples
 --------
->>> from ooc_kernels.estimators._capabilities import Capabilities
+>>> from ooc_kernels._capabilities import Capabilities
 >>> caps = Capabilities(execution="sequential", inputs="supervised", task="regression",
 ...                     tol=False)
 >>> caps.parallel_rounds, caps.needs_y
