@@ -29,12 +29,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import pkgutil
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ooc_kernels.exceptions import RegistryError
 
-__all__ = ["Registry"]
+__all__ = ["Registry", "lazy_exports"]
 
 
 class Registry:
@@ -148,3 +149,30 @@ class Registry:
 def _qualname(obj: Any) -> str:
     target = obj if isinstance(obj, type) else type(obj)
     return f"{target.__module__}.{target.__qualname__}"
+
+
+def lazy_exports(package: str, public: dict[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) importing ``public`` names on first use.
+
+    Parameters
+    ----------
+    package : str
+        The package's dotted name (its ``__name__``).
+    public : dict
+        Name -> submodule (relative to ``package``) that defines it.
+
+    Examples
+    --------
+    >>> getattr_ = lazy_exports("ooc_kernels.families.dsg", {"DSGRegressor": "estimators"})
+    >>> getattr_("DSGRegressor").__name__
+    'DSGRegressor'
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name in public:
+            value = getattr(importlib.import_module(f"{package}.{public[name]}"), name)
+            setattr(sys.modules[package], name, value)  # later lookups are plain reads
+            return value
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -13,26 +13,27 @@ from ooc_kernels.testing import NotApplicable, algorithm_checks, estimator_check
 _DISTRIBUTED = {"check_algorithm_schedulers", "check_estimator_schedulers"}
 
 
-@pytest.mark.parametrize("name, check", list(algorithm_checks()),
-                         ids=lambda v: v if isinstance(v, str) else v.__name__)
-def test_algorithm_contract(name, check, request):
+def _run(check, registry, name, request):
+    """Run ``check`` on the entry ``name`` of ``registry`` (with the test cluster for the
+    scheduler checks); a check the entry's declarations rule out is a skip, with the reason."""
     client = request.getfixturevalue("dask_client") if check.__name__ in _DISTRIBUTED \
         else None
     try:
-        check(SOLVERS.get(name), client=client)
+        check(registry.get(name), client=client)
     except NotApplicable as reason:
         pytest.skip(str(reason))
+
+
+@pytest.mark.parametrize("name, check", list(algorithm_checks()),
+                         ids=lambda v: v if isinstance(v, str) else v.__name__)
+def test_algorithm_contract(name, check, request):
+    _run(check, SOLVERS, name, request)
 
 
 @pytest.mark.parametrize("name, check", list(estimator_checks()),
                          ids=lambda v: v if isinstance(v, str) else v.__name__)
 def test_estimator_contract(name, check, request):
-    client = request.getfixturevalue("dask_client") if check.__name__ in _DISTRIBUTED \
-        else None
-    try:
-        check(ESTIMATORS.get(name), client=client)
-    except NotApplicable as reason:
-        pytest.skip(str(reason))
+    _run(check, ESTIMATORS, name, request)
 
 
 # the example families of the engine's modes (sequential, finishing, y-less, two-sample),
@@ -45,13 +46,8 @@ with registered():
 @pytest.mark.parametrize("name, check", _EXAMPLES,
                          ids=lambda v: v if isinstance(v, str) else v.__name__)
 def test_example_family_contract(name, check, request):
-    client = request.getfixturevalue("dask_client") if check.__name__ in _DISTRIBUTED \
-        else None
     with registered():
-        try:
-            check(ESTIMATORS.get(name), client=client)
-        except NotApplicable as reason:
-            pytest.skip(str(reason))
+        _run(check, ESTIMATORS, name, request)
 
 
 with registered_solvers():
@@ -62,10 +58,5 @@ with registered_solvers():
 @pytest.mark.parametrize("name, check", _EXAMPLE_SOLVERS,
                          ids=lambda v: v if isinstance(v, str) else v.__name__)
 def test_example_solver_contract(name, check, request):
-    client = request.getfixturevalue("dask_client") if check.__name__ in _DISTRIBUTED \
-        else None
     with registered_solvers():
-        try:
-            check(SOLVERS.get(name), client=client)
-        except NotApplicable as reason:
-            pytest.skip(str(reason))
+        _run(check, SOLVERS, name, request)

@@ -30,7 +30,7 @@ Examples
 'squared'
 """
 
-import importlib
+from ooc_kernels._registry import lazy_exports
 
 #: The modules that register this family's solver and estimators (imported by the
 #: registries on their first lookup; importing this package alone stays cheap).
@@ -46,10 +46,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name in _PUBLIC:
-        value = getattr(importlib.import_module(f"{__name__}.{_PUBLIC[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _PUBLIC)
