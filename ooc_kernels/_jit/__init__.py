@@ -10,7 +10,9 @@ Modules
 rff
     ``rff_transform`` (``scale * cos(X @ W + phase)``) and the vectorised float32 cosine.
 losses
-    ``loss_gradient(loss_id, F, Y, out, loss_param=0.0)``.
+    The numba dispatch of the loss table (``ooc_kernels.losses``) on ``loss_id``: one value
+    (value, derivative, conjugate, dual prox) and rows (``loss_gradient``,
+    ``loss_grad_value``); its twins are the table's.
 dsg
     ``dsg_predict`` and ``dsg_chunk_update``, the hot path of doubly stochastic gradients.
 rows
