@@ -27,12 +27,16 @@ from ooc_kernels._registry import lazy_exports
 
 #: The modules that register this family's solver and estimators (imported by the
 #: registries on their first lookup; importing this package alone stays cheap).
-__registers__ = ("ooc_kernels.families.dsg.solver", "ooc_kernels.families.dsg.estimators")
+__registers__ = ("ooc_kernels.families.dsg.solver", "ooc_kernels.families.dsg.estimators",
+                 "ooc_kernels.families.dsg.density_ratio",
+                 "ooc_kernels.families.dsg.one_class")
 
 #: Public names, imported from their module on first use.
 _PUBLIC = {
     "DSGClassifier": "estimators",
     "DSGRegressor": "estimators",
+    "DSGDensityRatio": "density_ratio",
+    "DSGOneClassSVM": "one_class",
 }
 
 __all__ = sorted(_PUBLIC)

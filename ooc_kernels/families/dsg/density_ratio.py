@@ -1,0 +1,449 @@
+"""The density ratio ``p(x) / q(x)`` and the divergence ``KL(p || q)`` of two samples, out of
+core, with doubly stochastic functional gradients (Dai et al. 2014, section 4, Eq. 8: the
+estimator of Nguyen, Wainwright and Jordan, KL case).
+
+:class:`DSGDensityRatio` learns ``f`` minimizing
+
+    ``R(f) = E_{y~q}[exp f(y)] - E_{x~p}[f(x)] + alpha / 2 ||f||^2``
+
+from ``fit(X_p, X_q)``.  Minimizing ``q e^f - p f`` pointwise gives ``e^f = p / q``: ``f``
+estimates ``log(p / q)`` (the paper's text says ``log(q / p)``; its own objective gives
+``log(p / q)``, which ``tests/test_dsg_density_ratio.py`` checks on known Gaussians).
+
+Examples
+--------
+>>> import numpy as np
+>>> import ooc_kernels as ok
+>>> rng = np.random.default_rng(0)
+>>> X_p = rng.normal(0.0, 1.0, size=(2000, 1))
+>>> X_q = rng.normal(0.5, 1.2, size=(2000, 1))
+>>> est = ok.DSGDensityRatio(random_state=0, scheduler="sync").fit(X_p, X_q)
+>>> bool(est.predict([[-1.0]])[0] > est.predict([[2.0]])[0])   # p/q falls to the right
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from numbers import Integral, Real
+
+import dask
+import dask.array as da
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ooc_kernels._capabilities import Capabilities
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.data.inputs import wrap_prediction
+from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators.base import BASE_CONSTRAINTS, BASE_PARAMS_DOC, ChunkedEstimator
+from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.families.dsg._memory import check_fit_memory
+from ooc_kernels.families.dsg._ratio_solver import RatioAlgorithm, RatioConfig
+from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
+from ooc_kernels.families.dsg.solver import DSGState, init_state, predict_chunk, step_sizes
+from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.cache import default_cache
+from ooc_kernels.features.maps import available_kernels
+from ooc_kernels.parallel.scheduler import local_scheduler
+
+__all__ = ["DSGDensityRatio"]
+
+#: Rows sampled from each sample at setup (standardization, bandwidth, step size).
+SAMPLE_ROWS = 2000
+
+
+def _sample(arr, n_rows: int, seed: int, sched) -> np.ndarray:
+    """Up to ``n_rows`` rows of the lazy ``arr`` drawn from up to 8 random chunks (only
+    those chunks are read)."""
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x5B,)))
+    sizes = np.asarray(arr.chunks[0])
+    nonempty = np.flatnonzero(sizes > 0)
+    chosen = np.sort(rng.choice(nonempty, size=min(8, len(nonempty)), replace=False))
+    per_chunk = np.minimum(sizes[chosen], math.ceil(n_rows / max(len(chosen), 1)))
+    blocks = arr.to_delayed(optimize_graph=True).ravel()
+    picks = [np.sort(rng.choice(sizes[c], size=k, replace=False))
+             for c, k in zip(chosen, per_chunk)]
+    parts = [dask.delayed(_take)(blocks[c], p) for c, p in zip(chosen, picks)]
+    rows = dask.compute(*parts, scheduler=local_scheduler(sched))
+    return np.concatenate(rows)[:n_rows] if rows else np.zeros((0, arr.shape[1]))
+
+
+def _take(block, rows):
+    return np.asarray(block)[rows]  # one chunk in, a few of its rows out
+
+
+def _divergence_terms(X, payload):
+    """``[sum f, sum e^f, rows]`` over the finite rows of one chunk (a 1 x 3 block)."""
+    config, state = payload
+    X = np.asarray(X)  # one chunk
+    X = X[np.isfinite(X).all(axis=1)]
+    if not len(X):
+        return np.zeros((1, 3))
+    f = predict_chunk(config, state, np.ascontiguousarray(X, dtype=config.dtype))[:, 0]
+    f = f.astype(np.float64)
+    return np.array([[f.sum(), np.exp(f).sum(), float(len(f))]])
+
+
+def _ratio_block(X, payload):
+    config, state = payload
+    return np.exp(predict_chunk(config, state, X).astype(np.float64))  # one chunk
+
+
+_PARAMS_DOC = """
+    kernel : str, default="rbf"
+        A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`).
+    bandwidth : float or "median", default="median"
+        Kernel bandwidth sigma (in standardized units with ``standardize``).  ``"median"``:
+        ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
+        from both samples pooled (half from each).
+    median_multiplier : float, default=1.0
+    standardize : bool, default=True
+        The model sees every feature centred and scaled by the mean and standard deviation
+        of the pooled sample rows (folded into the random features: no extra pass).
+    dtype : {"auto", "float32", "float64"}, default="auto"
+        Precision of the random features (coefficients are float64); ``"auto"``: float64
+        when ``X_p`` is one batch, float32 otherwise.
+    alpha : float or "auto", default="auto"
+        Regularization ``nu`` of ``R(f)`` (the DSG estimators' ``alpha``): every step
+        multiplies the coefficients by ``1 - gamma_t alpha``.  ``"auto"``: ``1 / (n_p +
+        n_q)``.
+    n_features : int, default=1024
+        Random features the model may hold (a multiple of ``block_size``): a block per step
+        until then, every block updated by every step after (as the DSG estimators).  The
+        full phase keeps all the blocks' parameters in memory (``n_features (d + 1)``
+        numbers).
+    block_size : int, default=128
+    batch_size : int, default=256
+        Rows of ``X_p`` per step; each step also reads the matching share of ``X_q``
+        (``batch_size * n_q / n_p`` rows).
+    learning_rate : {"optimal", "inverse", "constant"}, default="optimal"
+        As the DSG estimators: ``"optimal"`` ``gamma_t = (1 / alpha) / (t + t0)``, first
+        step ``eta0``.
+    eta0 : float or "auto", default="auto"
+        First step; ``"auto"``: ``1 / lambda_max``, the largest eigenvalue of a growth
+        step's operator on batches of ``X_q`` rows (the curvature of ``e^f`` at ``f = 0``).
+    t0 : float or "auto", default="auto"
+    max_iter : int, default=20
+        Epochs (passes over both samples).
+    tol : float or None, default=1e-3
+        Stop when the epoch's estimate of ``R(f)`` (without the penalty, at the progressive
+        predictions) improved by less than ``tol`` for ``n_iter_no_change`` epochs.
+    n_iter_no_change : int, default=3
+    verbose : int, default=0
+""" + BASE_PARAMS_DOC
+
+
+@register_estimator
+class DSGDensityRatio(ChunkedEstimator):
+    __doc__ = """Density ratio ``p(x) / q(x)`` and ``KL(p || q)`` by doubly stochastic
+    functional gradients, out of core.
+
+    ``fit(X_p, X_q)``: ``X_p`` is the sample of the numerator ``p``, ``X_q`` that of the
+    denominator ``q`` (arrays, Dask arrays, Zarr-backed Datasets or catalog entries, read
+    chunk by chunk).  The model ``f`` minimizes ``E_q[e^f] - E_p[f] + alpha/2 ||f||^2``
+    (Nguyen, Wainwright and Jordan; Dai et al. Eq. 8), so ``f ~ log(p / q)``.
+
+    Parameters
+    ----------""" + _PARAMS_DOC + """
+    Attributes
+    ----------
+    divergence_ : float
+        ``KL(p || q)`` estimate ``mean_p f - mean_q e^f + 1`` (the variational bound of
+        Nguyen et al. at the fitted ``f``), over every training row, computed in one pass
+        over both samples after the last epoch.
+    bandwidth_, alpha_, eta0_, t0_, dtype_, feature_seed_ : the settings used
+    n_iter_, t_, history_, stop_reason_ : as the DSG estimators
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels import DSGDensityRatio
+    >>> rng = np.random.default_rng(1)
+    >>> X_p, X_q = rng.normal(0, 1, (3000, 1)), rng.normal(1, 1, (3000, 1))
+    >>> est = DSGDensityRatio(random_state=0, scheduler="sync").fit(X_p, X_q)
+    >>> round(est.divergence_, 1)                     # KL(N(0,1) || N(1,1)) = 0.5
+    0.5
+    """
+
+    capabilities = Capabilities(execution="rounds", inputs="two_sample",
+                                task="density_ratio", partial_fit=False, tol=True,
+                                finishing=True)
+    _parameter_constraints = {
+        **BASE_CONSTRAINTS,
+        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "verbose": ["verbose"],
+        "kernel": [StrOptions(set(available_kernels()))],
+        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+        "median_multiplier": [Interval(Real, 0, None, closed="neither")],
+        "standardize": ["boolean"],
+        "dtype": [StrOptions({"auto", "float32", "float64"})],
+        "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+        "n_features": [Interval(Integral, 1, None, closed="left")],
+        "block_size": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [StrOptions({"optimal", "inverse", "constant"})],
+        "eta0": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "t0": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    }
+    _test_params = dict(n_features=128, block_size=16, batch_size=8, max_iter=2, tol=None)
+    _stopping_test_params = dict(n_iter_no_change=1)
+    _saved_arrays = {"coef": True}
+
+    def __init__(self, *, kernel="rbf", bandwidth="median", median_multiplier=1.0,
+                 standardize=True, dtype="auto", alpha="auto", n_features=1024,
+                 block_size=128, batch_size=256, learning_rate="optimal", eta0="auto",
+                 t0="auto", max_iter=20, tol=1e-3, n_iter_no_change=3, verbose=0,
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
+                 on_invalid="error", random_state=None, scheduler=None, progress=None):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.median_multiplier = median_multiplier
+        self.standardize = standardize
+        self.dtype = dtype
+        self.alpha = alpha
+        self.n_features = n_features
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.t0 = t0
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.verbose = verbose
+        self.chunks_per_round = chunks_per_round
+        self.chunk_size = chunk_size
+        self.shuffle = shuffle
+        self.shuffle_chunks = shuffle_chunks
+        self.on_invalid = on_invalid
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X_p, X_q, *, checkpoint=None, checkpoint_every=1, resume=False):
+        """Learn ``f ~ log(p / q)`` from ``X_p`` (numerator) and ``X_q`` (denominator).
+
+        Both are read chunk by chunk, every row of each once per epoch.  ``checkpoint``,
+        ``checkpoint_every`` and ``resume`` as in :meth:`DSGClassifier.fit
+        <ooc_kernels.DSGClassifier.fit>`.
+        """
+        return super().fit(X_p, X_q, checkpoint=checkpoint,
+                           checkpoint_every=checkpoint_every, resume=resume)
+
+    def _partial_fit_available(self) -> bool:
+        raise AttributeError(
+            "DSGDensityRatio has no partial_fit: it learns from two samples, and partial_fit "
+            "takes one batch of rows; call fit(X_p, X_q), which reads both chunk by chunk.")
+
+    def _check_params(self) -> None:
+        if self.n_features % self.block_size:
+            raise ValidationError(
+                f"n_features={self.n_features} is not a multiple of block_size="
+                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
+                f"n_features={max(1, self.n_features // self.block_size) * self.block_size}.")
+        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
+
+    def _resolve_dtype(self, data) -> str:
+        if self.dtype != "auto":
+            return self.dtype
+        one_batch = data.n_chunks == 1 and data.n_samples <= self.batch_size
+        return "float64" if one_batch else "float32"
+
+    def _initialize(self, data, sched, classes=None) -> None:
+        n_p, n_q = int(data["X_p"].shape[0]), int(data["X_q"].shape[0])
+        if n_p == 0 or n_q == 0:
+            raise ValidationError(
+                f"DSGDensityRatio needs rows in both samples; X_p has {n_p} and X_q {n_q}.")
+        d = data.n_features
+        dtype = self._resolve_dtype(data)
+        block = 2 * self.n_features * (d + 1) * np.dtype(dtype).itemsize
+        if block > default_cache().max_bytes:
+            raise ValidationError(
+                f"n_features={self.n_features} with {d} input features needs {block} bytes "
+                f"of block parameters in the full phase, more than the feature-cache budget "
+                f"({default_cache().max_bytes} bytes, OOC_KERNELS_FEATURE_CACHE_MB); lower "
+                "n_features or raise the budget.")
+        seed = derive_seed(self.random_seed_, 3)
+        rows_p = _sample(data["X_p"], SAMPLE_ROWS // 2, seed, sched)
+        rows_q = _sample(data["X_q"], SAMPLE_ROWS // 2, seed + 1, sched)
+        rows_p = rows_p[np.isfinite(rows_p).all(axis=1)].astype(np.float64)
+        rows_q = rows_q[np.isfinite(rows_q).all(axis=1)].astype(np.float64)
+        pooled = np.concatenate([rows_p, rows_q])
+        if len(rows_p) < 1 or len(rows_q) < 1 or len(pooled) < 2:
+            raise ValidationError(
+                "DSGDensityRatio found too few finite rows in the samples it read to set up "
+                f"the fit ({len(rows_p)} of X_p, {len(rows_q)} of X_q); give both samples "
+                "finite rows.")
+        standard = {}
+        seen_q, seen = rows_q, pooled
+        if self.standardize:
+            shift = pooled.mean(axis=0)
+            scale = pooled.std(axis=0)
+            scale[~(scale > 0)] = 1.0
+            standard = {"x_shift": tuple(shift.tolist()), "x_scale": tuple(scale.tolist())}
+            seen, seen_q = (pooled - shift) / scale, (rows_q - shift) / scale
+        if self.bandwidth == "median":
+            bandwidth = median_heuristic(seen, self.median_multiplier,
+                                         random_state=derive_seed(self.random_seed_, 4) % 2**32)
+        else:
+            bandwidth = float(self.bandwidth)
+        feature_seed = derive_seed(self.random_seed_, 1)
+        q_batch = max(1, round(self.batch_size * n_q / n_p))
+        eigenvalue = growth_step_eigenvalue(
+            seen_q, np.ones(len(seen_q)), bandwidth=bandwidth, feature_seed=feature_seed,
+            block_size=self.block_size, batch_size=q_batch,
+            seed=derive_seed(self.random_seed_, 7), kernel=self.kernel)
+        plan = resolve_schedule(learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
+                                alpha=self.alpha, average=False, loss="squared",
+                                eigenvalue=eigenvalue, batch_size=self.batch_size,
+                                n_samples=n_p + n_q, owner=type(self).__name__)
+        self._config = RatioConfig(
+            loss_id=-1, target="density_ratio", n_outputs=1, n_features_in=d,
+            block_size=self.block_size, n_blocks=self.n_features // self.block_size,
+            bandwidth=bandwidth, feature_seed=feature_seed, alpha=plan.alpha,
+            batch_size=self.batch_size, learning_rate=plan.learning_rate, eta0=plan.eta0,
+            t0=plan.t0, dtype=dtype, shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
+            feature_budget=default_cache().max_bytes, kernel=self.kernel,
+            q_weight=n_p / n_q, **standard)
+        check_fit_memory(self, n_outputs=1, n_features_in=d, n_samples=n_p, average=False)
+        self._state = init_state(self._config)
+        self.divergence_ = None
+        self._publish()
+
+    def _make_algorithm(self) -> RatioAlgorithm:
+        return RatioAlgorithm(self._config)
+
+    def _engine_data(self, data):
+        variables = {k: (v if v.dtype == np.dtype(self._config.dtype)
+                         else v.astype(self._config.dtype))
+                     for k, v in data.variables.items()}
+        return data.replace(variables=variables)
+
+    def _after_round(self, state, info) -> None:
+        if not np.isfinite(state.coef).all():
+            raise DivergenceError(
+                f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
+                f"{info.round} (gamma_t = {self._config.eta0:.6g} / (t + "
+                f"{self._config.t0:.6g}), alpha={self._config.alpha:.6g}); lower eta0 or "
+                "keep standardize=True.")
+
+    def _finish(self, state, data, sched):
+        """``divergence_``: one pass over both samples with the final model."""
+        payload = dask.delayed((self._config, state), traverse=False)
+        sums = []
+        for name in ("X_p", "X_q"):
+            arr = data[name].rechunk({1: -1})
+            terms = arr.map_blocks(_divergence_terms, payload,
+                                   chunks=((1,) * arr.numblocks[0], (3,)), dtype=np.float64,
+                                   meta=np.empty((0, 0)))
+            sums.append(terms.sum(axis=0))
+        sp, sq = dask.compute(*sums, scheduler=local_scheduler(sched))
+        self.divergence_ = float(sp[0] / sp[2] - sq[1] / sq[2] + 1.0)
+        return state
+
+    def _publish(self) -> None:
+        state, config = self._state, self._config
+        self.bandwidth_ = config.bandwidth
+        self.dtype_ = config.dtype
+        self.feature_seed_ = config.feature_seed
+        self.alpha_, self.eta0_, self.t0_ = config.alpha, config.eta0, config.t0
+        self.t_ = state.n_iter
+        self.n_samples_seen_ = state.n_samples_seen
+        self.n_samples_skipped_ = state.n_samples_skipped
+
+    def _training_loss(self, state):
+        return state.loss_sum, state.loss_weight
+
+    def _history_extra(self, state) -> dict:
+        return {"step_size": float(step_sizes(self._config, np.asarray([state.n_iter]))[0]),
+                "steps": int(state.n_iter)}
+
+    # ------------------------------------------------------------------ prediction
+    @property
+    def _n_outputs(self) -> int:
+        return 1
+
+    @staticmethod
+    def _predict_block(X, payload):
+        config, state = payload
+        return predict_chunk(config, state, X)  # one chunk in, its values of f out
+
+    def _predict_payload(self):
+        return self._config, self._state
+
+    @property
+    def _predict_dtype(self) -> np.dtype:
+        return np.dtype(self._config.dtype)
+
+    def decision_function(self, X):
+        """``f(x)``, the estimate of ``log(p(x) / q(x))`` (lazy for lazy input)."""
+        return wrap_prediction(X, self._decision_2d(X)[:, 0])
+
+    def predict(self, X):
+        """The density ratio estimate ``p(x) / q(x) = exp f(x)`` (lazy for lazy input);
+        ``p`` is the first sample of :meth:`fit`."""
+        check_is_fitted(self, "_state")
+        out = self._chunk_outputs(X, _ratio_block, self._predict_payload(), 1)
+        return wrap_prediction(X, out[:, 0])
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Coefficient blocks in use, shape (n_blocks_used, block_size, 1)."""
+        check_is_fitted(self, "_state")
+        return self._state.coef[: self._state.n_blocks_used].copy()
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        return {"coef": np.asarray(self._state.coef, dtype=np.float64)}
+
+    def _fitted_meta(self) -> dict:
+        config = dataclasses.asdict(self._config)
+        config["feature_seed"] = str(config["feature_seed"])  # 64 bits: JSON-safe as text
+        state = self._state
+        return {"config": config, "divergence": self.divergence_,
+                "state": {"n_iter": int(state.n_iter),
+                          "n_blocks_seen": int(state.n_blocks_seen),
+                          "n_samples_seen": int(state.n_samples_seen),
+                          "n_samples_skipped": int(state.n_samples_skipped),
+                          "loss_sum": float(state.loss_sum),
+                          "loss_weight": float(state.loss_weight)}}
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        def bad(what):
+            return ModelFormatError(f"{where}: the metadata's fitted.config {what}; re-save "
+                                    "the model or restore it from a backup.")
+
+        try:
+            config = dict(meta["config"])
+            config["feature_seed"] = int(config["feature_seed"])
+            for key in ("classes", "class_weight", "x_shift", "x_scale"):
+                config[key] = None if config.get(key) is None else tuple(config[key])
+            self._config = RatioConfig(**config)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise bad(f"cannot be read ({exc})") from exc
+        cfg = self._config
+        if cfg.target != "density_ratio" or cfg.n_outputs != 1:
+            raise bad(f"has target {cfg.target!r} with {cfg.n_outputs} output(s); a "
+                      "density-ratio model has 'density_ratio' and 1")
+        if cfg.n_features_in != self.n_features_in_ or cfg.kernel != self.kernel:
+            raise bad(f"has n_features_in={cfg.n_features_in!r} and kernel={cfg.kernel!r}; "
+                      f"the model has {self.n_features_in_} and {self.kernel!r}")
+        for name in ("bandwidth", "q_weight"):
+            value = getattr(cfg, name)
+            if not isinstance(value, (int, float)) or not (0 < value < math.inf):
+                raise bad(f"has {name}={value!r}; it must be a positive finite number")
+        coef = np.asarray(arrays["coef"], dtype=np.float64)
+        expected = (cfg.n_blocks, cfg.block_size, 1)
+        if coef.shape != expected:
+            raise ModelFormatError(
+                f"{where}: coef has shape {coef.shape}, the metadata says {expected}.")
+        divergence = meta.get("divergence")
+        self._state = DSGState(coef=coef, **meta["state"])
+        self.divergence_ = None if divergence is None else float(divergence)
+        self._publish()
