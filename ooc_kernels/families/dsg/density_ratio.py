@@ -89,7 +89,8 @@ def _divergence_terms(X, payload):
 
 def _ratio_block(X, payload):
     config, state = payload
-    return np.exp(predict_chunk(config, state, X).astype(np.float64))  # one chunk
+    f = predict_chunk(config, state, X)  # one chunk in, its ratios out (in f's dtype)
+    return np.exp(f.astype(np.float64)).astype(f.dtype)
 
 
 _PARAMS_DOC = """
@@ -389,7 +390,8 @@ class DSGDensityRatio(ChunkedEstimator):
         """The density ratio estimate ``p(x) / q(x) = exp f(x)`` (lazy for lazy input);
         ``p`` is the first sample of :meth:`fit`."""
         check_is_fitted(self, "_state")
-        out = self._chunk_outputs(X, _ratio_block, self._predict_payload(), 1)
+        out = self._chunk_outputs(X, _ratio_block, self._predict_payload(), 1,
+                                  self._predict_dtype)
         return wrap_prediction(X, out[:, 0])
 
     @property
