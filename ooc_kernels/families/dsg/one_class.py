@@ -1,0 +1,378 @@
+"""Novelty detection with doubly stochastic functional gradients (a one-class SVM), out of
+core.
+
+The estimator solves scikit-learn's one-class SVM problem (``OneClassSVM``,
+``SGDOneClassSVM``) with the kernel machine's random features regenerated from seeds:
+``min_{f, tau} E_x[max(0, tau - f(x))] + nu/2 ||f||^2 - nu tau``, the objective of Dai et
+al. (2014, section 4) and, multiplied by ``nu``, libsvm's ``1/2 ||w||^2 - rho + 1/(nu n)
+sum_i xi_i``.  The chunk algorithm is :mod:`ooc_kernels.families.dsg.one_class_solver`.
+
+Examples
+--------
+>>> import numpy as np
+>>> import ooc_kernels as ok
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(600, 2))
+>>> det = ok.DSGOneClassSVM(nu=0.1, random_state=0, scheduler="sync").fit(X)
+>>> det.predict([[0.0, 0.0], [6.0, 6.0]]).tolist()
+[1, -1]
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from numbers import Integral, Real
+
+import dask.array as da
+import numpy as np
+from sklearn.base import OutlierMixin
+
+from ooc_kernels._capabilities import Capabilities
+from ooc_kernels._checks import non_finite_error
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.data.inputs import wrap_prediction
+from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators.base import BASE_PARAMS_DOC
+from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.families.dsg._bandwidth import _standardized
+from ooc_kernels.families.dsg._memory import check_fit_memory
+from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
+from ooc_kernels.families.dsg.estimators import _DSG_CONSTRAINTS, _DSGEstimator
+from ooc_kernels.families.dsg.one_class_solver import (OneClassAlgorithm, OneClassState,
+                                                       init_one_class_state,
+                                                       stacked_feature_bytes)
+from ooc_kernels.families.dsg.solver import DSGConfig, predict_chunk
+from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.cache import default_cache
+from ooc_kernels.losses import get_loss
+from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.sampling import sample_rows
+
+__all__ = ["DSGOneClassSVM"]
+
+#: The loss id a one-class configuration records: the hinge's, whose derivative at
+#: ``u = f - tau + 1``, ``y = 1`` is the one-class loss's (-1 where ``f < tau``, else 0).
+_LOSS_ID = get_loss("hinge").loss_id
+#: Rows sampled for the standardization, the bandwidth and the first step.
+_SAMPLE_ROWS = 2000
+
+_CONSTRAINTS = {k: v for k, v in _DSG_CONSTRAINTS.items()
+                if k not in ("alpha", "average", "early_stopping", "validation_fraction",
+                             "bandwidth")}
+_CONSTRAINTS.update({
+    "nu": [Interval(Real, 0, 1, closed="right")],
+    "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+    "n_features": [Interval(Integral, 1, None, closed="left")],
+})
+
+
+def _decision_block(X, payload):
+    """``f(x) - tau`` of one chunk (the decision function)."""
+    config, state = payload
+    return predict_chunk(config, state, X) - state.tau
+
+
+def _inlier_labels(dec):
+    """+1 where the decision value is >= 0, -1 elsewhere (scikit-learn's rule)."""
+    return np.where(np.asarray(dec) >= 0, 1, -1)
+
+
+@register_estimator
+class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
+    """Novelty detection (one-class SVM) with doubly stochastic functional gradients.
+
+    Minimizes ``E_x[max(0, tau - f(x))] + nu/2 ||f||^2 - nu tau`` over the kernel function
+    ``f`` and the offset ``tau`` (Dai et al. 2014, section 4): scikit-learn's
+    ``OneClassSVM`` problem (libsvm's, multiplied by ``nu``) with ``nu`` in the same two
+    roles, the regularization of ``f`` and the weight of ``-nu tau``.  At the optimum the
+    fraction of training rows with ``f(x) < tau`` is at most ``nu`` and the fraction with
+    ``f(x) <= tau`` at least ``nu``: ``nu`` is an upper bound on the fraction of training
+    outliers (and a lower bound on that of support vectors).  ``decision_function(x) = f(x)
+    - tau`` is positive for inliers; ``score_samples(x) = f(x)`` and ``offset_ = tau``, as
+    scikit-learn has them.
+
+    Parameters
+    ----------
+    nu : float in (0, 1], default=0.5
+        The one-class ``nu`` of scikit-learn's ``OneClassSVM`` and ``SGDOneClassSVM``: an
+        upper bound on the fraction of training rows predicted as outliers, a lower bound
+        on the fraction of support vectors.  It is also the RKHS regularization (every step
+        multiplies the coefficients by ``1 - gamma_t nu``).
+    kernel : str, default="rbf"
+        A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`).
+    bandwidth : float or "median", default="median"
+        Kernel bandwidth sigma of ``exp(-||x - x'||^2 / (2 sigma^2))`` (in the units the
+        model sees: standardized with ``standardize``).  ``"median"``:
+        ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
+        from up to 8 random chunks.  (The supervised estimators' ``"auto"``, which scores
+        trial fits on held-out labels, has no labels to score here.)
+    median_multiplier : float, default=0.5
+        Used by ``bandwidth="median"``.  0.5 puts sigma near scikit-learn's
+        ``gamma="scale"`` on standardized data (``sigma^2 = d / 2``, where the median
+        distance of standardized Gaussian rows is about ``sqrt(2 d)``).
+    standardize : bool, default=True
+        The model sees every feature centred and scaled to unit variance (moments of the
+        sampled rows, folded into the random features).
+    dtype : {"auto", "float32", "float64"}, default="auto"
+        Precision of the random features (the coefficients are float64 either way);
+        ``"auto"``: float64 when the data set is one batch, float32 otherwise.
+    n_features : int, default=4096
+        Random features the model may hold (a multiple of ``block_size``).  Each task holds
+        the parameters of every block stacked, ``n_features * (n_features_in + 1)`` values,
+        which must fit in half the feature-cache budget
+        (``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB).
+    block_size : int, default=256
+        Random features per block (one block per mini-batch step while the model grows).
+    batch_size : int, default=256
+        Rows per step.
+    learning_rate : {"optimal", "inverse", "constant"}, default="optimal"
+        ``"optimal"``: ``gamma_t = theta / (t + t0)`` with ``theta = 1 / nu`` (``theta nu =
+        1``) and ``t0`` such that the first step is ``eta0``; ``"inverse"``: ``eta0 / (t +
+        t0)``; ``"constant"``: ``eta0``.  See :mod:`ooc_kernels.families.dsg._schedule`.
+    eta0 : float or "auto", default="auto"
+        The first step (``"auto"``: the largest stable one for the hinge's curvature and
+        the data), or ``theta`` with ``"inverse"``.
+    t0 : float or "auto", default="auto"
+        Offset of ``"inverse"``.
+    max_iter : int, default=1000
+        Most passes over the data.
+    tol : float or None, default=1e-3
+        Stop when an epoch's progressive one-class loss (``max(0, tau - f(x)) - nu tau``
+        per row, at the model each row's step started from) improves by less than ``tol``
+        on the best so far for ``n_iter_no_change`` epochs in a row; None: run
+        ``max_iter`` epochs.
+    n_iter_no_change : int, default=5
+    warm_start : bool, default=False
+    verbose : int, default=0
+    """ + BASE_PARAMS_DOC + """
+    Attributes
+    ----------
+    offset_ : float
+        ``tau``: ``decision_function = score_samples - offset_``.
+    coef_ : ndarray of shape (n_blocks_used, block_size, 1)
+    bandwidth_, dtype_, feature_seed_, eta0_, t0_ : as in :class:`DSGRegressor`
+    alpha_ : float
+        The RKHS regularization used, ``nu``.
+    n_iter_, t_, history_, stop_reason_, n_blocks_seen_, n_samples_seen_,
+    n_samples_skipped_, n_features_in_, shuffle_chunks_ : as in :class:`DSGRegressor`
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels import DSGOneClassSVM
+    >>> rng = np.random.default_rng(1)
+    >>> X = rng.normal(size=(500, 2))
+    >>> det = DSGOneClassSVM(nu=0.2, random_state=0, scheduler="sync").fit(X)
+    >>> bool(np.allclose(det.decision_function(X), det.score_samples(X) - det.offset_))
+    True
+    """
+
+    _parameter_constraints = _CONSTRAINTS
+    capabilities = Capabilities(execution="rounds", inputs="unsupervised", task="novelty",
+                                partial_fit=True, tol=True)
+    _saved_arrays = {"coef": True}
+    #: The loss the machine minimizes (not a parameter): the saved configuration is
+    #: checked against it.
+    loss = "one_class"
+
+    def __init__(self, nu=0.5, *, kernel="rbf", bandwidth="median", median_multiplier=0.5,
+                 standardize=True, dtype="auto", n_features=4096, block_size=256,
+                 batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
+                 max_iter=1000, tol=1e-3, n_iter_no_change=5, warm_start=False, verbose=0,
+                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
+                 on_invalid="error", random_state=None, scheduler=None, progress=None):
+        self.nu = nu
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.median_multiplier = median_multiplier
+        self.standardize = standardize
+        self.dtype = dtype
+        self.n_features = n_features
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.t0 = t0
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.chunks_per_round = chunks_per_round
+        self.chunk_size = chunk_size
+        self.shuffle = shuffle
+        self.shuffle_chunks = shuffle_chunks
+        self.on_invalid = on_invalid
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
+
+    # ------------------------------------------------------------------ model setup
+    def _target_spec(self, loss, n_classes):
+        return "novelty", 1, _LOSS_ID
+
+    def _sample(self, data: ChunkedData, sched):
+        """Rows (and their weights) from up to 8 random chunks, or every row of a data set
+        of at most ``_SAMPLE_ROWS`` rows."""
+        n_rows, max_chunks = _SAMPLE_ROWS, 8
+        if data.n_samples <= _SAMPLE_ROWS:
+            n_rows, max_chunks = data.n_samples, data.n_chunks
+        kw = dict(n_rows=n_rows, max_chunks=max_chunks, seed=derive_seed(self.random_seed_, 3),
+                  scheduler=sched)
+        sample, chunk_of, row_of = sample_rows(data, return_index=True, **kw)
+        w = np.ones(len(sample)) if "sample_weight" not in data else np.asarray(
+            sample_rows(data, var="sample_weight", **kw), dtype=np.float64)
+        bad = ~np.isfinite(sample).all(axis=1)
+        if bad.any() and self.on_invalid == "skip":
+            return sample[~bad], w[~bad]
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            feature = int(np.flatnonzero(~np.isfinite(sample[i]))[0])
+            raise non_finite_error("X", np.asarray(sample[i][feature]).item(),
+                                   int(chunk_of[i]), int(row_of[i]), feature,
+                                   context=" (found while sampling rows for the bandwidth "
+                                           "and the step size)")
+        return sample, w
+
+    def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
+        sampled = self._needs_sample(data)
+        if sampled:
+            sample, w = self._sample(data, sched)
+        else:  # every setting given: nothing is read before the fit's own tasks
+            sample, w = np.empty((0, data.n_features)), np.empty(0)
+        if len(sample) < 2 and isinstance(self.bandwidth, str):
+            raise ValidationError(
+                f"bandwidth={self.bandwidth!r} needs at least 2 valid samples to measure "
+                f"distances, the data has {len(sample)} sample"
+                f"{'' if len(sample) == 1 else 's'}; pass a numeric bandwidth or more data."
+            )
+        positive = w[w > 0]
+        mean_w = float(w.mean()) if len(positive) else 1.0
+        nu = float(self.nu)
+        base = DSGConfig(
+            loss_id=_LOSS_ID, target="novelty", n_outputs=1,
+            n_features_in=data.n_features, block_size=self.block_size,
+            n_blocks=self.n_features // self.block_size, bandwidth=1.0,
+            feature_seed=derive_seed(self.random_seed_, 1), alpha=nu, loss_param=nu,
+            batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
+            dtype=self._resolve_dtype(data), shuffle=bool(self.shuffle),
+            on_invalid=self.on_invalid, weight_scale=1.0 / mean_w,
+            feature_budget=default_cache().max_bytes, kernel=self.kernel,
+            **self._standardization(sample, None, "novelty", w))
+        seen = _standardized(base, sample)
+        if self.bandwidth == "median":
+            bandwidth = median_heuristic(seen, self.median_multiplier,
+                                         random_state=derive_seed(self.random_seed_, 4)
+                                         % 2**32, sample_weight=w)
+        else:
+            bandwidth = float(self.bandwidth)
+        eigenvalue = growth_step_eigenvalue(
+            seen, w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
+            block_size=self.block_size, batch_size=self.batch_size,
+            seed=derive_seed(self.random_seed_, 7), kernel=self.kernel) if sampled else None
+        plan = resolve_schedule(learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
+                                alpha=nu, average=False, loss="hinge", eigenvalue=eigenvalue,
+                                batch_size=self.batch_size,
+                                n_samples=data.n_samples * mean_w,
+                                owner=type(self).__name__)
+        self._config = replace(base, bandwidth=bandwidth, learning_rate=plan.learning_rate,
+                               eta0=plan.eta0, t0=plan.t0,
+                               curvature=self._curvature("hinge", 1, seen, w, bandwidth))
+        need, budget = stacked_feature_bytes(self._config), self._config.feature_budget
+        if 2 * need > budget:
+            per_block = need // self._config.n_blocks
+            fits = max(1, budget // 2 // per_block) * self.block_size
+            raise ValidationError(
+                f"n_features={self.n_features} with {data.n_features} input features needs "
+                f"{need / 2**20:.1f} MiB of stacked feature parameters per task, more than "
+                f"half the feature-cache budget ({budget / 2**20:.0f} MiB); lower n_features "
+                f"(at most {fits} fits) or raise OOC_KERNELS_FEATURE_CACHE_MB.")
+        check_fit_memory(self, n_outputs=1, n_features_in=data.n_features,
+                         n_samples=data.n_samples, average=False)
+        self._state = init_one_class_state(self._config)
+        self._publish()
+
+    def _make_algorithm(self) -> OneClassAlgorithm:
+        return OneClassAlgorithm(self._config)
+
+    def _after_round(self, state, info) -> None:
+        super()._after_round(state, info)
+        if not np.isfinite(state.tau):
+            raise DivergenceError(
+                f"the fit produced a non-finite offset tau in epoch {info.epoch}, round "
+                f"{info.round}; lower eta0, raise t0, or keep standardize=True.")
+
+    def _publish(self) -> None:
+        super()._publish()
+        self.offset_ = float(self._state.tau)
+
+    # ------------------------------------------------------------------ outputs
+    def _decision_1d(self, X):
+        return self._chunk_outputs(X, _decision_block, self._predict_payload(), 1,
+                                   self._predict_dtype)[:, 0]
+
+    def decision_function(self, X):
+        """``f(x) - offset_``: positive for inliers, negative for outliers; shape
+        (n_samples,), NumPy in, NumPy out; lazy in, lazy out."""
+        return wrap_prediction(X, self._decision_1d(X))
+
+    def score_samples(self, X):
+        """``f(x)``, the kernel function without the offset (higher: more normal)."""
+        return wrap_prediction(X, self._decision_2d(X)[:, 0])
+
+    def predict(self, X):
+        """+1 for inliers (``decision_function >= 0``), -1 for outliers."""
+        dec = self._decision_1d(X)
+        if isinstance(dec, da.Array):
+            labels = dec.map_blocks(_inlier_labels, dtype=np.int64)
+        else:
+            labels = _inlier_labels(dec)
+        return wrap_prediction(X, labels)
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_meta(self) -> dict:
+        meta = super()._fitted_meta()
+        meta["state"]["tau"] = float(self._state.tau)
+        return meta
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        state = dict(meta["state"])
+        tau = state.pop("tau", None)
+        if not isinstance(tau, (int, float)) or isinstance(tau, bool) \
+                or not np.isfinite(tau):
+            raise ModelFormatError(
+                f"{where}: the metadata's fitted.state has tau={tau!r}; it must be a finite "
+                "number (the offset). Re-save the model or restore it from a backup.")
+        super()._restore_fitted(arrays, {**meta, "state": state}, where)
+        s = self._state
+        self._state = OneClassState(coef=s.coef, n_iter=s.n_iter,
+                                    n_blocks_seen=s.n_blocks_seen,
+                                    n_samples_seen=s.n_samples_seen,
+                                    n_samples_skipped=s.n_samples_skipped,
+                                    loss_sum=s.loss_sum, loss_weight=s.loss_weight,
+                                    tau=float(tau))
+        self._publish()
+
+    def _check_saved_config(self, config: DSGConfig, where: str) -> None:
+        super()._check_saved_config(config, where)
+        nu = float(self.nu)
+        if config.alpha != nu or config.loss_param != nu or config.average:
+            raise ModelFormatError(
+                f"{where}: the metadata's fitted.config has alpha={config.alpha!r}, "
+                f"loss_param={config.loss_param!r}, average={config.average!r}; a "
+                f"DSGOneClassSVM with nu={nu!r} has {nu!r}, {nu!r} and 0. Re-save the model "
+                "or restore it from a backup.")
+
+    @classmethod
+    def _upgrade_saved(cls, meta: dict, version: int) -> dict:
+        if version == 1:
+            raise ModelFormatError(
+                "model format 1 holds DSG classifiers and regressors only, not "
+                "DSGOneClassSVM: the file's format_version was edited; re-save the model or "
+                "restore it from a backup.")
+        return meta
+
+    @property
+    def _n_outputs(self) -> int:
+        return 1

@@ -1,0 +1,182 @@
+"""DSG novelty detection (the one-class machine of Dai et al. 2014, section 4) as a chunk
+algorithm.
+
+The machine minimizes ``E_x[max(0, tau - f(x))] + nu/2 ||f||^2 - nu tau`` over ``f`` in the
+RKHS and the offset ``tau``.  The model is the DSG model
+(:class:`~ooc_kernels.families.dsg.solver.DSGState`: coefficient blocks regenerated from
+seeds) plus ``tau``; a chunk task runs the steps of
+:func:`~ooc_kernels.families.dsg.kernels_one_class.one_class_update` (growth phase, then
+full phase, as DSG does) and the rounds reuse DSG's combination:
+
+* ``K = 1``: the task's local model and offset are the next state (the sequential
+  algorithm exactly);
+* ``K > 1``: each task runs from the round's model and offset with its own range of global
+  steps and block ids, and returns its run as an affine map of the round's state.  ``tau``
+  is not decayed, so its map is ``tau -> tau + dtau``; composing the tasks in order adds
+  their ``dtau``, and the next state is ``x + w (S - x)`` for the coefficients and
+  ``tau + w sum_k dtau_k`` for the offset, with the round's mixing weight ``w``
+  (:meth:`~ooc_kernels.families.dsg.solver.DSGAlgorithm.mixing_weight`, between ``1 / K``
+  and 1).  With ``combination="average"`` the offsets are averaged like the models,
+  weighted by the rows each task trained on.
+
+A configuration is a :class:`~ooc_kernels.families.dsg.solver.DSGConfig` with
+``target="novelty"``, one output, ``alpha = nu`` (the RKHS regularizer) and
+``loss_param = nu`` (the weight of ``-nu tau``).
+
+No Dask here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._checks import check_finite
+from ooc_kernels._jit.rows import permute_rows_inplace
+from ooc_kernels._seeds import task_rng
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dsg._targets import _drop_invalid_rows
+from ooc_kernels.families.dsg.kernels_one_class import one_class_update
+from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, DSGDelta, DSGState,
+                                             _affine, feature_map)
+from ooc_kernels.features.blocks import stacked_block_params
+from ooc_kernels.features.cache import default_cache
+
+__all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "init_one_class_state",
+           "stacked_feature_bytes"]
+
+
+@dataclass(frozen=True)
+class OneClassState(DSGState):
+    """The DSG model (:class:`~ooc_kernels.families.dsg.solver.DSGState`) and the offset
+    ``tau`` (``f(x) < tau``: novel)."""
+
+    tau: float = 0.0
+
+
+@dataclass(frozen=True)
+class OneClassDelta(DSGDelta):
+    """A DSG delta (:class:`~ooc_kernels.families.dsg.solver.DSGDelta`) and the offset.
+
+    Attributes
+    ----------
+    tau_weighted : float
+        The tasks' final offsets times the rows each trained on, summed (a ``K = 1`` round,
+        or ``combination="average"``: the next offset is this over ``weight``).
+    tau_shift : float
+        Summed form: the tasks' offset changes, summed (the next offset is the round's
+        plus ``mix`` times this).
+    """
+
+    tau_weighted: float = 0.0
+    tau_shift: float = 0.0
+
+
+def _as_one_class(delta: DSGDelta, **tau) -> OneClassDelta:
+    """A combined :class:`DSGDelta` with the offset fields ``tau``."""
+    values = {f.name: getattr(delta, f.name) for f in fields(DSGDelta)}
+    return OneClassDelta(**values, **tau)
+
+
+def init_one_class_state(config: DSGConfig) -> OneClassState:
+    """The zero model and ``tau = 0`` (the paper leaves ``tau_0`` open)."""
+    shape = (config.n_blocks, config.block_size, config.n_outputs)
+    return OneClassState(coef=np.zeros(shape), tau=0.0)
+
+
+def stacked_feature_bytes(config: DSGConfig) -> int:
+    """Bytes of the parameters of every feature block stacked in one array (what a task
+    of the one-class machine holds, on top of the block cache)."""
+    itemsize = np.dtype(config.dtype).itemsize
+    return int(config.n_blocks * (config.n_features_in + 1) * config.block_size * itemsize)
+
+
+class OneClassAlgorithm(DSGAlgorithm):
+    """The one-class DSG chunk algorithm for :func:`ooc_kernels.parallel.engine.run_rounds`
+    (see the module docstring)."""
+
+    def __init__(self, config: DSGConfig, combination: str = "adaptive"):
+        if config.target != "novelty" or config.n_outputs != 1:
+            raise ValidationError(
+                f"OneClassAlgorithm needs a config with target='novelty' and one output, got "
+                f"target={config.target!r} with {config.n_outputs} outputs.")
+        super().__init__(config, combination)
+
+    def _local_step(self, state: OneClassState, X, y, sw, task) -> OneClassDelta:
+        cfg = self.config
+        dtype = np.dtype(cfg.dtype)
+        X = np.asarray(X)  # one chunk, or one group of chunks
+        origin = task.origin
+        if X.ndim != 2 or X.shape[1] != cfg.n_features_in:
+            raise ValidationError(
+                f"{origin.describe()} has shape {X.shape}; expected (n, "
+                f"{cfg.n_features_in})."
+            )
+        X = np.ascontiguousarray(X, dtype=dtype)
+        sw = None if sw is None else np.asarray(sw, dtype=np.float64).reshape(-1)
+        n_skipped = 0
+        if cfg.on_invalid == "skip" and X.shape[0]:
+            X, _, sw, n_skipped, origin = _drop_invalid_rows(cfg, X, None, sw, origin)
+        n = X.shape[0]
+        r = cfg.block_size
+        empty = np.zeros((0, r, 1))
+        if n == 0:  # no work: the identity of the combination
+            return OneClassDelta(decay=1.0, weight=0.0, count=1,
+                                 block_ids=np.zeros(0, np.int64), coefs=empty, dense=None,
+                                 max_steps=0, n_samples=0, block_end=0, n_skipped=n_skipped)
+        check_finite(X, "X", origin)
+        w = self._weights(sw, np.empty((n, 0)), None, origin)
+        if cfg.shuffle:
+            order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
+            if len(task.chunks) > 1 and X.flags.owndata and X.flags.writeable:
+                permute_rows_inplace(X, order)  # the task's own copy of its group
+            else:  # a single chunk may be a view of the caller's data: never modify it
+                X = X[order]
+            w = w[order]
+        m = self.n_steps(n)
+        gammas, _ = self._steps(task.t_start, m)
+        fmap = feature_map(cfg)
+        n_touched = min(cfg.n_blocks, task.block_start + m)
+        W, phase = stacked_block_params(cfg.feature_seed, np.arange(n_touched),
+                                        cfg.n_features_in, r, cfg.bandwidth, dtype,
+                                        cache=default_cache(), affine=_affine(cfg),
+                                        kernel=fmap)
+        params = (float(cfg.alpha), int(cfg.batch_size), float(cfg.loss_param),
+                  fmap.feature_scale(r))
+        local, tau, block_end, loss_sum, loss_weight = one_class_update(
+            X, np.ascontiguousarray(w), W, phase, state.coef, state.n_blocks_used,
+            task.block_start, float(state.tau), gammas, params, kind=fmap.nonlinearity)
+        return OneClassDelta(decay=0.0, weight=float(n), count=1,
+                             block_ids=np.zeros(0, np.int64), coefs=empty, dense=local,
+                             max_steps=m, n_samples=n, block_end=int(block_end),
+                             n_skipped=n_skipped, loss_sum=float(loss_sum),
+                             loss_weight=float(loss_weight), tau_weighted=float(n) * tau,
+                             tau_shift=tau - float(state.tau))
+
+    def chunk_step(self, state: OneClassState, batch: dict, task) -> OneClassDelta:
+        """The local steps over one task's rows: ``batch["X"]`` and, when given,
+        ``batch["sample_weight"]`` (no targets)."""
+        with single_threaded_blas():
+            return self._chunk_step(state, batch["X"], None, batch.get("sample_weight"),
+                                    task)
+
+    def combine(self, a: OneClassDelta, b: OneClassDelta) -> OneClassDelta:
+        """DSG's combination of the models (:meth:`DSGAlgorithm.combine`) and of the
+        offsets: their changes added (summed form), or their row-weighted sums added."""
+        both = super().combine(a, b)
+        return _as_one_class(both, tau_weighted=a.tau_weighted + b.tau_weighted,
+                             tau_shift=a.tau_shift + b.tau_shift)
+
+    def apply(self, state: OneClassState, delta: OneClassDelta, info=None) -> OneClassState:
+        """DSG's next model, and the next offset: ``tau + mix * tau_shift`` (summed form),
+        ``tau_weighted / weight`` otherwise (the round's offset when no task trained)."""
+        nxt = super().apply(state, delta, info)
+        if delta.summed:
+            tau = float(state.tau) + delta.mix * delta.tau_shift
+        elif delta.weight > 0:
+            tau = delta.tau_weighted / delta.weight
+        else:
+            tau = float(state.tau)
+        return replace(nxt, tau=tau)
