@@ -1,0 +1,334 @@
+"""Gaussian-process regression out of core: the posterior mean by doubly stochastic
+functional gradients and the predictive standard deviation from one streaming pass (Dai et
+al. 2014, section 4 and Appendix D).
+
+Model: ``y = f(x) + eps``, ``eps ~ N(0, noise)``, ``f ~ GP(0, k)``.  The posterior at ``x``
+has mean ``k_*^T (K + noise I)^{-1} y`` and variance ``k(x, x) - k_*^T (K + noise
+I)^{-1} k_*``.
+
+* **Mean.**  Kernel ridge regression by DSG (the rounds of
+  :class:`~ooc_kernels.families.dsg.estimators.DSGRegressor`, squared loss) on the averaged
+  objective ``(1/n) sum_i (f(x_i) - y_i)^2 / 2 + nu / 2 ||f||^2``, whose minimizer is
+  ``k_*^T (K + n nu I)^{-1} y``: matching the GP needs ``nu = noise / n``.  The paper prints
+  ``nu = 2 sigma^2``, which is right only for the un-averaged loss; ``alpha_`` is
+  ``noise / n`` here (``n``: the training rows, known from the chunk sizes before any row is
+  read).
+* **Variance.**  :mod:`ooc_kernels.families.dsg._gp_variance`: ``variance="features"``
+  (exact on ``n_variance_features`` random features, from ``Phi^T Phi`` reduced over the
+  chunks) or ``variance="operator"`` (the paper's Eq. 18 with two feature streams).
+
+Examples
+--------
+>>> import numpy as np
+>>> import ooc_kernels as ok
+>>> rng = np.random.default_rng(0)
+>>> X = rng.uniform(-3, 3, size=(300, 1))
+>>> y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=300)
+>>> gp = ok.DSGGaussianProcessRegressor(random_state=0, scheduler="sync").fit(X, y)
+>>> mean, std = gp.predict([[0.0], [9.0]], return_std=True)
+>>> bool(abs(mean[0]) < 0.2 and std[0] < std[1])    # far from the data: more uncertain
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ooc_kernels._capabilities import Capabilities
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.data.inputs import wrap_prediction
+from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators.base import ChunkedRegressorMixin
+from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.families.dsg._gp_variance import (VARIANCE_MODES, VarianceConfig,
+                                                   check_variance_memory, gram_pass,
+                                                   mean_std_block, operator_pass)
+from ooc_kernels.families.dsg.estimators import (_ATTRIBUTES_DOC, _DSG_CONSTRAINTS,
+                                                 _PARAMS_DOC, _DSGEstimator)
+from ooc_kernels.families.dsg.solver import step_sizes
+from ooc_kernels.losses import get_loss
+
+__all__ = ["DSGGaussianProcessRegressor"]
+
+_GP_CONSTRAINTS = {k: v for k, v in _DSG_CONSTRAINTS.items() if k != "alpha"}
+_GP_CONSTRAINTS.update({
+    "noise": [Interval(Real, 0, None, closed="neither")],
+    "variance": [StrOptions(set(VARIANCE_MODES))],
+    "n_variance_features": [Interval(Integral, 1, None, closed="left")],
+})
+
+# the shared DSG documentation, without alpha (here: noise / n_samples)
+_ALPHA_DOC = _PARAMS_DOC[_PARAMS_DOC.index("    alpha : "):_PARAMS_DOC.index("    n_features : ")]
+_GP_PARAMS_DOC = _PARAMS_DOC.replace(_ALPHA_DOC, "").replace(
+    "Predict with the averaged iterate", "(default True here) Predict with the averaged "
+    "iterate")
+
+
+@register_estimator
+class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
+    __doc__ = """Gaussian-process regression: posterior mean by doubly stochastic gradients,
+    predictive standard deviation from one streaming pass, out of core.
+
+    ``predict(X, return_std=True)`` returns the posterior mean and standard deviation of
+    the latent ``f`` (without the noise), as scikit-learn's ``GaussianProcessRegressor``
+    with ``kernel=RBF(bandwidth)``, ``alpha=noise``, ``normalize_y=True`` (with
+    ``standardize``) and ``optimizer=None`` does; ``docs/machines/gaussian_process.md``
+    measures how close.
+
+    Parameters
+    ----------
+    noise : float, default=0.1
+        The noise variance ``sigma^2`` (a variance, not a standard deviation), as
+        scikit-learn's ``alpha`` of ``GaussianProcessRegressor``; in the units of the
+        standardized targets with ``standardize=True`` (0.1: a tenth of the targets'
+        variance is noise), of the targets otherwise.  The mean's regularization is
+        ``alpha_ = noise / n_samples``.
+    variance : {"features", "operator"}, default="features"
+        How the predictive variance is estimated
+        (:mod:`ooc_kernels.families.dsg._gp_variance`): ``"features"``, the exact GP
+        variance on ``n_variance_features`` random features, from ``Phi^T Phi`` summed
+        over the chunks; ``"operator"``, the paper's doubly stochastic update of the
+        operator ``A = C (C + noise / n I)^{-1}`` (Eq. 18), several times less accurate at
+        equal time (``docs/machines/gaussian_process.md``).  Either is clipped at 0.
+    n_variance_features : int, default=1024
+        Random features of the variance (a multiple of ``block_size``): the variance
+        statistics are an ``n_variance_features`` squared matrix (8 MiB at 1024), however
+        many rows the data has; the pass costs ``n_variance_features^2`` operations a row.
+    """ + _GP_PARAMS_DOC + """
+    Attributes
+    ----------""" + _ATTRIBUTES_DOC + """
+    noise_ : float
+        The noise variance in the model's (standardized) units.
+    variance_matrix_ : ndarray of shape (n_variance_features, n_variance_features)
+        ``"features"``: the lower factor ``L`` of ``Phi^T Phi + noise I``; ``"operator"``:
+        ``theta`` of ``A(u, v) = z(u)^T theta z'(v)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels import DSGGaussianProcessRegressor
+    >>> X = np.linspace(-3, 3, 200)[:, None]
+    >>> gp = DSGGaussianProcessRegressor(random_state=0, scheduler="sync").fit(X, np.sin(X[:, 0]))
+    >>> mean, std = gp.predict(X[:3], return_std=True)
+    >>> mean.shape, std.shape
+    ((3,), (3,))
+    """
+
+    _parameter_constraints = _GP_CONSTRAINTS
+    _saved_arrays = {"coef": True, "avg": False, "variance_matrix": False}
+    _test_params = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None,
+                        n_variance_features=64)
+    capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
+                                partial_fit=False, tol=True, probabilistic=True,
+                                finishing=True)
+    #: The loss of the mean (kernel ridge regression).
+    loss = "squared"
+
+    def __init__(self, noise=0.1, *, variance="features", n_variance_features=1024,
+                 kernel="rbf", bandwidth="auto", median_multiplier=1.0, standardize=True,
+                 dtype="auto", n_features=4096, block_size=256, batch_size=256,
+                 learning_rate="optimal", eta0="auto", t0="auto", average=True,
+                 max_iter=1000, tol=1e-3, n_iter_no_change=5, early_stopping=False,
+                 validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1,
+                 chunk_size=10_000, shuffle=True, shuffle_chunks="auto", on_invalid="error",
+                 random_state=None, scheduler=None, progress=None):
+        self.noise = noise
+        self.variance = variance
+        self.n_variance_features = n_variance_features
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.median_multiplier = median_multiplier
+        self.standardize = standardize
+        self.dtype = dtype
+        self.n_features = n_features
+        self.block_size = block_size
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.t0 = t0
+        self.average = average
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.chunks_per_round = chunks_per_round
+        self.chunk_size = chunk_size
+        self.shuffle = shuffle
+        self.shuffle_chunks = shuffle_chunks
+        self.on_invalid = on_invalid
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
+
+    # ------------------------------------------------------------------ setup
+    @property
+    def alpha(self) -> float:
+        """The mean's regularization ``nu = noise / n_samples`` (read by the DSG setup;
+        ``n_samples``: the training rows of the fit being set up)."""
+        return float(self.noise) / max(int(getattr(self, "_n_train", 1)), 1)
+
+    def _target_spec(self, loss, n_classes):
+        return "regression", 1, get_loss("squared").loss_id
+
+    def _partial_fit_available(self) -> bool:
+        raise AttributeError(
+            "DSGGaussianProcessRegressor has no partial_fit: the posterior depends on every "
+            "training row at once (the mean's regularization noise / n and the variance "
+            "statistics), so fit it on the whole data set.")
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.n_variance_features % self.block_size:
+            raise ValidationError(
+                f"n_variance_features={self.n_variance_features} is not a multiple of "
+                f"block_size={self.block_size}; the variance features come in whole blocks. "
+                f"Use e.g. n_variance_features="
+                f"{max(1, self.n_variance_features // self.block_size) * self.block_size}.")
+        check_variance_memory(self.n_variance_features)
+
+    def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
+        """Fit the posterior mean (up to ``max_iter`` DSG passes over the data, out of
+        core), then the variance statistics in one more pass (``variance="operator"``: as
+        many passes as the mean took).
+
+        Parameters
+        ----------
+        X, y, checkpoint, checkpoint_every, resume
+            As in :meth:`ooc_kernels.DSGRegressor.fit` (no ``sample_weight``: every row is
+            one observation of the GP, as in scikit-learn's ``GaussianProcessRegressor``).
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(X, y, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                           resume=resume)
+
+    def _initialize(self, data, sched, classes=None) -> None:
+        if "sample_weight" in data:
+            raise ValidationError(
+                "the data has a sample_weight variable; DSGGaussianProcessRegressor takes "
+                "every row as one observation (no weights). Drop the variable.")
+        self._n_train = data.n_samples
+        self._variance = None
+        super()._initialize(data, sched, classes=classes)
+
+    def _variance_config(self, n_samples: int) -> VarianceConfig:
+        cfg = self._config
+        return VarianceConfig(
+            mode=self.variance, noise=float(self.noise), n_samples=int(n_samples),
+            n_blocks=self.n_variance_features // self.block_size, block_size=self.block_size,
+            seed=derive_seed(self.random_seed_, 11), seed_prime=derive_seed(self.random_seed_, 12),
+            n_features_in=cfg.n_features_in, bandwidth=cfg.bandwidth, kernel=cfg.kernel,
+            x_shift=cfg.x_shift, x_scale=cfg.x_scale, batch_size=cfg.batch_size,
+            on_invalid=cfg.on_invalid)
+
+    def _finish(self, state, data, sched):
+        """The variance statistics: one pass over ``data`` (``"operator"``: as many passes
+        as the mean's fit ran, with its step sizes)."""
+        vconfig = self._variance_config(data.n_samples)
+        if vconfig.mode == "features":
+            matrix = gram_pass(vconfig, data, sched)
+        else:
+            config = self._config
+            matrix = operator_pass(vconfig, data, sched,
+                                   gammas_of=lambda t: step_sizes(config, t),
+                                   n_epochs=max(1, int(self.n_iter_)),
+                                   seed=derive_seed(self.random_seed_, 13))
+        self._variance = (vconfig, matrix)
+        return state
+
+    def _publish(self) -> None:
+        super()._publish()
+        self.noise_ = float(self.noise)
+        variance = getattr(self, "_variance", None)
+        if variance is not None:
+            self.variance_matrix_ = variance[1]
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, X, return_std=False):
+        """The posterior mean, and with ``return_std`` its standard deviation (of the
+        latent ``f``, in the targets' units), lazy for lazy input.
+
+        Parameters
+        ----------
+        X : array-like, Dask array, xarray object or Intake reader of shape (n_samples, n_features)
+        return_std : bool, default=False
+
+        Returns
+        -------
+        mean : ndarray or Dask array of shape (n_samples,)
+        std : ndarray or Dask array of shape (n_samples,), with ``return_std``
+        """
+        if not return_std:
+            return super().predict(X)
+        check_is_fitted(self, "_state")
+        if getattr(self, "_variance", None) is None:
+            raise ValidationError(
+                "this model has no variance statistics (a fit stopped before its finishing "
+                "pass); fit again (or resume from the checkpoint) to predict return_std.")
+        vconfig, matrix = self._variance
+        out = self._chunk_outputs(X, mean_std_block,
+                                  (self._config, self._state, vconfig, matrix), 2)
+        return wrap_prediction(X, out[:, 0]), wrap_prediction(X, out[:, 1])
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        arrays = super()._fitted_arrays()
+        if getattr(self, "_variance", None) is not None:
+            arrays["variance_matrix"] = np.asarray(self._variance[1], dtype=np.float64)
+        return arrays
+
+    def _fitted_meta(self) -> dict:
+        meta = super()._fitted_meta()
+        variance = getattr(self, "_variance", None)
+        if variance is not None:
+            vc = dataclasses.asdict(variance[0])
+            vc["seed"], vc["seed_prime"] = str(vc["seed"]), str(vc["seed_prime"])
+            meta["variance"] = vc
+        meta["n_train"] = int(self._n_train)
+        return meta
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        self._n_train = int(meta.get("n_train", 1))
+        super()._restore_fitted(arrays, meta, where)
+        self._variance = None
+        vc, matrix = meta.get("variance"), arrays.get("variance_matrix")
+        if vc is None and matrix is None:
+            return
+        if vc is None or matrix is None:
+            raise ModelFormatError(
+                f"{where}: the model has only one of the variance metadata and the "
+                "variance_matrix array; re-save the model or restore it from a backup.")
+        try:
+            vc = dict(vc)
+            vc["seed"], vc["seed_prime"] = int(vc["seed"]), int(vc["seed_prime"])
+            for key in ("x_shift", "x_scale"):
+                vc[key] = None if vc.get(key) is None else tuple(vc[key])
+            vconfig = VarianceConfig(**vc)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFormatError(f"{where}: the variance metadata cannot be read ({exc}); "
+                                   "re-save the model or restore it from a backup.") from exc
+        D = vconfig.n_features
+        if vconfig.mode not in VARIANCE_MODES or not (
+                isinstance(vconfig.noise, (int, float)) and 0 < vconfig.noise < math.inf):
+            raise ModelFormatError(
+                f"{where}: the variance metadata has mode={vconfig.mode!r} and noise="
+                f"{vconfig.noise!r}; the mode must be one of {VARIANCE_MODES} and the noise "
+                "a positive finite number. Re-save the model.")
+        if np.shape(matrix) != (D, D):
+            raise ModelFormatError(
+                f"{where}: variance_matrix has shape {np.shape(matrix)}, the metadata says "
+                f"{(D, D)}.")
+        self._variance = (vconfig, np.asarray(matrix, dtype=np.float64))
+        self._publish()
