@@ -48,7 +48,7 @@ _LAZY = {
 #: The registered estimator classes (looked up in the registry on first use); a test checks
 #: that this lists every one of them.
 _ESTIMATORS = ("DSGClassifier", "DSGRegressor", "DSGDensityRatio", "DSGOneClassSVM",
-               "DSPDCClassifier", "DSPDCRegressor")
+               "DSGGaussianProcessRegressor", "DSPDCClassifier", "DSPDCRegressor")
 
 __all__ = ["__version__", "OocKernelsError", *_ESTIMATORS, *sorted(_LAZY)]
 

@@ -29,7 +29,8 @@ from ooc_kernels._registry import lazy_exports
 #: registries on their first lookup; importing this package alone stays cheap).
 __registers__ = ("ooc_kernels.families.dsg.solver", "ooc_kernels.families.dsg.estimators",
                  "ooc_kernels.families.dsg.density_ratio",
-                 "ooc_kernels.families.dsg.one_class")
+                 "ooc_kernels.families.dsg.one_class",
+                 "ooc_kernels.families.dsg.gaussian_process")
 
 #: Public names, imported from their module on first use.
 _PUBLIC = {
@@ -37,6 +38,7 @@ _PUBLIC = {
     "DSGRegressor": "estimators",
     "DSGDensityRatio": "density_ratio",
     "DSGOneClassSVM": "one_class",
+    "DSGGaussianProcessRegressor": "gaussian_process",
 }
 
 __all__ = sorted(_PUBLIC)
