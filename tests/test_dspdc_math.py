@@ -181,11 +181,11 @@ def test_regularizer_scalars_equal_their_twins():
 
 def test_unknown_loss_id_is_rejected():
     with pytest.raises(ValidationError, match="unknown loss_id; valid ids are 0"):
-        loss_value(7, 0.0, 1.0)
+        loss_value(99, 0.0, 1.0)
     with pytest.raises(ValidationError, match="unknown loss_id; valid ids are 0"):
         dual_prox(3, 0.0, 0.0, 1.0, 1.0, 1.0)
-    with pytest.raises(ValidationError, match="unknown loss_id 7; valid ids are 0"):
-        loss_value_ref(7, 0.0, 1.0)
+    with pytest.raises(ValidationError, match="unknown loss_id 99; valid ids are 0"):
+        loss_value_ref(99, 0.0, 1.0)
 
 
 # --------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The loss table against the numba dispatch and against the definitions, row by row.
 
-Every test is parametrized over the whole table (:func:`ooc_kernels.losses.available_losses`):
+Every test is parametrized over the whole table (:func:`ooc_kernels.losses.available_losses`),
+a loss with a hyper-parameter at its default and at the values of :data:`PARAMS` too:
 a row added to the table is checked here without editing this file.  Each check is an
 assertion helper that takes a row; the mutant tests feed deliberately broken rows to the same
 helpers and expect them to fail.
@@ -26,6 +27,19 @@ from ooc_kernels.losses import Loss, available_losses, get_loss, loss_by_id, los
 from ooc_kernels.losses import _twins as tw
 
 TABLE = available_losses()
+#: Values of the hyper-parameter checked besides each row's default (epsilon = 0 is the
+#: least absolute deviation, whose kink is at r = 0).
+PARAMS = {"huber": (0.3, 3.0), "epsilon_insensitive": (0.0, 1.5), "quantile": (0.1, 0.9)}
+#: Every row, and the parametrized ones at other values: ids like "quantile[0.9]".
+CASES = list(TABLE) + [f"{name}[{p}]" for name in TABLE for p in PARAMS.get(name, ())]
+
+
+def _case(case: str) -> Loss:
+    """The row of a case id, its hyper-parameter set."""
+    name, _, param = case.partition("[")
+    loss = get_loss(name)
+    return loss.with_param(float(param[:-1])) if param else loss
+
 SCALAR_KERNELS = {"loss_value": loss_value, "loss_derivative": loss_derivative,
                   "loss_conjugate": loss_conjugate, "dual_prox": dual_prox}
 TWIN = {"rtol": 1e-12, "atol": 1e-13}
@@ -54,21 +68,37 @@ def _rows(loss: Loss, seed: int = 0, n: int = 40):
 
 
 def _scalar_points(loss: Loss, seed: int = 0):
-    """Decision values and targets, away from the kinks (b z = 0 and b z = 1)."""
+    """Decision values and targets, away from the kinks (b z = 0 and b z = 1 for margins;
+    r = z - b = 0 and |r| = param for real targets)."""
     rng = np.random.default_rng(seed)
     z = np.concatenate([np.linspace(-4.0, 4.0, 41) + 0.0123, 3.0 * rng.normal(size=60)])
     b = rng.normal(size=z.size) if loss.target == "real" else \
         rng.choice([-1.0, 1.0], size=z.size)
-    s = b * z
-    keep = (np.abs(s) > 1e-3) & (np.abs(s - 1.0) > 1e-3)
+    if loss.target == "real":
+        r = np.abs(z - b)
+        keep = (r > 1e-3) & (np.abs(r - loss.param) > 1e-3)
+    else:
+        s = b * z
+        keep = (np.abs(s) > 1e-3) & (np.abs(s - 1.0) > 1e-3)
     return z[keep], b[keep]
 
 
 def _duals(loss: Loss, b: np.ndarray, rng) -> np.ndarray:
-    """Dual values inside the conjugate's domain (``b beta`` in ``[-1, 0]`` for margins)."""
-    if loss.target == "real":
+    """Dual values inside the conjugate's domain: convex combinations of the derivative at
+    two random points (the domain is the closed convex hull of the derivative's range:
+    ``b beta`` in ``[-1, 0]`` for the hinge, ``[-epsilon, epsilon]`` for huber ...)."""
+    if loss.target == "real" and loss.name == "squared":
         return 2.0 * rng.normal(size=b.size)
-    return -b * rng.uniform(0.0, 1.0, size=b.size)
+    z1, z2 = (b + 4.0 * rng.normal(size=b.size) for _ in range(2))
+    u = rng.uniform(0.0, 1.0, size=b.size)
+    return u * loss.derivative(z1, b) + (1.0 - u) * loss.derivative(z2, b)
+
+
+def _off_domain(loss: Loss, b: np.ndarray) -> np.ndarray:
+    """Dual values off the conjugate's domain (where it is +inf), or inside R for the
+    squared loss, whose domain is R."""
+    return b * np.array([0.3, -1.4, 2.0, -7.0, 0.01]) if loss.target != "real" else \
+        np.array([5.0, -5.0, 1.0 + loss.param, -1.0 - loss.param, 40.0])
 
 
 # --------------------------------------------------------------------------------------
@@ -76,7 +106,7 @@ def _duals(loss: Loss, b: np.ndarray, rng) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 def _call(kernel, name: str, loss: Loss, *args):
     try:
-        return kernel(loss.loss_id, *args)
+        return kernel(loss.loss_id, *args, loss.param)
     except ValidationError as err:
         raise AssertionError(f"loss {loss.name!r} (id {loss.loss_id}) has no branch in "
                              f"{name}: {err}") from err
@@ -87,10 +117,10 @@ def check_batch_dispatch(loss: Loss) -> None:
     F, Y = _rows(loss)
     sw = np.random.default_rng(1).uniform(0.2, 2.0, F.shape[0])
     out = np.empty_like(F)
-    _call(loss_gradient, "loss_gradient", loss, F, Y, out, loss.param)
+    _call(loss_gradient, "loss_gradient", loss, F, Y, out)
     np.testing.assert_allclose(out, loss.gradient(F, Y), **TWIN)
     out = np.empty_like(F)
-    total = _call(loss_grad_value, "loss_grad_value", loss, F, Y, sw, out, loss.param)
+    total = _call(loss_grad_value, "loss_grad_value", loss, F, Y, sw, out)
     np.testing.assert_allclose(out, sw[:, None] * loss.gradient(F, Y), **TWIN)
     np.testing.assert_allclose(total, float(sw @ loss.value(F, Y)), **TWIN)
 
@@ -105,8 +135,7 @@ def check_scalar_dispatch(loss: Loss) -> None:
     got = [_call(loss_derivative, "loss_derivative", loss, zi, bi) for zi, bi in zip(z, b)]
     np.testing.assert_allclose(got, loss.derivative(z, b), **TWIN)
     beta = _duals(loss, b, rng)
-    if loss.target != "real":      # and some off the domain, where phi* is +inf
-        beta[:5] = b[:5] * np.array([0.3, -1.4, 2.0, -7.0, 0.01])
+    beta[:5] = _off_domain(loss, b[:5])     # and some off the domain, where phi* is +inf
     got = np.array([_call(loss_conjugate, "loss_conjugate", loss, be, bi)
                     for be, bi in zip(beta, b)])
     want = loss.conjugate(beta, b)
@@ -128,6 +157,9 @@ def check_gradient_is_the_derivative(loss: Loss) -> None:
     if loss.target == "binary":                      # away from the kinks y u in {0, 1}
         s = Y * F
         F = np.where((np.abs(s) < 1e-2) | (np.abs(s - 1.0) < 1e-2), F + 0.05 * Y, F)
+    if loss.target == "real":                        # away from the kinks r in {0, +-param}
+        r = np.abs(F - Y)
+        F = np.where((r < 1e-2) | (np.abs(r - loss.param) < 1e-2), F + 0.05, F)
     h = 1e-6
     num = np.empty_like(F)
     for c in range(F.shape[1]):
@@ -187,8 +219,14 @@ def check_link(loss: Loss) -> None:
         np.testing.assert_array_equal(loss.link(F), F)
         with pytest.raises(ValidationError, match="does not model probabilities"):
             loss.predict_proba(F[:, :1])
-        if loss.target == "real":                   # E l'(F, y) = 0 at y = link(F)
-            np.testing.assert_allclose(loss.gradient(F, loss.link(F)), 0.0, atol=1e-15)
+        if loss.target == "real":
+            # E l'(F, y) = 0 for y = link(F) -+ 1 with probabilities (p, 1 - p): the
+            # quantile loss is calibrated for its level tau (p = tau), the others for the
+            # centre of a symmetric law (p = 1/2)
+            p = loss.param if loss.name == "quantile" else 0.5
+            g = p * loss.gradient(F, loss.link(F) - 1.0) \
+                + (1 - p) * loss.gradient(F, loss.link(F) + 1.0)
+            np.testing.assert_allclose(g, 0.0, atol=1e-15)
         return
     if loss.target == "binary":                      # P(y = +1) = link(F), per column
         p = loss.link(F)
@@ -208,14 +246,14 @@ def check_link(loss: Loss) -> None:
 # --------------------------------------------------------------------------------------
 # every row of the table
 # --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", TABLE)
+@pytest.mark.parametrize("name", CASES)
 def test_batch_dispatch_matches_the_twin(name):
-    check_batch_dispatch(get_loss(name))
+    check_batch_dispatch(_case(name))
 
 
-@pytest.mark.parametrize("name", TABLE)
+@pytest.mark.parametrize("name", CASES)
 def test_scalar_dispatch_matches_the_twin_or_refuses(name):
-    loss = get_loss(name)
+    loss = _case(name)
     if loss.scalar:
         check_scalar_dispatch(loss)
         return
@@ -241,8 +279,7 @@ def test_each_id_reaches_its_own_branch(name):
         if loss.scalar and other.scalar:
             z, b = _scalar_points(loss)
             beta = _duals(loss, b, np.random.default_rng(9))
-            if loss.target != "real":       # off the domain too, where phi* is +inf
-                beta[:3] = b[:3] * np.array([0.5, -1.5, 1.0])
+            beta[:5] = _off_domain(loss, b[:5])      # off the domain too, where phi* is +inf
             assert not np.allclose(loss.pointwise(z, b), other.pointwise(z, b)), other_name
             with np.errstate(invalid="ignore"):
                 assert not np.allclose(loss.conjugate(beta, b), other.conjugate(beta, b),
@@ -251,24 +288,24 @@ def test_each_id_reaches_its_own_branch(name):
                                    other.dual_prox(z, beta, b, 1.0, 3.0)), other_name
 
 
-@pytest.mark.parametrize("name", TABLE)
+@pytest.mark.parametrize("name", CASES)
 def test_gradient_is_the_derivative_of_the_value(name):
-    check_gradient_is_the_derivative(get_loss(name))
+    check_gradient_is_the_derivative(_case(name))
 
 
-@pytest.mark.parametrize("name", [n for n in TABLE if get_loss(n).scalar])
+@pytest.mark.parametrize("name", [n for n in CASES if _case(n).scalar])
 def test_conjugate_satisfies_fenchel_young(name):
-    check_fenchel_young(get_loss(name))
+    check_fenchel_young(_case(name))
 
 
-@pytest.mark.parametrize("name", [n for n in TABLE if get_loss(n).scalar])
+@pytest.mark.parametrize("name", [n for n in CASES if _case(n).scalar])
 def test_conjugate_prox_is_optimal(name):
-    check_prox_optimality(get_loss(name))
+    check_prox_optimality(_case(name))
 
 
-@pytest.mark.parametrize("name", TABLE)
+@pytest.mark.parametrize("name", CASES)
 def test_link_against_its_definition(name):
-    check_link(get_loss(name))
+    check_link(_case(name))
 
 
 @pytest.mark.parametrize("name", TABLE)
@@ -314,8 +351,12 @@ def test_family_options_and_setup_rules_come_from_the_table():
 
     assert options(DSGClassifier) | options(DSGRegressor) == set(losses_for("dsg"))
     assert options(DSPDCClassifier) | options(DSPDCRegressor) == set(losses_for("dspdc"))
-    assert options(DSGRegressor) == options(DSPDCRegressor) == {"squared"}
-    assert CURVATURE == {"squared": 1.0, "hinge": 1.0, "logistic": 0.25, "softmax": 0.5}
+    assert options(DSPDCRegressor) == {"squared"}
+    assert options(DSGRegressor) == {"squared", "huber", "epsilon_insensitive", "quantile"}
+    assert options(DSGClassifier) == {"hinge", "logistic", "softmax", "squared_hinge"}
+    assert CURVATURE == {"squared": 1.0, "hinge": 1.0, "logistic": 0.25, "softmax": 0.5,
+                         "squared_hinge": 1.0, "huber": 1.0, "epsilon_insensitive": 1.0,
+                         "quantile": 1.0}
     assert LOSS_GAMMA == {"squared": 1.0, "logistic": 4.0, "smoothed_hinge": 1.0}
     assert LOSSES == {n: get_loss(n).loss_id for n in ("squared", "logistic",
                                                         "smoothed_hinge")}
@@ -328,13 +369,14 @@ def test_family_options_and_setup_rules_come_from_the_table():
 # mutants: the helpers fail on broken rows
 # --------------------------------------------------------------------------------------
 def _mutant(name: str, index: int, fn) -> Loss:
-    loss = get_loss(name)
+    loss = _case(name)
     twins = list(loss._pointwise)
     twins[index] = fn
     kw = {"_pointwise": tuple(twins)}
+    extra = () if loss.parameter is None else (loss.param,)
     if index <= 1:                   # value and derivative also feed the rows' functions
-        kw["_value"] = lambda F, Y, p: twins[0](F, Y).sum(axis=1)
-        kw["_gradient"] = lambda F, Y, p: twins[1](F, Y)
+        kw["_value"] = lambda F, Y, p: twins[0](F, Y, *extra).sum(axis=1)
+        kw["_gradient"] = lambda F, Y, p: twins[1](F, Y, *extra)
     return dataclasses.replace(loss, **kw)
 
 
@@ -362,6 +404,40 @@ MUTANTS = {
     "smoothed hinge prox not clipped": (
         _mutant("smoothed_hinge", 3, tw.squared_dual_prox),
         [check_scalar_dispatch, check_prox_optimality]),
+    "squared hinge derivative of the smoothed hinge": (
+        _mutant("squared_hinge", 1, tw.smoothed_hinge_derivative),
+        [check_batch_dispatch, check_gradient_is_the_derivative, check_fenchel_young]),
+    "squared hinge conjugate on the hinge's domain": (
+        _mutant("squared_hinge", 2, tw.smoothed_hinge_conjugate),
+        [check_scalar_dispatch]),
+    "huber derivative not clipped (the squared loss's)": (
+        _mutant("huber", 1, lambda z, b, p: tw.squared_derivative(z, b)),
+        [check_batch_dispatch, check_scalar_dispatch, check_gradient_is_the_derivative,
+         check_fenchel_young]),
+    "huber prox not clipped": (
+        _mutant("huber", 3, lambda c, y, b, sigma, n, p: tw.squared_dual_prox(c, y, b, sigma,
+                                                                              n)),
+        [check_scalar_dispatch, check_prox_optimality]),
+    "epsilon-insensitive derivative ignoring the tube": (
+        _mutant("epsilon_insensitive", 1, lambda z, b, p: np.sign(np.asarray(z) - b)),
+        [check_batch_dispatch, check_scalar_dispatch, check_gradient_is_the_derivative,
+         check_fenchel_young]),
+    "epsilon-insensitive conjugate without epsilon": (
+        _mutant("epsilon_insensitive", 2,
+                lambda beta, b, p: tw.epsilon_insensitive_conjugate(beta, b, 0.0)),
+        [check_scalar_dispatch, check_fenchel_young]),
+    "epsilon-insensitive prox not soft-thresholded": (
+        _mutant("epsilon_insensitive", 3,
+                lambda c, y, b, sigma, n, p: tw.epsilon_insensitive_dual_prox(
+                    c, y, b, sigma, n, 0.0)),
+        [check_scalar_dispatch, check_prox_optimality]),
+    "quantile derivative with tau and 1 - tau swapped": (
+        _mutant("quantile[0.9]", 1, lambda z, b, p: tw.quantile_derivative(z, b, 1.0 - p)),
+        [check_gradient_is_the_derivative, check_fenchel_young]),
+    "quantile prox clipped to [-1, 1]": (
+        _mutant("quantile", 3, lambda c, y, b, sigma, n, p: np.clip(
+            np.asarray(y) + sigma * (np.asarray(c) - b) / n, -1.0, 1.0)),
+        [check_scalar_dispatch, check_prox_optimality]),
 }
 
 
@@ -379,6 +455,10 @@ def test_the_link_check_catches_a_broken_link():
     with pytest.raises(AssertionError, match=BROKEN):
         check_link(broken)
     broken = dataclasses.replace(get_loss("softmax"), _link=lambda F: tw.softmax(F[:, ::-1]))
+    with pytest.raises(AssertionError, match=BROKEN):
+        check_link(broken)
+    broken = dataclasses.replace(get_loss("quantile").with_param(0.9),   # the median's link
+                                 _link=lambda F: np.asarray(F) + 0.5)
     with pytest.raises(AssertionError, match=BROKEN):
         check_link(broken)
 

@@ -12,13 +12,15 @@ from ooc_kernels._jit.losses import loss_gradient
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses import Loss, available_losses, get_loss, register_loss
 
-NAMES = ["squared", "hinge", "logistic", "softmax", "smoothed_hinge"]
+NAMES = ["squared", "hinge", "logistic", "softmax", "smoothed_hinge", "squared_hinge",
+         "huber", "epsilon_insensitive", "quantile"]
+REAL = ("squared", "huber", "epsilon_insensitive", "quantile")
 
 
 def _targets(name, rng, n, C):
-    if name == "squared":
+    if name in REAL:
         return rng.normal(size=(n, C))
-    if name in ("hinge", "logistic", "smoothed_hinge"):
+    if name in ("hinge", "logistic", "smoothed_hinge", "squared_hinge"):
         return rng.choice([-1.0, 1.0], size=(n, C))
     return np.eye(C)[rng.integers(0, C, n)]
 
@@ -34,12 +36,17 @@ def _cases():
 def test_registry_contents():
     assert available_losses() == tuple(NAMES)
     ids = {name: get_loss(name).loss_id for name in NAMES}
-    assert ids == {"squared": 0, "hinge": 1, "logistic": 2, "softmax": 3, "smoothed_hinge": 4}
-    assert get_loss("squared").task == "regression"
-    assert {get_loss(n).task for n in NAMES[1:]} == {"classification"}
+    assert ids == {"squared": 0, "hinge": 1, "logistic": 2, "softmax": 3, "smoothed_hinge": 4,
+                   "squared_hinge": 5, "huber": 6, "epsilon_insensitive": 7, "quantile": 8}
+    assert {get_loss(n).task for n in REAL} == {"regression"}
+    assert {get_loss(n).task for n in NAMES if n not in REAL} == {"classification"}
     assert get_loss("softmax").multiclass == "joint" and get_loss("hinge").multiclass == "ovr"
     assert [get_loss(n).target for n in NAMES] == ["real", "binary", "binary", "classes",
-                                                   "binary"]
+                                                   "binary", "binary", "real", "real", "real"]
+    params = {n: (get_loss(n).parameter.name, get_loss(n).param) for n in NAMES
+              if get_loss(n).parameter is not None}
+    assert params == {"huber": ("epsilon", 1.35), "epsilon_insensitive": ("epsilon", 0.1),
+                      "quantile": ("tau", 0.5)}
     loss = get_loss("hinge")
     assert get_loss(loss) is loss
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -74,9 +81,12 @@ def test_gradient_matches_finite_differences(name, C):
     loss = get_loss(name)
     Y = _targets(name, rng, 30, C)
     F = rng.normal(scale=2.0, size=(30, C))
-    if name == "hinge":  # stay away from the kink y u = 1
+    if name in ("hinge", "squared_hinge"):  # stay away from the kink y u = 1
         margin = Y * F
         F = np.where(np.abs(margin - 1.0) < 1e-3, F + 0.01 * Y, F)
+    if name in REAL:  # and from r = 0 and |r| = param
+        r = np.abs(F - Y)
+        F = np.where((r < 1e-3) | (np.abs(r - loss.param) < 1e-3), F + 0.01, F)
     h = 1e-6
     num = np.empty_like(F)
     for c in range(C):
@@ -154,3 +164,71 @@ def test_shape_validation():
         loss.value(np.zeros(3), np.zeros(3))
     with pytest.raises(ValidationError, match="must match"):
         loss.gradient(np.zeros((3, 1)), np.zeros((3, 2)))
+
+
+def test_new_losses_known_values():
+    """Values and derivatives of the spec's table rows 2, 6, 7 and 8 (Dai et al. 2014,
+    section 4), written out by hand."""
+    u = np.array([[-2.0], [0.2], [1.0], [3.0]])
+    y = np.ones((4, 1))
+    sqh = get_loss("squared_hinge")        # 1/2 max(0, 1 - u y)^2; u - y if y u < 1
+    np.testing.assert_allclose(sqh.value(u, y), [4.5, 0.32, 0.0, 0.0])
+    np.testing.assert_allclose(sqh.gradient(u, y).ravel(), [-3.0, -0.8, 0.0, 0.0])
+    np.testing.assert_allclose(sqh.gradient(-u, -y).ravel(), [3.0, 0.8, 0.0, 0.0])
+    r = np.array([[-3.0], [-0.5], [0.25], [2.0]])   # u - y with y = 0
+    z = np.zeros((4, 1))
+    hub = get_loss("huber").with_param(1.0)          # the paper's threshold 1
+    np.testing.assert_allclose(hub.value(r, z), [2.5, 0.125, 0.03125, 1.5])
+    np.testing.assert_allclose(hub.gradient(r, z).ravel(), [-1.0, -0.5, 0.25, 1.0])
+    hub2 = get_loss("huber").with_param(2.0)         # epsilon (|r| - epsilon / 2)
+    np.testing.assert_allclose(hub2.value(r, z), [4.0, 0.125, 0.03125, 2.0])
+    np.testing.assert_allclose(hub2.gradient(r, z).ravel(), [-2.0, -0.5, 0.25, 2.0])
+    eps = get_loss("epsilon_insensitive").with_param(0.5)
+    np.testing.assert_allclose(eps.value(r, z), [2.5, 0.0, 0.0, 1.5])
+    np.testing.assert_allclose(eps.gradient(r, z).ravel(), [-1.0, 0.0, 0.0, 1.0])
+    q = get_loss("quantile").with_param(0.9)
+    np.testing.assert_allclose(q.value(r, z), [2.7, 0.45, 0.025, 0.2])
+    np.testing.assert_allclose(q.gradient(r, z).ravel(), [-0.9, -0.9, 0.1, 0.1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_subgradients_at_the_kinks_are_the_papers(dtype):
+    """At the kinks: y u = 1 gives 0 (hinge, squared hinge); |u - y| = epsilon gives 0
+    (epsilon-insensitive); u = y gives 1 - tau (quantile); sign(0) = 0 for epsilon = 0.
+    Numba (loss_gradient with loss_param) and the twins alike."""
+    def both(name, param, F, Y):
+        loss = get_loss(name).with_param(param)
+        F = np.asarray(F, dtype=dtype)[:, None]
+        Y = np.asarray(Y, dtype=dtype)[:, None]
+        out = np.empty_like(F)
+        loss_gradient(loss.loss_id, F, Y, out, param)
+        return out.ravel().tolist(), loss.gradient(F, Y).ravel().tolist()
+
+    for name in ("hinge", "squared_hinge"):
+        assert both(name, 0.0, [1.0, -1.0], [1.0, -1.0]) == ([0.0, 0.0], [0.0, 0.0])
+    assert both("epsilon_insensitive", 0.5, [1.5, 0.5], [1.0, 1.0]) == ([0.0, 0.0],
+                                                                          [0.0, 0.0])
+    assert both("epsilon_insensitive", 0.0, [1.0, 1.5, 0.5], [1.0, 1.0, 1.0]) == (
+        [0.0, 1.0, -1.0], [0.0, 1.0, -1.0])
+    got, twin = both("quantile", 0.25, [2.0, 1.0], [2.0, 3.0])
+    assert got == twin == [0.75, -0.25]
+
+
+def test_loss_parameters_are_validated_against_the_rows_range():
+    assert get_loss("huber").with_param(0.5).param == 0.5
+    assert get_loss("huber").param == 1.35         # the row itself is unchanged
+    with pytest.raises(ValidationError, match=r"loss 'huber': epsilon=0.0 is outside "
+                                              r"\(0.0, inf\)"):
+        get_loss("huber").with_param(0.0)
+    assert get_loss("epsilon_insensitive").with_param(0).param == 0.0
+    with pytest.raises(ValidationError, match=r"epsilon=-0.1 is outside \[0.0, inf\)"):
+        get_loss("epsilon_insensitive").with_param(-0.1)
+    for bad in (0.0, 1.0, 1.5, float("nan")):
+        with pytest.raises(ValidationError, match=r"loss 'quantile': tau=.* is outside "
+                                                  r"\(0.0, 1.0\)"):
+            get_loss("quantile").with_param(bad)
+    with pytest.raises(ValidationError, match=r"loss 'quantile': tau='0.5' is outside"):
+        get_loss("quantile").with_param("0.5")
+    with pytest.raises(ValidationError, match=r"loss 'squared' has no hyper-parameter; "
+                                              r"got loss_param=0.3"):
+        get_loss("squared").with_param(0.3)

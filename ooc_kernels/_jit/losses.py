@@ -2,7 +2,7 @@
 
 The ids, names and NumPy twins are the rows of the loss table
 (:mod:`ooc_kernels.losses.registry`): 0 squared, 1 hinge, 2 logistic, 3 softmax,
-4 smoothed hinge.  Every function here has one branch per id it serves and a last branch
+4 smoothed hinge, 5 squared hinge, 6 huber, 7 epsilon-insensitive, 8 quantile.  Every function here has one branch per id it serves and a last branch
 that raises :class:`~ooc_kernels.exceptions.ValidationError`: an id without its own branch
 never falls through to another loss's formula.  ``tests/test_loss_table.py`` calls every
 function with every id of the table and compares it with the row's twin.
@@ -11,13 +11,18 @@ Two shapes of the same losses:
 
 * scalar, one sample and one output (``z`` the decision value, ``b`` the target, ``+-1``
   for the classification losses): :func:`loss_value`, :func:`loss_derivative`,
-  :func:`loss_conjugate` and :func:`dual_prox` (the dual step of DSPDC); ids 0, 1, 2, 4
+  :func:`loss_conjugate` and :func:`dual_prox` (the dual step of DSPDC); every id but 3
   (softmax couples the outputs of a sample and has no scalar form);
 * batch, ``F`` and ``Y`` of shape ``(n, C)``: :func:`loss_gradient` and
   :func:`loss_grad_value` (the functional-gradient solvers); every id, the scalar losses
   column by column through the scalar functions.
 
-Computation is in float64; batch results are stored in ``out``'s dtype.
+Every function takes the loss's hyper-parameter as its last argument (``param``, or
+``loss_param`` for the batch functions; default 0): ``epsilon`` of huber (> 0) and
+epsilon-insensitive (>= 0), ``tau`` of quantile (in (0, 1)); the other losses ignore it.
+The kernels do not check its range: the table's rows and the estimators do
+(:meth:`ooc_kernels.losses.Loss.with_param`).  Computation is in float64; batch results
+are stored in ``out``'s dtype.
 
 Examples
 --------
@@ -49,6 +54,10 @@ _HINGE = 1
 _LOGISTIC = 2
 _SOFTMAX = 3
 _SMOOTHED_HINGE = 4
+_SQUARED_HINGE = 5
+_HUBER = 6
+_EPSILON_INSENSITIVE = 7
+_QUANTILE = 8
 
 #: Logistic dual prox: Newton stops when the step is below ``NEWTON_RTOL * max(1, |t|)``.
 NEWTON_RTOL = 1e-13
@@ -89,19 +98,23 @@ def _xlogx(v):
 @njit(cache=True, nogil=True)
 def _bad_scalar_loss():
     raise ValidationError("unknown loss_id; valid ids are 0 (squared), 1 (hinge), "
-                          "2 (logistic), 4 (smoothed_hinge); softmax (3) has no scalar form")
+                          "2 (logistic), 4 (smoothed_hinge), 5 (squared_hinge), 6 (huber), "
+                          "7 (epsilon_insensitive), 8 (quantile); softmax (3) has no scalar "
+                          "form")
 
 
 @njit(cache=True, nogil=True)
 def _bad_batch_loss():
     raise ValidationError("unknown loss_id; valid ids are 0 (squared), 1 (hinge), "
-                          "2 (logistic), 3 (softmax), 4 (smoothed_hinge)")
+                          "2 (logistic), 3 (softmax), 4 (smoothed_hinge), 5 (squared_hinge), "
+                          "6 (huber), 7 (epsilon_insensitive), 8 (quantile)")
 
 
 @njit(cache=True, nogil=True)
 def _is_scalar(loss_id):
     return (loss_id == _SQUARED or loss_id == _HINGE or loss_id == _LOGISTIC
-            or loss_id == _SMOOTHED_HINGE)
+            or loss_id == _SMOOTHED_HINGE or loss_id == _SQUARED_HINGE or loss_id == _HUBER
+            or loss_id == _EPSILON_INSENSITIVE or loss_id == _QUANTILE)
 
 
 # --------------------------------------------------------------------------------------
@@ -109,7 +122,7 @@ def _is_scalar(loss_id):
 # --------------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def loss_value(loss_id, z, b):
+def loss_value(loss_id, z, b, param=0.0):
     """The loss ``phi(z)`` for target ``b``.
 
     Parameters
@@ -117,11 +130,16 @@ def loss_value(loss_id, z, b):
     loss_id : int
         0 squared ``0.5 (z - b)^2``; 1 hinge ``max(0, 1 - b z)``; 2 logistic
         ``log(1 + exp(-b z))``; 4 smoothed hinge with ``s = b z``: ``0`` if ``s >= 1``,
-        ``0.5 - s`` if ``s <= 0``, ``0.5 (1 - s)^2`` otherwise.
+        ``0.5 - s`` if ``s <= 0``, ``0.5 (1 - s)^2`` otherwise; 5 squared hinge
+        ``0.5 max(0, 1 - b z)^2``; with ``r = z - b``: 6 huber ``0.5 r^2`` if
+        ``|r| <= param``, ``param (|r| - param / 2)`` otherwise; 7 epsilon-insensitive
+        ``max(0, |r| - param)``; 8 quantile ``max(-param r, (1 - param) r)``.
     z : float
         The decision value.
     b : float
-        The target (``+-1`` for ids 1, 2 and 4).
+        The target (``+-1`` for ids 1, 2, 4 and 5).
+    param : float
+        The loss's hyper-parameter (ids 6, 7: epsilon; 8: tau).
 
     Returns
     -------
@@ -156,21 +174,47 @@ def loss_value(loss_id, z, b):
         if s <= 0.0:
             return 0.5 - s
         return 0.5 * (1.0 - s) * (1.0 - s)
+    if loss_id == _SQUARED_HINGE:
+        m = 1.0 - b * z
+        if m > 0.0:
+            return 0.5 * m * m
+        return 0.0
+    if loss_id == _HUBER:
+        a = abs(z - b)
+        if a <= param:
+            return 0.5 * a * a
+        return param * (a - 0.5 * param)
+    if loss_id == _EPSILON_INSENSITIVE:
+        a = abs(z - b) - param
+        if a > 0.0:
+            return a
+        return 0.0
+    if loss_id == _QUANTILE:
+        r = z - b
+        if r >= 0.0:
+            return (1.0 - param) * r
+        return -param * r
     _bad_scalar_loss()
     return 0.0
 
 
 @njit(cache=True, nogil=True)
-def loss_derivative(loss_id, z, b):
-    """The derivative ``phi'(z)`` (hinge: ``-b`` where ``b z < 1``, else 0, at the kink too).
+def loss_derivative(loss_id, z, b, param=0.0):
+    """The derivative ``phi'(z)``, with the sub-gradients of Dai et al. at the kinks.
 
     Parameters
     ----------
     loss_id : int
         As :func:`loss_value`.  Values: squared ``z - b``; hinge ``-b`` if ``b z < 1``
-        else 0; logistic ``-b sigmoid(-b z)``; smoothed hinge ``-b`` if ``b z <= 0``,
-        ``-b (1 - b z)`` if ``0 < b z < 1``, else 0.
+        else 0 (at the kink ``b z = 1`` too); logistic ``-b sigmoid(-b z)``; smoothed
+        hinge ``-b`` if ``b z <= 0``, ``-b (1 - b z)`` if ``0 < b z < 1``, else 0; squared
+        hinge ``z - b`` if ``b z < 1`` else 0; with ``r = z - b``: huber ``r`` clipped to
+        ``[-param, param]``; epsilon-insensitive ``sign(r)`` if ``|r| > param``, else 0 (on
+        the tube's edges too, and ``sign(0) = 0`` for ``param = 0``); quantile
+        ``1 - param`` if ``z >= b`` (at ``z = b`` too), ``-param`` below.
     z, b : float
+    param : float
+        As :func:`loss_value`.
 
     Returns
     -------
@@ -198,12 +242,34 @@ def loss_derivative(loss_id, z, b):
         if s <= 0.0:
             return -b
         return -b * (1.0 - s)
+    if loss_id == _SQUARED_HINGE:
+        if b * z < 1.0:
+            return z - b
+        return 0.0
+    if loss_id == _HUBER:
+        r = z - b
+        if r > param:
+            return param
+        if r < -param:
+            return -param
+        return r
+    if loss_id == _EPSILON_INSENSITIVE:
+        r = z - b
+        if r > param:
+            return 1.0
+        if r < -param:
+            return -1.0
+        return 0.0
+    if loss_id == _QUANTILE:
+        if z >= b:
+            return 1.0 - param
+        return -param
     _bad_scalar_loss()
     return 0.0
 
 
 @njit(cache=True, nogil=True)
-def loss_conjugate(loss_id, beta, b):
+def loss_conjugate(loss_id, beta, b, param=0.0):
     """The convex conjugate ``phi*(beta) = sup_z beta z - phi(z)``, ``+inf`` off its domain.
 
     Parameters
@@ -212,8 +278,13 @@ def loss_conjugate(loss_id, beta, b):
         With ``w = b beta``: squared ``0.5 beta^2 + b beta`` (domain R); hinge ``w`` on
         ``w in [-1, 0]``; logistic ``(-w) log(-w) + (1 + w) log(1 + w)`` on
         ``w in [-1, 0]`` (``0 log 0 = 0``); smoothed hinge ``w + 0.5 beta^2`` on
-        ``w in [-1, 0]``.
+        ``w in [-1, 0]``; squared hinge ``w + 0.5 beta^2`` on ``w <= 0``; huber
+        ``0.5 beta^2 + b beta`` on ``|beta| <= param``; epsilon-insensitive
+        ``b beta + param |beta|`` on ``|beta| <= 1``; quantile ``b beta`` on
+        ``beta in [-param, 1 - param]``.
     beta, b : float
+    param : float
+        As :func:`loss_value`.
 
     Returns
     -------
@@ -239,6 +310,23 @@ def loss_conjugate(loss_id, beta, b):
         if loss_id == _SMOOTHED_HINGE:
             return w + 0.5 * beta * beta
         return _xlogx(-w) + _xlogx(1.0 + w)
+    if loss_id == _SQUARED_HINGE:
+        w = b * beta
+        if w > 0.0:
+            return np.inf
+        return w + 0.5 * beta * beta
+    if loss_id == _HUBER:
+        if abs(beta) > param:
+            return np.inf
+        return 0.5 * beta * beta + b * beta
+    if loss_id == _EPSILON_INSENSITIVE:
+        if abs(beta) > 1.0:
+            return np.inf
+        return b * beta + param * abs(beta)
+    if loss_id == _QUANTILE:
+        if beta < -param or beta > 1.0 - param:
+            return np.inf
+        return b * beta
     _bad_scalar_loss()
     return 0.0
 
@@ -285,7 +373,7 @@ def _logistic_dual_prox(c, y, b, sigma, n):
 
 
 @njit(cache=True, nogil=True)
-def dual_prox(loss_id, c, y, b, sigma, n):
+def dual_prox(loss_id, c, y, b, sigma, n, param=0.0):
     """The dual step of DSPDC for one coordinate, the prox of the conjugate.
 
     ``argmax_beta (1/n) c beta - (1/n) phi*(beta) - (1/(2 sigma)) (beta - y)^2``.
@@ -304,12 +392,18 @@ def dual_prox(loss_id, c, y, b, sigma, n):
         The dual step size.
     n : float
         The number of samples of the whole problem (the ``1/n`` of the saddle function).
+    param : float
+        As :func:`loss_value`.
 
     Returns
     -------
     float
         Squared: ``beta_hat = (sigma (c - b) + n y) / (sigma + n)``; smoothed hinge:
-        ``b clip(b beta_hat, -1, 0)``; hinge: ``b clip(b (sigma (c - b) + n y) / n, -1, 0)``;
+        ``b clip(b beta_hat, -1, 0)``; squared hinge ``b min(b beta_hat, 0)``; huber
+        ``clip(beta_hat, -param, param)``; with ``v = y + sigma (c - b) / n``: hinge
+        ``b clip(b v, -1, 0)``; epsilon-insensitive ``v`` soft-thresholded by
+        ``sigma param / n`` and clipped to ``[-1, 1]``; quantile
+        ``clip(v, -param, 1 - param)``;
         logistic: the root of ``c/n - (b/n) log((1 + b beta)/(-b beta)) - (beta - y)/sigma``,
         by safeguarded Newton (bisection fallback) on ``t = log((1 + b beta)/(-b beta))``
         until the step is below ``1e-13 max(1, |t|)``; ``b beta`` is kept strictly inside
@@ -344,6 +438,25 @@ def dual_prox(loss_id, c, y, b, sigma, n):
         return b * w
     if loss_id == _LOGISTIC:
         return _logistic_dual_prox(c, y, b, sigma, n)
+    if loss_id == _SQUARED_HINGE or loss_id == _HUBER:
+        beta = (sigma * (c - b) + n * y) / (sigma + n)
+        if loss_id == _HUBER:
+            return min(max(beta, -param), param)
+        if b * beta > 0.0:
+            return 0.0 * b
+        return beta
+    if loss_id == _EPSILON_INSENSITIVE or loss_id == _QUANTILE:
+        v = y + sigma * (c - b) / n
+        if loss_id == _QUANTILE:
+            return min(max(v, -param), 1.0 - param)
+        t = sigma * param / n
+        if v > t:
+            v = v - t
+        elif v < -t:
+            v = v + t
+        else:
+            v = 0.0
+        return min(max(v, -1.0), 1.0)
     _bad_scalar_loss()
     return 0.0
 
@@ -364,8 +477,8 @@ def loss_gradient(loss_id, F, Y, out, loss_param=0.0):
     F, Y : ndarray (n, C)
     out : ndarray (n, C), written
     loss_param : float
-        The loss's scalar hyper-parameter (:attr:`ooc_kernels.losses.Loss.param`); the
-        losses of the table have none and ignore it.
+        The loss's hyper-parameter (:attr:`ooc_kernels.losses.Loss.param`): ``epsilon`` of
+        ids 6 and 7, ``tau`` of id 8; the other ids ignore it.
 
     Raises
     ------
@@ -388,7 +501,7 @@ def loss_gradient(loss_id, F, Y, out, loss_param=0.0):
     elif _is_scalar(loss_id):
         for i in range(n):
             for c in range(C):
-                out[i, c] = loss_derivative(loss_id, F[i, c], Y[i, c])
+                out[i, c] = loss_derivative(loss_id, F[i, c], Y[i, c], loss_param)
     else:
         _bad_batch_loss()
 
@@ -437,7 +550,7 @@ def loss_grad_value(loss_id, F, Y, sw, out, loss_param=0.0):
             value = mx + math.log(tot) - dot
         else:  # a scalar id: loss_gradient has refused any other
             for c in range(C):
-                value += loss_value(loss_id, F[i, c], Y[i, c])
+                value += loss_value(loss_id, F[i, c], Y[i, c], loss_param)
         total += w * value
         if w != 1.0:
             for c in range(C):

@@ -10,17 +10,22 @@ Examples
 >>> "softmax" in available_losses()
 True
 >>> get_loss("softmax").multiclass, losses_for("dsg", target="binary")
-('joint', ('hinge', 'logistic'))
+('joint', ('hinge', 'logistic', 'squared_hinge'))
 """
 
 from ooc_kernels.losses.registry import (
     FAMILIES,
+    LOSS_EPSILON_INSENSITIVE,
     LOSS_HINGE,
+    LOSS_HUBER,
     LOSS_LOGISTIC,
+    LOSS_QUANTILE,
     LOSS_SMOOTHED_HINGE,
     LOSS_SOFTMAX,
     LOSS_SQUARED,
+    LOSS_SQUARED_HINGE,
     Loss,
+    LossParam,
     available_losses,
     get_loss,
     loss_by_id,
@@ -30,12 +35,17 @@ from ooc_kernels.losses.registry import (
 
 __all__ = [
     "FAMILIES",
+    "LOSS_EPSILON_INSENSITIVE",
     "LOSS_HINGE",
+    "LOSS_HUBER",
     "LOSS_LOGISTIC",
+    "LOSS_QUANTILE",
     "LOSS_SMOOTHED_HINGE",
     "LOSS_SOFTMAX",
     "LOSS_SQUARED",
+    "LOSS_SQUARED_HINGE",
     "Loss",
+    "LossParam",
     "available_losses",
     "get_loss",
     "loss_by_id",

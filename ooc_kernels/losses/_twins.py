@@ -2,7 +2,9 @@
 
 Scalar losses are written elementwise in the decision value ``z`` and the target ``b``
 (arrays of any matching shape): ``value``, ``derivative``, ``conjugate`` and ``dual_prox``
-(the dual step of :func:`ooc_kernels._jit.losses.dual_prox`).  The softmax couples the
+(the dual step of :func:`ooc_kernels._jit.losses.dual_prox`).  The losses with a
+parameter (huber and epsilon-insensitive: ``epsilon``; quantile: ``tau``) take it as a
+last argument ``p``.  The softmax couples the
 outputs of a sample and is written on rows ``(n, C)``.  Links map decision values ``(n, C)``
 to predictions or probabilities.  The numba dispatch of :mod:`ooc_kernels._jit.losses` is
 tested against these functions; they are float64 and favour clarity over speed.
@@ -30,6 +32,11 @@ __all__ = [
     "logistic_value", "logistic_derivative", "logistic_conjugate", "logistic_dual_prox",
     "smoothed_hinge_value", "smoothed_hinge_derivative", "smoothed_hinge_conjugate",
     "smoothed_hinge_dual_prox", "softmax_value", "softmax_gradient",
+    "squared_hinge_value", "squared_hinge_derivative", "squared_hinge_conjugate",
+    "squared_hinge_dual_prox", "huber_value", "huber_derivative", "huber_conjugate",
+    "huber_dual_prox", "epsilon_insensitive_value", "epsilon_insensitive_derivative",
+    "epsilon_insensitive_conjugate", "epsilon_insensitive_dual_prox", "quantile_value",
+    "quantile_derivative", "quantile_conjugate", "quantile_dual_prox",
 ]
 
 
@@ -234,3 +241,105 @@ def softmax_value(F, Y):
 def softmax_gradient(F, Y):
     F, Y = _f64(F, Y)
     return softmax(F) - Y
+
+
+# --------------------------------------------------------------------------------------
+# squared hinge: 0.5 max(0, 1 - b z)^2
+# --------------------------------------------------------------------------------------
+def squared_hinge_value(z, b):
+    z, b = _f64(z, b)
+    return 0.5 * np.maximum(0.0, 1.0 - b * z) ** 2
+
+
+def squared_hinge_derivative(z, b):
+    # z - b where b z < 1 (= -b (1 - b z) for b = +-1), 0 from the kink b z = 1 on
+    z, b = _f64(z, b)
+    return np.where(b * z < 1.0, z - b, 0.0)
+
+
+def squared_hinge_conjugate(beta, b):
+    # sup_z beta z - phi(z) = b beta + beta^2 / 2 for b beta <= 0 (b = +-1), +inf above
+    beta, b = _f64(beta, b)
+    w = b * beta
+    return np.where(w <= 0.0, w + 0.5 * beta ** 2, np.inf)
+
+
+def squared_hinge_dual_prox(c, y, b, sigma, n):
+    c, y, b = np.broadcast_arrays(*_f64(c, y, b))
+    beta = squared_dual_prox(c, y, b, sigma, n)
+    return b * np.minimum(b * beta, 0.0)
+
+
+# --------------------------------------------------------------------------------------
+# huber, threshold p > 0: 0.5 r^2 (|r| <= p), p |r| - p^2 / 2 otherwise, r = z - b
+# --------------------------------------------------------------------------------------
+def huber_value(z, b, p):
+    z, b = _f64(z, b)
+    a = np.abs(z - b)
+    return np.where(a <= p, 0.5 * a ** 2, p * (a - 0.5 * p))
+
+
+def huber_derivative(z, b, p):
+    z, b = _f64(z, b)
+    return np.clip(z - b, -p, p)
+
+
+def huber_conjugate(beta, b, p):
+    beta, b = _f64(beta, b)
+    return np.where(np.abs(beta) <= p, 0.5 * beta ** 2 + b * beta, np.inf)
+
+
+def huber_dual_prox(c, y, b, sigma, n, p):
+    return np.clip(squared_dual_prox(c, y, b, sigma, n), -p, p)
+
+
+# --------------------------------------------------------------------------------------
+# epsilon-insensitive, p >= 0: max(0, |z - b| - p)
+# --------------------------------------------------------------------------------------
+def epsilon_insensitive_value(z, b, p):
+    z, b = _f64(z, b)
+    return np.maximum(0.0, np.abs(z - b) - p)
+
+
+def epsilon_insensitive_derivative(z, b, p):
+    # sign(z - b) outside the tube, 0 inside and on its edges |z - b| = p (sign(0) = 0)
+    z, b = _f64(z, b)
+    r = z - b
+    return np.where(r > p, 1.0, np.where(r < -p, -1.0, 0.0))
+
+
+def epsilon_insensitive_conjugate(beta, b, p):
+    beta, b = _f64(beta, b)
+    return np.where(np.abs(beta) <= 1.0, b * beta + p * np.abs(beta), np.inf)
+
+
+def epsilon_insensitive_dual_prox(c, y, b, sigma, n, p):
+    # the unconstrained maximizer soft-thresholded by sigma p / n, then put in [-1, 1]
+    c, y, b = np.broadcast_arrays(*_f64(c, y, b))
+    v = y + sigma * (c - b) / n
+    return np.clip(np.sign(v) * np.maximum(np.abs(v) - sigma * p / n, 0.0), -1.0, 1.0)
+
+
+# --------------------------------------------------------------------------------------
+# quantile (pinball), level p in (0, 1): max(p (b - z), (1 - p) (z - b))
+# --------------------------------------------------------------------------------------
+def quantile_value(z, b, p):
+    z, b = _f64(z, b)
+    r = z - b
+    return np.where(r >= 0.0, (1.0 - p) * r, -p * r)
+
+
+def quantile_derivative(z, b, p):
+    # 1 - p where z >= b (at z = b too), -p below
+    z, b = _f64(z, b)
+    return np.where(z >= b, 1.0 - p, -p)
+
+
+def quantile_conjugate(beta, b, p):
+    beta, b = _f64(beta, b)
+    return np.where((beta >= -p) & (beta <= 1.0 - p), b * beta, np.inf)
+
+
+def quantile_dual_prox(c, y, b, sigma, n, p):
+    c, y, b = np.broadcast_arrays(*_f64(c, y, b))
+    return np.clip(y + sigma * (c - b) / n, -p, 1.0 - p)

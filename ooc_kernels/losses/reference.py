@@ -1,7 +1,9 @@
 """NumPy twins of the numba dispatch of :mod:`ooc_kernels._jit.losses`, by ``loss_id``.
 
 Each function looks the id up in the loss table (:func:`~ooc_kernels.losses.loss_by_id`)
-and applies the row's twin, so an id that is not in the table raises
+and applies the row's twin at ``loss_param`` (:meth:`~ooc_kernels.losses.Loss.with_param`:
+a value outside the row's declared range, or a value other than 0 for a loss without a
+parameter, raises), so an id that is not in the table raises
 :class:`~ooc_kernels.exceptions.ValidationError`.  The kernels' own twins (``*_ref`` in a
 family's ``kernels*.py``) call these.
 
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses.registry import loss_by_id
 
 __all__ = ["loss_value_ref", "loss_derivative_ref", "loss_conjugate_ref", "dual_prox_ref",
@@ -29,40 +30,34 @@ __all__ = ["loss_value_ref", "loss_derivative_ref", "loss_conjugate_ref", "dual_
 
 
 def _row(loss_id, loss_param):
-    loss = loss_by_id(loss_id)
-    if float(loss_param) != loss.param:
-        raise ValidationError(
-            f"loss {loss.name!r} has the parameter {loss.param!r}; got loss_param="
-            f"{loss_param!r}. Pass the row's Loss.param"
-        )
-    return loss
+    return loss_by_id(loss_id).with_param(loss_param)
 
 
-def loss_value_ref(loss_id, z, b):
+def loss_value_ref(loss_id, z, b, loss_param=0.0):
     """Twin of :func:`ooc_kernels._jit.losses.loss_value`, elementwise."""
-    return loss_by_id(loss_id).pointwise(z, b)
+    return _row(loss_id, loss_param).pointwise(z, b)
 
 
-def loss_derivative_ref(loss_id, z, b):
+def loss_derivative_ref(loss_id, z, b, loss_param=0.0):
     """Twin of :func:`ooc_kernels._jit.losses.loss_derivative`, elementwise."""
-    return loss_by_id(loss_id).derivative(z, b)
+    return _row(loss_id, loss_param).derivative(z, b)
 
 
-def loss_conjugate_ref(loss_id, beta, b):
+def loss_conjugate_ref(loss_id, beta, b, loss_param=0.0):
     """Twin of :func:`ooc_kernels._jit.losses.loss_conjugate`, elementwise."""
-    return loss_by_id(loss_id).conjugate(beta, b)
+    return _row(loss_id, loss_param).conjugate(beta, b)
 
 
-def dual_prox_ref(loss_id, c, y, b, sigma, n):
+def dual_prox_ref(loss_id, c, y, b, sigma, n, loss_param=0.0):
     """Twin of :func:`ooc_kernels._jit.losses.dual_prox`, elementwise in ``c, y, b``."""
-    return loss_by_id(loss_id).dual_prox(c, y, b, sigma, n)
+    return _row(loss_id, loss_param).dual_prox(c, y, b, sigma, n)
 
 
 def loss_gradient_ref(loss_id, F, Y, loss_param=0.0):
     """Twin of :func:`ooc_kernels._jit.losses.loss_gradient`: a new float64 ``(n, C)``.
 
-    ``loss_param`` must be the row's :attr:`~ooc_kernels.losses.Loss.param` (the value the
-    estimators pass to the kernels); another value is refused.
+    ``loss_param`` is the value of the row's hyper-parameter
+    (:meth:`~ooc_kernels.losses.Loss.with_param`); a loss without one accepts only 0.
     """
     return _row(loss_id, loss_param).gradient(F, Y)
 

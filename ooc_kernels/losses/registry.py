@@ -11,20 +11,27 @@ Fenchel-Young, the prox's optimality condition).
 
 Targets are always 2-D, shape ``(n, C)``:
 
-==============  ==  ==========  ==================================  ========================
-loss            id  target      ``l(u, y)`` (per column)            families
-==============  ==  ==========  ==================================  ========================
-squared         0   real        ``(u - y)^2 / 2``                   dsg, dspdc
-hinge           1   binary      ``max(0, 1 - y u)``                 dsg
-logistic        2   binary      ``log(1 + exp(-y u))``              dsg, dspdc
-softmax         3   classes     ``logsumexp(u) - <Y, u>`` (row)     dsg
-smoothed_hinge  4   binary      ``0`` (s >= 1), ``1/2 - s`` (s <=   dspdc
-                                0), ``(1 - s)^2 / 2``, ``s = y u``
-==============  ==  ==========  ==================================  ========================
+===================  ==  =======  ======================================  ========
+loss                 id  target   ``l(u, y)`` (per column), ``r = u - y``  families
+===================  ==  =======  ======================================  ========
+squared              0   real     ``r^2 / 2``                             dsg, dspdc
+hinge                1   binary   ``max(0, 1 - y u)``                     dsg
+logistic             2   binary   ``log(1 + exp(-y u))``                  dsg, dspdc
+softmax              3   classes  ``logsumexp(u) - <Y, u>`` (row)         dsg
+smoothed_hinge       4   binary   ``0`` (s >= 1), ``1/2 - s`` (s <= 0),   dspdc
+                                  ``(1 - s)^2 / 2``, ``s = y u``
+squared_hinge        5   binary   ``max(0, 1 - y u)^2 / 2``               dsg
+huber                6   real     ``r^2 / 2`` (``|r| <= epsilon``),       dsg
+                                  ``epsilon (|r| - epsilon / 2)``
+epsilon_insensitive  7   real     ``max(0, |r| - epsilon)``               dsg
+quantile             8   real     ``max(-tau r, (1 - tau) r)``            dsg
+===================  ==  =======  ======================================  ========
 
 ``binary`` targets are ``+-1`` (one column per class for one-vs-rest), ``classes`` one-hot
-rows, ``real`` any real values.  A scalar hyper-parameter (epsilon, tau, a Huber threshold)
-is carried by :attr:`Loss.param` and passed to the numba kernels as ``loss_param``.
+rows, ``real`` any real values.  A loss with a scalar hyper-parameter (``epsilon``, ``tau``)
+declares it (:class:`LossParam`: name, range, default); :attr:`Loss.param` holds its value,
+which the numba kernels receive as ``loss_param``, and :meth:`Loss.with_param` gives the
+row with another value.
 
 Examples
 --------
@@ -41,7 +48,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -49,13 +56,18 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses import _twins as tw
 
 __all__ = [
+    "LOSS_EPSILON_INSENSITIVE",
     "LOSS_HINGE",
+    "LOSS_HUBER",
     "LOSS_LOGISTIC",
+    "LOSS_QUANTILE",
     "LOSS_SMOOTHED_HINGE",
     "LOSS_SOFTMAX",
     "LOSS_SQUARED",
+    "LOSS_SQUARED_HINGE",
     "FAMILIES",
     "Loss",
+    "LossParam",
     "available_losses",
     "get_loss",
     "loss_by_id",
@@ -69,9 +81,76 @@ LOSS_HINGE = 1
 LOSS_LOGISTIC = 2
 LOSS_SOFTMAX = 3
 LOSS_SMOOTHED_HINGE = 4
+LOSS_SQUARED_HINGE = 5
+LOSS_HUBER = 6
+LOSS_EPSILON_INSENSITIVE = 7
+LOSS_QUANTILE = 8
 
 #: The estimator families that take their losses from the table.
 FAMILIES = ("dsg", "dspdc")
+
+
+@dataclass(frozen=True)
+class LossParam:
+    """The scalar hyper-parameter a loss declares: its name, its range and its default.
+
+    Parameters
+    ----------
+    name : str
+        The name estimators give it (``"epsilon"``, ``"tau"``).
+    low, high : float
+        The range's ends (``inf`` for none).
+    closed : {"neither", "left", "right", "both"}
+        Which ends belong to the range.
+    default : float
+        The row's value (:attr:`Loss.param`).
+
+    Examples
+    --------
+    >>> from ooc_kernels.losses import LossParam
+    >>> tau = LossParam("tau", 0.0, 1.0, "neither", 0.5)
+    >>> tau.check(0.9, "quantile")
+    0.9
+    >>> try:
+    ...     tau.check(1.0, "quantile")
+    ... except ValueError as e:
+    ...     print(e)
+    loss 'quantile': tau=1.0 is outside (0.0, 1.0); pick tau in (0.0, 1.0)
+    """
+
+    name: str
+    low: float
+    high: float
+    closed: str
+    default: float
+
+    @property
+    def interval(self) -> str:
+        """The range as text, e.g. ``"(0.0, 1.0)"`` or ``"[0.0, inf)"``."""
+        left = "[" if self.closed in ("left", "both") else "("
+        right = "]" if self.closed in ("right", "both") else ")"
+        return f"{left}{self.low!r}, {self.high!r}{right}"
+
+    def contains(self, value) -> bool:
+        """Whether ``value`` is a finite real number in the range."""
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                             np.floating)):
+            return False
+        v = float(value)
+        if not np.isfinite(v):
+            return False
+        above = v >= self.low if self.closed in ("left", "both") else v > self.low
+        below = v <= self.high if self.closed in ("right", "both") else v < self.high
+        return bool(above and below)
+
+    def check(self, value, loss_name: str) -> float:
+        """``value`` as a float, or :class:`ValidationError` naming the range."""
+        if not self.contains(value):
+            raise ValidationError(
+                f"loss {loss_name!r}: {self.name}={value!r} is outside {self.interval}; "
+                f"pick {self.name} in {self.interval}"
+            )
+        return float(value)
 
 
 @dataclass(frozen=True)
@@ -92,8 +171,8 @@ class Loss:
     description : str
         One line: the formula.
     param : float
-        Scalar hyper-parameter passed to the numba kernels as ``loss_param`` (the losses of
-        the table have none).
+        The value of the loss's hyper-parameter, passed to the numba kernels as
+        ``loss_param`` (0 for the losses without one).
     families : tuple of str
         The estimator families (:data:`FAMILIES`) whose estimators offer this loss.
     curvature : float
@@ -102,12 +181,15 @@ class Loss:
     smooth : bool
         Whether ``l'`` is ``curvature``-Lipschitz; then the conjugate is
         ``1/curvature``-strongly convex (:attr:`gamma`).
+    parameter : LossParam or None
+        The hyper-parameter the loss declares (None: it has none).
 
     Notes
     -----
     The NumPy twins are keyword fields: ``_value`` and ``_gradient`` on rows
     (``(F, Y, param)``); for scalar losses (one decision value per target)
     ``_pointwise = (value, derivative, conjugate, dual_prox)``, elementwise in ``(z, b)``
+    and, for a loss with a parameter, its value as a last argument
     (:mod:`ooc_kernels.losses._twins`); ``_link`` and ``_proba`` on rows.
 
     Examples
@@ -130,6 +212,7 @@ class Loss:
     families: tuple = ()
     curvature: float = 1.0
     smooth: bool = True
+    parameter: LossParam | None = None
     _value: Callable = field(default=None, repr=False, compare=False)
     _gradient: Callable = field(default=None, repr=False, compare=False)
     _pointwise: tuple | None = field(default=None, repr=False, compare=False)
@@ -194,7 +277,40 @@ class Loss:
                 f"loss {self.name!r} couples the outputs of a sample and has no scalar "
                 f"{what}; use value/gradient on rows (n, C)"
             )
-        return self._pointwise[index]
+        fn = self._pointwise[index]
+        if self.parameter is None:
+            return fn
+        return lambda *args: fn(*args, self.param)
+
+    def with_param(self, value) -> "Loss":
+        """The row with its hyper-parameter set to ``value`` (validated against its range).
+
+        A loss without a parameter accepts only its own :attr:`param` (0) and returns
+        itself.
+
+        Raises
+        ------
+        ValidationError
+            ``value`` is outside the declared range, or the loss has no parameter and
+            ``value`` is not 0.
+
+        Examples
+        --------
+        >>> from ooc_kernels.losses import get_loss
+        >>> get_loss("quantile").with_param(0.9).param
+        0.9
+        >>> get_loss("squared").with_param(0.0) is get_loss("squared")
+        True
+        """
+        if self.parameter is None:
+            if isinstance(value, bool) or not isinstance(
+                    value, (int, float, np.integer, np.floating)) or float(value) != self.param:
+                raise ValidationError(
+                    f"loss {self.name!r} has no hyper-parameter; got loss_param={value!r}. "
+                    f"Pass {self.param!r}"
+                )
+            return self
+        return replace(self, param=self.parameter.check(value, self.name))
 
     # -- reference numerics on rows -----------------------------------------------------
     def value(self, F, Y) -> np.ndarray:
@@ -293,6 +409,10 @@ def register_loss(loss: Loss) -> Loss:
                               f"families are {list(FAMILIES)}")
     if not loss.curvature > 0:
         raise ValidationError(f"loss {loss.name!r}: curvature must be > 0; got {loss.curvature!r}")
+    if loss.parameter is not None and loss.param != loss.parameter.check(
+            loss.parameter.default, loss.name):
+        raise ValidationError(f"loss {loss.name!r}: param must be its parameter's default "
+                              f"{loss.parameter.default!r}; got {loss.param!r}")
     _REGISTRY[loss.name] = loss
     return loss
 
@@ -303,8 +423,9 @@ def available_losses() -> tuple[str, ...]:
     Examples
     --------
     >>> from ooc_kernels.losses import available_losses
-    >>> available_losses()
-    ('squared', 'hinge', 'logistic', 'softmax', 'smoothed_hinge')
+    >>> available_losses()  # doctest: +NORMALIZE_WHITESPACE
+    ('squared', 'hinge', 'logistic', 'softmax', 'smoothed_hinge', 'squared_hinge', 'huber',
+     'epsilon_insensitive', 'quantile')
     """
     return tuple(sorted(_REGISTRY, key=lambda k: _REGISTRY[k].loss_id))
 
@@ -317,8 +438,9 @@ def losses_for(family: str, *, target: str | None = None) -> tuple[str, ...]:
     Examples
     --------
     >>> from ooc_kernels.losses import losses_for
-    >>> losses_for("dspdc"), losses_for("dsg", target="real")
-    (('squared', 'logistic', 'smoothed_hinge'), ('squared',))
+    >>> losses_for("dspdc"), losses_for("dsg", target="real")  # doctest: +NORMALIZE_WHITESPACE
+    (('squared', 'logistic', 'smoothed_hinge'),
+     ('squared', 'huber', 'epsilon_insensitive', 'quantile'))
     """
     if family not in FAMILIES:
         raise ValidationError(f"unknown family {family!r}; the families are {list(FAMILIES)}")
@@ -344,7 +466,9 @@ def get_loss(name) -> Loss:
     ...     get_loss("cosh")
     ... except ValueError as e:
     ...     print(e)
-    unknown loss 'cosh'; valid names are: 'squared', 'hinge', 'logistic', 'softmax', 'smoothed_hinge'
+    ... # doctest: +NORMALIZE_WHITESPACE
+    unknown loss 'cosh'; valid names are: 'squared', 'hinge', 'logistic', 'softmax',
+    'smoothed_hinge', 'squared_hinge', 'huber', 'epsilon_insensitive', 'quantile'
     """
     if isinstance(name, Loss):
         return name
@@ -381,14 +505,20 @@ def loss_by_id(loss_id) -> Loss:
 # ---------------------------------------------------------------------------------------
 # the table
 # ---------------------------------------------------------------------------------------
-def _columns(value, derivative):
+def _columns(value, derivative, with_param):
     """Row functions ``(F, Y, param)`` of a scalar loss: values summed over the columns."""
+    if with_param:
+        return (lambda F, Y, param: value(F, Y, param).sum(axis=1),
+                lambda F, Y, param: derivative(F, Y, param))
     return (lambda F, Y, param: value(F, Y).sum(axis=1),
             lambda F, Y, param: derivative(F, Y))
 
 
 def _scalar(name, loss_id, task, multiclass, description, twins, **kw) -> Loss:
-    value, gradient = _columns(twins[0], twins[1])
+    parameter = kw.get("parameter")
+    value, gradient = _columns(twins[0], twins[1], parameter is not None)
+    if parameter is not None:
+        kw["param"] = parameter.default
     return Loss(name, loss_id, task, multiclass, description, _value=value,
                 _gradient=gradient, _pointwise=twins, **kw)
 
@@ -423,4 +553,34 @@ register_loss(_scalar(
     (tw.smoothed_hinge_value, tw.smoothed_hinge_derivative, tw.smoothed_hinge_conjugate,
      tw.smoothed_hinge_dual_prox),
     families=("dspdc",), curvature=1.0,
+))
+register_loss(_scalar(
+    "squared_hinge", LOSS_SQUARED_HINGE, "classification", "ovr",
+    "l(u, y) = max(0, 1 - y u)^2 / 2, y in {-1, +1}",
+    (tw.squared_hinge_value, tw.squared_hinge_derivative, tw.squared_hinge_conjugate,
+     tw.squared_hinge_dual_prox),
+    families=("dsg",), curvature=1.0,
+))
+register_loss(_scalar(
+    "huber", LOSS_HUBER, "regression", "none",
+    "l(u, y) = r^2 / 2 if |r| <= epsilon, epsilon (|r| - epsilon / 2) otherwise, r = u - y",
+    (tw.huber_value, tw.huber_derivative, tw.huber_conjugate, tw.huber_dual_prox),
+    families=("dsg",), curvature=1.0, _link=tw.identity,
+    parameter=LossParam("epsilon", 0.0, np.inf, "neither", 1.35),
+))
+register_loss(_scalar(
+    "epsilon_insensitive", LOSS_EPSILON_INSENSITIVE, "regression", "none",
+    "l(u, y) = max(0, |u - y| - epsilon)",
+    (tw.epsilon_insensitive_value, tw.epsilon_insensitive_derivative,
+     tw.epsilon_insensitive_conjugate, tw.epsilon_insensitive_dual_prox),
+    families=("dsg",), curvature=1.0, smooth=False, _link=tw.identity,
+    parameter=LossParam("epsilon", 0.0, np.inf, "left", 0.1),
+))
+register_loss(_scalar(
+    "quantile", LOSS_QUANTILE, "regression", "none",
+    "l(u, y) = max(tau (y - u), (1 - tau) (u - y)), tau in (0, 1)",
+    (tw.quantile_value, tw.quantile_derivative, tw.quantile_conjugate,
+     tw.quantile_dual_prox),
+    families=("dsg",), curvature=1.0, smooth=False, _link=tw.identity,
+    parameter=LossParam("tau", 0.0, 1.0, "neither", 0.5),
 ))
