@@ -73,7 +73,7 @@ def _finite_rows(X: np.ndarray, name: str, task: DSGTask, skip: bool):
     col = int(np.flatnonzero(~np.isfinite(X[row]))[0])
     chunks = ", ".join(map(str, task.chunks or (task.chunk,)))
     raise InvalidDataError(
-        f"{name} has a non-finite value ({X[row, col]!r}) in feature {col} of row {row} of "
+        f"{name} has a non-finite value ({float(X[row, col])!r}) in feature {col} of row {row} of "
         f"the rows of chunk(s) {chunks} (rows counted across those chunks); remove or "
         "impute it, or pass on_invalid='skip' to leave such rows out.")
 

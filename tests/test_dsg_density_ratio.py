@@ -1,0 +1,227 @@
+"""DSGDensityRatio against independent oracles: the kernels against their NumPy twins, the
+stored coefficients against a plain-NumPy replay of the paper's update (Eq. 8, both terms
+each step), the log-ratio and KL(p || q) of known Gaussians against their closed forms, the
+direction of the ratio, and lazy / Zarr inputs against in-memory ones."""
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal, norm
+
+import ooc_kernels as ok
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
+from ooc_kernels.families.dsg._ratio_solver import pooled_steps
+from ooc_kernels.families.dsg.kernels_density_ratio import (ratio_full_update,
+                                                            ratio_full_update_ref,
+                                                            ratio_growth_update,
+                                                            ratio_growth_update_ref)
+from ooc_kernels.features.blocks import stacked_block_params
+
+FAST = dict(random_state=0, scheduler="sync", progress=False)
+
+
+def _gauss_1d(n, seed=0):
+    """p = N(0, 1), q = N(0.5, 1.2^2); the log-ratio on [-2, 2] and KL(p || q)."""
+    rng = np.random.default_rng(seed)
+    X_p, X_q = rng.normal(0.0, 1.0, (n, 1)), rng.normal(0.5, 1.2, (n, 1))
+    grid = np.linspace(-2, 2, 41)[:, None]
+    log_ratio = norm.logpdf(grid[:, 0], 0, 1) - norm.logpdf(grid[:, 0], 0.5, 1.2)
+    kl = np.log(1.2) + (1 + 0.5 ** 2) / (2 * 1.2 ** 2) - 0.5
+    return X_p, X_q, grid, log_ratio, kl
+
+
+def _gauss_2d(n, seed=0):
+    """p = N(0, I), q = N((0.7, 0), diag(1.3^2, 1)) on the grid [-1.5, 1.5]^2."""
+    rng = np.random.default_rng(seed)
+    X_p = rng.normal(size=(n, 2))
+    X_q = rng.normal(size=(n, 2)) * np.array([1.3, 1.0]) + np.array([0.7, 0.0])
+    g = np.linspace(-1.5, 1.5, 13)
+    grid = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    cov = np.diag([1.69, 1.0])
+    log_ratio = (multivariate_normal([0, 0], np.eye(2)).logpdf(grid)
+                 - multivariate_normal([0.7, 0], cov).logpdf(grid))
+    kl = 0.5 * (np.trace(np.linalg.inv(cov)) + 0.49 / 1.69 - 2 + np.log(1.69))
+    return X_p, X_q, grid, log_ratio, kl
+
+
+# ---------------------------------------------------------------------------- kernels
+def _kernel_case(dtype=np.float64):
+    rng = np.random.default_rng(3)
+    n, d, r = 23, 3, 8
+    X = rng.normal(size=(n, d)).astype(dtype)
+    is_q = (rng.uniform(size=n) < 0.4).astype(np.uint8)
+    starts = np.array([0, 5, 11, 16, 23], dtype=np.int64)
+    is_q[starts[:-1]] = 0  # every step has a p row
+    W = rng.normal(size=(4, d, r)).astype(dtype)
+    phase = rng.uniform(0, 2 * np.pi, (4, r)).astype(dtype)
+    gammas = np.array([0.9, 0.6, 0.5, 0.4])
+    return X, is_q, starts, W, phase, gammas, (0.3, 1.7, (2 / r) ** 0.5)
+
+
+def test_growth_kernel_equals_its_twin():
+    X, is_q, starts, W, phase, gammas, params = _kernel_case()
+    F0 = np.random.default_rng(4).normal(size=len(X)) * 0.1
+    got = ratio_growth_update(X, is_q, starts, F0.copy(), W, phase, gammas, params)
+    ref = ratio_growth_update_ref(X, is_q, starts, F0, W, phase, gammas, params)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[1:], ref[1:], rtol=1e-12)
+
+
+def test_full_kernel_equals_its_twin():
+    X, is_q, starts, W, phase, gammas, params = _kernel_case()
+    coef = np.random.default_rng(5).normal(size=(4, W.shape[2], 1)) * 0.1
+    got = ratio_full_update(X, is_q, starts, W, phase, coef, gammas, params)
+    ref = ratio_full_update_ref(X, is_q, starts, W, phase, coef, gammas, params)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[1:], ref[1:], rtol=1e-12)
+
+
+def test_pooled_steps_read_every_row_once_in_proportion():
+    p_end, q_end = pooled_steps(10, 25, 4)
+    assert p_end.tolist() == [0, 4, 8, 10]
+    assert q_end.tolist() == [0, 10, 20, 25]  # floor(25 * p_end / 10)
+
+
+# ---------------------------------------------------------------------------- the update
+def _replay(X_p, X_q, *, seed, n_blocks, r, bandwidth, gamma, alpha, batch):
+    """Algorithm 1 with the paper's step 5 for Eq. 8, both terms each step (gradient
+    ``(1/n_s)[sum_p -z(x) + (n_p / n_q) sum_q e^{f(y)} z(y)]``), written from the spec:
+    one new block per step, then (all blocks open) every block updated with ``1/m``."""
+    n_p, n_q = len(X_p), len(X_q)
+    W, phase = stacked_block_params(seed, np.arange(n_blocks), X_p.shape[1], r, bandwidth,
+                                    np.float64)
+
+    def z(j, X):
+        return np.sqrt(2.0 / r) * np.cos(X @ W[j] + phase[j])
+
+    coef = np.zeros((n_blocks, r))
+    opened = 0
+    steps = -(-n_p // batch)
+    for s in range(steps):
+        xp = X_p[s * batch:min((s + 1) * batch, n_p)]
+        lo, hi = (n_q * s * batch) // n_p, (n_q * min((s + 1) * batch, n_p)) // n_p
+        xq = X_q[lo:hi]
+
+        def f(X):
+            return sum(z(j, X) @ coef[j] for j in range(opened))
+
+        fq = f(xq) if opened else np.zeros(len(xq))
+        c = n_p / n_q
+        if opened < n_blocks:  # growth: a new block
+            grad = (-z(opened, xp).sum(0) + c * (np.exp(fq) @ z(opened, xq))) / len(xp)
+            coef[:opened] *= 1 - gamma * alpha
+            coef[opened] = -gamma * grad
+            opened += 1
+        else:  # full: every block, the kernel estimated with all of them
+            new = np.empty_like(coef)
+            for j in range(n_blocks):
+                grad = (-z(j, xp).sum(0) + c * (np.exp(fq) @ z(j, xq))) / len(xp)
+                new[j] = coef[j] * (1 - gamma * alpha) - gamma * grad / n_blocks
+            coef = new
+    return coef
+
+
+def test_coefficients_equal_a_numpy_replay_of_the_paper_update():
+    rng = np.random.default_rng(0)
+    X_p, X_q = rng.normal(size=(22, 2)), rng.normal(0.5, 1.3, size=(31, 2))
+    est = ok.DSGDensityRatio(n_features=12, block_size=4, batch_size=4, bandwidth=1.3,
+                             standardize=False, dtype="float64", alpha=0.05,
+                             learning_rate="constant", eta0=0.7, max_iter=1, tol=None,
+                             shuffle=False, chunk_size=1000, **FAST).fit(X_p, X_q)
+    # 6 steps: 3 growth steps open the 3 blocks, 3 full-phase steps update them all
+    assert est.t_ == 6
+    expected = _replay(X_p, X_q, seed=est.feature_seed_, n_blocks=3, r=4, bandwidth=1.3,
+                       gamma=0.7, alpha=0.05, batch=4)
+    np.testing.assert_allclose(est.coef_[:, :, 0], expected, rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- fidelity
+def test_recovers_the_log_ratio_and_kl_of_two_gaussians_1d():
+    X_p, X_q, grid, log_ratio, kl = _gauss_1d(8000)
+    est = ok.DSGDensityRatio(**FAST).fit(X_p, X_q)
+    err = est.decision_function(grid) - log_ratio
+    # measured 0.105 max, 0.059 RMSE (benchmarks/dsg_density_ratio.py); the log-ratio spans
+    # [-0.97, 0.38] on the grid
+    assert np.abs(err).max() < 0.2
+    assert np.sqrt(np.mean(err ** 2)) < 0.1
+    np.testing.assert_allclose(est.predict(grid), np.exp(est.decision_function(grid)),
+                               rtol=1e-6)
+    assert abs(est.divergence_ - kl) / kl < 0.1  # measured 0.7 %
+
+
+def test_recovers_the_log_ratio_and_kl_of_two_gaussians_2d():
+    X_p, X_q, grid, log_ratio, kl = _gauss_2d(8000)
+    est = ok.DSGDensityRatio(**FAST).fit(X_p, X_q)
+    err = est.decision_function(grid) - log_ratio
+    assert np.abs(err).max() < 0.25  # measured 0.127 max, 0.049 RMSE
+    assert np.sqrt(np.mean(err ** 2)) < 0.1
+    assert abs(est.divergence_ - kl) / kl < 0.15  # measured 10 %
+
+
+def test_f_estimates_log_p_over_q_not_log_q_over_p():
+    # p = N(0, 1), q = N(1, 1): log(p/q)(x) = 0.5 - x, decreasing; the paper's text says
+    # the solution estimates log(q/p), which is increasing
+    rng = np.random.default_rng(1)
+    X_p, X_q = rng.normal(0, 1, (3000, 1)), rng.normal(1, 1, (3000, 1))
+    est = ok.DSGDensityRatio(**FAST).fit(X_p, X_q)
+    grid = np.linspace(-1, 2, 13)[:, None]
+    f = est.decision_function(grid)
+    np.testing.assert_allclose(f, 0.5 - grid[:, 0], atol=0.2)
+    assert est.predict([[-1.0]])[0] > 3 * est.predict([[2.0]])[0]  # e^{1.5} / e^{-1.5}
+    assert 0.4 < est.divergence_ < 0.6  # KL(N(0,1) || N(1,1)) = 0.5
+
+
+# ---------------------------------------------------------------------------- inputs
+def test_lazy_and_zarr_inputs_equal_in_memory(tmp_path):
+    rng = np.random.default_rng(2)
+    X_p, X_q = rng.normal(size=(300, 2)), rng.normal(0.4, 1.2, size=(200, 2))
+    params = dict(n_features=64, block_size=16, batch_size=32, max_iter=2, tol=None,
+                  chunk_size=100, **FAST)
+    eager = ok.DSGDensityRatio(**params).fit(X_p, X_q)
+    lazy = ok.DSGDensityRatio(**params).fit(da.from_array(X_p, chunks=(100, 2)),
+                                            da.from_array(X_q, chunks=(67, 2)))
+    paths = []
+    for name, X in (("p", X_p), ("q", X_q)):
+        path = str(tmp_path / f"{name}.zarr")
+        da.to_zarr(da.from_array(X, chunks=(100, 2)), path)
+        paths.append(da.from_zarr(path))
+    stored = ok.DSGDensityRatio(**params).fit(*paths)
+    grid = rng.normal(size=(50, 2))
+    for other in (lazy, stored):
+        np.testing.assert_array_equal(other.coef_, eager.coef_)
+        assert other.divergence_ == pytest.approx(eager.divergence_, rel=1e-12)
+    lazy_out = lazy.predict(da.from_array(grid, chunks=(20, 2)))
+    assert isinstance(lazy_out, da.Array)
+    np.testing.assert_allclose(lazy_out.compute(), eager.predict(grid), rtol=1e-6)
+
+
+def test_save_and_load_keep_the_ratio_and_the_divergence(tmp_path):
+    rng = np.random.default_rng(3)
+    X_p, X_q = rng.normal(size=(200, 2)), rng.normal(0.5, 1, size=(200, 2))
+    est = ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=2, **FAST).fit(X_p, X_q)
+    est.save(tmp_path / "m")
+    back = ok.load(tmp_path / "m")
+    assert back.divergence_ == est.divergence_
+    np.testing.assert_array_equal(back.predict(X_p[:20]), est.predict(X_p[:20]))
+
+
+def test_bad_inputs_raise_clear_errors():
+    rng = np.random.default_rng(4)
+    X_p, X_q = rng.normal(size=(50, 2)), rng.normal(size=(40, 3))
+    with pytest.raises(ValidationError, match="X_q has 3 features, X_p has 2"):
+        ok.DSGDensityRatio(**FAST).fit(X_p, X_q)
+    with pytest.raises(ValidationError, match="not a multiple of block_size=128"):
+        ok.DSGDensityRatio(n_features=200, **FAST).fit(X_p, X_p)
+    bad = rng.normal(size=(40, 2))
+    bad[7, 1] = np.nan
+    with pytest.raises(ValidationError, match="Input contains NaN"):
+        ok.DSGDensityRatio(**FAST).fit(X_p, bad)
+    with pytest.raises(InvalidDataError, match=r"X_q has a non-finite value \(nan\) in "
+                                               r"feature 1 of row 7 of the rows of chunk"):
+        ok.DSGDensityRatio(max_iter=1, **FAST).fit(da.from_array(X_p, chunks=(50, 2)),
+                                                   da.from_array(bad, chunks=(40, 2)))
+    skip = ok.DSGDensityRatio(max_iter=1, on_invalid="skip", **FAST).fit(
+        da.from_array(X_p, chunks=(50, 2)), da.from_array(bad, chunks=(40, 2)))
+    assert skip.n_samples_skipped_ == 1 and np.isfinite(skip.divergence_)
+    with pytest.raises(AttributeError, match="has no attribute 'partial_fit'"):
+        ok.DSGDensityRatio().partial_fit
