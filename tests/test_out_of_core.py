@@ -31,16 +31,25 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+#: samples of the store: even compressed on disk it is > 10x the allowed growth
+N_SAMPLES = 12 * ALLOWED_GROWTH // (4 * N_FEATURES)
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory):
+    """The store both fits read (only read: written once for the module)."""
+    return ok.make_dataset("nonlinear_binary", tmp_path_factory.mktemp("ooc") / "big.zarr",
+                           N_SAMPLES, chunk_size=CHUNK_ROWS, n_features=N_FEATURES,
+                           progress=False)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("shuffle_chunks,allowed", [
     ("1", ALLOWED_GROWTH),
     ("auto", ALLOWED_GROWTH + K * 2 * SHUFFLE_BYTES),
 ])
-def test_fit_memory_is_bounded_by_chunks_not_data(tmp_path, shuffle_chunks, allowed):
-    # sized so that even compressed on disk the store is > 10x the allowed growth
-    n = 12 * ALLOWED_GROWTH // (4 * N_FEATURES)
-    store = ok.make_dataset("nonlinear_binary", tmp_path / "big.zarr", n,
-                            chunk_size=CHUNK_ROWS, n_features=N_FEATURES, progress=False)
+def test_fit_memory_is_bounded_by_chunks_not_data(big_store, shuffle_chunks, allowed):
+    store, n = big_store, N_SAMPLES
     on_disk = _dir_bytes(store)
     assert on_disk >= 10 * ALLOWED_GROWTH
     worker = Path(__file__).with_name("_ooc_fit_worker.py")
