@@ -173,9 +173,15 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
     # ------------------------------------------------------------------ setup
     @property
     def alpha(self) -> float:
-        """The mean's regularization ``nu = noise / n_samples`` (read by the DSG setup;
-        ``n_samples``: the training rows of the fit being set up)."""
-        return float(self.noise) / max(int(getattr(self, "_n_train", 1)), 1)
+        """The mean's regularization ``nu = noise / n_samples``, read by the DSG setup while
+        a fit is being set up (``n_samples``: its training rows); there is no ``alpha``
+        parameter (``alpha_`` is the fitted value)."""
+        n_rows = getattr(self, "_setup_rows", None)
+        if n_rows is None:
+            raise AttributeError(
+                "DSGGaussianProcessRegressor has no alpha parameter: the mean's "
+                "regularization is noise / n_samples (alpha_ after fit); set noise.")
+        return float(self.noise) / max(int(n_rows), 1)
 
     def _target_spec(self, loss, n_classes):
         return "regression", 1, get_loss("squared").loss_id
@@ -221,7 +227,11 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
                 "every row as one observation (no weights). Drop the variable.")
         self._n_train = data.n_samples
         self._variance = None
-        super()._initialize(data, sched, classes=classes)
+        self._setup_rows = data.n_samples
+        try:
+            super()._initialize(data, sched, classes=classes)
+        finally:
+            del self._setup_rows
 
     def _variance_config(self, n_samples: int) -> VarianceConfig:
         cfg = self._config
@@ -270,9 +280,9 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
         mean : ndarray or Dask array of shape (n_samples,)
         std : ndarray or Dask array of shape (n_samples,), with ``return_std``
         """
+        check_is_fitted(self, "_state")
         if not return_std:
             return super().predict(X)
-        check_is_fitted(self, "_state")
         if getattr(self, "_variance", None) is None:
             raise ValidationError(
                 "this model has no variance statistics (a fit stopped before its finishing "
