@@ -172,9 +172,9 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     capabilities = Capabilities(execution="rounds", inputs="unsupervised", task="novelty",
                                 partial_fit=True, tol=True)
     _saved_arrays = {"coef": True}
-    #: The loss the machine minimizes (not a parameter): the saved configuration is
-    #: checked against it.
-    loss = "one_class"
+    #: The loss of the table the configuration records (not a parameter): the one-class
+    #: loss ``max(0, tau - f)`` is the hinge at ``u = f - tau + 1``, ``y = +1``.
+    loss = "hinge"
 
     def __init__(self, nu=0.5, *, kernel="rbf", bandwidth="median", median_multiplier=0.5,
                  standardize=True, dtype="auto", n_features=4096, block_size=256,
@@ -207,6 +207,15 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.random_state = random_state
         self.scheduler = scheduler
         self.progress = progress
+
+    def _check_params(self) -> None:
+        if self.n_features % self.block_size:
+            raise ValidationError(
+                f"n_features={self.n_features} is not a multiple of block_size="
+                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
+                f"n_features={max(1, self.n_features // self.block_size) * self.block_size}."
+            )
+        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
 
     # ------------------------------------------------------------------ model setup
     def _target_spec(self, loss, n_classes):
@@ -254,7 +263,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             loss_id=_LOSS_ID, target="novelty", n_outputs=1,
             n_features_in=data.n_features, block_size=self.block_size,
             n_blocks=self.n_features // self.block_size, bandwidth=1.0,
-            feature_seed=derive_seed(self.random_seed_, 1), alpha=nu, loss_param=nu,
+            feature_seed=derive_seed(self.random_seed_, 1), alpha=nu,
             batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
             dtype=self._resolve_dtype(data), shuffle=bool(self.shuffle),
             on_invalid=self.on_invalid, weight_scale=1.0 / mean_w,
@@ -305,7 +314,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
 
     def _publish(self) -> None:
         super()._publish()
-        self.offset_ = float(self._state.tau)
+        # a state restored by the DSG base is a DSGState until _restore_fitted adds tau
+        self.offset_ = float(getattr(self._state, "tau", 0.0))
 
     # ------------------------------------------------------------------ outputs
     def _decision_1d(self, X):
@@ -357,12 +367,11 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     def _check_saved_config(self, config: DSGConfig, where: str) -> None:
         super()._check_saved_config(config, where)
         nu = float(self.nu)
-        if config.alpha != nu or config.loss_param != nu or config.average:
+        if config.alpha != nu or config.average:
             raise ModelFormatError(
-                f"{where}: the metadata's fitted.config has alpha={config.alpha!r}, "
-                f"loss_param={config.loss_param!r}, average={config.average!r}; a "
-                f"DSGOneClassSVM with nu={nu!r} has {nu!r}, {nu!r} and 0. Re-save the model "
-                "or restore it from a backup.")
+                f"{where}: the metadata's fitted.config has alpha={config.alpha!r} and "
+                f"average={config.average!r}; a DSGOneClassSVM with nu={nu!r} has alpha = "
+                f"nu = {nu!r} and average = 0. Re-save the model or restore it from a backup.")
 
     @classmethod
     def _upgrade_saved(cls, meta: dict, version: int) -> dict:

@@ -20,8 +20,8 @@ full phase, as DSG does) and the rounds reuse DSG's combination:
   weighted by the rows each task trained on.
 
 A configuration is a :class:`~ooc_kernels.families.dsg.solver.DSGConfig` with
-``target="novelty"``, one output, ``alpha = nu`` (the RKHS regularizer) and
-``loss_param = nu`` (the weight of ``-nu tau``).
+``target="novelty"``, one output and ``alpha = nu``, read in both of nu's roles: the RKHS
+regularizer and the weight of ``-nu tau``.
 
 No Dask here.
 """
@@ -143,7 +143,7 @@ class OneClassAlgorithm(DSGAlgorithm):
                                         cfg.n_features_in, r, cfg.bandwidth, dtype,
                                         cache=default_cache(), affine=_affine(cfg),
                                         kernel=fmap)
-        params = (float(cfg.alpha), int(cfg.batch_size), float(cfg.loss_param),
+        params = (float(cfg.alpha), int(cfg.batch_size), float(cfg.alpha),  # nu, twice
                   fmap.feature_scale(r))
         local, tau, block_end, loss_sum, loss_weight = one_class_update(
             X, np.ascontiguousarray(w), W, phase, state.coef, state.n_blocks_used,

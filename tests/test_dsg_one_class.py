@@ -1,0 +1,197 @@
+"""DSGOneClassSVM against the paper's updates, an exact one-class SVM and planted outliers.
+
+* The numba kernel against its NumPy twin (growth and full phase, float32 and float64).
+* With batch 1, block 1 and K = 1 a fit through the chunk engine equals a literal replay of
+  the paper's updates (specs/dsg.md 3.1): alpha_i = gamma_i phi_i(x_i) if f(x_i) < tau_{i-1}
+  else 0; tau_i = tau_{i-1} + gamma_i nu if f(x_i) >= tau_{i-1} else tau_{i-1} - gamma_i
+  (1 - nu); the older alphas decayed by 1 - gamma_i nu.  The replay is written from the
+  paper; it uses the library only to regenerate omega_i from seed i.
+* ``nu`` means what scikit-learn's ``OneClassSVM`` means: the decision function agrees with
+  the exact solver's (same kernel, same nu), and the fraction of training rows with a
+  negative decision value is close to nu.
+* Planted outliers are found (ROC AUC >= 0.95), lazy and Zarr input give the in-memory fit.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+from sklearn.svm import OneClassSVM
+
+import ooc_kernels as ok
+from ooc_kernels.data import make_attrs, open_zarr_dataset, write_chunks
+from ooc_kernels.exceptions import InvalidParameterError, ValidationError
+from ooc_kernels.families.dsg.kernels_one_class import one_class_update, one_class_update_ref
+from ooc_kernels.features.rbf import block_params
+
+pytestmark = pytest.mark.filterwarnings("ignore::ooc_kernels.exceptions.StepSizeWarning")
+FAST = dict(random_state=0, scheduler="sync", progress=False)
+
+
+def _mixture(n, rng):
+    """Three Gaussian blobs (sd 0.6) at (-2, -2), (2, 2) and (2, -2)."""
+    centers = np.array([[-2.0, -2.0], [2.0, 2.0], [2.0, -2.0]])
+    return centers[rng.integers(0, 3, n)] + 0.6 * rng.normal(size=(n, 2))
+
+
+# --------------------------------------------------------------------------- the kernel
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("buffer", [1 << 26, 0])
+def test_kernel_matches_its_numpy_twin(dtype, buffer):
+    rng = np.random.default_rng(3)
+    n, d, r, m = 37, 3, 8, 6      # 10 steps of 4 rows: blocks 3..5 grow, then full phase
+    X = rng.normal(size=(n, d)).astype(dtype)
+    sw = rng.uniform(0.5, 1.5, n)
+    W = rng.normal(size=(m, d, r)).astype(dtype)
+    ph = rng.uniform(0, 2 * np.pi, (m, r)).astype(dtype)
+    coef = np.zeros((m, r, 1))
+    coef[:2] = rng.normal(size=(2, r, 1))      # two open blocks, block 2 a gap
+    gammas = 1.0 / (np.arange(10) + 1.0)
+    params = (0.1, 4, 0.3, (2.0 / r) ** 0.5)
+    got = one_class_update(X, sw, W, ph, coef, 2, 3, 0.1, gammas, params, buffer)
+    want = one_class_update_ref(X, sw, W, ph, coef, 2, 3, 0.1, gammas, params)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(got[0], want[0], **tol)
+    np.testing.assert_allclose(got[1], want[1], **tol)
+    assert got[2] == want[2] == 6
+    np.testing.assert_allclose(got[3:], want[3:], **tol)
+    assert not np.allclose(got[0][2], 0.0)     # the full phase wrote into the gap too
+
+
+# --------------------------------------------------------------------------- the paper
+def paper_one_class(X, *, seed, bandwidth, n_steps, eta0, t0, nu):
+    """The paper's novelty detection (specs/dsg.md 3.1) with Algorithm 2 for f(x_i),
+    gamma_i = eta0 / (i + t0), tau_0 = 0, rows visited in order."""
+    d = X.shape[1]
+    omegas, phases, alphas, tau = [], [], [], 0.0
+
+    def phi(i, x):
+        return np.sqrt(2.0) * np.cos(x @ omegas[i] + phases[i])
+
+    for i in range(n_steps):
+        x_i = X[i % len(X)]
+        W, b = block_params(seed, i, d, 1, bandwidth, np.float64)
+        omegas.append(W[:, 0])
+        phases.append(b[0])
+        f = sum(alphas[j] * phi(j, x_i) for j in range(i))
+        gamma = eta0 / (i + 1 + t0)
+        novel = f < tau
+        for j in range(i):
+            alphas[j] *= 1.0 - gamma * nu
+        alphas.append(gamma * phi(i, x_i) if novel else 0.0)
+        tau = tau - gamma * (1.0 - nu) if novel else tau + gamma * nu
+    return np.array(alphas), tau
+
+
+@pytest.mark.parametrize("chunk_size", [30, 7])
+def test_fit_replays_the_papers_updates(chunk_size):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    nu, eta0, t0, epochs = 0.3, 4.0, 2.0, 2
+    det = ok.DSGOneClassSVM(nu=nu, bandwidth=1.1, learning_rate="inverse", eta0=eta0, t0=t0,
+                            standardize=False, dtype="float64", n_features=128, block_size=1,
+                            batch_size=1, max_iter=epochs, tol=None, shuffle=False,
+                            chunk_size=chunk_size, **FAST).fit(X)
+    alphas, tau = paper_one_class(X, seed=det.feature_seed_, bandwidth=1.1,
+                                  n_steps=epochs * len(X), eta0=eta0, t0=t0, nu=nu)
+    assert (alphas != 0).sum() >= 5 and (alphas == 0).sum() >= 5   # both branches taken
+    np.testing.assert_allclose(det.coef_[:, 0, 0], alphas, rtol=1e-10, atol=1e-12)
+    assert det.offset_ == pytest.approx(tau, rel=1e-10, abs=1e-12)
+    np.testing.assert_allclose(det.decision_function(X),
+                               det.score_samples(X) - det.offset_, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- nu
+def test_decision_function_agrees_with_the_exact_one_class_svm():
+    # the same problem as scikit-learn's OneClassSVM (libsvm's objective times nu): same
+    # kernel on the standardized rows, same nu; the last SGD iterate is a noisy solution, so
+    # the decision values are compared by correlation (a wrong nu in either role, or the
+    # wrong sign of the tau step, drops it below 0.9)
+    rng = np.random.default_rng(1)
+    X, Xt = _mixture(2000, rng), rng.uniform(-6, 6, size=(1000, 2))
+    for nu in (0.1, 0.5):
+        det = ok.DSGOneClassSVM(nu=nu, **FAST).fit(X)
+        mean, sd = X.mean(0), X.std(0)
+        exact = OneClassSVM(nu=nu, gamma=0.5 / det.bandwidth_ ** 2).fit((X - mean) / sd)
+        corr = np.corrcoef(exact.decision_function((Xt - mean) / sd),
+                           det.decision_function(Xt))[0, 1]
+        assert corr > 0.99, (nu, corr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nu", [0.1, 0.3, 0.6])
+def test_nu_is_the_fraction_of_training_outliers(nu):
+    # At the optimum the fraction of training rows with f < tau is at most nu and that with
+    # f <= tau at least nu, as for scikit-learn's OneClassSVM (whose fit here gives nu to
+    # 1 / n).  The last SGD iterate reaches it to within 0.02 after 60 epochs of 8 steps on
+    # this problem (measured errors 0.003 to 0.008; the binomial noise of a fraction of
+    # 2000 rows alone is about 0.01); a tau step of the wrong sign, or nu in the wrong
+    # role, misses it by more than 0.1.  (On one round Gaussian the learnt f is nearly flat
+    # around tau and the fraction is much more sensitive: docs/machines/one_class.md.)
+    rng = np.random.default_rng(2)
+    X = _mixture(2000, rng)
+    det = ok.DSGOneClassSVM(nu=nu, max_iter=60, tol=None, **FAST).fit(X)
+    frac = float(np.mean(det.decision_function(X) < 0))
+    assert abs(frac - nu) <= 0.02, (nu, frac)
+    Xs = (X - X.mean(0)) / X.std(0)
+    exact = OneClassSVM(nu=nu, gamma=0.5 / det.bandwidth_ ** 2).fit(Xs)
+    assert abs(np.mean(exact.decision_function(Xs) < 0) - nu) < 0.01
+
+
+# --------------------------------------------------------------------------- detection
+def test_detects_planted_outliers():
+    # inliers: the three-blob mixture; outliers: uniform in the box [-8, 8]^2
+    rng = np.random.default_rng(4)
+    X = _mixture(3000, rng)
+    test = np.vstack([_mixture(1000, rng), rng.uniform(-8, 8, size=(1000, 2))])
+    truth = np.r_[np.ones(1000), np.zeros(1000)]
+    det = ok.DSGOneClassSVM(nu=0.1, **FAST).fit(X)
+    auc = roc_auc_score(truth, det.decision_function(test))
+    assert auc >= 0.95, auc
+    pred = det.predict(test)
+    assert set(np.unique(pred)) == {-1, 1}
+    np.testing.assert_array_equal(pred, np.where(det.decision_function(test) >= 0, 1, -1))
+
+
+def test_lazy_and_zarr_input_equal_in_memory(tmp_path):
+    rng = np.random.default_rng(5)
+    X = _mixture(900, rng).astype(np.float32)
+    kw = dict(nu=0.2, n_features=512, block_size=64, batch_size=64, max_iter=3, tol=None,
+              chunk_size=200, **FAST)
+    ref = ok.DSGOneClassSVM(**kw).fit(X)
+    lazy = ok.DSGOneClassSVM(**kw).fit(da.from_array(X, chunks=(200, 2)))
+    path = write_chunks(tmp_path / "oc.zarr",
+                        ((X[a:a + 200], np.zeros(len(X[a:a + 200]), np.float32))
+                         for a in range(0, len(X), 200)),
+                        n_samples=len(X), n_features=2, chunk_size=200,
+                        attrs=make_attrs("regression"))
+    stored = ok.DSGOneClassSVM(**kw).fit(open_zarr_dataset(path))
+    for det in (lazy, stored):
+        np.testing.assert_array_equal(det.coef_, ref.coef_)
+        assert det.offset_ == ref.offset_
+    dec = lazy.decision_function(da.from_array(X, chunks=(200, 2)))
+    assert isinstance(dec, da.Array)
+    np.testing.assert_array_equal(dec.compute(), ref.decision_function(X))
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("nu", [0.0, 1.5, -0.1])
+def test_nu_outside_its_range_is_refused(nu):
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(InvalidParameterError, match=r"'nu' parameter .* must be a float in"):
+        ok.DSGOneClassSVM(nu=nu, **FAST).fit(X)
+
+
+def test_label_driven_bandwidth_is_refused():
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(InvalidParameterError, match=r"'bandwidth' parameter .* \{'median'\}. Got 'auto'"):
+        ok.DSGOneClassSVM(bandwidth="auto", **FAST).fit(X)
+
+
+def test_too_many_stacked_features_are_refused(monkeypatch):
+    from ooc_kernels.features import cache
+
+    monkeypatch.setattr(cache.default_cache(), "max_bytes", 2**20)
+    X = np.random.default_rng(0).normal(size=(50, 40))
+    with pytest.raises(ValidationError, match=r"n_features=8192 .* lower n_features"):
+        ok.DSGOneClassSVM(n_features=8192, **FAST).fit(X)
