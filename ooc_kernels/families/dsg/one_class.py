@@ -26,6 +26,7 @@ from numbers import Integral, Real
 import dask.array as da
 import numpy as np
 from sklearn.base import OutlierMixin
+from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels._checks import non_finite_error
@@ -67,10 +68,15 @@ _CONSTRAINTS.update({
 })
 
 
-def _decision_block(X, payload):
-    """``f(x) - tau`` of one chunk (the decision function)."""
+def _score_block(X, payload):
+    """``f(x)`` of one chunk, float64 (scikit-learn's outlier detectors score in float64)."""
     config, state = payload
-    return predict_chunk(config, state, X) - state.tau
+    return predict_chunk(config, state, X).astype(np.float64)
+
+
+def _decision_block(X, payload):
+    """``f(x) - tau`` of one chunk (the decision function), float64."""
+    return _score_block(X, payload) - payload[1].tau
 
 
 def _inlier_labels(dec):
@@ -318,18 +324,21 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.offset_ = float(getattr(self._state, "tau", 0.0))
 
     # ------------------------------------------------------------------ outputs
+    def _outputs(self, X, block):
+        check_is_fitted(self, "_state")
+        return self._chunk_outputs(X, block, self._predict_payload(), 1, np.float64)[:, 0]
+
     def _decision_1d(self, X):
-        return self._chunk_outputs(X, _decision_block, self._predict_payload(), 1,
-                                   self._predict_dtype)[:, 0]
+        return self._outputs(X, _decision_block)
 
     def decision_function(self, X):
         """``f(x) - offset_``: positive for inliers, negative for outliers; shape
-        (n_samples,), NumPy in, NumPy out; lazy in, lazy out."""
+        (n_samples,), float64; NumPy in, NumPy out; lazy in, lazy out."""
         return wrap_prediction(X, self._decision_1d(X))
 
     def score_samples(self, X):
         """``f(x)``, the kernel function without the offset (higher: more normal)."""
-        return wrap_prediction(X, self._decision_2d(X)[:, 0])
+        return wrap_prediction(X, self._outputs(X, _score_block))
 
     def predict(self, X):
         """+1 for inliers (``decision_function >= 0``), -1 for outliers."""
