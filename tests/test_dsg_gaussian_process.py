@@ -195,3 +195,24 @@ def test_bad_settings_are_refused_with_the_fix():
     assert not hasattr(ok.DSGGaussianProcessRegressor(), "partial_fit")
     with pytest.raises(AttributeError, match=r"noise / n_samples"):
         ok.DSGGaussianProcessRegressor().alpha
+
+
+# ---------------------------------------------------------------- the documented example
+@pytest.mark.slow   # a few seconds: the example at 400 rows
+def test_band_example_follows_the_exact_gp(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "examples" / "gaussian_process_band.py"
+    spec = importlib.util.spec_from_file_location("_example_gp_band", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main(["--n", "400", "--chunk-size", "100", "--out",
+                       str(tmp_path / "band.svg")])
+    assert (tmp_path / "band.svg").stat().st_size > 0
+    scale = out["y"].std()
+    inside = (np.abs(out["grid"][:, 0]) < 2.8) & ~((out["grid"][:, 0] > 0.3)
+                                                   & (out["grid"][:, 0] < 1.7))
+    # oracle: scikit-learn's exact GP; away from the gap and the edges
+    assert np.abs(out["mean"] - out["exact_mean"])[inside].max() < 0.25 * scale
+    assert np.abs(out["std"] - out["exact_std"]).max() < 0.1 * scale

@@ -29,6 +29,8 @@ MAX_SVG_BYTES = 200_000
 FIGURES = {
     "docs/algorithms/dsg_kernels.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
     "docs/dspdc.md": ("dspdc_gap.py", "dspdc_gap_example.svg"),
+    "docs/machines/gaussian_process.md": ("gaussian_process_band.py",
+                                          "gaussian_process_band.svg"),
     "README.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
 }
 
