@@ -31,6 +31,7 @@ FIGURES = {
     "docs/dspdc.md": ("dspdc_gap.py", "dspdc_gap_example.svg"),
     "docs/machines/gaussian_process.md": ("gaussian_process_band.py",
                                           "gaussian_process_band.svg"),
+    "docs/machines/one_class.md": ("one_class_contour.py", "one_class_contour.svg"),
     "README.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
 }
 
@@ -61,6 +62,26 @@ def test_dsg_example_learns_the_circle(tmp_path):
     X = np.random.default_rng(7).standard_normal((2000, 2)).astype(np.float32)
     truth = (X.astype(np.float64) ** 2).sum(axis=1) > 2 * math.log(2)
     assert np.mean(clf.predict(X) == truth) > 0.85      # a linear model gets about 0.5
+
+
+@pytest.mark.slow   # a few seconds: a small store, three epochs
+def test_one_class_example_finds_the_planted_outliers(tmp_path):
+    from sklearn.metrics import roc_auc_score
+
+    out = tmp_path / "contour.svg"
+    result = _load("one_class_contour.py").main(
+        ["--n", "3000", "--chunk-size", "1000", "--epochs", "3", "--grid", "25",
+         "--out", str(out)])
+    _check_svg(out)
+    # oracle: inliers of the mixture against uniform outliers in [-8, 8]^2 drawn here
+    rng = np.random.default_rng(11)
+    centers = np.array([[-2.0, -2.0], [2.0, 2.0], [2.0, -2.0]])
+    inliers = centers[rng.integers(0, 3, 1000)] + 0.6 * rng.normal(size=(1000, 2))
+    test = np.vstack([inliers, rng.uniform(-8, 8, (1000, 2))])
+    auc = roc_auc_score(np.r_[np.ones(1000), np.zeros(1000)],
+                        result["det"].decision_function(test))
+    assert auc > 0.9                    # a constant decision function gets 0.5
+    assert 0.0 <= result["train_outliers"] <= 0.3
 
 
 def test_dspdc_example_gap_bounds_the_distance_to_the_ridge_optimum(tmp_path):

@@ -1,0 +1,151 @@
+"""DSGOneClassSVM against scikit-learn's SGDOneClassSVM on Nystroem features, out of core.
+
+Inliers: a mixture of four Gaussian blobs in ``--d`` dimensions written to a Zarr store
+chunk by chunk (float32), larger than the 8 MiB of ``X`` one task may gather
+(``SHUFFLE_BYTES``).  Test set: as many fresh inliers as outliers drawn uniformly in the box
+``[-6, 6]^d``; the score is the ROC AUC of the decision function.
+
+* DSG: ``DSGOneClassSVM(nu)`` with its defaults, fitted on the store for 1, 2 and 4 epochs
+  (``tol=None``); the time is the whole ``fit`` (sampling, setup, epochs).
+* Peer: ``Nystroem(gamma=1 / (2 sigma^2), n_components)`` fitted on 2000 rows of the first
+  chunk, standardized with that chunk's moments (DSG's ``bandwidth="median"`` sigma, so
+  both use the same kernel), then ``SGDOneClassSVM(nu).partial_fit`` fed chunk by chunk,
+  for 1, 2 and 4 passes; the time includes reading, transforming and fitting.
+
+Each configuration runs ``--repeats`` times (different seeds); the medians are reported and
+written to ``benchmarks/results/dsg_one_class.json``, and the figure (AUC against time) to
+``docs/img/dsg_one_class.svg``.  Run from the repository root::
+
+    python benchmarks/dsg_one_class.py --n 400000 --d 8 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from sklearn.kernel_approximation import Nystroem
+from sklearn.linear_model import SGDOneClassSVM
+from sklearn.metrics import roc_auc_score
+
+import ooc_kernels as ok
+from ooc_kernels.data import make_attrs, open_zarr_dataset, write_chunks
+from ooc_kernels.estimators._hyperparams import SHUFFLE_BYTES
+
+EPOCHS = (1, 2, 4)
+
+
+def _centers(d):
+    rng = np.random.default_rng(123)
+    return rng.uniform(-3, 3, size=(4, d))
+
+
+def mixture(n, d, rng):
+    c = _centers(d)
+    return (c[rng.integers(0, 4, n)] + 0.7 * rng.normal(size=(n, d))).astype(np.float32)
+
+
+def write_store(path, n, d, chunk):
+    rng = np.random.default_rng(0)
+    sizes = [min(chunk, n - a) for a in range(0, n, chunk)]
+    write_chunks(path, ((mixture(k, d, rng), np.zeros(k, np.float32)) for k in sizes),
+                 n_samples=n, n_features=d, chunk_size=chunk,
+                 attrs=make_attrs("regression", generator="gaussian mixture"), progress=False)
+    return open_zarr_dataset(path)
+
+
+def run_dsg(ds, test, truth, nu, epochs, seed):
+    t = time.perf_counter()
+    det = ok.DSGOneClassSVM(nu=nu, max_iter=epochs, tol=None, random_state=seed,
+                            progress=False).fit(ds)
+    seconds = time.perf_counter() - t
+    return seconds, float(roc_auc_score(truth, det.decision_function(test))), det.bandwidth_
+
+
+def run_peer(ds, test, truth, nu, epochs, seed, sigma, components):
+    X = ds.X.data
+    t = time.perf_counter()
+    first = np.asarray(X.blocks[0].compute())
+    mean, sd = first.mean(0), first.std(0)
+    feats = Nystroem(gamma=0.5 / sigma ** 2, n_components=components, random_state=seed)
+    feats.fit((first[:2000] - mean) / sd)
+    model = SGDOneClassSVM(nu=nu, random_state=seed)
+    order = np.random.default_rng(seed)
+    for _ in range(epochs):
+        for b in order.permutation(X.numblocks[0]):
+            chunk = (np.asarray(X.blocks[int(b)].compute()) - mean) / sd
+            model.partial_fit(feats.transform(chunk))
+    seconds = time.perf_counter() - t
+    dec = model.decision_function(feats.transform((test - mean) / sd))
+    return seconds, float(roc_auc_score(truth, dec))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n", type=int, default=400_000)
+    p.add_argument("--d", type=int, default=8)
+    p.add_argument("--chunk-size", type=int, default=20_000)
+    p.add_argument("--nu", type=float, default=0.1)
+    p.add_argument("--components", type=int, default=1024)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--json", default="benchmarks/results/dsg_one_class.json")
+    p.add_argument("--out", default="docs/img/dsg_one_class.svg")
+    args = p.parse_args(argv)
+    rng = np.random.default_rng(99)
+    test = np.vstack([mixture(5000, args.d, rng),
+                      rng.uniform(-6, 6, (5000, args.d)).astype(np.float32)])
+    truth = np.r_[np.ones(5000), np.zeros(5000)]
+    rows = {"dsg": {}, "peer": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        ds = write_store(Path(tmp) / "inliers.zarr", args.n, args.d, args.chunk_size)
+        store_bytes = args.n * args.d * 4
+        print(f"store: {args.n} x {args.d} float32 = {store_bytes / 2**20:.1f} MiB of X "
+              f"(task budget {SHUFFLE_BYTES / 2**20:.0f} MiB)", flush=True)
+        for e in EPOCHS:
+            runs = [run_dsg(ds, test, truth, args.nu, e, s) for s in range(args.repeats)]
+            sigma = runs[0][2]
+            rows["dsg"][e] = runs
+            peer = [run_peer(ds, test, truth, args.nu, e, s, sigma, args.components)
+                    for s in range(args.repeats)]
+            rows["peer"][e] = peer
+            print(f"epochs {e}: DSG {np.median([r[0] for r in runs]):.1f} s AUC "
+                  f"{np.median([r[1] for r in runs]):.4f} | SGDOneClassSVM+Nystroem "
+                  f"{np.median([r[0] for r in peer]):.1f} s AUC "
+                  f"{np.median([r[1] for r in peer]):.4f}", flush=True)
+    summary = {name: {str(e): {"seconds": float(np.median([r[0] for r in runs])),
+                               "auc": float(np.median([r[1] for r in runs])),
+                               "runs": [[float(r[0]), float(r[1])] for r in runs]}
+                      for e, runs in table.items()} for name, table in rows.items()}
+    summary["setup"] = {k: v for k, v in vars(args).items() if k not in ("json", "out")}
+    Path(args.json).write_text(json.dumps(summary, indent=1))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for name, label in (("dsg", "DSGOneClassSVM"),
+                        ("peer", f"SGDOneClassSVM + Nystroem({args.components})")):
+        pts = [(summary[name][str(e)]["seconds"], summary[name][str(e)]["auc"])
+               for e in EPOCHS]
+        ax.plot(*zip(*pts), marker="o", label=label)
+        for (x, y), e in zip(pts, EPOCHS):
+            ax.annotate(f"{e} ep", (x, y), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+    ax.set_xlabel("wall-clock seconds (median of %d)" % args.repeats)
+    ax.set_ylabel("ROC AUC, planted uniform outliers")
+    ax.set_title(f"{args.n} x {args.d} store, nu={args.nu}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(args.out)
+    print(f"wrote {args.json} and {args.out}")
+    return summary
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
