@@ -45,8 +45,8 @@ def test_registry_contents():
                                                    "binary", "binary", "real", "real", "real"]
     params = {n: (get_loss(n).parameter.name, get_loss(n).param) for n in NAMES
               if get_loss(n).parameter is not None}
-    assert params == {"huber": ("epsilon", 1.35), "epsilon_insensitive": ("epsilon", 0.1),
-                      "quantile": ("tau", 0.5)}
+    assert params == {"huber": ("epsilon", 1.0), "epsilon_insensitive": ("epsilon", 0.1),
+                      "quantile": ("quantile", 0.5)}
     loss = get_loss("hinge")
     assert get_loss(loss) is loss
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -216,7 +216,7 @@ def test_subgradients_at_the_kinks_are_the_papers(dtype):
 
 def test_loss_parameters_are_validated_against_the_rows_range():
     assert get_loss("huber").with_param(0.5).param == 0.5
-    assert get_loss("huber").param == 1.35         # the row itself is unchanged
+    assert get_loss("huber").param == 1.0         # the row itself is unchanged
     with pytest.raises(ValidationError, match=r"loss 'huber': epsilon=0.0 is outside "
                                               r"\(0.0, inf\)"):
         get_loss("huber").with_param(0.0)
@@ -224,10 +224,10 @@ def test_loss_parameters_are_validated_against_the_rows_range():
     with pytest.raises(ValidationError, match=r"epsilon=-0.1 is outside \[0.0, inf\)"):
         get_loss("epsilon_insensitive").with_param(-0.1)
     for bad in (0.0, 1.0, 1.5, float("nan")):
-        with pytest.raises(ValidationError, match=r"loss 'quantile': tau=.* is outside "
+        with pytest.raises(ValidationError, match=r"loss 'quantile': quantile=.* is outside "
                                                   r"\(0.0, 1.0\)"):
             get_loss("quantile").with_param(bad)
-    with pytest.raises(ValidationError, match=r"loss 'quantile': tau='0.5' is outside"):
+    with pytest.raises(ValidationError, match=r"loss 'quantile': quantile='0.5' is outside"):
         get_loss("quantile").with_param("0.5")
     with pytest.raises(ValidationError, match=r"loss 'squared' has no hyper-parameter; "
                                               r"got loss_param=0.3"):

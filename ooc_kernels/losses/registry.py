@@ -28,10 +28,10 @@ quantile             8   real     ``max(-tau r, (1 - tau) r)``            dsg
 ===================  ==  =======  ======================================  ========
 
 ``binary`` targets are ``+-1`` (one column per class for one-vs-rest), ``classes`` one-hot
-rows, ``real`` any real values.  A loss with a scalar hyper-parameter (``epsilon``, ``tau``)
-declares it (:class:`LossParam`: name, range, default); :attr:`Loss.param` holds its value,
-which the numba kernels receive as ``loss_param``, and :meth:`Loss.with_param` gives the
-row with another value.
+rows, ``real`` any real values.  A loss with a scalar hyper-parameter (``epsilon``, the
+quantile level ``tau``) declares it (:class:`LossParam`: name, range, default);
+:attr:`Loss.param` holds its value, which the numba kernels receive as ``loss_param``, and
+:meth:`Loss.with_param` gives the row with another value.
 
 Examples
 --------
@@ -97,7 +97,8 @@ class LossParam:
     Parameters
     ----------
     name : str
-        The name estimators give it (``"epsilon"``, ``"tau"``).
+        The name of the estimators' parameter that sets it (``"epsilon"``,
+        ``"quantile"``).
     low, high : float
         The range's ends (``inf`` for none).
     closed : {"neither", "left", "right", "both"}
@@ -108,14 +109,14 @@ class LossParam:
     Examples
     --------
     >>> from ooc_kernels.losses import LossParam
-    >>> tau = LossParam("tau", 0.0, 1.0, "neither", 0.5)
-    >>> tau.check(0.9, "quantile")
+    >>> level = LossParam("quantile", 0.0, 1.0, "neither", 0.5)
+    >>> level.check(0.9, "quantile")
     0.9
     >>> try:
-    ...     tau.check(1.0, "quantile")
+    ...     level.check(1.0, "quantile")
     ... except ValueError as e:
     ...     print(e)
-    loss 'quantile': tau=1.0 is outside (0.0, 1.0); pick tau in (0.0, 1.0)
+    loss 'quantile': quantile=1.0 is outside (0.0, 1.0); pick quantile in (0.0, 1.0)
     """
 
     name: str
@@ -566,7 +567,7 @@ register_loss(_scalar(
     "l(u, y) = r^2 / 2 if |r| <= epsilon, epsilon (|r| - epsilon / 2) otherwise, r = u - y",
     (tw.huber_value, tw.huber_derivative, tw.huber_conjugate, tw.huber_dual_prox),
     families=("dsg",), curvature=1.0, _link=tw.identity,
-    parameter=LossParam("epsilon", 0.0, np.inf, "neither", 1.35),
+    parameter=LossParam("epsilon", 0.0, np.inf, "neither", 1.0),
 ))
 register_loss(_scalar(
     "epsilon_insensitive", LOSS_EPSILON_INSENSITIVE, "regression", "none",
@@ -582,5 +583,5 @@ register_loss(_scalar(
     (tw.quantile_value, tw.quantile_derivative, tw.quantile_conjugate,
      tw.quantile_dual_prox),
     families=("dsg",), curvature=1.0, smooth=False, _link=tw.identity,
-    parameter=LossParam("tau", 0.0, 1.0, "neither", 0.5),
+    parameter=LossParam("quantile", 0.0, 1.0, "neither", 0.5),
 ))

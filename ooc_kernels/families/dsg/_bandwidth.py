@@ -14,8 +14,10 @@ the solver itself, briefly, with every candidate:
    fit's loss, schedule rules and averaging runs about :data:`TRIAL_STEPS` mini-batch steps
    on the training part, in memory (no Dask: the solver's own steps), two candidates at a
    time;
-3. each is scored on the validation part (accuracy, or R^2, weighted by the sample and class
-   weights the fit uses), and the largest multiple whose
+3. each is scored on the validation part (accuracy; R^2 for the squared loss, and for the
+   other regression losses one minus the ratio of the fit's loss to the loss of predicting
+   the mean, so that a robust loss is not ranked by squared errors on its outliers;
+   weighted by the sample and class weights the fit uses), and the largest multiple whose
    score is within :data:`TIE` of the best wins (ties go to the smoother kernel, which the
    full data can only sharpen).
 
@@ -51,6 +53,7 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.maps import get_feature_map
+from ooc_kernels.losses import LOSS_SQUARED, loss_by_id
 
 __all__ = ["CANDIDATES", "SAMPLE_ROWS", "TRIAL_STEPS", "TRIAL_FEATURES", "TIE",
            "GCV_MAX_ROWS", "select_bandwidth", "select_bandwidth_gcv", "gcv_targets"]
@@ -182,6 +185,12 @@ def _trial(config, X, Y, w, Xv, yv, wv, classes, steps: int, seed: int) -> float
         (task,) = alg.make_tasks(state, info)
         state = alg.apply(state, alg.chunk_step(state, batch, task), info)
     F = predict_chunk(config, state, Xv)
+    if classes is None and config.loss_id != LOSS_SQUARED:  # the fit's loss against the mean's
+        loss = loss_by_id(config.loss_id).with_param(config.loss_param)
+        z = ((F[:, :1].astype(np.float64) - config.y_shift) / config.y_scale)
+        t = ((np.asarray(yv, dtype=np.float64) - config.y_shift) / config.y_scale)[:, None]
+        base = float(np.sum(wv * loss.value(np.zeros_like(t), t)))
+        return 1.0 - float(np.sum(wv * loss.value(z, t))) / base if base > 0 else 0.0
     if classes is None:  # R^2
         pred = F[:, 0].astype(np.float64)
         mean = np.average(yv, weights=wv)

@@ -34,6 +34,8 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gcv_targets, select_bandwidth,
                                                    select_bandwidth_gcv)
+from ooc_kernels.families.dsg._loss_params import (EPSILON, LOSS_PARAM_CONSTRAINTS,
+                                                    LOSS_PARAMS_DOC, QUANTILE, loss_param)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import (CURVATURE, CURVATURE_ROWS,
                                                   growth_step_eigenvalue, resolve_schedule,
@@ -212,6 +214,7 @@ class _DSGEstimator(ChunkedEstimator):
                 f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
                 f"n_features={max(1, self.n_features // self.block_size) * self.block_size}."
             )
+        loss_param(self.loss, self)  # the loss's parameter in its range, before any data
         # before any data is read: the least the fit could need (one output, one input
         # feature, no averaged copy); _initialize checks again with the data's numbers
         check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
@@ -326,6 +329,7 @@ class _DSGEstimator(ChunkedEstimator):
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
             class_weight=class_weight, weight_scale=1.0 / mean_w,
+            loss_param=loss_param(loss_name, self),
             # the client's budget fixes every task's full-phase plan (not the workers')
             feature_budget=default_cache().max_bytes, kernel=self.kernel,
             **self._standardization(sample, y_sample, target, row_w))
@@ -541,6 +545,9 @@ class _DSGEstimator(ChunkedEstimator):
         if config.kernel != self.kernel:
             raise bad(f"has kernel={config.kernel!r}, the model's parameters say "
                       f"kernel={self.kernel!r}")
+        if config.loss_param != loss_param(self.loss, self):
+            raise bad(f"has loss_param={config.loss_param!r}, the model's parameters give "
+                      f"{loss_param(self.loss, self)!r} for loss={self.loss!r}")
         if config.n_features_in != self.n_features_in_:
             raise bad(f"has n_features_in={config.n_features_in!r}, the model "
                       f"{self.n_features_in_}")
@@ -600,8 +607,9 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
     ----------
     loss : {""" + ", ".join(f'"{n}"' for n in _CLASSIFICATION_LOSSES) + """}, default="logistic"
         ``"logistic"``: binary logistic regression, multinomial (softmax) for more than two
-        classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared).
-        ``"softmax"``: multinomial for any number of classes.
+        classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared);
+        ``"squared_hinge"`` (L2-SVM, ``max(0, 1 - y u)^2 / 2``) likewise.  ``"softmax"``:
+        multinomial for any number of classes.  ``predict_proba``: logistic and softmax.
     """ + _PARAMS_DOC + """
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
@@ -715,8 +723,12 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     Parameters
     ----------
     loss : {""" + ", ".join(f'"{n}"' for n in _REGRESSION_LOSSES) + """}, default="squared"
-        Kernel ridge regression: ``l(u, y) = (u - y)^2 / 2``.
-    """ + _PARAMS_DOC + """
+        With ``r = u - y``: ``"squared"``, kernel ridge regression ``r^2 / 2``;
+        ``"huber"``, robust regression ``r^2 / 2`` for ``|r| <= epsilon``, ``epsilon (|r| -
+        epsilon / 2)`` beyond; ``"epsilon_insensitive"``, support vector regression
+        ``max(0, |r| - epsilon)``; ``"quantile"``, quantile regression at level ``tau =
+        quantile``, ``max(-tau r, (1 - tau) r)``.  See ``docs/machines/regression.md``.
+    """ + LOSS_PARAMS_DOC + _PARAMS_DOC + """
     Attributes
     ----------""" + _ATTRIBUTES_DOC + """
     Examples
@@ -731,12 +743,13 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     True
     """
 
-    _parameter_constraints = {**_DSG_CONSTRAINTS,
+    _parameter_constraints = {**_DSG_CONSTRAINTS, **LOSS_PARAM_CONSTRAINTS,
                               "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
     capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
                                 partial_fit=True, tol=True)
 
-    def __init__(self, loss="squared", *, kernel="rbf", bandwidth="auto",
+    def __init__(self, loss="squared", *, epsilon=EPSILON, quantile=QUANTILE, kernel="rbf",
+                 bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
                  n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
@@ -745,6 +758,8 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
                  shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None):
         self.loss = loss
+        self.epsilon = epsilon
+        self.quantile = quantile
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier

@@ -58,7 +58,7 @@ def sequential_dsg(config, state, chunks):
     from ooc_kernels._jit.rff import features_inplace_ref
     from ooc_kernels.features.maps import get_feature_map
 
-    loss = _loss(config.loss_id)
+    loss = _loss(config.loss_id).with_param(config.loss_param)
     fmap = get_feature_map(config.kernel)
     r, m, b = config.block_size, config.n_blocks, config.batch_size
     scale = fmap.feature_scale(r)
