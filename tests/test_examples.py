@@ -32,6 +32,7 @@ FIGURES = {
     "docs/machines/gaussian_process.md": ("gaussian_process_band.py",
                                           "gaussian_process_band.svg"),
     "docs/machines/one_class.md": ("one_class_contour.py", "one_class_contour.svg"),
+    "docs/machines/regression.md": ("quantile_bands.py", "quantile_bands.svg"),
     "README.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
 }
 
@@ -82,6 +83,21 @@ def test_one_class_example_finds_the_planted_outliers(tmp_path):
                         result["det"].decision_function(test))
     assert auc > 0.9                    # a constant decision function gets 0.5
     assert 0.0 <= result["train_outliers"] <= 0.3
+
+
+@pytest.mark.slow   # a few seconds: three small quantile fits
+def test_quantile_example_covers_its_levels(tmp_path):
+    out = tmp_path / "bands.svg"
+    result = _load("quantile_bands.py").main(["--n", "6000", "--chunk-size", "2000",
+                                              "--out", str(out)])
+    _check_svg(out)
+    # oracle: the fraction of fresh rows below each fitted quantile is its level (20,000
+    # held-out rows: sampling error 0.0035 at most), and the fits are ordered
+    for tau, coverage in result["coverage"].items():
+        assert abs(coverage - tau) < 0.03, (tau, coverage)
+    grid = np.linspace(-3, 3, 50)[:, None]
+    lo, mid, hi = (result["models"][t].predict(grid) for t in (0.1, 0.5, 0.9))
+    assert (lo < mid).all() and (mid < hi).all()
 
 
 def test_dspdc_example_gap_bounds_the_distance_to_the_ridge_optimum(tmp_path):
