@@ -64,7 +64,7 @@ def test_mean_and_std_approach_the_exact_gp_as_features_grow():
 def test_regularization_is_noise_over_n_not_the_papers_two_sigma_squared():
     X, y, Xt = _problem()
     mean, _ = _exact(X, y, Xt)
-    gp = _gp(256).fit(X, y)
+    gp = _gp(256, mean="dsg").fit(X, y)
     assert gp.alpha_ == NOISE / len(X)
     matched = _rms(gp.predict(Xt) - mean, y.std())
     # the same DSG fit with the printed nu = 2 sigma^2

@@ -42,7 +42,8 @@ from ooc_kernels.features.maps import get_feature_map
 from ooc_kernels.parallel.scheduler import local_scheduler
 
 __all__ = ["VarianceConfig", "VARIANCE_MODES", "variance_memory", "check_variance_memory",
-           "variance_features", "gram_pass", "operator_pass", "mean_std_block"]
+           "variance_features", "FeatureStatistics", "statistics_pass", "gram_factor",
+           "gram_pass", "operator_pass", "mean_std_block"]
 
 VARIANCE_MODES = ("features", "operator")
 
@@ -73,6 +74,8 @@ class VarianceConfig:
     x_scale: tuple | None = None
     batch_size: int = 256
     on_invalid: str = "error"
+    y_shift: float = 0.0  # the model's targets are (y - y_shift) / y_scale
+    y_scale: float = 1.0
 
     @property
     def n_features(self) -> int:
@@ -148,15 +151,34 @@ def _valid_rows(config: VarianceConfig, X, y=None) -> np.ndarray:
     return X[keep]
 
 
+def _valid_pairs(config: VarianceConfig, X, y) -> tuple[np.ndarray, np.ndarray]:
+    """The rows the fit trained on and their targets in the model's units."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    if config.on_invalid == "skip":
+        keep = np.isfinite(X).all(axis=1) & np.isfinite(y)
+        X, y = X[keep], y[keep]
+    return X, (y - config.y_shift) / config.y_scale
+
+
 def _gram_block(X, y, config: VarianceConfig) -> np.ndarray:
-    """``Phi^T Phi`` of one chunk, ``(D, D)``, with ``phi = z / sqrt(n_blocks)``."""
-    X = _valid_rows(config, X, y)
-    G = np.zeros((config.n_features, config.n_features))
+    """The statistics of one chunk packed in one ``(D + 1, D + 1)`` array: ``Phi^T Phi``
+    (``phi = z / sqrt(n_blocks)``) in the top left block, ``Phi^T y`` in the last column,
+    ``y^T y`` in the corner and the row count in the last row's first entry (``y`` the
+    model's targets).  Packing keeps the tree reduction a plain sum."""
+    X, y = _valid_pairs(config, X, y)
+    D = config.n_features
+    S = np.zeros((D + 1, D + 1))
     with single_threaded_blas():
         for lo in range(0, X.shape[0], SLAB_ROWS):
             Z = variance_features(config, X[lo:lo + SLAB_ROWS], config.seed)
-            G += Z.T @ Z
-    return G / config.n_blocks
+            S[:D, :D] += Z.T @ Z
+            S[:D, D] += Z.T @ y[lo:lo + SLAB_ROWS]
+    S[:D, :D] /= config.n_blocks
+    S[:D, D] /= math.sqrt(config.n_blocks)
+    S[D, D] = float(y @ y)
+    S[D, 0] = float(X.shape[0])
+    return S
 
 
 def _chunks(data):
@@ -165,20 +187,46 @@ def _chunks(data):
     return list(zip(X, data.y.to_delayed().ravel()))
 
 
-def gram_pass(config: VarianceConfig, data, sched) -> np.ndarray:
-    """``L`` (lower) with ``L L^T = Phi^T Phi + sigma^2 I``: one parallel pass, the chunks'
-    products summed in a balanced binary tree (at most a few ``D x D`` partial sums in
-    memory at once)."""
+@dataclass(frozen=True)
+class FeatureStatistics:
+    """The training rows reduced on ``D`` random features: ``gram = Phi^T Phi``, ``rhs =
+    Phi^T y``, ``yy = y^T y`` and ``n`` rows (``y``: the model's targets)."""
+
+    gram: np.ndarray
+    rhs: np.ndarray
+    yy: float
+    n: int
+
+
+def statistics_pass(config: VarianceConfig, data, sched) -> FeatureStatistics:
+    """:class:`FeatureStatistics` of ``data`` in one parallel pass, the chunks' statistics
+    summed in a balanced binary tree (at most a few ``D x D`` partial sums in memory at
+    once; no row is kept)."""
     payload = dask.delayed(config, traverse=False)
     parts = [dask.delayed(_gram_block)(xc, yc, payload) for xc, yc in _chunks(data)]
     while len(parts) > 1:
         parts = [dask.delayed(np.add)(parts[i], parts[i + 1]) if i + 1 < len(parts)
                  else parts[i] for i in range(0, len(parts), 2)]
-    (G,) = dask.compute(parts[0], scheduler=local_scheduler(sched))
-    G = np.array(G, dtype=np.float64)
-    G[np.diag_indices(config.n_features)] += config.noise
-    L, _ = cho_factor(G, lower=True, check_finite=True)
+    (S,) = dask.compute(parts[0], scheduler=local_scheduler(sched))
+    S = np.asarray(S, dtype=np.float64)
+    D = config.n_features
+    return FeatureStatistics(gram=np.array(S[:D, :D]), rhs=np.array(S[:D, D]),
+                             yy=float(S[D, D]), n=int(round(S[D, 0])))
+
+
+def gram_factor(stats: FeatureStatistics, noise: float) -> np.ndarray:
+    """``L`` (lower) with ``L L^T = Phi^T Phi + noise I``."""
+    G = np.array(stats.gram, dtype=np.float64)
+    G[np.diag_indices(G.shape[0])] += noise
+    with single_threaded_blas():  # threads fighting over shared cores cost 20x here
+        L, _ = cho_factor(G, lower=True, check_finite=True)
     return np.tril(L)
+
+
+def gram_pass(config: VarianceConfig, data, sched) -> np.ndarray:
+    """``L`` (lower) with ``L L^T = Phi^T Phi + sigma^2 I`` from one pass
+    (:func:`statistics_pass`)."""
+    return gram_factor(statistics_pass(config, data, sched), config.noise)
 
 
 def operator_pass(config: VarianceConfig, data, sched, *, gammas_of, n_epochs: int,

@@ -1,18 +1,23 @@
-"""Gaussian-process regression out of core: the posterior mean by doubly stochastic
-functional gradients and the predictive standard deviation from one streaming pass (Dai et
-al. 2014, section 4 and Appendix D).
+"""Gaussian-process regression out of core: the posterior mean and the predictive standard
+deviation from one streaming pass on random features, or the mean by doubly stochastic
+functional gradients (Dai et al. 2014, section 4 and Appendix D).
 
 Model: ``y = f(x) + eps``, ``eps ~ N(0, noise)``, ``f ~ GP(0, k)``.  The posterior at ``x``
 has mean ``k_*^T (K + noise I)^{-1} y`` and variance ``k(x, x) - k_*^T (K + noise
 I)^{-1} k_*``.
 
-* **Mean.**  Kernel ridge regression by DSG (the rounds of
+* **Mean.**  ``mean="features"`` (the default): the exact posterior mean on
+  ``n_variance_features`` random features, ``phi(x)^T (Phi^T Phi + noise I)^{-1} Phi^T y``,
+  from the statistics of the variance's pass (:mod:`ooc_kernels.families.dsg._gp_mean`); no
+  DSG epoch runs.  ``mean="dsg"``: kernel ridge regression by DSG (the rounds of
   :class:`~ooc_kernels.families.dsg.estimators.DSGRegressor`, squared loss) on the averaged
   objective ``(1/n) sum_i (f(x_i) - y_i)^2 / 2 + nu / 2 ||f||^2``, whose minimizer is
   ``k_*^T (K + n nu I)^{-1} y``: matching the GP needs ``nu = noise / n``.  The paper prints
   ``nu = 2 sigma^2``, which is right only for the un-averaged loss; ``alpha_`` is
   ``noise / n`` here (``n``: the training rows, known from the chunk sizes before any row is
   read).
+* **Noise.**  A number, or ``"auto"``: the grid value that maximizes the log marginal
+  likelihood of the random-feature model on every training row, from the same statistics.
 * **Variance.**  :mod:`ooc_kernels.families.dsg._gp_variance`: ``variance="features"``
   (exact on ``n_variance_features`` random features, from ``Phi^T Phi`` reduced over the
   chunks) or ``variance="operator"`` (the paper's Eq. 18 with two feature streams).
@@ -47,19 +52,27 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import ChunkedRegressorMixin
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.families.dsg._gp_mean import features_mean, select_noise
 from ooc_kernels.families.dsg._gp_variance import (VARIANCE_MODES, VarianceConfig,
-                                                   check_variance_memory, gram_pass,
-                                                   mean_std_block, operator_pass)
+                                                   check_variance_memory, gram_factor,
+                                                   mean_std_block, operator_pass,
+                                                   statistics_pass)
 from ooc_kernels.families.dsg.estimators import (_ATTRIBUTES_DOC, _DSG_CONSTRAINTS,
                                                  _PARAMS_DOC, _DSGEstimator)
-from ooc_kernels.families.dsg.solver import step_sizes
+from ooc_kernels.families.dsg.solver import DSGState, step_sizes
 from ooc_kernels.losses import get_loss
 
 __all__ = ["DSGGaussianProcessRegressor"]
 
+MEAN_MODES = ("features", "dsg")
+#: The noise the ``bandwidth="auto"`` selection assumes when ``noise="auto"`` (the noise is
+#: chosen afterwards, on the chosen bandwidth's features).
+SETUP_NOISE = 0.1
+
 _GP_CONSTRAINTS = {k: v for k, v in _DSG_CONSTRAINTS.items() if k != "alpha"}
 _GP_CONSTRAINTS.update({
-    "noise": [Interval(Real, 0, None, closed="neither")],
+    "noise": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+    "mean": [StrOptions(set(MEAN_MODES))],
     "variance": [StrOptions(set(VARIANCE_MODES))],
     "n_variance_features": [Interval(Integral, 1, None, closed="left")],
 })
@@ -73,8 +86,9 @@ _GP_PARAMS_DOC = _PARAMS_DOC.replace(_ALPHA_DOC, "").replace(
 
 @register_estimator
 class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
-    __doc__ = """Gaussian-process regression: posterior mean by doubly stochastic gradients,
-    predictive standard deviation from one streaming pass, out of core.
+    __doc__ = """Gaussian-process regression out of core: posterior mean and predictive
+    standard deviation from one streaming pass on random features (or the mean by doubly
+    stochastic gradients).
 
     ``predict(X, return_std=True)`` returns the posterior mean and standard deviation of
     the latent ``f`` (without the noise), as scikit-learn's ``GaussianProcessRegressor``
@@ -84,12 +98,31 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
 
     Parameters
     ----------
-    noise : float, default=0.1
+    noise : float or "auto", default="auto"
         The noise variance ``sigma^2`` (a variance, not a standard deviation), as
         scikit-learn's ``alpha`` of ``GaussianProcessRegressor``; in the units of the
         standardized targets with ``standardize=True`` (0.1: a tenth of the targets'
-        variance is noise), of the targets otherwise.  The mean's regularization is
-        ``alpha_ = noise / n_samples``.
+        variance is noise), of the targets otherwise.  ``"auto"`` (``mean="features"``
+        only): the value of a grid of 91 (1e-4 to 3.2 times the targets' mean square) that
+        maximizes the log marginal likelihood of the random-feature model on every
+        training row, from the statistics of the one pass
+        (:mod:`ooc_kernels.families.dsg._gp_mean`); ``noise_`` holds it.  The mean's
+        regularization is ``alpha_ = noise / n_samples``.
+    mean : {"features", "dsg"}, default="features"
+        How the posterior mean is computed.  ``"features"``: exactly, on the
+        ``n_variance_features`` random features of the variance, ``phi(x)^T (Phi^T Phi +
+        noise I)^{-1} Phi^T y`` from ``Phi^T Phi`` and ``Phi^T y`` summed over the chunks in
+        the variance's pass: one pass over the data, no DSG epoch.  ``"dsg"``: the paper's
+        doubly stochastic functional gradient (kernel ridge regression with ``alpha =
+        noise / n_samples``, the rounds of ``DSGRegressor``), up to ``max_iter`` epochs,
+        then the variance's pass.  The parameters of the DSG iteration (``n_features``,
+        ``batch_size``, ``learning_rate``, ``eta0``, ``t0``, ``average``, ``max_iter``,
+        ``tol``, ``n_iter_no_change``, ``early_stopping``, ``validation_fraction``,
+        ``warm_start``, ``chunks_per_round``, ``shuffle``, ``shuffle_chunks``, ``dtype``)
+        apply to ``mean="dsg"`` only, except that ``bandwidth="auto"`` runs short DSG trial
+        fits with them and ``variance="operator"`` takes its step sizes from them and runs
+        ``max_iter`` passes with ``mean="features"``.  ``docs/machines/gaussian_process.md``
+        compares the two at equal time.
     variance : {"features", "operator"}, default="features"
         How the predictive variance is estimated
         (:mod:`ooc_kernels.families.dsg._gp_variance`): ``"features"``, the exact GP
@@ -98,14 +131,15 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
         operator ``A = C (C + noise / n I)^{-1}`` (Eq. 18), several times less accurate at
         equal time (``docs/machines/gaussian_process.md``).  Either is clipped at 0.
     n_variance_features : int, default=1024
-        Random features of the variance (a multiple of ``block_size``): the variance
-        statistics are an ``n_variance_features`` squared matrix (8 MiB at 1024), however
+        Random features of the variance, and of the mean with ``mean="features"`` (a
+        multiple of ``block_size``): the statistics are an ``n_variance_features`` squared matrix (8 MiB at 1024), however
         many rows the data has; the pass costs ``n_variance_features^2`` operations a row.
     """ + _GP_PARAMS_DOC + """
     Attributes
     ----------""" + _ATTRIBUTES_DOC + """
     noise_ : float
-        The noise variance in the model's (standardized) units.
+        The noise variance in the model's (standardized) units (with ``noise="auto"``: the
+        one chosen).
     variance_matrix_ : ndarray of shape (n_variance_features, n_variance_features)
         ``"features"``: the lower factor ``L`` of ``Phi^T Phi + noise I``; ``"operator"``:
         ``theta`` of ``A(u, v) = z(u)^T theta z'(v)``.
@@ -123,7 +157,12 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
 
     _parameter_constraints = _GP_CONSTRAINTS
     _saved_arrays = {"coef": True, "avg": False, "variance_matrix": False}
-    _test_params = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None,
+    # The contract suite runs the DSG mean: its rounds are what the resume and finishing
+    # checks interrupt (mean="features" runs none); scikit-learn's checks run the defaults,
+    # and tests/test_dsg_gaussian_process.py checks mean="features" on schedulers, chunkings,
+    # lazy input and saving.
+    _test_params = dict(mean="dsg", noise=0.1, n_features=256, block_size=32, batch_size=8,
+                        max_iter=2, tol=None,
                         n_variance_features=64)
     capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
                                 partial_fit=False, tol=True, probabilistic=True,
@@ -131,7 +170,8 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
     #: The loss of the mean (kernel ridge regression).
     loss = "squared"
 
-    def __init__(self, noise=0.1, *, variance="features", n_variance_features=1024,
+    def __init__(self, noise="auto", *, mean="features", variance="features",
+                 n_variance_features=1024,
                  kernel="rbf", bandwidth="auto", median_multiplier=1.0, standardize=True,
                  dtype="auto", n_features=4096, block_size=256, batch_size=256,
                  learning_rate="optimal", eta0="auto", t0="auto", average=True,
@@ -140,6 +180,7 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
                  chunk_size=10_000, shuffle=True, shuffle_chunks="auto", on_invalid="error",
                  random_state=None, scheduler=None, progress=None):
         self.noise = noise
+        self.mean = mean
         self.variance = variance
         self.n_variance_features = n_variance_features
         self.kernel = kernel
@@ -181,7 +222,8 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
             raise AttributeError(
                 "DSGGaussianProcessRegressor has no alpha parameter: the mean's "
                 "regularization is noise / n_samples (alpha_ after fit); set noise.")
-        return float(self.noise) / max(int(n_rows), 1)
+        noise = SETUP_NOISE if self.noise == "auto" else float(self.noise)
+        return noise / max(int(n_rows), 1)
 
     def _target_spec(self, loss, n_classes):
         return "regression", 1, get_loss("squared").loss_id
@@ -201,11 +243,32 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
                 f"Use e.g. n_variance_features="
                 f"{max(1, self.n_variance_features // self.block_size) * self.block_size}.")
         check_variance_memory(self.n_variance_features)
+        if self.noise == "auto" and self.mean == "dsg":
+            raise ValidationError(
+                "noise='auto' is chosen from the statistics of the one pass of "
+                "mean='features' (the DSG mean needs its noise before its first epoch); "
+                "with mean='dsg' pass a number, e.g. the noise_ of a mean='features' fit.")
+
+    def _features_mean(self) -> bool:
+        return self.mean == "features"
+
+    def _split_validation(self, data):
+        if self._features_mean():  # no epochs to stop early: every row is used
+            return data, None
+        return super()._split_validation(data)
+
+    def _run(self, data, sched, *, start, end_epoch, **kwargs):
+        """The engine's rounds (``mean="dsg"``), or none (``mean="features"``: the finishing
+        pass computes the mean), then the finishing pass."""
+        if self._features_mean():
+            end_epoch = start[0]
+        super()._run(data, sched, start=start, end_epoch=end_epoch, **kwargs)
 
     def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
-        """Fit the posterior mean (up to ``max_iter`` DSG passes over the data, out of
-        core), then the variance statistics in one more pass (``variance="operator"``: as
-        many passes as the mean took).
+        """Fit the posterior mean and the variance, out of core: one pass over the data
+        with ``mean="features"`` (``variance="operator"``: ``max_iter`` more); with
+        ``mean="dsg"``, up to ``max_iter`` DSG passes, then the variance's pass
+        (``variance="operator"``: as many passes as the mean took).
 
         Parameters
         ----------
@@ -233,37 +296,62 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
         finally:
             del self._setup_rows
 
-    def _variance_config(self, n_samples: int) -> VarianceConfig:
+    def _variance_config(self, n_samples: int, noise: float) -> VarianceConfig:
         cfg = self._config
         return VarianceConfig(
-            mode=self.variance, noise=float(self.noise), n_samples=int(n_samples),
+            mode=self.variance, noise=float(noise), n_samples=int(n_samples),
             n_blocks=self.n_variance_features // self.block_size, block_size=self.block_size,
             seed=derive_seed(self.random_seed_, 11), seed_prime=derive_seed(self.random_seed_, 12),
             n_features_in=cfg.n_features_in, bandwidth=cfg.bandwidth, kernel=cfg.kernel,
             x_shift=cfg.x_shift, x_scale=cfg.x_scale, batch_size=cfg.batch_size,
-            on_invalid=cfg.on_invalid)
+            on_invalid=cfg.on_invalid, y_shift=float(cfg.y_shift), y_scale=float(cfg.y_scale))
 
     def _finish(self, state, data, sched):
-        """The variance statistics: one pass over ``data`` (``"operator"``: as many passes
-        as the mean's fit ran, with its step sizes)."""
-        vconfig = self._variance_config(data.n_samples)
+        """One pass over ``data`` reduces ``Phi^T Phi``, ``Phi^T y`` and ``y^T y``: the
+        noise (``"auto"``), the mean (``mean="features"``) and the variance
+        (``"features"``) follow from them; ``variance="operator"`` runs its own passes
+        (as many as the DSG mean ran, ``max_iter`` with ``mean="features"``)."""
+        features = self._features_mean()
+        noise = SETUP_NOISE if self.noise == "auto" else float(self.noise)
+        vconfig = self._variance_config(data.n_samples, noise)
+        stats = None
+        if features or vconfig.mode == "features":
+            stats = statistics_pass(vconfig, data, sched)
+            if self.noise == "auto":
+                vconfig = dataclasses.replace(vconfig, noise=select_noise(stats))
+            factor = gram_factor(stats, vconfig.noise)
         if vconfig.mode == "features":
-            matrix = gram_pass(vconfig, data, sched)
+            matrix = factor
         else:
             config = self._config
             matrix = operator_pass(vconfig, data, sched,
                                    gammas_of=lambda t: step_sizes(config, t),
-                                   n_epochs=max(1, int(self.n_iter_)),
+                                   n_epochs=int(self.max_iter) if features
+                                   else max(1, int(self.n_iter_)),
                                    seed=derive_seed(self.random_seed_, 13))
         self._variance = (vconfig, matrix)
-        return state
+        if not features:
+            return state
+        # the mean as a DSG model on the variance's features: f(x) = z(x) . w / sqrt(B)
+        B, r = vconfig.n_blocks, vconfig.block_size
+        w = features_mean(stats, vconfig.noise, factor)
+        self._config = dataclasses.replace(
+            self._config, feature_seed=vconfig.seed, n_blocks=B, dtype="float64",
+            alpha=vconfig.noise / max(int(data.n_samples), 1))
+        return DSGState(coef=(w / math.sqrt(B)).reshape(B, r, 1), n_blocks_seen=B,
+                        n_samples_seen=stats.n,
+                        n_samples_skipped=int(data.n_samples) - stats.n)
 
     def _publish(self) -> None:
         super()._publish()
-        self.noise_ = float(self.noise)
         variance = getattr(self, "_variance", None)
+        self.noise_ = float(variance[0].noise) if variance is not None else (
+            None if self.noise == "auto" else float(self.noise))
         if variance is not None:
             self.variance_matrix_ = variance[1]
+        if self._features_mean():
+            self.stop_reason_ = ("mean='features': the exact mean on the random features, "
+                                 "from one pass (no epochs)")
 
     # ------------------------------------------------------------------ prediction
     def predict(self, X, return_std=False):
