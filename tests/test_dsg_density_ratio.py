@@ -10,12 +10,13 @@ from scipy.stats import multivariate_normal, norm
 
 import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
-from ooc_kernels.families.dsg._ratio_solver import pooled_steps
+from ooc_kernels.families.dsg._ratio_solver import RatioConfig, pooled_steps
 from ooc_kernels.families.dsg.kernels_density_ratio import (ratio_full_update,
                                                             ratio_full_update_ref,
                                                             ratio_growth_update,
                                                             ratio_growth_update_ref)
-from ooc_kernels.features.blocks import stacked_block_params
+from ooc_kernels.families.dsg.reference_density_ratio import sequential_ratio
+from ooc_kernels.families.dsg.solver import init_state
 
 FAST = dict(random_state=0, scheduler="sync", progress=False)
 
@@ -83,44 +84,6 @@ def test_pooled_steps_read_every_row_once_in_proportion():
 
 
 # ---------------------------------------------------------------------------- the update
-def _replay(X_p, X_q, *, seed, n_blocks, r, bandwidth, gamma, alpha, batch):
-    """Algorithm 1 with the paper's step 5 for Eq. 8, both terms each step (gradient
-    ``(1/n_s)[sum_p -z(x) + (n_p / n_q) sum_q e^{f(y)} z(y)]``), written from the spec:
-    one new block per step, then (all blocks open) every block updated with ``1/m``."""
-    n_p, n_q = len(X_p), len(X_q)
-    W, phase = stacked_block_params(seed, np.arange(n_blocks), X_p.shape[1], r, bandwidth,
-                                    np.float64)
-
-    def z(j, X):
-        return np.sqrt(2.0 / r) * np.cos(X @ W[j] + phase[j])
-
-    coef = np.zeros((n_blocks, r))
-    opened = 0
-    steps = -(-n_p // batch)
-    for s in range(steps):
-        xp = X_p[s * batch:min((s + 1) * batch, n_p)]
-        lo, hi = (n_q * s * batch) // n_p, (n_q * min((s + 1) * batch, n_p)) // n_p
-        xq = X_q[lo:hi]
-
-        def f(X):
-            return sum(z(j, X) @ coef[j] for j in range(opened))
-
-        fq = f(xq) if opened else np.zeros(len(xq))
-        c = n_p / n_q
-        if opened < n_blocks:  # growth: a new block
-            grad = (-z(opened, xp).sum(0) + c * (np.exp(fq) @ z(opened, xq))) / len(xp)
-            coef[:opened] *= 1 - gamma * alpha
-            coef[opened] = -gamma * grad
-            opened += 1
-        else:  # full: every block, the kernel estimated with all of them
-            new = np.empty_like(coef)
-            for j in range(n_blocks):
-                grad = (-z(j, xp).sum(0) + c * (np.exp(fq) @ z(j, xq))) / len(xp)
-                new[j] = coef[j] * (1 - gamma * alpha) - gamma * grad / n_blocks
-            coef = new
-    return coef
-
-
 def test_coefficients_equal_a_numpy_replay_of_the_paper_update():
     rng = np.random.default_rng(0)
     X_p, X_q = rng.normal(size=(22, 2)), rng.normal(0.5, 1.3, size=(31, 2))
@@ -130,9 +93,13 @@ def test_coefficients_equal_a_numpy_replay_of_the_paper_update():
                              shuffle=False, chunk_size=1000, **FAST).fit(X_p, X_q)
     # 6 steps: 3 growth steps open the 3 blocks, 3 full-phase steps update them all
     assert est.t_ == 6
-    expected = _replay(X_p, X_q, seed=est.feature_seed_, n_blocks=3, r=4, bandwidth=1.3,
-                       gamma=0.7, alpha=0.05, batch=4)
-    np.testing.assert_allclose(est.coef_[:, :, 0], expected, rtol=1e-10, atol=1e-12)
+    config = RatioConfig(loss_id=-1, target="density_ratio", n_outputs=1, n_features_in=2,
+                         block_size=4, n_blocks=3, bandwidth=1.3, alpha=0.05, batch_size=4,
+                         feature_seed=est.feature_seed_, learning_rate="constant", eta0=0.7,
+                         t0=0.0, dtype="float64", q_weight=22 / 31)
+    expected = sequential_ratio(config, init_state(config), [{"X_p": X_p, "X_q": X_q}])
+    np.testing.assert_allclose(est.coef_, expected.coef, rtol=1e-10, atol=1e-12)
+    assert expected.n_iter == est.t_ and expected.n_samples_seen == est.n_samples_seen_
 
 
 # ---------------------------------------------------------------------------- fidelity

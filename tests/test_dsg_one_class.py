@@ -22,7 +22,7 @@ import ooc_kernels as ok
 from ooc_kernels.data import make_attrs, open_zarr_dataset, write_chunks
 from ooc_kernels.exceptions import InvalidParameterError, ValidationError
 from ooc_kernels.families.dsg.kernels_one_class import one_class_update, one_class_update_ref
-from ooc_kernels.features.rbf import block_params
+from ooc_kernels.families.dsg.reference_one_class import paper_one_class
 
 pytestmark = pytest.mark.filterwarnings("ignore::ooc_kernels.exceptions.StepSizeWarning")
 FAST = dict(random_state=0, scheduler="sync", progress=False)
@@ -59,30 +59,6 @@ def test_kernel_matches_its_numpy_twin(dtype, buffer):
 
 
 # --------------------------------------------------------------------------- the paper
-def paper_one_class(X, *, seed, bandwidth, n_steps, eta0, t0, nu):
-    """The paper's novelty detection (specs/dsg.md 3.1) with Algorithm 2 for f(x_i),
-    gamma_i = eta0 / (i + t0), tau_0 = 0, rows visited in order."""
-    d = X.shape[1]
-    omegas, phases, alphas, tau = [], [], [], 0.0
-
-    def phi(i, x):
-        return np.sqrt(2.0) * np.cos(x @ omegas[i] + phases[i])
-
-    for i in range(n_steps):
-        x_i = X[i % len(X)]
-        W, b = block_params(seed, i, d, 1, bandwidth, np.float64)
-        omegas.append(W[:, 0])
-        phases.append(b[0])
-        f = sum(alphas[j] * phi(j, x_i) for j in range(i))
-        gamma = eta0 / (i + 1 + t0)
-        novel = f < tau
-        for j in range(i):
-            alphas[j] *= 1.0 - gamma * nu
-        alphas.append(gamma * phi(i, x_i) if novel else 0.0)
-        tau = tau - gamma * (1.0 - nu) if novel else tau + gamma * nu
-    return np.array(alphas), tau
-
-
 @pytest.mark.parametrize("chunk_size", [30, 7])
 def test_fit_replays_the_papers_updates(chunk_size):
     rng = np.random.default_rng(0)

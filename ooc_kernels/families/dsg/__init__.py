@@ -30,6 +30,8 @@ from ooc_kernels._registry import lazy_exports
 __registers__ = ("ooc_kernels.families.dsg.solver", "ooc_kernels.families.dsg.estimators",
                  "ooc_kernels.families.dsg.density_ratio",
                  "ooc_kernels.families.dsg.one_class",
+                 "ooc_kernels.families.dsg.one_class_solver",
+                 "ooc_kernels.families.dsg._ratio_solver",
                  "ooc_kernels.families.dsg.gaussian_process")
 
 #: Public names, imported from their module on first use.

@@ -168,3 +168,61 @@ class RatioAlgorithm(DSGAlgorithm):
         return DSGDelta(decay=0.0, block_ids=np.zeros(0, np.int64), coefs=empty, dense=after,
                         loss_sum=loss_sum + more_loss, loss_weight=loss_weight + more_weight,
                         **common)
+
+
+# ---------------------------------------------------------------------------------------
+# registration: the contract suite's problem and the sequential reference
+# ---------------------------------------------------------------------------------------
+def state_arrays(state: DSGState) -> dict:
+    """The arrays that make a density-ratio state: the model and the counters (as 0-d
+    arrays)."""
+    return {"coef": state.coef, "n_iter": np.asarray(state.n_iter),
+            "n_blocks_seen": np.asarray(state.n_blocks_seen),
+            "n_samples_seen": np.asarray(state.n_samples_seen),
+            "loss_sum": np.asarray(state.loss_sum),
+            "loss_weight": np.asarray(state.loss_weight)}
+
+
+def make_case(seed: int = 0, *, shuffle: bool = False):
+    """A small two-sample problem: ``p = N(0, I)`` in 3 chunks of 20, 20 and 13 rows paired
+    with ``q = N((0.5, 0, 0), diag(1.3^2, 1, 1))`` in chunks of 14, 17 and 9, batches of 4
+    ``p`` rows, 6 blocks of 8 features, so one pass crosses from the growth into the full
+    phase; standardized input, the ``inverse`` schedule."""
+    from ooc_kernels.families._spec import AlgorithmCase
+    from ooc_kernels.families.dsg.solver import init_state
+
+    rng = np.random.default_rng(seed)
+    sizes_p, sizes_q = (20, 20, 13), (14, 17, 9)
+    X_p = rng.normal(size=(sum(sizes_p), 3))
+    X_q = rng.normal(size=(sum(sizes_q), 3)) * np.array([1.3, 1.0, 1.0]) + [0.5, 0.0, 0.0]
+    config = RatioConfig(loss_id=-1, target="density_ratio", n_outputs=1, n_features_in=3,
+                         block_size=8, n_blocks=6, bandwidth=1.1, feature_seed=seed + 17,
+                         alpha=0.05, batch_size=4, learning_rate="inverse", eta0=2.0,
+                         t0=4.0, dtype="float64", shuffle=shuffle, x_shift=(0.2, 0.0, -0.1),
+                         x_scale=(1.2, 0.9, 1.1), q_weight=len(X_p) / len(X_q))
+    bp, bq = np.cumsum((0,) + sizes_p), np.cumsum((0,) + sizes_q)
+    chunks = [{"X_p": X_p[bp[i]:bp[i + 1]], "X_q": X_q[bq[i]:bq[i + 1]]}
+              for i in range(len(sizes_p))]
+    return AlgorithmCase(algorithm=RatioAlgorithm(config), state=init_state(config),
+                         chunks=chunks, dims={"X_p": ("sample_p", "feature"),
+                                              "X_q": ("sample_q", "feature")},
+                         seed=seed + 3)
+
+
+def _reference(case):
+    from ooc_kernels.families.dsg.reference_density_ratio import sequential_ratio
+
+    return sequential_ratio(case.algorithm.config, case.state, case.chunks)
+
+
+def _register():
+    from ooc_kernels.families._spec import SolverSpec, register_solver
+
+    register_solver(SolverSpec(
+        name="dsg_density_ratio", algorithm=RatioAlgorithm, state_arrays=state_arrays,
+        make_case=make_case, reference=_reference,
+        description="density ratio p/q and KL(p || q) by doubly stochastic functional "
+                    "gradients (Dai et al. 2014, Eq. 8)"))
+
+
+_register()

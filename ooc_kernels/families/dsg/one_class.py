@@ -69,9 +69,11 @@ _CONSTRAINTS.update({
 
 
 def _score_block(X, payload):
-    """``f(x)`` of one chunk, float64 (scikit-learn's outlier detectors score in float64)."""
+    """``f(x)`` of one chunk in float64 (scikit-learn's outlier detectors score in float64;
+    the payload's config predicts in float64, so the scores do not depend on how the rows
+    are chunked beyond float64 rounding)."""
     config, state = payload
-    return predict_chunk(config, state, X).astype(np.float64)
+    return predict_chunk(config, state, X).astype(np.float64, copy=False)
 
 
 def _decision_block(X, payload):
@@ -324,6 +326,11 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.offset_ = float(getattr(self._state, "tau", 0.0))
 
     # ------------------------------------------------------------------ outputs
+    def _predict_payload(self):
+        # scores in float64 whatever the training precision: the outputs are float64, and
+        # float32 features would make their last bits depend on the chunking
+        return replace(self._config, dtype="float64"), self._state
+
     def _outputs(self, X, block):
         check_is_fitted(self, "_state")
         return self._chunk_outputs(X, block, self._predict_payload(), 1, np.float64)[:, 0]

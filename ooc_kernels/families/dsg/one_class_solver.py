@@ -180,3 +180,60 @@ class OneClassAlgorithm(DSGAlgorithm):
         else:
             tau = float(state.tau)
         return replace(nxt, tau=tau)
+
+
+# ---------------------------------------------------------------------------------------
+# registration: the contract suite's problem and the sequential reference
+# ---------------------------------------------------------------------------------------
+def state_arrays(state: OneClassState) -> dict:
+    """The arrays that make a one-class state: the model, the offset and the counters (as
+    0-d arrays)."""
+    return {"coef": state.coef, "tau": np.asarray(state.tau),
+            "n_iter": np.asarray(state.n_iter),
+            "n_blocks_seen": np.asarray(state.n_blocks_seen),
+            "n_samples_seen": np.asarray(state.n_samples_seen),
+            "loss_sum": np.asarray(state.loss_sum),
+            "loss_weight": np.asarray(state.loss_weight)}
+
+
+def make_case(seed: int = 0, *, shuffle: bool = False):
+    """A small weighted novelty problem: 5 chunks of 20 rows (the last 13) of a two-blob
+    mixture, batches of 4, 8 blocks of 8 features, so one pass crosses from the growth into
+    the full phase, with rows on both sides of ``tau`` in most steps."""
+    from ooc_kernels.families._spec import AlgorithmCase
+
+    rng = np.random.default_rng(seed)
+    sizes = (20, 20, 20, 20, 13)
+    centers = np.array([[-1.5, 0.0, 0.5], [1.5, 1.0, -0.5]])
+    X = centers[rng.integers(0, 2, sum(sizes))] + 0.7 * rng.normal(size=(sum(sizes), 3))
+    config = DSGConfig(loss_id=-1, target="novelty", n_outputs=1, n_features_in=3,
+                       block_size=8, n_blocks=8, bandwidth=1.2, feature_seed=seed + 17,
+                       alpha=0.3, batch_size=4, learning_rate="inverse", eta0=2.0, t0=4.0,
+                       dtype="float64", shuffle=shuffle, x_shift=(0.1, -0.2, 0.3),
+                       x_scale=(1.5, 0.8, 1.1), weight_scale=0.9)
+    w = rng.uniform(0.5, 1.5, size=len(X))
+    bounds = np.cumsum((0,) + sizes)
+    chunks = [{"X": X[a:b], "sample_weight": w[a:b]} for a, b in zip(bounds[:-1], bounds[1:])]
+    return AlgorithmCase(algorithm=OneClassAlgorithm(config),
+                         state=init_one_class_state(config), chunks=chunks,
+                         dims={"X": ("sample", "feature"), "sample_weight": ("sample",)},
+                         seed=seed + 3)
+
+
+def _reference(case):
+    from ooc_kernels.families.dsg.reference_one_class import sequential_one_class
+
+    return sequential_one_class(case.algorithm.config, case.state, case.chunks)
+
+
+def _register():
+    from ooc_kernels.families._spec import SolverSpec, register_solver
+
+    register_solver(SolverSpec(
+        name="dsg_one_class", algorithm=OneClassAlgorithm, state_arrays=state_arrays,
+        make_case=make_case, reference=_reference,
+        description="one-class novelty detection by doubly stochastic functional gradients "
+                    "(Dai et al. 2014, section 4)"))
+
+
+_register()
