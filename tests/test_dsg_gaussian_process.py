@@ -102,6 +102,106 @@ def test_operator_variance_estimates_the_exact_std():
     assert _rms(s - std, y.std()) < 0.12
 
 
+# ---------------------------------------------------------------- mean="features", noise="auto"
+def _numpy_features(gp, X, Xt):
+    """The fit's random features built independently (rff_map on explicitly standardized
+    rows), scaled as phi = z / sqrt(n_blocks), and the standardized targets."""
+    vconfig, _ = gp._variance
+    mu, sd = X.mean(0), X.std(0)
+    ids = np.arange(vconfig.n_blocks)
+    Phi = rff_map((X - mu) / sd, vconfig.seed, ids, gp.bandwidth_, 32) / np.sqrt(len(ids))
+    phi = rff_map((Xt - mu) / sd, vconfig.seed, ids, gp.bandwidth_, 32) / np.sqrt(len(ids))
+    return Phi, phi
+
+
+def test_features_mean_equals_a_numpy_solve_on_the_same_features():
+    X, y, Xt = _problem(n=150)
+    gp = _gp(64, chunk_size=40).fit(X, y)
+    Phi, phi = _numpy_features(gp, X, Xt)
+    ys = (y - y.mean()) / y.std()
+    w = np.linalg.solve(Phi.T @ Phi + NOISE * np.eye(Phi.shape[1]), Phi.T @ ys)
+    np.testing.assert_allclose(gp.predict(Xt), phi @ w * y.std() + y.mean(), rtol=1e-8,
+                               atol=1e-10)
+    assert gp.n_iter_ == 0 and gp.alpha_ == NOISE / len(X) and gp.noise_ == NOISE
+
+
+def test_features_mean_runs_no_dsg_epoch(monkeypatch):
+    from ooc_kernels.families.dsg.solver import DSGAlgorithm
+
+    calls = []
+    real = DSGAlgorithm.chunk_step
+    monkeypatch.setattr(DSGAlgorithm, "chunk_step",
+                        lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    X, y, _ = _problem(n=120)
+    gp = _gp(64, max_iter=50, chunk_size=40).fit(X, y)
+    assert calls == [] and gp.n_iter_ == 0 and gp.history_ == []
+    _gp(64, mean="dsg", max_iter=1, chunk_size=40).fit(X, y)
+    assert len(calls) >= 1  # the DSG mean runs its tasks through the same hook
+
+
+def test_features_mean_is_the_same_for_any_chunking_and_scheduler():
+    X, y, Xt = _problem(n=150)
+    lazy = (da.from_array(X, chunks=(75, 1)), da.from_array(y, chunks=75))
+    two = _gp(64).fit(*lazy)
+    five = _gp(64).fit(da.from_array(X, chunks=(30, 1)), da.from_array(y, chunks=30))
+    threads = _gp(64, scheduler="threads").fit(*lazy)
+    (m2, s2), (m5, s5) = two.predict(Xt, return_std=True), five.predict(Xt, return_std=True)
+    np.testing.assert_allclose(m5, m2, rtol=1e-10, atol=1e-12)  # sums in another order
+    np.testing.assert_allclose(s5, s2, rtol=1e-10, atol=1e-12)
+    for a, b in zip(threads.predict(Xt, return_std=True), (m2, s2)):
+        np.testing.assert_array_equal(a, b)  # the same tree of sums: bit for bit
+
+
+@pytest.mark.slow  # 91 dense 120 x 120 densities: a few seconds
+def test_noise_auto_maximizes_the_marginal_likelihood_of_the_features_model():
+    """The chosen noise is the grid's argmax of log N(y; 0, Phi Phi^T + noise I_n), the
+    density evaluated directly on the n x n covariance (scipy), not from the reduced
+    statistics."""
+    from scipy.stats import multivariate_normal
+
+    from ooc_kernels._blas import single_threaded_blas
+    from ooc_kernels.families.dsg._gp_mean import NOISE_GRID, log_marginal_likelihood
+    from ooc_kernels.families.dsg._gp_variance import FeatureStatistics
+
+    X, y, Xt = _problem(n=120)
+    gp = _gp(64, noise="auto", chunk_size=50).fit(X, y)
+    Phi, _ = _numpy_features(gp, X, Xt)
+    ys = (y - y.mean()) / y.std()
+    grid = NOISE_GRID * float(ys @ ys) / len(ys)
+    K = Phi @ Phi.T
+    with single_threaded_blas():  # 91 small factorizations: threads only contend
+        direct = np.array([multivariate_normal(np.zeros(len(ys)), K + s * np.eye(len(ys)))
+                           .logpdf(ys) for s in grid])
+    assert gp.noise_ == pytest.approx(grid[np.argmax(direct)], rel=1e-12)
+    stats = FeatureStatistics(Phi.T @ Phi, Phi.T @ ys, float(ys @ ys), len(ys))
+    np.testing.assert_allclose(log_marginal_likelihood(stats, grid[::10]), direct[::10],
+                               rtol=1e-9)
+    # the mean and variance use the chosen noise
+    np.testing.assert_allclose(
+        gp.predict(Xt), _gp(64, noise=gp.noise_, chunk_size=50).fit(X, y).predict(Xt),
+        rtol=1e-12)
+
+
+@pytest.mark.parametrize("noise_sd", [0.1, 0.3, 0.6])
+def test_noise_auto_recovers_the_noise_of_a_synthetic_problem(noise_sd):
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, size=(2000, 1))
+    y = np.sin(2 * X[:, 0]) + noise_sd * rng.normal(size=2000)
+    gp = ok.DSGGaussianProcessRegressor(bandwidth=0.3, n_variance_features=256,
+                                        block_size=64, random_state=0, **FAST).fit(X, y)
+    true = noise_sd ** 2 / y.var()  # standardized-target units
+    # grid points 12% apart; the estimate's own spread at 2000 rows is about 3%
+    assert 0.85 < gp.noise_ / true < 1.15
+
+
+def test_noise_auto_needs_the_features_mean():
+    X, y, _ = _problem(n=50)
+    with pytest.raises(ValidationError, match=r"noise='auto' is chosen from the statistics "
+                                              r"of the one pass of mean='features'.*pass a "
+                                              r"number"):
+        _gp(64, noise="auto", mean="dsg").fit(X, y)
+
+
 # ---------------------------------------------------------------- Eq. 18, doubly stochastic
 def _replay_eq18(Z, Zp, gammas, shrink):
     """The paper's doubly stochastic update (section 4.2 / Appendix D) with one feature a
@@ -170,15 +270,18 @@ def test_lazy_and_zarr_inputs_equal_in_memory(tmp_path):
         np.testing.assert_allclose(s.compute(), s0, rtol=1e-9)
 
 
-@pytest.mark.parametrize("variance", ["features", "operator"])
-def test_save_and_load_keep_the_variance(tmp_path, variance):
+@pytest.mark.parametrize("variance, mean, noise", [("features", "features", "auto"),
+                                                  ("operator", "features", NOISE),
+                                                  ("features", "dsg", NOISE)])
+def test_save_and_load_keep_the_variance(tmp_path, variance, mean, noise):
     X, y, Xt = _problem(n=120)
-    gp = _gp(64, variance=variance, max_iter=2).fit(X, y)
+    gp = _gp(64, variance=variance, mean=mean, noise=noise, max_iter=2).fit(X, y)
     gp.save(tmp_path / "gp.zarr")
     back = ok.load(tmp_path / "gp.zarr")
     for a, b in zip(gp.predict(Xt, return_std=True), back.predict(Xt, return_std=True)):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(back.variance_matrix_, gp.variance_matrix_)
+    assert back.noise_ == gp.noise_ and back.get_params()["mean"] == mean
 
 
 # ---------------------------------------------------------------- bad input
