@@ -638,6 +638,7 @@ class ChunkedEstimator(BaseEstimator):
     def _decision_2d(self, X):
         """Decision values ``(n, n_outputs)``: NumPy for in-memory input, a lazy Dask array
         for lazy input (chunk by chunk, NaN/inf named by chunk and row)."""
+        check_is_fitted(self, "_state")  # before the payload, which only a fitted model has
         return self._chunk_outputs(X, type(self)._predict_block, self._predict_payload(),
                                    self._n_outputs, self._predict_dtype)
 
