@@ -140,6 +140,9 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
     noise_ : float
         The noise variance in the model's (standardized) units (with ``noise="auto"``: the
         one chosen).
+    n_iter_ : int
+        With ``mean="features"``: 1, the one pass over the data (``history_`` is empty: no
+        DSG epoch ran); with ``mean="dsg"``: the DSG epochs.
     variance_matrix_ : ndarray of shape (n_variance_features, n_variance_features)
         ``"features"``: the lower factor ``L`` of ``Phi^T Phi + noise I``; ``"operator"``:
         ``theta`` of ``A(u, v) = z(u)^T theta z'(v)``.
@@ -349,7 +352,8 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
             None if self.noise == "auto" else float(self.noise))
         if variance is not None:
             self.variance_matrix_ = variance[1]
-        if self._features_mean():
+        if self._features_mean():  # n_iter_: the one pass over the data, no DSG epoch
+            self.n_iter_ = 1
             self.stop_reason_ = ("mean='features': the exact mean on the random features, "
                                  "from one pass (no epochs)")
 
