@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 from numbers import Integral, Real
 
+import dask
 import dask.array as da
 import numpy as np
 from sklearn.base import OutlierMixin
@@ -49,8 +50,9 @@ from ooc_kernels.features.cache import default_cache
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
+from ooc_kernels.parallel.scheduler import local_scheduler
 
-__all__ = ["DSGOneClassSVM"]
+__all__ = ["DSGOneClassSVM", "nu_quantile"]
 
 #: The loss id a one-class configuration records: the hinge's, whose derivative at
 #: ``u = f - tau + 1``, ``y = 1`` is the one-class loss's (-1 where ``f < tau``, else 0).
@@ -65,20 +67,74 @@ _CONSTRAINTS.update({
     "nu": [Interval(Real, 0, 1, closed="right")],
     "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
     "n_features": [Interval(Integral, 1, None, closed="left")],
+    "offset": [StrOptions({"quantile", "paper"})],
 })
+#: Most training rows scored to place the ``nu``-quantile offset (all of them below this;
+#: a random share of every chunk above: the quantile's rank error is then about
+#: ``sqrt(nu (1 - nu) / _QUANTILE_ROWS)``, below 0.002).
+_QUANTILE_ROWS = 100_000
+
+
+#: Scores are computed for tiles of this many rows (a chunk's last tile padded with zero
+#: rows): BLAS then treats every row alike, so a row's score does not depend on how the
+#: rows are chunked (a short tail of rows takes other code paths, whose float32 rounding
+#: differs in the last bits).
+_SCORE_TILE = 64
+
+
+def _scores(config, state, X) -> np.ndarray:
+    """``f(x)`` of one chunk's rows, shape (n,), float64 (computed in ``config.dtype``)."""
+    X = np.asarray(X)  # one chunk
+    n = X.shape[0]
+    padded = -(-n // _SCORE_TILE) * _SCORE_TILE
+    if padded != n:
+        X = np.concatenate([X, np.zeros((padded - n, X.shape[1]), dtype=X.dtype)])
+    return predict_chunk(config, state, X)[:n, 0].astype(np.float64)
 
 
 def _score_block(X, payload):
-    """``f(x)`` of one chunk in float64 (scikit-learn's outlier detectors score in float64;
-    the payload's config predicts in float64, so the scores do not depend on how the rows
-    are chunked beyond float64 rounding)."""
+    """``f(x)`` of one chunk, shape (n, 1), float64 (scikit-learn's outlier detectors score
+    in float64)."""
     config, state = payload
-    return predict_chunk(config, state, X).astype(np.float64, copy=False)
+    return _scores(config, state, X)[:, None]
 
 
 def _decision_block(X, payload):
-    """``f(x) - tau`` of one chunk (the decision function), float64."""
-    return _score_block(X, payload) - payload[1].tau
+    """``f(x) - offset`` of one chunk (the decision function), float64."""
+    state = payload[1]
+    return _score_block(X, payload) - (state.tau if state.offset is None else state.offset)
+
+
+def _chunk_scores(X, w, payload, keep, seed, chunk):
+    """``(f(x), weights)`` of the finite rows of one chunk, or of a random share ``keep``
+    of them (seeded by ``seed`` and the chunk's index), in float64."""
+    config, state = payload
+    X = np.asarray(X)  # one chunk
+    w = np.ones(len(X)) if w is None else np.asarray(w, dtype=np.float64).reshape(-1)
+    rows = np.isfinite(X).all(axis=1) & np.isfinite(w)
+    if keep < 1.0:
+        rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(chunk,)))
+        rows &= rng.random(len(X)) < keep
+    return _scores(config, state, X[rows]), w[rows]
+
+
+def nu_quantile(scores, weights, nu):
+    """The smallest score ``s`` with at least a share ``nu`` of the weight at or below it:
+    less than ``nu`` of the weight lies strictly below ``s`` and at least ``nu`` at or below
+    it (scikit-learn's two bounds of ``nu`` on the training rows).
+
+    Examples
+    --------
+    >>> nu_quantile(np.array([3.0, 1.0, 2.0, 4.0]), np.ones(4), 0.5)
+    2.0
+    >>> nu_quantile(np.array([3.0, 1.0, 2.0, 4.0]), np.ones(4), 0.51)
+    3.0
+    """
+    order = np.argsort(scores, kind="stable")
+    cum = np.cumsum(np.asarray(weights, dtype=np.float64)[order])
+    # the target share, with float64 rounding of the cumulative sum forgiven
+    i = int(np.searchsorted(cum, nu * cum[-1] * (1.0 - 1e-12), side="left"))
+    return float(np.asarray(scores)[order][min(i, len(cum) - 1)])
 
 
 def _inlier_labels(dec):
@@ -145,6 +201,16 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         Offset of ``"inverse"``.
     max_iter : int, default=1000
         Most passes over the data.
+    offset : {"quantile", "paper"}, default="quantile"
+        The offset ``tau`` the fitted model decides with (``offset_``).  ``"quantile"``:
+        after the last epoch, one pass over the training rows places it at the ``nu``-
+        quantile of their scores ``f(x)`` (weighted by ``sample_weight``; all rows up to
+        100,000, a random share of every chunk beyond), so that at most a share ``nu`` of
+        the training rows is predicted as outliers and at least ``nu`` lies on or below the
+        boundary, whatever epoch the stopping rule ends on.  ``"paper"``: the paper's
+        ``tau``, updated by the steps, as it stands after the last one (it reaches the
+        quantile only as the steps converge: a fit stopped by ``tol`` misses ``nu`` by up
+        to a few hundredths).  The steps use the paper's ``tau`` either way (``tau_``).
     tol : float or None, default=1e-3
         Stop when an epoch's progressive one-class loss (``max(0, tau - f(x)) - nu tau``
         per row, at the model each row's step started from) improves by less than ``tol``
@@ -157,7 +223,10 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     Attributes
     ----------
     offset_ : float
-        ``tau``: ``decision_function = score_samples - offset_``.
+        ``decision_function = score_samples - offset_``: the ``nu``-quantile of the
+        training scores (``offset="quantile"``) or ``tau_`` (``offset="paper"``).
+    tau_ : float
+        The paper's offset as the steps left it.
     coef_ : ndarray of shape (n_blocks_used, block_size, 1)
     bandwidth_, dtype_, feature_seed_, eta0_, t0_ : as in :class:`DSGRegressor`
     alpha_ : float
@@ -178,7 +247,9 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
 
     _parameter_constraints = _CONSTRAINTS
     capabilities = Capabilities(execution="rounds", inputs="unsupervised", task="novelty",
-                                partial_fit=True, tol=True)
+                                partial_fit=True, tol=True, finishing=True)
+    #: ``partial_fit`` places the quantile offset on the rows it was given.
+    _finish_after_partial_fit = True
     _saved_arrays = {"coef": True}
     #: The loss of the table the configuration records (not a parameter): the one-class
     #: loss ``max(0, tau - f)`` is the hinge at ``u = f - tau + 1``, ``y = +1``.
@@ -187,7 +258,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     def __init__(self, nu=0.5, *, kernel="rbf", bandwidth="median", median_multiplier=0.5,
                  standardize=True, dtype="auto", n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
-                 max_iter=1000, tol=1e-3, n_iter_no_change=5, warm_start=False, verbose=0,
+                 offset="quantile", max_iter=1000, tol=1e-3, n_iter_no_change=5,
+                 warm_start=False, verbose=0,
                  chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  on_invalid="error", random_state=None, scheduler=None, progress=None):
         self.nu = nu
@@ -202,6 +274,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.t0 = t0
+        self.offset = offset
         self.max_iter = max_iter
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
@@ -320,17 +393,35 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                 f"the fit produced a non-finite offset tau in epoch {info.epoch}, round "
                 f"{info.round}; lower eta0, raise t0, or keep standardize=True.")
 
+    def _finish(self, state: OneClassState, data: ChunkedData, sched) -> OneClassState:
+        """The decision offset: the ``nu``-quantile of the training scores (one pass over
+        the rows, at most :data:`_QUANTILE_ROWS` of them scored), or the paper's ``tau``."""
+        if self.offset == "paper":
+            return replace(state, offset=None)
+        X = data["X"]
+        blocks = X.rechunk({1: -1}).to_delayed().ravel()
+        weights = data["sample_weight"].to_delayed().ravel() if "sample_weight" in data \
+            else [None] * len(blocks)
+        keep = min(1.0, _QUANTILE_ROWS / max(int(X.shape[0]), 1))
+        seed = derive_seed(self.random_seed_, 11)
+        payload = dask.delayed((self._config, state), traverse=False)
+        parts = [dask.delayed(_chunk_scores)(x, w, payload, keep, seed, i)
+                 for i, (x, w) in enumerate(zip(blocks, weights))]
+        pieces = dask.compute(*parts, scheduler=local_scheduler(sched))
+        scores = np.concatenate([p[0] for p in pieces])
+        w = np.concatenate([p[1] for p in pieces])
+        if not len(scores) or not w.sum() > 0:  # nothing to place it on: the paper's tau
+            return replace(state, offset=None)
+        return replace(state, offset=nu_quantile(scores, w, float(self.nu)))
+
     def _publish(self) -> None:
         super()._publish()
         # a state restored by the DSG base is a DSGState until _restore_fitted adds tau
-        self.offset_ = float(getattr(self._state, "tau", 0.0))
+        self.tau_ = float(getattr(self._state, "tau", 0.0))
+        offset = getattr(self._state, "offset", None)
+        self.offset_ = self.tau_ if offset is None else float(offset)
 
     # ------------------------------------------------------------------ outputs
-    def _predict_payload(self):
-        # scores in float64 whatever the training precision: the outputs are float64, and
-        # float32 features would make their last bits depend on the chunking
-        return replace(self._config, dtype="float64"), self._state
-
     def _outputs(self, X, block):
         check_is_fitted(self, "_state")
         return self._chunk_outputs(X, block, self._predict_payload(), 1, np.float64)[:, 0]
@@ -360,16 +451,23 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     def _fitted_meta(self) -> dict:
         meta = super()._fitted_meta()
         meta["state"]["tau"] = float(self._state.tau)
+        offset = self._state.offset
+        meta["state"]["offset"] = None if offset is None else float(offset)
         return meta
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
         state = dict(meta["state"])
         tau = state.pop("tau", None)
-        if not isinstance(tau, (int, float)) or isinstance(tau, bool) \
-                or not np.isfinite(tau):
-            raise ModelFormatError(
-                f"{where}: the metadata's fitted.state has tau={tau!r}; it must be a finite "
-                "number (the offset). Re-save the model or restore it from a backup.")
+        offset = state.pop("offset", None)
+        for name, value, optional in (("tau", tau, False), ("offset", offset, True)):
+            if optional and value is None:
+                continue
+            if not isinstance(value, (int, float)) or isinstance(value, bool) \
+                    or not np.isfinite(value):
+                raise ModelFormatError(
+                    f"{where}: the metadata's fitted.state has {name}={value!r}; it must be a "
+                    f"finite number{' or null' if optional else ''} (an offset). Re-save the "
+                    "model or restore it from a backup.")
         super()._restore_fitted(arrays, {**meta, "state": state}, where)
         s = self._state
         self._state = OneClassState(coef=s.coef, n_iter=s.n_iter,
@@ -377,7 +475,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                                     n_samples_seen=s.n_samples_seen,
                                     n_samples_skipped=s.n_samples_skipped,
                                     loss_sum=s.loss_sum, loss_weight=s.loss_weight,
-                                    tau=float(tau))
+                                    tau=float(tau),
+                                    offset=None if offset is None else float(offset))
         self._publish()
 
     def _check_saved_config(self, config: DSGConfig, where: str) -> None:

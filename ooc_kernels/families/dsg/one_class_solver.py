@@ -50,10 +50,22 @@ __all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "init_one_clas
 
 @dataclass(frozen=True)
 class OneClassState(DSGState):
-    """The DSG model (:class:`~ooc_kernels.families.dsg.solver.DSGState`) and the offset
-    ``tau`` (``f(x) < tau``: novel)."""
+    """The DSG model (:class:`~ooc_kernels.families.dsg.solver.DSGState`), the offset
+    ``tau`` of the paper's update, and the offset the fitted model decides with.
+
+    Attributes
+    ----------
+    tau : float
+        The paper's offset, updated by every step (``f(x) < tau``: the step counts ``x`` as
+        novel).
+    offset : float or None
+        The decision offset set after the last round (``DSGOneClassSVM(offset="quantile")``:
+        the ``nu``-quantile of the training scores); None: ``tau``.  The steps never read
+        it, and every round resets it to None.
+    """
 
     tau: float = 0.0
+    offset: float | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +183,8 @@ class OneClassAlgorithm(DSGAlgorithm):
 
     def apply(self, state: OneClassState, delta: OneClassDelta, info=None) -> OneClassState:
         """DSG's next model, and the next offset: ``tau + mix * tau_shift`` (summed form),
-        ``tau_weighted / weight`` otherwise (the round's offset when no task trained)."""
+        ``tau_weighted / weight`` otherwise (the round's offset when no task trained); the
+        decision offset set after a fit is dropped (the model changed)."""
         nxt = super().apply(state, delta, info)
         if delta.summed:
             tau = float(state.tau) + delta.mix * delta.tau_shift
@@ -179,7 +192,7 @@ class OneClassAlgorithm(DSGAlgorithm):
             tau = delta.tau_weighted / delta.weight
         else:
             tau = float(state.tau)
-        return replace(nxt, tau=tau)
+        return replace(nxt, tau=tau, offset=None)
 
 
 # ---------------------------------------------------------------------------------------
