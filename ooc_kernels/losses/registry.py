@@ -11,21 +11,21 @@ Fenchel-Young, the prox's optimality condition).
 
 Targets are always 2-D, shape ``(n, C)``:
 
-===================  ==  =======  ======================================  ========
-loss                 id  target   ``l(u, y)`` (per column), ``r = u - y``  families
-===================  ==  =======  ======================================  ========
-squared              0   real     ``r^2 / 2``                             dsg, dspdc
-hinge                1   binary   ``max(0, 1 - y u)``                     dsg
-logistic             2   binary   ``log(1 + exp(-y u))``                  dsg, dspdc
-softmax              3   classes  ``logsumexp(u) - <Y, u>`` (row)         dsg
-smoothed_hinge       4   binary   ``0`` (s >= 1), ``1/2 - s`` (s <= 0),   dspdc
+===================  ==  =======  ==========================================  ========
+loss                 id  target   ``l(u, y)`` (per column), ``r = u - y``     families
+===================  ==  =======  ==========================================  ========
+squared              0   real     ``r^2 / 2``                                 dsg, dspdc
+hinge                1   binary   ``max(0, 1 - y u)``                         dsg
+logistic             2   binary   ``log(1 + exp(-y u))``                      dsg, dspdc
+softmax              3   classes  ``logsumexp(u) - <Y, u>`` (row)             dsg
+smoothed_hinge       4   binary   ``0`` (s >= 1), ``1/2 - s`` (s <= 0),       dspdc
                                   ``(1 - s)^2 / 2``, ``s = y u``
-squared_hinge        5   binary   ``max(0, 1 - y u)^2 / 2``               dsg
-huber                6   real     ``r^2 / 2`` (``|r| <= epsilon``),       dsg
+squared_hinge        5   binary   ``max(0, 1 - y u)^2 / 2``                   dsg
+huber                6   real     ``r^2 / 2`` (``|r| <= epsilon``),           dsg
                                   ``epsilon (|r| - epsilon / 2)``
-epsilon_insensitive  7   real     ``max(0, |r| - epsilon)``               dsg
-quantile             8   real     ``max(-tau r, (1 - tau) r)``            dsg
-===================  ==  =======  ======================================  ========
+epsilon_insensitive  7   real     ``max(0, |r| - epsilon)``                   dsg
+quantile             8   real     ``max(-tau r, (1 - tau) r)``                dsg
+===================  ==  =======  ==========================================  ========
 
 ``binary`` targets are ``+-1`` (one column per class for one-vs-rest), ``classes`` one-hot
 rows, ``real`` any real values.  A loss with a scalar hyper-parameter (``epsilon``, the
