@@ -77,8 +77,8 @@ def _replay(est, X, Y, loss, param):
 
 _COMMON = dict(bandwidth=BANDWIDTH, standardize=False, dtype="float64", alpha=ALPHA,
                n_features=N_ROWS * BLOCK, block_size=BLOCK, batch_size=1,
-               learning_rate="inverse", eta0=ETA0, t0=T0, max_iter=1, tol=None,
-               shuffle=False, chunk_size=N_ROWS, random_state=3, scheduler="sync",
+               learning_rate="inverse", eta0=ETA0, t0=T0, average=False, max_iter=1,
+               tol=None, shuffle=False, chunk_size=N_ROWS, random_state=3, scheduler="sync",
                progress=False)
 
 #: (estimator, loss, its parameter, targets): the targets put rows on both sides of each

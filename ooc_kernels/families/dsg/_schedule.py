@@ -33,6 +33,19 @@ of ``batch_size`` rows drawn from the sampled rows (all of them when they are on
 and keeps the largest.  The full phase, which estimates the kernel with every block, has
 a smaller top eigenvalue, so the step stays stable there.
 
+``average="auto"`` predicts with the averaged iterate (Polyak-Ruppert, the setting of
+Corollary 13) for the losses of :data:`AVERAGED_LOSSES` and with the last iterate for the
+others.  The theory of Dai et al. (Assumption B, spec 6.1) needs a Lipschitz derivative;
+the epsilon-insensitive and quantile losses have none (their derivative jumps by 1 at the
+kink, whatever the residual), and huber's gradient on an outlier stays at ``epsilon``
+however far the outlier is.  With steps of ``theta / (t + t0)``, ``t0`` large, a fit of a
+few epochs takes nearly constant steps, so the last iterate of these losses keeps a noise
+of order ``gamma_t`` times the gradient bound; the averaged iterate removes it.  Measured
+(``docs/machines/regression.md``, ``benchmarks/dsg_loss_defaults.py``): on corrupted
+labels the last iterate of epsilon-insensitive was worse than the squared loss on one
+seed out of five, the averaged one was the best of all.  The hinge and the smooth losses
+keep the last iterate: there averaging measured mixed.
+
 ``alpha="auto"`` is ``1 / n`` for ``n`` training rows (the kernel ridge scaling of
 ``lambda ~ 1 / n``, and the scale at which the regularization no longer dominates the data
 term).  With row weights it is one over their sum (estimated as ``n`` times their mean on
@@ -45,6 +58,8 @@ Examples
 40.0
 >>> theory_range(1.5), theory_range(3.0), theory_range(0.5)
 (True, True, False)
+>>> resolve_average("auto", "quantile"), resolve_average("auto", "squared")
+(True, False)
 """
 
 from __future__ import annotations
@@ -58,13 +73,26 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import StepSizeWarning, ValidationError
 from ooc_kernels.losses import get_loss, losses_for
 
-__all__ = ["Schedule", "resolve_schedule", "stable_step", "theory_range",
+__all__ = ["Schedule", "resolve_schedule", "resolve_average", "AVERAGED_LOSSES",
+           "stable_step", "theory_range",
            "growth_step_eigenvalue", "top_eigenvalue", "CURVATURE", "STEP_DRAWS",
            "CURVATURE_ROWS"]
 
 #: Upper bound of the loss's second derivative in the decision value, per loss of the family
 #: (the loss table's ``curvature``; hinge: not smooth, taken as 1).
 CURVATURE = {name: get_loss(name).curvature for name in losses_for("dsg")}
+
+
+#: The losses that ``average="auto"`` averages (see the module docstring).
+AVERAGED_LOSSES = frozenset({"huber", "epsilon_insensitive", "quantile"})
+
+
+def resolve_average(average, loss: str):
+    """``average`` with ``"auto"`` resolved for ``loss``: True for the losses of
+    :data:`AVERAGED_LOSSES`, False otherwise; any other value is returned as it is."""
+    if isinstance(average, str) and average == "auto":
+        return loss in AVERAGED_LOSSES
+    return average
 
 
 @dataclass(frozen=True)
@@ -271,6 +299,7 @@ def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
     else:  # constant
         theta = step if eta0 == "auto" else float(eta0)
         t0_value, first, rate = 0.0, theta, "constant"
+    average = resolve_average(average, loss)
     if average is True:
         start = 1
     elif average is False or average == 0:

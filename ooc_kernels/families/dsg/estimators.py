@@ -18,7 +18,6 @@ True
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from numbers import Integral, Real
 
@@ -37,6 +36,7 @@ from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _sta
 from ooc_kernels.families.dsg._loss_params import (EPSILON, LOSS_PARAM_CONSTRAINTS,
                                                     LOSS_PARAMS_DOC, QUANTILE, loss_param)
 from ooc_kernels.families.dsg._memory import check_fit_memory
+from ooc_kernels.families.dsg._saved_config import check_saved_config
 from ooc_kernels.families.dsg._schedule import (CURVATURE, CURVATURE_ROWS,
                                                   growth_step_eigenvalue, resolve_schedule,
                                                   top_eigenvalue)
@@ -98,7 +98,8 @@ _DSG_CONSTRAINTS = {
     "learning_rate": [StrOptions({"optimal", "inverse", "constant"})],
     "eta0": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
     "t0": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-    "average": ["boolean", Interval(Integral, 0, None, closed="left")],
+    "average": ["boolean", Interval(Integral, 0, None, closed="left"),
+                StrOptions({"auto"})],
 }
 
 _PARAMS_DOC = """
@@ -158,10 +159,13 @@ _PARAMS_DOC = """
     t0 : float or "auto", default="auto"
         Offset of ``"inverse"`` (``"auto"``: the first step is the stable one); with
         ``"optimal"`` it follows from ``eta0``.
-    average : bool or int, default=False
+    average : bool, int or "auto", default="auto"
         Predict with the averaged iterate (Polyak-Ruppert; with ``theta nu = 1`` the paper's
         Corollary 13): the mean of the models after every step (``True``), or after the
-        step at which ``average`` samples have been seen (an int).
+        step at which ``average`` samples have been seen (an int).  ``"auto"``: ``True``
+        for the huber, epsilon-insensitive and quantile losses (a derivative that is not
+        Lipschitz, or does not shrink on outliers: their last iterate stays noisy),
+        ``False`` for the others (measured in ``docs/machines/regression.md``).
 """ + STOPPING_PARAMS_DOC + BASE_PARAMS_DOC
 
 _ATTRIBUTES_DOC = """
@@ -524,57 +528,9 @@ class _DSGEstimator(ChunkedEstimator):
         self._publish()
 
     def _check_saved_config(self, config: DSGConfig, where: str) -> None:
-        """Refuse a saved configuration that this estimator could not have written: one
-        that disagrees with its hyperparameters, its classes or its input dimension, or
-        holds values no fit produces (a zero scale, a non-finite shift ...)."""
-        def bad(what):
-            return ModelFormatError(f"{where}: the metadata's fitted.config {what}; re-save "
-                                    "the model or restore it from a backup.")
-
-        classes = getattr(self, "classes_", None)
-        target, n_outputs, loss_id = self._target_spec(
-            self.loss, 0 if classes is None else len(classes))
-        if (config.target, config.n_outputs, config.loss_id) != (target, n_outputs, loss_id):
-            raise bad(f"has target {config.target!r} with {config.n_outputs} output(s) and "
-                      f"loss id {config.loss_id}; loss={self.loss!r} with "
-                      f"{0 if classes is None else len(classes)} classes has {target!r}, "
-                      f"{n_outputs} and {loss_id}")
-        if (None if classes is None else tuple(classes.tolist())) != config.classes:
-            raise bad(f"has classes {config.classes!r}, the model's are "
-                      f"{None if classes is None else classes.tolist()!r}")
-        if config.kernel != self.kernel:
-            raise bad(f"has kernel={config.kernel!r}, the model's parameters say "
-                      f"kernel={self.kernel!r}")
-        if config.loss_param != loss_param(self.loss, self):
-            raise bad(f"has loss_param={config.loss_param!r}, the model's parameters give "
-                      f"{loss_param(self.loss, self)!r} for loss={self.loss!r}")
-        if config.n_features_in != self.n_features_in_:
-            raise bad(f"has n_features_in={config.n_features_in!r}, the model "
-                      f"{self.n_features_in_}")
-        for name in ("n_blocks", "block_size"):
-            value = getattr(config, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise bad(f"has {name}={value!r}; it must be a positive integer")
-        if config.dtype not in ("float32", "float64"):
-            raise bad(f"has dtype={config.dtype!r}; it must be 'float32' or 'float64'")
-        for name in ("bandwidth", "y_scale"):
-            value = getattr(config, name)
-            if not isinstance(value, (int, float)) or not (0 < value < math.inf):
-                raise bad(f"has {name}={value!r}; it must be a positive finite number")
-        if not isinstance(config.y_shift, (int, float)) or not math.isfinite(config.y_shift):
-            raise bad(f"has y_shift={config.y_shift!r}; it must be a finite number")
-        if (config.x_shift is None) != (config.x_scale is None):
-            raise bad("has only one of x_shift and x_scale; a standardized model has both")
-        for name in ("x_shift", "x_scale"):
-            value = getattr(config, name)
-            if value is None:
-                continue
-            if len(value) != self.n_features_in_ or not all(
-                    isinstance(v, (int, float)) and math.isfinite(v) for v in value):
-                raise bad(f"has {name} of length {len(value)}; it must be "
-                          f"{self.n_features_in_} finite numbers (one per feature)")
-            if name == "x_scale" and min(value) <= 0:
-                raise bad(f"has x_scale {list(value)!r}; every scale must be > 0")
+        """Refuse a saved configuration this estimator could not have written
+        (:func:`~ooc_kernels.families.dsg._saved_config.check_saved_config`)."""
+        check_saved_config(self, config, where)
 
     @classmethod
     def _upgrade_saved(cls, meta: dict, version: int) -> dict:
@@ -637,7 +593,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
                  n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
-                 average=False, max_iter=1000, tol=1e-3, n_iter_no_change=5,
+                 average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, class_weight=None,
                  warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
                  shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
@@ -753,7 +709,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
                  n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
-                 average=False, max_iter=1000, tol=1e-3, n_iter_no_change=5,
+                 average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
                  shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None):
