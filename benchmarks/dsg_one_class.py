@@ -50,14 +50,21 @@ from ooc_kernels.estimators._hyperparams import SHUFFLE_BYTES
 
 
 
+#: Blobs of the inlier mixture (``--clusters``; 1: one Gaussian at the origin).
+CLUSTERS = 4
+
+
 def _centers(d):
+    if CLUSTERS == 1:
+        return np.zeros((1, d))
     rng = np.random.default_rng(123)
-    return rng.uniform(-3, 3, size=(4, d))
+    return rng.uniform(-3, 3, size=(CLUSTERS, d))
 
 
 def mixture(n, d, rng):
     c = _centers(d)
-    return (c[rng.integers(0, 4, n)] + 0.7 * rng.normal(size=(n, d))).astype(np.float32)
+    return (c[rng.integers(0, len(c), n)] + 0.7 * rng.normal(size=(n, d))).astype(
+        np.float32)
 
 
 def write_store(path, n, d, chunk):
@@ -69,10 +76,10 @@ def write_store(path, n, d, chunk):
     return open_zarr_dataset(path)
 
 
-def run_dsg(ds, test, truth, nu, epochs, seed):
+def run_dsg(ds, test, truth, nu, epochs, seed, **params):
     t = time.perf_counter()
     det = ok.DSGOneClassSVM(nu=nu, max_iter=epochs, tol=None, random_state=seed,
-                            progress=False).fit(ds)
+                            progress=False, **params).fit(ds)
     seconds = time.perf_counter() - t
     return seconds, float(roc_auc_score(truth, det.decision_function(test))), det.bandwidth_
 
@@ -80,7 +87,7 @@ def run_dsg(ds, test, truth, nu, epochs, seed):
 def wide_outliers(n, d, factor, rng):
     """Outliers around the inliers' centres, ``factor`` times their spread."""
     c = _centers(d)
-    return (c[rng.integers(0, 4, n)] + factor * 0.7 * rng.normal(size=(n, d))).astype(
+    return (c[rng.integers(0, len(c), n)] + factor * 0.7 * rng.normal(size=(n, d))).astype(
         np.float32)
 
 
@@ -122,10 +129,21 @@ def main(argv=None):
     p.add_argument("--peers", nargs="+", default=None,
                    help="components:nu:learning_rate settings of the peer (--problem wide)")
     p.add_argument("--peer-epochs", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--clusters", type=int, default=4,
+                   help="blobs of the inlier mixture (--problem wide; 1: one Gaussian)")
+    p.add_argument("--median-multiplier", type=float, default=None,
+                   help="DSG's median_multiplier (default: DSG's default); the peer uses "
+                        "the bandwidth DSG derives from it")
     p.add_argument("--json", default=None)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
+    global CLUSTERS
+    CLUSTERS = args.clusters
     suffix = "" if args.problem == "uniform" else "_wide"
+    if args.problem == "wide" and args.clusters != 4:
+        suffix += f"_k{args.clusters}"
+    if args.median_multiplier is not None:
+        suffix += f"_m{args.median_multiplier:g}"
     args.json = args.json or f"benchmarks/results/dsg_one_class{suffix}.json"
     args.out = args.out or f"docs/img/dsg_one_class{suffix}.svg"
     if args.problem == "wide":
@@ -200,7 +218,10 @@ def main_wide(args):
               f"of X (task budget {SHUFFLE_BYTES / 2**20:.0f} MiB)", flush=True)
         sigma = None
         for e in args.epochs:
-            runs = [run_dsg(ds, test, truth, args.nu, e, s) for s in range(args.repeats)]
+            params = {} if args.median_multiplier is None else {
+                "median_multiplier": args.median_multiplier}
+            runs = [run_dsg(ds, test, truth, args.nu, e, s, **params)
+                    for s in range(args.repeats)]
             sigma = runs[0][2]
             summary["dsg"][str(e)] = _median(runs)
             print(f"DSG {e} ep: {summary['dsg'][str(e)]['seconds']:.1f} s AUC "

@@ -245,6 +245,51 @@ def test_lazy_and_zarr_input_equal_in_memory(tmp_path):
     np.testing.assert_array_equal(dec.compute(), ref.decision_function(X))
 
 
+# --------------------------------------------------------------------------- cost
+def test_quantile_pass_scores_with_one_blas_thread(monkeypatch):
+    """The offset pass runs its chunk tasks in Dask's worker threads; OpenBLAS ignores a
+    thread limit entered inside such a thread, so the fit must hold it in the driving one
+    (else BLAS threads spin against the tasks: the pass took 10 times longer than an
+    epoch)."""
+    from threadpoolctl import threadpool_info
+
+    from ooc_kernels.families.dsg import one_class
+
+    if max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas") < 2:
+        pytest.skip("BLAS runs one thread here already")
+    seen = []
+    score = one_class._chunk_scores
+
+    def spy(*args):
+        seen.append(max(i["num_threads"] for i in threadpool_info()
+                        if i["user_api"] == "blas"))
+        return score(*args)
+
+    monkeypatch.setattr(one_class, "_chunk_scores", spy)
+    X = _mixture(800, np.random.default_rng(2))
+    ok.DSGOneClassSVM(nu=0.2, n_features=256, max_iter=1, tol=None, chunk_size=200,
+                      random_state=0, scheduler="threads", progress=False).fit(X)
+    assert seen == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_median_bandwidth_is_the_median_distance_of_the_standardized_rows(weighted):
+    """``bandwidth_`` is ``median_multiplier`` times the (row-weighted) median pairwise
+    distance of the standardized rows (all of them below 2000 rows), computed here from
+    the distances themselves."""
+    from scipy.spatial.distance import pdist
+
+    rng = np.random.default_rng(4)
+    X = _mixture(300, rng)
+    w = rng.integers(1, 4, len(X)).astype(float) if weighted else np.ones(len(X))
+    det = ok.DSGOneClassSVM(nu=0.2, n_features=256, max_iter=1, tol=None,
+                            median_multiplier=0.7, **FAST)
+    det.fit(X, sample_weight=w if weighted else None)
+    Xr = np.repeat(X, w.astype(int), axis=0)       # integer weights: copies of the rows
+    Z = (Xr - Xr.mean(0)) / Xr.std(0)
+    assert det.bandwidth_ == pytest.approx(0.7 * np.median(pdist(Z)), rel=1e-12)
+
+
 # --------------------------------------------------------------------------- bad input
 def test_unknown_offset_rule_is_refused():
     X = np.random.default_rng(0).normal(size=(50, 2))

@@ -29,6 +29,7 @@ import numpy as np
 from sklearn.base import OutlierMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels._checks import non_finite_error
 from ooc_kernels._seeds import derive_seed
@@ -352,9 +353,11 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             **self._standardization(sample, None, "novelty", w))
         seen = _standardized(base, sample)
         if self.bandwidth == "median":
+            # unit weights: the plain median (a partition) is the weighted one, exactly
             bandwidth = median_heuristic(seen, self.median_multiplier,
                                          random_state=derive_seed(self.random_seed_, 4)
-                                         % 2**32, sample_weight=w)
+                                         % 2**32,
+                                         sample_weight=None if (w == 1).all() else w)
         else:
             bandwidth = float(self.bandwidth)
         eigenvalue = growth_step_eigenvalue(
@@ -407,7 +410,11 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         payload = dask.delayed((self._config, state), traverse=False)
         parts = [dask.delayed(_chunk_scores)(x, w, payload, keep, seed, i)
                  for i, (x, w) in enumerate(zip(blocks, weights))]
-        pieces = dask.compute(*parts, scheduler=local_scheduler(sched))
+        # the driving process holds one BLAS thread for the pass, as the engine does for the
+        # epochs: a limit entered inside a worker thread does not reach OpenBLAS, whose
+        # threads then spin against the tasks' on shared cores (10 times slower)
+        with single_threaded_blas():
+            pieces = dask.compute(*parts, scheduler=local_scheduler(sched))
         scores = np.concatenate([p[0] for p in pieces])
         w = np.concatenate([p[1] for p in pieces])
         if not len(scores) or not w.sum() > 0:  # nothing to place it on: the paper's tau
