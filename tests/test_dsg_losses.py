@@ -267,6 +267,21 @@ def test_average_auto_averages_the_losses_whose_last_iterate_stays_noisy(loss, a
     assert make(average=True)._config.average == 1
 
 
+@pytest.mark.parametrize("loss", ["huber", "epsilon_insensitive", "quantile"])
+def test_average_auto_keeps_the_last_iterate_when_an_epoch_is_one_step(loss):
+    """With every row in one mini-batch the steps are full-gradient steps still improving
+    when the fit stops: ``"auto"`` keeps the last iterate there (scikit-learn's
+    ``check_regressors_train`` problem: 200 rows, the default batch of 256), and averages
+    as soon as an epoch holds two steps."""
+    X = np.random.default_rng(5).normal(size=(40, 2))
+    kw = dict(n_features=32, block_size=16, max_iter=1, tol=None, bandwidth=1.0,
+              random_state=0, scheduler="sync", progress=False)
+    one_step = ok.DSGRegressor(loss=loss, batch_size=64, **kw).fit(X, X[:, 0])
+    two_steps = ok.DSGRegressor(loss=loss, batch_size=32, **kw).fit(X, X[:, 0])
+    assert one_step._config.average == 0 and one_step._state.avg is None
+    assert two_steps._config.average == 1 and two_steps._state.avg is not None
+
+
 @pytest.mark.slow
 def test_bandwidth_trials_of_a_robust_loss_are_scored_with_that_loss(monkeypatch):
     """On corrupted labels the bandwidth trials of epsilon-insensitive, scored with the

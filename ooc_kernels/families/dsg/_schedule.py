@@ -34,8 +34,8 @@ and keeps the largest.  The full phase, which estimates the kernel with every bl
 a smaller top eigenvalue, so the step stays stable there.
 
 ``average="auto"`` predicts with the averaged iterate (Polyak-Ruppert, the setting of
-Corollary 13) for the losses of :data:`AVERAGED_LOSSES` and with the last iterate for the
-others.  The theory of Dai et al. (Assumption B, spec 6.1) needs a Lipschitz derivative;
+Corollary 13) for the losses of :data:`AVERAGED_LOSSES` when an epoch holds more than one
+mini-batch step, and with the last iterate for the others (and for data of one batch).  The theory of Dai et al. (Assumption B, spec 6.1) needs a Lipschitz derivative;
 the epsilon-insensitive and quantile losses have none (their derivative jumps by 1 at the
 kink, whatever the residual), and huber's gradient on an outlier stays at ``epsilon``
 however far the outlier is.  With steps of ``theta / (t + t0)``, ``t0`` large, a fit of a
@@ -60,10 +60,13 @@ Examples
 (True, True, False)
 >>> resolve_average("auto", "quantile"), resolve_average("auto", "squared")
 (True, False)
+>>> resolve_average("auto", "quantile", steps_per_epoch=1)
+False
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -87,11 +90,18 @@ CURVATURE = {name: get_loss(name).curvature for name in losses_for("dsg")}
 AVERAGED_LOSSES = frozenset({"huber", "epsilon_insensitive", "quantile"})
 
 
-def resolve_average(average, loss: str):
+def resolve_average(average, loss: str, steps_per_epoch: int | None = None):
     """``average`` with ``"auto"`` resolved for ``loss``: True for the losses of
-    :data:`AVERAGED_LOSSES`, False otherwise; any other value is returned as it is."""
+    :data:`AVERAGED_LOSSES` when an epoch holds more than one mini-batch step (or when the
+    number of steps is not given), False otherwise; any other value is returned as it is.
+
+    With one step per epoch every step sees every row: the steps are full (sub)gradient
+    steps whose iterates still improve when the fit stops, and their mean trails the last
+    one (scikit-learn's ``check_regressors_train``, 200 rows and one batch: R^2 0.53
+    averaged against 0.70 for the last iterate with the quantile loss)."""
     if isinstance(average, str) and average == "auto":
-        return loss in AVERAGED_LOSSES
+        many_steps = steps_per_epoch is None or steps_per_epoch > 1
+        return loss in AVERAGED_LOSSES and many_steps
     return average
 
 
@@ -299,7 +309,8 @@ def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
     else:  # constant
         theta = step if eta0 == "auto" else float(eta0)
         t0_value, first, rate = 0.0, theta, "constant"
-    average = resolve_average(average, loss)
+    average = resolve_average(average, loss,
+                              steps_per_epoch=math.ceil(n_samples / int(batch_size)))
     if average is True:
         start = 1
     elif average is False or average == 0:
