@@ -80,8 +80,8 @@ _GP_CONSTRAINTS.update({
 # the shared DSG documentation, without alpha (here: noise / n_samples)
 _ALPHA_DOC = _PARAMS_DOC[_PARAMS_DOC.index("    alpha : "):_PARAMS_DOC.index("    n_features : ")]
 _GP_PARAMS_DOC = _PARAMS_DOC.replace(_ALPHA_DOC, "").replace(
-    "Predict with the averaged iterate", "(default True here) Predict with the averaged "
-    "iterate")
+    'average : bool, int or "auto", default="auto"', "average : bool, int or \"auto\", "
+    "default=True")
 
 
 @register_estimator
