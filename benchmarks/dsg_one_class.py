@@ -23,6 +23,15 @@ for the passes of ``--peer-epochs``; results go to ``..._wide.json`` / ``..._wid
         --epochs 1 2 4 --peers 256:0.1:optimal 1024:0.1:optimal 1024:0.1:constant@0.01 \
         --peer-epochs 1 2 --repeats 3
 
+``--clusters 1`` makes the inliers one Gaussian at the origin (outliers: the same Gaussian,
+``--wide`` times wider); ``--median-multiplier`` sets DSG's ``median_multiplier`` (the peer
+uses the bandwidth DSG derives, so both keep the same kernel).  Either adds a suffix to the
+output names (``_k1``, ``_m0.25``)::
+
+    python benchmarks/dsg_one_class.py --problem wide --n 140000 --d 16 --chunk-size 10000 \
+        --epochs 1 --median-multiplier 0.25 --peers 256:0.1:optimal 1024:0.1:optimal \
+        --peer-epochs 1 --repeats 3
+
 Each configuration runs ``--repeats`` times (different seeds); the medians are reported and
 written to ``benchmarks/results/dsg_one_class.json``, and the figure (AUC against time) to
 ``docs/img/dsg_one_class.svg``.  Run from the repository root::

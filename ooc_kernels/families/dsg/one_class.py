@@ -176,6 +176,10 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         Used by ``bandwidth="median"``.  0.5 puts sigma near scikit-learn's
         ``gamma="scale"`` on standardized data (``sigma^2 = d / 2``, where the median
         distance of standardized Gaussian rows is about ``sqrt(2 d)``).
+        On clustered data the median distance is one between clusters, and a smaller
+        multiplier ranks novelties better (0.25 against 0.5: ROC AUC 0.79 against 0.74 on
+        four blobs in 16-D) while on one round cluster it ranks them worse (0.76 against
+        0.81); see docs/machines/one_class.md.
     standardize : bool, default=True
         The model sees every feature centred and scaled to unit variance (moments of the
         sampled rows, folded into the random features).
