@@ -5,14 +5,14 @@ Two problems, both written by the package's own generators (``ok.make_dataset``;
 downloaded):
 
 * ``synthetic_krr_2d`` (``--krr-n`` rows, 16 chunks): squared loss, ``alpha = 1e-3``,
-  ``gamma_t = 2000 / (t + 1000)`` (the issue's setting); the error is the distance
+  ``gamma_t = 2000 / (t + 1000)``; the error is the distance
   ``mean_i (f(x_i) - f*(x_i))^2`` over the training rows to the exact kernel ridge solution
   ``f*`` of the same objective (same standardization, bandwidth and ``alpha``), solved
   directly.  ``--bandwidth`` picks the kernel (default: the estimator's ``"auto"``).
 * ``digits_deformed`` (``--digits-n`` training rows, chunks of 500; a test split of
   ``--digits-test`` rows): the estimator's defaults (softmax loss), test accuracy.
 
-A third problem, not one of the issue's, checks the scheme on data it was not chosen on
+A third problem, not one of the two defaults, checks the scheme on data it was not chosen on
 (``--problems nonlinear_binary``): ``nonlinear_binary`` (``--binary-n`` rows in 20 chunks, a
 test split of ``--binary-test`` rows), ``DSGClassifier`` defaults with ``--binary-loss``
 (logistic or hinge), test accuracy.
@@ -178,7 +178,7 @@ def binary_problem(args, seed: int, folder: Path):
 
 PROBLEMS = {"synthetic_krr_2d": krr_problem, "digits_deformed": digits_problem,
             "nonlinear_binary": binary_problem}
-#: The issue's two problems: what runs without ``--problems``.
+#: The two default problems: what runs without ``--problems``.
 DEFAULT_PROBLEMS = ("synthetic_krr_2d", "digits_deformed")
 
 
