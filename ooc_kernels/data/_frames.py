@@ -162,7 +162,9 @@ def non_numeric_frame_error(X: Any) -> ValidationError | None:
     )
 
 def _frame_y(y: Any) -> Any:
-    """A Dask Series of targets whose ``.values`` are a NumPy array (lazy), else an error."""
+    """A Dask Series of targets whose ``.values`` are a NumPy array (lazy), else an error.
+
+    Nothing is computed here: the Series stays lazy, one partition per chunk."""
     if _dask_frame_kind(y) == "frame":
         if len(y.columns) != 1:
             raise ValidationError(

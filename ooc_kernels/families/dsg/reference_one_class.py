@@ -51,7 +51,7 @@ def paper_one_class(X, *, seed, bandwidth, n_steps, eta0, t0, nu):
     """
     from ooc_kernels.features.rbf import block_params
 
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)  # the caller's few in-memory rows (a replay oracle)
     d = X.shape[1]
     omegas, phases, alphas, tau = [], [], [], 0.0
 
