@@ -1,0 +1,30 @@
+"""Online kernel regression with projections (Jezequel, Gaillard, Rudi 2019): PKAWV.
+
+Kernel-AWV (the online kernel ridge forecaster of Azoury, Warmuth and Vovk) projected on a
+finite basis: the Gaussian kernel's Taylor basis, a Nystrom dictionary grown online by
+KORS, or a dictionary chosen beforehand.  Its modules:
+
+``taylor``, ``kernels_taylor``
+    The Gaussian kernel's Taylor basis (``C(M + d, M)`` features) and its numba kernel.
+
+Examples
+--------
+>>> from ooc_kernels.families.pkawv.taylor import TaylorBasis
+>>> TaylorBasis(n_features_in=2, degree=3, bandwidth=1.0).n_components
+10
+"""
+
+from ooc_kernels._registry import lazy_exports
+
+#: The modules that register this family's solver and estimators (imported by the
+#: registries on their first lookup; importing this package alone stays cheap).
+__registers__ = ()
+
+#: Public names, imported from their module on first use.
+_PUBLIC = {
+    "TaylorBasis": "taylor",
+}
+
+__all__ = sorted(_PUBLIC)
+
+__getattr__ = lazy_exports(__name__, _PUBLIC)
