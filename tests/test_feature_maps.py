@@ -130,7 +130,8 @@ def test_the_input_scale_is_a_per_input_vector():
 
 def test_an_unknown_kernel_is_a_library_error_naming_the_registered_ones():
     with pytest.raises(ValidationError, match=r"unknown kernel 'laplace'; the registered "
-                                              r"kernels are \['rbf'\]"):
+                                              r"kernels are \['arccos', 'cauchy', "
+                                              r"'laplacian', 'matern', 'rbf'\]"):
         get_feature_map("laplace")
     with pytest.raises(InvalidParameterError, match=r"kernel"):
         ok.DSGRegressor(kernel="laplace").fit(np.zeros((4, 2)), np.zeros(4))

@@ -27,15 +27,27 @@ import numpy as np
 from ooc_kernels._jit._cache import njit
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["COS_AFFINE", "NONLINEARITIES", "cos_affine_inplace", "cos_affine_inplace_ref",
-           "features_inplace", "features_inplace_ref", "rff_transform", "rff_transform_ref"]
+__all__ = ["COS_AFFINE", "COS_WIDE", "NONLINEARITIES", "RELU", "RELU_SQUARED", "STEP",
+           "cos_affine_inplace", "cos_affine_inplace_ref", "features_inplace",
+           "features_inplace_ref", "rff_transform", "rff_transform_ref"]
 
 #: Id of the nonlinearity ``scale * cos(P + phase)`` (random Fourier features).
 COS_AFFINE = 0
+#: Id of ``scale * cos(P + phase)`` with libm's full range reduction in every dtype: for
+#: heavy-tailed frequencies (Cauchy, Student-t), whose phases can exceed the float32
+#: polynomial's range.
+COS_WIDE = 1
+#: Id of ``scale * Theta(P + phase)`` (1 where positive, else 0): arc-cosine order 0.
+STEP = 2
+#: Id of ``scale * max(P + phase, 0)``: arc-cosine order 1.
+RELU = 3
+#: Id of ``scale * max(P + phase, 0)^2``: arc-cosine order 2.
+RELU_SQUARED = 4
 #: Every nonlinearity the kernels apply to ``X @ W``, by name: a feature map
 #: (:mod:`ooc_kernels.features.maps`) names its nonlinearity by one of these ids, and
 #: :func:`features_inplace` dispatches on it.
-NONLINEARITIES = {"cos_affine": COS_AFFINE}
+NONLINEARITIES = {"cos_affine": COS_AFFINE, "cos_wide": COS_WIDE, "step": STEP,
+                  "relu": RELU, "relu_squared": RELU_SQUARED}
 
 # 2 pi = _C1 + _C2 + _C3 (Cody-Waite): _C1 has 9 significant bits so k * _C1 is exact.
 _INV_2PI = np.float32(1.0 / (2.0 * math.pi))
@@ -93,6 +105,37 @@ def cos_affine_inplace_ref(P, phase, scale):
 
 
 @njit(cache=True, nogil=True)
+def _pointwise_inplace(kind, P, phase, scale):
+    """``scale * f(P + phase)`` for the ids other than :data:`COS_AFFINE`, computed in
+    float64 and stored in ``P``'s dtype.  Twin: :func:`_pointwise_inplace_ref`."""
+    n, r = P.shape
+    for i in range(n):
+        row = P[i]
+        for k in range(r):
+            x = np.float64(row[k]) + np.float64(phase[k])
+            if kind == COS_WIDE:
+                v = math.cos(x)
+            elif x <= 0.0:
+                v = 0.0
+            elif kind == STEP:
+                v = 1.0
+            elif kind == RELU:
+                v = x
+            else:
+                v = x * x
+            row[k] = scale * v
+
+
+def _pointwise_inplace_ref(kind, P, phase, scale):
+    """Numpy twin of :func:`_pointwise_inplace`."""
+    x = P.astype(np.float64) + phase.astype(np.float64)
+    pos = x > 0.0
+    v = {COS_WIDE: lambda: np.cos(x), STEP: lambda: pos * 1.0,
+         RELU: lambda: np.where(pos, x, 0.0), RELU_SQUARED: lambda: np.where(pos, x * x, 0.0)}
+    P[...] = scale * v[kind]()
+
+
+@njit(cache=True, nogil=True)
 def features_inplace(kind, P, phase, scale):
     """Overwrite ``P = X @ W`` (n, r) with the features of nonlinearity ``kind``.
 
@@ -110,6 +153,8 @@ def features_inplace(kind, P, phase, scale):
     """
     if kind == COS_AFFINE:
         cos_affine_inplace(P, phase, scale)
+    elif kind == COS_WIDE or kind == STEP or kind == RELU or kind == RELU_SQUARED:
+        _pointwise_inplace(kind, P, phase, scale)
     else:
         raise ValidationError("features_inplace: unknown nonlinearity id; the ids are "
                               "the values of ooc_kernels._jit.rff.NONLINEARITIES")
@@ -125,10 +170,12 @@ def features_inplace_ref(kind, P, phase, scale):
     >>> features_inplace_ref(7, np.zeros((1, 1)), np.zeros(1), 1.0)
     Traceback (most recent call last):
     ...
-    ooc_kernels.exceptions.ValidationError: unknown nonlinearity id 7; the ids are {'cos_affine': 0}
+    ooc_kernels.exceptions.ValidationError: unknown nonlinearity id 7; the ids are {'cos_affine': 0, 'cos_wide': 1, 'step': 2, 'relu': 3, 'relu_squared': 4}
     """
     if kind == COS_AFFINE:
         cos_affine_inplace_ref(P, phase, scale)
+    elif kind in (COS_WIDE, STEP, RELU, RELU_SQUARED):
+        _pointwise_inplace_ref(kind, P, phase, scale)
     else:
         raise ValidationError(f"unknown nonlinearity id {kind!r}; the ids are {NONLINEARITIES}")
 

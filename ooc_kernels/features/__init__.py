@@ -23,6 +23,9 @@ from ooc_kernels.features.maps import (
     FeatureMap,
     available_kernels,
     get_feature_map,
+    kernel_function,
+    kernel_settings,
+    kernel_spec,
 )
 from ooc_kernels.features.rbf import (
     block_params,
@@ -39,6 +42,9 @@ __all__ = [
     "FeatureMap",
     "available_kernels",
     "get_feature_map",
+    "kernel_function",
+    "kernel_settings",
+    "kernel_spec",
     "block_cache_key",
     "block_params",
     "default_cache",

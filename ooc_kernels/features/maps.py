@@ -24,21 +24,26 @@ Examples
 >>> import numpy as np
 >>> from ooc_kernels.features.maps import get_feature_map, available_kernels
 >>> available_kernels()
-['rbf']
+['arccos', 'cauchy', 'laplacian', 'matern', 'rbf']
 >>> rbf = get_feature_map("rbf")
 >>> rbf.input_scale(2.0, 3).tolist()
 [2.0, 2.0, 2.0]
 >>> W, phase = rbf.block(seed=1, block_id=0, n_features_in=3, block_size=4, bandwidth=2.0)
 >>> W.shape, phase.shape
 ((3, 4), (4,))
+>>> get_feature_map("matern(nu=2.5)").name
+'matern(nu=2.5)'
 >>> get_feature_map("laplace")
 Traceback (most recent call last):
 ...
-ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['rbf']
+ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'laplacian', 'matern', 'rbf']
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,7 +53,27 @@ from ooc_kernels._jit.rff import COS_AFFINE, NONLINEARITIES
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features import rbf
 
-__all__ = ["FEATURE_MAPS", "GAUSSIAN", "FeatureMap", "available_kernels", "get_feature_map"]
+__all__ = ["FEATURE_MAPS", "GAUSSIAN", "FeatureMap", "KernelParam", "available_kernels",
+           "get_feature_map", "kernel_function", "kernel_settings", "kernel_spec"]
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """A parameter of a kernel of the table other than its bandwidth (``kernel_params``).
+
+    Parameters
+    ----------
+    name : str
+        The key in ``kernel_params``.
+    values : tuple
+        The values it may take (each with its own exact form and sampler).
+    default
+        Its value when ``kernel_params`` does not give one.
+    """
+
+    name: str
+    values: tuple
+    default: object
 
 
 @dataclass(frozen=True)
@@ -76,6 +101,12 @@ class FeatureMap:
         ``feature_scale(block_size)``: the normalisation of a block.
     params : tuple of str
         The map's parameters, as the fields of ``DSGConfig`` that hold them.
+    kernel_params : tuple of KernelParam
+        The kernel's other parameters (``kernel_params=`` of the estimators); a map with
+        some is a table row, and ``bind`` makes the map of one setting of them, named
+        ``"<row>(<param>=<value>,...)"`` (the name saved with a model).
+    bind : callable, optional
+        ``bind(**values) -> FeatureMap`` for a row with ``kernel_params``.
     """
 
     name: str
@@ -85,6 +116,8 @@ class FeatureMap:
     exact: Callable
     feature_scale: Callable[[int], float]
     params: tuple[str, ...] = ("bandwidth",)
+    kernel_params: tuple[KernelParam, ...] = ()
+    bind: Callable | None = None
 
     def __post_init__(self):
         if self.nonlinearity not in NONLINEARITIES.values():
@@ -184,8 +217,58 @@ GAUSSIAN = FeatureMap(
     feature_scale=rbf.feature_scale,
 )
 
+def _spectral_map(name, description, nonlinearity, sampler, exact, sampler_params=None,
+                  exact_params=None):
+    """A map whose blocks come from a sampler of :mod:`ooc_kernels.features.spectral`
+    (``sampler_params``, ``exact_params``: the values of its kernel parameters that the
+    sampler and the exact kernel take)."""
+    from ooc_kernels.features import spectral
+
+    sample = functools.partial(sampler, **sampler_params) if sampler_params else sampler
+
+    def writer(seed, n_features_in, block_size, input_scale, dtype, affine):
+        return spectral.SpectralWriter(sample, seed, n_features_in, block_size, input_scale,
+                                       dtype, affine)
+
+    return FeatureMap(name=name, description=description, nonlinearity=nonlinearity,
+                      writer=writer,
+                      exact=functools.partial(exact, **exact_params) if exact_params else exact,
+                      feature_scale=rbf.feature_scale)
+
+
+def _table_rows() -> list[FeatureMap]:
+    from ooc_kernels._jit.rff import COS_WIDE, RELU, RELU_SQUARED, STEP
+    from ooc_kernels.features import spectral as sp
+
+    def matern(nu):
+        return _spectral_map(
+            f"matern(nu={nu!r})", f"Matern kernel, nu={nu}, length scale bandwidth",
+            COS_WIDE if nu < 2 else COS_AFFINE, sp.matern_block, sp.matern_kernel,
+            sampler_params={"nu": nu}, exact_params={"nu": nu})
+
+    def arccos(order):
+        return _spectral_map(
+            f"arccos(order={order!r})", f"arc-cosine kernel of order {order} on x / bandwidth",
+            (STEP, RELU, RELU_SQUARED)[order], sp.arccos_block, sp.arccos_kernel,
+            exact_params={"order": order})
+
+    laplacian = _spectral_map("laplacian", "Laplacian kernel exp(-||x - x'||_1 / bandwidth)",
+                              COS_WIDE, sp.laplacian_block, sp.laplacian_kernel)
+    cauchy = _spectral_map("cauchy", "Cauchy kernel prod_i 1 / (1 + (x_i - x'_i)^2 / "
+                           "bandwidth^2)", COS_AFFINE, sp.cauchy_block, sp.cauchy_kernel)
+    rows = [laplacian, cauchy]
+    for name, param, make in (("matern", KernelParam("nu", sp.MATERN_NUS, 1.5), matern),
+                              ("arccos", KernelParam("order", sp.ARCCOS_ORDERS, 1), arccos)):
+        default = make(param.default)
+        rows.append(dataclasses.replace(default, name=name, kernel_params=(param,),
+                                        bind=functools.lru_cache(maxsize=None)(
+                                            lambda make=make, p=param.name, **kw: make(kw[p]))))
+    return rows
+
+
 #: Every registered feature map by name (the estimators' ``kernel`` options).
 FEATURE_MAPS: dict[str, FeatureMap] = {GAUSSIAN.name: GAUSSIAN}
+FEATURE_MAPS.update((fmap.name, fmap) for fmap in _table_rows())
 
 
 def available_kernels() -> list[str]:
@@ -200,20 +283,162 @@ def available_kernels() -> list[str]:
     return sorted(FEATURE_MAPS)
 
 
+def kernel_settings() -> list[str]:
+    """Every kernel of the table with every value of its parameters, as :func:`kernel_spec`
+    names them (what the tests and the Monte Carlo benchmark run over).
+
+    Examples
+    --------
+    >>> from ooc_kernels.features.maps import kernel_settings
+    >>> kernel_settings()[:4]
+    ['arccos(order=0)', 'arccos(order=1)', 'arccos(order=2)', 'cauchy']
+    """
+    out = []
+    for name in available_kernels():
+        row = FEATURE_MAPS[name]
+        if not row.kernel_params:
+            out.append(name)
+            continue
+        (param,) = row.kernel_params
+        out.extend(kernel_spec(name, {param.name: v}) for v in param.values)
+    return out
+
+
+def _allowed(row: FeatureMap) -> str:
+    if not row.kernel_params:
+        return f"kernel={row.name!r} takes no kernel_params"
+    return "; ".join(f"{p.name!r} in {list(p.values)}" for p in row.kernel_params)
+
+
+def kernel_spec(kernel, kernel_params=None) -> str:
+    """The name of the map of ``kernel`` (a registered name) with ``kernel_params`` (a dict,
+    or None for the defaults): the row's name, followed by every parameter's value for a
+    row with parameters.  This is the ``kernel`` an estimator saves with its model.
+
+    Raises
+    ------
+    ValidationError
+        Naming the unknown kernel, the unknown parameter or the value out of range, with the
+        allowed ones.
+
+    Examples
+    --------
+    >>> from ooc_kernels.features.maps import kernel_spec
+    >>> kernel_spec("rbf"), kernel_spec("matern"), kernel_spec("arccos", {"order": 2})
+    ('rbf', 'matern(nu=1.5)', 'arccos(order=2)')
+    >>> kernel_spec("matern", {"nu": 0.7})
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: kernel_params={'nu': 0.7} is not valid for kernel='matern': 'nu' must be one of [0.5, 1.5, 2.5]; got 0.7
+    """
+    row = FEATURE_MAPS.get(kernel) if isinstance(kernel, str) else None
+    if row is None:
+        raise ValidationError(
+            f"unknown kernel {kernel!r}; the registered kernels are {available_kernels()}")
+    if kernel_params is None:
+        kernel_params = {}
+    if not isinstance(kernel_params, dict):
+        raise ValidationError(f"kernel_params must be a dict or None; got {kernel_params!r}")
+    names = {p.name: p for p in row.kernel_params}
+    for key, value in kernel_params.items():
+        p = names.get(key)
+        if p is None:
+            raise ValidationError(
+                f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: unknown "
+                f"parameter {key!r}; {_allowed(row)}")
+        if isinstance(value, bool) or value not in p.values:
+            raise ValidationError(
+                f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: "
+                f"{key!r} must be one of {list(p.values)}; got {value!r}")
+    if not row.kernel_params:
+        return row.name
+    values = {p.name: type(p.default)(kernel_params.get(p.name, p.default))
+              for p in row.kernel_params}
+    return f"{row.name}(" + ",".join(f"{k}={v!r}" for k, v in values.items()) + ")"
+
+
+_SPEC = re.compile(r"^(\w+)\((.*)\)$")
+
+
+@functools.lru_cache(maxsize=256)
+def _bound_map(spec: str) -> FeatureMap | None:
+    match = _SPEC.match(spec)
+    if match is None or match.group(1) not in FEATURE_MAPS:
+        return None
+    row = FEATURE_MAPS[match.group(1)]
+    params = {}
+    for item in filter(None, match.group(2).split(",")):
+        key, _, text = item.partition("=")
+        p = next((p for p in row.kernel_params if p.name == key), None)
+        value = None if p is None else next((v for v in p.values if repr(v) == text), None)
+        if value is None:
+            return None
+        params[key] = value
+    if row.bind is None or kernel_spec(row.name, params) != spec:
+        return None
+    return row.bind(**params)
+
+
 def get_feature_map(kernel) -> FeatureMap:
-    """The feature map of ``kernel`` (a registered name, or a :class:`FeatureMap`).
+    """The feature map of ``kernel``: a registered name (a row with parameters at their
+    defaults), a name with parameters as :func:`kernel_spec` writes it, or a
+    :class:`FeatureMap`.
 
     Examples
     --------
     >>> from ooc_kernels.features.maps import get_feature_map, GAUSSIAN
     >>> get_feature_map("rbf") is GAUSSIAN, get_feature_map(GAUSSIAN) is GAUSSIAN
     (True, True)
+    >>> get_feature_map("arccos(order=0)").description
+    'arc-cosine kernel of order 0 on x / bandwidth'
     """
     if isinstance(kernel, FeatureMap):
         return kernel
-    fmap = FEATURE_MAPS.get(kernel) if isinstance(kernel, str) else None
+    fmap = None
+    if isinstance(kernel, str):
+        fmap = FEATURE_MAPS.get(kernel)
+        if fmap is not None and fmap.kernel_params:
+            fmap = _bound_map(kernel_spec(kernel))
+        elif fmap is None:
+            fmap = _bound_map(kernel)
     if fmap is None:
         raise ValidationError(
             f"unknown kernel {kernel!r}; the registered kernels are {available_kernels()}"
         )
     return fmap
+
+
+def kernel_function(name, **params):
+    """The exact kernel ``k(X, Y)`` of a row of the table, as a function of two arrays.
+
+    Parameters
+    ----------
+    name : str
+        A registered kernel (:func:`available_kernels`).
+    **params
+        ``bandwidth`` (a positive number, or one per input column; default 1.0) and the
+        row's ``kernel_params`` (``nu`` for ``"matern"``, ``order`` for ``"arccos"``).
+
+    Returns
+    -------
+    callable
+        ``k(X, Y) -> ndarray (n, m)`` in float64, for a few rows (it holds the whole Gram
+        matrix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import ooc_kernels as ok
+    >>> k = ok.features.kernel_function("matern", nu=0.5, bandwidth=2.0)
+    >>> k(np.zeros((1, 1)), np.array([[2.0]])).round(4).tolist()
+    [[0.3679]]
+    """
+    bandwidth = params.pop("bandwidth", 1.0)
+    fmap = get_feature_map(kernel_spec(name, params))
+    fmap.input_scale(bandwidth, np.size(bandwidth))  # checks it once, early
+
+    def k(X, Y):
+        return fmap.gram(X, Y, bandwidth, np.float64)
+
+    k.__doc__ = f"The exact {fmap.description} (bandwidth={bandwidth!r})."
+    return k
