@@ -48,7 +48,8 @@ _LAZY = {
 #: The registered estimator classes (looked up in the registry on first use); a test checks
 #: that this lists every one of them.
 _ESTIMATORS = ("DSGClassifier", "DSGRegressor", "DSGDensityRatio", "DSGOneClassSVM",
-               "DSGGaussianProcessRegressor", "DSPDCClassifier", "DSPDCRegressor")
+               "DSGGaussianProcessRegressor", "DSPDCClassifier", "DSPDCRegressor",
+               "ProjectedKernelRidge")
 
 __all__ = ["__version__", "OocKernelsError", *_ESTIMATORS, *sorted(_LAZY)]
 

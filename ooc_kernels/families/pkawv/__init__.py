@@ -6,6 +6,11 @@ KORS, or a dictionary chosen beforehand.  Its modules:
 
 ``taylor``, ``kernels_taylor``
     The Gaussian kernel's Taylor basis (``C(M + d, M)`` features) and its numba kernel.
+``nystrom_fixed``
+    The Nystrom embedding of a dictionary chosen beforehand, and its out-of-core draw.
+``batch``
+    :class:`ProjectedKernelRidge`: ``Phi^T Phi`` and ``Phi^T y`` reduced across chunks,
+    then one exact solve.
 
 Examples
 --------
@@ -18,11 +23,13 @@ from ooc_kernels._registry import lazy_exports
 
 #: The modules that register this family's solver and estimators (imported by the
 #: registries on their first lookup; importing this package alone stays cheap).
-__registers__ = ()
+__registers__ = ("ooc_kernels.families.pkawv.batch",)
 
 #: Public names, imported from their module on first use.
 _PUBLIC = {
     "TaylorBasis": "taylor",
+    "FixedNystromBasis": "nystrom_fixed",
+    "ProjectedKernelRidge": "batch",
 }
 
 __all__ = sorted(_PUBLIC)

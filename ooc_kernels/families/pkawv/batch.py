@@ -1,0 +1,425 @@
+"""Projected kernel ridge regression, out of core: ``Phi^T Phi`` and ``Phi^T y`` reduced
+across chunks, then one exact solve.
+
+:class:`ProjectedKernelRidge` fits the batch form of the paper's projected forecaster (its
+"Projected-KRR" of the i.i.d. experiments): with a finite feature map ``phi`` whose inner
+products approximate the Gaussian kernel,
+
+    ``w = argmin_w  sum_i s_i (y_i - w . phi(x_i))^2 + alpha ||w||^2``
+    ``  = (Phi^T S Phi + alpha I)^{-1} Phi^T S y``,
+
+``s_i`` the sample weights (1 by default).  ``alpha`` is the paper's ``lambda`` on the sum
+of the squared errors, as in scikit-learn's ``KernelRidge``.  Every chunk task computes its
+rows' features by tiles and returns its share of ``Phi^T S Phi`` (``r x r``) and ``Phi^T S
+y`` (``r``); the engine sums the shares of a round in its fixed tree and adds them to the
+state; the finishing step solves the ``r x r`` system once, by Cholesky.  The sums do not
+depend on the order of the rows, so any number of chunks, any ``chunks_per_round`` and any
+scheduler give the same model up to the rounding of the sums (bit for bit for a given
+``chunks_per_round``).
+
+The bases (``basis``):
+
+``"taylor"``
+    The Gaussian kernel's Taylor basis of degree ``M``
+    (:class:`~ooc_kernels.families.pkawv.taylor.TaylorBasis`, ``C(M + d, M)`` features,
+    orthonormal in the RKHS), expanded around ``center_``.
+``"nystrom-fixed"``
+    The Nystrom embedding of ``n_components`` rows drawn uniformly from the training data
+    before the statistics pass
+    (:class:`~ooc_kernels.families.pkawv.nystrom_fixed.FixedNystromBasis`).
+
+Examples
+--------
+>>> import numpy as np
+>>> import ooc_kernels as ok
+>>> rng = np.random.default_rng(0)
+>>> X = rng.uniform(-1, 1, size=(500, 2))
+>>> y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2
+>>> model = ok.ProjectedKernelRidge(degree=4, scheduler="sync").fit(X, y)
+>>> model.n_components_                                    # C(4 + 2, 4)
+15
+>>> bool(model.score(X, y) > 0.99)
+True
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import RegressorMixin
+
+from ooc_kernels._capabilities import Capabilities
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators.base import (
+    BASE_CONSTRAINTS,
+    BASE_PARAMS_DOC,
+    ChunkedEstimator,
+    ChunkedRegressorMixin,
+)
+from ooc_kernels.exceptions import InvalidDataError, ModelFormatError, ValidationError
+from ooc_kernels.families.pkawv.nystrom_fixed import FixedNystromBasis, sample_dictionary
+from ooc_kernels.families.pkawv.taylor import TaylorBasis
+from ooc_kernels.families.pkawv.taylor import n_components as taylor_size
+from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.parallel.sampling import sample_rows
+
+__all__ = ["ProjectedKernelRidge", "CenteredBasis", "basis_statistics", "MAX_COMPONENTS"]
+
+#: The most features a model may have: the statistics are an ``r x r`` float64 matrix per
+#: task of a round (10,000 features: 800 MB each).
+MAX_COMPONENTS = 10_000
+#: Rows whose features are computed at once in a chunk task.
+TILE_ROWS = 4096
+#: Rows drawn (from up to 8 chunks) for the median bandwidth and the Taylor centre.
+SETUP_ROWS = 2000
+_STATS = ("gram", "rhs", "n_rows", "weight_sum", "n_skipped")
+
+
+class CenteredBasis:
+    """A feature map applied to ``X - center`` (the Taylor basis expanded around
+    ``center``: the Gaussian kernel is translation invariant, so the kernel it approximates
+    is the same; the truncation error shrinks with the rows' distance to the centre)."""
+
+    def __init__(self, basis, center):
+        self.basis = basis
+        self.center = np.asarray(center, dtype=np.float64)
+
+    @property
+    def n_components(self) -> int:
+        return self.basis.n_components
+
+    def transform(self, X) -> np.ndarray:
+        return self.basis.transform(np.asarray(X, dtype=np.float64) - self.center)
+
+
+def basis_statistics(basis, X, y, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(Phi^T S Phi, Phi^T S y)`` of the rows of ``X``, float64, the features computed by
+    tiles of :data:`TILE_ROWS` rows (memory: one tile's features).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels.families.pkawv.taylor import TaylorBasis
+    >>> basis = TaylorBasis(1, degree=1, bandwidth=1.0)
+    >>> G, b = basis_statistics(basis, np.zeros((3, 1)), np.ones(3))
+    >>> G.tolist(), b.tolist()                    # phi(0) = (1, 0)
+    ([[3.0, 0.0], [0.0, 0.0]], [3.0, 0.0])
+    """
+    r = basis.n_components
+    gram, rhs = np.zeros((r, r)), np.zeros(r)
+    for lo in range(0, len(X), TILE_ROWS):
+        phi = basis.transform(X[lo:lo + TILE_ROWS])
+        t = np.asarray(y[lo:lo + TILE_ROWS], dtype=np.float64)
+        if sample_weight is not None:
+            w = np.asarray(sample_weight[lo:lo + TILE_ROWS], dtype=np.float64)
+            wphi = phi * w[:, None]
+            gram += wphi.T @ phi
+            rhs += wphi.T @ t
+        else:
+            gram += phi.T @ phi
+            rhs += phi.T @ t
+    return gram, rhs
+
+
+class ProjectedRidgeAlgorithm:
+    """The engine's four methods: each task returns its chunks' statistics, ``combine`` and
+    ``apply`` add them."""
+
+    def __init__(self, basis, on_invalid: str = "error"):
+        self.basis = basis
+        self.on_invalid = on_invalid
+
+    def make_tasks(self, state, info):
+        return list(info.groups)
+
+    def chunk_step(self, state, batch, task):
+        X = np.asarray(batch["X"], dtype=np.float64)  # one group of chunks
+        y = np.asarray(batch["y"], dtype=np.float64)
+        w = batch.get("sample_weight")
+        w = None if w is None else np.asarray(w, dtype=np.float64)
+        finite = np.isfinite(X).all(axis=1) & np.isfinite(y)
+        if w is not None:
+            finite &= np.isfinite(w)
+        skipped = int(len(X) - finite.sum())
+        if skipped and self.on_invalid == "error":
+            row = int(np.flatnonzero(~finite)[0])
+            raise InvalidDataError(
+                f"row {row} of the group of chunks {list(task)} has NaN or inf in X, y or "
+                "sample_weight; remove or impute it, or set on_invalid='skip' to leave such "
+                "rows out.")
+        if skipped:
+            X, y = X[finite], y[finite]
+            w = None if w is None else w[finite]
+        gram, rhs = basis_statistics(self.basis, X, y, w)
+        return {"gram": gram, "rhs": rhs, "n_rows": np.float64(len(X)),
+                "weight_sum": np.float64(len(X) if w is None else w.sum()),
+                "n_skipped": np.float64(skipped)}
+
+    def combine(self, a, b):
+        return {k: a[k] + b[k] for k in _STATS}
+
+    def apply(self, state, delta, info):
+        return {**state, **{k: state[k] + delta[k] for k in _STATS}}
+
+
+def _predict_rows(X, payload):
+    basis, coef = payload
+    X = np.asarray(X, dtype=np.float64)  # one chunk in, its predictions out
+    out = np.empty((len(X), 1))
+    for lo in range(0, len(X), TILE_ROWS):
+        out[lo:lo + TILE_ROWS, 0] = basis.transform(X[lo:lo + TILE_ROWS]) @ coef
+    return out
+
+
+_PARAMS_DOC = """
+    basis : {"taylor", "nystrom-fixed"}, default="taylor"
+        The feature map: the Gaussian kernel's Taylor basis of degree ``degree``
+        (``C(degree + d, degree)`` features), or the Nystrom embedding of ``n_components``
+        training rows drawn uniformly before the statistics pass.
+    degree : int, default=3
+        ``M``, the Taylor basis' largest total degree (``basis="taylor"``).
+    n_components : int, default=1000
+        Rows of the Nystrom dictionary (``basis="nystrom-fixed"``; all the rows when there
+        are fewer).  The features are the dictionary's Gram matrix' eigendirections above
+        ``1e-10`` of its largest eigenvalue (``n_components_`` of them).
+    bandwidth : float or "median", default="median"
+        ``sigma`` of ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))``.  ``"median"``: the
+        median pairwise distance of up to 2000 rows drawn from up to 8 chunks (1.0 when
+        fewer than two distinct rows are drawn).
+    alpha : float, default=1.0
+        ``lambda``, the ridge on ``sum_i s_i (y_i - f(x_i))^2`` (not divided by the number
+        of rows, as in scikit-learn's ``KernelRidge`` and in the paper).
+    center : bool, default=True
+        Expand the Taylor basis around the mean of the rows drawn at setup (``center_``)
+        instead of the origin: the same kernel, a smaller truncation error for data away
+        from the origin.  ``False``: around the origin, as the paper (for data scaled to
+        ``[-1, 1]``).
+    max_iter : int, default=1
+        Passes over the data.  Every pass adds its rows' statistics, as every
+        :meth:`partial_fit` call adds its batch's: a second pass over the same rows counts
+        them twice (the model of rows repeated, i.e. ``alpha`` halved).  One pass is the
+        exact solution.
+""" + BASE_PARAMS_DOC.replace(
+    "chunks_per_round : int, default=1", "chunks_per_round : int, default=4").replace(
+    "shuffle : bool, default=True", "shuffle : bool, default=False")
+
+
+@register_estimator
+class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator):
+    __doc__ = """Kernel ridge regression projected on a finite basis, out of core: one pass
+    of parallel rounds reducing ``Phi^T Phi`` and ``Phi^T y``, then one exact solve.
+
+    See :mod:`ooc_kernels.families.pkawv.batch` and ``docs/machines/projected_kernel_ridge.md``.
+
+    Parameters
+    ----------""" + _PARAMS_DOC + """
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_components_,)
+        ``w``: predictions are ``phi(x) . w``.
+    basis_ : TaylorBasis, CenteredBasis or FixedNystromBasis
+        The feature map ``phi``.
+    n_components_ : int
+        Features of the basis.
+    bandwidth_ : float
+    center_ : ndarray of shape (n_features_in,) or None
+        The Taylor expansion's centre (None for the origin and for the Nystrom basis).
+    dictionary_ : ndarray of shape (m, n_features_in) or None
+        The Nystrom dictionary (None for the Taylor basis).
+    n_samples_seen_, n_samples_skipped_ : int
+        Rows added to the statistics, and rows left out by ``on_invalid="skip"``.
+    n_iter_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import ooc_kernels as ok
+    >>> X = np.random.default_rng(0).uniform(-1, 1, size=(300, 3))
+    >>> y = X[:, 0] * X[:, 1]
+    >>> model = ok.ProjectedKernelRidge(basis="nystrom-fixed", n_components=100,
+    ...                                 random_state=0, scheduler="sync").fit(X, y)
+    >>> bool(model.n_components_ <= 100), bool(model.score(X, y) > 0.9)
+    (True, True)
+    """
+
+    capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
+                                partial_fit=True, tol=False, finishing=True)
+    _parameter_constraints = {
+        **BASE_CONSTRAINTS,
+        "basis": [StrOptions({"taylor", "nystrom-fixed"})],
+        "degree": [Interval(Integral, 0, None, closed="left")],
+        "n_components": [Interval(Integral, 1, MAX_COMPONENTS, closed="both")],
+        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "center": ["boolean"],
+    }
+    _saved_arrays = {"gram": True, "rhs": True, "n_rows": True, "weight_sum": True,
+                     "n_skipped": True, "coef": True, "center": False, "dictionary": False}
+    _finish_after_partial_fit = True
+    _test_params = dict(chunks_per_round=2, degree=2)
+
+    def __init__(self, basis="taylor", *, degree=3, n_components=1000, bandwidth="median",
+                 alpha=1.0, center=True, max_iter=1, chunks_per_round=4, chunk_size=10_000,
+                 shuffle=False, shuffle_chunks="auto", on_invalid="error", random_state=None,
+                 scheduler=None, progress=None):
+        self.basis = basis
+        self.degree = degree
+        self.n_components = n_components
+        self.bandwidth = bandwidth
+        self.alpha = alpha
+        self.center = center
+        self.max_iter = max_iter
+        self.chunks_per_round = chunks_per_round
+        self.chunk_size = chunk_size
+        self.shuffle = shuffle
+        self.shuffle_chunks = shuffle_chunks
+        self.on_invalid = on_invalid
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
+
+    # ------------------------------------------------------------------ fit
+    def _setup_rows(self, data, sched) -> np.ndarray:
+        rows = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8,
+                           seed=derive_seed(self.random_seed_, 3), scheduler=sched)
+        return rows[np.isfinite(rows).all(axis=1)].astype(np.float64)
+
+    def _initialize(self, data, sched, classes=None) -> None:
+        d = data.n_features
+        if self.basis == "taylor":
+            r = taylor_size(d, self.degree)
+            if r > MAX_COMPONENTS:
+                raise ValidationError(
+                    f"the Taylor basis of degree {self.degree} in {d} dimensions has {r} "
+                    f"features, more than the {MAX_COMPONENTS} whose {r} x {r} statistics "
+                    "a task may hold; lower degree, or use basis='nystrom-fixed' with "
+                    "n_components <= 10000.")
+        needs_rows = self.bandwidth == "median" or (self.basis == "taylor" and self.center)
+        rows = self._setup_rows(data, sched) if needs_rows else None
+        bandwidth = float(self.bandwidth) if self.bandwidth != "median" else \
+            _median_bandwidth(rows, derive_seed(self.random_seed_, 4))
+        center = None
+        if self.basis == "taylor" and self.center:
+            center = rows.mean(axis=0) if len(rows) else np.zeros(d)
+        dictionary = None
+        if self.basis == "nystrom-fixed":
+            dictionary = sample_dictionary(data.X, self.n_components,
+                                           seed=derive_seed(self.random_seed_, 5),
+                                           scheduler=sched, on_invalid=self.on_invalid)
+        self._build(d, bandwidth, center, dictionary)
+        r = self.basis_.n_components
+        self._state = {"gram": np.zeros((r, r)), "rhs": np.zeros(r), "n_rows": np.float64(0),
+                       "weight_sum": np.float64(0), "n_skipped": np.float64(0),
+                       "coef": np.zeros(r)}
+        self._publish()
+
+    def _build(self, d: int, bandwidth: float, center, dictionary) -> None:
+        self.bandwidth_ = bandwidth
+        self.center_ = None if center is None else np.asarray(center, dtype=np.float64)
+        self.dictionary_ = dictionary
+        if dictionary is not None:
+            self.basis_ = FixedNystromBasis(dictionary, bandwidth)
+        else:
+            taylor = TaylorBasis(d, self.degree, bandwidth)
+            self.basis_ = taylor if center is None else CenteredBasis(taylor, center)
+
+    def _make_algorithm(self) -> ProjectedRidgeAlgorithm:
+        return ProjectedRidgeAlgorithm(self.basis_, self.on_invalid)
+
+    def _finish(self, state, data, sched):
+        """``coef = (Phi^T S Phi + alpha I)^{-1} Phi^T S y`` by Cholesky."""
+        if state["n_rows"] == 0:
+            raise ValidationError(
+                f"{type(self).__name__} read no valid row ({int(state['n_skipped'])} were "
+                "left out as non-finite); give it rows with finite X, y and sample_weight.")
+        a = state["gram"] + self.alpha * np.eye(len(state["rhs"]))
+        try:
+            coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), state["rhs"])
+        except np.linalg.LinAlgError as exc:
+            raise ValidationError(
+                f"Phi^T Phi + alpha I is not numerically positive definite with alpha="
+                f"{self.alpha!r} ({exc}); raise alpha.") from exc
+        return {**state, "coef": coef}
+
+    def _publish(self) -> None:
+        state = self._state
+        self.coef_ = state["coef"]
+        self.n_components_ = int(len(state["rhs"]))
+        self.n_samples_seen_ = int(state["n_rows"])
+        self.n_samples_skipped_ = int(state["n_skipped"])
+
+    # ------------------------------------------------------------------ prediction
+    @property
+    def _n_outputs(self) -> int:
+        return 1
+
+    @staticmethod
+    def _predict_block(X, payload):
+        return _predict_rows(X, payload)
+
+    def _predict_payload(self):
+        return self.basis_, self.coef_
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        out = {k: np.asarray(self._state[k], dtype=np.float64) for k in (*_STATS, "coef")}
+        if self.center_ is not None:
+            out["center"] = self.center_
+        if self.dictionary_ is not None:
+            out["dictionary"] = self.dictionary_
+        return out
+
+    def _fitted_meta(self) -> dict:
+        return {"bandwidth": self.bandwidth_}
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        bandwidth = meta.get("bandwidth")
+        if set(meta) != {"bandwidth"} or isinstance(bandwidth, bool) or \
+                not isinstance(bandwidth, (int, float)) or not 0 < bandwidth < np.inf:
+            raise ModelFormatError(
+                f"{where}: the fitted metadata must be {{'bandwidth': a positive number}}, "
+                f"got {meta!r}; re-save the model or restore it from a backup.")
+        d = self.n_features_in_
+        nystrom = self.basis == "nystrom-fixed"
+        needed = "dictionary" if nystrom else ("center" if self.center else None)
+        extra = {"dictionary", "center"} - {needed}
+        if (needed is not None and needed not in arrays) or extra & set(arrays):
+            raise ModelFormatError(
+                f"{where}: a model with basis={self.basis!r} and center={self.center!r} has "
+                f"the array {needed!r} and not {sorted(extra)}; got {sorted(arrays)}.")
+        center = arrays.get("center")
+        dictionary = arrays.get("dictionary")
+        for name, value, shape in (("center", center, (d,)),
+                                   ("dictionary", dictionary, (None, d))):
+            if value is not None and (value.ndim != len(shape) or value.shape[-1] != d
+                                      or not np.isfinite(value).all()):
+                raise ModelFormatError(
+                    f"{where}: {name} has shape {value.shape} (or non-finite values); a "
+                    f"model of {d} features needs finite values of shape "
+                    f"{'(m, %d)' % d if name == 'dictionary' else (d,)}.")
+        self._build(d, float(bandwidth), center, dictionary)
+        r = self.basis_.n_components
+        state = {k: np.asarray(arrays[k], dtype=np.float64) for k in (*_STATS, "coef")}
+        shapes = {"gram": (r, r), "rhs": (r,), "coef": (r,), "n_rows": (),
+                  "weight_sum": (), "n_skipped": ()}
+        for name, shape in shapes.items():
+            if state[name].shape != shape:
+                raise ModelFormatError(
+                    f"{where}: {name} has shape {state[name].shape}; the basis has {r} "
+                    f"features, so it must have shape {shape}.")
+        state.update({k: np.float64(state[k]) for k in ("n_rows", "weight_sum", "n_skipped")})
+        self._state = state
+        self._publish()
+
+
+def _median_bandwidth(rows: np.ndarray, seed: int) -> float:
+    """The median pairwise distance of ``rows`` (1.0 when it is not positive: fewer than
+    two distinct rows)."""
+    if len(rows) < 2 or not (rows != rows[0]).any():
+        return 1.0
+    return float(median_heuristic(rows, 1.0, random_state=seed % 2**32)) or 1.0
