@@ -49,7 +49,7 @@ _LAZY = {
 #: that this lists every one of them.
 _ESTIMATORS = ("DSGClassifier", "DSGRegressor", "DSGDensityRatio", "DSGOneClassSVM",
                "DSGGaussianProcessRegressor", "DSPDCClassifier", "DSPDCRegressor",
-               "ProjectedKernelRidge")
+               "ProjectedKernelRidge", "OnlineKernelRidge")
 
 __all__ = ["__version__", "OocKernelsError", *_ESTIMATORS, *sorted(_LAZY)]
 

@@ -23,13 +23,15 @@ from ooc_kernels._registry import lazy_exports
 
 #: The modules that register this family's solver and estimators (imported by the
 #: registries on their first lookup; importing this package alone stays cheap).
-__registers__ = ("ooc_kernels.families.pkawv.batch",)
+__registers__ = ("ooc_kernels.families.pkawv.batch", "ooc_kernels.families.pkawv.solver",
+                 "ooc_kernels.families.pkawv.online")
 
 #: Public names, imported from their module on first use.
 _PUBLIC = {
     "TaylorBasis": "taylor",
     "FixedNystromBasis": "nystrom_fixed",
     "ProjectedKernelRidge": "batch",
+    "OnlineKernelRidge": "online",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -26,8 +26,8 @@ Examples
 >>> from ooc_kernels.families.pkawv.reference import linear_awv
 >>> rng = np.random.default_rng(0)
 >>> Phi = rng.normal(size=(6, 3)); y = rng.normal(size=6)
->>> Ainv, b = np.eye(3), np.zeros(3)                       # lambda = 1
->>> pred = linear_online(Phi, y, Ainv, b, True)
+>>> Ainv, b, w = np.eye(3), np.zeros(3), np.zeros(3)        # lambda = 1
+>>> pred = linear_online(Phi, y, Ainv, b, w, True)
 >>> bool(np.allclose(pred, linear_awv(Phi, y, 1.0, "awv")))
 True
 """
@@ -69,29 +69,39 @@ def row_uniforms_ref(seed, rows):
 
 
 @njit(nogil=True)
-def linear_online(Phi, y, Ainv, b, awv):
-    """Online (A)AWV on the features ``Phi``; ``Ainv`` and ``b`` are updated in place."""
+def linear_online(Phi, y, Ainv, b, w, awv):
+    """Online AWV / ridge on the features ``Phi``; ``Ainv``, ``b`` and ``w = Ainv b`` are
+    updated in place.
+
+    Sherman-Morrison with ``u = A_{t-1}^(-1) v``: ``A_t^(-1) = A_{t-1}^(-1) - u u^T / (1 +
+    v^T u)``, and ``w`` follows in ``O(r)``: ``w <- w - u (u^T b) / (1 + v^T u)`` for the
+    new row, then ``w <- w + y_t u / (1 + v^T u)`` (``A_t^(-1) v = u / (1 + v^T u)``) for
+    its target.  ``O(r^2)`` a row: one product with ``A^(-1)`` and one rank-one update.
+    """
     n, r = Phi.shape
     pred = np.empty(n)
     u = np.empty(r)
     for t in range(n):
         v = Phi[t]
         if not awv:
-            pred[t] = v @ (Ainv @ b)
+            pred[t] = v @ w
         for i in range(r):
             acc = 0.0
             for j in range(r):
                 acc += Ainv[i, j] * v[j]
             u[i] = acc
         den = 1.0 + v @ u
+        ub = u @ b
         for i in range(r):
             ui = u[i] / den
             for j in range(r):
                 Ainv[i, j] -= ui * u[j]
+            w[i] -= ui * ub
         if awv:
-            pred[t] = v @ (Ainv @ b)
+            pred[t] = v @ w
         for i in range(r):
             b[i] += y[t] * v[i]
+            w[i] += y[t] * u[i] / den
     return pred
 
 

@@ -1,0 +1,414 @@
+"""The online kernel ridge regressor (Kernel-AWV and its projections, PKAWV).
+
+Examples
+--------
+>>> import numpy as np
+>>> import ooc_kernels as ok
+>>> rng = np.random.default_rng(0)
+>>> X = rng.uniform(-1, 1, size=(400, 2)); y = np.sin(3 * X[:, 0]) * X[:, 1]
+>>> model = ok.OnlineKernelRidge(degree=8, chunk_size=100, scheduler="sync")
+>>> model = model.fit(X, y)
+>>> model.n_components_, model.n_samples_seen_
+(45, 400)
+>>> bool(model.average_loss_ < np.mean(y ** 2))      # the forecasts beat predicting 0
+True
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import dask
+import dask.array as da
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ooc_kernels._capabilities import Capabilities
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators.base import (
+    BASE_PARAMS_DOC,
+    SEQUENTIAL_CONSTRAINTS,
+    ChunkedEstimator,
+    ChunkedRegressorMixin,
+)
+from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.families.pkawv.solver import (
+    BASES,
+    OnlineAlgorithm,
+    OnlineConfig,
+    initial_state,
+    make_basis,
+)
+from ooc_kernels.families.pkawv.taylor import auto_degree, n_components
+
+__all__ = ["OnlineKernelRidge"]
+
+_STATE = {
+    "taylor": ("Ainv", "b", "w"),
+    "nystrom-fixed": ("Ainv", "b", "w"),
+    "exact": ("X_seen", "y_seen", "G"),
+    "nystrom": ("X_seen", "y_seen", "kors_idx", "kors_w", "Minv", "basis_idx", "KtI", "R",
+                "kty"),
+}
+_INT_ARRAYS = ("kors_idx", "basis_idx")
+# the shared parameters, without the three of the parallel rounds
+_SHARED_DOC = "    max_iter : int, default=1\n        Passes over the data in :meth:`fit` " \
+    "(the online protocol is one pass; a second pass\n        sees every row again as new " \
+    "rows).\n" + BASE_PARAMS_DOC[BASE_PARAMS_DOC.index("    chunk_size :"):
+                                 BASE_PARAMS_DOC.index("    shuffle :")] + \
+    BASE_PARAMS_DOC[BASE_PARAMS_DOC.index("    on_invalid :"):]
+
+
+def _taylor_auto_degree(n: int, d: int, alpha: float, bandwidth: float, budget: int,
+                        radius) -> int:
+    """Theorem 4's degree for ``n`` rows of norm at most ``radius()`` (called only when
+    needed), capped at the largest degree with at most ``budget`` features."""
+    cap = 0
+    while n_components(d, cap + 1) <= budget:
+        cap += 1
+    if auto_degree(n, alpha, 0.0, bandwidth) >= cap:  # the budget binds whatever R is
+        return cap
+    return min(cap, auto_degree(n, alpha, radius(), bandwidth))
+
+
+def _predict_block(X, payload):
+    """Each row's forecast as the next row of the stream (``awv``: ``f / (1 + q)``)."""
+    kind, basis, M, coef, extra = payload
+    X = np.asarray(X, dtype=np.float64)
+    if kind == "linear":
+        F = basis.transform(X)
+    else:
+        from ooc_kernels.families.pkawv.reference import gaussian_kernel
+
+        F = gaussian_kernel(X, basis, extra["bandwidth"]) if len(basis) else \
+            np.zeros((len(X), 0))
+    f = F @ coef
+    if extra["mode"] == "awv" and F.shape[1]:
+        q = np.einsum("ij,jk,ik->i", F, M, F)
+        if kind == "exact":  # phi^T A^(-1) phi = (k(x, x) - k^T G k) / lambda
+            q = (1.0 - q) / extra["alpha"]
+        f = f / (1.0 + q)
+    return f[:, None]
+
+
+@register_estimator
+class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator):
+    __doc__ = f"""Online kernel ridge regression with a Gaussian kernel (Kernel-AWV and
+    PKAWV, Jezequel, Gaillard and Rudi 2019), streamed over chunks.
+
+    The rows are visited once, in storage order; for each row ``x_t`` the learner forecasts
+    ``y_hat_t``, then sees ``y_t`` and updates.  In ``mode="awv"`` the forecast minimizes
+
+        sum_{{s<t}} (y_s - f(x_s))^2 + alpha ||f||^2 + f(x_t)^2
+
+    over ``f`` in the approximation space (the current point enters the covariance with
+    target 0, which gives the regret bound ``alpha ||f||^2 + B^2 log det(I + K / alpha)``
+    against every ``f`` of the RKHS on any sequence, adversarial ones included); in
+    ``mode="krr"`` without the last term (online kernel ridge, the usual choice for i.i.d.
+    data).  The kernel is ``exp(-||x - x'||^2 / (2 bandwidth^2))``.  See
+    ``docs/machines/online_kernel_ridge.md``.
+
+    Parameters
+    ----------
+    basis : {{"taylor", "nystrom", "nystrom-fixed", "exact"}}, default="taylor"
+        The approximation space.  ``"taylor"``: the Gaussian kernel's Taylor basis, all
+        ``C(M + d, M)`` multi-indices of degree at most ``M``; ``O(r^2)`` a row, a state of
+        ``r x r``.  ``"nystrom"``: a Nystrom dictionary grown online by KORS (``mu``,
+        ``beta``, ``epsilon``); keeps every row seen (at most
+        :data:`~ooc_kernels.families.pkawv.solver.NYSTROM_MAX_ROWS`).
+        ``"nystrom-fixed"``: ``n_components`` rows drawn uniformly from the first data
+        before the stream starts.  ``"exact"``: Kernel-AWV itself, ``O(t^2)`` a row, at most
+        :data:`~ooc_kernels.families.pkawv.solver.EXACT_MAX_ROWS` rows.
+    degree : int or "auto", default="auto"
+        ``M`` of the Taylor basis.  ``"auto"``: Theorem 4's ``ceil(max(8 R^2 /
+        bandwidth^2, 2 log(n / min(alpha, 1))))`` for the ``n`` rows of the first ``fit``
+        or ``partial_fit`` call and ``R`` their largest norm (one pass over them, only when
+        the budget below does not decide), capped at the largest ``M`` with at most
+        ``n_components`` features.
+    bandwidth : float, default=1.0
+        ``sigma`` of the Gaussian kernel (the paper's sigma; scale the inputs to [-1, 1]).
+    alpha : float, default=1.0
+        The ridge ``lambda``.
+    mode : {{"awv", "krr"}}, default="awv"
+        Whether the current point enters the covariance before the forecast.
+    n_components : int, default=500
+        ``"taylor"`` with ``degree="auto"``: the most features; ``"nystrom-fixed"``: the
+        size of the dictionary.
+    mu : float, default=1.0
+        KORS's regularization (``basis="nystrom"``): the dictionary keeps the projection
+        residual ``||(I - P) C^(1/2)||^2`` below about ``mu``.
+    beta : float, default=1.0
+        KORS's oversampling (``basis="nystrom"``): a row joins with probability ``min(beta
+        tau_t, 1)``, ``tau_t`` its approximate ridge leverage score; the guarantee needs
+        ``beta = 12 log(n / delta)``, the paper's experiments use 1.
+    epsilon : float, default=0.5
+        KORS's accuracy (``basis="nystrom"``): the score is inflated by ``1 + epsilon``.
+{_SHARED_DOC}
+    Attributes
+    ----------
+    n_components_ : int
+        Features of the basis (``"taylor"``, ``"nystrom-fixed"``), the dictionary's size
+        (``"nystrom"``), the rows seen (``"exact"``).
+    degree_ : int
+        ``M`` (``basis="taylor"``).
+    n_samples_seen_ : int
+        Rows consumed since the model started.
+    cumulative_loss_, average_loss_ : float
+        Sum and mean of the squared errors ``(y_t - y_hat_t)^2`` of the online forecasts.
+    loss_history_ : ndarray of shape (n_chunks_seen, 3)
+        After each chunk: rows seen, cumulative loss, average loss.
+    online_predictions_ : ndarray of shape (n_rows,)
+        The online forecasts ``y_hat_t`` of the rows of the last ``fit`` or
+        ``partial_fit`` call, in order (each made before its row's target was seen).
+    dictionary_ : ndarray of shape (m, n_features)
+        The Nystrom dictionary (``"nystrom"``, ``"nystrom-fixed"``).
+    dictionary_indices_ : ndarray of shape (m,)
+        Their row numbers in the stream (``"nystrom"``).
+    kors_weights_ : ndarray of shape (m_kors,)
+        KORS's weights ``1 / p`` of its dictionary (``"nystrom"``; its dictionary may hold
+        rows that the basis leaves out because they are in its span to working precision).
+    n_features_in_ : int
+    n_iter_ : int
+        Passes done.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import ooc_kernels as ok
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-1, 1, size=(300, 2)); y = np.cos(2 * X[:, 0])
+    >>> model = ok.OnlineKernelRidge(degree=6, scheduler="sync")
+    >>> for lo in range(0, 300, 100):                 # a stream of three chunks
+    ...     model = model.partial_fit(X[lo:lo + 100], y[lo:lo + 100])
+    >>> model.loss_history_.shape
+    (3, 3)
+    >>> bool(model.loss_history_[-1, 2] < model.loss_history_[0, 2])  # it learns
+    True
+    """
+
+    capabilities = Capabilities(execution="sequential", task="regression", tol=False,
+                                partial_fit=True)
+    _parameter_constraints = {
+        **SEQUENTIAL_CONSTRAINTS,
+        "basis": [StrOptions(set(BASES))],
+        "degree": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "bandwidth": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "mode": [StrOptions({"awv", "krr"})],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "mu": [Interval(Real, 0, None, closed="neither")],
+        "beta": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, 0, None, closed="left")],
+    }
+    _saved_arrays = {"n_seen": True, "loss_sum": True, "loss_history": True,
+                     "dictionary": False,
+                     **{name: False for names in _STATE.values() for name in names}}
+    _test_params = {"chunk_size": 40, "degree": 4}
+
+    def __init__(self, basis="taylor", *, degree="auto", bandwidth=1.0, alpha=1.0,
+                 mode="awv", n_components=500, mu=1.0, beta=1.0, epsilon=0.5, max_iter=1,
+                 chunk_size=10_000, on_invalid="error", random_state=None, scheduler=None,
+                 progress=None):
+        self.basis = basis
+        self.degree = degree
+        self.bandwidth = bandwidth
+        self.alpha = alpha
+        self.mode = mode
+        self.n_components = n_components
+        self.mu = mu
+        self.beta = beta
+        self.epsilon = epsilon
+        self.max_iter = max_iter
+        self.chunk_size = chunk_size
+        self.on_invalid = on_invalid
+        self.random_state = random_state
+        self.scheduler = scheduler
+        self.progress = progress
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
+            resume=False):
+        """Stream the whole dataset, chunk after chunk in storage order (``max_iter``
+        passes), from a new model.
+
+        Parameters
+        ----------
+        X : array-like, Dask array, DataFrame, xarray Dataset or Intake reader
+            Read chunk by chunk, never as a whole.
+        y : array-like or Dask array of shape (n_samples,), optional with a Dataset.
+        sample_weight : None
+            Not supported (every row of the stream counts once): must be None.
+        checkpoint, checkpoint_every, resume
+            As in every estimator of the library: a checkpoint after any chunk resumes the
+            stream at the next chunk, bit for bit.
+
+        Returns
+        -------
+        self
+        """
+        self._refuse_weights(sample_weight)
+        return super().fit(X, y, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                           resume=resume)
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """Consume the rows of ``X`` in order (predict, then update), continuing the stream.
+
+        ``online_predictions_`` holds their online forecasts afterwards, and
+        ``loss_history_`` one line per chunk consumed.
+
+        Returns
+        -------
+        self
+        """
+        self._refuse_weights(sample_weight)
+        return super().partial_fit(X, y)
+
+    def _refuse_weights(self, sample_weight) -> None:
+        if sample_weight is not None:
+            raise ValidationError(
+                "OnlineKernelRidge counts every row of the stream once and takes no "
+                "sample_weight; got one. Drop it (or repeat rows to weight them).")
+
+    def _run(self, data, sched, **kwargs):
+        self._online_parts = []
+        super()._run(data, sched, **kwargs)
+
+    def _after_round(self, state, info) -> None:
+        self._online_parts.append(state["last_pred"])
+
+    def _config(self, degree: int, dictionary=None) -> OnlineConfig:
+        return OnlineConfig(basis=self.basis, mode=self.mode, alpha=float(self.alpha),
+                            bandwidth=float(self.bandwidth), n_features=self.n_features_in_,
+                            degree=int(degree), dictionary=dictionary, mu=float(self.mu),
+                            beta=float(self.beta), epsilon=float(self.epsilon),
+                            seed=derive_seed(self.random_seed_, 11))
+
+    def _initialize(self, data, sched, classes=None) -> None:
+        d = data.n_features
+        degree, dictionary = 0, None
+        if self.basis == "taylor":
+            if self.degree == "auto":
+                def radius():
+                    X = data.X.astype(np.float64)
+                    return float(dask.compute(da.sqrt((X * X).sum(axis=1)).max(),
+                                              scheduler=sched)[0])
+                degree = _taylor_auto_degree(data.n_samples, d, float(self.alpha),
+                                             float(self.bandwidth), self.n_components,
+                                             radius)
+            else:
+                degree = int(self.degree)
+            if n_components(d, degree) > 4 * self.n_components and self.degree != "auto":
+                raise ValidationError(
+                    f"degree={degree} in {d} dimensions gives {n_components(d, degree)} "
+                    f"Taylor features (state {n_components(d, degree)}^2 numbers, that many "
+                    f"operations a row), more than 4 times n_components={self.n_components};"
+                    " lower the degree or raise n_components.")
+        elif self.basis == "nystrom-fixed":
+            from ooc_kernels.families.pkawv.nystrom_fixed import sample_dictionary
+
+            dictionary = sample_dictionary(data.X, self.n_components,
+                                           seed=derive_seed(self.random_seed_, 12) % 2**63,
+                                           scheduler=sched, on_invalid=self.on_invalid)
+        self._cfg = self._config(degree, dictionary)
+        self._algorithm = OnlineAlgorithm(self._cfg)
+        self._state = initial_state(self._cfg, self._algorithm.n_components)
+
+    def _make_algorithm(self):
+        return self._algorithm
+
+    def _training_loss(self, state):
+        return float(state["loss_sum"]), float(state["n_seen"])
+
+    def _publish(self) -> None:
+        s = self._state
+        n = int(s["n_seen"])
+        self.n_samples_seen_ = n
+        self.cumulative_loss_ = float(s["loss_sum"])
+        self.average_loss_ = self.cumulative_loss_ / n if n else float("nan")
+        hist = np.asarray(s["loss_history"], dtype=np.float64).reshape(-1, 2)
+        self.loss_history_ = np.column_stack([hist, hist[:, 1] / np.maximum(hist[:, 0], 1)])
+        parts = getattr(self, "_online_parts", None)
+        self.online_predictions_ = np.concatenate(parts) if parts else np.zeros(0)
+        basis = self._cfg.basis
+        if basis in ("taylor", "nystrom-fixed"):
+            self.n_components_ = self._algorithm.n_components
+        elif basis == "exact":
+            self.n_components_ = n
+        else:
+            self.n_components_ = len(s["basis_idx"])
+            self.dictionary_ = s["X_seen"][s["basis_idx"]]
+            self.dictionary_indices_ = s["basis_idx"].copy()
+            self.kors_weights_ = s["kors_w"].copy()
+        if basis == "taylor":
+            self.degree_ = self._cfg.degree
+        if basis == "nystrom-fixed":
+            self.dictionary_ = self._cfg.dictionary
+
+    # ------------------------------------------------------------------ prediction
+    @property
+    def _n_outputs(self):
+        return 1
+
+    _predict_block = staticmethod(_predict_block)
+
+    def _predict_payload(self):
+        cfg, s = self._cfg, self._state
+        extra = {"mode": cfg.mode, "alpha": cfg.alpha, "bandwidth": cfg.bandwidth}
+        if cfg.basis in ("taylor", "nystrom-fixed"):
+            return "linear", make_basis(cfg), s["Ainv"], s["w"], extra
+        if cfg.basis == "exact":
+            return "exact", s["X_seen"], s["G"], s["G"] @ s["y_seen"], extra
+        mb = len(s["basis_idx"])
+        if mb == 0:
+            return "kernel", s["X_seen"][:0], np.zeros((0, 0)), np.zeros(0), extra
+        Rinv = np.linalg.inv(s["R"])  # the basis is small: H^(-1) = R^(-1) R^(-T)
+        Hinv = Rinv @ Rinv.T
+        return "kernel", s["X_seen"][s["basis_idx"]], Hinv, Hinv @ s["kty"], extra
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        s = self._state
+        out = {k: np.asarray(s[k]) for k in ("n_seen", "loss_sum", "loss_history")}
+        out.update({k: np.asarray(s[k]) for k in _STATE[self._cfg.basis]})
+        if self._cfg.basis == "nystrom-fixed":
+            out["dictionary"] = np.asarray(self._cfg.dictionary)
+        return out
+
+    def _fitted_meta(self) -> dict:
+        return {"basis": self._cfg.basis, "degree": self._cfg.degree}
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        if set(meta) != {"basis", "degree"} or meta["basis"] != self.basis \
+                or not isinstance(meta["degree"], int) or meta["degree"] < 0:
+            raise ModelFormatError(
+                f"{where}: the fitted metadata must be {{'basis': {self.basis!r}, 'degree': "
+                f"an integer >= 0}}, found {meta!r}; re-save the model.")
+        needed = {"n_seen", "loss_sum", "loss_history", *_STATE[self.basis]}
+        if self.basis == "nystrom-fixed":
+            needed.add("dictionary")
+        if set(arrays) != needed:
+            raise ModelFormatError(
+                f"{where}: a model of basis {self.basis!r} has the arrays {sorted(needed)}, "
+                f"found {sorted(arrays)}; re-save the model.")
+        state = {}
+        for k, v in arrays.items():
+            v = np.asarray(v)
+            state[k] = v.astype(np.int64) if k in _INT_ARRAYS or k == "n_seen" else \
+                v.astype(np.float64)
+        state["n_seen"] = np.int64(state["n_seen"])
+        state["loss_sum"] = np.float64(state["loss_sum"])
+        dictionary = state.pop("dictionary", None)
+        self._cfg = self._config(meta["degree"], dictionary)
+        self._algorithm = OnlineAlgorithm(self._cfg)
+        self._state = state
+        self._online_parts = []
+        self._publish()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.regressor_tags.poor_score = True
+        return tags
