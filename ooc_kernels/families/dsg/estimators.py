@@ -57,6 +57,8 @@ from ooc_kernels.features.maps import available_kernels, get_feature_map
 from ooc_kernels.losses import get_loss, losses_for
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
+from ooc_kernels.families.dsg._update_param import (UPDATE_CONSTRAINTS, UPDATE_DOC,
+                                                   UpdateMixin)
 from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, DSGState, encode_targets,
                                      init_state, numeric_targets, predict_chunk)
 
@@ -556,7 +558,7 @@ class _DSGEstimator(ChunkedEstimator):
 
 
 @register_estimator
-class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
+class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEstimator):
     __doc__ = """Kernel classifier trained with doubly stochastic functional gradients.
 
     Parameters
@@ -566,7 +568,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
         classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared);
         ``"squared_hinge"`` (L2-SVM, ``max(0, 1 - y u)^2 / 2``) likewise.  ``"softmax"``:
         multinomial for any number of classes.  ``predict_proba``: logistic and softmax.
-    """ + _PARAMS_DOC + """
+    """ + _PARAMS_DOC + UPDATE_DOC + """
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
         ``"balanced"``: ``n_samples / (n_classes * count(label))``, counted in one pass over
@@ -585,13 +587,13 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
     (3,)
     """
 
-    _parameter_constraints = {**_DSG_CONSTRAINTS,
+    _parameter_constraints = {**_DSG_CONSTRAINTS, **UPDATE_CONSTRAINTS,
                               "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
                               "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
-                 n_features=4096, block_size=256,
+                 n_features=4096, block_size=256, update="new",
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, class_weight=None,
@@ -607,6 +609,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
         self.alpha = alpha
         self.n_features = n_features
         self.block_size = block_size
+        self.update = update
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.eta0 = eta0
@@ -673,7 +676,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSGEstimator):
 
 
 @register_estimator
-class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
+class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstimator):
     __doc__ = """Kernel regressor trained with doubly stochastic functional gradients.
 
     Parameters
@@ -684,7 +687,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
         epsilon / 2)`` beyond; ``"epsilon_insensitive"``, support vector regression
         ``max(0, |r| - epsilon)``; ``"quantile"``, quantile regression at level ``tau =
         quantile``, ``max(-tau r, (1 - tau) r)``.  See ``docs/machines/regression.md``.
-    """ + LOSS_PARAMS_DOC + _PARAMS_DOC + """
+    """ + LOSS_PARAMS_DOC + _PARAMS_DOC + UPDATE_DOC + """
     Attributes
     ----------""" + _ATTRIBUTES_DOC + """
     Examples
@@ -700,6 +703,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     """
 
     _parameter_constraints = {**_DSG_CONSTRAINTS, **LOSS_PARAM_CONSTRAINTS,
+                              **UPDATE_CONSTRAINTS,
                               "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
     capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
                                 partial_fit=True, tol=True)
@@ -707,7 +711,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
     def __init__(self, loss="squared", *, epsilon=EPSILON, quantile=QUANTILE, kernel="rbf",
                  bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
-                 n_features=4096, block_size=256,
+                 n_features=4096, block_size=256, update="new",
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
@@ -724,6 +728,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEstimator):
         self.alpha = alpha
         self.n_features = n_features
         self.block_size = block_size
+        self.update = update
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.eta0 = eta0

@@ -10,6 +10,13 @@ the features are regenerated from their seeds, nothing is shared with the numba 
 the chunk algorithm: one pass of :class:`~ooc_kernels.families.dsg.solver.DSGAlgorithm` through the
 engine with ``K = 1`` and no shuffling must give the same state (to rounding).
 
+With ``config.update`` ``"uniform"`` (UDSG) or ``"check"`` (CDSG) the growth steps are
+those of Li and Poczos as ``docs/algorithms/dsg_old_coords.md`` defines them for blocks:
+UDSG's odd steps open a block and its even steps update the block
+``floor(u * n_open)``, ``u = default_rng([feature_seed, t]).random()``; CDSG solves the
+expected-descent inequality of every open block and updates the one with the largest
+admissible step when it exceeds the schedule's (capped at twice it), else opens a block.
+
 Examples
 --------
 >>> from ooc_kernels.families.dsg.solver import make_case
@@ -72,6 +79,7 @@ def sequential_dsg(config, state, chunks):
         return P
 
     coef = np.array(state.coef, dtype=np.float64, copy=True)
+    beta = None if state.beta is None else np.array(state.beta, dtype=np.float64, copy=True)
     avg = None if state.avg is None else np.array(state.avg, dtype=np.float64, copy=True)
     t, seen, n_seen = state.n_iter, state.n_blocks_seen, state.n_samples_seen
     n_avg, loss_sum, loss_weight = state.n_avg, state.loss_sum, state.loss_weight
@@ -94,11 +102,19 @@ def sequential_dsg(config, state, chunks):
             G = loss.gradient(f, Yb) * wb[:, None]
             loss_sum += float(np.sum(wb * loss.value(f, Yb)))
             loss_weight += float(np.sum(wb))
-            if seen < m:          # growth: a new block, older ones decayed
-                new = -(gamma / nb) * z(seen, Xb).T @ G
-                coef[:seen] *= 1.0 - gamma * config.alpha
-                coef[seen] = new
-                seen += 1
+            k, step = seen, gamma  # the block the growth step updates, and its step
+            if seen < m and config.update == "uniform" and t % 2 == 0 and seen > 0:
+                u = np.random.default_rng([int(config.feature_seed), t]).random()
+                k = min(int(u * seen), seen - 1)
+            elif seen < m and config.update == "check":
+                k, step = _check(beta[:seen], G, gamma, seen)
+            if seen < m:          # growth: a new block (or an old one), all decayed
+                coef[:seen] *= 1.0 - step * config.alpha
+                coef[k] += -(step / nb) * z(k, Xb).T @ G
+                if beta is not None:
+                    beta[:seen] *= 1.0 - step * config.alpha
+                    beta[k] += -step * G.mean(axis=0)
+                seen += k == seen
             else:                 # full phase: every block, the kernel averaged over m
                 coef = np.stack([(1.0 - gamma * config.alpha) * coef[j]
                                  - gamma / (nb * m) * z(j, Xb).T @ G for j in range(m)])
@@ -108,4 +124,25 @@ def sequential_dsg(config, state, chunks):
                     avg = avg + (coef - avg) / n_avg
         n_seen += len(X)
     return replace(state, coef=coef, avg=avg, n_avg=n_avg, n_iter=t, n_blocks_seen=seen,
-                   n_samples_seen=n_seen, loss_sum=loss_sum, loss_weight=loss_weight)
+                   n_samples_seen=n_seen, loss_sum=loss_sum, loss_weight=loss_weight,
+                   beta=beta)
+
+
+def _check(beta, G, gamma, seen):
+    """CDSG's choice for the batch derivatives ``G``: ``(block, step)``, the next block
+    ``seen`` with ``gamma`` unless an open block admits a larger step.  Block ``j`` admits
+    the ``eta`` of ``2 ||b + eta g||^2 + 2 eta^2 s2 <= ||b||^2 + gamma^2 ||g||^2`` (``b =
+    beta_j``, ``g`` the batch mean of ``G``, ``s2`` the mean squared norm of its rows over
+    the batch size); its step is the magnitude of the smaller root when negative."""
+    g = G.mean(axis=0)
+    s2 = float(np.sum(G * G)) / len(G) ** 2
+    best, best_step = seen, gamma
+    for j in range(seen):
+        a2, a1 = 2.0 * (g @ g + s2), 4.0 * (beta[j] @ g)
+        a0 = beta[j] @ beta[j] - gamma ** 2 * (g @ g)
+        disc = a1 * a1 - 4.0 * a2 * a0
+        if a2 > 0.0 and disc >= 0.0:
+            root = (-a1 - np.sqrt(disc)) / (2.0 * a2)
+            if -root > best_step:
+                best, best_step = j, -root
+    return best, min(best_step, 2.0 * gamma) if best < seen else gamma

@@ -50,7 +50,7 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._seeds import task_rng
-from ooc_kernels.families.dsg.kernels import dsg_chunk_update, dsg_predict
+from ooc_kernels.families.dsg.kernels import dsg_predict
 from ooc_kernels.families.dsg._targets import (_drop_invalid_rows, encode_targets,
                                                numeric_targets)
 from ooc_kernels._jit.rows import permute_rows_inplace
@@ -59,6 +59,8 @@ from ooc_kernels.features.blocks import BlockSource, stacked_block_params
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import FeatureMap, get_feature_map
 from ooc_kernels.families.dsg._full_phase import full_phase_update
+from ooc_kernels.families.dsg._reuse import (apply_betas, average_betas, beta_fields,
+                                             compose_betas, new_blocks, run_growth)
 
 __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init_state",
            "step_sizes", "predict_chunk", "encode_targets", "numeric_targets", "feature_map"]
@@ -117,6 +119,9 @@ class DSGConfig:
     # The feature map (ooc_kernels.features.maps): its sampler, nonlinearity, scale and
     # exact kernel; ``bandwidth`` is its parameter.  Configs saved without it are "rbf".
     kernel: str = "rbf"
+    # The growth steps (families/dsg/_reuse.py): "new" (DSG), "uniform" (UDSG) or "check"
+    # (CDSG).  Configs saved without it are "new".
+    update: str = "new"
 
 
 @functools.lru_cache(maxsize=64)
@@ -151,6 +156,9 @@ class DSGState:
     loss_sum, loss_weight : float
         Running totals of the weighted progressive-validation loss (each row's loss at the
         prediction its step used) and of the weights.
+    beta : ndarray of shape (n_blocks, n_outputs), or None
+        ``update="check"``: each block's coefficient without its feature factor, which the
+        expected-descent test reads (:mod:`ooc_kernels.families.dsg.kernels_reuse`).
     """
 
     coef: np.ndarray
@@ -162,6 +170,7 @@ class DSGState:
     n_avg: int = 0
     loss_sum: float = 0.0
     loss_weight: float = 0.0
+    beta: np.ndarray | None = None
 
     @property
     def n_blocks_used(self) -> int:
@@ -248,6 +257,12 @@ class DSGDelta:
         Summed form: steps taken by all the tasks (the global step counter's advance).
     mix : float
         Summed form: the round's mixing weight ``w`` (:meth:`DSGAlgorithm.mixing_weight`).
+    beta_ids, betas, beta_decay
+        ``update="check"``: the state's ``beta`` after the tasks is ``beta * beta_decay``
+        plus ``betas`` at ``beta_ids`` (summed form: mixed like the coefficients).
+    factors : ndarray or None
+        ``update="check"``: the factors ``1 - step alpha`` of the task's growth steps (their
+        step sizes are the test's, not the schedule's).
     """
 
     decay: float
@@ -270,12 +285,18 @@ class DSGDelta:
     summed: bool = False
     n_steps: int = 0
     mix: float = 1.0
+    beta_ids: np.ndarray | None = None
+    betas: np.ndarray | None = None
+    beta_decay: float = 1.0
+    factors: np.ndarray | None = None
 
 
 def init_state(config: DSGConfig) -> DSGState:
     """The zero model (and a zero averaged iterate when the config averages)."""
     shape = (config.n_blocks, config.block_size, config.n_outputs)
-    return DSGState(coef=np.zeros(shape), avg=np.zeros(shape) if config.average else None)
+    beta = np.zeros(shape[::2]) if config.update == "check" else None
+    return DSGState(coef=np.zeros(shape), avg=np.zeros(shape) if config.average else None,
+                    beta=beta)
 
 
 def step_sizes(config: DSGConfig, t: np.ndarray) -> np.ndarray:
@@ -354,7 +375,7 @@ class DSGAlgorithm:
                                  chunks=tuple(group), sizes=tuple(sizes),
                                  n_tasks=k if summed else 1, mix=mix))
             steps = self.n_steps(sum(sizes))  # nominal: before any row is skipped
-            offset += steps
+            offset += new_blocks(self.config, t, steps, state.n_blocks_used, offset)
             if summed:
                 t += steps
         return tasks
@@ -442,7 +463,10 @@ class DSGAlgorithm:
             return replace(delta, summed=True, decay=1.0, avg_a=1.0, avg_c=0.0,
                            avg_coefs=None, avg_dense=None, n_steps=0, mix=task.mix)
         gammas, averaged = self._steps(task.t_start, m)
-        prefix = np.cumprod(1.0 - gammas * float(cfg.alpha))
+        factors = 1.0 - gammas * float(cfg.alpha)
+        if delta.factors is not None:  # CDSG's growth steps: the test's step sizes
+            factors[:len(delta.factors)] = delta.factors
+        prefix = np.cumprod(factors)
         d, a_sum = float(prefix[-1]), float(prefix[averaged].sum())
         k0 = state.n_avg
         k1 = k0 + delta.n_avg
@@ -499,25 +523,15 @@ class DSGAlgorithm:
         params = (float(cfg.alpha), int(cfg.batch_size), int(cfg.loss_id),
                   fmap.feature_scale(cfg.block_size), float(cfg.loss_param))
         cache = default_cache()
-        g = int(min(m, max(0, cfg.n_blocks - task.block_start)))  # growth steps
-        block_ids = task.block_start + np.arange(g, dtype=np.int64)
+        grown = run_growth(cfg, state, X, Y, w, task, (gammas, averaged), params, fmap, cache)
+        g, block_ids, new_coef, decay = grown.steps, grown.ids, grown.coefs, grown.decay
+        avg_new, avg_old, n_avg = grown.avg_new, grown.avg_old, grown.n_avg
+        loss_sum, loss_weight = grown.loss_sum, grown.loss_weight
         empty = np.zeros((0, cfg.block_size, cfg.n_outputs))
-        decay, new_coef, avg_new, avg_old, n_avg = 1.0, empty, empty, 0.0, 0
-        loss_sum = loss_weight = 0.0
-        if g:
-            rows = min(n, g * cfg.batch_size)
-            F = _predict_chunk(cfg, state.coef, state.n_blocks_used, X[:rows])
-            W, phase = stacked_block_params(cfg.feature_seed, block_ids, cfg.n_features_in,
-                                            cfg.block_size, cfg.bandwidth, dtype, cache=cache,
-                                            affine=_affine(cfg), kernel=fmap)
-            (new_coef, decay, avg_new, avg_old, n_avg, loss_sum,
-             loss_weight) = dsg_chunk_update(X[:rows], Y[:rows], w[:rows], F, W, phase,
-                                             (gammas[:g], averaged[:g]), params,
-                                             fmap.nonlinearity)
-        block_end = task.block_start + g if g else 0
         k0 = state.n_avg
         common = dict(weight=float(n), count=1, max_steps=m, n_samples=n,
-                      block_end=block_end, n_skipped=n_skipped)
+                      block_end=grown.block_end, n_skipped=n_skipped, factors=grown.factors,
+                      **beta_fields(grown))
         if g == m:
             k1 = k0 + n_avg
             avg = dict(avg_a=1.0, avg_c=0.0, avg_coefs=None, n_avg=n_avg)
@@ -585,7 +599,7 @@ class DSGAlgorithm:
                         dense=_mix(a.dense, wa, b.dense, wb),
                         avg_a=a.avg_a * wa + b.avg_a * wb, avg_c=a.avg_c * wa + b.avg_c * wb,
                         avg_coefs=avg_coefs, avg_dense=_mix(a.avg_dense, wa, b.avg_dense, wb),
-                        **counters)
+                        **average_betas(a, b, wa, wb), **counters)
 
     def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
         """The next state: for ``K > 1``, ``x + w (S - x)`` (see :meth:`mixing_weight`),
@@ -605,6 +619,7 @@ class DSGAlgorithm:
             if delta.avg_dense is not None:
                 avg += delta.avg_dense
         return replace(state, coef=coef, avg=avg, n_avg=state.n_avg + delta.n_avg,
+                       beta=apply_betas(state.beta, delta),
                        n_iter=state.n_iter + delta.max_steps,
                        n_blocks_seen=min(max(state.n_blocks_seen, delta.block_end),
                                          self.config.n_blocks),
@@ -632,6 +647,7 @@ class DSGAlgorithm:
                 total += delta.avg_dense * w
             avg = total / k1
         return replace(state, coef=coef, avg=avg, n_avg=k1,
+                       beta=apply_betas(state.beta, delta, w),
                        n_iter=state.n_iter + delta.n_steps,
                        n_blocks_seen=min(max(state.n_blocks_seen, delta.block_end),
                                          self.config.n_blocks),
@@ -664,7 +680,7 @@ def _compose(a: DSGDelta, b: DSGDelta) -> DSGDelta:
                     avg_c=a.avg_c + da * b.avg_c, avg_coefs=avg_coefs, avg_dense=avg_dense,
                     n_avg=a.n_avg + b.n_avg, loss_sum=a.loss_sum + b.loss_sum,
                     loss_weight=a.loss_weight + b.loss_weight, summed=True,
-                    n_steps=a.n_steps + b.n_steps, mix=a.mix)
+                    n_steps=a.n_steps + b.n_steps, mix=a.mix, **compose_betas(a, b))
 
 
 def _mix(a, wa, b, wb):
@@ -694,13 +710,16 @@ def state_arrays(state: DSGState) -> dict:
            "loss_weight": np.asarray(state.loss_weight)}
     if state.avg is not None:
         out["avg"] = state.avg
+    if state.beta is not None:
+        out["beta"] = state.beta
     return out
 
 
-def make_case(seed: int = 0, *, shuffle: bool = False):
+def make_case(seed: int = 0, *, shuffle: bool = False, update: str = "new"):
     """A small weighted regression problem: 5 chunks of 20 rows (the last 13), batches of
     4, 8 blocks of 8 features, so one pass crosses from the growth into the full phase;
-    iterates are averaged from step 5 on."""
+    iterates are averaged from step 5 on.  With ``update="check"`` the steps are larger
+    (``eta0=8, t0=0``), so that old blocks pass the test in several chunks."""
     from ooc_kernels.losses import get_loss
     from ooc_kernels.families._spec import AlgorithmCase
 
@@ -711,9 +730,10 @@ def make_case(seed: int = 0, *, shuffle: bool = False):
     config = DSGConfig(loss_id=get_loss("squared").loss_id, target="regression",
                        n_outputs=1, n_features_in=3, block_size=8, n_blocks=8,
                        bandwidth=1.2, feature_seed=seed + 17, alpha=1e-2, batch_size=4,
-                       learning_rate="inverse", eta0=2.0, t0=4.0, dtype="float64",
+                       learning_rate="inverse", eta0=8.0 if update == "check" else 2.0,
+                       t0=0.0 if update == "check" else 4.0, dtype="float64",
                        shuffle=shuffle, average=5, x_shift=(0.1, -0.2, 0.3),
-                       x_scale=(1.5, 0.8, 1.1), y_shift=0.25, y_scale=0.9)
+                       x_scale=(1.5, 0.8, 1.1), y_shift=0.25, y_scale=0.9, update=update)
     w = rng.uniform(0.5, 1.5, size=len(X))
     bounds = np.cumsum((0,) + sizes)
     chunks = [{"X": X[a:b], "y": y[a:b], "sample_weight": w[a:b]}
@@ -737,6 +757,12 @@ def _register():
         name="dsg", algorithm=DSGAlgorithm, state_arrays=state_arrays, make_case=make_case,
         reference=_reference,
         description="doubly stochastic functional gradients (Dai et al. 2014)"))
+    for update, what in (("uniform", "old blocks drawn uniformly (UDSG)"),
+                         ("check", "old blocks checked for expected descent (CDSG)")):
+        register_solver(SolverSpec(
+            name=f"dsg_{update}", algorithm=DSGAlgorithm, state_arrays=state_arrays,
+            make_case=functools.partial(make_case, update=update), reference=_reference,
+            description=f"DSG with {what}, Li and Poczos"))
 
 
 _register()
