@@ -73,6 +73,10 @@ def _json_param(name, value):
         return value
     if isinstance(value, np.generic):
         return value.item()
+    if isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) == 1 and all(
+            isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+            for v in value):  # a vector of numbers (a per-input bandwidth)
+        return [float(v) for v in value]
     raise ModelFormatError(
         f"parameter {name}={value!r} cannot be saved as JSON; set it to an int or None "
         "before saving (e.g. random_state=0)."

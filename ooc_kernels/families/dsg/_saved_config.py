@@ -87,3 +87,10 @@ def check_saved_config(estimator, config, where: str) -> None:
                       f"{estimator.n_features_in_} finite numbers (one per feature)")
         if name == "x_scale" and min(value) <= 0:
             raise bad(f"has x_scale {list(value)!r}; every scale must be > 0")
+    widths = getattr(config, "input_bandwidths", None)
+    if widths is not None and (config.x_scale is None or len(widths) != estimator.n_features_in_
+                               or not all(isinstance(v, (int, float)) and 0 < v < math.inf
+                                          for v in widths)):
+        raise bad(f"has input_bandwidths {list(widths)!r}; they must be "
+                  f"{estimator.n_features_in_} positive finite numbers (one per feature), "
+                  "folded into x_scale")

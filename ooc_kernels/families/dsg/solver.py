@@ -119,6 +119,11 @@ class DSGConfig:
     # The feature map (ooc_kernels.features.maps): its sampler, nonlinearity, scale and
     # exact kernel; ``bandwidth`` is its parameter.  Configs saved without it are "rbf".
     kernel: str = "rbf"
+    # Per-input widths (``bandwidth`` given as an array, or chosen by ARD), in the units of
+    # the standardized input, for ``bandwidth_`` and the saved model only: they are folded
+    # into ``x_shift``/``x_scale`` (the model sees ``(x - x_shift) / x_scale`` and an
+    # isotropic kernel of width ``bandwidth``), so nothing else reads them.  None: isotropic.
+    input_bandwidths: tuple | None = None
     # The growth steps (families/dsg/_reuse.py): "new" (DSG), "uniform" (UDSG) or "check"
     # (CDSG).  Configs saved without it are "new".
     update: str = "new"

@@ -1,0 +1,150 @@
+"""Per-input bandwidths of the DSG estimators: ``bandwidth`` as an array, or ``"ard"``.
+
+A per-input bandwidth ``s`` (shape ``(d,)``, in the units the model sees: standardized with
+``standardize``) makes the kernel ``exp(-sum_i (x_i - x'_i)^2 / (2 s_i^2))``.  It is the
+isotropic kernel of width 1 on the rows ``x / s``, and that is how a fit runs it: ``s`` is
+folded into the standardization (``x_scale * s``, :func:`fold_scales`), so the random
+features stay the seed-addressed blocks of the isotropic map (the scale divides the sampled
+directions ``W``, as the standardization's scale does), and every setup rule (step size,
+curvature, the trials of the overall width) sees the rescaled rows.
+
+``bandwidth="ard"`` chooses ``s`` in two stages on the rows sampled at setup:
+
+1. the *relative* widths, by :func:`ooc_kernels.features.ard.ard_scales` (gradient steps
+   on the log-widths of a held-out ridge error with random features, on up to
+   :data:`ARD_ROWS` of the sampled rows), normalized to a geometric mean of 1;
+2. the *overall* width, by the rule of ``bandwidth="auto"`` (short trial fits of the
+   solver, or generalized cross-validation on data sets of at most 1,000 rows) on the rows
+   rescaled by stage 1.
+
+Examples
+--------
+>>> from ooc_kernels.families.dsg._ard import bandwidth_mode
+>>> [bandwidth_mode(b) for b in ("auto", "ard", "median", 0.5, [1.0, 2.0])]
+['auto', 'ard', 'median', 'number', 'array']
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from numbers import Real
+
+import numpy as np
+
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.features.ard import ard_scales, check_bandwidth_vector
+from ooc_kernels.features.bandwidth import median_heuristic
+
+__all__ = ["ARD_ROWS", "bandwidth_mode", "check_bandwidth_param", "per_input_shape",
+           "fold_scales", "published_bandwidth"]
+
+#: Sampled rows the ARD search uses (2/3 fit its ridge models, 1/3 validate them).
+ARD_ROWS = 1500
+
+
+def bandwidth_mode(bandwidth) -> str:
+    """``"auto"``, ``"ard"``, ``"median"``, ``"number"`` or ``"array"``.
+
+    Examples
+    --------
+    >>> bandwidth_mode(np.ones(3))
+    'array'
+    """
+    if isinstance(bandwidth, str):
+        return bandwidth
+    if isinstance(bandwidth, Real) or np.ndim(bandwidth) == 0:
+        return "number"
+    return "array"
+
+
+def check_bandwidth_param(bandwidth) -> None:
+    """Refuse an array ``bandwidth`` that is not a vector of positive finite numbers, before
+    any data is read (its length is checked against the data at ``fit``).
+
+    Examples
+    --------
+    >>> check_bandwidth_param([[1.0, 2.0]])
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: bandwidth has shape (1, 2); pass one positive width per input, shape (n_features_in,), or a number.
+    """
+    if bandwidth_mode(bandwidth) != "array":
+        return
+    s = np.asarray(bandwidth, dtype=object)
+    if s.ndim != 1:
+        raise ValidationError(
+            f"bandwidth has shape {s.shape}; pass one positive width per input, shape "
+            "(n_features_in,), or a number.")
+    check_bandwidth_vector(bandwidth, len(s))
+
+
+def fold_scales(config, shape: np.ndarray):
+    """``config`` with the per-input widths ``shape`` folded into its standardization: the
+    model sees ``(x - x_shift) / (x_scale * shape)``.
+
+    Examples
+    --------
+    >>> from ooc_kernels.families.dsg.solver import DSGConfig
+    >>> c = DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=2,
+    ...               block_size=4, n_blocks=1, bandwidth=1.0, feature_seed=0, alpha=0.1,
+    ...               batch_size=4, learning_rate="constant", eta0=0.1, t0=0.0,
+    ...               dtype="float64")
+    >>> fold_scales(c, np.array([2.0, 0.5])).x_scale
+    (2.0, 0.5)
+    """
+    d = config.n_features_in
+    shift = np.zeros(d) if config.x_shift is None else np.asarray(config.x_shift)
+    scale = np.ones(d) if config.x_scale is None else np.asarray(config.x_scale)
+    return replace(config, x_shift=tuple(float(v) for v in shift),
+                   x_scale=tuple(float(v) for v in scale * shape))
+
+
+def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int):
+    """The per-input widths of ``bandwidth`` (an array: checked against ``seen``'s columns;
+    ``"ard"``: relative widths of geometric mean 1 chosen on the sampled rows), or None for
+    an isotropic bandwidth.
+
+    Parameters
+    ----------
+    bandwidth
+        The estimator's ``bandwidth``.
+    seen : ndarray of shape (n, d)
+        The sampled rows as the model sees them (standardized).
+    targets : ndarray of shape (n, c)
+        Least-squares targets of the rows
+        (:func:`~ooc_kernels.families.dsg._bandwidth.gcv_targets`).
+    weights : ndarray of shape (n,)
+        The rows' weights.
+    seed : int
+        Seed of the subsample and of the search.
+
+    Examples
+    --------
+    >>> per_input_shape(0.5, np.zeros((3, 2)), None, None, seed=0) is None
+    True
+    >>> per_input_shape([1.0, 2.0, 3.0], np.zeros((3, 2)), None, None, seed=0)
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: bandwidth has shape (3,), the data has 2 input features; pass one positive width per input, shape (2,), or a number.
+    """
+    mode = bandwidth_mode(bandwidth)
+    if mode == "array":
+        return check_bandwidth_vector(bandwidth, seen.shape[1])
+    if mode != "ard":
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    rows = np.flatnonzero(w > 0)
+    rng = np.random.default_rng(seed % 2**63)
+    if len(rows) > ARD_ROWS:
+        rows = np.sort(rng.choice(rows, ARD_ROWS, replace=False))
+    start = median_heuristic(seen[rows], 1.0, sample_weight=w[rows])
+    scales = ard_scales(seen[rows], np.asarray(targets)[rows], w[rows], start=start,
+                        seed=int(rng.integers(2**62)))
+    return scales / np.exp(np.mean(np.log(scales)))
+
+
+def published_bandwidth(config):
+    """What ``bandwidth_`` shows: the per-input widths when the fit had them, else the
+    isotropic width."""
+    widths = getattr(config, "input_bandwidths", None)
+    return config.bandwidth if widths is None else np.asarray(widths, dtype=np.float64)
