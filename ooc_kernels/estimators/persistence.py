@@ -77,6 +77,10 @@ def _json_param(name, value):
             isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
             for v in value):  # a vector of numbers (a per-input bandwidth)
         return [float(v) for v in value]
+    if isinstance(value, dict) and all(  # parameters of a parameter (kernel_params)
+            isinstance(k, str) and (v is None or isinstance(v, (bool, int, float, str)))
+            for k, v in value.items()):
+        return dict(value)
     raise ModelFormatError(
         f"parameter {name}={value!r} cannot be saved as JSON; set it to an int or None "
         "before saving (e.g. random_state=0)."

@@ -24,6 +24,7 @@ import math
 
 from ooc_kernels.exceptions import ModelFormatError
 from ooc_kernels.families.dsg._loss_params import loss_param
+from ooc_kernels.features.maps import kernel_spec
 
 __all__ = ["check_saved_config"]
 
@@ -54,9 +55,10 @@ def check_saved_config(estimator, config, where: str) -> None:
     if (None if classes is None else tuple(classes.tolist())) != config.classes:
         raise bad(f"has classes {config.classes!r}, the model's are "
                   f"{None if classes is None else classes.tolist()!r}")
-    if config.kernel != estimator.kernel:
+    spec = kernel_spec(estimator.kernel, getattr(estimator, "kernel_params", None))
+    if config.kernel != spec:
         raise bad(f"has kernel={config.kernel!r}, the model's parameters say "
-                  f"kernel={estimator.kernel!r}")
+                  f"kernel={spec!r}")
     if config.loss_param != loss_param(estimator.loss, estimator):
         raise bad(f"has loss_param={config.loss_param!r}, the model's parameters give "
                   f"{loss_param(estimator.loss, estimator)!r} for loss={estimator.loss!r}")

@@ -46,7 +46,7 @@ from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_s
 from ooc_kernels.families.dsg.solver import DSGState, init_state, predict_chunk, step_sizes
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
-from ooc_kernels.features.maps import available_kernels
+from ooc_kernels.features.maps import available_kernels, kernel_spec
 from ooc_kernels.parallel.scheduler import local_scheduler
 
 __all__ = ["DSGDensityRatio"]
@@ -96,6 +96,12 @@ def _ratio_block(X, payload):
 _PARAMS_DOC = """
     kernel : str, default="rbf"
         A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`).
+    kernel_params : dict or None, default=None
+        Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
+        them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
+        2}`` for ``"arccos"`` (default 1); the other kernels take none.  Checked at ``fit``
+        (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
+        the allowed ones) and saved with the model.  See ``docs/kernels.md``.
     bandwidth : float or "median", default="median"
         Kernel bandwidth sigma (in standardized units with ``standardize``).  ``"median"``:
         ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
@@ -182,6 +188,7 @@ class DSGDensityRatio(ChunkedEstimator):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
         "kernel": [StrOptions(set(available_kernels()))],
+        "kernel_params": [dict, None],
         "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
         "median_multiplier": [Interval(Real, 0, None, closed="neither")],
         "standardize": ["boolean"],
@@ -198,13 +205,14 @@ class DSGDensityRatio(ChunkedEstimator):
     _stopping_test_params = dict(n_iter_no_change=1)
     _saved_arrays = {"coef": True}
 
-    def __init__(self, *, kernel="rbf", bandwidth="median", median_multiplier=1.0,
+    def __init__(self, *, kernel="rbf", kernel_params=None, bandwidth="median", median_multiplier=1.0,
                  standardize=True, dtype="auto", alpha="auto", n_features=1024,
                  block_size=128, batch_size=256, learning_rate="optimal", eta0="auto",
                  t0="auto", max_iter=20, tol=1e-3, n_iter_no_change=3, verbose=0,
                  chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  on_invalid="error", random_state=None, scheduler=None, progress=None):
         self.kernel = kernel
+        self.kernel_params = kernel_params
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier
         self.standardize = standardize
@@ -302,7 +310,7 @@ class DSGDensityRatio(ChunkedEstimator):
         eigenvalue = growth_step_eigenvalue(
             seen_q, np.ones(len(seen_q)), bandwidth=bandwidth, feature_seed=feature_seed,
             block_size=self.block_size, batch_size=q_batch,
-            seed=derive_seed(self.random_seed_, 7), kernel=self.kernel)
+            seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params))
         alpha = 1.0 / math.sqrt(n_p + n_q) if self.alpha == "auto" else self.alpha
         plan = resolve_schedule(learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                                 alpha=alpha, average=False, loss="squared",
@@ -314,7 +322,7 @@ class DSGDensityRatio(ChunkedEstimator):
             bandwidth=bandwidth, feature_seed=feature_seed, alpha=plan.alpha,
             batch_size=self.batch_size, learning_rate=plan.learning_rate, eta0=plan.eta0,
             t0=plan.t0, dtype=dtype, shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
-            feature_budget=default_cache().max_bytes, kernel=self.kernel,
+            feature_budget=default_cache().max_bytes, kernel=kernel_spec(self.kernel, self.kernel_params),
             q_weight=n_p / n_q, **standard)
         check_fit_memory(self, n_outputs=1, n_features_in=d, n_samples=n_p, average=False)
         self._state = init_state(self._config)
@@ -437,9 +445,9 @@ class DSGDensityRatio(ChunkedEstimator):
         if cfg.target != "density_ratio" or cfg.n_outputs != 1:
             raise bad(f"has target {cfg.target!r} with {cfg.n_outputs} output(s); a "
                       "density-ratio model has 'density_ratio' and 1")
-        if cfg.n_features_in != self.n_features_in_ or cfg.kernel != self.kernel:
+        if cfg.n_features_in != self.n_features_in_ or cfg.kernel != kernel_spec(self.kernel, self.kernel_params):
             raise bad(f"has n_features_in={cfg.n_features_in!r} and kernel={cfg.kernel!r}; "
-                      f"the model has {self.n_features_in_} and {self.kernel!r}")
+                      f"the model has {self.n_features_in_} and {kernel_spec(self.kernel, self.kernel_params)!r}")
         for name in ("bandwidth", "q_weight"):
             value = getattr(cfg, name)
             if not isinstance(value, (int, float)) or not (0 < value < math.inf):

@@ -53,7 +53,7 @@ from ooc_kernels.estimators.base import (
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
-from ooc_kernels.features.maps import available_kernels, get_feature_map
+from ooc_kernels.features.maps import available_kernels, get_feature_map, kernel_spec
 from ooc_kernels.losses import get_loss, losses_for
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
@@ -89,6 +89,7 @@ _DSG_CONSTRAINTS = {
     **BASE_CONSTRAINTS,
     **STOPPING_CONSTRAINTS,
     "kernel": [StrOptions(set(available_kernels()))],
+    "kernel_params": [dict, None],
     "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "median"})],
     "standardize": ["boolean"],
     "dtype": [StrOptions({"auto", "float32", "float64"})],
@@ -107,8 +108,15 @@ _DSG_CONSTRAINTS = {
 _PARAMS_DOC = """
     kernel : str, default="rbf"
         A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`):
-        ``"rbf"``, the Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``.
+        ``"rbf"``, the Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``;
+        ``"laplacian"``, ``"cauchy"``, ``"matern"``, ``"arccos"`` (``docs/kernels.md``).
         Saved with the model.
+    kernel_params : dict or None, default=None
+        Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
+        them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
+        2}`` for ``"arccos"`` (default 1); the other kernels take none.  Checked at ``fit``
+        (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
+        the allowed ones) and saved with the model.  See ``docs/kernels.md``.
     bandwidth : float, "auto" or "median", default="auto"
         Kernel bandwidth sigma (in the units the model sees: standardized with
         ``standardize``).  ``"auto"``: short validation runs on up to 3000 sampled rows pick
@@ -337,7 +345,7 @@ class _DSGEstimator(ChunkedEstimator):
             class_weight=class_weight, weight_scale=1.0 / mean_w,
             loss_param=loss_param(loss_name, self),
             # the client's budget fixes every task's full-phase plan (not the workers')
-            feature_budget=default_cache().max_bytes, kernel=self.kernel,
+            feature_budget=default_cache().max_bytes, kernel=kernel_spec(self.kernel, self.kernel_params),
             **self._standardization(sample, y_sample, target, row_w))
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
@@ -351,7 +359,7 @@ class _DSGEstimator(ChunkedEstimator):
             eigenvalue = growth_step_eigenvalue(
                 seen, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
                 block_size=self.block_size, batch_size=batch_size,
-                seed=derive_seed(self.random_seed_, 7), kernel=self.kernel) if sampled else None
+                seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
             return resolve_schedule(
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                 alpha=self.alpha, average=self.average, loss=loss_name,
@@ -366,7 +374,7 @@ class _DSGEstimator(ChunkedEstimator):
                 (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
                 None if classes is None else np.asarray(classes))
             bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
-                seen, targets, row_w, alpha=alpha, median=median, kernel=self.kernel)
+                seen, targets, row_w, alpha=alpha, median=median, kernel=kernel_spec(self.kernel, self.kernel_params))
         elif self.bandwidth == "auto":
             if self.progress is not False:  # minutes on large data: say so in a batch log
                 logger.info("%s: choosing the bandwidth by short trial fits on %d sampled "
@@ -415,7 +423,7 @@ class _DSGEstimator(ChunkedEstimator):
             seen, w = seen[np.sort(pick)], w[np.sort(pick)]
         # the Gram matrix in float32 (4 MB at 1,000 rows): the estimate only sets the
         # weight of a round, and the setup stays within a few MB of the chunks
-        gram = get_feature_map(self.kernel).gram(seen, seen, bandwidth, np.float32)
+        gram = get_feature_map(kernel_spec(self.kernel, self.kernel_params)).gram(seen, seen, bandwidth, np.float32)
         return float(curv) * top_eigenvalue(gram, w)
 
     def _class_weights(self, data, classes, sched):
@@ -591,7 +599,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
                               "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
                               "class_weight": [dict, StrOptions({"balanced"}), None]}
 
-    def __init__(self, loss="logistic", *, kernel="rbf", bandwidth="auto",
+    def __init__(self, loss="logistic", *, kernel="rbf", kernel_params=None, bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
                  n_features=4096, block_size=256, update="new",
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
@@ -602,6 +610,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
                  scheduler=None, progress=None):
         self.loss = loss
         self.kernel = kernel
+        self.kernel_params = kernel_params
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier
         self.standardize = standardize
@@ -709,6 +718,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
                                 partial_fit=True, tol=True)
 
     def __init__(self, loss="squared", *, epsilon=EPSILON, quantile=QUANTILE, kernel="rbf",
+                 kernel_params=None,
                  bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
                  n_features=4096, block_size=256, update="new",
@@ -721,6 +731,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
         self.epsilon = epsilon
         self.quantile = quantile
         self.kernel = kernel
+        self.kernel_params = kernel_params
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier
         self.standardize = standardize

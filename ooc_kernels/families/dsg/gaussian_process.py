@@ -175,7 +175,8 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
 
     def __init__(self, noise="auto", *, mean="features", variance="features",
                  n_variance_features=1024,
-                 kernel="rbf", bandwidth="auto", median_multiplier=1.0, standardize=True,
+                 kernel="rbf", kernel_params=None, bandwidth="auto", median_multiplier=1.0,
+                 standardize=True,
                  dtype="auto", n_features=4096, block_size=256, batch_size=256,
                  learning_rate="optimal", eta0="auto", t0="auto", average=True,
                  max_iter=1000, tol=1e-3, n_iter_no_change=5, early_stopping=False,
@@ -187,6 +188,7 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
         self.variance = variance
         self.n_variance_features = n_variance_features
         self.kernel = kernel
+        self.kernel_params = kernel_params
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier
         self.standardize = standardize

@@ -48,6 +48,7 @@ from ooc_kernels.families.dsg.one_class_solver import (OneClassAlgorithm, OneCla
 from ooc_kernels.families.dsg.solver import DSGConfig, predict_chunk
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
+from ooc_kernels.features.maps import kernel_spec
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
@@ -166,6 +167,12 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         multiplies the coefficients by ``1 - gamma_t nu``).
     kernel : str, default="rbf"
         A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`).
+    kernel_params : dict or None, default=None
+        Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
+        them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
+        2}`` for ``"arccos"`` (default 1); the other kernels take none.  Checked at ``fit``
+        (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
+        the allowed ones) and saved with the model.  See ``docs/kernels.md``.
     bandwidth : float or "median", default="median"
         Kernel bandwidth sigma of ``exp(-||x - x'||^2 / (2 sigma^2))`` (in the units the
         model sees: standardized with ``standardize``).  ``"median"``:
@@ -264,7 +271,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     #: loss ``max(0, tau - f)`` is the hinge at ``u = f - tau + 1``, ``y = +1``.
     loss = "hinge"
 
-    def __init__(self, nu=0.5, *, kernel="rbf", bandwidth="median", median_multiplier=0.5,
+    def __init__(self, nu=0.5, *, kernel="rbf", kernel_params=None, bandwidth="median", median_multiplier=0.5,
                  standardize=True, dtype="auto", n_features=4096, block_size=256,
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  offset="quantile", max_iter=1000, tol=1e-3, n_iter_no_change=2,
@@ -273,6 +280,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                  on_invalid="error", random_state=None, scheduler=None, progress=None):
         self.nu = nu
         self.kernel = kernel
+        self.kernel_params = kernel_params
         self.bandwidth = bandwidth
         self.median_multiplier = median_multiplier
         self.standardize = standardize
@@ -357,7 +365,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
             dtype=self._resolve_dtype(data), shuffle=bool(self.shuffle),
             on_invalid=self.on_invalid, weight_scale=1.0 / mean_w,
-            feature_budget=default_cache().max_bytes, kernel=self.kernel,
+            feature_budget=default_cache().max_bytes, kernel=kernel_spec(self.kernel, self.kernel_params),
             **self._standardization(sample, None, "novelty", w))
         seen = _standardized(base, sample)
         if self.bandwidth == "median":
@@ -371,7 +379,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         eigenvalue = growth_step_eigenvalue(
             seen, w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
             block_size=self.block_size, batch_size=self.batch_size,
-            seed=derive_seed(self.random_seed_, 7), kernel=self.kernel) if sampled else None
+            seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
         plan = resolve_schedule(learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                                 alpha=nu, average=False, loss="hinge", eigenvalue=eigenvalue,
                                 batch_size=self.batch_size,
