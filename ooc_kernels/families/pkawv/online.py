@@ -230,18 +230,15 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         self.progress = progress
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
-            resume=False):
+    def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
         """Stream the whole dataset, chunk after chunk in storage order (``max_iter``
-        passes), from a new model.
+        passes), from a new model.  Every row counts once: there is no ``sample_weight``.
 
         Parameters
         ----------
         X : array-like, Dask array, DataFrame, xarray Dataset or Intake reader
             Read chunk by chunk, never as a whole.
         y : array-like or Dask array of shape (n_samples,), optional with a Dataset.
-        sample_weight : None
-            Not supported (every row of the stream counts once): must be None.
         checkpoint, checkpoint_every, resume
             As in every estimator of the library: a checkpoint after any chunk resumes the
             stream at the next chunk, bit for bit.
@@ -250,11 +247,10 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         -------
         self
         """
-        self._refuse_weights(sample_weight)
         return super().fit(X, y, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
                            resume=resume)
 
-    def partial_fit(self, X, y=None, sample_weight=None):
+    def partial_fit(self, X, y=None):
         """Consume the rows of ``X`` in order (predict, then update), continuing the stream.
 
         ``online_predictions_`` holds their online forecasts afterwards, and
@@ -264,14 +260,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         -------
         self
         """
-        self._refuse_weights(sample_weight)
         return super().partial_fit(X, y)
-
-    def _refuse_weights(self, sample_weight) -> None:
-        if sample_weight is not None:
-            raise ValidationError(
-                "OnlineKernelRidge counts every row of the stream once and takes no "
-                "sample_weight; got one. Drop it (or repeat rows to weight them).")
 
     def _run(self, data, sched, **kwargs):
         self._online_parts = []
