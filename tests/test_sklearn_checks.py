@@ -42,6 +42,12 @@ NOT_SCIKIT_LEARN_SHAPED = {
 #: Parameters of the checked estimators that are not their defaults, by class name.
 CHECK_PARAMS = {"DSPDCClassifier": {"max_iter": 10}, "DSPDCRegressor": {"max_iter": 10}}
 
+#: More settings checked besides the defaults, by class name (a parameter that changes what
+#: the estimator computes, as ``loss`` does for the classifiers).
+CHECK_VARIANTS = {"ProjectedKernelRidge": [{"basis": "nystrom-fixed"}],
+                  "OnlineKernelRidge": [{"basis": "nystrom"}, {"basis": "nystrom-fixed"},
+                                        {"basis": "exact", "mode": "krr"}]}
+
 
 def _estimators():
     out = []
@@ -51,6 +57,7 @@ def _estimators():
         cls = ESTIMATORS.get(name)
         params = CHECK_PARAMS.get(name, {})
         out.append(cls(**params))
+        out.extend(cls(**params, **variant) for variant in CHECK_VARIANTS.get(name, ()))
         losses = getattr(cls, "_parameter_constraints", {}).get("loss", [])
         for constraint in losses:
             options = getattr(constraint, "options", ())
