@@ -188,13 +188,15 @@ _PARAMS_DOC = """
         ``1e-10`` of its largest eigenvalue (``n_components_`` of them).
     bandwidth : float or "median", default="median"
         ``sigma`` of ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))``.  ``"median"``: the
-        median pairwise distance of up to 2000 rows drawn from up to 8 chunks (1.0 when
-        fewer than two distinct rows are drawn).
+        median pairwise distance of up to 2000 rows drawn from up to 8 chunks, the pairs
+        weighted by the rows' sample weights (1.0 when fewer than two distinct rows are
+        drawn).
     alpha : float, default=1.0
         ``lambda``, the ridge on ``sum_i s_i (y_i - f(x_i))^2`` (not divided by the number
         of rows, as in scikit-learn's ``KernelRidge`` and in the paper).
     center : bool, default=True
-        Expand the Taylor basis around the mean of the rows drawn at setup (``center_``)
+        Expand the Taylor basis around the (weighted) mean of the rows drawn at setup
+        (``center_``)
         instead of the origin: the same kernel, a smaller truncation error for data away
         from the origin.  ``False``: around the origin, as the paper (for data scaled to
         ``[-1, 1]``).
@@ -284,10 +286,17 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         self.progress = progress
 
     # ------------------------------------------------------------------ fit
-    def _setup_rows(self, data, sched) -> np.ndarray:
-        rows = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8,
-                           seed=derive_seed(self.random_seed_, 3), scheduler=sched)
-        return rows[np.isfinite(rows).all(axis=1)].astype(np.float64)
+    def _setup_rows(self, data, sched) -> tuple[np.ndarray, np.ndarray]:
+        """Up to :data:`SETUP_ROWS` finite rows drawn from up to 8 chunks, and their
+        sample weights (the same draw of both variables)."""
+        seed = derive_seed(self.random_seed_, 3)
+        rows = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8, seed=seed,
+                           scheduler=sched).astype(np.float64)
+        weights = np.ones(len(rows)) if "sample_weight" not in data.variables else \
+            sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8, seed=seed, scheduler=sched,
+                        var="sample_weight").astype(np.float64)
+        keep = np.isfinite(rows).all(axis=1) & np.isfinite(weights) & (weights > 0)
+        return rows[keep], weights[keep]
 
     def _initialize(self, data, sched, classes=None) -> None:
         d = data.n_features
@@ -300,12 +309,12 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                     "a task may hold; lower degree, or use basis='nystrom-fixed' with "
                     "n_components <= 10000.")
         needs_rows = self.bandwidth == "median" or (self.basis == "taylor" and self.center)
-        rows = self._setup_rows(data, sched) if needs_rows else None
+        rows, weights = self._setup_rows(data, sched) if needs_rows else (None, None)
         bandwidth = float(self.bandwidth) if self.bandwidth != "median" else \
-            _median_bandwidth(rows, derive_seed(self.random_seed_, 4))
+            _median_bandwidth(rows, weights, derive_seed(self.random_seed_, 4))
         center = None
         if self.basis == "taylor" and self.center:
-            center = rows.mean(axis=0) if len(rows) else np.zeros(d)
+            center = np.average(rows, axis=0, weights=weights) if len(rows) else np.zeros(d)
         dictionary = None
         if self.basis == "nystrom-fixed":
             dictionary = sample_dictionary(data.X, self.n_components,
@@ -417,9 +426,10 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         self._publish()
 
 
-def _median_bandwidth(rows: np.ndarray, seed: int) -> float:
-    """The median pairwise distance of ``rows`` (1.0 when it is not positive: fewer than
-    two distinct rows)."""
+def _median_bandwidth(rows: np.ndarray, weights: np.ndarray, seed: int) -> float:
+    """The median pairwise distance of ``rows`` weighted by ``weights`` (numbers of copies),
+    1.0 when it is not positive (fewer than two distinct rows)."""
     if len(rows) < 2 or not (rows != rows[0]).any():
         return 1.0
-    return float(median_heuristic(rows, 1.0, random_state=seed % 2**32)) or 1.0
+    return float(median_heuristic(rows, 1.0, random_state=seed % 2**32,
+                                  sample_weight=weights)) or 1.0
