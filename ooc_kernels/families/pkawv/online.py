@@ -40,6 +40,7 @@ from ooc_kernels.families.pkawv.solver import (
     BASES,
     OnlineAlgorithm,
     OnlineConfig,
+    check_rows,
     initial_state,
     make_basis,
 )
@@ -264,6 +265,9 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
 
     def _run(self, data, sched, **kwargs):
         self._online_parts = []
+        epoch, done = kwargs["start"]  # refuse a stream too long for the basis before any work
+        rows = data.n_samples * (kwargs["end_epoch"] - epoch) - sum(data.X.chunks[0][:done])
+        check_rows(self._cfg, int(self._state["n_seen"]), rows)
         super()._run(data, sched, **kwargs)
 
     def _after_round(self, state, info) -> None:

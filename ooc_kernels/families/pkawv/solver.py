@@ -42,7 +42,7 @@ from ooc_kernels.families.pkawv.kernels_online import (
 from ooc_kernels.families.pkawv.taylor import TaylorBasis
 
 __all__ = ["BASES", "EXACT_MAX_ROWS", "NYSTROM_MAX_ROWS", "OnlineAlgorithm", "OnlineConfig",
-           "initial_state", "make_basis"]
+           "check_rows", "initial_state", "make_basis"]
 
 #: The bases of the online learner.
 BASES = ("taylor", "nystrom", "nystrom-fixed", "exact")
@@ -112,7 +112,8 @@ def _grown(a: np.ndarray, shape) -> np.ndarray:
     return out
 
 
-def _check_rows(cfg: OnlineConfig, t: int, n: int) -> None:
+def check_rows(cfg: OnlineConfig, t: int, n: int) -> None:
+    """Refuse a stream of ``t + n`` rows that the basis's growing state cannot hold."""
     limit = {"exact": EXACT_MAX_ROWS, "nystrom": NYSTROM_MAX_ROWS}.get(cfg.basis)
     if limit is not None and t + n > limit:
         raise ValidationError(
@@ -150,7 +151,7 @@ class OnlineAlgorithm:
         cfg = self.cfg
         awv = cfg.mode == "awv"
         t = int(state["n_seen"])
-        _check_rows(cfg, t, len(y))
+        check_rows(cfg, t, len(y))
         if cfg.basis in ("taylor", "nystrom-fixed"):
             new = {"Ainv": state["Ainv"].copy(), "b": state["b"].copy(),
                    "w": state["w"].copy()}
