@@ -6,6 +6,7 @@ regret bounds of Proposition 1 and Theorem 4 and the KORS guarantee of Propositi
 (checks C1, C2, C5, C7, C8 of the specification).
 """
 
+import functools
 import math
 
 import numpy as np
@@ -121,21 +122,24 @@ def _bound_terms(X, y, alpha, sigma):
     return K, float(np.sum(y ** 2 * ref.leverage_terms(K, alpha))), ref.log_det(K, alpha)
 
 
+@functools.lru_cache(maxsize=None)
 def _adversary(n, d, alpha, sigma, B=1.0, n_candidates=20, seed=0):
     """Greedy: among random candidates, the ``x`` whose Kernel-AWV forecast is largest in
-    absolute value, then ``y = -B sign(y_hat)``: the loss forced at each round is maximal."""
+    absolute value, then ``y = -B sign(y_hat)``: the loss forced at each round is maximal.
+    (The forecast of a candidate ``x`` is ``lambda k^T G Y / (1 + lambda - k^T G k)``, ``G =
+    (K + lambda I)^(-1)`` on the rows so far.)"""
     rng = np.random.default_rng(seed)
     X, y = np.zeros((0, d)), np.zeros(0)
     for _ in range(n):
         C = rng.uniform(-1, 1, size=(n_candidates, d))
-        best, best_x = -1.0, None
-        for c in C:
-            Xc = np.vstack([X, c])
-            f = ref.kernel_awv(Xc, np.append(y, 0.0), alpha, sigma)[-1]
-            gain = (B + abs(f)) ** 2 if len(y) else 0.0
-            if gain > best:
-                best, best_x, fc = gain, c, f
-        X, y = np.vstack([X, best_x]), np.append(y, -B if fc > 0 else B)
+        if len(y):
+            G = np.linalg.inv(ref.gaussian_kernel(X, X, sigma) + alpha * np.eye(len(y)))
+            k = ref.gaussian_kernel(C, X, sigma)
+            f = alpha * (k @ G @ y) / (1 + alpha - np.einsum("ij,jk,ik->i", k, G, k))
+        else:
+            f = np.zeros(n_candidates)
+        best = int(np.argmax(np.abs(f)))
+        X, y = np.vstack([X, C[best]]), np.append(y, -B if f[best] > 0 else B)
     return X, y
 
 
