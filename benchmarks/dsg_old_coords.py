@@ -140,8 +140,10 @@ def part_time(args) -> dict:
     out = {}
     for name in args.problems:
         for budget in args.budgets:
-            runs = {u: [curve(name, u, budget, seed, args.epochs) for seed in range(args.repeats)]
-                    for u in MODES}
+            runs = {u: [] for u in MODES}
+            for seed in range(args.repeats):  # the modes interleaved: the same machine load
+                for u in MODES:
+                    runs[u].append(curve(name, u, budget, seed, args.epochs))
             rows = {}
             for u in MODES:
                 at_dsg, to_reach = [], []
