@@ -24,12 +24,10 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from numbers import Integral, Real
 
 import dask
-import dask.array as da
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -39,11 +37,12 @@ from ooc_kernels.data.inputs import wrap_prediction
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_CONSTRAINTS, BASE_PARAMS_DOC, ChunkedEstimator
-from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.families.dsg._common import DSGModelMixin
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._ratio_solver import RatioAlgorithm, RatioConfig
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
-from ooc_kernels.families.dsg.solver import DSGState, init_state, predict_chunk, step_sizes
+from ooc_kernels.families.dsg.solver import init_state, predict_chunk
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import available_kernels, kernel_spec
@@ -147,7 +146,7 @@ _PARAMS_DOC = """
 
 
 @register_estimator
-class DSGDensityRatio(ChunkedEstimator):
+class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
     __doc__ = """Density ratio ``p(x) / q(x)`` and ``KL(p || q)`` by doubly stochastic
     functional gradients, out of core.
 
@@ -165,7 +164,9 @@ class DSGDensityRatio(ChunkedEstimator):
         Nguyen et al. at the fitted ``f``), over every training row, computed in one pass
         over both samples after the last epoch.
     bandwidth_, alpha_, eta0_, t0_, dtype_, feature_seed_ : the settings used
-    n_iter_, t_, history_, stop_reason_ : as the DSG estimators
+    coef_ : ndarray of shape (n_blocks_used, block_size, 1)
+    n_iter_, t_, history_, stop_reason_, n_blocks_seen_, n_samples_seen_,
+    n_samples_skipped_ : as the DSG estimators
     n_features_in_ : int
 
     Examples
@@ -204,6 +205,8 @@ class DSGDensityRatio(ChunkedEstimator):
     _test_params = dict(n_features=128, block_size=16, batch_size=8, max_iter=2, tol=None)
     _stopping_test_params = dict(n_iter_no_change=1)
     _saved_arrays = {"coef": True}
+    _config_type = RatioConfig
+    _feature_variables = ("X_p", "X_q")
 
     def __init__(self, *, kernel="rbf", kernel_params=None, bandwidth="median", median_multiplier=1.0,
                  standardize=True, dtype="auto", alpha="auto", n_features=1024,
@@ -252,20 +255,6 @@ class DSGDensityRatio(ChunkedEstimator):
         raise AttributeError(
             "DSGDensityRatio has no partial_fit: it learns from two samples, and partial_fit "
             "takes one batch of rows; call fit(X_p, X_q), which reads both chunk by chunk.")
-
-    def _check_params(self) -> None:
-        if self.n_features % self.block_size:
-            raise ValidationError(
-                f"n_features={self.n_features} is not a multiple of block_size="
-                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
-                f"n_features={max(1, self.n_features // self.block_size) * self.block_size}.")
-        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
-
-    def _resolve_dtype(self, data) -> str:
-        if self.dtype != "auto":
-            return self.dtype
-        one_batch = data.n_chunks == 1 and data.n_samples <= self.batch_size
-        return "float64" if one_batch else "float32"
 
     def _initialize(self, data, sched, classes=None) -> None:
         n_p, n_q = int(data["X_p"].shape[0]), int(data["X_q"].shape[0])
@@ -332,20 +321,6 @@ class DSGDensityRatio(ChunkedEstimator):
     def _make_algorithm(self) -> RatioAlgorithm:
         return RatioAlgorithm(self._config)
 
-    def _engine_data(self, data):
-        variables = {k: (v if v.dtype == np.dtype(self._config.dtype)
-                         else v.astype(self._config.dtype))
-                     for k, v in data.variables.items()}
-        return data.replace(variables=variables)
-
-    def _after_round(self, state, info) -> None:
-        if not np.isfinite(state.coef).all():
-            raise DivergenceError(
-                f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
-                f"{info.round} (gamma_t = {self._config.eta0:.6g} / (t + "
-                f"{self._config.t0:.6g}), alpha={self._config.alpha:.6g}); lower eta0 or "
-                "keep standardize=True.")
-
     def _finish(self, state, data, sched):
         """``divergence_``: one pass over both samples with the final model."""
         payload = dask.delayed((self._config, state), traverse=False)
@@ -360,39 +335,11 @@ class DSGDensityRatio(ChunkedEstimator):
         self.divergence_ = float(sp[0] / sp[2] - sq[1] / sq[2] + 1.0)
         return state
 
-    def _publish(self) -> None:
-        state, config = self._state, self._config
-        self.bandwidth_ = config.bandwidth
-        self.dtype_ = config.dtype
-        self.feature_seed_ = config.feature_seed
-        self.alpha_, self.eta0_, self.t0_ = config.alpha, config.eta0, config.t0
-        self.t_ = state.n_iter
-        self.n_samples_seen_ = state.n_samples_seen
-        self.n_samples_skipped_ = state.n_samples_skipped
-
-    def _training_loss(self, state):
-        return state.loss_sum, state.loss_weight
-
-    def _history_extra(self, state) -> dict:
-        return {"step_size": float(step_sizes(self._config, np.asarray([state.n_iter]))[0]),
-                "steps": int(state.n_iter)}
-
     # ------------------------------------------------------------------ prediction
-    @property
-    def _n_outputs(self) -> int:
-        return 1
-
     @staticmethod
     def _predict_block(X, payload):
         config, state = payload
         return predict_chunk(config, state, X)  # one chunk in, its values of f out
-
-    def _predict_payload(self):
-        return self._config, self._state
-
-    @property
-    def _predict_dtype(self) -> np.dtype:
-        return np.dtype(self._config.dtype)
 
     def decision_function(self, X):
         """``f(x)``, the estimate of ``log(p(x) / q(x))`` (lazy for lazy input)."""
@@ -406,58 +353,37 @@ class DSGDensityRatio(ChunkedEstimator):
                                   self._predict_dtype)
         return wrap_prediction(X, out[:, 0])
 
-    @property
-    def coef_(self) -> np.ndarray:
-        """Coefficient blocks in use, shape (n_blocks_used, block_size, 1)."""
-        check_is_fitted(self, "_state")
-        return self._state.coef[: self._state.n_blocks_used].copy()
-
     # ------------------------------------------------------------------ persistence
-    def _fitted_arrays(self) -> dict:
-        return {"coef": np.asarray(self._state.coef, dtype=np.float64)}
-
     def _fitted_meta(self) -> dict:
-        config = dataclasses.asdict(self._config)
-        config["feature_seed"] = str(config["feature_seed"])  # 64 bits: JSON-safe as text
-        state = self._state
-        return {"config": config, "divergence": self.divergence_,
-                "state": {"n_iter": int(state.n_iter),
-                          "n_blocks_seen": int(state.n_blocks_seen),
-                          "n_samples_seen": int(state.n_samples_seen),
-                          "n_samples_skipped": int(state.n_samples_skipped),
-                          "loss_sum": float(state.loss_sum),
-                          "loss_weight": float(state.loss_weight)}}
+        return {**super()._fitted_meta(), "divergence": self.divergence_}
+
+    def _read_config(self, saved: dict, where: str):
+        try:
+            return super()._read_config(saved, where)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _bad_config(where, f"cannot be read ({exc})") from exc
+
+    def _check_saved_config(self, config: RatioConfig, where: str) -> None:
+        if config.target != "density_ratio" or config.n_outputs != 1:
+            raise _bad_config(where, f"has target {config.target!r} with "
+                                     f"{config.n_outputs} output(s); a density-ratio model has "
+                                     "'density_ratio' and 1")
+        if config.n_features_in != self.n_features_in_ or config.kernel != kernel_spec(self.kernel, self.kernel_params):
+            raise _bad_config(where, f"has n_features_in={config.n_features_in!r} and "
+                                     f"kernel={config.kernel!r}; the model has "
+                                     f"{self.n_features_in_} and {kernel_spec(self.kernel, self.kernel_params)!r}")
+        for name in ("bandwidth", "q_weight"):
+            value = getattr(config, name)
+            if not isinstance(value, (int, float)) or not (0 < value < math.inf):
+                raise _bad_config(where, f"has {name}={value!r}; it must be a positive "
+                                         "finite number")
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
-        def bad(what):
-            return ModelFormatError(f"{where}: the metadata's fitted.config {what}; re-save "
-                                    "the model or restore it from a backup.")
-
-        try:
-            config = dict(meta["config"])
-            config["feature_seed"] = int(config["feature_seed"])
-            for key in ("classes", "class_weight", "x_shift", "x_scale"):
-                config[key] = None if config.get(key) is None else tuple(config[key])
-            self._config = RatioConfig(**config)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise bad(f"cannot be read ({exc})") from exc
-        cfg = self._config
-        if cfg.target != "density_ratio" or cfg.n_outputs != 1:
-            raise bad(f"has target {cfg.target!r} with {cfg.n_outputs} output(s); a "
-                      "density-ratio model has 'density_ratio' and 1")
-        if cfg.n_features_in != self.n_features_in_ or cfg.kernel != kernel_spec(self.kernel, self.kernel_params):
-            raise bad(f"has n_features_in={cfg.n_features_in!r} and kernel={cfg.kernel!r}; "
-                      f"the model has {self.n_features_in_} and {kernel_spec(self.kernel, self.kernel_params)!r}")
-        for name in ("bandwidth", "q_weight"):
-            value = getattr(cfg, name)
-            if not isinstance(value, (int, float)) or not (0 < value < math.inf):
-                raise bad(f"has {name}={value!r}; it must be a positive finite number")
-        coef = np.asarray(arrays["coef"], dtype=np.float64)
-        expected = (cfg.n_blocks, cfg.block_size, 1)
-        if coef.shape != expected:
-            raise ModelFormatError(
-                f"{where}: coef has shape {coef.shape}, the metadata says {expected}.")
+        super()._restore_fitted(arrays, meta, where)
         divergence = meta.get("divergence")
-        self._state = DSGState(coef=coef, **meta["state"])
         self.divergence_ = None if divergence is None else float(divergence)
-        self._publish()
+
+
+def _bad_config(where: str, what: str) -> ModelFormatError:
+    return ModelFormatError(f"{where}: the metadata's fitted.config {what}; re-save the model "
+                            "or restore it from a backup.")

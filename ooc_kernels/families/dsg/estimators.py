@@ -30,6 +30,9 @@ from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
+                                            fold_scales, per_input_shape,
+                                            published_bandwidth)
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gcv_targets, select_bandwidth,
                                                    select_bandwidth_gcv)
@@ -90,7 +93,8 @@ _DSG_CONSTRAINTS = {
     **STOPPING_CONSTRAINTS,
     "kernel": [StrOptions(set(available_kernels()))],
     "kernel_params": [dict, None],
-    "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "median"})],
+    "bandwidth": [Interval(Real, 0, None, closed="neither"),
+                  StrOptions({"auto", "ard", "median"}), "array-like"],
     "standardize": ["boolean"],
     "dtype": [StrOptions({"auto", "float32", "float64"})],
     "median_multiplier": [Interval(Real, 0, None, closed="neither")],
@@ -228,6 +232,7 @@ class _DSGEstimator(ChunkedEstimator):
                 f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
                 f"n_features={max(1, self.n_features // self.block_size) * self.block_size}."
             )
+        check_bandwidth_param(self.bandwidth)
         loss_param(self.loss, self)  # the loss's parameter in its range, before any data
         # before any data is read: the least the fit could need (one output, one input
         # feature, no averaged copy); _initialize checks again with the data's numbers
@@ -238,7 +243,7 @@ class _DSGEstimator(ChunkedEstimator):
         """Rows from up to 8 random chunks, with their targets and weights (bandwidth,
         standardization and step size); every row of a small data set (at most
         ``GCV_MAX_ROWS`` rows, whatever its chunks)."""
-        n_rows = SAMPLE_ROWS if self.bandwidth == "auto" else 2000
+        n_rows = SAMPLE_ROWS if bandwidth_mode(self.bandwidth) in ("auto", "ard") else 2000
         max_chunks = 8
         if data.n_samples <= GCV_MAX_ROWS:
             max_chunks = data.n_chunks
@@ -350,14 +355,24 @@ class _DSGEstimator(ChunkedEstimator):
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
         seen = _standardized(base, sample)
+        mode = bandwidth_mode(self.bandwidth)
+        # per-input widths (an array, or ARD's relative widths): folded into the
+        # standardization, so that everything below sees the rows x / widths
+        targets = None if mode not in ("auto", "ard") or not sampled else gcv_targets(
+            (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
+            None if classes is None else np.asarray(classes))
+        shape = per_input_shape(self.bandwidth, seen, targets, row_w,
+                                seed=derive_seed(self.random_seed_, 9))
+        if shape is not None:
+            base, seen = fold_scales(base, shape), seen / shape
         # Every row was read (a small data set): bandwidth by GCV on all of them.
         every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
 
-        def schedule(bandwidth, n_samples, batch_size):
+        def schedule(bandwidth, n_samples, batch_size, widths=None):
             # the operator of the fit's first growth steps, on batches of the sampled rows
-            # (all of them when the data is one batch)
+            # (all of them when the data is one batch), rescaled by per-input widths
             eigenvalue = growth_step_eigenvalue(
-                seen, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
+                seen if widths is None else seen / widths, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
                 block_size=self.block_size, batch_size=batch_size,
                 seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
             return resolve_schedule(
@@ -367,34 +382,37 @@ class _DSGEstimator(ChunkedEstimator):
                 owner=type(self).__name__)
 
         self.bandwidth_scores_ = None
-        if self.bandwidth == "auto" and every_row:
+        if mode in ("auto", "ard") and every_row:
             median = median_heuristic(seen, 1.0, sample_weight=row_w)
             alpha = schedule(median, data.n_samples, self.batch_size).alpha
-            targets = gcv_targets(
-                (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
-                None if classes is None else np.asarray(classes))
             bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
                 seen, targets, row_w, alpha=alpha, median=median, kernel=kernel_spec(self.kernel, self.kernel_params))
-        elif self.bandwidth == "auto":
+        elif mode in ("auto", "ard"):
             if self.progress is not False:  # minutes on large data: say so in a batch log
                 logger.info("%s: choosing the bandwidth by short trial fits on %d sampled "
                             "rows", type(self).__name__, len(sample))
-            bandwidth, scores = select_bandwidth(
+            bandwidth, ard_shape, scores = select_bandwidth(
                 base, sample, y_sample, w_sample,
                 classes=None if classes is None else np.asarray(classes),
                 make_schedule=schedule, n_features=self.n_features,
-                seed=derive_seed(self.random_seed_, 6))
+                seed=derive_seed(self.random_seed_, 6),
+                ard_targets=targets if mode == "auto" else None)
             self.bandwidth_scores_ = scores
+            if ard_shape is not None:  # per-input widths won the trials
+                shape = ard_shape
+                base, seen = fold_scales(base, shape), seen / shape
             if self.progress is not False:
                 logger.info("%s: bandwidth %.6g chosen", type(self).__name__, bandwidth)
-        elif self.bandwidth == "median":
+        elif mode == "median":
             bandwidth = median_heuristic(seen, self.median_multiplier,
                                          random_state=derive_seed(self.random_seed_, 4)
                                          % 2**32, sample_weight=row_w)
         else:
-            bandwidth = float(self.bandwidth)
+            bandwidth = 1.0 if mode == "array" else float(self.bandwidth)
         plan = schedule(bandwidth, data.n_samples, self.batch_size)
         self._config = replace(base, bandwidth=bandwidth, alpha=plan.alpha,
+                               input_bandwidths=None if shape is None else
+                               tuple(float(v) for v in bandwidth * shape),
                                learning_rate=plan.learning_rate, eta0=plan.eta0, t0=plan.t0,
                                average=plan.average,
                                curvature=self._curvature(loss_name, n_outputs, seen, row_w,
@@ -449,7 +467,7 @@ class _DSGEstimator(ChunkedEstimator):
 
     def _publish(self) -> None:
         state, config = self._state, self._config
-        self.bandwidth_ = config.bandwidth
+        self.bandwidth_ = published_bandwidth(config)
         self.dtype_ = config.dtype
         self.feature_seed_ = config.feature_seed
         self.alpha_, self.eta0_, self.t0_ = config.alpha, config.eta0, config.t0
@@ -518,7 +536,7 @@ class _DSGEstimator(ChunkedEstimator):
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
         config = dict(meta["config"])
         config["feature_seed"] = int(config["feature_seed"])
-        for key in ("classes", "class_weight", "x_shift", "x_scale"):
+        for key in ("classes", "class_weight", "x_shift", "x_scale", "input_bandwidths"):
             config[key] = None if config.get(key) is None else tuple(config[key])
         self._config = DSGConfig(**config)
         self._check_saved_config(self._config, where)

@@ -52,6 +52,7 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import ChunkedRegressorMixin
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.families.dsg._common import check_whole_blocks
 from ooc_kernels.families.dsg._gp_mean import features_mean, select_noise
 from ooc_kernels.families.dsg._gp_variance import (VARIANCE_MODES, VarianceConfig,
                                                    check_variance_memory, gram_factor,
@@ -241,12 +242,8 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
 
     def _check_params(self) -> None:
         super()._check_params()
-        if self.n_variance_features % self.block_size:
-            raise ValidationError(
-                f"n_variance_features={self.n_variance_features} is not a multiple of "
-                f"block_size={self.block_size}; the variance features come in whole blocks. "
-                f"Use e.g. n_variance_features="
-                f"{max(1, self.n_variance_features // self.block_size) * self.block_size}.")
+        check_whole_blocks("n_variance_features", self.n_variance_features, self.block_size,
+                           "the variance features come in whole blocks")
         check_variance_memory(self.n_variance_features)
         if self.noise == "auto" and self.mean == "dsg":
             raise ValidationError(

@@ -31,7 +31,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._capabilities import Capabilities
-from ooc_kernels._checks import non_finite_error
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.data.inputs import wrap_prediction
 from ooc_kernels.estimators._constraints import Interval, StrOptions
@@ -39,6 +38,7 @@ from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_PARAMS_DOC
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.families.dsg._bandwidth import _standardized
+from ooc_kernels.families.dsg._common import check_bandwidth_sample, finite_sample_rows
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
 from ooc_kernels.families.dsg.estimators import _DSG_CONSTRAINTS, _DSGEstimator
@@ -306,15 +306,6 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.scheduler = scheduler
         self.progress = progress
 
-    def _check_params(self) -> None:
-        if self.n_features % self.block_size:
-            raise ValidationError(
-                f"n_features={self.n_features} is not a multiple of block_size="
-                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
-                f"n_features={max(1, self.n_features // self.block_size) * self.block_size}."
-            )
-        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
-
     # ------------------------------------------------------------------ model setup
     def _target_spec(self, loss, n_classes):
         return "novelty", 1, _LOSS_ID
@@ -330,17 +321,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         sample, chunk_of, row_of = sample_rows(data, return_index=True, **kw)
         w = np.ones(len(sample)) if "sample_weight" not in data else np.asarray(
             sample_rows(data, var="sample_weight", **kw), dtype=np.float64)
-        bad = ~np.isfinite(sample).all(axis=1)
-        if bad.any() and self.on_invalid == "skip":
-            return sample[~bad], w[~bad]
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            feature = int(np.flatnonzero(~np.isfinite(sample[i]))[0])
-            raise non_finite_error("X", np.asarray(sample[i][feature]).item(),
-                                   int(chunk_of[i]), int(row_of[i]), feature,
-                                   context=" (found while sampling rows for the bandwidth "
-                                           "and the step size)")
-        return sample, w
+        keep = finite_sample_rows(sample, None, chunk_of, row_of, self.on_invalid)
+        return (sample, w) if keep is None else (sample[keep], w[keep])
 
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
         sampled = self._needs_sample(data)
@@ -348,12 +330,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             sample, w = self._sample(data, sched)
         else:  # every setting given: nothing is read before the fit's own tasks
             sample, w = np.empty((0, data.n_features)), np.empty(0)
-        if len(sample) < 2 and isinstance(self.bandwidth, str):
-            raise ValidationError(
-                f"bandwidth={self.bandwidth!r} needs at least 2 valid samples to measure "
-                f"distances, the data has {len(sample)} sample"
-                f"{'' if len(sample) == 1 else 's'}; pass a numeric bandwidth or more data."
-            )
+        check_bandwidth_sample(self.bandwidth, len(sample))
         positive = w[w > 0]
         mean_w = float(w.mean()) if len(positive) else 1.0
         nu = float(self.nu)
@@ -519,7 +496,3 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                 "DSGOneClassSVM: the file's format_version was edited; re-save the model or "
                 "restore it from a backup.")
         return meta
-
-    @property
-    def _n_outputs(self) -> int:
-        return 1

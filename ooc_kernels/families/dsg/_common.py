@@ -1,0 +1,223 @@
+"""What every DSG estimator shares, whatever its inputs and outputs: the model is a stack of
+random-feature coefficient blocks (:class:`~ooc_kernels.families.dsg.solver.DSGState`) under
+a configuration (:class:`~ooc_kernels.families.dsg.solver.DSGConfig` or a subclass), so the
+parameter checks, the precision, the published attributes, the per-epoch figures, the
+prediction payload, the divergence check and the saved form are the same code for all of
+them (:class:`DSGModelMixin`).
+
+Examples
+--------
+>>> check_whole_blocks("n_features", 1000, 256, "the model holds whole feature blocks")
+Traceback (most recent call last):
+...
+ooc_kernels.exceptions.ValidationError: n_features=1000 is not a multiple of block_size=256; the model holds whole feature blocks. Use e.g. n_features=768.
+>>> describe_steps(DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=1,
+...     block_size=8, n_blocks=1, bandwidth=1.0, feature_seed=0, alpha=0.01, batch_size=8,
+...     learning_rate="optimal", eta0=0.5, t0=200.0, dtype="float32"))
+'gamma_t = 0.5 / (t + 200), alpha=0.01'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from ooc_kernels._checks import non_finite_error
+from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.families.dsg._ard import published_bandwidth
+from ooc_kernels.families.dsg._memory import check_fit_memory
+from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, step_sizes
+
+__all__ = ["DSGModelMixin", "check_bandwidth_sample", "check_whole_blocks",
+           "describe_steps", "finite_sample_rows"]
+
+
+def check_whole_blocks(name: str, value: int, block_size: int, why: str) -> None:
+    """Refuse a feature count ``value`` (the parameter ``name``) that is not a multiple of
+    ``block_size``, with the nearest count that is."""
+    if value % block_size:
+        raise ValidationError(
+            f"{name}={value} is not a multiple of block_size={block_size}; {why}. Use e.g. "
+            f"{name}={max(1, value // block_size) * block_size}.")
+
+
+def check_bandwidth_sample(bandwidth, n_rows: int) -> None:
+    """A bandwidth measured from the data (``"median"``, ``"auto"``) needs two rows."""
+    if n_rows < 2 and isinstance(bandwidth, str):
+        raise ValidationError(
+            f"bandwidth={bandwidth!r} needs at least 2 valid samples to measure "
+            f"distances, the data has {n_rows} sample{'' if n_rows == 1 else 's'}; pass a "
+            "numeric bandwidth or more data.")
+
+
+def finite_sample_rows(sample, y, chunk_of, row_of, on_invalid: str):
+    """The rows of a setup sample to keep: None when every value is finite, the mask of the
+    finite rows with ``on_invalid="skip"``; otherwise an
+    :class:`~ooc_kernels.exceptions.InvalidDataError` naming the first non-finite value, its
+    chunk and row (``y``: the sampled targets, or None)."""
+    bad = ~np.isfinite(sample).all(axis=1)
+    if y is not None and y.dtype.kind in "fc":
+        bad |= ~np.isfinite(y)
+    if not bad.any():
+        return None
+    if on_invalid == "skip":
+        return ~bad
+    i = int(np.flatnonzero(bad)[0])
+    row_bad = ~np.isfinite(sample[i])
+    var, feature = ("X", int(np.flatnonzero(row_bad)[0])) if row_bad.any() else ("y", None)
+    value = sample[i][feature] if var == "X" else y[i]
+    raise non_finite_error(var, np.asarray(value).item(), int(chunk_of[i]), int(row_of[i]),
+                           feature, context=" (found while sampling rows for the bandwidth "
+                                            "and the step size)")
+
+
+def describe_steps(config: DSGConfig) -> str:
+    """The step sizes of a resolved configuration, as a formula with its numbers."""
+    if config.learning_rate == "constant":
+        return f"gamma_t = {config.eta0:.6g}, alpha={config.alpha:.6g}"
+    return f"gamma_t = {config.eta0:.6g} / (t + {config.t0:.6g}), alpha={config.alpha:.6g}"
+
+
+class DSGModelMixin:
+    """The DSG estimators' common plumbing, placed before
+    :class:`~ooc_kernels.estimators.base.ChunkedEstimator` in the bases.
+
+    The estimator sets ``self._config`` and ``self._state`` in ``_initialize``; it has the
+    parameters ``n_features``, ``block_size``, ``dtype`` and ``batch_size``.  Its
+    ``_config_type`` is the configuration class its saved metadata is read back as, and
+    ``_feature_variables`` the data variables that hold rows of features (cast to the
+    configuration's precision for the engine).
+    """
+
+    _config_type = DSGConfig
+    _feature_variables = ("X",)
+
+    # ------------------------------------------------------------------ parameters
+    def _check_params(self) -> None:
+        check_whole_blocks("n_features", self.n_features, self.block_size,
+                           "the model holds whole feature blocks")
+        # before any data is read: the least the fit could need (one output, one input
+        # feature, no averaged copy); _initialize checks again with the data's numbers
+        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
+
+    def _resolve_dtype(self, data) -> str:
+        """``dtype`` resolved: ``"auto"`` is float64 when the data set is one batch (one
+        chunk of at most ``batch_size`` rows), float32 otherwise."""
+        if self.dtype != "auto":
+            return self.dtype
+        one_batch = data.n_chunks == 1 and data.n_samples <= self.batch_size
+        return "float64" if one_batch else "float32"
+
+    # ------------------------------------------------------------------ fitting
+    def _engine_data(self, data):
+        dtype = np.dtype(self._config.dtype)
+        cast = {name: data[name].astype(dtype) for name in self._feature_variables
+                if data[name].dtype != dtype}
+        if not cast:
+            return data
+        return data.replace(variables=dict(data.variables, **cast))
+
+    def _after_round(self, state, info) -> None:
+        # the model is small: checking it every round costs nothing next to a chunk
+        if not np.isfinite(state.coef).all():
+            raise DivergenceError(
+                f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
+                f"{info.round} (steps {describe_steps(self._config)}); lower eta0, raise t0, "
+                "or keep standardize=True.")
+
+    def _publish(self) -> None:
+        state, config = self._state, self._config
+        self.bandwidth_ = published_bandwidth(config)
+        self.dtype_ = config.dtype
+        self.feature_seed_ = config.feature_seed
+        self.alpha_, self.eta0_, self.t0_ = config.alpha, config.eta0, config.t0
+        self.t_ = state.n_iter
+        self.n_blocks_seen_ = state.n_blocks_seen
+        self.n_samples_seen_ = state.n_samples_seen
+        self.n_samples_skipped_ = state.n_samples_skipped
+
+    def _training_loss(self, state):
+        return state.loss_sum, state.loss_weight
+
+    def _history_extra(self, state) -> dict:
+        return {"step_size": float(step_sizes(self._config, np.asarray([state.n_iter]))[0]),
+                "steps": int(state.n_iter)}
+
+    # ------------------------------------------------------------------ prediction
+    @property
+    def _n_outputs(self) -> int:
+        return self._config.n_outputs
+
+    @staticmethod
+    def _predict_block(X, payload):
+        config, state = payload
+        return predict_chunk(config, state, X)  # one chunk in, its decision values out
+
+    def _predict_payload(self):
+        return self._config, self._state
+
+    @property
+    def _predict_dtype(self) -> np.dtype:
+        return np.dtype(self._config.dtype)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """Coefficient blocks in use, shape (n_blocks_used, block_size, n_outputs): the
+        averaged iterate with ``average``."""
+        check_is_fitted(self, "_state")
+        return self._state.model_coef[: self._state.n_blocks_used].copy()
+
+    # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        arrays = {"coef": np.asarray(self._state.coef, dtype=np.float64)}
+        if self._state.avg is not None:
+            arrays["avg"] = np.asarray(self._state.avg, dtype=np.float64)
+        return arrays
+
+    def _fitted_meta(self) -> dict:
+        config = dataclasses.asdict(self._config)
+        config["feature_seed"] = str(config["feature_seed"])  # 64 bits: JSON-safe as text
+        for key in ("classes", "class_weight"):
+            config[key] = None if config[key] is None else list(config[key])
+        state = self._state
+        return {"config": config,
+                "state": {"n_iter": int(state.n_iter),
+                          "n_blocks_seen": int(state.n_blocks_seen),
+                          "n_samples_seen": int(state.n_samples_seen),
+                          "n_samples_skipped": int(state.n_samples_skipped),
+                          "n_avg": int(state.n_avg), "loss_sum": float(state.loss_sum),
+                          "loss_weight": float(state.loss_weight)}}
+
+    def _read_config(self, saved: dict, where: str):
+        """The saved ``fitted.config`` as a ``_config_type`` (JSON lists back to tuples,
+        the feature seed back to an int)."""
+        config = dict(saved)
+        config["feature_seed"] = int(config["feature_seed"])
+        for key in ("classes", "class_weight", "x_shift", "x_scale", "input_bandwidths"):
+            if key in config:
+                config[key] = None if config[key] is None else tuple(config[key])
+        return self._config_type(**config)
+
+    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
+        self._config = self._read_config(meta["config"], where)
+        self._check_saved_config(self._config, where)
+        cfg = self._config
+        expected = (cfg.n_blocks, cfg.block_size, cfg.n_outputs)
+        coef = np.asarray(arrays["coef"], dtype=np.float64)
+        if coef.shape != expected:
+            raise ModelFormatError(
+                f"{where}: coef has shape {coef.shape}, the metadata says {expected}.")
+        avg = arrays.get("avg")
+        if avg is not None and np.shape(avg) != expected:
+            raise ModelFormatError(
+                f"{where}: avg has shape {np.shape(avg)}, the metadata says {expected}.")
+        self._state = DSGState(coef=coef, avg=None if avg is None else
+                               np.asarray(avg, dtype=np.float64), **meta["state"])
+        self._publish()
+
+    def _check_saved_config(self, config, where: str) -> None:
+        """Refuse a saved configuration this estimator could not have written (raise
+        :class:`~ooc_kernels.exceptions.ModelFormatError`); each estimator defines it."""
+        raise NotImplementedError(f"{type(self).__name__} must define _check_saved_config")
