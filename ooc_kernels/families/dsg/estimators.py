@@ -23,16 +23,16 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
-from ooc_kernels._checks import SampleOrigin, non_finite_error
+from ooc_kernels._checks import SampleOrigin
 from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
-                                            fold_scales, per_input_shape,
-                                            published_bandwidth)
+                                            fold_scales, per_input_shape)
+from ooc_kernels.families.dsg._common import (DSGModelMixin, check_bandwidth_sample,
+                                               finite_sample_rows)
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gcv_targets, select_bandwidth,
                                                    select_bandwidth_gcv)
@@ -53,7 +53,7 @@ from ooc_kernels.estimators.base import (
     ChunkedEstimator,
     ChunkedRegressorMixin,
 )
-from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import available_kernels, get_feature_map, kernel_spec
@@ -62,7 +62,7 @@ from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import sample_rows
 from ooc_kernels.families.dsg._update_param import (UPDATE_CONSTRAINTS, UPDATE_DOC,
                                                    UpdateMixin)
-from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, DSGState, encode_targets,
+from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, encode_targets,
                                      init_state, numeric_targets, predict_chunk)
 
 __all__ = ["DSGClassifier", "DSGRegressor"]
@@ -81,12 +81,6 @@ def _row_weights(class_weight, w, y, classes) -> np.ndarray:
         w = w * np.asarray(class_weight)[order[np.searchsorted(classes[order], y)]]
     return w
 
-
-def _describe_steps(config: DSGConfig) -> str:
-    """The step sizes of a resolved configuration, as a formula with its numbers."""
-    if config.learning_rate == "constant":
-        return f"gamma_t = {config.eta0:.6g}, alpha={config.alpha:.6g}"
-    return f"gamma_t = {config.eta0:.6g} / (t + {config.t0:.6g}), alpha={config.alpha:.6g}"
 
 _DSG_CONSTRAINTS = {
     **BASE_CONSTRAINTS,
@@ -215,8 +209,9 @@ _ATTRIBUTES_DOC = """
 """
 
 
-class _DSGEstimator(ChunkedEstimator):
-    """What the DSG classifier and regressor share: hyperparameters and the solver."""
+class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
+    """What the DSG classifier and regressor share: hyperparameters and the solver (the
+    plumbing every DSG estimator shares is :class:`~ooc_kernels.families.dsg._common.DSGModelMixin`)."""
 
     _parameter_constraints = _DSG_CONSTRAINTS
     _test_params = dict(n_features=256, block_size=32, batch_size=8, max_iter=2, tol=None)
@@ -226,17 +221,9 @@ class _DSGEstimator(ChunkedEstimator):
     _saved_arrays = {"coef": True, "avg": False}
 
     def _check_params(self) -> None:
-        if self.n_features % self.block_size:
-            raise ValidationError(
-                f"n_features={self.n_features} is not a multiple of block_size="
-                f"{self.block_size}; the model holds whole feature blocks. Use e.g. "
-                f"n_features={max(1, self.n_features // self.block_size) * self.block_size}."
-            )
+        super()._check_params()
         check_bandwidth_param(self.bandwidth)
         loss_param(self.loss, self)  # the loss's parameter in its range, before any data
-        # before any data is read: the least the fit could need (one output, one input
-        # feature, no averaged copy); _initialize checks again with the data's numbers
-        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
 
     # ------------------------------------------------------------------ model setup
     def _sample(self, data: ChunkedData, sched):
@@ -256,22 +243,9 @@ class _DSGEstimator(ChunkedEstimator):
             sample_rows(data, var="sample_weight", **kw), dtype=np.float64)
         origin = SampleOrigin(chunk_of, row_of,
                               "the rows sampled for the bandwidth and the step size")
-        bad = ~np.isfinite(sample).all(axis=1)
-        if y.dtype.kind in "fc":
-            bad |= ~np.isfinite(y)
-        if bad.any() and self.on_invalid == "skip":
-            keep = ~bad
+        keep = finite_sample_rows(sample, y, chunk_of, row_of, self.on_invalid)
+        if keep is not None:
             return sample[keep], y[keep], w[keep], origin.keep(keep)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            row_bad = ~np.isfinite(sample[i])
-            var, feature = ("X", int(np.flatnonzero(row_bad)[0])) if row_bad.any() \
-                else ("y", None)
-            value = sample[i][feature] if var == "X" else y[i]
-            raise non_finite_error(var, np.asarray(value).item(), int(chunk_of[i]),
-                                   int(row_of[i]), feature,
-                                   context=" (found while sampling rows for the bandwidth "
-                                           "and the step size)")
         return sample, y, w, origin
 
     def _standardization(self, sample, y, target, weights) -> dict:
@@ -308,12 +282,6 @@ class _DSGEstimator(ChunkedEstimator):
             return self.t0 == "auto"
         return self.eta0 == "auto"
 
-    def _resolve_dtype(self, data: ChunkedData) -> str:
-        if self.dtype != "auto":
-            return self.dtype
-        one_batch = data.n_chunks == 1 and data.n_samples <= self.batch_size
-        return "float64" if one_batch else "float32"
-
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
         n_classes = 0 if classes is None else len(classes)
         target, n_outputs, loss_id = self._target_spec(self.loss, n_classes)
@@ -325,12 +293,7 @@ class _DSGEstimator(ChunkedEstimator):
                 np.empty(0), np.empty(0), None
         if sampled and target == "regression":
             y_sample = numeric_targets(y_sample, np.float64, origin.describe())
-        if len(sample) < 2 and isinstance(self.bandwidth, str):
-            raise ValidationError(
-                f"bandwidth={self.bandwidth!r} needs at least 2 valid samples to measure "
-                f"distances, the data has {len(sample)} sample"
-                f"{'' if len(sample) == 1 else 's'}; pass a numeric bandwidth or more data."
-            )
+        check_bandwidth_sample(self.bandwidth, len(sample))
         loss_name = "softmax" if target == "softmax" else self.loss
         class_weight = self._class_weights(data, classes, sched)
         # Row weights are relative: scaled to mean 1 on the sample, and alpha="auto" counts
@@ -450,111 +413,13 @@ class _DSGEstimator(ChunkedEstimator):
     def _make_algorithm(self) -> DSGAlgorithm:
         return DSGAlgorithm(self._config)
 
-    def _engine_data(self, data: ChunkedData) -> ChunkedData:
-        if data.dtype == np.dtype(self._config.dtype):
-            return data
-        variables = dict(data.variables, X=data.X.astype(self._config.dtype))
-        return data.replace(variables=variables)
-
-    def _after_round(self, state, info) -> None:
-        # the model is small: checking it every round costs nothing next to a chunk
-        if not np.isfinite(state.coef).all():
-            raise DivergenceError(
-                f"the fit produced non-finite coefficients in epoch {info.epoch}, round "
-                f"{info.round} (steps {_describe_steps(self._config)}); lower eta0, raise t0, "
-                "or keep standardize=True."
-            )
-
-    def _publish(self) -> None:
-        state, config = self._state, self._config
-        self.bandwidth_ = published_bandwidth(config)
-        self.dtype_ = config.dtype
-        self.feature_seed_ = config.feature_seed
-        self.alpha_, self.eta0_, self.t0_ = config.alpha, config.eta0, config.t0
-        self.t_ = state.n_iter
-        self.n_blocks_seen_ = state.n_blocks_seen
-        self.n_samples_seen_ = state.n_samples_seen
-        self.n_samples_skipped_ = state.n_samples_skipped
-
-    def _training_loss(self, state):
-        return state.loss_sum, state.loss_weight
-
-    def _history_extra(self, state) -> dict:
-        from ooc_kernels.families.dsg.solver import step_sizes
-
-        return {"step_size": float(step_sizes(self._config, np.asarray([state.n_iter]))[0]),
-                "steps": int(state.n_iter)}
-
     # ------------------------------------------------------------------ prediction
-    @property
-    def _n_outputs(self) -> int:
-        return self._config.n_outputs
-
     @staticmethod
     def _predict_block(X, payload):
         config, state = payload
         return predict_chunk(config, state, X)  # one chunk in, its decision values out
 
-    def _predict_payload(self):
-        return self._config, self._state
-
-    @property
-    def _predict_dtype(self) -> np.dtype:
-        return np.dtype(self._config.dtype)
-
-    @property
-    def coef_(self) -> np.ndarray:
-        """Coefficient blocks in use, shape (n_blocks_used, block_size, n_outputs): the
-        averaged iterate with ``average``."""
-        check_is_fitted(self, "_state")
-        return self._state.model_coef[: self._state.n_blocks_used].copy()
-
     # ------------------------------------------------------------------ persistence
-    def _fitted_arrays(self) -> dict:
-        arrays = {"coef": np.asarray(self._state.coef, dtype=np.float64)}
-        if self._state.avg is not None:
-            arrays["avg"] = np.asarray(self._state.avg, dtype=np.float64)
-        return arrays
-
-    def _fitted_meta(self) -> dict:
-        import dataclasses
-
-        config = dataclasses.asdict(self._config)
-        config["feature_seed"] = str(config["feature_seed"])  # 64 bits: JSON-safe as text
-        config["classes"] = None if config["classes"] is None else list(config["classes"])
-        config["class_weight"] = None if config["class_weight"] is None \
-            else list(config["class_weight"])
-        state = self._state
-        return {"config": config,
-                "state": {"n_iter": int(state.n_iter),
-                          "n_blocks_seen": int(state.n_blocks_seen),
-                          "n_samples_seen": int(state.n_samples_seen),
-                          "n_samples_skipped": int(state.n_samples_skipped),
-                          "n_avg": int(state.n_avg), "loss_sum": float(state.loss_sum),
-                          "loss_weight": float(state.loss_weight)}}
-
-    def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
-        config = dict(meta["config"])
-        config["feature_seed"] = int(config["feature_seed"])
-        for key in ("classes", "class_weight", "x_shift", "x_scale", "input_bandwidths"):
-            config[key] = None if config.get(key) is None else tuple(config[key])
-        self._config = DSGConfig(**config)
-        self._check_saved_config(self._config, where)
-        coef = np.asarray(arrays["coef"], dtype=np.float64)
-        expected = (self._config.n_blocks, self._config.block_size, self._config.n_outputs)
-        if coef.shape != expected:
-            raise ModelFormatError(
-                f"{where}: coef has shape {coef.shape}, the metadata says {expected}."
-            )
-        avg = arrays.get("avg")
-        if avg is not None and np.shape(avg) != expected:
-            raise ModelFormatError(
-                f"{where}: avg has shape {np.shape(avg)}, the metadata says {expected}."
-            )
-        self._state = DSGState(coef=coef, avg=None if avg is None else
-                               np.asarray(avg, dtype=np.float64), **meta["state"])
-        self._publish()
-
     def _check_saved_config(self, config: DSGConfig, where: str) -> None:
         """Refuse a saved configuration this estimator could not have written
         (:func:`~ooc_kernels.families.dsg._saved_config.check_saved_config`)."""
