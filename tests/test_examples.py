@@ -32,6 +32,8 @@ FIGURES = {
     "docs/machines/gaussian_process.md": ("gaussian_process_band.py",
                                           "gaussian_process_band.svg"),
     "docs/machines/one_class.md": ("one_class_contour.py", "one_class_contour.svg"),
+    "docs/machines/projected_kernel_ridge.md": ("projected_kernel_ridge.py",
+                                                "projected_kernel_ridge.svg"),
     "docs/machines/regression.md": ("quantile_bands.py", "quantile_bands.svg"),
     "README.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
 }
@@ -121,6 +123,24 @@ def test_dspdc_example_gap_bounds_the_distance_to_the_ridge_optimum(tmp_path):
         assert -1e-12 <= h["primal"] - p_star <= h["gap"] + 1e-12, h
     assert history[-1]["gap"] < history[0]["gap"] / 10
     assert len(result["logistic"].gap_history_) == 6
+
+
+@pytest.mark.slow   # a few seconds: four fits of a small store
+def test_projected_kernel_ridge_example_converges_to_exact_krr(tmp_path):
+    from sklearn.kernel_ridge import KernelRidge
+
+    out = tmp_path / "pkr.svg"
+    result = _load("projected_kernel_ridge.py").main(["--n", "800", "--out", str(out)])
+    _check_svg(out)
+    X, y = _load("projected_kernel_ridge.py").make_data(800)
+    sigma = result["models"]["Taylor M=2"].bandwidth_
+    exact = KernelRidge(alpha=1.0, kernel="rbf", gamma=1 / (2 * sigma ** 2)).fit(X, y)
+    reference = exact.predict(result["grid"])
+    for label in ("Taylor M=10", "Nystrom, 60 rows"):
+        np.testing.assert_allclose(result["curves"][label], reference, atol=0.02,
+                                   err_msg=label)
+    # a low degree is a different model (the figure shows the convergence in the degree)
+    assert np.max(np.abs(result["curves"]["Taylor M=2"] - reference)) > 0.1
 
 
 @pytest.mark.parametrize("document", sorted(FIGURES))

@@ -246,3 +246,33 @@ def test_default_fit_is_computed_out_of_core():
                                 scheduler="sync").fit(
             Xd.map_blocks(record, dtype=Xd.dtype), da.from_array(y, chunks=20))
     assert sizes and max(sizes) == 20
+
+
+def test_auto_degree_follows_the_truncation_bound_and_the_budget():
+    import math
+
+    rng = np.random.default_rng(17)
+    x = rng.uniform(-2, 2, size=(400, 1))
+    model = ok.ProjectedKernelRidge(bandwidth=1.0, center=False, scheduler="sync").fit(
+        x, np.sin(x[:, 0]))
+    radius = np.abs(x).max()
+    expected = next(m for m in range(1, 200)
+                    if radius ** (2 * m + 2) / math.factorial(m + 1) <= 1e-6)
+    assert model.degree_ == expected and model.n_components_ == expected + 1
+    X18 = rng.uniform(-1, 1, size=(50, 18))
+    wide = ok.ProjectedKernelRidge(scheduler="sync").fit(X18, X18[:, 0])
+    assert (wide.degree_, wide.n_components_) == (2, 190)   # C(20, 2); C(21, 3) > 1000
+    with pytest.raises(ValidationError, match="fewer than the 19 of degree 1 in 18"):
+        ok.ProjectedKernelRidge(n_components=10, scheduler="sync").fit(X18, X18[:, 0])
+
+
+def test_batch_model_equals_the_online_krr_learner_after_its_last_row():
+    """Online KRR-mode PKAWV after the last row holds ``(Phi^T Phi + alpha I)^{-1} Phi^T
+    y`` (Sherman-Morrison row by row): the batch solve of the same basis predicts alike."""
+    X, y = _data(n=200, d=2, seed=18)
+    Xt, _ = _data(n=20, d=2, seed=19)
+    batch = ok.ProjectedKernelRidge(degree=5, bandwidth=0.8, alpha=0.7, center=False,
+                                    scheduler="sync").fit(X, y)
+    online = ok.OnlineKernelRidge(degree=5, bandwidth=0.8, alpha=0.7, mode="krr",
+                                  chunk_size=64, scheduler="sync").fit(X, y)
+    np.testing.assert_allclose(batch.predict(Xt), online.predict(Xt), rtol=0, atol=1e-9)

@@ -50,6 +50,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.base import RegressorMixin
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.estimators._constraints import Interval, StrOptions
@@ -64,6 +65,7 @@ from ooc_kernels.exceptions import InvalidDataError, ModelFormatError, Validatio
 from ooc_kernels.families.pkawv.nystrom_fixed import FixedNystromBasis, sample_dictionary
 from ooc_kernels.families.pkawv.taylor import TaylorBasis
 from ooc_kernels.families.pkawv.taylor import n_components as taylor_size
+from ooc_kernels.families.pkawv.taylor import truncation_bound
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.parallel.sampling import sample_rows
 
@@ -76,6 +78,8 @@ MAX_COMPONENTS = 10_000
 TILE_ROWS = 4096
 #: Rows drawn (from up to 8 chunks) for the median bandwidth and the Taylor centre.
 SETUP_ROWS = 2000
+#: ``degree="auto"`` stops at the first degree whose truncation bound is at most this.
+TAYLOR_TOL = 1e-6
 _STATS = ("gram", "rhs", "n_rows", "weight_sum", "n_skipped")
 
 
@@ -180,12 +184,18 @@ _PARAMS_DOC = """
         The feature map: the Gaussian kernel's Taylor basis of degree ``degree``
         (``C(degree + d, degree)`` features), or the Nystrom embedding of ``n_components``
         training rows drawn uniformly before the statistics pass.
-    degree : int, default=3
-        ``M``, the Taylor basis' largest total degree (``basis="taylor"``).
+    degree : int or "auto", default="auto"
+        ``M``, the Taylor basis' largest total degree (``basis="taylor"``).  ``"auto"``:
+        the smallest ``M`` whose truncation bound ``(R / sigma)^(2M + 2) / (M + 1)!`` is at
+        most ``1e-6`` (``R`` the largest distance of the rows drawn at setup to the
+        expansion's centre), and at most the largest ``M`` with ``n_components``
+        features (``C(M + d, M)``): 2 for ``d = 18`` (190 features), 3 for ``d = 10``,
+        4 for ``d = 8``.  The value used is ``degree_``.
     n_components : int, default=1000
         Rows of the Nystrom dictionary (``basis="nystrom-fixed"``; all the rows when there
-        are fewer).  The features are the dictionary's Gram matrix' eigendirections above
-        ``1e-10`` of its largest eigenvalue (``n_components_`` of them).
+        are fewer; the features are the dictionary's Gram matrix' eigendirections above
+        ``1e-10`` of its largest eigenvalue, ``n_components_`` of them), and the most
+        features of the Taylor basis with ``degree="auto"``.
     bandwidth : float or "median", default="median"
         ``sigma`` of ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))``.  ``"median"``: the
         median pairwise distance of up to 2000 rows drawn from up to 8 chunks, the pairs
@@ -227,6 +237,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         The feature map ``phi``.
     n_components_ : int
         Features of the basis.
+    degree_ : int or None
+        The Taylor degree used (None for the Nystrom basis).
     bandwidth_ : float
     center_ : ndarray of shape (n_features_in,) or None
         The Taylor expansion's centre (None for the origin and for the Nystrom basis).
@@ -254,7 +266,7 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
     _parameter_constraints = {
         **BASE_CONSTRAINTS,
         "basis": [StrOptions({"taylor", "nystrom-fixed"})],
-        "degree": [Interval(Integral, 0, None, closed="left")],
+        "degree": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "n_components": [Interval(Integral, 1, MAX_COMPONENTS, closed="both")],
         "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
@@ -265,7 +277,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
     _finish_after_partial_fit = True
     _test_params = dict(chunks_per_round=2, degree=2)
 
-    def __init__(self, basis="taylor", *, degree=3, n_components=1000, bandwidth="median",
+    def __init__(self, basis="taylor", *, degree="auto", n_components=1000,
+                 bandwidth="median",
                  alpha=1.0, center=True, max_iter=1, chunks_per_round=4, chunk_size=10_000,
                  shuffle=False, shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None):
@@ -300,41 +313,52 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
 
     def _initialize(self, data, sched, classes=None) -> None:
         d = data.n_features
-        if self.basis == "taylor":
+        taylor = self.basis == "taylor"
+        if taylor and self.degree != "auto" and taylor_size(d, self.degree) > MAX_COMPONENTS:
             r = taylor_size(d, self.degree)
-            if r > MAX_COMPONENTS:
-                raise ValidationError(
-                    f"the Taylor basis of degree {self.degree} in {d} dimensions has {r} "
-                    f"features, more than the {MAX_COMPONENTS} whose {r} x {r} statistics "
-                    "a task may hold; lower degree, or use basis='nystrom-fixed' with "
-                    "n_components <= 10000.")
-        needs_rows = self.bandwidth == "median" or (self.basis == "taylor" and self.center)
+            raise ValidationError(
+                f"the Taylor basis of degree {self.degree} in {d} dimensions has {r} "
+                f"features, more than the {MAX_COMPONENTS} whose {r} x {r} statistics a "
+                "task may hold; lower degree, or use basis='nystrom-fixed' with "
+                "n_components <= 10000.")
+        if taylor and self.degree == "auto" and d + 1 > self.n_components:
+            raise ValidationError(
+                f"degree='auto' keeps at most n_components={self.n_components} Taylor "
+                f"features, fewer than the {d + 1} of degree 1 in {d} dimensions; raise "
+                "n_components or use basis='nystrom-fixed'.")
+        needs_rows = self.bandwidth == "median" or (taylor and (self.center or
+                                                               self.degree == "auto"))
         rows, weights = self._setup_rows(data, sched) if needs_rows else (None, None)
         bandwidth = float(self.bandwidth) if self.bandwidth != "median" else \
             _median_bandwidth(rows, weights, derive_seed(self.random_seed_, 4))
         center = None
-        if self.basis == "taylor" and self.center:
+        if taylor and self.center:
             center = np.average(rows, axis=0, weights=weights) if len(rows) else np.zeros(d)
+        degree = None
+        if taylor:
+            degree = self.degree if self.degree != "auto" else _auto_degree(
+                rows - (0.0 if center is None else center), bandwidth, self.n_components)
         dictionary = None
         if self.basis == "nystrom-fixed":
             dictionary = sample_dictionary(data.X, self.n_components,
                                            seed=derive_seed(self.random_seed_, 5),
                                            scheduler=sched, on_invalid=self.on_invalid)
-        self._build(d, bandwidth, center, dictionary)
+        self._build(d, bandwidth, center, dictionary, degree)
         r = self.basis_.n_components
         self._state = {"gram": np.zeros((r, r)), "rhs": np.zeros(r), "n_rows": np.float64(0),
                        "weight_sum": np.float64(0), "n_skipped": np.float64(0),
                        "coef": np.zeros(r)}
         self._publish()
 
-    def _build(self, d: int, bandwidth: float, center, dictionary) -> None:
+    def _build(self, d: int, bandwidth: float, center, dictionary, degree) -> None:
         self.bandwidth_ = bandwidth
+        self.degree_ = degree
         self.center_ = None if center is None else np.asarray(center, dtype=np.float64)
         self.dictionary_ = dictionary
         if dictionary is not None:
             self.basis_ = FixedNystromBasis(dictionary, bandwidth)
         else:
-            taylor = TaylorBasis(d, self.degree, bandwidth)
+            taylor = TaylorBasis(d, degree, bandwidth)
             self.basis_ = taylor if center is None else CenteredBasis(taylor, center)
 
     def _make_algorithm(self) -> ProjectedRidgeAlgorithm:
@@ -348,7 +372,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                 "left out as non-finite); give it rows with finite X, y and sample_weight.")
         a = state["gram"] + self.alpha * np.eye(len(state["rhs"]))
         try:
-            coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), state["rhs"])
+            with single_threaded_blas():   # the same coefficients wherever it runs
+                coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), state["rhs"])
         except np.linalg.LinAlgError as exc:
             raise ValidationError(
                 f"Phi^T Phi + alpha I is not numerically positive definite with alpha="
@@ -384,17 +409,22 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         return out
 
     def _fitted_meta(self) -> dict:
-        return {"bandwidth": self.bandwidth_}
+        return {"bandwidth": self.bandwidth_, "degree": self.degree_}
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
-        bandwidth = meta.get("bandwidth")
-        if set(meta) != {"bandwidth"} or isinstance(bandwidth, bool) or \
-                not isinstance(bandwidth, (int, float)) or not 0 < bandwidth < np.inf:
-            raise ModelFormatError(
-                f"{where}: the fitted metadata must be {{'bandwidth': a positive number}}, "
-                f"got {meta!r}; re-save the model or restore it from a backup.")
-        d = self.n_features_in_
+        bandwidth, degree = meta.get("bandwidth"), meta.get("degree")
         nystrom = self.basis == "nystrom-fixed"
+        degree_ok = degree is None if nystrom else (
+            isinstance(degree, int) and not isinstance(degree, bool) and degree >= 0 and
+            taylor_size(self.n_features_in_, degree) <= MAX_COMPONENTS)
+        if set(meta) != {"bandwidth", "degree"} or isinstance(bandwidth, bool) or \
+                not isinstance(bandwidth, (int, float)) or not 0 < bandwidth < np.inf \
+                or not degree_ok:
+            raise ModelFormatError(
+                f"{where}: the fitted metadata must be {{'bandwidth': a positive number, "
+                "'degree': the Taylor degree (None for the Nystrom basis)}, got "
+                f"{meta!r}; re-save the model or restore it from a backup.")
+        d = self.n_features_in_
         needed = "dictionary" if nystrom else ("center" if self.center else None)
         extra = {"dictionary", "center"} - {needed}
         if (needed is not None and needed not in arrays) or extra & set(arrays):
@@ -411,7 +441,7 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                     f"{where}: {name} has shape {value.shape} (or non-finite values); a "
                     f"model of {d} features needs finite values of shape "
                     f"{'(m, %d)' % d if name == 'dictionary' else (d,)}.")
-        self._build(d, float(bandwidth), center, dictionary)
+        self._build(d, float(bandwidth), center, dictionary, degree)
         r = self.basis_.n_components
         state = {k: np.asarray(arrays[k], dtype=np.float64) for k in (*_STATS, "coef")}
         shapes = {"gram": (r, r), "rhs": (r,), "coef": (r,), "n_rows": (),
@@ -426,10 +456,23 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         self._publish()
 
 
+def _auto_degree(offsets: np.ndarray, bandwidth: float, budget: int) -> int:
+    """The smallest degree whose truncation bound at the largest row norm of ``offsets``
+    is at most :data:`TAYLOR_TOL`, capped at the largest degree with ``budget`` features."""
+    d = offsets.shape[1]
+    radius = float(np.sqrt((offsets ** 2).sum(axis=1)).max()) if len(offsets) else 0.0
+    degree = 1
+    while taylor_size(d, degree + 1) <= budget and \
+            truncation_bound(degree, radius, bandwidth) > TAYLOR_TOL:
+        degree += 1
+    return degree
+
+
 def _median_bandwidth(rows: np.ndarray, weights: np.ndarray, seed: int) -> float:
     """The median pairwise distance of ``rows`` weighted by ``weights`` (numbers of copies),
     1.0 when it is not positive (fewer than two distinct rows)."""
     if len(rows) < 2 or not (rows != rows[0]).any():
         return 1.0
+    unit = bool(np.all(weights == 1.0))   # the plain median: no pair weights to sort
     return float(median_heuristic(rows, 1.0, random_state=seed % 2**32,
-                                  sample_weight=weights)) or 1.0
+                                  sample_weight=None if unit else weights)) or 1.0

@@ -45,6 +45,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.rbf import rbf_kernel
 from ooc_kernels.parallel.scheduler import local_scheduler
@@ -137,7 +138,8 @@ class FixedNystromBasis:
         self.dictionary = D
         self.bandwidth = float(bandwidth)
         self.rcond = float(rcond)
-        s, U = np.linalg.eigh(rbf_kernel(D, D, self.bandwidth))
+        with single_threaded_blas():   # the same basis wherever it is built
+            s, U = np.linalg.eigh(rbf_kernel(D, D, self.bandwidth))
         order = np.argsort(s)[::-1]
         s, U = s[order], U[:, order]
         keep = s > self.rcond * s[0]
