@@ -57,6 +57,8 @@ __all__ = ["__version__", "OocKernelsError", *_ESTIMATORS, *sorted(_LAZY)]
 def __getattr__(name: str):
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name == "features":  # the kernel table: ok.features.kernel_function(...)
+        value = importlib.import_module("ooc_kernels.features")
     elif name[:1].isupper():  # an estimator class, from the registry
         from ooc_kernels.estimators._registry import ESTIMATORS
 

@@ -37,9 +37,10 @@ def _mc_error(fmap, X, bandwidth, n_features, r, seeds):
     return float(np.mean(errors))
 
 
-@pytest.mark.parametrize("name", sorted(FEATURE_MAPS))
+@pytest.mark.parametrize("name", ["rbf"])
 def test_monte_carlo_gram_converges_to_the_exact_kernel(name):
-    """Error ~ 1/sqrt(features): 16 times the features, about a quarter of the error."""
+    """Error ~ 1/sqrt(features): 16 times the features, about a quarter of the error (every
+    row of the table: tests/test_kernels_table.py)."""
     fmap = FEATURE_MAPS[name]
     rng = np.random.default_rng(0)
     X = rng.normal(size=(12, 3))
@@ -130,8 +131,9 @@ def test_the_input_scale_is_a_per_input_vector():
 
 def test_an_unknown_kernel_is_a_library_error_naming_the_registered_ones():
     with pytest.raises(ValidationError, match=r"unknown kernel 'laplace'; the registered "
-                                              r"kernels are \['arccos', 'cauchy', "
-                                              r"'laplacian', 'matern', 'rbf'\]"):
+                                              r"kernels are \['arccos', 'cauchy', 'chi2', "
+                                              r"'hellinger', 'intersection', 'js', "
+                                              r"'laplacian', 'matern', 'poly', 'rbf'\]"):
         get_feature_map("laplace")
     with pytest.raises(InvalidParameterError, match=r"kernel"):
         ok.DSGRegressor(kernel="laplace").fit(np.zeros((4, 2)), np.zeros(4))

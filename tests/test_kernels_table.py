@@ -15,7 +15,11 @@ import numpy as np
 import pytest
 from sklearn.gaussian_process.kernels import Matern
 from sklearn.kernel_ridge import KernelRidge
-from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
+from scipy.spatial.distance import cdist
+from scipy.special import rel_entr
+from scipy.stats import spearmanr
+from sklearn.metrics.pairwise import (additive_chi2_kernel, laplacian_kernel,
+                                      pairwise_kernels, polynomial_kernel, rbf_kernel)
 
 import ooc_kernels as ok
 from ooc_kernels._jit.rff import RELU, features_inplace, features_inplace_ref
@@ -40,8 +44,10 @@ def _name_params(spec):
     return spec.split("(")[0], params
 
 
-def _points(d=3, n=12):
-    return np.random.default_rng(0).normal(size=(n, d))
+def _points(d=3, n=12, spec=None):
+    """Standard normal rows; their absolute values for a kernel of non-negative inputs."""
+    X = np.random.default_rng(0).normal(size=(n, d))
+    return np.abs(X) if spec and get_feature_map(spec).nonnegative_inputs else X
 
 
 def _mc_errors(fmap, X, bandwidth, sizes=SIZES, seeds=range(12)):
@@ -65,7 +71,7 @@ def _slope(errors, sizes=SIZES):
 
 @pytest.mark.parametrize("spec", SETTINGS)
 def test_monte_carlo_gram_converges_at_the_inverse_square_root_rate(spec):
-    errors = _mc_errors(get_feature_map(spec), _points(), 1.3)
+    errors = _mc_errors(get_feature_map(spec), _points(spec=spec), 1.3)
     assert abs(_slope(errors) + 0.5) < SLOPE_TOL, errors
     assert errors[-1] < 6.0 / math.sqrt(SIZES[-1]), errors  # 0.094 at 4096 features
 
@@ -84,10 +90,11 @@ def _mutant_sampler(fmap, factor):
 def test_a_wrong_sampler_or_normalization_fails_the_rate_check(spec):
     """The rate test's mutants: frequencies 1.5 times too large (for the scale-free order-0
     arc-cosine kernel, frequencies through the wrong nonlinearity instead) and features
-    scaled by sqrt(1 / r) instead of sqrt(2 / r) are biases the features never average away."""
+    scaled by 1 / sqrt(2) too little are biases the features never average away."""
     fmap = get_feature_map(spec)
-    X = _points()
-    wrong_scale = dataclasses.replace(fmap, feature_scale=lambda r: math.sqrt(1.0 / r))
+    X = _points(spec=spec)
+    wrong_scale = dataclasses.replace(
+        fmap, feature_scale=lambda r: fmap.feature_scale(r) / math.sqrt(2.0))
     wrong_sampler = (dataclasses.replace(fmap, nonlinearity=RELU)
                      if spec == "arccos(order=0)" else _mutant_sampler(fmap, 1.5))
     for mutant in (wrong_scale, wrong_sampler):
@@ -106,6 +113,22 @@ def _independent(spec, X, Y, bw):
     if spec.startswith("matern"):
         nu = float(spec.split("=")[1].rstrip(")"))
         return Matern(length_scale=bw, nu=nu)(X, Y)
+    if spec.startswith("poly"):
+        p = get_feature_map(spec).exact.keywords
+        return polynomial_kernel(X, Y, degree=p["degree"], gamma=1.0 / bw ** 2,
+                                 coef0=p["coef0"])
+    X, Y = X / bw, Y / bw
+    if spec == "chi2":  # 2xy / (x + y) = (x + y - (x - y)^2 / (x + y)) / 2
+        return 0.5 * (X.sum(1)[:, None] + Y.sum(1)[None, :] + additive_chi2_kernel(X, Y))
+    if spec == "intersection":  # min(x, y) = (x + y - |x - y|) / 2
+        return 0.5 * (X.sum(1)[:, None] + Y.sum(1)[None, :] - cdist(X, Y, "cityblock"))
+    if spec == "hellinger":
+        return pairwise_kernels(np.sqrt(X), np.sqrt(Y), metric="linear")
+    if spec == "js":  # -(x log(x / (x + y)) + y log(y / (x + y))) / (2 log 2), summed
+        S = X[:, None, :] + Y[None, :, :]
+        return -(rel_entr(X[:, None, :], S) + rel_entr(Y[None, :, :], S)).sum(2) / (
+            2 * math.log(2))
+    X, Y = X * bw, Y * bw
     if spec == "cauchy":  # the d-fold product of scikit-learn's RationalQuadratic, alpha=1
         from sklearn.gaussian_process.kernels import RationalQuadratic
         G = np.ones((len(X), len(Y)))
@@ -133,6 +156,9 @@ def _independent(spec, X, Y, bw):
 def test_the_exact_kernel_agrees_with_an_independent_formula(spec):
     rng = np.random.default_rng(3)
     X, Y = rng.normal(size=(6, 3)), rng.normal(size=(5, 3))
+    if get_feature_map(spec).nonnegative_inputs:
+        X, Y = np.abs(X), np.abs(Y)
+        X[0, 1] = Y[1, 2] = 0.0  # a zero bin
     name, params = _name_params(spec)
     got = ok.features.kernel_function(name, bandwidth=1.7, **params)(X, Y)
     np.testing.assert_allclose(got, _independent(spec, X, Y, 1.7), rtol=1e-4, atol=1e-6)
@@ -158,11 +184,26 @@ def test_the_misprinted_rows_of_the_paper_would_not_converge():
         assert _mc_errors(printed, X, 1.3, sizes=(4096,), seeds=range(4))[0] > 0.3
 
 
+def test_the_hellinger_row_printed_with_a_factor_2_estimates_four_times_the_kernel():
+    """Table 1 prints the Hellinger feature as 2 w^T sqrt(x) with Rademacher w: its Monte
+    Carlo average is 4 sum_i sqrt(x_i y_i); w^T sqrt(x) estimates the kernel, as does the
+    sampled-coordinate feature of the table row."""
+    X = np.abs(_points())
+    exact = ok.features.kernel_function("hellinger")(X, X)
+    w = np.where(np.random.default_rng(0).random((200_000, X.shape[1])) < 0.5, -1.0, 1.0)
+    corrected = np.sqrt(X) @ w.T
+    printed = 2.0 * corrected
+    np.testing.assert_allclose(corrected @ corrected.T / len(w), exact, atol=0.03)
+    np.testing.assert_allclose(printed @ printed.T / len(w), 4.0 * exact, atol=0.12)
+    assert _mc_errors(get_feature_map("hellinger"), X, 1.0, sizes=(4096,),
+                      seeds=range(4))[0] < 0.05
+
+
 @pytest.mark.parametrize("spec", SETTINGS)
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-12), (np.float32, 2e-5)])
 def test_the_features_of_the_numba_kernel_match_the_numpy_twin(spec, dtype, tol):
     fmap = get_feature_map(spec)
-    X = _points().astype(dtype)
+    X = _points(spec=spec).astype(dtype)
     W, phase = fmap.block(4, 1, 3, 16, 0.9, dtype)
     got, want = X @ W, X @ W
     features_inplace(fmap.nonlinearity, got, phase, fmap.feature_scale(16))
@@ -171,11 +212,25 @@ def test_the_features_of_the_numba_kernel_match_the_numpy_twin(spec, dtype, tol)
     assert np.abs(got).max() > 0  # it did write features
 
 
+def _serial_correlations(fmap, vary):
+    """Spearman correlation, per entry of a block (W and phase; d = 2, r = 4), between the
+    blocks of consecutive ids (``vary="block"``) or seeds (``vary="seed"``) over 200 of them;
+    entries that never vary (structural zeros) are left out."""
+    draws = []
+    for j in range(200):
+        seed, block_id = (5, j) if vary == "block" else (j, 3)
+        W, phase = fmap.block(seed, block_id, 2, 4, 1.0)
+        draws.append(np.concatenate([W.ravel(), phase]))
+    B = np.array(draws)
+    return [spearmanr(B[:-1, i], B[1:, i]).statistic
+            for i in range(B.shape[1]) if np.ptp(B[:, i]) > 0]
+
+
 @pytest.mark.parametrize("spec", SETTINGS)
 def test_blocks_are_addressed_by_seed_and_block_id(spec):
     """The same (seed, block) gives the same block in any order and any dtype; blocks of
-    other ids or seeds are independent draws (their sample correlation is that of
-    independent samples)."""
+    consecutive ids or seeds are independent draws: every entry's correlation between them
+    is that of independent samples (|rho| < 4.5 / sqrt(199))."""
     fmap = get_feature_map(spec)
     a = fmap.block(5, 3, 4, 256, 1.0)
     fmap.block(5, 9, 4, 256, 1.0)
@@ -184,16 +239,42 @@ def test_blocks_are_addressed_by_seed_and_block_id(spec):
     np.testing.assert_array_equal(a[1], b[1])
     np.testing.assert_array_equal(fmap.block(5, 3, 4, 256, 1.0, np.float32)[0],
                                   a[0].astype(np.float32))
-    for other in (fmap.block(5, 4, 4, 256, 1.0), fmap.block(6, 3, 4, 256, 1.0)):
-        rank = lambda v: np.argsort(np.argsort(v.ravel()))  # noqa: E731 (robust to tails)
-        rho = np.corrcoef(rank(a[0]), rank(other[0]))[0, 1]
-        assert abs(rho) < 4.0 / math.sqrt(a[0].size)
-        assert not np.array_equal(a[0], other[0])
+    assert not np.array_equal(a[0], fmap.block(5, 4, 4, 256, 1.0)[0])
+    for vary in ("block", "seed"):
+        rhos = _serial_correlations(fmap, vary)
+        assert rhos and max(np.abs(rhos)) < 4.5 / math.sqrt(199), (vary, rhos)
+
+
+def test_the_independence_check_fails_for_blocks_that_ignore_their_id():
+    """Its mutant: a sampler that draws every block from block 0's stream."""
+    rbf = get_feature_map("rbf")
+    inner = rbf.writer
+
+    class Stuck:
+        def __init__(self, *args):
+            self.w = inner(*args)
+            self.d, self.r, self.dtype = self.w.d, self.w.r, self.w.dtype
+
+        def write(self, block_id, W_out, phase_out):
+            self.w.write(0, W_out, phase_out)
+
+    stuck = dataclasses.replace(rbf, writer=lambda *args: Stuck(*args))
+    assert _serial_correlations(stuck, "block") == []
+    assert max(np.abs(_serial_correlations(get_feature_map("rbf"), "seed"))) < 0.32
 
 
 def test_kernel_params_are_checked_with_the_allowed_values():
     with pytest.raises(ValidationError, match=r"'order' must be one of \[0, 1, 2\]; got 3"):
         kernel_spec("arccos", {"order": 3})
+    with pytest.raises(ValidationError, match=r"'coef0' must be a finite number >= 0.0; "
+                                              r"got -1"):
+        kernel_spec("poly", {"coef0": -1})
+    with pytest.raises(ValidationError, match=r"the chi2 kernel takes non-negative inputs"):
+        ok.features.kernel_function("chi2")(-np.ones((1, 2)), np.ones((1, 2)))
+    with pytest.raises(ValidationError, match=r"the js kernel takes non-negative inputs.*"
+                                              r"use standardize=False"):
+        ok.DSGRegressor(kernel="js", progress=False).fit(np.ones((8, 2)) + np.arange(8)[:, None],
+                                                         np.zeros(8))
     with pytest.raises(ValidationError, match=r"unknown parameter 'gamma'; kernel='rbf' "
                                               r"takes no kernel_params"):
         kernel_spec("rbf", {"gamma": 1.0})
@@ -204,38 +285,48 @@ def test_kernel_params_are_checked_with_the_allowed_values():
 
 
 def _fit_problem(spec):
-    """A small problem each kernel should learn: a smooth function of the inputs, or for
-    the homogeneous arc-cosine kernels one of the direction and norm of the input."""
+    """A small problem each kernel should learn, and the bandwidth to learn it with: a
+    smooth function for the shift-invariant kernels; one of the direction and norm of the
+    input for the homogeneous arc-cosine kernels; a quadratic on inputs scaled into the unit
+    box for the polynomial kernels; a monotone additive function of non-negative inputs for
+    the additive kernels."""
     rng = np.random.default_rng(1)
-    X = rng.uniform(-2, 2, size=(500, 2))
+    additive = get_feature_map(spec).nonnegative_inputs
+    X = rng.uniform(0 if additive else -2, 2, size=(500, 2))
+    bandwidth = 1.0
     if spec.startswith("arccos"):
         angle = np.arctan2(X[:, 1], X[:, 0])
         y = np.linalg.norm(X, axis=1) ** int(spec[-2]) * np.cos(angle)
+    elif spec.startswith("poly"):
+        y, bandwidth = 0.5 * X[:, 0] ** 2 - X[:, 0] * X[:, 1] + X[:, 1], 2.0
+    elif additive:
+        y = np.sqrt(X[:, 0]) + np.minimum(X[:, 1], 1.0)
     else:
         y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2
     y = y + 0.3 * rng.normal(size=len(y))
-    return X[:350], y[:350], X[350:], y[350:]
+    return X[:350], y[:350], X[350:], y[350:], bandwidth
 
 
 @pytest.mark.parametrize("spec", SETTINGS)
 def test_a_fit_with_each_kernel_reaches_the_exact_kernel_ridge_solution(spec):
     """DSG with the kernel against exact kernel ridge regression with the same kernel (the
     best of a grid of regularizations) on the same data and bandwidth: within 0.05 of its R^2."""
-    X, y, Xt, yt = _fit_problem(spec)
+    X, y, Xt, yt, bandwidth = _fit_problem(spec)
     name, params = _name_params(spec)
-    model = ok.DSGRegressor(kernel=name, kernel_params=params or None, bandwidth=1.0,
+    model = ok.DSGRegressor(kernel=name, kernel_params=params or None, bandwidth=bandwidth,
                             standardize=False, n_features=1024, block_size=128, max_iter=30,
                             progress=False, random_state=0, scheduler="sync").fit(X, y)
-    k = ok.features.kernel_function(name, bandwidth=1.0, **params)
+    k = ok.features.kernel_function(name, bandwidth=bandwidth, **params)
     exact = max(KernelRidge(alpha=a, kernel="precomputed").fit(k(X, X), y).score(k(Xt, X), yt)
                 for a in (1e-3, 1e-2, 1e-1, 1.0))
     assert model._config.kernel == spec
     assert model.score(Xt, yt) > exact - 0.05, (model.score(Xt, yt), exact)
 
 
-@pytest.mark.parametrize("spec", ["matern(nu=0.5)", "arccos(order=2)"])
+@pytest.mark.parametrize("spec", ["matern(nu=0.5)", "arccos(order=2)",
+                                  "poly(degree=3,coef0=1.0)"])
 def test_the_kernel_and_its_parameters_are_saved_with_the_model(spec, tmp_path):
-    X, y, Xt, _ = _fit_problem(spec)
+    X, y, Xt, _, _ = _fit_problem(spec)
     name, params = _name_params(spec)
     model = ok.DSGRegressor(kernel=name, kernel_params=params, n_features=256, block_size=64,
                             max_iter=2, progress=False, random_state=0,

@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from ooc_kernels._jit._cache import njit
+from ooc_kernels._jit.coupled import COUPLED, POLY2, SQRT, coupled_inplace, coupled_inplace_ref
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["COS_AFFINE", "COS_WIDE", "NONLINEARITIES", "RELU", "RELU_SQUARED", "STEP",
@@ -47,7 +48,7 @@ RELU_SQUARED = 4
 #: (:mod:`ooc_kernels.features.maps`) names its nonlinearity by one of these ids, and
 #: :func:`features_inplace` dispatches on it.
 NONLINEARITIES = {"cos_affine": COS_AFFINE, "cos_wide": COS_WIDE, "step": STEP,
-                  "relu": RELU, "relu_squared": RELU_SQUARED}
+                  "relu": RELU, "relu_squared": RELU_SQUARED, **COUPLED}
 
 # 2 pi = _C1 + _C2 + _C3 (Cody-Waite): _C1 has 9 significant bits so k * _C1 is exact.
 _INV_2PI = np.float32(1.0 / (2.0 * math.pi))
@@ -155,6 +156,8 @@ def features_inplace(kind, P, phase, scale):
         cos_affine_inplace(P, phase, scale)
     elif kind == COS_WIDE or kind == STEP or kind == RELU or kind == RELU_SQUARED:
         _pointwise_inplace(kind, P, phase, scale)
+    elif POLY2 <= kind <= SQRT:
+        coupled_inplace(kind, P, phase, scale)
     else:
         raise ValidationError("features_inplace: unknown nonlinearity id; the ids are "
                               "the values of ooc_kernels._jit.rff.NONLINEARITIES")
@@ -167,15 +170,17 @@ def features_inplace_ref(kind, P, phase, scale):
     --------
     >>> import numpy as np
     >>> from ooc_kernels._jit.rff import features_inplace_ref
-    >>> features_inplace_ref(7, np.zeros((1, 1)), np.zeros(1), 1.0)
+    >>> features_inplace_ref(99, np.zeros((1, 1)), np.zeros(1), 1.0)
     Traceback (most recent call last):
     ...
-    ooc_kernels.exceptions.ValidationError: unknown nonlinearity id 7; the ids are {'cos_affine': 0, 'cos_wide': 1, 'step': 2, 'relu': 3, 'relu_squared': 4}
+    ooc_kernels.exceptions.ValidationError: unknown nonlinearity id 99; the ids are {'cos_affine': 0, 'cos_wide': 1, 'step': 2, 'relu': 3, 'relu_squared': 4, 'poly2': 5, 'poly3': 6, 'poly4': 7, 'log_polar': 8, 'sqrt': 9}
     """
     if kind == COS_AFFINE:
         cos_affine_inplace_ref(P, phase, scale)
     elif kind in (COS_WIDE, STEP, RELU, RELU_SQUARED):
         _pointwise_inplace_ref(kind, P, phase, scale)
+    elif kind in COUPLED.values():
+        coupled_inplace_ref(kind, P, phase, scale)
     else:
         raise ValidationError(f"unknown nonlinearity id {kind!r}; the ids are {NONLINEARITIES}")
 

@@ -24,7 +24,7 @@ Examples
 >>> import numpy as np
 >>> from ooc_kernels.features.maps import get_feature_map, available_kernels
 >>> available_kernels()
-['arccos', 'cauchy', 'laplacian', 'matern', 'rbf']
+['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf']
 >>> rbf = get_feature_map("rbf")
 >>> rbf.input_scale(2.0, 3).tolist()
 [2.0, 2.0, 2.0]
@@ -36,13 +36,15 @@ Examples
 >>> get_feature_map("laplace")
 Traceback (most recent call last):
 ...
-ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'laplacian', 'matern', 'rbf']
+ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf']
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -65,15 +67,42 @@ class KernelParam:
     ----------
     name : str
         The key in ``kernel_params``.
-    values : tuple
-        The values it may take (each with its own exact form and sampler).
+    values : tuple or None
+        The values it may take (each with its own exact form and sampler); None: any
+        number of at least ``low``.
     default
         Its value when ``kernel_params`` does not give one.
+    low : float
+        The smallest value of a parameter without ``values``.
     """
 
     name: str
-    values: tuple
+    values: tuple | None
     default: object
+    low: float = 0.0
+
+    def allows(self, value) -> bool:
+        """Whether ``value`` is a value of this parameter.
+
+        Examples
+        --------
+        >>> from ooc_kernels.features.maps import KernelParam
+        >>> p = KernelParam("coef0", None, 1.0)
+        >>> p.allows(0.5), p.allows(-1.0), p.allows(True)
+        (True, False, False)
+        """
+        if isinstance(value, (bool, np.bool_)):
+            return False
+        if self.values is not None:
+            return value in self.values
+        return isinstance(value, (int, float, np.integer, np.floating)) and \
+            np.isfinite(value) and value >= self.low
+
+    def describe(self) -> str:
+        """The allowed values, for messages."""
+        if self.values is not None:
+            return f"one of {list(self.values)}"
+        return f"a finite number >= {self.low}"
 
 
 @dataclass(frozen=True)
@@ -107,6 +136,9 @@ class FeatureMap:
         ``"<row>(<param>=<value>,...)"`` (the name saved with a model).
     bind : callable, optional
         ``bind(**values) -> FeatureMap`` for a row with ``kernel_params``.
+    nonnegative_inputs : bool
+        The kernel is defined on non-negative inputs (the additive kernels of histograms):
+        its exact form refuses negative values and its blocks a centering ``affine``.
     """
 
     name: str
@@ -118,6 +150,7 @@ class FeatureMap:
     params: tuple[str, ...] = ("bandwidth",)
     kernel_params: tuple[KernelParam, ...] = ()
     bind: Callable | None = None
+    nonnegative_inputs: bool = False
 
     def __post_init__(self):
         if self.nonlinearity not in NONLINEARITIES.values():
@@ -218,7 +251,7 @@ GAUSSIAN = FeatureMap(
 )
 
 def _spectral_map(name, description, nonlinearity, sampler, exact, sampler_params=None,
-                  exact_params=None):
+                  exact_params=None, feature_scale=rbf.feature_scale, nonnegative=False):
     """A map whose blocks come from a sampler of :mod:`ooc_kernels.features.spectral`
     (``sampler_params``, ``exact_params``: the values of its kernel parameters that the
     sampler and the exact kernel take)."""
@@ -227,18 +260,28 @@ def _spectral_map(name, description, nonlinearity, sampler, exact, sampler_param
     sample = functools.partial(sampler, **sampler_params) if sampler_params else sampler
 
     def writer(seed, n_features_in, block_size, input_scale, dtype, affine):
+        if nonnegative and affine is not None and np.any(np.asarray(affine[0]) != 0):
+            from ooc_kernels.features.structured import nonnegative_message
+            raise ValidationError(nonnegative_message(name, "a centered input"))
         return spectral.SpectralWriter(sample, seed, n_features_in, block_size, input_scale,
                                        dtype, affine)
 
     return FeatureMap(name=name, description=description, nonlinearity=nonlinearity,
                       writer=writer,
                       exact=functools.partial(exact, **exact_params) if exact_params else exact,
-                      feature_scale=rbf.feature_scale)
+                      feature_scale=feature_scale, nonnegative_inputs=nonnegative)
+
+
+def _unit_scale(block_size: int) -> float:
+    """``sqrt(1 / r)``: the scale of maps whose nonlinearity carries no ``sqrt(2)``."""
+    return math.sqrt(1.0 / rbf._check_positive_int(block_size, "block_size"))
 
 
 def _table_rows() -> list[FeatureMap]:
+    from ooc_kernels._jit.coupled import LOG_POLAR, POLY2, SQRT
     from ooc_kernels._jit.rff import COS_WIDE, RELU, RELU_SQUARED, STEP
     from ooc_kernels.features import spectral as sp
+    from ooc_kernels.features import structured as st
 
     def matern(nu):
         return _spectral_map(
@@ -252,17 +295,38 @@ def _table_rows() -> list[FeatureMap]:
             (STEP, RELU, RELU_SQUARED)[order], sp.arccos_block, sp.arccos_kernel,
             exact_params={"order": order})
 
+    def poly(degree, coef0):
+        return _spectral_map(
+            f"poly(degree={degree!r},coef0={coef0!r})",
+            f"polynomial kernel (x.y / bandwidth^2 + {coef0})^{degree}",
+            POLY2 + degree - 2, st.poly_block, st.poly_kernel,
+            sampler_params={"degree": degree, "coef0": coef0},
+            exact_params={"degree": degree, "coef0": coef0}, feature_scale=_unit_scale)
+
     laplacian = _spectral_map("laplacian", "Laplacian kernel exp(-||x - x'||_1 / bandwidth)",
                               COS_WIDE, sp.laplacian_block, sp.laplacian_kernel)
     cauchy = _spectral_map("cauchy", "Cauchy kernel prod_i 1 / (1 + (x_i - x'_i)^2 / "
                            "bandwidth^2)", COS_AFFINE, sp.cauchy_block, sp.cauchy_kernel)
     rows = [laplacian, cauchy]
-    for name, param, make in (("matern", KernelParam("nu", sp.MATERN_NUS, 1.5), matern),
-                              ("arccos", KernelParam("order", sp.ARCCOS_ORDERS, 1), arccos)):
-        default = make(param.default)
-        rows.append(dataclasses.replace(default, name=name, kernel_params=(param,),
-                                        bind=functools.lru_cache(maxsize=None)(
-                                            lambda make=make, p=param.name, **kw: make(kw[p]))))
+    for name, formula in (("chi2", "sum_i 2 x_i y_i / (x_i + y_i)"),
+                          ("intersection", "sum_i min(x_i, y_i)"),
+                          ("js", "Jensen-Shannon sum_i x_i/2 log2((x_i + y_i) / x_i) + ...")):
+        rows.append(_spectral_map(name, f"additive {name} kernel {formula} on x / bandwidth",
+                                  LOG_POLAR, st.additive_block, st.ADDITIVE_KERNELS[name],
+                                  sampler_params={"kernel": name}, nonnegative=True))
+    rows.append(_spectral_map("hellinger", "Hellinger kernel sum_i sqrt(x_i y_i) on x / "
+                              "bandwidth", SQRT, st.hellinger_block, st.hellinger_kernel,
+                              feature_scale=_unit_scale, nonnegative=True))
+    for name, params, make in (
+            ("matern", (KernelParam("nu", sp.MATERN_NUS, 1.5),), matern),
+            ("arccos", (KernelParam("order", sp.ARCCOS_ORDERS, 1),), arccos),
+            ("poly", (KernelParam("degree", st.POLY_DEGREES, 2),
+                      KernelParam("coef0", None, 1.0)), poly)):
+        default = make(*(p.default for p in params))
+        bind = functools.lru_cache(maxsize=None)(
+            lambda make=make, names=tuple(p.name for p in params), **kw:
+            make(*(kw[n] for n in names)))
+        rows.append(dataclasses.replace(default, name=name, kernel_params=params, bind=bind))
     return rows
 
 
@@ -299,15 +363,16 @@ def kernel_settings() -> list[str]:
         if not row.kernel_params:
             out.append(name)
             continue
-        (param,) = row.kernel_params
-        out.extend(kernel_spec(name, {param.name: v}) for v in param.values)
+        finite = [p for p in row.kernel_params if p.values is not None]
+        for values in itertools.product(*(p.values for p in finite)):
+            out.append(kernel_spec(name, dict(zip((p.name for p in finite), values))))
     return out
 
 
 def _allowed(row: FeatureMap) -> str:
     if not row.kernel_params:
         return f"kernel={row.name!r} takes no kernel_params"
-    return "; ".join(f"{p.name!r} in {list(p.values)}" for p in row.kernel_params)
+    return "; ".join(f"{p.name!r}: {p.describe()}" for p in row.kernel_params)
 
 
 def kernel_spec(kernel, kernel_params=None) -> str:
@@ -346,10 +411,10 @@ def kernel_spec(kernel, kernel_params=None) -> str:
             raise ValidationError(
                 f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: unknown "
                 f"parameter {key!r}; {_allowed(row)}")
-        if isinstance(value, bool) or value not in p.values:
+        if not p.allows(value):
             raise ValidationError(
                 f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: "
-                f"{key!r} must be one of {list(p.values)}; got {value!r}")
+                f"{key!r} must be {p.describe()}; got {value!r}")
     if not row.kernel_params:
         return row.name
     values = {p.name: type(p.default)(kernel_params.get(p.name, p.default))
@@ -370,7 +435,15 @@ def _bound_map(spec: str) -> FeatureMap | None:
     for item in filter(None, match.group(2).split(",")):
         key, _, text = item.partition("=")
         p = next((p for p in row.kernel_params if p.name == key), None)
-        value = None if p is None else next((v for v in p.values if repr(v) == text), None)
+        if p is None:
+            return None
+        if p.values is None:
+            try:
+                value = float(text)
+            except ValueError:
+                return None
+        else:
+            value = next((v for v in p.values if repr(v) == text), None)
         if value is None:
             return None
         params[key] = value

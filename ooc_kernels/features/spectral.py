@@ -4,15 +4,13 @@
 Every kernel here is ``k(x, x') = E_w[z_w(x) z_w(x')]`` for features
 ``z_w(x) = sqrt(2) f(w^T x + b)`` with frequencies ``w`` drawn per kernel:
 
-============== ========================================= ============================ ===========
-kernel          ``k(x, x')`` (unit bandwidth)              frequencies ``w``            ``f``, ``b``
-============== ========================================= ============================ ===========
-``laplacian``   ``exp(-||x - x'||_1)``                     i.i.d. standard Cauchy       cos, U[0,2pi)
-``cauchy``      ``prod_i 1 / (1 + (x_i - x'_i)^2)``        i.i.d. Laplace(0, 1)         cos, U[0,2pi)
-``matern``      Matern ``nu`` in {1/2, 3/2, 5/2}, ``l=1``  multivariate Student-t,      cos, U[0,2pi)
-                                                           ``2 nu`` degrees of freedom
-``arccos``      ``||x||^n ||x'||^n J_n(theta) / pi``       ``N(0, I)``                  ``Theta(p) p^n``, 0
-============== ========================================= ============================ ===========
+* ``laplacian``: ``exp(-||x - x'||_1)``; ``w`` i.i.d. standard Cauchy; ``f = cos``,
+  ``b ~ U[0, 2 pi)``;
+* ``cauchy``: ``prod_i 1 / (1 + (x_i - x'_i)^2)``; ``w`` i.i.d. Laplace(0, 1); ``f = cos``;
+* ``matern``: Matern of smoothness ``nu`` in {1/2, 3/2, 5/2}, length scale 1; ``w``
+  multivariate Student-t with ``2 nu`` degrees of freedom; ``f = cos``;
+* ``arccos``: ``||x||^n ||x'||^n J_n(theta) / pi`` (Cho and Saul); ``w ~ N(0, I)``;
+  ``f(p) = Theta(p) p^n``, ``b = 0``.
 
 A ``bandwidth`` (a number or one value per input coordinate) divides the inputs:
 ``k_bw(x, x') = k(x / bw, x' / bw)``; the samplers divide row ``i`` of ``W`` by ``bw[i]``.
