@@ -32,6 +32,21 @@ output names (``_k1``, ``_m0.25``)::
         --epochs 1 --median-multiplier 0.25 --peers 256:0.1:optimal 1024:0.1:optimal \
         --peer-epochs 1 --repeats 3
 
+Equal time, both ways (``--problem wide``): ``--dsg-settings`` lists DSG settings
+(keyword arguments written as Python; ``""`` the defaults, ``"tol=1e-3, max_iter=1000"``
+the default stopping rule instead of ``--epochs`` passes), and ``--peer-epochs`` takes
+fractions (0.5: a pass over half the chunks, chosen at random), so that smaller and shorter
+peers can be given DSG's time and larger DSG models the peer's.  Every method runs once per
+seed in turn (a change of the machine's load between seeds reaches all of them alike), and
+the CPU seconds of the process (all its threads) are reported next to the wall clock::
+
+    python benchmarks/dsg_one_class.py --problem wide --n 140000 --d 16 --chunk-size 10000 \
+        --epochs 1 --dsg-settings "" "n_features=2048" "n_features=8192" \
+        "tol=1e-3, max_iter=1000" --peers 64:0.1:optimal 128:0.1:optimal 256:0.1:optimal \
+        --peer-epochs 0.5 1 --repeats 3 \
+        --json benchmarks/results/dsg_one_class_wide_equal_time.json \
+        --out docs/img/dsg_one_class_wide_equal_time.svg
+
 Each configuration runs ``--repeats`` times (different seeds); the medians are reported and
 written to ``benchmarks/results/dsg_one_class.json``, and the figure (AUC against time) to
 ``docs/img/dsg_one_class.svg``.  Run from the repository root::
@@ -86,11 +101,12 @@ def write_store(path, n, d, chunk):
 
 
 def run_dsg(ds, test, truth, nu, epochs, seed, **params):
-    t = time.perf_counter()
-    det = ok.DSGOneClassSVM(nu=nu, max_iter=epochs, tol=None, random_state=seed,
-                            progress=False, **params).fit(ds)
-    seconds = time.perf_counter() - t
-    return seconds, float(roc_auc_score(truth, det.decision_function(test))), det.bandwidth_
+    params = {"max_iter": epochs, "tol": None, **params}
+    t, cpu = time.perf_counter(), time.process_time()
+    det = ok.DSGOneClassSVM(nu=nu, random_state=seed, progress=False, **params).fit(ds)
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+    return (seconds, float(roc_auc_score(truth, det.decision_function(test))), det.bandwidth_,
+            cpu)
 
 
 def wide_outliers(n, d, factor, rng):
@@ -100,9 +116,17 @@ def wide_outliers(n, d, factor, rng):
         np.float32)
 
 
+def _passes(epochs):
+    """``(index, share of the chunks)`` of each pass: whole passes, then a last partial one
+    (``epochs=0.5``: half the chunks, chosen at random)."""
+    whole = int(epochs)
+    shares = [1.0] * whole + ([epochs - whole] if epochs > whole else [])
+    return list(enumerate(shares))
+
+
 def run_peer(ds, test, truth, nu, epochs, seed, sigma, components, rate="optimal"):
     X = ds.X.data
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     first = np.asarray(X.blocks[0].compute())
     mean, sd = first.mean(0), first.std(0)
     feats = Nystroem(gamma=0.5 / sigma ** 2, n_components=components, random_state=seed)
@@ -113,13 +137,14 @@ def run_peer(ds, test, truth, nu, epochs, seed, sigma, components, rate="optimal
         model = SGDOneClassSVM(nu=nu, learning_rate="constant",
                                eta0=float(rate.split("@")[1]), random_state=seed)
     order = np.random.default_rng(seed)
-    for _ in range(epochs):
-        for b in order.permutation(X.numblocks[0]):
+    for _, share in _passes(epochs):
+        blocks = order.permutation(X.numblocks[0])
+        for b in blocks[:max(1, round(share * len(blocks)))]:
             chunk = (np.asarray(X.blocks[int(b)].compute()) - mean) / sd
             model.partial_fit(feats.transform(chunk))
-    seconds = time.perf_counter() - t
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
     dec = model.decision_function(feats.transform((test - mean) / sd))
-    return seconds, float(roc_auc_score(truth, dec))
+    return seconds, float(roc_auc_score(truth, dec)), cpu
 
 
 def main(argv=None):
@@ -137,7 +162,13 @@ def main(argv=None):
                    help="outliers' spread over the inliers' (--problem wide)")
     p.add_argument("--peers", nargs="+", default=None,
                    help="components:nu:learning_rate settings of the peer (--problem wide)")
-    p.add_argument("--peer-epochs", type=int, nargs="+", default=[1, 2])
+    p.add_argument("--peer-epochs", type=float, nargs="+", default=[1, 2],
+                   help="passes of each peer; a fraction reads that share of the chunks "
+                        "in its last pass (0.5: half of them)")
+    p.add_argument("--dsg-settings", nargs="+", default=[""],
+                   help="(--problem wide) keyword arguments of DSGOneClassSVM written as "
+                        "Python, each fitted for every --epochs; \"\" is the defaults, "
+                        "\"tol=1e-3, max_iter=1000\" the default stopping rule")
     p.add_argument("--clusters", type=int, default=4,
                    help="blobs of the inlier mixture (--problem wide; 1: one Gaussian)")
     p.add_argument("--median-multiplier", type=float, default=None,
@@ -208,10 +239,19 @@ def main(argv=None):
     return summary
 
 
+def _describe(row):
+    aucs = [r[1] for r in row["runs"]]
+    return (f"{row['seconds']:.2f} s (CPU {row['cpu_seconds']:.2f} s) AUC {row['auc']:.4f} "
+            f"({min(aucs):.4f} to {max(aucs):.4f})")
+
+
 def _median(runs):
+    """Medians of ``(seconds, AUC, ..., CPU seconds)`` runs (CPU: the process's time in
+    every thread, which other processes on the machine inflate less than the wall clock)."""
     return {"seconds": float(np.median([r[0] for r in runs])),
             "auc": float(np.median([r[1] for r in runs])),
-            "runs": [[float(r[0]), float(r[1])] for r in runs]}
+            "cpu_seconds": float(np.median([r[-1] for r in runs])),
+            "runs": [[float(r[0]), float(r[1]), float(r[-1])] for r in runs]}
 
 
 def main_wide(args):
@@ -225,51 +265,76 @@ def main_wide(args):
         ds = write_store(Path(tmp) / "inliers.zarr", args.n, args.d, args.chunk_size)
         print(f"store: {args.n} x {args.d} float32 = {args.n * args.d * 4 / 2**20:.1f} MiB "
               f"of X (task budget {SHUFFLE_BYTES / 2**20:.0f} MiB)", flush=True)
-        sigma = None
-        for e in args.epochs:
-            params = {} if args.median_multiplier is None else {
-                "median_multiplier": args.median_multiplier}
-            runs = [run_dsg(ds, test, truth, args.nu, e, s, **params)
-                    for s in range(args.repeats)]
-            sigma = runs[0][2]
-            summary["dsg"][str(e)] = _median(runs)
-            print(f"DSG {e} ep: {summary['dsg'][str(e)]['seconds']:.1f} s AUC "
-                  f"{summary['dsg'][str(e)]['auc']:.4f}", flush=True)
+        mm = {} if args.median_multiplier is None else {
+            "median_multiplier": args.median_multiplier}
+        # compiles the kernels (not timed); its bandwidth, seed 0's, is the peer's kernel
+        sigma = ok.DSGOneClassSVM(nu=args.nu, n_features=256, max_iter=1, tol=None,
+                                  random_state=0, progress=False, **mm).fit(ds).bandwidth_
+        jobs = []  # (method, passes, run(seed))
+        for setting in args.dsg_settings:
+            params = {**mm, **eval(f"dict({setting})")}  # noqa: S307 (the command line's)
+            for e in args.epochs:
+                jobs.append(("dsg" if not setting else f"dsg {setting}", str(e),
+                             lambda s, e=e, params=params:
+                             run_dsg(ds, test, truth, args.nu, e, s, **params)))
         for peer in peers:
             components, nu, rate = peer.split(":")
             for e in args.peer_epochs:
-                runs = [run_peer(ds, test, truth, float(nu), e, s, sigma, int(components),
-                                 rate) for s in range(args.repeats)]
-                summary[f"peer {peer}"][str(e)] = _median(runs)
-                print(f"peer {peer} {e} ep: {summary[f'peer {peer}'][str(e)]['seconds']:.1f}"
-                      f" s AUC {summary[f'peer {peer}'][str(e)]['auc']:.4f}", flush=True)
+                jobs.append((f"peer {peer}", f"{e:g}",
+                             lambda s, e=e, nu=float(nu), c=int(components), rate=rate:
+                             run_peer(ds, test, truth, nu, e, s, sigma, c, rate)))
+        # every method once per seed, in turn: a change of the machine's load between
+        # seeds reaches all of them alike
+        runs = {(name, e): [] for name, e, _ in jobs}
+        for seed in range(args.repeats):
+            for name, e, run in jobs:
+                runs[(name, e)].append(run(seed))
+        if "" not in args.dsg_settings:
+            del summary["dsg"]
+        for (name, e), rows in runs.items():
+            summary.setdefault(name, {})[e] = _median(rows)
+            print(f"{name} {e} ep: {_describe(summary[name][e])}", flush=True)
     summary["setup"] = {k: v for k, v in vars(args).items() if k not in ("json", "out")}
     Path(args.json).write_text(json.dumps(summary, indent=1))
+    plot_wide(summary, args.out)
+    print(f"wrote {args.json} and {args.out}")
+    return summary
+
+
+def plot_wide(summary, out):
+    """ROC AUC against wall-clock and CPU seconds, a line per method (``--problem wide``);
+    ``summary`` as written to the JSON file (``plot_wide(json.load(f), "x.svg")`` redraws)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for name, table in summary.items():
-        if name == "setup":
-            continue
-        pts = [(v["seconds"], v["auc"]) for v in table.values()]
-        label = "DSGOneClassSVM" if name == "dsg" else \
-            "SGDOneClassSVM + Nystroem " + name.split(" ", 1)[1]
-        ax.plot(*zip(*pts), marker="o", label=label)
-        for (x, y), e in zip(pts, table):
-            ax.annotate(f"{e} ep", (x, y), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_xlabel("wall-clock seconds (median of %d)" % args.repeats)
-    ax.set_ylabel("ROC AUC, outliers %.2fx wider" % args.wide)
-    ax.set_title(f"{args.n} x {args.d} store, chunks of {args.chunk_size}", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(args.out)
-    print(f"wrote {args.json} and {args.out}")
-    return summary
+    setup = summary["setup"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), sharey=True)
+    for ax, key, what in zip(axes, ("seconds", "cpu_seconds"),
+                             ("wall-clock seconds", "CPU seconds (all threads)")):
+        for name, table in summary.items():
+            if name == "setup" or any(key not in v for v in table.values()):
+                continue
+            pts = [(v[key], v["auc"]) for v in table.values()]
+            label = "SGDOneClassSVM + Nystroem " + name.split(" ", 1)[1] \
+                if name.startswith("peer") else "DSGOneClassSVM " + name[4:]
+            ax.plot(*zip(*pts), marker="o", label=label)
+            for (x, y), e in zip(pts, table):
+                note = "stopped by tol" if "max_iter" in name else f"{e} ep"
+                ax.annotate(note, (x, y), fontsize=7, xytext=(3, 3),
+                            textcoords="offset points")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(f"{what} (median of {setup['repeats']})")
+    axes[0].set_ylabel("ROC AUC, outliers %.2fx wider" % setup["wide"])
+    fig.suptitle(f"{setup['n']} x {setup['d']} store, chunks of {setup['chunk_size']}",
+                 fontsize=9)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=7)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.savefig(out)
 
 
 if __name__ == "__main__":
