@@ -45,6 +45,7 @@ CHECK_PARAMS = {"DSPDCClassifier": {"max_iter": 10}, "DSPDCRegressor": {"max_ite
 #: More settings checked besides the defaults, by class name (a parameter that changes what
 #: the estimator computes, as ``loss`` does for the classifiers).
 CHECK_VARIANTS = {"ProjectedKernelRidge": [{"basis": "nystrom-fixed"}],
+                  "DSGRegressor": [{"kernel": "matern", "kernel_params": {"nu": 0.5}}],
                   "OnlineKernelRidge": [{"basis": "nystrom"}, {"basis": "nystrom-fixed"},
                                         {"basis": "exact", "mode": "krr"}]}
 
