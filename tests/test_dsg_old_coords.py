@@ -303,13 +303,15 @@ def test_features_estimate_the_kernel_not_twice_it():
     assert np.abs(est - exact).max() < 0.03     # standard error about 0.006
 
 
-def _krr_errors(update, seed, n=256, lam=0.05, epochs=6, B=4, r=8):
+def _krr_errors(update, seed, n=256, lam=0.05, epochs=6, B=4, r=16):
     from ooc_kernels.data.generators import generate_chunk
 
     c = generate_chunk("synthetic_krr_2d", 0, n, random_state=seed)
     X, y = c["X"].astype(np.float64), c["y"].astype(np.float64)
     K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1) / 2.0)
     f_star = K @ np.linalg.solve(K + n * lam * np.eye(n), y)   # exact empirical KRR
+    # the solution with the paper's printed feature scaling, E[phi . phi'] = 2 k
+    f_twice = 2 * K @ np.linalg.solve(2 * K + n * lam * np.eye(n), y)
     reg = ok.DSGRegressor(update=update, standardize=False, bandwidth=1.0, alpha=lam,
                           learning_rate="inverse", eta0=1.0 / lam, t0=20.0, dtype="float64",
                           n_features=r * epochs * n // B, block_size=r, batch_size=B,
@@ -320,7 +322,7 @@ def _krr_errors(update, seed, n=256, lam=0.05, epochs=6, B=4, r=8):
         reg.fit(X, y)
         ts.append(reg.t_)
         errs.append(np.mean((reg.predict(X) - f_star) ** 2))
-    return np.array(ts), np.array(errs)
+    return np.array(ts), np.array(errs), float(np.mean((f_twice - f_star) ** 2))
 
 
 @pytest.mark.slow
@@ -328,8 +330,28 @@ def _krr_errors(update, seed, n=256, lam=0.05, epochs=6, B=4, r=8):
 def test_krr_error_decays_as_one_over_t(update):
     """||f_t - f*||^2 on the training rows against the exact empirical KRR solution, with
     gamma_t = theta / (t + 20), theta lambda = 1 (the theorems' range): the log-log slope,
-    averaged over 3 seeds, is -1 +- 0.25 (the paper's O(1/t) for DSG, UDSG and CDSG)."""
+    averaged over 3 seeds, is -1 +- 0.25 (the paper's O(1/t) for DSG, UDSG and CDSG), and
+    the last iterate is nearer f* than the KRR solution of twice the kernel (what the
+    paper's printed feature scaling converges to) is: features scaled by sqrt(2) give
+    slopes of -0.68 to -0.74 here and a last error 1.6 times that distance."""
     runs = [_krr_errors(update, seed) for seed in range(3)]
     ts = runs[0][0]
-    slope = np.polyfit(np.log(ts), np.log(np.mean([e for _, e in runs], axis=0)), 1)[0]
+    errors = np.mean([e for _, e, _ in runs], axis=0)
+    slope = np.polyfit(np.log(ts), np.log(errors), 1)[0]
     assert -1.25 <= slope <= -0.75, slope
+    assert errors[-1] < np.mean([far for _, _, far in runs]), errors[-1]
+
+
+def test_a_warm_start_continues_in_the_mode_set_since():
+    X, y = _regression()
+    params = dict(n_features=4096, block_size=16, batch_size=10, max_iter=1, tol=None,
+                  warm_start=True, random_state=0, scheduler="sync", progress=False)
+    runs = {}
+    for update in MODES:
+        reg = ok.DSGRegressor(**params).fit(X, y)            # one epoch of DSG
+        reg.set_params(update=update).fit(X, y)              # then one in the new mode
+        runs[update] = reg
+        assert reg._config.update == update
+        assert (reg._state.beta is not None) == (update == "check")
+    assert runs["uniform"].n_blocks_seen_ < runs["new"].n_blocks_seen_
+    assert runs["check"].n_blocks_seen_ < runs["new"].n_blocks_seen_

@@ -50,18 +50,24 @@ UPDATE_DOC = """
 class UpdateMixin:
     """Puts ``update`` in the fit's configuration; saves CDSG's ``beta`` with the model.
 
-    The bandwidth trials of the setup run DSG's growth steps whatever the mode; the mode
-    applies to the fit itself.
+    The mode is read when the rounds start, so a warm-started ``fit`` or a ``partial_fit``
+    after ``set_params(update=...)`` continues in the new mode (a model switching to
+    ``"check"`` starts with ``beta = 0``: no old block passes the test before a step has
+    updated it).  The bandwidth trials of the setup run DSG's growth steps whatever the
+    mode; the mode applies to the fit itself.
     """
 
     _saved_arrays = {"coef": True, "avg": False, "beta": False}
 
-    def _initialize(self, data, sched, classes=None) -> None:
-        super()._initialize(data, sched, classes)
-        if self._config.update != self.update:
-            self._config = replace(self._config, update=self.update)
-            self._state = init_state(self._config)
-            self._publish()
+    def _run(self, *args, **kwargs):
+        config, state = self._config, self._state
+        if config.update != self.update:
+            self._config = replace(config, update=self.update)
+            beta = state.beta if self.update == "check" else None
+            if beta is None and self.update == "check":
+                beta = init_state(self._config).beta
+            self._state = replace(state, beta=beta)
+        return super()._run(*args, **kwargs)
 
     def _fitted_arrays(self) -> dict:
         arrays = super()._fitted_arrays()
