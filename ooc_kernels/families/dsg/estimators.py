@@ -115,14 +115,21 @@ _PARAMS_DOC = """
         2}`` for ``"arccos"`` (default 1); the other kernels take none.  Checked at ``fit``
         (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
         the allowed ones) and saved with the model.  See ``docs/kernels.md``.
-    bandwidth : float, "auto" or "median", default="auto"
+    bandwidth : float, array of shape (n_features_in,), "auto", "ard" or "median", default="auto"
         Kernel bandwidth sigma (in the units the model sees: standardized with
-        ``standardize``).  ``"auto"``: short validation runs on up to 3000 sampled rows pick
-        among 0.125, 0.25, 0.5, 1 and 2 times the median pairwise distance; on data sets of
-        at most 1000 rows, generalized cross-validation of kernel ridge regression on every
-        row picks instead (see :mod:`ooc_kernels.families.dsg._bandwidth`; the scores
-        are in ``bandwidth_scores_``).  ``"median"``: ``median_multiplier`` times the median
-        pairwise distance of up to 2000 rows drawn from up to 8 random chunks.
+        ``standardize``); an array gives every input its own width ``s_i``, the kernel
+        ``exp(-sum_i (x_i - x'_i)^2 / (2 s_i^2))`` (positive and finite, one per input).
+        ``"auto"``: short validation runs on up to 3000 sampled rows pick among 0.125,
+        0.25, 0.5, 1 and 2 times the median pairwise distance and, when they score more
+        than 0.005 better, per-input widths chosen by automatic relevance determination
+        (ARD: gradient steps on a held-out ridge error, :mod:`ooc_kernels.features.ard`);
+        on data sets of at most 1000 rows, generalized cross-validation of kernel ridge
+        regression on every row picks one width instead (see
+        :mod:`ooc_kernels.families.dsg._bandwidth`; the scores are in
+        ``bandwidth_scores_``).  ``"ard"``: always per-input widths, ARD's relative widths
+        times the overall width ``"auto"``'s rule picks for them.  ``"median"``:
+        ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
+        from up to 8 random chunks.  ``docs/defaults.md`` says what each costs.
     median_multiplier : float, default=1.0
         Used by ``bandwidth="median"``.
     standardize : bool, default=True
@@ -179,9 +186,12 @@ _PARAMS_DOC = """
 _ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
         The coefficients that predict (the averaged iterate with ``average``).
-    bandwidth_ : float
+    bandwidth_ : float or ndarray of shape (n_features_in,)
+        The width used: one number, or one per input (an array ``bandwidth``, ``"ard"``,
+        or ``"auto"`` when ARD's widths won), in standardized units.
     bandwidth_scores_ : dict or None
-        With ``bandwidth="auto"``: ``{multiple of the median distance: score}``, the
+        With ``bandwidth="auto"`` or ``"ard"``: ``{multiple of the median distance:
+        score}`` (and ``{("ard", factor): score}`` for the per-input candidates), the
         validation score of each trial, or for data sets of at most 1000 rows the
         generalized cross-validation R^2 of kernel ridge regression on every row.
     dtype_ : str
