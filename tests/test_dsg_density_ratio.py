@@ -172,6 +172,52 @@ def test_save_and_load_keep_the_ratio_and_the_divergence(tmp_path):
     np.testing.assert_array_equal(back.predict(X_p[:20]), est.predict(X_p[:20]))
 
 
+@pytest.mark.parametrize("keys, value, drop, message", [
+    (("config", "target"), "binary", False,
+     r"fitted.config has target 'binary' with 1 output\(s\); a density-ratio model has "
+     r"'density_ratio' and 1"),
+    (("config", "q_weight"), 0.0, False, r"has q_weight=0.0; it must be a positive finite"),
+    (("config", "bandwidth"), -1.0, False, r"has bandwidth=-1.0; it must be a positive"),
+    (("config", "n_features_in"), 5, False, r"has n_features_in=5 and kernel="),
+    (("config", "feature_seed"), None, True, r"fitted.config cannot be read \("),
+    (("config", "n_blocks"), 3, False, r"coef has shape \(4, 16, 1\), the metadata says "
+                                       r"\(3, 16, 1\)"),
+])
+def test_load_refuses_a_configuration_no_ratio_fit_writes(tmp_path, keys, value, drop,
+                                                           message):
+    """Each saved field a density-ratio model is checked on: the edited file is refused
+    with a ModelFormatError naming the field and its value."""
+    from _tamper import edit_attrs, set_at
+    from ooc_kernels.exceptions import ModelFormatError
+
+    rng = np.random.default_rng(3)
+    X_p, X_q = rng.normal(size=(200, 2)), rng.normal(0.5, 1, size=(200, 2))
+    ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=1, **FAST).fit(
+        X_p, X_q).save(tmp_path / "m.zarr")
+    edit_attrs(tmp_path / "m.zarr", "ooc_kernels",
+               set_at("fitted", *keys, value=value, drop=drop))
+    with pytest.raises(ModelFormatError, match=message):
+        ok.load(tmp_path / "m.zarr")
+
+
+def test_a_model_saved_without_the_averaging_count_loads_as_before(tmp_path):
+    """Density-ratio files written before the DSG estimators shared their saving code have
+    no ``n_avg`` in their state (the ratio never averages): they load, and predict as the
+    model that wrote them."""
+    from _tamper import edit_attrs, set_at
+
+    rng = np.random.default_rng(5)
+    X_p, X_q = rng.normal(size=(200, 2)), rng.normal(0.5, 1, size=(200, 2))
+    est = ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=1, **FAST).fit(X_p, X_q)
+    est.save(tmp_path / "m.zarr")
+    edit_attrs(tmp_path / "m.zarr", "ooc_kernels",
+               set_at("fitted", "state", "n_avg", drop=True))
+    back = ok.load(tmp_path / "m.zarr")
+    # one pass of 200 rows in batches of 256: one step, one feature block
+    assert back.divergence_ == est.divergence_ and back.n_blocks_seen_ == 1
+    np.testing.assert_array_equal(back.predict(X_p[:20]), est.predict(X_p[:20]))
+
+
 def test_bad_inputs_raise_clear_errors():
     rng = np.random.default_rng(4)
     X_p, X_q = rng.normal(size=(50, 2)), rng.normal(size=(40, 3))
