@@ -133,7 +133,8 @@ def test_an_unknown_kernel_is_a_library_error_naming_the_registered_ones():
     with pytest.raises(ValidationError, match=r"unknown kernel 'laplace'; the registered "
                                               r"kernels are \['arccos', 'cauchy', 'chi2', "
                                               r"'hellinger', 'intersection', 'js', "
-                                              r"'laplacian', 'matern', 'poly', 'rbf'\]"):
+                                              r"'laplacian', 'matern', 'poly', 'rbf', "
+                                              r"'sum'\]"):
         get_feature_map("laplace")
     with pytest.raises(InvalidParameterError, match=r"kernel"):
         ok.DSGRegressor(kernel="laplace").fit(np.zeros((4, 2)), np.zeros(4))

@@ -105,7 +105,12 @@ def test_a_wrong_sampler_or_normalization_fails_the_rate_check(spec):
 
 def _independent(spec, X, Y, bw):
     """The kernel by another library's formula (scikit-learn), or by numerical quadrature of
-    Cho and Saul's expectation for the arc-cosine kernels."""
+    Cho and Saul's expectation for the arc-cosine kernels; a sum, the weighted sum of its
+    terms' independent formulas."""
+    if spec.startswith("sum"):
+        from ooc_kernels.features.sums import parse_terms
+        terms = parse_terms(get_feature_map(spec).exact.keywords["terms"])
+        return sum(w * _independent(term, X, Y, bw * m) for w, term, m in terms)
     if spec == "rbf":
         return rbf_kernel(X, Y, gamma=1.0 / (2 * bw ** 2))
     if spec == "laplacian":
@@ -269,6 +274,11 @@ def test_kernel_params_are_checked_with_the_allowed_values():
     with pytest.raises(ValidationError, match=r"'coef0' must be a finite number >= 0.0; "
                                               r"got -1"):
         kernel_spec("poly", {"coef0": -1})
+    with pytest.raises(ValidationError, match=r"'arccos' is not a shift-invariant kernel of "
+                                              r"the table"):
+        kernel_spec("sum", {"terms": "0.5*rbf+0.5*arccos"})
+    with pytest.raises(ValidationError, match=r"'-1\*rbf' needs a positive weight"):
+        kernel_spec("sum", {"terms": "-1*rbf"})
     with pytest.raises(ValidationError, match=r"the chi2 kernel takes non-negative inputs"):
         ok.features.kernel_function("chi2")(-np.ones((1, 2)), np.ones((1, 2)))
     with pytest.raises(ValidationError, match=r"the js kernel takes non-negative inputs.*"
@@ -324,7 +334,7 @@ def test_a_fit_with_each_kernel_reaches_the_exact_kernel_ridge_solution(spec):
 
 
 @pytest.mark.parametrize("spec", ["matern(nu=0.5)", "arccos(order=2)",
-                                  "poly(degree=3,coef0=1.0)"])
+                                  "poly(degree=3,coef0=1.0)", kernel_spec("sum")])
 def test_the_kernel_and_its_parameters_are_saved_with_the_model(spec, tmp_path):
     X, y, Xt, _, _ = _fit_problem(spec)
     name, params = _name_params(spec)
@@ -383,3 +393,16 @@ def test_the_one_class_and_density_ratio_machines_take_the_kernel(spec):
     true_log = -0.5 * grid[:, 0] ** 2 + 0.5 * (grid[:, 0] - 0.5) ** 2  # log p / q
     assert ratio._config.kernel == spec
     assert spearmanr(ratio.decision_function(grid), true_log).statistic > 0.9
+
+
+def test_a_multi_scale_sum_is_the_weighted_sum_of_its_terms():
+    """kernel="sum" with terms at two bandwidths: its exact form is the weighted sum of the
+    Gaussian kernels at those bandwidths (scikit-learn's), and its features converge to it."""
+    spec = kernel_spec("sum", {"terms": "0.25*rbf+0.75*rbf@4"})
+    assert spec == "sum(terms='0.25*rbf@1.0+0.75*rbf@4.0')"
+    X = _points()
+    want = 0.25 * rbf_kernel(X, X, gamma=1 / (2 * 1.3 ** 2)) + 0.75 * rbf_kernel(
+        X, X, gamma=1 / (2 * 5.2 ** 2))
+    np.testing.assert_allclose(get_feature_map(spec).gram(X, X, 1.3), want, rtol=1e-12)
+    errors = _mc_errors(get_feature_map(spec), X, 1.3)
+    assert abs(_slope(errors) + 0.5) < SLOPE_TOL and errors[-1] < 6.0 / math.sqrt(SIZES[-1])

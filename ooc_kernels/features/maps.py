@@ -24,7 +24,7 @@ Examples
 >>> import numpy as np
 >>> from ooc_kernels.features.maps import get_feature_map, available_kernels
 >>> available_kernels()
-['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf']
+['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'sum']
 >>> rbf = get_feature_map("rbf")
 >>> rbf.input_scale(2.0, 3).tolist()
 [2.0, 2.0, 2.0]
@@ -36,11 +36,12 @@ Examples
 >>> get_feature_map("laplace")
 Traceback (most recent call last):
 ...
-ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf']
+ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'sum']
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import itertools
@@ -74,12 +75,16 @@ class KernelParam:
         Its value when ``kernel_params`` does not give one.
     low : float
         The smallest value of a parameter without ``values``.
+    check : callable, optional
+        For a parameter that is not a number: ``check(value)`` returns its canonical form or
+        raises a :class:`~ooc_kernels.exceptions.ValidationError` saying what is wrong.
     """
 
     name: str
     values: tuple | None
     default: object
     low: float = 0.0
+    check: Callable | None = None
 
     def allows(self, value) -> bool:
         """Whether ``value`` is a value of this parameter.
@@ -93,6 +98,12 @@ class KernelParam:
         """
         if isinstance(value, (bool, np.bool_)):
             return False
+        if self.check is not None:
+            try:
+                self.check(value)
+            except ValidationError:
+                return False
+            return True
         if self.values is not None:
             return value in self.values
         return isinstance(value, (int, float, np.integer, np.floating)) and \
@@ -100,6 +111,8 @@ class KernelParam:
 
     def describe(self) -> str:
         """The allowed values, for messages."""
+        if self.check is not None:
+            return f"valid for {self.check.__module__}.{self.check.__name__}"
         if self.values is not None:
             return f"one of {list(self.values)}"
         return f"a finite number >= {self.low}"
@@ -330,6 +343,33 @@ def _table_rows() -> list[FeatureMap]:
     return rows
 
 
+def _weighted_sum(terms: str) -> FeatureMap:
+    """The map of a sum of shift-invariant kernels (:mod:`ooc_kernels.features.sums`)."""
+    from ooc_kernels._jit.rff import COS_WIDE
+    from ooc_kernels.features import sums
+
+    parsed = sums.parse_terms(terms)
+    wide = any(get_feature_map(spec).nonlinearity == COS_WIDE for _, spec, _ in parsed)
+    total = sum(w for w, _, _ in parsed)
+    return _spectral_map(
+        f"sum(terms={terms!r})", f"weighted sum of kernels {terms}",
+        COS_WIDE if wide else COS_AFFINE, sums.sum_block, sums.sum_kernel,
+        sampler_params={"terms": terms}, exact_params={"terms": terms},
+        feature_scale=lambda r: math.sqrt(2.0 * total / rbf._check_positive_int(
+            r, "block_size")))
+
+
+def _sum_row() -> FeatureMap:
+    from ooc_kernels.features import sums
+
+    param = KernelParam("terms", None, sums.canonical_terms("0.5*rbf+0.5*laplacian"),
+                        check=sums.canonical_terms)
+    return dataclasses.replace(_weighted_sum(param.default), name="sum",
+                               kernel_params=(param,),
+                               bind=functools.lru_cache(maxsize=None)(
+                                   lambda terms: _weighted_sum(terms)))
+
+
 #: Every registered feature map by name (the estimators' ``kernel`` options).
 FEATURE_MAPS: dict[str, FeatureMap] = {GAUSSIAN.name: GAUSSIAN}
 FEATURE_MAPS.update((fmap.name, fmap) for fmap in _table_rows())
@@ -411,14 +451,20 @@ def kernel_spec(kernel, kernel_params=None) -> str:
             raise ValidationError(
                 f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: unknown "
                 f"parameter {key!r}; {_allowed(row)}")
-        if not p.allows(value):
+        if p.check is not None and not isinstance(value, bool):
+            try:
+                p.check(value)
+            except ValidationError as exc:
+                raise ValidationError(f"kernel_params={kernel_params!r} is not valid for "
+                                      f"kernel={kernel!r}: {exc}") from None
+        elif not p.allows(value):
             raise ValidationError(
                 f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: "
                 f"{key!r} must be {p.describe()}; got {value!r}")
     if not row.kernel_params:
         return row.name
-    values = {p.name: type(p.default)(kernel_params.get(p.name, p.default))
-              for p in row.kernel_params}
+    values = {p.name: p.check(kernel_params.get(p.name, p.default)) if p.check else
+              type(p.default)(kernel_params.get(p.name, p.default)) for p in row.kernel_params}
     return f"{row.name}(" + ",".join(f"{k}={v!r}" for k, v in values.items()) + ")"
 
 
@@ -437,7 +483,12 @@ def _bound_map(spec: str) -> FeatureMap | None:
         p = next((p for p in row.kernel_params if p.name == key), None)
         if p is None:
             return None
-        if p.values is None:
+        if p.check is not None:
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                return None
+        elif p.values is None:
             try:
                 value = float(text)
             except ValueError:
@@ -515,3 +566,6 @@ def kernel_function(name, **params):
 
     k.__doc__ = f"The exact {fmap.description} (bandwidth={bandwidth!r})."
     return k
+
+
+FEATURE_MAPS["sum"] = _sum_row()  # its terms are rows of the table, looked up by name

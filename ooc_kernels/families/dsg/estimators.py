@@ -107,12 +107,16 @@ _PARAMS_DOC = """
     kernel : str, default="rbf"
         A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`):
         ``"rbf"``, the Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``;
-        ``"laplacian"``, ``"cauchy"``, ``"matern"``, ``"arccos"`` (``docs/kernels.md``).
+        ``"laplacian"``, ``"cauchy"``, ``"matern"``, ``"arccos"``, ``"poly"``, ``"chi2"``,
+        ``"intersection"``, ``"js"``, ``"hellinger"``, ``"sum"`` (``docs/kernels.md``).
         Saved with the model.
     kernel_params : dict or None, default=None
         Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
         them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
-        2}`` for ``"arccos"`` (default 1); the other kernels take none.  Checked at ``fit``
+        2}`` for ``"arccos"`` (default 1), ``{"degree": 2, 3 or 4, "coef0": c >= 0}`` for
+        ``"poly"`` (defaults 2 and 1.0), ``{"terms": "0.5*rbf+0.5*rbf@4"}`` for ``"sum"``
+        (weights, shift-invariant kernels, bandwidth multipliers; default
+        ``"0.5*rbf+0.5*laplacian"``); the other kernels take none.  Checked at ``fit``
         (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
         the allowed ones) and saved with the model.  See ``docs/kernels.md``.
     bandwidth : float, array of shape (n_features_in,), "auto", "ard" or "median", default="auto"

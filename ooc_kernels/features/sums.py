@@ -1,0 +1,148 @@
+"""Weighted sums of shift-invariant kernels of the table: ``k = sum_t w_t k_t(x / m_t, y / m_t)``.
+
+``kernel="sum"`` with ``kernel_params={"terms": "0.5*rbf+0.5*matern(nu=0.5)@4"}``: terms
+separated by ``+``, each ``weight*kernel`` with an optional ``@m``, a multiplier of the
+bandwidth for that term (a multi-scale kernel: ``"0.5*rbf+0.5*rbf@4"``).  The terms are the
+shift-invariant rows (``rbf``, ``laplacian``, ``cauchy``, ``matern(nu=...)``), whose features
+are all ``cos(w.x + b)``: by Bochner's theorem the sum's spectral measure is the weighted sum
+of the terms' measures, so every column of a block takes the frequency and phase of one term,
+drawn with probability ``w_t / sum(w)``, and the block's scale is ``sqrt(2 sum(w) / r)``.
+Then ``E[z(x) z(y)] = sum_t w_t k_t``, each column unbiased, columns independent.
+
+Block ``j`` with seed ``s``: term ``t``'s own block ``(s, j)`` (its sampler at bandwidth times
+``m_t``), and the term of each column from ``r`` uniforms of the Philox stream ``(s, j)`` at
+counter ``2^192`` (an independent part of the stream that no term's sampler reaches).
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.features.sums import canonical_terms, sum_kernel
+>>> canonical_terms("rbf + 2*laplacian@0.5")
+'1.0*rbf@1.0+2.0*laplacian@0.5'
+>>> x, y = np.zeros((1, 1)), np.ones((1, 1))
+>>> sum_kernel(x, y, 1.0, terms="1.0*rbf@1.0+2.0*laplacian@0.5").round(4).tolist()
+[[0.8772]]
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ooc_kernels.exceptions import ValidationError
+
+__all__ = ["SHIFT_INVARIANT", "canonical_terms", "parse_terms", "sum_block", "sum_kernel"]
+
+#: The rows a sum may hold (their features are all ``cos(w.x + b)``).
+SHIFT_INVARIANT = ("rbf", "laplacian", "cauchy", "matern")
+
+
+def _bad(text, why):
+    return ValidationError(
+        f"terms={text!r} is not a sum of kernels: {why}; write terms as "
+        "'weight*kernel[@bandwidth multiplier]' joined by '+', e.g. "
+        f"'0.5*rbf+0.5*matern(nu=0.5)@4', with kernels among {list(SHIFT_INVARIANT)}")
+
+
+def parse_terms(text) -> list[tuple[float, str, float]]:
+    """``[(weight, kernel spec, bandwidth multiplier), ...]`` of a ``terms`` string.
+
+    Examples
+    --------
+    >>> from ooc_kernels.features.sums import parse_terms
+    >>> parse_terms("0.3*rbf+0.7*matern(nu=2.5)@2")
+    [(0.3, 'rbf', 1.0), (0.7, 'matern(nu=2.5)', 2.0)]
+    """
+    from ooc_kernels.features.maps import get_feature_map, kernel_spec
+
+    if not isinstance(text, str) or not text.strip():
+        raise _bad(text, "it must be a non-empty string")
+    terms = []
+    for part in text.replace(" ", "").split("+"):
+        weight, star, rest = part.partition("*")
+        if not star:
+            weight, rest = "1", part
+        spec, at, mult = rest.partition("@")
+        try:
+            w, m = float(weight), float(mult) if at else 1.0
+        except ValueError:
+            raise _bad(text, f"{part!r} has a weight or multiplier that is not a number") \
+                from None
+        if not (math.isfinite(w) and w > 0 and math.isfinite(m) and m > 0):
+            raise _bad(text, f"{part!r} needs a positive weight and multiplier")
+        name = spec.split("(")[0]
+        if name not in SHIFT_INVARIANT:
+            raise _bad(text, f"{spec!r} is not a shift-invariant kernel of the table")
+        try:
+            fmap = get_feature_map(spec if "(" in spec else kernel_spec(name))
+        except ValidationError as exc:
+            raise _bad(text, str(exc)) from None
+        terms.append((w, fmap.name, m))
+    return terms
+
+
+def canonical_terms(text) -> str:
+    """The ``terms`` string with every weight, kernel parameter and multiplier spelled out
+    (the form saved with a model).
+
+    Examples
+    --------
+    >>> from ooc_kernels.features.sums import canonical_terms
+    >>> canonical_terms("rbf+matern@3")
+    '1.0*rbf@1.0+1.0*matern(nu=1.5)@3.0'
+    """
+    return "+".join(f"{w!r}*{spec}@{m!r}" for w, spec, m in parse_terms(text))
+
+
+def sum_block(seed, block_id, n_features_in, block_size, input_scale, terms):
+    """Float64 ``(W, phase)`` of a block of the sum ``terms`` (a canonical string).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels.features.sums import sum_block
+    >>> from ooc_kernels.features.maps import get_feature_map
+    >>> W, b = sum_block(1, 2, 3, 8, np.ones(3), "1.0*rbf@1.0")      # one term: its block
+    >>> bool(np.array_equal(W, get_feature_map("rbf").block(1, 2, 3, 8, 1.0)[0]))
+    True
+    """
+    from ooc_kernels.features.maps import get_feature_map
+
+    d, r = n_features_in, block_size
+    parsed = parse_terms(terms)
+    weights = np.array([w for w, _, _ in parsed])
+    bitgen = np.random.Philox(key=np.array([seed, block_id], dtype=np.uint64),
+                              counter=np.array([0, 0, 0, 1], dtype=np.uint64))
+    u = (bitgen.random_raw(r) >> np.uint64(11)).astype(np.float64) * (2.0**-53)
+    which = np.searchsorted(np.cumsum(weights) / weights.sum(), u, side="right")
+    which = np.minimum(which, len(parsed) - 1)
+    W = np.empty((d, r))
+    phase = np.empty(r)
+    Wt, pt = np.empty((d, r)), np.empty(r)
+    for t, (_, spec, m) in enumerate(parsed):
+        cols = which == t
+        if not cols.any():
+            continue
+        get_feature_map(spec).make_writer(seed, d, r, input_scale * m).write(block_id, Wt, pt)
+        W[:, cols] = Wt[:, cols]
+        phase[cols] = pt[cols]
+    return W, phase
+
+
+def sum_kernel(X, Y, bandwidth, dtype=np.float64, terms="1.0*rbf@1.0"):
+    """Exact Gram matrix of the sum: ``sum_t w_t k_t(X, Y)`` at bandwidth times ``m_t``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels.features.sums import sum_kernel
+    >>> sum_kernel(np.zeros((1, 2)), np.zeros((1, 2)), 1.0, terms="0.2*rbf+0.3*cauchy").tolist()
+    [[0.5]]
+    """
+    from ooc_kernels.features.maps import get_feature_map
+
+    G = 0.0
+    for w, spec, m in parse_terms(terms):
+        G = G + w * get_feature_map(spec).gram(X, Y, np.multiply(bandwidth, m), np.float64)
+    return np.asarray(G).astype(np.dtype(dtype))
