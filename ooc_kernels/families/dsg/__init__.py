@@ -10,7 +10,12 @@ the ``"dsg"`` chunk algorithm and the estimators
     The chunk algorithm (:class:`~ooc_kernels.families.dsg.solver.DSGAlgorithm`): state,
     rounds, combination.
 ``estimators``
-    The scikit-learn estimators.
+    The scikit-learn estimators (classifier and regressor; ``one_class``,
+    ``density_ratio`` and ``gaussian_process`` hold the other machines).
+``_common``
+    What every DSG estimator shares (:class:`~ooc_kernels.families.dsg._common.DSGModelMixin`):
+    parameter checks, precision, published attributes, prediction payload, saving and
+    loading.
 ``_schedule``, ``_bandwidth``
     The defaults: step-size schedule and curvature, bandwidth selection.
 ``reference``
