@@ -130,8 +130,12 @@ def test_label_outside_declared_classes_in_a_chunk():
     (dict(n_features=100, block_size=64), r"n_features=100 is not a multiple of block_size=64"),
     (dict(loss="squared"), r"The 'loss' parameter of DSGClassifier must be a str among "
                            r"\{.*'hinge'.*\}\. Got 'squared' instead\."),
-    (dict(kernel="laplacian"), r"The 'kernel' parameter of DSGClassifier must be a str among "
-                               r"\{'rbf'\}\. Got 'laplacian' instead\."),
+    (dict(kernel="laplace"), r"The 'kernel' parameter of DSGClassifier must be a str among "
+                             r"\{'arccos', 'cauchy', .*'rbf', 'sum'\}\. Got 'laplace' "
+                             r"instead\."),
+    (dict(kernel="arccos", kernel_params={"order": 3}),
+     r"kernel_params=\{'order': 3\} is not valid for kernel='arccos': 'order' must be one "
+     r"of \[0, 1, 2\]; got 3"),
     (dict(bandwidth=-1.0), r"The 'bandwidth' parameter of DSGClassifier must be a float in "
                            r"the range \(0.0, inf\) or a str among \{'auto', 'median'\}\. Got -1.0 "
                            r"instead\."),

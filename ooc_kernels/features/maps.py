@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ooc_kernels._jit.rff import COS_AFFINE, NONLINEARITIES
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InvalidParameterError, ValidationError
 from ooc_kernels.features import rbf
 
 __all__ = ["FEATURE_MAPS", "GAUSSIAN", "FeatureMap", "KernelParam", "available_kernels",
@@ -423,7 +423,8 @@ def kernel_spec(kernel, kernel_params=None) -> str:
     Raises
     ------
     ValidationError
-        Naming the unknown kernel, the unknown parameter or the value out of range, with the
+        Naming the unknown kernel; an :class:`~ooc_kernels.exceptions.InvalidParameterError`
+        (a ValidationError) naming the unknown parameter or the value out of range, with the
         allowed ones.
 
     Examples
@@ -434,7 +435,7 @@ def kernel_spec(kernel, kernel_params=None) -> str:
     >>> kernel_spec("matern", {"nu": 0.7})
     Traceback (most recent call last):
     ...
-    ooc_kernels.exceptions.ValidationError: kernel_params={'nu': 0.7} is not valid for kernel='matern': 'nu' must be one of [0.5, 1.5, 2.5]; got 0.7
+    ooc_kernels.exceptions.InvalidParameterError: kernel_params={'nu': 0.7} is not valid for kernel='matern': 'nu' must be one of [0.5, 1.5, 2.5]; got 0.7
     """
     row = FEATURE_MAPS.get(kernel) if isinstance(kernel, str) else None
     if row is None:
@@ -443,22 +444,23 @@ def kernel_spec(kernel, kernel_params=None) -> str:
     if kernel_params is None:
         kernel_params = {}
     if not isinstance(kernel_params, dict):
-        raise ValidationError(f"kernel_params must be a dict or None; got {kernel_params!r}")
+        raise InvalidParameterError(
+            f"kernel_params must be a dict or None; got {kernel_params!r}")
     names = {p.name: p for p in row.kernel_params}
     for key, value in kernel_params.items():
         p = names.get(key)
         if p is None:
-            raise ValidationError(
+            raise InvalidParameterError(
                 f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: unknown "
                 f"parameter {key!r}; {_allowed(row)}")
         if p.check is not None and not isinstance(value, bool):
             try:
                 p.check(value)
             except ValidationError as exc:
-                raise ValidationError(f"kernel_params={kernel_params!r} is not valid for "
+                raise InvalidParameterError(f"kernel_params={kernel_params!r} is not valid for "
                                       f"kernel={kernel!r}: {exc}") from None
         elif not p.allows(value):
-            raise ValidationError(
+            raise InvalidParameterError(
                 f"kernel_params={kernel_params!r} is not valid for kernel={kernel!r}: "
                 f"{key!r} must be {p.describe()}; got {value!r}")
     if not row.kernel_params:

@@ -29,6 +29,7 @@ from ooc_kernels.exceptions import DivergenceError, ModelFormatError, Validation
 from ooc_kernels.families.dsg._ard import published_bandwidth
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, step_sizes
+from ooc_kernels.features.maps import kernel_spec
 
 __all__ = ["DSGModelMixin", "check_bandwidth_sample", "check_whole_blocks",
            "describe_steps", "finite_sample_rows"]
@@ -96,6 +97,7 @@ class DSGModelMixin:
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
+        kernel_spec(self.kernel, self.kernel_params)  # kernel_params valid for the kernel
         check_whole_blocks("n_features", self.n_features, self.block_size,
                            "the model holds whole feature blocks")
         # before any data is read: the least the fit could need (one output, one input
