@@ -35,6 +35,8 @@ FIGURES = {
     "docs/machines/projected_kernel_ridge.md": ("projected_kernel_ridge.py",
                                                 "projected_kernel_ridge.svg"),
     "docs/machines/regression.md": ("quantile_bands.py", "quantile_bands.svg"),
+    "docs/machines/online_kernel_ridge.md": ("online_kernel_ridge.py",
+                                             "online_kernel_ridge.svg"),
     "README.md": ("dsg_decision_surface.py", "dsg_decision_surface.svg"),
 }
 
@@ -85,6 +87,23 @@ def test_one_class_example_finds_the_planted_outliers(tmp_path):
                         result["det"].decision_function(test))
     assert auc > 0.9                    # a constant decision function gets 0.5
     assert 0.0 <= result["train_outliers"] <= 0.3
+
+
+@pytest.mark.slow   # a few seconds: four short streams
+def test_online_kernel_ridge_example_equals_kernel_awv(tmp_path):
+    from ooc_kernels.families.pkawv.reference import kernel_awv
+
+    out = tmp_path / "online.svg"
+    result = _load("online_kernel_ridge.py").main(
+        ["--n", "600", "--n-exact", "200", "--chunk-size", "150", "--out", str(out)])
+    _check_svg(out)
+    # oracle: Kernel-AWV solved directly at every round, on the first 200 rows
+    X, y = result["X"], result["y"]
+    losses = (y[:200] - kernel_awv(X[:200], y[:200], 1.0, 1.0)) ** 2
+    np.testing.assert_allclose(result["curves"]["exact (Kernel-AWV)"],
+                               np.cumsum(losses) / np.arange(1, 201), rtol=1e-9)
+    # the Taylor forecasts beat the constant forecast 0 (the mean square of y) by far
+    assert result["curves"]["Taylor, M = 3"][-1] < 0.5 * np.mean(y ** 2)
 
 
 @pytest.mark.slow   # a few seconds: three small quantile fits
