@@ -11,6 +11,13 @@ KORS, or a dictionary chosen beforehand.  Its modules:
 ``batch``
     :class:`ProjectedKernelRidge`: ``Phi^T Phi`` and ``Phi^T y`` reduced across chunks,
     then one exact solve.
+``kernels_online``, ``solver``, ``online``
+    :class:`OnlineKernelRidge`: predict-then-update over the rows in storage order (the
+    numba kernels of the Taylor / fixed, KORS Nystrom and exact learners, the sequential
+    chunk algorithm, the estimator).
+``reference``
+    The online forecasters solved directly at every round in plain NumPy, KORS, and the
+    quantities of the regret bounds: the oracles of the kernels.
 
 Examples
 --------
