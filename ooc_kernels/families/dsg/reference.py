@@ -57,26 +57,37 @@ def _targets(config, y) -> np.ndarray:
     return onehot if config.target == "softmax" else 2.0 * onehot - 1.0
 
 
-def sequential_dsg(config, state, chunks):
-    """Run the DSG steps over ``chunks`` (dicts with ``X``, ``y``) from ``state``.
-
-    Returns the state after the pass (float64), of the same type as ``state``.
+def block_features(config):
+    """``z(j, X)``: the features of block ``j`` at the (standardized) rows ``X``, in
+    float64, regenerated from the configuration's seed with the feature map's NumPy code
+    (the sequential references of every DSG machine share it; the numba kernels do not).
     """
     from ooc_kernels._jit.rff import features_inplace_ref
     from ooc_kernels.features.maps import get_feature_map
 
-    loss = _loss(config.loss_id).with_param(config.loss_param)
     fmap = get_feature_map(config.kernel)
-    r, m, b = config.block_size, config.n_blocks, config.batch_size
+    r = config.block_size
     scale = fmap.feature_scale(r)
     params = [fmap.block(config.feature_seed, j, config.n_features_in, r,
-                         config.bandwidth, np.float64) for j in range(m)]
+                         config.bandwidth, np.float64) for j in range(config.n_blocks)]
 
     def z(j, X):
         W, phase = params[j]
         P = X @ W
         features_inplace_ref(fmap.nonlinearity, P, phase, scale)
         return P
+
+    return z
+
+
+def sequential_dsg(config, state, chunks):
+    """Run the DSG steps over ``chunks`` (dicts with ``X``, ``y``) from ``state``.
+
+    Returns the state after the pass (float64), of the same type as ``state``.
+    """
+    loss = _loss(config.loss_id).with_param(config.loss_param)
+    r, m, b = config.block_size, config.n_blocks, config.batch_size
+    z = block_features(config)
 
     coef = np.array(state.coef, dtype=np.float64, copy=True)
     beta = None if state.beta is None else np.array(state.beta, dtype=np.float64, copy=True)

@@ -45,21 +45,11 @@ def sequential_ratio(config, state, chunks):
     blocks opened, the rows read (both samples) and the progressive loss (``-f`` per ``p``
     row plus ``(n_p / n_q) e^f`` per ``q`` row, over the ``p`` rows).
     """
-    from ooc_kernels._jit.rff import features_inplace_ref
-    from ooc_kernels.features.maps import get_feature_map
+    from ooc_kernels.families.dsg.reference import block_features
 
-    fmap = get_feature_map(config.kernel)
     r, m, b, alpha = config.block_size, config.n_blocks, config.batch_size, config.alpha
     c = float(config.q_weight)
-    scale = fmap.feature_scale(r)
-    params = [fmap.block(config.feature_seed, j, config.n_features_in, r,
-                         config.bandwidth, np.float64) for j in range(m)]
-
-    def z(j, X):
-        W, phase = params[j]
-        P = X @ W
-        features_inplace_ref(fmap.nonlinearity, P, phase, scale)
-        return P
+    z = block_features(config)
 
     def standardized(X):
         X = np.asarray(X, dtype=np.float64)  # one in-memory chunk of a small test case

@@ -80,20 +80,10 @@ def sequential_one_class(config, state, chunks):
 
     Returns the state after the pass (float64), of the same type as ``state``.
     """
-    from ooc_kernels._jit.rff import features_inplace_ref
-    from ooc_kernels.features.maps import get_feature_map
+    from ooc_kernels.families.dsg.reference import block_features
 
-    fmap = get_feature_map(config.kernel)
     r, m, b, nu = config.block_size, config.n_blocks, config.batch_size, config.alpha
-    scale = fmap.feature_scale(r)
-    params = [fmap.block(config.feature_seed, j, config.n_features_in, r,
-                         config.bandwidth, np.float64) for j in range(m)]
-
-    def z(j, X):
-        W, phase = params[j]
-        P = X @ W
-        features_inplace_ref(fmap.nonlinearity, P, phase, scale)
-        return P
+    z = block_features(config)
 
     coef = np.array(state.coef[:, :, 0], dtype=np.float64, copy=True)
     tau = float(state.tau)
