@@ -82,14 +82,14 @@ def _predict_block(X, payload):
     X = np.asarray(X, dtype=np.float64)
     if kind == "linear":
         F = basis.transform(X)
-    else:
-        from ooc_kernels.families.pkawv.reference import gaussian_kernel
+    else:  # kernel values against the stored rows, by matrix products
+        from ooc_kernels.families.pkawv.nystrom_fixed import gaussian_cross_kernel
 
-        F = gaussian_kernel(X, basis, extra["bandwidth"]) if len(basis) else \
+        F = gaussian_cross_kernel(X, basis, extra["bandwidth"]) if len(basis) else \
             np.zeros((len(X), 0))
     f = F @ coef
     if extra["mode"] == "awv" and F.shape[1]:
-        q = np.einsum("ij,jk,ik->i", F, M, F)
+        q = np.sum((F @ M) * F, axis=1)
         if kind == "exact":  # phi^T A^(-1) phi = (k(x, x) - k^T G k) / lambda
             q = (1.0 - q) / extra["alpha"]
         f = f / (1.0 + q)
