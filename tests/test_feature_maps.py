@@ -183,5 +183,5 @@ def test_a_model_saved_without_a_kernel_loads_as_the_gaussian_map():
     assert "kernel" not in _saved_config(path)
     expected = np.load(DATA / "dsg_classifier_format3_expected.npz")
     clf = ok.load(path)
-    assert clf._config.kernel == "rbf"
+    assert clf._config.kernel == "rbf" and clf.get_params()["kernel_params"] is None
     np.testing.assert_array_equal(clf.decision_function(expected["X"]), expected["decision"])
