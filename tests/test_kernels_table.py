@@ -406,3 +406,45 @@ def test_a_multi_scale_sum_is_the_weighted_sum_of_its_terms():
     np.testing.assert_allclose(get_feature_map(spec).gram(X, X, 1.3), want, rtol=1e-12)
     errors = _mc_errors(get_feature_map(spec), X, 1.3)
     assert abs(_slope(errors) + 0.5) < SLOPE_TOL and errors[-1] < 6.0 / math.sqrt(SIZES[-1])
+
+
+def _words(seed, block_id, n):
+    return np.random.Philox(key=np.array([seed, block_id], dtype=np.uint64)).random_raw(n)
+
+
+def _open(words):
+    return ((words >> np.uint64(11)).astype(np.float64) + 0.5) / 2.0**53
+
+
+def _normals(words, n):
+    u = (words >> np.uint64(11)).astype(np.float64) / 2.0**53
+    rho, theta = np.sqrt(-2 * np.log(1 - u[0::2])), 2 * np.pi * u[1::2]
+    return np.column_stack([rho * np.cos(theta), rho * np.sin(theta)]).ravel()[:n]
+
+
+def test_the_blocks_follow_the_documented_word_layout():
+    """The blocks of the samplers re-derived from the raw Philox words by the layouts their
+    docstrings state (a saved model's features depend on it): d = 2, r = 4, block 3 of
+    seed 7, per-input scales (0.5, 2)."""
+    d, r, s = 2, 4, np.array([0.5, 2.0])
+    w = _words(7, 3, 64)
+    u_phase = (w[d * r:d * r + r] >> np.uint64(11)).astype(np.float64) / 2.0**53
+    lap = np.tan(np.pi * (_open(w[:d * r]) - 0.5)).reshape(d, r) / s[:, None]
+    c = _open(w[:d * r]) - 0.5
+    cau = (-np.sign(c) * np.log1p(-2 * np.abs(c))).reshape(d, r) / s[:, None]
+    for spec, W_want in (("laplacian", lap), ("cauchy", cau)):
+        W, phase = get_feature_map(spec).block(7, 3, d, r, s)
+        np.testing.assert_allclose(W, W_want, rtol=1e-14)
+        np.testing.assert_allclose(phase, 2 * np.pi * u_phase, rtol=1e-14)
+    g = _normals(w, d * r + 5 * r)  # Matern 5/2: 2 nu = 5 degrees of freedom
+    chi2 = (g[d * r:].reshape(r, 5) ** 2).sum(1)
+    W, _ = get_feature_map("matern(nu=2.5)").block(7, 3, d, r, s)
+    np.testing.assert_allclose(W, g[:d * r].reshape(d, r) * np.sqrt(5 / chi2) / s[:, None],
+                               rtol=1e-12)
+    W, phase = get_feature_map("arccos(order=1)").block(7, 3, d, r, s)
+    np.testing.assert_allclose(W, _normals(w, d * r).reshape(d, r) / s[:, None], rtol=1e-14)
+    assert not phase.any()
+    signs = np.where(w >> np.uint64(63), -1.0, 1.0)
+    W, phase = get_feature_map("poly(degree=2,coef0=4.0)").block(7, 3, d, r, s)
+    np.testing.assert_array_equal(W, signs[:d * r].reshape(d, r) / s[:, None])
+    np.testing.assert_array_equal(phase, 2.0 * signs[d * r:d * r + r])

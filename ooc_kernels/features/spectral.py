@@ -80,6 +80,14 @@ def _phases(words: np.ndarray) -> np.ndarray:
     return _TWO_PI * _to_unit(words)
 
 
+def _iid_block(seed, block_id, d, r, input_scale, inverse_cdf):
+    """``W`` of i.i.d. entries ``inverse_cdf(u)`` from words ``0 .. dr-1`` (divided by the
+    input scale per row), phases from the next ``r`` words."""
+    words = _raw_words(seed, block_id, d * r + r)
+    W = inverse_cdf(_open_unit(words[:d * r])).reshape(d, r)
+    return W / input_scale[:, None], _phases(words[d * r:])
+
+
 def laplacian_block(seed, block_id, n_features_in, block_size, input_scale):
     """Float64 ``(W, phase)`` of a block of the Laplacian kernel (Cauchy frequencies).
 
@@ -91,10 +99,8 @@ def laplacian_block(seed, block_id, n_features_in, block_size, input_scale):
     >>> bool(abs(np.median(np.abs(W)) - 1.0) < 0.05)   # |Cauchy| has median 1
     True
     """
-    d, r = n_features_in, block_size
-    words = _raw_words(seed, block_id, d * r + r)
-    W = np.tan(np.pi * (_open_unit(words[:d * r]) - 0.5)).reshape(d, r)
-    return W / input_scale[:, None], _phases(words[d * r:])
+    return _iid_block(seed, block_id, n_features_in, block_size, input_scale,
+                      lambda u: np.tan(np.pi * (u - 0.5)))
 
 
 def cauchy_block(seed, block_id, n_features_in, block_size, input_scale):
@@ -108,11 +114,11 @@ def cauchy_block(seed, block_id, n_features_in, block_size, input_scale):
     >>> bool(abs(np.mean(np.abs(W)) - 1.0) < 0.05)     # |Laplace(0, 1)| has mean 1
     True
     """
-    d, r = n_features_in, block_size
-    words = _raw_words(seed, block_id, d * r + r)
-    c = _open_unit(words[:d * r]) - 0.5
-    W = (-np.sign(c) * np.log1p(-2.0 * np.abs(c))).reshape(d, r)
-    return W / input_scale[:, None], _phases(words[d * r:])
+    def inverse_cdf(u):
+        c = u - 0.5
+        return -np.sign(c) * np.log1p(-2.0 * np.abs(c))
+
+    return _iid_block(seed, block_id, n_features_in, block_size, input_scale, inverse_cdf)
 
 
 def matern_block(seed, block_id, n_features_in, block_size, input_scale, nu):
