@@ -448,3 +448,21 @@ def test_the_blocks_follow_the_documented_word_layout():
     W, phase = get_feature_map("poly(degree=2,coef0=4.0)").block(7, 3, d, r, s)
     np.testing.assert_array_equal(W, signs[:d * r].reshape(d, r) / s[:, None])
     np.testing.assert_array_equal(phase, 2.0 * signs[d * r:d * r + r])
+
+
+@pytest.mark.parametrize("spec", ["poly(degree=3,coef0=1.0)", "chi2"])
+def test_a_lazy_dask_input_fits_the_same_model_as_in_memory_rows(spec):
+    """The coupled nonlinearities run through the same chunk engine: a lazy Dask array in
+    chunks of 100 rows gives the model of the in-memory rows read with chunk_size=100, bit
+    for bit."""
+    import dask.array as da
+    X, y, Xt, _, bandwidth = _fit_problem(spec)
+    name, params = _name_params(spec)
+    kw = dict(kernel=name, kernel_params=params or None, bandwidth=bandwidth,
+              standardize=False, n_features=256, block_size=64, max_iter=3, progress=False,
+              random_state=0, scheduler="sync", chunk_size=100)
+    eager = ok.DSGRegressor(**kw).fit(X, y)
+    lazy = ok.DSGRegressor(**kw).fit(da.from_array(X, chunks=(100, 2)),
+                                     da.from_array(y, chunks=100))
+    np.testing.assert_array_equal(lazy.predict(Xt), eager.predict(Xt))
+    assert np.abs(eager.predict(Xt)).max() > 0
