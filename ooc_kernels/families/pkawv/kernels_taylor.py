@@ -1,6 +1,6 @@
 """Numba kernel of the Gaussian-kernel Taylor basis, with its plain-NumPy twin.
 
-For the Gaussian kernel ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))`` the functions
+For the Gaussian kernel ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))`` the functions::
 
     g_k(x) = prod_i x_i^{k_i} / (sigma^{|k|} sqrt(prod_i k_i!)) * exp(-||x||^2 / (2 sigma^2)),
 

@@ -102,7 +102,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
     PKAWV, Jezequel, Gaillard and Rudi 2019), streamed over chunks.
 
     The rows are visited once, in storage order; for each row ``x_t`` the learner forecasts
-    ``y_hat_t``, then sees ``y_t`` and updates.  In ``mode="awv"`` the forecast minimizes
+    ``y_hat_t``, then sees ``y_t`` and updates.  In ``mode="awv"`` the forecast minimizes::
 
         sum_{{s<t}} (y_s - f(x_s))^2 + alpha ||f||^2 + f(x_t)^2
 

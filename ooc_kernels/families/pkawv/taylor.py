@@ -1,6 +1,6 @@
 """The Taylor basis of the Gaussian kernel: a fixed, data-independent finite feature map.
 
-For ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))`` on ``R^d`` the functions
+For ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))`` on ``R^d`` the functions::
 
     g_k(x) = prod_i x_i^{k_i} / (sigma^{|k|} sqrt(prod_i k_i!)) * exp(-||x||^2 / (2 sigma^2)),
 
