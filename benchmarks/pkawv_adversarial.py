@@ -128,8 +128,8 @@ def main(argv=None):
         print(f"{name:18s} regret after {args.rounds} rounds {curve[-1]['regret']:8.3f}  "
               f"(Prop. 1 bound on its sequence {curve[-1]['bound']:.3f}), "
               f"{res['learners'][name]['seconds']:.0f} s", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1))
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(res, indent=1))   # after every learner
     plot(res, args.figure)
 
 
