@@ -7,9 +7,9 @@ expected-descent test says the old block can take a larger step than a fresh one
 the batch's loss derivatives; with the step size ``gamma`` of the step,
 ``g = mean_i sw_i l'(f(x_i), y_i)`` (a vector over the outputs) and
 ``s^2 = mean_i ||sw_i l'_i||^2 / nb`` (the variance term), block ``j`` admits the
-coefficients ``eta`` with
+coefficients ``eta`` with::
 
-    2 ||beta_j + eta g||^2 + 2 eta^2 s^2 <= ||beta_j||^2 + gamma^2 ||g||^2,
+    2 ||beta_j + eta g||^2 + 2 eta^2 s^2 <= ||beta_j||^2 + gamma^2 ||g||^2
 
 whose most negative root ``eta_-`` gives the step ``|eta_-|``.  The block with the largest
 step is updated when that step exceeds ``gamma`` (capped at ``cap * gamma``); otherwise the
