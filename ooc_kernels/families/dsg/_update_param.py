@@ -43,7 +43,9 @@ UPDATE_DOC = """
         expected-descent test, when that step is larger than a new block's, and opens a
         new block otherwise (CDSG, Li and Poczos).  Once the model holds ``n_features``
         features, every mode runs the same full phase (every block updated each step), so
-        the prediction cost stops growing at ``n_features``.  Saved with the model.
+        the prediction cost stops growing at ``n_features``.  Saved with the model.  The
+        default is the one that reached a given test error soonest in the equal-time
+        comparison (``docs/benchmarks.md``, "DSG with old coordinates").
 """
 
 
