@@ -231,8 +231,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
     ----------""" + _PARAMS_DOC + """
     Attributes
     ----------
-    coef_ : ndarray of shape (n_components_,)
-        ``w``: predictions are ``phi(x) . w``.
+    coef_ : ndarray of shape (r,)
+        ``w``: predictions are ``phi(x) . w`` (``r`` is ``n_components_``).
     basis_ : TaylorBasis, CenteredBasis or FixedNystromBasis
         The feature map ``phi``.
     n_components_ : int
