@@ -34,6 +34,7 @@ from ooc_kernels.features.rbf import (
     philox_uniforms,
     rbf_kernel,
 )
+from ooc_kernels.features import sums  # registers the "sum" row of the table  # noqa: E402
 
 __all__ = [
     "FEATURE_MAPS",

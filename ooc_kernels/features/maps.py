@@ -343,33 +343,6 @@ def _table_rows() -> list[FeatureMap]:
     return rows
 
 
-def _weighted_sum(terms: str) -> FeatureMap:
-    """The map of a sum of shift-invariant kernels (:mod:`ooc_kernels.features.sums`)."""
-    from ooc_kernels._jit.rff import COS_WIDE
-    from ooc_kernels.features import sums
-
-    parsed = sums.parse_terms(terms)
-    wide = any(get_feature_map(spec).nonlinearity == COS_WIDE for _, spec, _ in parsed)
-    total = sum(w for w, _, _ in parsed)
-    return _spectral_map(
-        f"sum(terms={terms!r})", f"weighted sum of kernels {terms}",
-        COS_WIDE if wide else COS_AFFINE, sums.sum_block, sums.sum_kernel,
-        sampler_params={"terms": terms}, exact_params={"terms": terms},
-        feature_scale=lambda r: math.sqrt(2.0 * total / rbf._check_positive_int(
-            r, "block_size")))
-
-
-def _sum_row() -> FeatureMap:
-    from ooc_kernels.features import sums
-
-    param = KernelParam("terms", None, sums.canonical_terms("0.5*rbf+0.5*laplacian"),
-                        check=sums.canonical_terms)
-    return dataclasses.replace(_weighted_sum(param.default), name="sum",
-                               kernel_params=(param,),
-                               bind=functools.lru_cache(maxsize=None)(
-                                   lambda terms: _weighted_sum(terms)))
-
-
 #: Every registered feature map by name (the estimators' ``kernel`` options).
 FEATURE_MAPS: dict[str, FeatureMap] = {GAUSSIAN.name: GAUSSIAN}
 FEATURE_MAPS.update((fmap.name, fmap) for fmap in _table_rows())
@@ -569,5 +542,3 @@ def kernel_function(name, **params):
     k.__doc__ = f"The exact {fmap.description} (bandwidth={bandwidth!r})."
     return k
 
-
-FEATURE_MAPS["sum"] = _sum_row()  # its terms are rows of the table, looked up by name

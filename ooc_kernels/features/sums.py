@@ -26,11 +26,23 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 
 import numpy as np
 
+from ooc_kernels._jit.rff import COS_AFFINE, COS_WIDE
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.features import rbf
+from ooc_kernels.features.maps import (
+    FEATURE_MAPS,
+    FeatureMap,
+    KernelParam,
+    _spectral_map,
+    get_feature_map,
+    kernel_spec,
+)
 
 __all__ = ["SHIFT_INVARIANT", "canonical_terms", "parse_terms", "sum_block", "sum_kernel"]
 
@@ -54,8 +66,6 @@ def parse_terms(text) -> list[tuple[float, str, float]]:
     >>> parse_terms("0.3*rbf+0.7*matern(nu=2.5)@2")
     [(0.3, 'rbf', 1.0), (0.7, 'matern(nu=2.5)', 2.0)]
     """
-    from ooc_kernels.features.maps import get_feature_map, kernel_spec
-
     if not isinstance(text, str) or not text.strip():
         raise _bad(text, "it must be a non-empty string")
     terms = []
@@ -107,8 +117,6 @@ def sum_block(seed, block_id, n_features_in, block_size, input_scale, terms):
     >>> bool(np.array_equal(W, get_feature_map("rbf").block(1, 2, 3, 8, 1.0)[0]))
     True
     """
-    from ooc_kernels.features.maps import get_feature_map
-
     d, r = n_features_in, block_size
     parsed = parse_terms(terms)
     weights = np.array([w for w, _, _ in parsed])
@@ -140,9 +148,32 @@ def sum_kernel(X, Y, bandwidth, dtype=np.float64, terms="1.0*rbf@1.0"):
     >>> sum_kernel(np.zeros((1, 2)), np.zeros((1, 2)), 1.0, terms="0.2*rbf+0.3*cauchy").tolist()
     [[0.5]]
     """
-    from ooc_kernels.features.maps import get_feature_map
-
     G = 0.0
     for w, spec, m in parse_terms(terms):
         G = G + w * get_feature_map(spec).gram(X, Y, np.multiply(bandwidth, m), np.float64)
     return np.asarray(G).astype(np.dtype(dtype))
+
+
+def _weighted_sum(terms: str) -> FeatureMap:
+    """The map of a sum of shift-invariant kernels."""
+    parsed = parse_terms(terms)
+    wide = any(get_feature_map(spec).nonlinearity == COS_WIDE for _, spec, _ in parsed)
+    total = sum(w for w, _, _ in parsed)
+    return _spectral_map(
+        f"sum(terms={terms!r})", f"weighted sum of kernels {terms}",
+        COS_WIDE if wide else COS_AFFINE, sum_block, sum_kernel,
+        sampler_params={"terms": terms}, exact_params={"terms": terms},
+        feature_scale=lambda r: math.sqrt(2.0 * total / rbf._check_positive_int(
+            r, "block_size")))
+
+
+def _sum_row() -> FeatureMap:
+    param = KernelParam("terms", None, canonical_terms("0.5*rbf+0.5*laplacian"),
+                        check=canonical_terms)
+    return dataclasses.replace(_weighted_sum(param.default), name="sum",
+                               kernel_params=(param,),
+                               bind=functools.lru_cache(maxsize=None)(
+                                   lambda terms: _weighted_sum(terms)))
+
+
+FEATURE_MAPS["sum"] = _sum_row()  # its terms are rows of the table, looked up by name
