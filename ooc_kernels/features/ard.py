@@ -228,7 +228,7 @@ def ard_scales(X, targets, weights, *, start: float, seed: int = 0,
     X : ndarray of shape (n, d)
         Rows as the model sees them (standardized), ``n >= 4``.
     targets : ndarray of shape (n,) or (n, c)
-        Least-squares targets (e.g. :func:`ooc_kernels.families.dsg._bandwidth.gcv_targets`).
+        Least-squares targets (a standardized regression target, or +-1 per class).
     weights : ndarray of shape (n,)
         Row weights; rows of weight 0 are left out.
     start : float
