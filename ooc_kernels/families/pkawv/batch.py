@@ -189,8 +189,8 @@ _PARAMS_DOC = """
         the smallest ``M`` whose truncation bound ``(R / sigma)^(2M + 2) / (M + 1)!`` is at
         most ``1e-6`` (``R`` the largest distance of the rows drawn at setup to the
         expansion's centre), and at most the largest ``M`` with ``n_components``
-        features (``C(M + d, M)``): 2 for ``d = 18`` (190 features), 3 for ``d = 10``,
-        4 for ``d = 8``.  The value used is ``degree_``.
+        features (``C(M + d, M)``), but at least 1: 2 for ``d = 18`` (190 features), 3 for
+        ``d = 10``, 4 for ``d = 8``.  The value used is ``degree_``.
     n_components : int, default=1000
         Rows of the Nystrom dictionary (``basis="nystrom-fixed"``; all the rows when there
         are fewer; the features are the dictionary's Gram matrix' eigendirections above
@@ -321,11 +321,6 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                 f"features, more than the {MAX_COMPONENTS} whose {r} x {r} statistics a "
                 "task may hold; lower degree, or use basis='nystrom-fixed' with "
                 "n_components <= 10000.")
-        if taylor and self.degree == "auto" and d + 1 > self.n_components:
-            raise ValidationError(
-                f"degree='auto' keeps at most n_components={self.n_components} Taylor "
-                f"features, fewer than the {d + 1} of degree 1 in {d} dimensions; raise "
-                "n_components or use basis='nystrom-fixed'.")
         needs_rows = self.bandwidth == "median" or (taylor and (self.center or
                                                                self.degree == "auto"))
         rows, weights = self._setup_rows(data, sched) if needs_rows else (None, None)
@@ -458,7 +453,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
 
 def _auto_degree(offsets: np.ndarray, bandwidth: float, budget: int) -> int:
     """The smallest degree whose truncation bound at the largest row norm of ``offsets``
-    is at most :data:`TAYLOR_TOL`, capped at the largest degree with ``budget`` features."""
+    is at most :data:`TAYLOR_TOL`, capped at the largest degree with ``budget`` features,
+    and at least 1."""
     d = offsets.shape[1]
     radius = float(np.sqrt((offsets ** 2).sum(axis=1)).max()) if len(offsets) else 0.0
     degree = 1
