@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ooc_kernels.families.dsg._predict import _affine, _predict_chunk
 from ooc_kernels.families.dsg.kernels import dsg_chunk_update
 from ooc_kernels.families.dsg.kernels_reuse import dsg_check_update
 from ooc_kernels.features.blocks import stacked_block_params
@@ -109,8 +110,6 @@ def run_growth(config, state, X, Y, w, task, steps, params, fmap, cache):
 
     Returns a :class:`Growth`; the task's remaining steps are full-phase steps.
     """
-    from ooc_kernels.families.dsg.solver import _affine, _predict_chunk
-
     cfg = config
     gammas, averaged = steps
     n, m, b = X.shape[0], gammas.shape[0], cfg.batch_size

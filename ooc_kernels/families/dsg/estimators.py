@@ -29,10 +29,10 @@ from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
-from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
-                                            fold_scales, per_input_shape)
 from ooc_kernels.families.dsg._common import (DSGModelMixin, check_bandwidth_sample,
                                                finite_sample_rows)
+from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
+                                            fold_scales, per_input_shape)
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
                                                    gcv_targets, select_bandwidth,
                                                    select_bandwidth_gcv)

@@ -50,15 +50,14 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._seeds import task_rng
-from ooc_kernels.families.dsg.kernels import dsg_predict
 from ooc_kernels.families.dsg._targets import (_drop_invalid_rows, encode_targets,
                                                numeric_targets)
 from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
-from ooc_kernels.features.blocks import BlockSource, stacked_block_params
+from ooc_kernels.features.blocks import BlockSource
 from ooc_kernels.features.cache import default_cache
-from ooc_kernels.features.maps import FeatureMap, get_feature_map
 from ooc_kernels.families.dsg._full_phase import full_phase_update
+from ooc_kernels.families.dsg._predict import _affine, _predict_chunk, feature_map
 from ooc_kernels.families.dsg._reuse import (apply_betas, average_betas, beta_fields,
                                              compose_betas, new_blocks, run_growth)
 
@@ -73,7 +72,6 @@ __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init
 COMBINATIONS = ("adaptive", "sum", "average")
 
 #: Upper bound on the bytes of random-feature parameters generated at once in prediction.
-_PREDICT_GROUP_BYTES = 32 * 2**20
 
 
 @dataclass(frozen=True)
@@ -127,20 +125,6 @@ class DSGConfig:
     # The growth steps (families/dsg/_reuse.py): "new" (DSG), "uniform" (UDSG) or "check"
     # (CDSG).  Configs saved without it are "new".
     update: str = "new"
-
-
-@functools.lru_cache(maxsize=64)
-def _affine(config: DSGConfig):
-    """``(shift, scale)`` of the standardized input, or None (cached per config)."""
-    if config.x_shift is None:
-        return None
-    return np.asarray(config.x_shift, dtype=np.float64), np.asarray(config.x_scale,
-                                                                   dtype=np.float64)
-
-
-def feature_map(config: DSGConfig) -> FeatureMap:
-    """The feature map of ``config`` (:func:`ooc_kernels.features.maps.get_feature_map`)."""
-    return get_feature_map(config.kernel)
 
 
 @dataclass(frozen=True)
@@ -327,28 +311,6 @@ def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarr
         F = _predict_chunk(config, state.model_coef, state.n_blocks_used, X)
     if config.target == "regression" and (config.y_shift != 0.0 or config.y_scale != 1.0):
         F = (F * config.y_scale + config.y_shift).astype(F.dtype, copy=False)
-    return F
-
-
-def _predict_chunk(config: DSGConfig, coefs: np.ndarray, n_used: int,
-                   X: np.ndarray) -> np.ndarray:
-    dtype = np.dtype(config.dtype)
-    X = np.ascontiguousarray(X, dtype=dtype)
-    F = np.zeros((X.shape[0], config.n_outputs), dtype=dtype)
-    if n_used == 0 or X.shape[0] == 0:
-        return F
-    per_block = config.n_features_in * config.block_size * dtype.itemsize
-    group = max(1, _PREDICT_GROUP_BYTES // max(per_block, 1))
-    fmap = feature_map(config)
-    scale = fmap.feature_scale(config.block_size)
-    cache = default_cache()
-    for lo in range(0, n_used, group):
-        ids = np.arange(lo, min(lo + group, n_used))
-        W, phase = stacked_block_params(config.feature_seed, ids, config.n_features_in,
-                                        config.block_size, config.bandwidth, dtype,
-                                        cache=cache, affine=_affine(config), kernel=fmap)
-        coef = np.ascontiguousarray(coefs[ids], dtype=dtype)
-        F += dsg_predict(X, W, phase, coef, scale, fmap.nonlinearity)
     return F
 
 
