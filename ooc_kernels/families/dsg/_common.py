@@ -31,7 +31,7 @@ from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, step_sizes
 from ooc_kernels.features.maps import kernel_spec
 
-__all__ = ["DSGModelMixin", "check_bandwidth_sample", "check_whole_blocks",
+__all__ = ["KERNEL_PARAMS_DOC", "DSGModelMixin", "check_bandwidth_sample", "check_whole_blocks",
            "describe_steps", "finite_sample_rows"]
 
 
@@ -79,6 +79,26 @@ def describe_steps(config: DSGConfig) -> str:
     if config.learning_rate == "constant":
         return f"gamma_t = {config.eta0:.6g}, alpha={config.alpha:.6g}"
     return f"gamma_t = {config.eta0:.6g} / (t + {config.t0:.6g}), alpha={config.alpha:.6g}"
+
+
+#: The ``kernel`` and ``kernel_params`` entries of every DSG estimator's docstring.
+KERNEL_PARAMS_DOC = """
+    kernel : str, default="rbf"
+        A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`):
+        ``"rbf"``, the Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``;
+        ``"laplacian"``, ``"cauchy"``, ``"matern"``, ``"arccos"``, ``"poly"``, ``"chi2"``,
+        ``"intersection"``, ``"js"``, ``"hellinger"``, ``"sum"`` (``docs/kernels.md``).
+        Saved with the model.
+    kernel_params : dict or None, default=None
+        Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
+        them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
+        2}`` for ``"arccos"`` (default 1), ``{"degree": 2, 3 or 4, "coef0": c >= 0}`` for
+        ``"poly"`` (defaults 2 and 1.0), ``{"terms": "0.5*rbf+0.5*rbf@4"}`` for ``"sum"``
+        (weights, shift-invariant kernels, bandwidth multipliers; default
+        ``"0.5*rbf+0.5*laplacian"``); the other kernels take none.  Checked at ``fit``
+        (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
+        the allowed ones) and saved with the model.  See ``docs/kernels.md``.
+"""
 
 
 class DSGModelMixin:

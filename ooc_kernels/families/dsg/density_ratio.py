@@ -38,7 +38,7 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_CONSTRAINTS, BASE_PARAMS_DOC, ChunkedEstimator
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
-from ooc_kernels.families.dsg._common import DSGModelMixin
+from ooc_kernels.families.dsg._common import KERNEL_PARAMS_DOC, DSGModelMixin
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._ratio_solver import RatioAlgorithm, RatioConfig
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
@@ -93,18 +93,7 @@ def _ratio_block(X, payload):
 
 
 _PARAMS_DOC = """
-    kernel : str, default="rbf"
-        A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`).
-    kernel_params : dict or None, default=None
-        Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
-        them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
-        2}`` for ``"arccos"`` (default 1), ``{"degree": 2, 3 or 4, "coef0": c >= 0}`` for
-        ``"poly"`` (defaults 2 and 1.0), ``{"terms": "0.5*rbf+0.5*rbf@4"}`` for ``"sum"``
-        (weights, shift-invariant kernels, bandwidth multipliers; default
-        ``"0.5*rbf+0.5*laplacian"``); the other kernels take none.  Checked at ``fit``
-        (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
-        the allowed ones) and saved with the model.  See ``docs/kernels.md``.
-    bandwidth : float or "median", default="median"
+""" + KERNEL_PARAMS_DOC + """    bandwidth : float or "median", default="median"
         Kernel bandwidth sigma (in standardized units with ``standardize``).  ``"median"``:
         ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
         from both samples pooled (half from each).

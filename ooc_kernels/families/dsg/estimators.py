@@ -29,7 +29,8 @@ from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
-from ooc_kernels.families.dsg._common import (DSGModelMixin, check_bandwidth_sample,
+from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, DSGModelMixin,
+                                               check_bandwidth_sample,
                                                finite_sample_rows)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
@@ -104,22 +105,7 @@ _DSG_CONSTRAINTS = {
 }
 
 _PARAMS_DOC = """
-    kernel : str, default="rbf"
-        A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`):
-        ``"rbf"``, the Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``;
-        ``"laplacian"``, ``"cauchy"``, ``"matern"``, ``"arccos"``, ``"poly"``, ``"chi2"``,
-        ``"intersection"``, ``"js"``, ``"hellinger"``, ``"sum"`` (``docs/kernels.md``).
-        Saved with the model.
-    kernel_params : dict or None, default=None
-        Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
-        them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
-        2}`` for ``"arccos"`` (default 1), ``{"degree": 2, 3 or 4, "coef0": c >= 0}`` for
-        ``"poly"`` (defaults 2 and 1.0), ``{"terms": "0.5*rbf+0.5*rbf@4"}`` for ``"sum"``
-        (weights, shift-invariant kernels, bandwidth multipliers; default
-        ``"0.5*rbf+0.5*laplacian"``); the other kernels take none.  Checked at ``fit``
-        (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
-        the allowed ones) and saved with the model.  See ``docs/kernels.md``.
-    bandwidth : float, array of shape (n_features_in,), "auto", "ard" or "median", default="auto"
+""" + KERNEL_PARAMS_DOC + """    bandwidth : float, array of shape (n_features_in,), "auto", "ard" or "median", default="auto"
         Kernel bandwidth sigma (in the units the model sees: standardized with
         ``standardize``); an array gives every input its own width ``s_i``, the kernel
         ``exp(-sum_i (x_i - x'_i)^2 / (2 s_i^2))`` (positive and finite, one per input).

@@ -38,7 +38,8 @@ from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_PARAMS_DOC
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.families.dsg._bandwidth import _standardized
-from ooc_kernels.families.dsg._common import check_bandwidth_sample, finite_sample_rows
+from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, check_bandwidth_sample,
+                                               finite_sample_rows)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
 from ooc_kernels.families.dsg.estimators import _DSG_CONSTRAINTS, _DSGEstimator
@@ -146,7 +147,7 @@ def _inlier_labels(dec):
 
 @register_estimator
 class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
-    """Novelty detection (one-class SVM) with doubly stochastic functional gradients.
+    __doc__ = """Novelty detection (one-class SVM) with doubly stochastic functional gradients.
 
     Minimizes ``E_x[max(0, tau - f(x))] + nu/2 ||f||^2 - nu tau`` over the kernel function
     ``f`` and the offset ``tau`` (Dai et al. 2014, section 4): scikit-learn's
@@ -165,18 +166,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         upper bound on the fraction of training rows predicted as outliers, a lower bound
         on the fraction of support vectors.  It is also the RKHS regularization (every step
         multiplies the coefficients by ``1 - gamma_t nu``).
-    kernel : str, default="rbf"
-        A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`).
-    kernel_params : dict or None, default=None
-        Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
-        them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or
-        2}`` for ``"arccos"`` (default 1), ``{"degree": 2, 3 or 4, "coef0": c >= 0}`` for
-        ``"poly"`` (defaults 2 and 1.0), ``{"terms": "0.5*rbf+0.5*rbf@4"}`` for ``"sum"``
-        (weights, shift-invariant kernels, bandwidth multipliers; default
-        ``"0.5*rbf+0.5*laplacian"``); the other kernels take none.  Checked at ``fit``
-        (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
-        the allowed ones) and saved with the model.  See ``docs/kernels.md``.
-    bandwidth : float or "median", default="median"
+""" + KERNEL_PARAMS_DOC + """    bandwidth : float or "median", default="median"
         Kernel bandwidth sigma of ``exp(-||x - x'||^2 / (2 sigma^2))`` (in the units the
         model sees: standardized with ``standardize``).  ``"median"``:
         ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
@@ -238,7 +228,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         in 16-D, the same ROC AUC to 1e-4).
     warm_start : bool, default=False
     verbose : int, default=0
-    """ + BASE_PARAMS_DOC + """
+""" + BASE_PARAMS_DOC + """
     Attributes
     ----------
     offset_ : float

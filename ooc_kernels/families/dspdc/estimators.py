@@ -89,7 +89,7 @@ _CONSTRAINTS = {
 }
 _CONSTRAINTS.pop("on_invalid")
 
-_PARAMS_DOC = """    alpha : float, default=1e-4
+_PARAMS_DOC = """alpha : float, default=1e-4
         Regularization strength (``lambda`` of the paper for ``l1_ratio=0``); must be > 0
         with ``l1_ratio < 1`` (the theorems need a strongly convex regularizer).
     l1_ratio : float in [0, 1), default=0.0
@@ -699,6 +699,7 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
     classes_ : ndarray of shape (2,)""" + _ATTRIBUTES_DOC + """
     class_weight_ : ndarray of shape (2,)
         The weights of ``classes_`` the fit used (ones without ``class_weight``).
+
     Examples
     --------
     >>> from sklearn.datasets import make_classification
