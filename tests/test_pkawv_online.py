@@ -17,11 +17,13 @@ import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidParameterError, ValidationError
 from ooc_kernels.families.pkawv import reference as ref
 from ooc_kernels.families.pkawv import solver
+from ooc_kernels.families.pkawv.kernels_block import linear_online_blocked
 from ooc_kernels.families.pkawv.kernels_online import (
     chol_add_column,
     chol_add_column_augmented,
     chol_downdate,
     chol_update,
+    linear_online,
     row_uniform,
     row_uniforms_ref,
 )
@@ -105,6 +107,40 @@ def test_predict_is_the_forecast_of_the_next_row(basis, mode):
             assert u >= probs[-1]
         nxt.partial_fit(X[i:i + 1], y[i:i + 1])
         assert pred[i - 40] == pytest.approx(nxt.online_predictions_[0], rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["awv", "krr"])
+@pytest.mark.parametrize("block", [1, 5, 32, 64])
+def test_blocked_kernel_equals_the_row_by_row_kernel(block, mode):
+    X, y = _data(n=203, d=3, seed=7)  # 203 rows: the last block is ragged for every size
+    Phi = TaylorBasis(3, 4, 0.8).transform_ref(X)  # r = 35
+    r, alpha = Phi.shape[1], 0.3
+    states = [(np.eye(r) / alpha, np.zeros(r), np.zeros(r)) for _ in range(2)]
+    row = linear_online(Phi, y, *states[0], mode == "awv")
+    blocked = linear_online_blocked(Phi, y, *states[1], mode == "awv", block=block)
+    np.testing.assert_allclose(blocked, row, rtol=1e-10, atol=1e-10)
+    for a, b in zip(states[1], states[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    # and both against the direct solves and the direct inverse
+    np.testing.assert_allclose(blocked, ref.linear_awv(Phi, y, alpha, mode), atol=1e-9)
+    np.testing.assert_allclose(states[1][0], np.linalg.inv(Phi.T @ Phi + alpha * np.eye(r)),
+                               atol=1e-10)
+    np.testing.assert_allclose(states[1][2], states[1][0] @ (Phi.T @ y), atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", ["awv", "krr"])
+def test_blocked_kernel_across_chunk_boundaries(mode):
+    X, y = _data(n=150, d=2, seed=8)
+    Phi = TaylorBasis(2, 5, 1.0).transform_ref(X)
+    r = Phi.shape[1]
+    Ainv, b, w = np.eye(r), np.zeros(r), np.zeros(r)
+    row = linear_online(Phi, y, Ainv.copy(), b.copy(), w.copy(), mode == "awv")
+    parts = []
+    for lo, hi in [(0, 7), (7, 40), (40, 41), (41, 109), (109, 150)]:
+        parts.append(linear_online_blocked(Phi[lo:hi], y[lo:hi], Ainv, b, w, mode == "awv",
+                                           block=16))
+    np.testing.assert_allclose(np.concatenate(parts), row, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(Ainv, np.linalg.inv(Phi.T @ Phi + np.eye(r)), atol=1e-10)
 
 
 def test_row_uniforms_twin_and_distribution():
