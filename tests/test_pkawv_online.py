@@ -117,7 +117,7 @@ def test_blocked_kernel_equals_the_row_by_row_kernel(block, mode):
     r, alpha = Phi.shape[1], 0.3
     states = [(np.eye(r) / alpha, np.zeros(r), np.zeros(r)) for _ in range(2)]
     row = linear_online(Phi, y, *states[0], mode == "awv")
-    blocked = linear_online_blocked(Phi, y, *states[1], mode == "awv", block=block)
+    blocked = linear_online_blocked(Phi, y, *states[1], mode == "awv", block)
     np.testing.assert_allclose(blocked, row, rtol=1e-10, atol=1e-10)
     for a, b in zip(states[1], states[0]):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
@@ -138,7 +138,7 @@ def test_blocked_kernel_across_chunk_boundaries(mode):
     parts = []
     for lo, hi in [(0, 7), (7, 40), (40, 41), (41, 109), (109, 150)]:
         parts.append(linear_online_blocked(Phi[lo:hi], y[lo:hi], Ainv, b, w, mode == "awv",
-                                           block=16))
+                                           16))
     np.testing.assert_allclose(np.concatenate(parts), row, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(Ainv, np.linalg.inv(Phi.T @ Phi + np.eye(r)), atol=1e-10)
 
@@ -374,6 +374,27 @@ def test_checkpoint_resumes_mid_stream_bit_for_bit(basis, tmp_path, monkeypatch)
     for k, v in whole._fitted_arrays().items():
         np.testing.assert_array_equal(resumed._fitted_arrays()[k], v)
     np.testing.assert_array_equal(resumed.online_predictions_, whole.online_predictions_[34:])
+
+
+@pytest.mark.parametrize("mode", ["awv", "krr"])
+def test_blocked_estimator_matches_the_direct_solves_and_resumes_bit_for_bit(
+        mode, tmp_path, monkeypatch):
+    X, y = _data(n=85)
+    # r = 55 >= BLOCK_MIN_COMPONENTS: the blocked kernel, a full and a ragged block a chunk
+    kw = dict(degree=9, mode=mode, chunk_size=40)
+    whole = _model("taylor", **kw).fit(X, y)
+    assert whole.n_components_ >= solver.BLOCK_MIN_COMPONENTS
+    Phi = TaylorBasis(2, 9, 1.0).transform_ref(X)
+    np.testing.assert_allclose(whole.online_predictions_, ref.linear_awv(Phi, y, 0.5, mode),
+                               atol=1e-9)
+    _interrupt_after(monkeypatch, 2)
+    with pytest.raises(_Stop, match="simulated crash"):
+        _model("taylor", **kw).fit(X, y, checkpoint=tmp_path / "ck")
+    monkeypatch.undo()
+    resumed = _model("taylor", **kw).fit(X, y, checkpoint=tmp_path / "ck", resume=True)
+    for k, v in whole._fitted_arrays().items():
+        np.testing.assert_array_equal(resumed._fitted_arrays()[k], v)
+    np.testing.assert_array_equal(resumed.online_predictions_, whole.online_predictions_[80:])
 
 
 @pytest.mark.parametrize("basis", BASES)

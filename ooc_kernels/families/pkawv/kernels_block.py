@@ -30,7 +30,7 @@ Examples
 >>> rng = np.random.default_rng(0)
 >>> Phi = rng.normal(size=(7, 3)); y = rng.normal(size=7)
 >>> Ainv, b, w = np.eye(3), np.zeros(3), np.zeros(3)        # lambda = 1
->>> pred = linear_online_blocked(Phi, y, Ainv, b, w, True, block=3)
+>>> pred = linear_online_blocked(Phi, y, Ainv, b, w, True, 3)
 >>> bool(np.allclose(pred, linear_awv(Phi, y, 1.0, "awv")))
 True
 """
@@ -89,29 +89,29 @@ def block_recursion(C, p0, y, K, omega, pred, awv):
             omega[j] += yi * s[j] / den
 
 
-def linear_online_blocked(Phi, y, Ainv, b, w, awv, block=64):
+@njit(nogil=True)
+def linear_online_blocked(Phi, y, Ainv, b, w, awv, block):
     """Online AWV / ridge on the features ``Phi`` in blocks of ``block`` rows; ``Ainv``,
     ``b`` and ``w`` are updated in place and the online predictions returned.
 
     The same predictions and state as
     :func:`~ooc_kernels.families.pkawv.kernels_online.linear_online` (its twin, row by row)
-    up to rounding.  Run it under
+    up to rounding.  The matrix products call BLAS: run it under
     :func:`~ooc_kernels._blas.single_threaded_blas` for results that do not depend on the
     BLAS thread count.
     """
-    Phi = np.ascontiguousarray(Phi, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
     n = Phi.shape[0]
     pred = np.empty(n)
     for start in range(0, n, block):
-        V = Phi[start:start + block]
-        yb = y[start:start + block]
-        m = V.shape[0]
+        stop = min(n, start + block)
+        V = Phi[start:stop]
+        yb = y[start:stop]
+        m = stop - start
         Ut = V @ Ainv                      # U^T, m x r
         C = Ut @ V.T
         K = np.zeros((m, m))
         omega = np.zeros(m)
-        block_recursion(C, V @ w, yb, K, omega, pred[start:start + m], awv)
+        block_recursion(C, V @ w, yb, K, omega, pred[start:stop], awv)
         Ainv -= Ut.T @ (K @ Ut)
         w += Ut.T @ omega
         b += V.T @ yb

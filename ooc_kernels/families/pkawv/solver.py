@@ -36,10 +36,14 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families import AlgorithmCase, SolverSpec, register_solver
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.families.pkawv.kernels_block import linear_online_blocked
-from ooc_kernels.families.pkawv.kernels_online import exact_online, nystrom_online
+from ooc_kernels.families.pkawv.kernels_online import (
+    exact_online,
+    linear_online,
+    nystrom_online,
+)
 from ooc_kernels.families.pkawv.taylor import TaylorBasis
 
-__all__ = ["BASES", "BLOCK_ROWS", "EXACT_MAX_ROWS", "NYSTROM_MAX_ROWS", "OnlineAlgorithm", "OnlineConfig",
+__all__ = ["BASES", "BLOCK_MIN_COMPONENTS", "BLOCK_ROWS", "EXACT_MAX_ROWS", "NYSTROM_MAX_ROWS", "OnlineAlgorithm", "OnlineConfig",
            "check_rows", "initial_state", "make_basis"]
 
 #: The bases of the online learner.
@@ -50,9 +54,12 @@ EXACT_MAX_ROWS = 4096
 #: The KORS Nystrom learner keeps every row seen and ``K_tI`` (``t x m``): it refuses
 #: longer streams.
 NYSTROM_MAX_ROWS = 200_000
-#: A finite basis's rows are processed in blocks of this many rows, counted from the first
-#: row of each chunk (:mod:`.kernels_block`; the fastest of 16 to 256 for ``r = 190``).
+#: A finite basis of at least ``BLOCK_MIN_COMPONENTS`` features has its rows processed in
+#: blocks of ``BLOCK_ROWS`` rows, counted from the first row of each chunk, with matrix
+#: products (:mod:`.kernels_block`; 32 was the fastest of 16 to 256 for ``r = 190``); a
+#: smaller basis row by row (:func:`.kernels_online.linear_online`), which is faster there.
 BLOCK_ROWS = 32
+BLOCK_MIN_COMPONENTS = 48
 #: Arrays of the running loss that every state has.
 _COMMON = ("n_seen", "loss_sum", "loss_history")
 
@@ -156,9 +163,13 @@ class OnlineAlgorithm:
         if cfg.basis in ("taylor", "nystrom-fixed"):
             new = {"Ainv": state["Ainv"].copy(), "b": state["b"].copy(),
                    "w": state["w"].copy()}
-            with single_threaded_blas():
-                pred = linear_online_blocked(self.features(X), y, new["Ainv"], new["b"],
-                                             new["w"], awv, BLOCK_ROWS)
+            Phi = np.ascontiguousarray(self.features(X), dtype=np.float64)
+            if Phi.shape[1] < BLOCK_MIN_COMPONENTS:
+                pred = linear_online(Phi, y, new["Ainv"], new["b"], new["w"], awv)
+            else:
+                with single_threaded_blas():
+                    pred = linear_online_blocked(Phi, y, new["Ainv"], new["b"], new["w"],
+                                                 awv, BLOCK_ROWS)
         elif cfg.basis == "exact":
             new, pred = self._exact(state, X, y, t, awv)
         else:
