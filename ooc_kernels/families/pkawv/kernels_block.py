@@ -48,9 +48,10 @@ __all__ = ["block_recursion", "linear_online_blocked"]
 def block_recursion(C, p0, y, K, omega, pred, awv):
     """The row-by-row recursion of one block in its ``B``-dimensional coordinates.
 
-    ``C = V A0^(-1) V^T`` (symmetric: only its rows are read), ``p0 = V w0`` (the block's predictions by the weights before
-    it); ``K`` (``B x B``) and ``omega`` (``B``) start at zero and end as the block's
-    coordinates of the inverse and weight updates; ``pred`` receives the predictions.
+    ``C = V A0^(-1) V^T`` (symmetric: only its rows are read), ``p0 = V w0`` (the block's
+    predictions by the weights before it); ``K`` (``B x B``) and ``omega`` (``B``) start at
+    zero and end as the block's coordinates of the inverse and weight updates; ``pred``
+    receives the predictions.
     """
     n = C.shape[0]
     g = p0.copy()

@@ -43,8 +43,9 @@ from ooc_kernels.families.pkawv.kernels_online import (
 )
 from ooc_kernels.families.pkawv.taylor import TaylorBasis
 
-__all__ = ["BASES", "BLOCK_MIN_COMPONENTS", "BLOCK_ROWS", "EXACT_MAX_ROWS", "NYSTROM_MAX_ROWS", "OnlineAlgorithm", "OnlineConfig",
-           "check_rows", "initial_state", "make_basis"]
+__all__ = ["BASES", "BLOCK_MIN_COMPONENTS", "BLOCK_ROWS", "EXACT_MAX_ROWS",
+           "NYSTROM_MAX_ROWS", "OnlineAlgorithm", "OnlineConfig", "check_rows",
+           "initial_state", "make_basis"]
 
 #: The bases of the online learner.
 BASES = ("taylor", "nystrom", "nystrom-fixed", "exact")
