@@ -137,8 +137,8 @@ def test_label_outside_declared_classes_in_a_chunk():
      r"kernel_params=\{'order': 3\} is not valid for kernel='arccos': 'order' must be one "
      r"of \[0, 1, 2\]; got 3"),
     (dict(bandwidth=-1.0), r"The 'bandwidth' parameter of DSGClassifier must be a float in "
-                           r"the range \(0.0, inf\) or a str among \{'auto', 'median'\}\. Got -1.0 "
-                           r"instead\."),
+                           r"the range \(0.0, inf\), a str among \{'ard', 'auto', 'median'\} or an "
+                           r"array-like\. Got -1.0 instead\."),
     (dict(batch_size=0), r"The 'batch_size' parameter of DSGClassifier must be an int in the "
                          r"range \[1, inf\)\. Got 0 instead\."),
     (dict(learning_rate="adaptive"), r"The 'learning_rate' parameter.*Got 'adaptive' instead"),

@@ -51,8 +51,6 @@ from dataclasses import replace
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
-from ooc_kernels.families.dsg._ard import ARD_ROWS, fold_scales
-from ooc_kernels.features.ard import ard_scales
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.maps import get_feature_map
 from ooc_kernels.losses import LOSS_SQUARED, loss_by_id
@@ -68,8 +66,6 @@ SAMPLE_ROWS = 3000
 TRIAL_STEPS = 150
 #: Random features of a trial model.
 TRIAL_FEATURES = 2048
-#: Factors of the ARD widths the trials score (ARD's own overall size, and twice and half it).
-ARD_FACTORS = (0.5, 1.0, 2.0)
 #: Scores within this much of the best count as ties (broken towards the larger bandwidth).
 TIE = 0.005
 #: Data sets with at most this many rows choose the bandwidth by generalized
@@ -212,14 +208,8 @@ def _trial(config, X, Y, w, Xv, yv, wv, classes, steps: int, seed: int) -> float
 
 def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np.ndarray,
                      *, classes, make_schedule, n_features: int, seed: int,
-                     steps: int = TRIAL_STEPS, ard_targets=None):
+                     steps: int = TRIAL_STEPS):
     """The bandwidth the trials pick, and the scores of every candidate.
-
-    With ``ard_targets``, per-input widths join the candidates: ARD
-    (:func:`ooc_kernels.features.ard.ard_scales`) chooses them on the trials' training part
-    only (so the validation part scores them as fairly as the isotropic widths), and the
-    trials score them at :data:`ARD_FACTORS` times their overall size.  They win only when
-    they score more than :data:`TIE` above every isotropic candidate.
 
     Parameters
     ----------
@@ -236,18 +226,13 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
         The fit's ``n_features`` (a trial uses at most :data:`TRIAL_FEATURES`).
     seed : int
     steps : int
-    ard_targets : ndarray of shape (n, c) or None
-        Least-squares targets of the sampled rows (:func:`gcv_targets`) for ARD.
 
     Returns
     -------
     bandwidth : float
-        The isotropic width, or the factor of the per-input widths.
-    shape : ndarray of shape (d,) or None
-        The per-input widths (the model's widths are ``bandwidth * shape``), or None.
+        The width.
     scores : dict
-        ``{multiple: validation score}``, and ``{("ard", factor): validation score}`` for
-        the per-input candidates.
+        ``{multiple: validation score}``.
     """
     rng = np.random.default_rng(seed % 2**63)
     # rows of weight 0 carry nothing: they are left out, so that neither part of the split
@@ -264,19 +249,12 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
     n_blocks = max(1, min(n_features, TRIAL_FEATURES) // block)
     batch = int(min(base_config.batch_size, max(16, n_train // 8)))
 
-    shape = None
-    candidates = [(m, m * median, None) for m in CANDIDATES]
-    if ard_targets is not None and len(tr) >= 4:
-        shape = ard_scales(seen[tr[:ARD_ROWS]], np.asarray(ard_targets)[tr[:ARD_ROWS]],
-                           np.asarray(weights, dtype=np.float64)[tr[:ARD_ROWS]],
-                           start=median, seed=seed)
-        candidates += [(("ard", f), f, shape) for f in ARD_FACTORS]
+    candidates = [(m, m * median) for m in CANDIDATES]
 
     def run(candidate):
-        _, bandwidth, widths = candidate
-        schedule = make_schedule(bandwidth, n_train, batch, widths)
-        config = base_config if widths is None else fold_scales(base_config, widths)
-        config = replace(config, bandwidth=bandwidth, n_blocks=n_blocks,
+        _, bandwidth = candidate
+        schedule = make_schedule(bandwidth, n_train, batch)
+        config = replace(base_config, bandwidth=bandwidth, n_blocks=n_blocks,
                          batch_size=batch, learning_rate=schedule.learning_rate,
                          eta0=schedule.eta0, t0=schedule.t0, alpha=schedule.alpha,
                          average=schedule.average, shuffle=True, on_invalid="error")
@@ -285,15 +263,9 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         scores = dict(zip([c[0] for c in candidates], pool.map(run, candidates)))
-    isotropic = {m: scores[m] for m in CANDIDATES}
-    best = max(isotropic.values())
-    multiple = max(m for m, score in isotropic.items() if score >= best - TIE)
-    per_input = {k: v for k, v in scores.items() if k not in isotropic}
-    if per_input and max(per_input.values()) > best + TIE:
-        top = max(per_input.values())
-        factor = max(k[1] for k, v in per_input.items() if v >= top - TIE)
-        return factor, shape, scores
-    return multiple * median, None, scores
+    best = max(scores.values())
+    multiple = max(m for m, score in scores.items() if score >= best - TIE)
+    return multiple * median, scores
 
 
 def _standardized(config, X: np.ndarray) -> np.ndarray:

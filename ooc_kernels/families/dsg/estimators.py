@@ -110,14 +110,12 @@ _PARAMS_DOC = """
         ``standardize``); an array gives every input its own width ``s_i``, the kernel
         ``exp(-sum_i (x_i - x'_i)^2 / (2 s_i^2))`` (positive and finite, one per input).
         ``"auto"``: short validation runs on up to 3000 sampled rows pick among 0.125,
-        0.25, 0.5, 1 and 2 times the median pairwise distance and, when they score more
-        than 0.005 better, per-input widths chosen by automatic relevance determination
-        (ARD: gradient steps on a held-out ridge error, :mod:`ooc_kernels.features.ard`);
-        on data sets of at most 1000 rows, generalized cross-validation of kernel ridge
+        0.25, 0.5, 1 and 2 times the median pairwise distance; on data sets of at most 1000 rows, generalized cross-validation of kernel ridge
         regression on every row picks one width instead (see
         :mod:`ooc_kernels.families.dsg._bandwidth`; the scores are in
-        ``bandwidth_scores_``).  ``"ard"``: always per-input widths, ARD's relative widths
-        times the overall width ``"auto"``'s rule picks for them.  ``"median"``:
+        ``bandwidth_scores_``).  ``"ard"``: per-input widths chosen by automatic relevance
+        determination (ARD: gradient steps on a held-out ridge error,
+        :mod:`ooc_kernels.features.ard`), ARD's relative widths times the overall width ``"auto"``'s rule picks for them.  ``"median"``:
         ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
         from up to 8 random chunks.  ``docs/defaults.md`` says what each costs.
     median_multiplier : float, default=1.0
@@ -177,12 +175,11 @@ _ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
         The coefficients that predict (the averaged iterate with ``average``).
     bandwidth_ : float or ndarray of shape (n_features_in,)
-        The width used: one number, or one per input (an array ``bandwidth``, ``"ard"``,
-        or ``"auto"`` when ARD's widths won), in standardized units.
+        The width used: one number, or one per input (an array ``bandwidth`` or
+        ``"ard"``), in standardized units.
     bandwidth_scores_ : dict or None
         With ``bandwidth="auto"`` or ``"ard"``: ``{multiple of the median distance:
-        score}`` (and ``{("ard", factor): score}`` for the per-input candidates), the
-        validation score of each trial, or for data sets of at most 1000 rows the
+        score}``, the validation score of each trial, or for data sets of at most 1000 rows the
         generalized cross-validation R^2 of kernel ridge regression on every row.
     dtype_ : str
         The precision used (``dtype`` resolved).
@@ -331,11 +328,11 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         # Every row was read (a small data set): bandwidth by GCV on all of them.
         every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
 
-        def schedule(bandwidth, n_samples, batch_size, widths=None):
+        def schedule(bandwidth, n_samples, batch_size):
             # the operator of the fit's first growth steps, on batches of the sampled rows
-            # (all of them when the data is one batch), rescaled by per-input widths
+            # (all of them when the data is one batch)
             eigenvalue = growth_step_eigenvalue(
-                seen if widths is None else seen / widths, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
+                seen, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
                 block_size=self.block_size, batch_size=batch_size,
                 seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
             return resolve_schedule(
@@ -354,16 +351,12 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             if self.progress is not False:  # minutes on large data: say so in a batch log
                 logger.info("%s: choosing the bandwidth by short trial fits on %d sampled "
                             "rows", type(self).__name__, len(sample))
-            bandwidth, ard_shape, scores = select_bandwidth(
+            bandwidth, scores = select_bandwidth(
                 base, sample, y_sample, w_sample,
                 classes=None if classes is None else np.asarray(classes),
                 make_schedule=schedule, n_features=self.n_features,
-                seed=derive_seed(self.random_seed_, 6),
-                ard_targets=targets if mode == "auto" else None)
+                seed=derive_seed(self.random_seed_, 6))
             self.bandwidth_scores_ = scores
-            if ard_shape is not None:  # per-input widths won the trials
-                shape = ard_shape
-                base, seen = fold_scales(base, shape), seen / shape
             if self.progress is not False:
                 logger.info("%s: bandwidth %.6g chosen", type(self).__name__, bandwidth)
         elif mode == "median":
