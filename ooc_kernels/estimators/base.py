@@ -95,7 +95,8 @@ from ooc_kernels.estimators._inputs import (
     unsupervised_data,
 )
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
-from ooc_kernels.exceptions import CheckpointError, ModelFormatError, ValidationError
+from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
+                                    ValidationError)
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.cluster import reporting_scheduler_loss
 from ooc_kernels.parallel.engine import run_rounds
@@ -612,7 +613,9 @@ class ChunkedEstimator(BaseEstimator):
         ``capabilities.finishing``): e.g. a solve from the statistics the rounds reduced.
         Run once per ``fit``, after the last round (also when the fit resumed from a
         checkpoint), and after ``partial_fit`` when ``_finish_after_partial_fit``."""
-        raise NotImplementedError(
+        # Only reached by a family that declares ``capabilities.finishing`` without the
+        # step itself (the contract suite's capabilities check names such a class too).
+        raise OocKernelsError(
             f"{type(self).__name__} declares capabilities.finishing, so it must define "
             "_finish(state, data, sched)")
 

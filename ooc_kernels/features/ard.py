@@ -168,7 +168,7 @@ def _ard_scales(X, targets, weights, *, start: float, seed: int = 0,
                n_components: int = ARD_COMPONENTS, steps: int = ARD_STEPS,
                learning_rate: float = ARD_LEARNING_RATE, return_history: bool = False):
     """The search of :func:`ard_scales`."""
-    X = np.asarray(X, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)  # the setup sample (at most 1,500 rows), already in memory
     T = np.asarray(targets, dtype=np.float64)
     T = T.reshape(len(T), -1)
     w = np.asarray(weights, dtype=np.float64)

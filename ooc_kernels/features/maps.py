@@ -104,7 +104,7 @@ class KernelParam:
             except ValidationError:
                 return False
             return True
-        if self.values is not None:
+        if self.values is not None:  # the parameter's allowed values (a short tuple), not data
             return value in self.values
         return isinstance(value, (int, float, np.integer, np.floating)) and \
             np.isfinite(value) and value >= self.low
@@ -113,7 +113,7 @@ class KernelParam:
         """The allowed values, for messages."""
         if self.check is not None:
             return f"valid for {self.check.__module__}.{self.check.__name__}"
-        if self.values is not None:
+        if self.values is not None:  # a short tuple
             return f"one of {list(self.values)}"
         return f"a finite number >= {self.low}"
 
@@ -376,6 +376,7 @@ def kernel_settings() -> list[str]:
         if not row.kernel_params:
             out.append(name)
             continue
+        # every combination of the parameters' allowed values (short tuples, not data)
         finite = [p for p in row.kernel_params if p.values is not None]
         for values in itertools.product(*(p.values for p in finite)):
             out.append(kernel_spec(name, dict(zip((p.name for p in finite), values))))
