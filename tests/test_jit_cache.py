@@ -7,18 +7,20 @@ copy of the package (a fresh "installation") in subprocesses, with the cache fol
 at a temporary folder, and look at both folders.
 """
 
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import ooc_kernels
-from ooc_kernels._jit._cache import CACHE_DIR_ENV_VAR, cache_dir
+from ooc_kernels._jit._cache import CACHE_DIR_ENV_VAR, _KeyedDataCacheFile, cache_dir
 
 PACKAGE = Path(ooc_kernels.__file__).resolve().parent
 
@@ -140,3 +142,57 @@ def test_every_module_that_compiles_kernels_keys_the_cache():
             PACKAGE / "families" / "dspdc" / "kernels.py"} <= compiling
     missing = sorted(str(p.relative_to(PACKAGE)) for p in compiling - keyed)
     assert not missing, f"kernel modules outside the cache key: {missing}"
+
+
+def _interleave(saves, order):
+    """Run ``saves`` (``(cache_file, key, data)``, one thread each) so that the index and
+    data reads and writes of the cache files happen in ``order`` (the thread number of
+    each successive operation): every interleaving of two processes' saves can be made."""
+    cond, done = threading.Condition(), [0]
+
+    def wrap(owner, op):
+        def run(*args):
+            with cond:
+                assert cond.wait_for(lambda: order[done[0]] == owner, timeout=10), order
+            try:
+                return op(*args)
+            finally:
+                with cond:
+                    done[0] += 1
+                    cond.notify_all()
+        return run
+
+    threads = []
+    for owner, (cache_file, key, data) in enumerate(saves):
+        for name in ("_load_index", "_save_index", "_save_data"):
+            setattr(cache_file, name, wrap(owner, getattr(cache_file, name)))
+        threads.append(threading.Thread(target=cache_file.save, args=(key, data)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=20)
+    assert done[0] == len(order), (order, done[0])
+
+
+def test_processes_saving_two_signatures_at_once_never_cross_their_code(tmp_path):
+    """Two processes compiling two signatures of one kernel (Dask worker processes,
+    parallel test workers) save into one index: in every order of their index and data
+    reads and writes, each key the index names loads the code saved for that key, and no
+    key loads another's."""
+    keys = {"A": ((("float32", 2),), "cpu", ("h1", "h0")),
+            "B": ((("float64", 2),), "cpu", ("h1", "h0"))}
+    checked = 0
+    for order in sorted(set(itertools.permutations((0, 0, 0, 1, 1, 1)))):
+        folder = tmp_path / f"o{checked}"
+        folder.mkdir()
+        files = [_KeyedDataCacheFile(str(folder), "rows.kernel-10.py311", "stamp")
+                 for _ in keys]
+        _interleave([(f, keys[name], f"code of {name}") for f, name in zip(files, keys)],
+                    order)
+        reader = _KeyedDataCacheFile(str(folder), "rows.kernel-10.py311", "stamp")
+        loaded = {name: reader.load(key) for name, key in keys.items()}
+        assert any(loaded.values()), order
+        for name, code in loaded.items():
+            assert code in (None, f"code of {name}"), (order, loaded)
+        checked += 1
+    assert checked == 20

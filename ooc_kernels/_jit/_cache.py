@@ -45,6 +45,7 @@ from numba.core import config as numba_config
 from numba.core.caching import (
     CompileResultCacheImpl,
     FunctionCache,
+    IndexDataCacheFile,
     _CacheLocator,
     _SourceFileBackedLocatorMixin,
 )
@@ -133,10 +134,44 @@ class _KernelCacheImpl(CompileResultCacheImpl):
     _locator_classes = [_KernelCacheLocator]
 
 
+class _KeyedDataCacheFile(IndexDataCacheFile):
+    """numba's index and data files, safe for processes that compile at the same time.
+
+    numba names a new entry's data file by the first free number in the index it has just
+    read (``<base>.1.nbc``, ``<base>.2.nbc`` ...).  Two processes that compile two signatures
+    of one kernel at once (Dask worker processes, parallel test workers) both read the
+    same index, both pick ``<base>.1.nbc``, and the index of one can end up naming the code
+    of the other: a later process then runs the machine code of another signature.  Here
+    a data file is named by a digest of its key (signature, target, bytecode), so every
+    name holds the code of its own key; the data file is written before the index names it,
+    and the index is read again just before it is written, so that a concurrent writer
+    costs at most a missed entry (compiled again later), never a wrong one.
+    """
+
+    def save(self, key, data):
+        data_name = self._keyed_data_name(key)
+        self._save_data(data_name, data)
+        overloads = self._load_index()
+        if overloads.get(key) != data_name:
+            overloads[key] = data_name
+            self._save_index(overloads)
+
+    def _keyed_data_name(self, key) -> str:
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+        return self._index_name[: -len(".nbi")] + f".{digest}.nbc"
+
+
 class _KernelFunctionCache(FunctionCache):
-    """numba's on-disk function cache, located by :class:`_KernelCacheLocator` only."""
+    """numba's on-disk function cache, located by :class:`_KernelCacheLocator` only, with
+    data files named by their key (:class:`_KeyedDataCacheFile`)."""
 
     _impl_class = _KernelCacheImpl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _KeyedDataCacheFile(
+            cache_path=self._cache_path, filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp())
 
 
 def _enable_cache(dispatcher) -> None:
