@@ -20,19 +20,22 @@ ooc_kernels.exceptions.ValidationError: n_features=1000 is not a multiple of blo
 from __future__ import annotations
 
 import dataclasses
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._checks import non_finite_error
+from ooc_kernels.estimators._constraints import Interval
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.families.dsg._ard import published_bandwidth
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, step_sizes
 from ooc_kernels.features.maps import kernel_spec
 
-__all__ = ["KERNEL_PARAMS_DOC", "DSGModelMixin", "check_bandwidth_sample", "check_whole_blocks",
-           "describe_steps", "finite_sample_rows"]
+__all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMixin",
+           "check_bandwidth_sample", "check_whole_blocks", "describe_steps",
+           "finite_sample_rows", "with_threads"]
 
 
 def check_whole_blocks(name: str, value: int, block_size: int, why: str) -> None:
@@ -99,6 +102,31 @@ KERNEL_PARAMS_DOC = """
         (a :class:`~ooc_kernels.exceptions.ValidationError` names the bad key or value and
         the allowed ones) and saved with the model.  See ``docs/kernels.md``.
 """
+
+
+#: The ``n_jobs`` entry of the docstrings of the DSG estimators that take it.
+N_JOBS_DOC = """    n_jobs : int or None, default=None
+        Threads of each chunk task's kernels (a step's blocks of features and tiles of rows
+        are shared by the threads; ``docs/threads.md``).  ``None``: all the threads where
+        the task runs (a ``distributed`` worker's ``nthreads``, the threaded scheduler's
+        pool, or the cores), divided by the tasks of a round that run there at once
+        (``chunks_per_round``); an int ``>= 1``: that many (at most ``NUMBA_NUM_THREADS``,
+        the cores by default); ``-1``: every core.  The model does not depend on it: any
+        thread count gives the one-thread model bit for bit.  Saved with the other
+        hyperparameters; it can be changed on a loaded model.
+"""
+
+#: The constraint of ``n_jobs`` (None, a count >= 1, or -1, -2 ... as in scikit-learn).
+N_JOBS_CONSTRAINTS = {"n_jobs": [None, Interval(Integral, 1, None, closed="left"),
+                                 Interval(Integral, None, -1, closed="right")]}
+
+
+def with_threads(estimator, config):
+    """``config`` with the estimator's current ``n_jobs`` (a loaded or warm-started model
+    runs with the value set now), unchanged for an estimator without the parameter."""
+    if not hasattr(estimator, "n_jobs") or config.n_jobs == estimator.n_jobs:
+        return config
+    return dataclasses.replace(config, n_jobs=estimator.n_jobs)
 
 
 class DSGModelMixin:
@@ -178,7 +206,7 @@ class DSGModelMixin:
         return predict_chunk(config, state, X)  # one chunk in, its decision values out
 
     def _predict_payload(self):
-        return self._config, self._state
+        return with_threads(self, self._config), self._state
 
     @property
     def _predict_dtype(self) -> np.dtype:

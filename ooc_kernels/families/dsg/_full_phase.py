@@ -36,7 +36,6 @@ import numpy as np
 
 from ooc_kernels.families.dsg.kernels_full import (
     _FULL_BUFFER_BYTES,
-    dsg_full_update,
     dsg_superstep,
     dsg_superstep_ref,
     dsg_tile_apply,
@@ -44,6 +43,7 @@ from ooc_kernels.families.dsg.kernels_full import (
     dsg_tile_forward,
     dsg_tile_forward_ref,
 )
+from ooc_kernels.families.dsg.kernels_threads import full_update
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.blocks import BlockSource, stacked_block_params
 
@@ -258,8 +258,8 @@ def full_phase_update(X, Y, sw, coef, avg, n_avg, steps, params, source: BlockSo
                                             w.dtype, cache=cache, affine=w.affine,
                                             kernel=source.feature_map)
             buffer = min(_FULL_BUFFER_BYTES, max(0, budget - 2 * m * source.block_nbytes))
-            return dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
-                                   buffer, source.feature_map.nonlinearity)
+            return full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, buffer,
+                               source.feature_map.nonlinearity)
         return _tiled(X, Y, sw, coef, avg, n_avg, steps, params, source, plan, kernels)
 
 

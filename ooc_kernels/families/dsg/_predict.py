@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from ooc_kernels.families.dsg.kernels import dsg_predict
+from ooc_kernels.families.dsg.kernels_threads import predict
 from ooc_kernels.features.blocks import stacked_block_params
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import FeatureMap, get_feature_map
@@ -52,5 +52,5 @@ def _predict_chunk(config, coefs: np.ndarray, n_used: int,
                                         config.block_size, config.bandwidth, dtype,
                                         cache=cache, affine=_affine(config), kernel=fmap)
         coef = np.ascontiguousarray(coefs[ids], dtype=dtype)
-        F += dsg_predict(X, W, phase, coef, scale, fmap.nonlinearity)
+        F += predict(X, W, phase, coef, scale, fmap.nonlinearity)
     return F

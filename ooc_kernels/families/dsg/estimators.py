@@ -29,9 +29,10 @@ from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
-from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, DSGModelMixin,
+from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
+                                               N_JOBS_DOC, DSGModelMixin,
                                                check_bandwidth_sample,
-                                               finite_sample_rows)
+                                               finite_sample_rows, with_threads)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
 from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
@@ -311,6 +312,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             loss_param=loss_param(loss_name, self),
             # the client's budget fixes every task's full-phase plan (not the workers')
             feature_budget=default_cache().max_bytes, kernel=kernel_spec(self.kernel, self.kernel_params),
+            n_jobs=getattr(self, "n_jobs", None),
             **self._standardization(sample, y_sample, target, row_w))
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
@@ -404,7 +406,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         return None
 
     def _make_algorithm(self) -> DSGAlgorithm:
-        return DSGAlgorithm(self._config)
+        return DSGAlgorithm(with_threads(self, self._config))
 
     # ------------------------------------------------------------------ prediction
     @staticmethod
@@ -452,7 +454,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
         classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared);
         ``"squared_hinge"`` (L2-SVM, ``max(0, 1 - y u)^2 / 2``) likewise.  ``"softmax"``:
         multinomial for any number of classes.  ``predict_proba``: logistic and softmax.
-    """ + _PARAMS_DOC + UPDATE_DOC + """
+    """ + _PARAMS_DOC + UPDATE_DOC + N_JOBS_DOC + """
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
         ``"balanced"``: ``n_samples / (n_classes * count(label))``, counted in one pass over
@@ -473,7 +475,8 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
 
     _parameter_constraints = {**_DSG_CONSTRAINTS, **UPDATE_CONSTRAINTS,
                               "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
-                              "class_weight": [dict, StrOptions({"balanced"}), None]}
+                              "class_weight": [dict, StrOptions({"balanced"}), None],
+                              **N_JOBS_CONSTRAINTS}
 
     def __init__(self, loss="logistic", *, kernel="rbf", kernel_params=None, bandwidth="auto",
                  median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
@@ -483,7 +486,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
                  early_stopping=False, validation_fraction=0.1, class_weight=None,
                  warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
                  shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
-                 scheduler=None, progress=None):
+                 scheduler=None, progress=None, n_jobs=None):
         self.loss = loss
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -516,6 +519,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
         self.random_state = random_state
         self.scheduler = scheduler
         self.progress = progress
+        self.n_jobs = n_jobs
 
     def _target_spec(self, loss, n_classes):
         if loss == "softmax" or (loss == "logistic" and n_classes > 2):
@@ -572,7 +576,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
         epsilon / 2)`` beyond; ``"epsilon_insensitive"``, support vector regression
         ``max(0, |r| - epsilon)``; ``"quantile"``, quantile regression at level ``tau =
         quantile``, ``max(-tau r, (1 - tau) r)``.  See ``docs/machines/regression.md``.
-    """ + LOSS_PARAMS_DOC + _PARAMS_DOC + UPDATE_DOC + """
+    """ + LOSS_PARAMS_DOC + _PARAMS_DOC + UPDATE_DOC + N_JOBS_DOC + """
     Attributes
     ----------""" + _ATTRIBUTES_DOC + """
     Examples
@@ -589,7 +593,8 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
 
     _parameter_constraints = {**_DSG_CONSTRAINTS, **LOSS_PARAM_CONSTRAINTS,
                               **UPDATE_CONSTRAINTS,
-                              "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
+                              "loss": [StrOptions(set(_REGRESSION_LOSSES))],
+                              **N_JOBS_CONSTRAINTS}
     capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
                                 partial_fit=True, tol=True)
 
@@ -602,7 +607,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
                  shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
-                 scheduler=None, progress=None):
+                 scheduler=None, progress=None, n_jobs=None):
         self.loss = loss
         self.epsilon = epsilon
         self.quantile = quantile
@@ -636,6 +641,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
         self.random_state = random_state
         self.scheduler = scheduler
         self.progress = progress
+        self.n_jobs = n_jobs
 
     def _target_spec(self, loss, n_classes):
         return "regression", 1, get_loss(loss).loss_id

@@ -58,6 +58,7 @@ from ooc_kernels.features.blocks import BlockSource
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.families.dsg._full_phase import full_phase_update
 from ooc_kernels.families.dsg._predict import _affine, _predict_chunk, feature_map
+from ooc_kernels._threads import kernel_threads, prediction_threads, task_threads
 from ooc_kernels.families.dsg._reuse import (apply_betas, average_betas, beta_fields,
                                              compose_betas, new_blocks, run_growth)
 
@@ -125,6 +126,10 @@ class DSGConfig:
     # The growth steps (families/dsg/_reuse.py): "new" (DSG), "uniform" (UDSG) or "check"
     # (CDSG).  Configs saved without it are "new".
     update: str = "new"
+    # Threads of a chunk task (the estimators' ``n_jobs``: None shares the threads where the
+    # task runs, ooc_kernels._threads.task_threads).  The model does not depend on
+    # it: the parallel kernels give the sequential kernels' result bit for bit.
+    n_jobs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +196,7 @@ class DSGTask:
     sizes: tuple[int, ...] = ()
     n_tasks: int = 1
     mix: float = 1.0
+    round_tasks: int = 1  # K: the tasks of the round, which share the threads
 
     @property
     def origin(self) -> RowOrigin:
@@ -307,7 +313,7 @@ def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarr
     Feature blocks are regenerated from their seeds (through the process-wide cache) in
     groups whose parameters take at most ~32 MiB, so memory is bounded by the chunk.
     """
-    with single_threaded_blas():
+    with single_threaded_blas(), prediction_threads(config.n_jobs):
         F = _predict_chunk(config, state.model_coef, state.n_blocks_used, X)
     if config.target == "regression" and (config.y_shift != 0.0 or config.y_scale != 1.0):
         F = (F * config.y_scale + config.y_shift).astype(F.dtype, copy=False)
@@ -340,7 +346,8 @@ class DSGAlgorithm:
             tasks.append(DSGTask(chunk=group[0], epoch=info.epoch, round=info.round,
                                  seed=info.seed, block_start=offset, t_start=t,
                                  chunks=tuple(group), sizes=tuple(sizes),
-                                 n_tasks=k if summed else 1, mix=mix))
+                                 n_tasks=k if summed else 1, mix=mix,
+                                 round_tasks=max(1, k)))
             steps = self.n_steps(sum(sizes))  # nominal: before any row is skipped
             offset += new_blocks(self.config, t, steps, state.n_blocks_used, offset)
             if summed:
@@ -375,7 +382,8 @@ class DSGAlgorithm:
     def chunk_step(self, state: DSGState, batch: dict, task: DSGTask) -> DSGDelta:
         """The local steps over one task's rows: ``batch["X"]``, ``batch["y"]`` and, when
         given, ``batch["sample_weight"]``."""
-        with single_threaded_blas():
+        threads = task_threads(self.config.n_jobs, task.round_tasks)
+        with single_threaded_blas(), kernel_threads(threads):
             return self._chunk_step(state, batch["X"], batch.get("y"),
                                     batch.get("sample_weight"), task)
 
