@@ -173,9 +173,21 @@ def _rounds_per_epoch(estimator, model: dict, data, where: str) -> int:
                               f">= 0, found {seed!r}; {_FIX}.")
     probe = copy.copy(estimator)  # leaves the estimator untouched
     probe.random_seed_ = seed
+    k = model["base"].get("chunks_per_round")  # the K the checkpointed fit resolved
+    if k is not None:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise CheckpointError(f"{where}: its model's base.chunks_per_round must be an "
+                                  f"integer >= 1, found {k!r}; {_FIX}.")
+        probe.chunks_per_round_ = k
+    elif isinstance(getattr(estimator, "chunks_per_round", None), str):
+        raise CheckpointError(f"{where}: it records no chunks_per_round, which this fit's "
+                              f"chunks_per_round={estimator.chunks_per_round!r} needs to "
+                              f"resume the same rounds; {_FIX}.")
+    else:  # a checkpoint of an integer chunks_per_round: the parameter is K
+        probe.chunks_per_round_ = None
     train, _ = probe._split_validation(data)
     shuffle_chunks = probe._resolve_shuffle_chunks(train)
-    return len(plan_epoch(train.n_chunks, chunks_per_round=estimator._tasks_per_round,
+    return len(plan_epoch(train.n_chunks, chunks_per_round=probe._tasks_per_round,
                           seed=0, epoch=0, shuffle=False, shuffle_chunks=shuffle_chunks))
 
 

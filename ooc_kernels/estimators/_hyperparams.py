@@ -47,7 +47,7 @@ SHUFFLE_BYTES = 8 * 2**20
 #: Constraints of the hyperparameters every family shares.
 BASE_CONSTRAINTS: dict = {
     "max_iter": [Interval(Integral, 1, None, closed="left")],
-    "chunks_per_round": [Interval(Integral, 1, None, closed="left")],
+    "chunks_per_round": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "chunk_size": [Interval(Integral, 1, None, closed="left")],
     "shuffle": ["boolean"],
     "shuffle_chunks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -69,10 +69,13 @@ STOPPING_CONSTRAINTS: dict = {
 
 
 #: numpydoc of the shared hyperparameters, appended to every family's parameter list.
-BASE_PARAMS_DOC = """    chunks_per_round : int, default=1
+BASE_PARAMS_DOC = """    chunks_per_round : int or "auto", default="auto"
         ``K``: tasks (groups of chunks) processed in parallel per round; their local models
         are combined, weighted by the rows each trained on.  ``K = 1`` is the sequential
-        algorithm.  Results depend on ``K`` but not on the scheduler.
+        algorithm.  Results depend on ``K`` but not on the scheduler.  ``"auto"``: one task
+        per worker of a ``distributed.Client`` (the workers there when the fit starts),
+        1 on the local schedulers (sync, threads, processes).  The value used is
+        ``chunks_per_round_``; checkpoints record it, so a resumed fit keeps it.
     chunk_size : int, default=10000
         Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
     shuffle : bool, default=True

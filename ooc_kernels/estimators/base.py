@@ -98,7 +98,7 @@ from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegres
 from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
                                     ValidationError)
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.cluster import reporting_scheduler_loss
+from ooc_kernels.parallel.cluster import auto_tasks_per_round, reporting_scheduler_loss
 from ooc_kernels.parallel.engine import run_rounds
 from ooc_kernels.parallel.scheduler import scheduler_context
 
@@ -175,10 +175,32 @@ class ChunkedEstimator(BaseEstimator):
 
     @property
     def _tasks_per_round(self) -> int:
-        """``K`` of the engine's rounds (1 in the ``"sequential"`` execution mode)."""
+        """``K`` of the engine's rounds: ``chunks_per_round_`` as the fit resolved it (1 in
+        the ``"sequential"`` execution mode)."""
         if self.capabilities.execution == "sequential":
             return 1
+        resolved = getattr(self, "chunks_per_round_", None)
+        if resolved is not None:
+            return int(resolved)
+        if isinstance(self.chunks_per_round, str):  # "auto" before a fit resolved it
+            raise OocKernelsError(
+                f"{type(self).__name__}: chunks_per_round='auto' is resolved when a fit "
+                "starts (from the scheduler); call fit or partial_fit first.")
         return int(self.chunks_per_round)
+
+    def _resolve_tasks_per_round(self, sched, *, keep: bool) -> None:
+        """Set ``chunks_per_round_``, the ``K`` of this fit: an integer parameter as given;
+        ``"auto"``, one task per worker of a ``distributed.Client`` (its workers when the
+        fit starts) and 1 on the local schedulers.  ``keep``: a model being continued
+        (warm start, a later ``partial_fit``) keeps the ``K`` it was fitted with under
+        ``"auto"``, so workers that joined or left since do not change its rounds."""
+        if self.capabilities.execution == "sequential":
+            self.chunks_per_round_ = 1
+            return
+        if not isinstance(self.chunks_per_round, str):
+            self.chunks_per_round_ = int(self.chunks_per_round)
+        elif not (keep and getattr(self, "chunks_per_round_", None) is not None):
+            self.chunks_per_round_ = auto_tasks_per_round(sched)
 
     def _check_params(self) -> None:
         """Checks that involve several parameters (families override)."""
@@ -328,7 +350,7 @@ class ChunkedEstimator(BaseEstimator):
         chunk_bytes = sum(max(a.chunks[0]) * int(np.prod(a.shape[1:], dtype=np.int64))
                           * a.dtype.itemsize for a in data.variables.values())
         by_memory = max(1, SHUFFLE_BYTES // max(chunk_bytes, 1))
-        k = self.chunks_per_round
+        k = self._tasks_per_round
         n_rounds = -(-data.n_chunks // (k * by_memory))
         n_groups = min(data.n_chunks, k * n_rounds)
         return int(-(-data.n_chunks // n_groups))
@@ -497,15 +519,20 @@ class ChunkedEstimator(BaseEstimator):
             ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
             end = self.max_iter
             if ck is not None:
+                self.chunks_per_round_ = None  # the checkpoint's K (restored with its model)
                 start = resume_position(self, ck, data, checkpoint)
+                if self.chunks_per_round_ is None:  # written with an integer parameter
+                    self._resolve_tasks_per_round(sched, keep=False)
                 train, val = self._split_validation(data)
             elif warm:
                 self._check_lazy_features(data)
+                self._resolve_tasks_per_round(sched, keep=True)
                 start = (self._n_epochs_done, 0)
                 end = self._n_epochs_done + self.max_iter
                 train, val = self._split_validation(data)
             else:
                 self._seed()
+                self._resolve_tasks_per_round(sched, keep=False)
                 train, val = self._split_validation(data)
                 self._start(train, sched)
                 start = (0, 0)
@@ -560,6 +587,7 @@ class ChunkedEstimator(BaseEstimator):
         first = not hasattr(self, "_state")
         with scheduler_context(self.scheduler) as sched:
             data = self._fit_data(X, y, reset=first, sample_weight=sample_weight)
+            self._resolve_tasks_per_round(sched, keep=not first)
             if first:
                 self._seed()
                 self._start(data, sched, classes=classes)

@@ -105,6 +105,7 @@ def _base_meta(estimator) -> dict:
         "monitor": getattr(estimator, "_monitor_state", None),
         "validation_chunks": getattr(estimator, "validation_chunks_", None),
         "shuffle_chunks": getattr(estimator, "shuffle_chunks_", None),
+        "chunks_per_round": getattr(estimator, "chunks_per_round_", None),
         "classes": None if classes is None else {
             "values": np.asarray(classes).tolist(), "dtype": np.asarray(classes).dtype.str},
     }
@@ -399,6 +400,8 @@ def restore_model(meta: dict, arrays: dict, *, where: str = "model", estimator=N
             est.validation_chunks_ = list(base["validation_chunks"])
         if base.get("shuffle_chunks") is not None:
             est.shuffle_chunks_ = _count(base, "shuffle_chunks", where, minimum=1)
+        if base.get("chunks_per_round") is not None:
+            est.chunks_per_round_ = _count(base, "chunks_per_round", where, minimum=1)
         if base.get("classes") is not None:
             est.classes_ = _classes(base["classes"], where)
         elif hasattr(est, "classes_"):

@@ -79,7 +79,8 @@ from ooc_kernels.parallel.graph import _read_group, reduce_levels
 
 register_defaults()  # the ooc-kernels.cluster.* keys read below
 
-__all__ = ["POLL_SECONDS", "ClusterRounds", "active_client", "cluster_rounds",
+__all__ = ["POLL_SECONDS", "ClusterRounds", "active_client", "auto_tasks_per_round",
+           "cluster_rounds",
            "compute_on_client", "reporting_scheduler_loss", "run_on_client",
            "scheduler_lost"]
 
@@ -177,6 +178,26 @@ def active_client(sched: Any) -> Any:
         return default_client()
     except ValueError:  # no Client: Dask's local scheduler
         return None
+
+
+def auto_tasks_per_round(sched: Any) -> int:
+    """``chunks_per_round="auto"``: one chunk task per worker of the Client that runs the
+    fit (its workers now), 1 on the local schedulers (sync, threads, processes).
+
+    Task slot ``i`` of a round runs on worker ``i mod W`` (:func:`run_on_client`), so with
+    ``K = W`` every worker runs one task a round, using its threads.  A Client without
+    workers yet counts as one worker.  The caller keeps the value for the whole fit (and
+    its checkpoints), so workers that join or leave later do not change ``K``.
+
+    Examples
+    --------
+    >>> auto_tasks_per_round("threads"), auto_tasks_per_round("sync")
+    (1, 1)
+    """
+    client = active_client(sched)
+    if client is None:
+        return 1
+    return max(1, len(client.scheduler_info(n_workers=-1).get("workers", {})))
 
 
 class _Prefetched:

@@ -215,7 +215,7 @@ def check_estimator_resume(cls, client=None) -> None:
             f"({reference.stop_reason_}); declare _stopping_test_params under which it does"
     total = counts.get("_after_round", 0)
     n_chunks = args[0].numblocks[0]
-    k = reference.chunks_per_round if caps.parallel_rounds else 1
+    k = reference._tasks_per_round
     per_epoch = rounds_per_epoch(caps, n_chunks=n_chunks, chunks_per_round=k)
     assert total == per_epoch * reference.n_iter_, \
         f"{cls.__name__}: {total} rounds in {reference.n_iter_} epochs, but " \

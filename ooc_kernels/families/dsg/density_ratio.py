@@ -204,7 +204,7 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
                  standardize=True, dtype="auto", alpha="auto", n_features=1024,
                  block_size=128, batch_size=256, learning_rate="optimal", eta0="auto",
                  t0="auto", max_iter=20, tol=1e-3, n_iter_no_change=3, verbose=0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
+                 chunks_per_round="auto", chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  on_invalid="error", random_state=None, scheduler=None, progress=None):
         self.kernel = kernel
         self.kernel_params = kernel_params

@@ -484,7 +484,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, class_weight=None,
-                 warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
+                 warm_start=False, verbose=0, chunks_per_round="auto", chunk_size=10_000,
                  shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None, n_jobs=None):
         self.loss = loss
@@ -605,7 +605,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
                  n_features=4096, block_size=256, update="new",
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
-                 early_stopping=False, validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1, chunk_size=10_000,
+                 early_stopping=False, validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round="auto", chunk_size=10_000,
                  shuffle=True, shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None, n_jobs=None):
         self.loss = loss

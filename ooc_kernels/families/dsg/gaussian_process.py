@@ -181,7 +181,7 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
                  dtype="auto", n_features=4096, block_size=256, batch_size=256,
                  learning_rate="optimal", eta0="auto", t0="auto", average=True,
                  max_iter=1000, tol=1e-3, n_iter_no_change=5, early_stopping=False,
-                 validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round=1,
+                 validation_fraction=0.1, warm_start=False, verbose=0, chunks_per_round="auto",
                  chunk_size=10_000, shuffle=True, shuffle_chunks="auto", on_invalid="error",
                  random_state=None, scheduler=None, progress=None):
         self.noise = noise

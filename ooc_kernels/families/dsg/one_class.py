@@ -269,7 +269,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  offset="quantile", max_iter=1000, tol=1e-3, n_iter_no_change=2,
                  warm_start=False, verbose=0,
-                 chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
+                 chunks_per_round="auto", chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  on_invalid="error", random_state=None, scheduler=None, progress=None):
         self.nu = nu
         self.kernel = kernel

@@ -613,10 +613,15 @@ def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, 
     self.progress = progress
 
 
-_BASE_DOC = """    chunks_per_round : int, default=1
+_BASE_DOC = """    chunks_per_round : int or "auto", default=1
         ``K``: chunks solved in parallel per round; their dual steps are added and their
         primal iterates averaged (``docs/algorithms/dspdc_rounds.md``).  ``K = 1`` is the
         sequential algorithm.  Results depend on ``K`` but not on the scheduler.
+        ``"auto"``: one task per worker of a ``distributed.Client`` (the workers there
+        when the fit starts), 1 on the local schedulers; the value used is
+        ``chunks_per_round_``.  The default stays 1: a round's local solver runs on one
+        thread, and every task past the first slows each pass's progress
+        (``docs/scale_out.md``).
     chunk_size : int, default=10000
         Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
     shuffle : bool, default=True

@@ -216,7 +216,8 @@ _PARAMS_DOC = """
         them twice (the model of rows repeated, i.e. ``alpha`` halved).  One pass is the
         exact solution.
 """ + BASE_PARAMS_DOC.replace(
-    "chunks_per_round : int, default=1", "chunks_per_round : int, default=4").replace(
+    'chunks_per_round : int or "auto", default="auto"',
+    'chunks_per_round : int or "auto", default=4').replace(
     "shuffle : bool, default=True", "shuffle : bool, default=False")
 
 
