@@ -134,7 +134,7 @@ def test_an_unknown_kernel_is_a_library_error_naming_the_registered_ones():
                                               r"kernels are \['arccos', 'cauchy', 'chi2', "
                                               r"'hellinger', 'intersection', 'js', "
                                               r"'laplacian', 'matern', 'poly', 'rbf', "
-                                              r"'sum'\]"):
+                                              r"'rbf_orthogonal', 'sum'\]"):
         get_feature_map("laplace")
     with pytest.raises(InvalidParameterError, match=r"kernel"):
         ok.DSGRegressor(kernel="laplace").fit(np.zeros((4, 2)), np.zeros(4))

@@ -111,7 +111,7 @@ def _independent(spec, X, Y, bw):
         from ooc_kernels.features.sums import parse_terms
         terms = parse_terms(get_feature_map(spec).exact.keywords["terms"])
         return sum(w * _independent(term, X, Y, bw * m) for w, term, m in terms)
-    if spec == "rbf":
+    if spec in ("rbf", "rbf_orthogonal"):
         return rbf_kernel(X, Y, gamma=1.0 / (2 * bw ** 2))
     if spec == "laplacian":
         return laplacian_kernel(X, Y, gamma=1.0 / bw)

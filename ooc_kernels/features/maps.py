@@ -24,7 +24,7 @@ Examples
 >>> import numpy as np
 >>> from ooc_kernels.features.maps import get_feature_map, available_kernels
 >>> available_kernels()
-['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'sum']
+['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'rbf_orthogonal', 'sum']
 >>> rbf = get_feature_map("rbf")
 >>> rbf.input_scale(2.0, 3).tolist()
 [2.0, 2.0, 2.0]
@@ -36,7 +36,7 @@ Examples
 >>> get_feature_map("laplace")
 Traceback (most recent call last):
 ...
-ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'sum']
+ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'rbf_orthogonal', 'sum']
 """
 
 from __future__ import annotations
@@ -320,7 +320,11 @@ def _table_rows() -> list[FeatureMap]:
                               COS_WIDE, sp.laplacian_block, sp.laplacian_kernel)
     cauchy = _spectral_map("cauchy", "Cauchy kernel prod_i 1 / (1 + (x_i - x'_i)^2 / "
                            "bandwidth^2)", COS_AFFINE, sp.cauchy_block, sp.cauchy_kernel)
-    rows = [laplacian, cauchy]
+    from ooc_kernels.features.orthogonal import orthogonal_gaussian_block
+    orthogonal = _spectral_map(
+        "rbf_orthogonal", "Gaussian RBF kernel exp(-||x - x'||^2 / (2 bandwidth^2)) with "
+        "orthogonal random features", COS_AFFINE, orthogonal_gaussian_block, rbf.rbf_kernel)
+    rows = [laplacian, cauchy, orthogonal]
     for name, formula in (("chi2", "sum_i 2 x_i y_i / (x_i + y_i)"),
                           ("intersection", "sum_i min(x_i, y_i)"),
                           ("js", "Jensen-Shannon sum_i x_i/2 log2((x_i + y_i) / x_i) + ...")):
