@@ -1,0 +1,361 @@
+"""Threads inside a chunk task (``n_jobs``): the parallel kernels give the sequential
+kernels' result bit for bit for any thread count, on every scheduler; the thread count's
+resolution; launches from several threads at once under every threading layer."""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numba
+import numpy as np
+import pytest
+
+import ooc_kernels as ok
+from ooc_kernels import _threads
+from ooc_kernels._threads import (current_threads, kernel_threads, prediction_threads,
+                                  task_threads)
+from ooc_kernels.exceptions import InvalidParameterError, ValidationError
+from ooc_kernels.families.dsg import kernels_threads
+from ooc_kernels.families.dsg.kernels import dsg_predict, dsg_predict_ref
+from ooc_kernels.families.dsg.kernels_full import dsg_full_update, dsg_full_update_ref
+from ooc_kernels.features.blocks import stacked_block_params
+from ooc_kernels.features.rbf import feature_scale
+
+HERE = Path(__file__).resolve().parent
+TOL = {np.float32: {"rtol": 1e-4, "atol": 1e-5}, np.float64: {"rtol": 1e-12, "atol": 1e-13}}
+#: Thread counts this process can run (numba's pool is fixed at import: the cores).
+THREADS = sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)})
+PARAMS = dict(n_features=512, block_size=128, batch_size=16, bandwidth=1.0, max_iter=2,
+              tol=None, random_state=0, chunks_per_round=1, chunk_size=20_000,
+              progress=False)
+
+
+@pytest.fixture(autouse=True)
+def _numba_threads():
+    """The tests set numba's thread count of the test thread: put it back after each."""
+    before = numba.get_num_threads()
+    yield
+    numba.set_num_threads(before)
+
+
+def _problem(dtype, loss_id=0, C=2, n=203, m=5, r=8, b=16, seed=0):
+    rng = np.random.default_rng(seed)
+    d = 4
+    X = np.ascontiguousarray(rng.normal(size=(n, d)), dtype=dtype)
+    if loss_id == 0:
+        Y = rng.normal(size=(n, C))
+    else:  # logistic: labels -1 / +1
+        Y = rng.choice([-1.0, 1.0], size=(n, C))
+    Y = np.ascontiguousarray(Y, dtype=dtype)
+    W, ph = stacked_block_params(seed + 3, np.arange(m), d, r, 1.2, dtype)
+    coef, avg = 0.1 * rng.normal(size=(m, r, C)), 0.1 * rng.normal(size=(m, r, C))
+    s = math.ceil(n / b)
+    steps = (0.5 / np.sqrt(1.0 + np.arange(s)), np.arange(s) % 3 > 0)
+    params = (0.01, b, loss_id, feature_scale(r), 0.0)
+    return X, Y, np.linspace(0.5, 1.5, n), W, ph, coef, avg, steps, params
+
+
+def _data(n=960, chunk=240, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] ** 2 + X[:, 1] > 0.8, 1, 0)
+    return da.from_array(X, chunks=(chunk, 3)), da.from_array(y, chunks=(chunk,))
+
+
+def _same_model(a, b):
+    ours, theirs = a._fitted_arrays(), b._fitted_arrays()
+    assert sorted(ours) == sorted(theirs)
+    for name in ours:
+        assert np.array_equal(ours[name], theirs[name]), name
+
+
+# ---------------------------------------------------------------------------------------
+# the thread count
+# ---------------------------------------------------------------------------------------
+def test_explicit_counts_are_kept_and_negative_counts_count_from_the_cores(monkeypatch):
+    monkeypatch.setattr(_threads, "_cpu_count", lambda: 8)
+    assert task_threads(3, 4) == 3  # an explicit count is the user's, whatever K
+    assert task_threads(-1) == 8 and task_threads(-2) == 7
+    assert task_threads(-20) == 1  # never below one
+
+
+def test_none_shares_the_available_threads_among_the_round_tasks():
+    assert task_threads(None, 1, available=16) == 16
+    assert task_threads(None, 4, available=16) == 4
+    assert task_threads(None, 3, available=16) == 5  # floor: never more threads than cores
+    assert task_threads(None, 32, available=16) == 1
+
+
+def test_none_on_local_schedulers_reads_the_pool_size_or_the_cores(monkeypatch):
+    monkeypatch.setattr(_threads, "_cpu_count", lambda: 12)
+    assert task_threads(None, 2) == 6
+    with dask.config.set(num_workers=4):  # the threaded scheduler's pool
+        assert task_threads(None, 2) == 2
+
+
+def test_none_on_a_distributed_worker_reads_its_nthreads_and_running_tasks(monkeypatch):
+    class State:
+        nthreads = 8
+        executing = {"a", "b"}  # two tasks of the round run on this worker
+
+    class Worker:
+        state = State()
+
+    monkeypatch.setattr(_threads, "_worker", lambda: Worker())
+    assert task_threads(None, 4) == 4  # 8 threads, 2 of the 4 tasks here
+    assert task_threads(None, 1) == 8  # at most K tasks share them
+    State.executing = set()
+    assert task_threads(None, 4) == 2  # nothing known: K
+
+
+@pytest.mark.parametrize("bad", [0, 1.5, "2", True])
+def test_bad_thread_counts_are_refused(bad):
+    with pytest.raises(ValidationError, match=r"n_jobs=.* is not a thread count; use None"):
+        task_threads(bad)
+    with pytest.raises(ValidationError, match=r"tasks_per_round must be an int >= 1; got 0"):
+        task_threads(None, 0)
+
+
+def test_estimator_refuses_n_jobs_zero():
+    X, y = _data(n=40, chunk=40)
+    with pytest.raises(InvalidParameterError,
+                       match=r"'n_jobs' parameter of DSGClassifier must be None"):
+        ok.DSGClassifier(n_jobs=0).fit(X, y)
+
+
+def test_kernel_threads_sets_numba_in_the_block_and_restores_it():
+    before = numba.get_num_threads()
+    assert current_threads() == 1  # outside any block: the sequential kernels
+    with kernel_threads(10**6) as n:  # capped by numba's pool
+        assert n == numba.config.NUMBA_NUM_THREADS == current_threads()
+        assert numba.get_num_threads() == n
+        with kernel_threads(1):
+            assert current_threads() == 1
+        assert current_threads() == n
+    assert current_threads() == 1 and numba.get_num_threads() == before
+    with kernel_threads(1), prediction_threads(None) as inner:
+        assert inner == 1  # a prediction inside a fit task keeps the task's count
+
+
+# ---------------------------------------------------------------------------------------
+# the kernels: the sequential kernel's bits, close to the NumPy twin
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("loss_id", [0, 1])
+@pytest.mark.parametrize("buffer", [1 << 26, 2 * 16 * 8 * 8, 1])
+def test_full_update_threads_equals_the_sequential_kernel_bit_for_bit(dtype, loss_id, buffer):
+    """All features kept; groups of two blocks; one block at a time (recomputed)."""
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(dtype, loss_id)
+    seq = dsg_full_update(X, Y, sw, W, ph, coef, avg, 2, steps, params, buffer)
+    for t in THREADS:
+        numba.set_num_threads(t)
+        got = kernels_threads.dsg_full_update_threads(X, Y, sw, W, ph, coef, avg, 2, steps,
+                                                      params, buffer)
+        for a, b in zip(seq, got):
+            assert np.array_equal(a, b), t
+    ref = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 2, steps, params)
+    assert np.abs(got[0] - coef).max() > 1e-2  # the steps moved the model
+    np.testing.assert_allclose(got[0], ref[0], **TOL[dtype])
+    np.testing.assert_allclose(got[1], ref[1], **TOL[dtype])
+    assert got[2] == ref[2]
+
+
+def test_full_update_threads_refuses_bad_shapes():
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(np.float64)
+    with pytest.raises(ValidationError, match="gammas and averaged need"):
+        kernels_threads.dsg_full_update_threads(X, Y, sw, W, ph, coef, avg, 2,
+                                                (steps[0][:3], steps[1][:3]), params)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_predict_threads_equals_the_sequential_kernel_bit_for_bit(dtype):
+    rng = np.random.default_rng(2)
+    m, d, r = 3, 4, 64
+    tile = (1 << 21) // (r * np.dtype(dtype).itemsize)  # the sequential kernel's tile
+    X = np.ascontiguousarray(rng.normal(size=(2 * tile + 77, d)), dtype=dtype)
+    W, ph = stacked_block_params(5, np.arange(m), d, r, 1.0, dtype)
+    coef = np.ascontiguousarray(rng.normal(size=(m, r, 2)), dtype=dtype)
+    seq = dsg_predict(X, W, ph, coef, feature_scale(r))
+    for t in THREADS:
+        numba.set_num_threads(t)
+        assert np.array_equal(kernels_threads.dsg_predict_threads(
+            X, W, ph, coef, feature_scale(r)), seq), t
+    np.testing.assert_allclose(seq, dsg_predict_ref(X, W, ph, coef, feature_scale(r)),
+                               **TOL[dtype])
+
+
+@pytest.mark.slow
+def test_one_two_and_three_threads_give_the_same_bits_in_a_fresh_process():
+    """``NUMBA_NUM_THREADS=3`` so that three threads exist on any machine."""
+    env = dict(os.environ, NUMBA_NUM_THREADS="3", OOC_KERNELS_PROGRESS="0")
+    run = subprocess.run([sys.executable, str(HERE / "_threads_worker.py"), "kernels"],
+                         capture_output=True, text=True, env=env, timeout=300, cwd=HERE)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["full_threads"] == [out["full_seq"]] * 3
+    assert out["predict_threads"] == [out["predict_seq"]] * 3
+
+
+# ---------------------------------------------------------------------------------------
+# fits: every thread count, every scheduler, the same model
+# ---------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_fits_with_one_two_and_three_threads_are_bit_identical_on_every_local_scheduler():
+    env = dict(os.environ, NUMBA_NUM_THREADS="3", OOC_KERNELS_PROGRESS="0")
+    run = subprocess.run([sys.executable, str(HERE / "_threads_worker.py"), "fits"],
+                         capture_output=True, text=True, env=env, timeout=500, cwd=HERE)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out.pop("threads_seen") == [2, 3]  # the parallel kernel ran on 2 and 3 threads
+    reference = out.pop("sync-1")  # n_jobs=1: the sequential kernels only
+    assert len(out) == 8
+    for where, digests in out.items():
+        assert digests == reference, where
+
+
+def test_a_fit_on_two_threads_runs_the_parallel_kernel_and_equals_one_thread(monkeypatch):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba's pool has one thread here (the fresh-process test covers it)")
+    calls = []
+    original = kernels_threads.dsg_full_update_threads
+
+    def spy(*args):
+        calls.append(numba.get_num_threads())
+        return original(*args)
+
+    X, y = _data()
+    one = ok.DSGClassifier(**PARAMS, n_jobs=1, scheduler="threads").fit(X, y)
+    monkeypatch.setattr(kernels_threads, "dsg_full_update_threads", spy)
+    two = ok.DSGClassifier(**PARAMS, n_jobs=2, scheduler="threads").fit(X, y)
+    assert calls and set(calls) == {2}
+    _same_model(one, two)
+    Xt = np.random.default_rng(3).normal(size=(9000, 3))  # three prediction tiles
+    assert np.array_equal(one.decision_function(Xt), two.decision_function(Xt))
+    lazy = two.decision_function(da.from_array(Xt, chunks=(3000, 3)))
+    with dask.config.set(scheduler="threads"):
+        lazy = lazy.compute()
+    assert np.array_equal(lazy, one.decision_function(Xt))
+
+
+def test_a_cluster_of_two_workers_with_two_threads_gives_the_one_thread_model():
+    distributed = pytest.importorskip("distributed")
+    X, y = _data()
+    one = ok.DSGClassifier(**PARAMS, n_jobs=1, scheduler="sync").fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False, timeout="30s") as client:
+        other = ok.DSGClassifier(**PARAMS, scheduler=client).fit(X, y)
+    _same_model(one, other)
+
+
+# ---------------------------------------------------------------------------------------
+# several launching threads; fork
+# ---------------------------------------------------------------------------------------
+def test_two_fits_in_two_threads_at_once_give_the_one_thread_model():
+    X, y = _data()
+    reference = ok.DSGClassifier(**PARAMS, n_jobs=1, scheduler="sync").fit(X, y)
+    fitted, errors = [], []
+
+    def fit():
+        try:
+            fitted.append(ok.DSGClassifier(**PARAMS, n_jobs=2, scheduler="sync").fit(X, y))
+        except Exception as exc:  # reported below, with the thread's traceback lost
+            errors.append(exc)
+
+    workers = [threading.Thread(target=fit) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors and len(fitted) == 2
+    for est in fitted:
+        _same_model(reference, est)
+
+
+_CONCURRENT = """
+import threading, numpy as np, numba
+from ooc_kernels._threads import kernel_threads, threading_layer
+from ooc_kernels.families.dsg.kernels_threads import full_update
+from ooc_kernels.families.dsg.kernels_full import dsg_full_update
+from ooc_kernels.features.blocks import stacked_block_params
+rng = np.random.default_rng(0)
+n, d, m, r, b = 400, 4, 6, 16, 16
+X = rng.normal(size=(n, d)); Y = rng.normal(size=(n, 1))
+W, ph = stacked_block_params(1, np.arange(m), d, r, 1.0, np.float64)
+args = (X, Y, np.ones(n), W, ph, np.zeros((m, r, 1)), np.zeros((0, r, 1)), 0,
+        (np.full(n // b, 0.1), np.zeros(n // b, dtype=bool)), (0.01, b, 0, 0.35, 0.0))
+ref = dsg_full_update(*args)[0]
+out = []
+def go():
+    with kernel_threads(2):
+        for _ in range(20):
+            out.append(np.array_equal(full_update(*args)[0], ref))
+ts = [threading.Thread(target=go) for _ in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(threading_layer(), numba.threading_layer(), len(out), all(out))
+"""
+
+
+@pytest.mark.parametrize("layer", ["workqueue", "omp"])
+def test_concurrent_launches_from_four_threads_do_not_abort(layer):
+    """numba aborts the process on concurrent launches under ``workqueue`` unless they are
+    serialized: 4 threads x 20 launches each, under each layer."""
+    env = dict(os.environ, NUMBA_THREADING_LAYER=layer, NUMBA_NUM_THREADS="2")
+    run = subprocess.run([sys.executable, "-c", _CONCURRENT], capture_output=True, text=True,
+                         env=env, timeout=300)
+    if layer == "omp" and "No threading layer could be loaded" in run.stderr:
+        pytest.skip("no OpenMP runtime on this machine")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == [layer, layer, "80", "True"]
+
+
+def _threads_in_child(queue):
+    with kernel_threads(2) as n:
+        queue.put(n)
+
+
+def test_a_process_forked_after_a_parallel_launch_runs_the_sequential_kernels():
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba's pool has one thread here")
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(np.float64)
+    with kernel_threads(2):
+        kernels_threads.full_update(X, Y, sw, W, ph, coef, avg, 2, steps, params)
+    assert _threads.threading_layer() is not None
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_threads_in_child, args=(queue,))
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert got == 1 and child.exitcode == 0
+    with kernel_threads(2) as n:  # this process keeps its threads
+        assert n == 2
+
+
+def test_dask_process_pools_start_their_workers_without_fork():
+    assert dask.config.get("multiprocessing.context", "spawn") == "spawn"
+    assert dask.config.get("distributed.worker.multiprocessing-method") == "spawn"
+
+
+# ---------------------------------------------------------------------------------------
+# the parameter
+# ---------------------------------------------------------------------------------------
+def test_n_jobs_is_saved_and_can_be_changed_on_a_loaded_model(tmp_path):
+    X, y = _data(n=480)
+    clf = ok.DSGRegressor(**PARAMS, n_jobs=2, scheduler="sync").fit(X, X[:, 0])
+    clf.save(tmp_path / "m")
+    back = ok.load(tmp_path / "m")
+    assert back.get_params()["n_jobs"] == 2
+    back.set_params(n_jobs=1)
+    assert back._predict_payload()[0].n_jobs == 1
+    Xt = np.random.default_rng(0).normal(size=(100, 3))
+    assert np.array_equal(back.predict(Xt), clf.predict(Xt))
