@@ -112,6 +112,8 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
         keep = w > 0
         X, w = X[keep], w[keep]
         n = X.shape[0]
+        if (w == 1.0).all():  # one copy of every row: the plain median (a partition, not a
+            w = None          # sort of the n(n-1)/2 distances), the same value
     if n < 2 and (w is None or w.sum() <= 1):
         raise ValidationError(
             f"the median heuristic needs at least 2 points; got {n}. Pass more data or give "

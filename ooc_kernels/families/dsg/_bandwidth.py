@@ -12,8 +12,10 @@ the solver itself, briefly, with every candidate:
 2. for every multiple ``m`` in :data:`CANDIDATES`, a model with bandwidth ``m`` times the
    median pairwise distance of the sample, :data:`TRIAL_FEATURES` random features and the
    fit's loss, schedule rules and averaging runs about :data:`TRIAL_STEPS` mini-batch steps
-   on the training part, in memory (no Dask: the solver's own steps), two candidates at a
-   time;
+   on the training part, in memory (no Dask: the solver's own steps); the trials are
+   independent, so they run side by side on the cores (:func:`trial_threads`), each on its
+   share of them, and every trial's model is the one it has alone (the solver's steps give
+   the same model for any thread count): the choice does not depend on the cores;
 3. each is scored on the validation part (accuracy; R^2 for the squared loss, and for the
    other regression losses one minus the ratio of the fit's loss to the loss of predicting
    the mean, so that a robust loss is not ranked by squared errors on its outliers;
@@ -51,12 +53,14 @@ from dataclasses import replace
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._threads import available_threads
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.maps import get_feature_map
 from ooc_kernels.losses import LOSS_SQUARED, loss_by_id
 
 __all__ = ["CANDIDATES", "SAMPLE_ROWS", "TRIAL_STEPS", "TRIAL_FEATURES", "TIE",
-           "GCV_MAX_ROWS", "select_bandwidth", "select_bandwidth_gcv", "gcv_targets"]
+           "GCV_MAX_ROWS", "select_bandwidth", "select_bandwidth_gcv", "gcv_targets",
+           "trial_threads"]
 
 #: Multiples of the median pairwise distance tried.
 CANDIDATES = (0.125, 0.25, 0.5, 1.0, 2.0)
@@ -72,6 +76,23 @@ TIE = 0.005
 #: cross-validation on all their rows (one ``n x n`` symmetric eigendecomposition per
 #: candidate: under a second at 1000 rows).
 GCV_MAX_ROWS = 1000
+
+
+def trial_threads(threads: int | None, n_trials: int) -> tuple[int, int]:
+    """``(trials run at once, threads of each)`` for ``n_trials`` trials on ``threads``
+    threads in all (``None``: the threads available where the fit's setup runs, as a chunk
+    task counts them: a worker's ``nthreads``, the threaded scheduler's pool, else the
+    cores of the process).
+
+    Examples
+    --------
+    >>> trial_threads(2, 5), trial_threads(16, 5), trial_threads(1, 5)
+    ((2, 1), (5, 3), (1, 1))
+    """
+    if threads is None:
+        threads, _ = available_threads()
+    at_once = max(1, min(int(n_trials), int(threads)))
+    return at_once, max(1, int(threads) // at_once)
 
 
 def gcv_targets(y: np.ndarray, classes) -> np.ndarray:
@@ -208,7 +229,7 @@ def _trial(config, X, Y, w, Xv, yv, wv, classes, steps: int, seed: int) -> float
 
 def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np.ndarray,
                      *, classes, make_schedule, n_features: int, seed: int,
-                     steps: int = TRIAL_STEPS):
+                     steps: int = TRIAL_STEPS, threads: int | None = None):
     """The bandwidth the trials pick, and the scores of every candidate.
 
     Parameters
@@ -226,6 +247,9 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
         The fit's ``n_features`` (a trial uses at most :data:`TRIAL_FEATURES`).
     seed : int
     steps : int
+    threads : int or None
+        Threads for the trials in all (:func:`trial_threads`; ``None``: every thread
+        available).  The scores, and so the choice, are the same for any value.
 
     Returns
     -------
@@ -250,6 +274,7 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
     batch = int(min(base_config.batch_size, max(16, n_train // 8)))
 
     candidates = [(m, m * median) for m in CANDIDATES]
+    at_once, each = trial_threads(threads, len(candidates))
 
     def run(candidate):
         _, bandwidth = candidate
@@ -257,12 +282,20 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
         config = replace(base_config, bandwidth=bandwidth, n_blocks=n_blocks,
                          batch_size=batch, learning_rate=schedule.learning_rate,
                          eta0=schedule.eta0, t0=schedule.t0, alpha=schedule.alpha,
-                         average=schedule.average, shuffle=True, on_invalid="error")
+                         average=schedule.average, shuffle=True, on_invalid="error",
+                         n_jobs=each)
         return _trial(config, sample[tr], y[tr], weights[tr], sample[va], y[va],
                       weights[va], classes, steps, seed)
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        scores = dict(zip([c[0] for c in candidates], pool.map(run, candidates)))
+    # every BLAS call of a trial runs under one BLAS thread (its steps, its schedule, its
+    # scores); holding the limit here sets it once for all the trials rather than once
+    # per step (finding the BLAS libraries costs about 30 ms a time on a busy machine)
+    with single_threaded_blas():
+        if at_once == 1:
+            scores = {c[0]: run(c) for c in candidates}
+        else:
+            with ThreadPoolExecutor(max_workers=at_once) as pool:
+                scores = dict(zip([c[0] for c in candidates], pool.map(run, candidates)))
     best = max(scores.values())
     multiple = max(m for m, score in scores.items() if score >= best - TIE)
     return multiple * median, scores

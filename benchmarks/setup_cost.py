@@ -1,0 +1,121 @@
+"""What the setup of a default ``DSGClassifier`` fit costs, step by step, on a 200,000 x 32
+``nonlinear_binary`` Zarr store (chunks of 10,000 rows).
+
+Every fit is ``DSGClassifier(max_iter=1, tol=None, random_state=0)`` with every other
+parameter at its default (``bandwidth="auto"``, standardized rows, 4,096 features), on Dask's
+threaded scheduler.  The steps are timed by wrapping the functions that run them:
+
+* ``classes``: the distinct labels, a Dask reduction over ``y`` (one task per chunk);
+* ``sample``: the rows sampled for the setup, read from 8 chunks (one task per chunk);
+* ``standardization``: the shifts and scales, from the sample;
+* ``bandwidth trials``: :func:`~ooc_kernels.families.dsg._bandwidth.select_bandwidth`, the
+  5 short trial fits (each with the growth-step eigenvalue of its schedule);
+* ``curvature``: the largest eigenvalue of the weighted kernel operator on 1,000 rows;
+* ``setup``: the whole of ``_initialize``; ``fit``: the whole fit (setup and one epoch).
+
+One warm-up fit compiles the kernels first; then ``--repeats`` fits, and the medians.
+``--trial-threads N`` runs the trials on ``N`` threads in all (the default: every core the
+process may use); ``--trial-threads 1`` is the trials one after the other.  ``--check``
+also asserts that every setting picked the same bandwidth.
+
+    python benchmarks/setup_cost.py --repeats 3 --trial-threads 1 2 \\
+        --out benchmarks/results/setup_cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+N_ROWS, N_FEATURES, CHUNK_ROWS = 200_000, 32, 10_000
+
+
+def _timed(owner, name: str, label: str, clock: dict) -> None:
+    real = getattr(owner, name)
+
+    @functools.wraps(real)
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            clock[label] += time.perf_counter() - start
+
+    setattr(owner, name, wrapper)
+
+
+def _instrument(clock: dict, trial_threads: int | None) -> None:
+    from ooc_kernels.estimators._mixins import ChunkedClassifierMixin
+    from ooc_kernels.families.dsg import estimators as dsg
+
+    if trial_threads is not None:
+        dsg.select_bandwidth = functools.partial(dsg.select_bandwidth, threads=trial_threads)
+    _timed(ChunkedClassifierMixin, "_resolve_classes", "classes", clock)
+    _timed(dsg._DSGEstimator, "_sample", "sample", clock)
+    _timed(dsg._DSGEstimator, "_standardization", "standardization", clock)
+    _timed(dsg, "select_bandwidth", "bandwidth trials", clock)
+    _timed(dsg._DSGEstimator, "_curvature", "curvature", clock)
+    _timed(dsg._DSGEstimator, "_initialize", "setup", clock)
+
+
+def run(store: Path, repeats: int, trial_threads: int | None) -> dict:
+    import numpy as np
+
+    import ooc_kernels as ok
+    from ooc_kernels.data.schema import open_zarr_dataset
+
+    clock: dict = defaultdict(float)
+    _instrument(clock, trial_threads)
+    params = dict(max_iter=1, tol=None, random_state=0, progress=False)
+    rng = np.random.default_rng(0)
+    Xw = rng.normal(size=(20_000, N_FEATURES)).astype(np.float32)
+    ok.DSGClassifier(**params).fit(Xw, (Xw[:, 0] > 0).astype(int))  # compile, warm up
+    runs, bandwidths = defaultdict(list), []
+    for _ in range(repeats):
+        clock.clear()
+        start = time.perf_counter()
+        clf = ok.DSGClassifier(**params).fit(open_zarr_dataset(store))
+        clock["fit"] = time.perf_counter() - start
+        for label, seconds in clock.items():
+            runs[label].append(round(seconds, 3))
+        bandwidths.append(float(clf.bandwidth_))
+    return {"trial_threads": trial_threads, "bandwidths": bandwidths,
+            "median_s": {k: round(statistics.median(v), 3) for k, v in runs.items()},
+            "runs_s": dict(runs)}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--trial-threads", type=int, nargs="*", default=[])
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    import ooc_kernels as ok
+
+    settings = args.trial_threads or [None]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = ok.make_dataset("nonlinear_binary", Path(tmp) / "setup.zarr", N_ROWS,
+                                chunk_size=CHUNK_ROWS, n_features=N_FEATURES,
+                                progress=False)
+        for threads in settings:
+            row = run(store, args.repeats, threads)
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    if args.check:
+        chosen = {b for row in results for b in row["bandwidths"]}
+        assert len(chosen) == 1, f"the settings chose different bandwidths: {chosen}"
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
