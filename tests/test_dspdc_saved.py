@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
-from ooc_kernels.exceptions import ModelFormatError
+from ooc_kernels.exceptions import CheckpointMismatchError, ModelFormatError
 from ooc_kernels.losses import LOSS_SMOOTHED_HINGE
 
 from _tamper import edit_attrs
@@ -35,6 +35,7 @@ def test_a_model_of_0_2_0_loads_with_its_loss_and_predictions(tmp_path):
     expected = np.load(DATA / "dspdc_smoothed_hinge_v0.2.0_expected.npz")
     clf = ok.load(path)
     assert clf.loss == "smoothed_hinge" and clf._config.loss_id == LOSS_SMOOTHED_HINGE
+    assert clf.standardize is False and clf._config.x_scale is None   # raw columns in 0.2.0
     np.testing.assert_array_equal(clf.coef_, expected["coef"])
     np.testing.assert_array_equal(clf.decision_function(expected["X"]), expected["decision"])
     np.testing.assert_array_equal(clf.predict(expected["X"]), expected["labels"])
@@ -51,7 +52,7 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
     shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
     expected = np.load(tmp_path / "run" / "expected.npz")
     clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
-                             max_iter=5)
+                             max_iter=5, standardize=False)    # 0.2.0 had raw columns
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                # tol=1e-12 is not reached: warns
         clf.fit(expected["X"], expected["y"], checkpoint=tmp_path / "run" / "ckpt.zarr",
@@ -59,6 +60,19 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
     assert clf.n_iter_ == 5
     np.testing.assert_array_equal(clf.coef_, expected["coef"])
     np.testing.assert_array_equal(clf.intercept_, expected["intercept"])
+
+
+def test_a_checkpoint_of_0_2_0_refuses_a_standardized_resume(tmp_path):
+    """0.2.0 solved the raw problem: resuming it as the standardized one is another fit."""
+    shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
+    expected = np.load(tmp_path / "run" / "expected.npz")
+    clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
+                             max_iter=5)
+    with pytest.raises(CheckpointMismatchError,
+                       match="hyperparameter standardize: checkpoint has False, this fit has "
+                             "True"):
+        clf.fit(expected["X"], expected["y"], checkpoint=tmp_path / "run" / "ckpt.zarr",
+                resume=True)
 
 
 @pytest.mark.parametrize("edit, message", [

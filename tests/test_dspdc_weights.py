@@ -21,7 +21,9 @@ from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SMOOTHED_HINGE, LOSS_SQUARED
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 
 ALPHA = 0.2
-TIGHT = dict(tol=1e-12, max_iter=300, local_passes=3, random_state=0, scheduler="sync")
+# the raw problem (its references below; standardization: tests/test_dspdc_scaling.py)
+TIGHT = dict(tol=1e-12, max_iter=300, local_passes=3, random_state=0, scheduler="sync",
+             standardize=False)
 
 
 def _data(seed=0, n=80, p=4):

@@ -224,7 +224,10 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
                         f"{type(estimator).__name__}")
     if not problems:  # same version and estimator: compare what they record
         may_differ = set(estimator._resumable_params)
-        saved = {k: v for k, v in model["params"].items() if k not in may_differ}
+        # a hyperparameter added since the checkpoint was written: the value that gives the
+        # behaviour of the version that wrote it (the estimator's ``_absent_params``)
+        recorded = {**getattr(estimator, "_absent_params", {}), **model["params"]}
+        saved = {k: v for k, v in recorded.items() if k not in may_differ}
         now = {k: v for k, v in json_params(estimator).items() if k not in may_differ}
         problems += differences(saved, now, prefix="hyperparameter ")
         problems += differences(meta["dataset"], dataset_fingerprint(data),

@@ -101,23 +101,32 @@ def _is_lazy(U) -> bool:
     return is_lazy_input(U)
 
 
-def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None):
-    """Per-chunk statistics of ``Lambda_{q,m}`` (with the intercept column, if any) of the
-    rows ``sqrt(w_i) a_i`` that a weighted problem is solved on."""
-    from ooc_kernels.families.dspdc.solver import DSPDCConfig, augment_V
+def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None, shift=None, scale=None):
+    """Per-chunk statistics of ``Lambda_{q,m}`` of the rows the solver sees (standardized
+    with ``shift`` and ``scale`` when given, with the intercept column, if any), times
+    ``sqrt(w_i)`` for a weighted problem."""
+    from ooc_kernels.families.dspdc._scaling import model_rows, model_V
     from ooc_kernels.families.dspdc.lambda_stats import (
         chunk_lambda_stats,
         factorized_chunk_lambda_stats,
     )
+    from ooc_kernels.families.dspdc.solver import DSPDCConfig
 
-    rows = np.asarray(rows, dtype=np.float64)
-    if scaling:
-        rows = np.column_stack([rows, np.full(len(rows), scaling)])
+    cfg = DSPDCConfig(loss_id=0, n_samples=1, n_features=1, lam1=0.0, lam2=1.0, Lambda=1.0,
+                      intercept_scaling=scaling, factorized=factorized,
+                      x_shift=shift, x_scale=scale)
+    rows = model_rows(cfg, rows)
     if weights is not None:
         rows = np.sqrt(np.asarray(weights, dtype=np.float64))[:, None] * rows
     if factorized:
-        cfg = DSPDCConfig(loss_id=0, n_samples=1, n_features=1, lam1=0.0, lam2=1.0,
-                          Lambda=1.0, intercept_scaling=scaling)
-        V = augment_V(V, cfg)
+        V = model_V(V, cfg)
         return factorized_chunk_lambda_stats(rows, V, m, min(q, V.shape[1]))
     return chunk_lambda_stats(rows, m, min(q, rows.shape[1]))
+
+
+def _moments_chunk(rows, V, weights=None):
+    """The column moments of one chunk (:func:`~ooc_kernels.families.dspdc._scaling.
+    chunk_moments`) under the fit's row weights."""
+    from ooc_kernels.families.dspdc._scaling import chunk_moments
+
+    return chunk_moments(rows, weights, V)

@@ -20,7 +20,6 @@ the state, and the fit stops when the relative duality gap ``(P - D) / |P|`` is 
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from numbers import Integral, Real
@@ -39,9 +38,11 @@ from ooc_kernels.families.dspdc._chunk_tasks import (
     _factorized_block,
     _is_lazy,
     _lambda_stats,
+    _moments_chunk,
     _sum_loss_chunk,
     _weight_sums,
 )
+from ooc_kernels.families.dspdc._saved import _local_problems, _saved_loss_id
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
@@ -63,15 +64,13 @@ __all__ = ["DSPDCRegressor", "DSPDCClassifier"]
 #: The losses of the table that DSPDC offers, by target kind.
 _REGRESSION_LOSSES = losses_for("dspdc", target="real")
 _CLASSIFICATION_LOSSES = losses_for("dspdc", target="binary")
-#: The loss ids of a saved configuration that names no loss (ooc_kernels 0.2.0 numbered
-#: DSPDC's three losses 0, 1, 2).
-_SAVED_IDS_WITHOUT_NAME = {0: "squared", 1: "smoothed_hinge", 2: "logistic"}
 
 _CONSTRAINTS = {
     **BASE_CONSTRAINTS,
     "alpha": [Interval(Real, 0, None, closed="neither")],
     "l1_ratio": [Interval(Real, 0, 1, closed="left")],
     "fit_intercept": ["boolean"],
+    "standardize": ["boolean"],
     "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
     "m": [Interval(Integral, 1, None, closed="left")],
     "q": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -98,6 +97,15 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         Add a constant column ``intercept_scaling`` to the data (regularized like the other
         coefficients, as liblinear does).
     intercept_scaling : float, default=1.0
+    standardize : bool, default=True
+        Solve the problem on standardized columns ``(a_j - mean_j) / std_j`` (centred only
+        with ``fit_intercept``; the moments, weighted as the fit weighs the rows, from one
+        streaming pass), so the regularizer applies to the coefficients of the standardized
+        columns, as in ``make_pipeline(StandardScaler(), model)``; ``coef_`` and
+        ``intercept_`` are reported on the raw columns, and the duality gap certifies the
+        standardized problem.  Columns in very different units (1e-3 next to 1e3) otherwise
+        make the problem ill-conditioned and the solver slow.  ``False``: the regularizer
+        applies to the raw coefficients (scikit-learn's convention).
     m : int, default=1
         Dual coordinates (rows) sampled per iteration.
     q : int or "auto", default="auto"
@@ -160,6 +168,8 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     _sgd_stopping = False
     _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
+    # checkpoints and models written before ``standardize`` existed solved the raw problem
+    _absent_params = {"standardize": False}
     _saved_arrays = {"x": True, "w": True, "versions": True, "V": False}
     # the contract suite's small problems, solved to tol within max_iter (no warning)
     _test_params = {"alpha": 0.1, "max_iter": 40, "tol": 1e-4}
@@ -238,8 +248,8 @@ class _DSPDCEstimator(ChunkedEstimator):
         warnings.warn(
             f"{type(self).__name__} stopped ({stopped}) after {self.n_iter_} epochs before "
             f"converging: {reached}, above tol={self.tol}. Raise max_iter (or max_time), "
-            "loosen tol, raise alpha, or standardize the columns of X (rows with large "
-            "norms against alpha * n_samples make the problem ill-conditioned).",
+            "loosen tol, raise alpha, or set standardize=True (rows with large norms "
+            "against alpha * n_samples make the problem ill-conditioned).",
             ConvergenceWarning, stacklevel=2)
 
     def _partial_fit_available(self) -> bool:
@@ -252,6 +262,7 @@ class _DSPDCEstimator(ChunkedEstimator):
     def _initialize(self, data, sched, classes=None) -> None:
         from ooc_kernels.families.dspdc.solver import LOSSES, DSPDCConfig, init_state
         from ooc_kernels.families.dspdc.lambda_stats import combine_lambda_stats, lambda_from_stats
+        from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
 
         factorized = self._factorized(data)
         p = data.n_features + (1 if self.fit_intercept else 0)
@@ -259,26 +270,31 @@ class _DSPDCEstimator(ChunkedEstimator):
         m = int(self.m)
         scaling = float(self.intercept_scaling) if self.fit_intercept else 0.0
         weighting = self._weighting(data, classes, sched)
+        chunks = data.delayed_chunks()
+        whole = data.delayed_whole()
+        name = "U" if factorized else "X"
+        sws = chunks.get("sample_weight", [None] * data.n_chunks)
+        rows_weighting = {**weighting, "classes": None if classes is None
+                          else tuple(np.asarray(classes).tolist())}
+        row_w = [_delayed_weights(rows_weighting, sw, yk) for sw, yk in zip(sws, chunks["y"])]
+        V = None
+        if factorized:
+            V = np.asarray(dask.compute(whole["V"], scheduler=sched)[0], dtype=np.float64)
+        scaled = {}
+        if self.standardize:   # one streaming pass: the column moments
+            parts = [dask.delayed(_moments_chunk, pure=True)(c, V, rw)
+                     for c, rw in zip(chunks[name], row_w)]
+            moments = dask.compute(dask.delayed(combine_moments)(*parts), scheduler=sched)[0]
+            scaled = standardization(moments, center=bool(self.fit_intercept), V=V)
         if isinstance(self.Lambda, str):   # one streaming pass: per-chunk statistics
-            chunks = data.delayed_chunks()
-            whole = data.delayed_whole()
-            name = "U" if factorized else "X"
-            sws = chunks.get("sample_weight", [None] * data.n_chunks)
-            rows_weighting = {**weighting, "classes": None if classes is None
-                              else tuple(np.asarray(classes).tolist())}
             stats = [dask.delayed(_lambda_stats, pure=True)(
-                c, whole.get("V"), m, q, scaling, factorized,
-                _delayed_weights(rows_weighting, sw, yk))
-                for c, sw, yk in zip(chunks[name], sws, chunks["y"])]
+                c, V, m, q, scaling, factorized, rw, scaled.get("x_shift"),
+                scaled.get("x_scale")) for c, rw in zip(chunks[name], row_w)]
             merged = dask.compute(dask.delayed(combine_lambda_stats)(*stats),
                                   scheduler=sched)[0]
             Lambda = lambda_from_stats(merged, self.Lambda)
         else:
             Lambda = float(self.Lambda)
-        V = None
-        if factorized:
-            V = np.asarray(dask.compute(data.delayed_whole()["V"], scheduler=sched)[0],
-                           dtype=np.float64)
         self._config = DSPDCConfig(
             loss_id=LOSSES[self.loss], n_samples=data.n_samples, n_features=p,
             lam1=self.alpha * self.l1_ratio, lam2=self.alpha * (1 - self.l1_ratio),
@@ -286,7 +302,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
-            intercept_scaling=scaling, **weighting)
+            intercept_scaling=scaling, **weighting, **scaled)
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
@@ -372,6 +388,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             self._work.checkpoint_written()
 
     def _primal_value(self, state, data, sched) -> float:
+        from ooc_kernels.families.dspdc._scaling import raw_x
         from ooc_kernels.families.dspdc.kernels_objective import reg_value_ref
 
         cfg = self._config
@@ -381,8 +398,9 @@ class _DSPDCEstimator(ChunkedEstimator):
         sws = chunks.get("sample_weight", [None] * data.n_chunks)
         weighting = {"weighted": cfg.weighted, "class_weight": cfg.class_weight,
                      "weight_scale": cfg.weight_scale, "classes": cfg.classes}
+        x_raw = raw_x(cfg, state.x)   # the margins of the standardized rows, on raw rows
         parts = [dask.delayed(_sum_loss_chunk, pure=True)(
-            rows, yk, V, state.x, cfg.loss_id, cfg.classes, cfg.intercept_scaling,
+            rows, yk, V, x_raw, cfg.loss_id, cfg.classes, cfg.intercept_scaling,
             _delayed_weights(weighting, sw, yk))
             for rows, yk, sw in zip(chunks["U" if factorized else "X"], chunks["y"], sws)]
         total = dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0]
@@ -423,12 +441,10 @@ class _DSPDCEstimator(ChunkedEstimator):
         return {"primal": primal, "dual": dual, "relative_gap": rel}, reason
 
     def _publish(self) -> None:
+        from ooc_kernels.families.dspdc._scaling import raw_coefficients
+
         cfg, state = self._config, self._state
-        x = np.asarray(state.x, dtype=np.float64)
-        if self.fit_intercept:
-            self.coef_, self.intercept_ = x[:-1].copy(), float(x[-1] * cfg.intercept_scaling)
-        else:
-            self.coef_, self.intercept_ = x.copy(), 0.0
+        self.coef_, self.intercept_ = raw_coefficients(cfg, state.x)
         self.Lambda_ = cfg.Lambda
         keys = sorted(self._local_problems)
         values = np.array([self._local_problems[key] for key in keys],
@@ -507,6 +523,10 @@ class _DSPDCEstimator(ChunkedEstimator):
         config["classes"] = None if config.get("classes") is None else tuple(config["classes"])
         config["class_weight"] = None if config.get("class_weight") is None \
             else tuple(config["class_weight"])
+        if "x_scale" not in config:   # written before standardization: the raw problem
+            self.standardize = False
+        for key in ("x_shift", "x_scale"):
+            config[key] = None if config.get(key) is None else tuple(config[key])
         if getattr(self, "_work", None) is not None:   # resuming: this fit's store, locked
             config["work_store"] = self._work.resume_store(config["work_store"])
         self._config = DSPDCConfig(**config)
@@ -527,70 +547,16 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._publish()
 
 
-def _saved_loss_id(config: dict, where: str) -> int:
-    """The loss-table id of a saved configuration (its ``"loss"`` entry is removed).
-
-    The configuration names its loss; one that names none (written by ooc_kernels 0.2.0)
-    numbers it as :data:`_SAVED_IDS_WITHOUT_NAME` does."""
-    name = config.pop("loss", None)
-    saved = config.get("loss_id")
-    named = name is not None
-    if not named and isinstance(saved, int) and not isinstance(saved, bool):
-        name = _SAVED_IDS_WITHOUT_NAME.get(saved)
-    valid = _REGRESSION_LOSSES + _CLASSIFICATION_LOSSES
-    if name not in valid:
-        raise ModelFormatError(
-            f"{where}: the metadata's loss {_short(name)} (id {_short(saved)}) is not one of "
-            f"DSPDC's losses {list(valid)}; the model file is damaged."
-        )
-    loss_id = get_loss(name).loss_id
-    if named and saved != loss_id:
-        raise ModelFormatError(f"{where}: the metadata names loss {name!r} with id "
-                               f"{_short(saved)}, not its id {loss_id}; the model file is "
-                               "damaged.")
-    return loss_id
-
-
-def _short(value, limit: int = 80) -> str:
-    """``repr(value)``, cut at ``limit`` characters (metadata may be anything)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _local_problems(entries, where: str) -> dict:
-    """``{(rows, tasks): (theta, tau, sigma)}`` from a model's metadata, checked."""
-    if not isinstance(entries, list):
-        raise ModelFormatError(
-            f"{where}: the metadata has no list of local problems (got "
-            f"{_short(entries)}); the "
-            "model was not written by this version of the library: fit it again."
-        )
-    out = {}
-    for entry in entries:
-        ok = (isinstance(entry, list) and len(entry) == 5
-              and all(isinstance(v, int) and not isinstance(v, bool) and v > 0
-                      for v in entry[:2])
-              and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                      and math.isfinite(v) and v >= 0 for v in entry[2:]))
-        if not ok:
-            raise ModelFormatError(
-                f"{where}: local problem {_short(entry)} is not [rows, tasks, theta, tau, "
-                "sigma] "
-                "with positive counts and finite parameters; the model file is damaged."
-            )
-        out[(entry[0], entry[1])] = tuple(float(v) for v in entry[2:])
-    return out
-
-
-def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
-                 local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
-                 gap_every, work_dir, chunks_per_round, chunk_size, shuffle, shuffle_chunks,
-                 random_state, scheduler, progress):
+def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, standardize,
+                 m, q, local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter,
+                 max_time, gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
+                 shuffle_chunks, random_state, scheduler, progress):
     self.loss = loss
     self.alpha = alpha
     self.l1_ratio = l1_ratio
     self.fit_intercept = fit_intercept
     self.intercept_scaling = intercept_scaling
+    self.standardize = standardize
     self.m = m
     self.q = q
     self.local_passes = local_passes
@@ -672,12 +638,13 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
                                 partial_fit=False, tol=True)
 
     def __init__(self, loss="squared", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
-                 intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
+                 intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes=1.0,
                  Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
                  chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  random_state=None, scheduler=None, progress=None):
-        _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
+        _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling,
+                     standardize, m, q,
                      local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
@@ -720,12 +687,13 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
                               "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, loss="logistic", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
-                 intercept_scaling=1.0, m=1, q="auto", local_passes=1.0,
+                 intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes=1.0,
                  Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
                  class_weight=None, chunks_per_round=1, chunk_size=10_000, shuffle=True,
                  shuffle_chunks="auto", random_state=None, scheduler=None, progress=None):
-        _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, m, q,
+        _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling,
+                     standardize, m, q,
                      local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)

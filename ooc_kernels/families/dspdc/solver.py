@@ -31,6 +31,7 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc._scaling import model_rows, model_V
 from ooc_kernels.families.dspdc._local import (
     encode_labels,
     local_problem,
@@ -100,6 +101,9 @@ class DSPDCConfig:
     weight_scale : float
         ``n / sum_i w_i`` over the whole data: the weights have mean 1, so that a weight of
         ``k`` counts as ``k`` copies of the row and a weight of 0 as no row.
+    x_shift, x_scale : tuple of float or None
+        The standardization of the columns (:mod:`ooc_kernels.families.dspdc._scaling`): the
+        solver sees ``(a_j - x_shift_j) / x_scale_j``; None: the raw columns.
     """
 
     loss_id: int
@@ -122,6 +126,8 @@ class DSPDCConfig:
     weighted: bool = False
     class_weight: tuple | None = None
     weight_scale: float = 1.0
+    x_shift: tuple | None = None
+    x_scale: tuple | None = None
 
     @property
     def store(self) -> ChunkStore:
@@ -196,15 +202,9 @@ class DSPDCDelta:
 
 
 def augment_V(V: np.ndarray, config: DSPDCConfig) -> np.ndarray:
-    """``V`` as float64, with the intercept's row and column when ``intercept_scaling``."""
-    V = np.asarray(V, dtype=np.float64)
-    if not config.intercept_scaling:
-        return np.ascontiguousarray(V)
-    d, p = V.shape
-    out = np.zeros((d + 1, p + 1))
-    out[:d, :p] = V
-    out[d, p] = 1.0
-    return out
+    """``V`` as float64, standardized (``x_scale``), with the intercept's row and column
+    when ``intercept_scaling`` (:func:`~ooc_kernels.families.dspdc._scaling.model_V`)."""
+    return model_V(V, config)
 
 
 def init_state(config: DSPDCConfig, n_chunks: int, rank: int | None = None) -> DSPDCState:
@@ -245,13 +245,10 @@ class DSPDCAlgorithm:
         cfg = self.config
         # the task's own group of chunks, already read by the engine: bounded by
         # shuffle_chunks chunks, never the dataset
-        rows = np.asarray(batch["U"] if cfg.factorized else batch["X"])
-        if cfg.intercept_scaling:
-            rows = np.column_stack([rows.astype(np.float64, copy=False),
-                                    np.full(len(rows), cfg.intercept_scaling)])
+        rows = model_rows(cfg, batch["U"] if cfg.factorized else batch["X"])
         if cfg.factorized:
-            return np.ascontiguousarray(rows), augment_V(np.asarray(batch["V"]), cfg)
-        return np.ascontiguousarray(rows), None
+            return rows, augment_V(np.asarray(batch["V"]), cfg)
+        return rows, None
 
     def chunk_step(self, state: DSPDCState, batch: dict, task: DSPDCTask) -> DSPDCDelta:
         """Solve the chunk's CoCoA+ subproblem with DSPDC; write its duals; return

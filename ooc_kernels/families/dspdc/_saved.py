@@ -1,0 +1,77 @@
+"""Reading the saved configuration of a DSPDC model: its loss and its local problems,
+checked, with errors that say the model file is damaged.
+
+Examples
+--------
+>>> from ooc_kernels.families.dspdc._saved import _local_problems
+>>> _local_problems([[100, 1, 2.0, 0.5, 0.25]], "model.zarr")
+{(100, 1): (2.0, 0.5, 0.25)}
+"""
+
+from __future__ import annotations
+
+import math
+
+from ooc_kernels.exceptions import ModelFormatError
+from ooc_kernels.losses import get_loss, losses_for
+
+#: The loss ids of a saved configuration that names no loss (ooc_kernels 0.2.0 numbered
+#: DSPDC's three losses 0, 1, 2).
+_SAVED_IDS_WITHOUT_NAME = {0: "squared", 1: "smoothed_hinge", 2: "logistic"}
+_REGRESSION_LOSSES = losses_for("dspdc", target="real")
+_CLASSIFICATION_LOSSES = losses_for("dspdc", target="binary")
+
+
+def _saved_loss_id(config: dict, where: str) -> int:
+    """The loss-table id of a saved configuration (its ``"loss"`` entry is removed).
+
+    The configuration names its loss; one that names none (written by ooc_kernels 0.2.0)
+    numbers it as :data:`_SAVED_IDS_WITHOUT_NAME` does."""
+    name = config.pop("loss", None)
+    saved = config.get("loss_id")
+    named = name is not None
+    if not named and isinstance(saved, int) and not isinstance(saved, bool):
+        name = _SAVED_IDS_WITHOUT_NAME.get(saved)
+    valid = _REGRESSION_LOSSES + _CLASSIFICATION_LOSSES
+    if name not in valid:
+        raise ModelFormatError(
+            f"{where}: the metadata's loss {_short(name)} (id {_short(saved)}) is not one of "
+            f"DSPDC's losses {list(valid)}; the model file is damaged."
+        )
+    loss_id = get_loss(name).loss_id
+    if named and saved != loss_id:
+        raise ModelFormatError(f"{where}: the metadata names loss {name!r} with id "
+                               f"{_short(saved)}, not its id {loss_id}; the model file is "
+                               "damaged.")
+    return loss_id
+
+
+def _short(value, limit: int = 80) -> str:
+    """``repr(value)``, cut at ``limit`` characters (metadata may be anything)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _local_problems(entries, where: str) -> dict:
+    """``{(rows, tasks): (theta, tau, sigma)}`` from a model's metadata, checked."""
+    if not isinstance(entries, list):
+        raise ModelFormatError(
+            f"{where}: the metadata has no list of local problems (got "
+            f"{_short(entries)}); the "
+            "model was not written by this version of the library: fit it again."
+        )
+    out = {}
+    for entry in entries:
+        ok = (isinstance(entry, list) and len(entry) == 5
+              and all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                      for v in entry[:2])
+              and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                      and math.isfinite(v) and v >= 0 for v in entry[2:]))
+        if not ok:
+            raise ModelFormatError(
+                f"{where}: local problem {_short(entry)} is not [rows, tasks, theta, tau, "
+                "sigma] "
+                "with positive counts and finite parameters; the model file is damaged."
+            )
+        out[(entry[0], entry[1])] = tuple(float(v) for v in entry[2:])
+    return out

@@ -1,0 +1,148 @@
+"""The standardization of the DSPDC estimators: column moments from one streaming pass, and
+the rows of the problem the solver sees.
+
+With ``standardize=True`` the estimators solve the problem on the columns
+
+    a'_j = (a_j - shift_j) / scale_j
+
+(``shift`` the weighted column means when ``fit_intercept``, else 0; ``scale`` the weighted
+standard deviations about ``shift``, 1 for a constant column), so that the regularizer
+``alpha * (l1_ratio |x'| + (1 - l1_ratio) / 2 x'^2)`` applies to the coefficients of the
+standardized columns, as ``make_pipeline(StandardScaler(), model)`` and glmnet's
+``standardize=TRUE`` do.  The model reported is a function of the raw columns:
+``coef_ = x' / scale`` and ``intercept_ = c x'_0 - shift . coef_`` (``c`` the
+``intercept_scaling``).  The rows are transformed one chunk at a time (:func:`model_rows`);
+for factorized data ``A = U V`` the transform folds into ``V`` (:func:`model_V`): the
+scale divides its columns and the shift enters through the intercept's column, so the
+product keeps its rank.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.families.dspdc._scaling import chunk_moments, combine_moments
+>>> X = np.array([[1.0, 10.0], [3.0, 10.0], [5.0, 10.0]])
+>>> W, mean, m2 = combine_moments(chunk_moments(X[:1], None), chunk_moments(X[1:], None))
+>>> float(W), mean.tolist(), (m2 / W).tolist()        # the variances, the last constant
+(3.0, [3.0, 10.0], [2.6666666666666665, 0.0])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["chunk_moments", "combine_moments", "standardization", "model_rows", "model_V",
+           "raw_coefficients", "raw_x"]
+
+
+def chunk_moments(rows, weights, V=None):
+    """``(W, mean, M2)`` of one chunk's columns: the weight sum, the weighted column means
+    and the weighted sums of squares about them (``M2`` the diagonal, shape ``(p,)``).  For
+    factorized rows ``U`` with ``V`` given, the moments of ``U`` (``M2`` the scatter
+    matrix ``(d, d)``), from which those of ``A = U V`` follow (:func:`standardization`)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    w = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=np.float64)
+    W = float(w.sum())
+    if W <= 0:
+        k = rows.shape[1]
+        return 0.0, np.zeros(k), np.zeros((k, k) if V is not None else k)
+    mean = w @ rows / W
+    centred = rows - mean
+    if V is not None:
+        return W, mean, (w[:, None] * centred).T @ centred
+    return W, mean, w @ centred ** 2
+
+
+def combine_moments(*parts):
+    """The moments of the union of the chunks of ``parts`` (Chan et al.'s pairwise update:
+    no cancellation for columns whose mean is large against their spread)."""
+    W, mean, m2 = parts[0]
+    mean, m2 = np.array(mean, dtype=np.float64), np.array(m2, dtype=np.float64)
+    for Wb, mean_b, m2_b in parts[1:]:
+        if Wb <= 0:
+            continue
+        total = W + Wb
+        delta = np.asarray(mean_b) - mean
+        outer = np.outer(delta, delta) if m2.ndim == 2 else delta ** 2
+        m2 = m2 + np.asarray(m2_b) + outer * (W * Wb / total)
+        mean = mean + delta * (Wb / total)
+        W = total
+    return W, mean, m2
+
+
+def standardization(moments, center: bool, V=None) -> dict:
+    """``{"x_shift": ..., "x_scale": ...}`` of the configuration from the merged moments:
+    the means (``center``) or zeros, and the standard deviations about them (the root mean
+    squares when not centred); a column with no spread keeps the scale 1.  For factorized
+    data (``V`` given, the moments those of ``U``) the moments of ``A = U V``'s columns."""
+    W, mean, m2 = moments
+    W = max(float(W), np.finfo(float).tiny)
+    if V is not None:
+        V = np.asarray(V, dtype=np.float64)
+        mean_a = mean @ V
+        var = np.einsum("ij,ik,kj->j", V, m2 / W, V)
+    else:
+        mean_a, var = np.asarray(mean), np.asarray(m2) / W
+    var = np.maximum(var, 0.0)
+    if center:
+        shift = mean_a
+    else:
+        shift = np.zeros_like(mean_a)
+        var = var + mean_a ** 2
+    scale = np.sqrt(var)
+    tiny = np.finfo(float).eps * np.maximum(np.abs(mean_a), 1.0)
+    scale[~(scale > tiny)] = 1.0   # constant columns: left as they are
+    return {"x_shift": tuple(float(v) for v in shift),
+            "x_scale": tuple(float(v) for v in scale)}
+
+
+def model_rows(config, rows) -> np.ndarray:
+    """The rows of the problem the solver sees, float64: dense rows standardized (when the
+    configuration has a scale), then the intercept's constant column; factorized rows ``U``
+    only get the intercept's column (their standardization is in :func:`model_V`)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    if config.x_scale is not None and not config.factorized:
+        rows = (rows - np.asarray(config.x_shift)) / np.asarray(config.x_scale)
+    if config.intercept_scaling:
+        rows = np.column_stack([rows, np.full(len(rows), config.intercept_scaling)])
+    return np.ascontiguousarray(rows)
+
+
+def model_V(V, config) -> np.ndarray:
+    """``V`` of the problem the solver sees: columns divided by the scale, and with an
+    intercept, the row and column of the constant, whose row carries the shift:
+    ``[U, c] [[V / s, 0], [-(shift / s) / c, 1]] = [(U V - shift) / s, c]``."""
+    V = np.asarray(V, dtype=np.float64)
+    if config.x_scale is not None:
+        V = V / np.asarray(config.x_scale)
+    if not config.intercept_scaling:
+        return np.ascontiguousarray(V)
+    d, p = V.shape
+    out = np.zeros((d + 1, p + 1))
+    out[:d, :p] = V
+    if config.x_scale is not None:
+        out[d, :p] = -np.asarray(config.x_shift) / np.asarray(config.x_scale) \
+            / config.intercept_scaling
+    out[d, p] = 1.0
+    return out
+
+
+def raw_coefficients(config, x) -> tuple[np.ndarray, float]:
+    """``(coef_, intercept_)`` on the raw columns from the solver's ``x``."""
+    x = np.asarray(x, dtype=np.float64)
+    coef = x[:-1] if config.intercept_scaling else x
+    intercept = float(x[-1] * config.intercept_scaling) if config.intercept_scaling else 0.0
+    if config.x_scale is not None:
+        coef = coef / np.asarray(config.x_scale)
+        intercept -= float(np.asarray(config.x_shift) @ coef)
+    return coef.copy(), intercept
+
+
+def raw_x(config, x) -> np.ndarray:
+    """``x`` of the same model on the raw rows (with the intercept's column): the solver's
+    margins ``a'_i . x`` equal ``a_i . raw_x`` (the loss terms of the primal value)."""
+    if config.x_scale is None:
+        return np.asarray(x, dtype=np.float64)
+    coef, intercept = raw_coefficients(config, x)
+    if not config.intercept_scaling:
+        return coef
+    return np.append(coef, intercept / config.intercept_scaling)
