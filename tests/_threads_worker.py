@@ -9,8 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
 
+import dask
 import dask.array as da
 import numba
 import numpy as np
@@ -74,15 +77,21 @@ def fits() -> dict:
     Xd, yd = da.from_array(X, chunks=(240, 3)), da.from_array(y, chunks=(240,))
     Xt = np.ascontiguousarray(rng.normal(size=(12_000, 3)))  # three prediction tiles
     out = {}
+    # one pool of 2 spawned processes for every "processes" round (Dask starts a new pool
+    # for every compute otherwise: a process start and a library import per round)
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
     for scheduler in ("sync", "threads", "processes"):
         for n_jobs in (1, 2, 3):
-            clf = ok.DSGClassifier(n_features=512, block_size=128, batch_size=16,
-                                   bandwidth=1.0, max_iter=2, tol=None, random_state=0,
-                                   chunks_per_round=1, scheduler=scheduler, n_jobs=n_jobs,
-                                   chunk_size=20_000, progress=False).fit(Xd, yd)
+            with dask.config.set(pool=pool if scheduler == "processes" else None):
+                clf = ok.DSGClassifier(n_features=512, block_size=128, batch_size=16,
+                                       bandwidth=1.0, max_iter=2, tol=None, random_state=0,
+                                       chunks_per_round=1, scheduler=scheduler,
+                                       n_jobs=n_jobs, chunk_size=20_000,
+                                       progress=False).fit(Xd, yd)
             arrays = clf._fitted_arrays()
             out[f"{scheduler}-{n_jobs}"] = [_digest(*(arrays[k] for k in sorted(arrays))),
                                            _digest(clf.decision_function(Xt))]
+    pool.shutdown()
     out["threads_seen"] = sorted(set(seen))
     return out
 

@@ -1,0 +1,206 @@
+"""Time to a fixed accuracy with threads inside a DSG step (``n_jobs``) and with worker
+processes of a ``dask.distributed`` LocalCluster.
+
+Run from the repository root::
+
+    python benchmarks/threads_scaling.py --rows 200000 --threads 1 2 --repeats 5
+    python benchmarks/threads_scaling.py --rows 2000000 --threads 1 2 4 8 16 \\
+        --workers 1x1 4x1 16x1 4x4
+
+Data: a ``nonlinear_binary`` store of ``--rows`` x 32 (10,000-row chunks, written once under
+``--data-dir``) and a test store of ``--test-rows``.  Model: ``DSGClassifier`` defaults
+except the bandwidth, fixed to the value ``bandwidth="auto"`` chooses (computed once, off the
+clock, by a one-epoch fit that also compiles the kernels), and ``max_iter=2, tol=None``.
+
+* **target**: ``n_jobs=1``, ``chunks_per_round=1``: the sequential model.  Its test accuracy
+  after 2 epochs is the target.
+* **threads** (``--threads``): ``n_jobs=t``, ``chunks_per_round=1``, the local threaded
+  scheduler: the fit's wall-clock, its test accuracy, whether its model is bit-identical to
+  the target's (it must be), and the speed-up over the ``n_jobs=1`` runs of the same repeats.
+  The settings are interleaved in every repeat (the machine may be shared); medians are
+  reported, with the load average before every fit.
+* **workers** (``--workers``, ``PxT``: ``P`` worker processes of ``T`` threads each):
+  ``chunks_per_round=P`` (one task per worker; ``--k auto`` lets the estimator choose),
+  ``n_jobs=None``.  A ``K > 1`` model differs from the sequential one, so the fit continues
+  one epoch at a time (``warm_start``) until its test accuracy reaches the target (at most
+  ``--max-epochs``); the time to the target is the sum of those fits' wall-clocks (scoring
+  off the clock), the speed-up is against the median ``n_jobs=1`` fit.
+
+Prints a markdown table and writes ``benchmarks/results/threads_scaling_<rows>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+import ooc_kernels as ok
+from ooc_kernels.data.schema import open_zarr_dataset
+
+RESULTS = Path(__file__).resolve().parent / "results"
+N_FEATURES = 32
+
+
+def store(data_dir: Path, n: int, split: str) -> Path:
+    return ok.make_dataset("nonlinear_binary", data_dir / f"nonlinear_binary32_{split}_{n}.zarr",
+                           n, chunk_size=10_000, random_state=0 if split == "train" else 1,
+                           split=split, exist_ok=True, progress=False,
+                           n_features=N_FEATURES)
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def model(bandwidth: float, **kw) -> ok.DSGClassifier:
+    params = dict(bandwidth=bandwidth, max_iter=2, tol=None, random_state=0, progress=False)
+    params.update(kw)
+    return ok.DSGClassifier(**params)
+
+
+def timed(clf, X, y) -> float:
+    t0 = time.perf_counter()
+    clf.fit(X, y)
+    return time.perf_counter() - t0
+
+
+def same_model(a, b) -> bool:
+    ours, theirs = a._fitted_arrays(), b._fitted_arrays()
+    return sorted(ours) == sorted(theirs) and all(np.array_equal(ours[k], theirs[k])
+                                                  for k in ours)
+
+
+def threads_runs(args, X, y, Xt, yt, bandwidth, target_clf):
+    runs = []
+    for rep in range(args.repeats):
+        for t in args.threads:
+            seen = load()
+            clf = model(bandwidth, n_jobs=t, chunks_per_round=1, scheduler="threads")
+            wall = timed(clf, X, y)
+            acc = float(clf.score(Xt, yt))
+            run = {"setting": f"n_jobs={t}", "threads": t, "repeat": rep, "wall_s": wall,
+                   "accuracy": acc, "bit_identical": same_model(clf, target_clf),
+                   "load_before": seen}
+            runs.append(run)
+            print(json.dumps(run), flush=True)
+    return runs
+
+
+def worker_runs(args, X, y, Xt, yt, bandwidth, target):
+    import distributed
+
+    runs = []
+    for spec in args.workers:
+        procs, threads = (int(v) for v in spec.lower().split("x"))
+        k = "auto" if args.k == "auto" else procs
+        with distributed.LocalCluster(n_workers=procs, threads_per_worker=threads,
+                                      processes=True, dashboard_address=None) as lc, \
+                distributed.Client(lc, set_as_default=False) as client:
+            # compile in every worker, off the clock
+            model(bandwidth, max_iter=1, chunks_per_round=k, scheduler=client).fit(
+                X[:40_000], y[:40_000])
+            for rep in range(args.repeats):
+                seen = load()
+                clf = model(bandwidth, max_iter=2, chunks_per_round=k, scheduler=client)
+                wall = timed(clf, X, y)
+                acc, epochs = float(clf.score(Xt, yt)), 2
+                while acc < target and epochs < args.max_epochs:
+                    clf.set_params(warm_start=True, max_iter=1)
+                    wall += timed(clf, X, y)
+                    acc, epochs = float(clf.score(Xt, yt)), epochs + 1
+                run = {"setting": f"{procs} workers x {threads} threads, K={k}",
+                       "workers": spec, "repeat": rep, "wall_s": wall, "epochs": epochs,
+                       "accuracy": acc, "reached": acc >= target, "load_before": seen}
+                runs.append(run)
+                print(json.dumps(run), flush=True)
+    return runs
+
+
+def summarize(runs, key):
+    by: dict = {}
+    for r in runs:
+        by.setdefault(r[key], []).append(r)
+    return {name: {"wall_s": statistics.median(r["wall_s"] for r in rs),
+                   "accuracy": statistics.median(r["accuracy"] for r in rs),
+                   "runs": len(rs), **({"epochs": statistics.median(r["epochs"] for r in rs)}
+                                       if "epochs" in rs[0] else {}),
+                   **({"bit_identical": all(r["bit_identical"] for r in rs)}
+                      if "bit_identical" in rs[0] else {})}
+            for name, rs in by.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--test-rows", type=int, default=50_000)
+    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--workers", nargs="*", default=[], help="PxT settings, e.g. 4x1 4x4")
+    ap.add_argument("--k", choices=["workers", "auto"], default="workers",
+                    help="chunks_per_round of the worker runs: P, or 'auto'")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="default: 3 up to 500,000 rows, else 1")
+    ap.add_argument("--max-epochs", type=int, default=16)
+    ap.add_argument("--data-dir", type=Path, default=Path("data/bench_threads"))
+    args = ap.parse_args()
+    if args.repeats is None:
+        args.repeats = 3 if args.rows <= 500_000 else 1
+    if 1 not in args.threads:
+        args.threads = [1, *args.threads]
+    train = open_zarr_dataset(store(args.data_dir, args.rows, "train"))
+    test = open_zarr_dataset(store(args.data_dir, args.test_rows, "test"))
+    X, y = train["X"].data, train["y"].data
+    Xt, yt = np.asarray(test["X"]), np.asarray(test["y"])
+
+    # off the clock: the bandwidth "auto" picks, and every kernel compiled once
+    t0 = time.perf_counter()
+    probe = ok.DSGClassifier(max_iter=1, tol=None, random_state=0, progress=False,
+                             chunks_per_round=1, n_jobs=max(args.threads),
+                             scheduler="threads").fit(X, y)
+    bandwidth = float(probe.bandwidth_)
+    setup_s = time.perf_counter() - t0
+    seen = load()
+    target_clf = model(bandwidth, n_jobs=1, chunks_per_round=1, scheduler="threads")
+    target_wall = timed(target_clf, X, y)
+    target = float(target_clf.score(Xt, yt))
+    print(json.dumps({"bandwidth": bandwidth, "probe_s": setup_s, "target_accuracy": target,
+                      "target_wall_s": target_wall, "load_before": seen}), flush=True)
+
+    thread_runs = threads_runs(args, X, y, Xt, yt, bandwidth, target_clf)
+    cluster_runs = worker_runs(args, X, y, Xt, yt, bandwidth, target) if args.workers else []
+    threads = summarize(thread_runs, "setting")
+    base = threads["n_jobs=1"]["wall_s"]
+    for v in threads.values():
+        v["speedup"] = base / v["wall_s"]
+    workers = summarize(cluster_runs, "setting") if cluster_runs else {}
+    for v in workers.values():
+        v["speedup"] = base / v["wall_s"]
+
+    print(f"\nrows={args.rows}, target accuracy {target:.4f} (n_jobs=1, K=1, 2 epochs), "
+          f"medians of {args.repeats}, load {[r['load_before'] for r in thread_runs]}\n")
+    print("| setting | fit s | speed-up | test accuracy | epochs | bit-identical |")
+    print("|---|---|---|---|---|---|")
+    for name, v in {**threads, **workers}.items():
+        print(f"| {name} | {v['wall_s']:.2f} | {v['speedup']:.2f} | {v['accuracy']:.4f} | "
+              f"{v.get('epochs', 2)} | {v.get('bit_identical', '-')} |")
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"threads_scaling_{args.rows}.json"
+    out.write_text(json.dumps({
+        "command": "python benchmarks/threads_scaling.py " + " ".join(
+            f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
+            for k, v in vars(args).items() if v not in (None, [])),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "rows": args.rows, "bandwidth": bandwidth, "target_accuracy": target,
+        "target_wall_s": target_wall, "threads": threads, "workers": workers,
+        "runs": thread_runs + cluster_runs}, indent=1))
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()
