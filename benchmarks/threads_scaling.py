@@ -16,7 +16,8 @@ clock, by a one-epoch fit that also compiles the kernels), and ``max_iter=2, tol
   after 2 epochs is the target.
 * **threads** (``--threads``): ``n_jobs=t``, ``chunks_per_round=1``, the local threaded
   scheduler: the fit's wall-clock, its test accuracy, whether its model is bit-identical to
-  the target's (it must be), and the speed-up over the ``n_jobs=1`` runs of the same repeats.
+  the target's (it must be), the speed-up over the ``n_jobs=1`` runs of the same repeats, and
+  the fit's CPU seconds in this process (all threads: the work the threads add).
   The settings are interleaved in every repeat (the machine may be shared); medians are
   reported, with the load average before every fit.
 * **workers** (``--workers``, ``PxT``: ``P`` worker processes of ``T`` threads each):
@@ -65,9 +66,13 @@ def model(bandwidth: float, **kw) -> ok.DSGClassifier:
     return ok.DSGClassifier(**params)
 
 
-def timed(clf, X, y) -> float:
-    t0 = time.perf_counter()
+def timed(clf, X, y, cpu: list | None = None) -> float:
+    """Wall-clock of ``clf.fit(X, y)``; its CPU seconds in this process (every thread)
+    appended to ``cpu`` when given."""
+    t0, c0 = time.perf_counter(), time.process_time()
     clf.fit(X, y)
+    if cpu is not None:
+        cpu.append(time.process_time() - c0)
     return time.perf_counter() - t0
 
 
@@ -83,9 +88,11 @@ def threads_runs(args, X, y, Xt, yt, bandwidth, target_clf):
         for t in args.threads:
             seen = load()
             clf = model(bandwidth, n_jobs=t, chunks_per_round=1, scheduler="threads")
-            wall = timed(clf, X, y)
+            cpu: list = []
+            wall = timed(clf, X, y, cpu)
             acc = float(clf.score(Xt, yt))
             run = {"setting": f"n_jobs={t}", "threads": t, "repeat": rep, "wall_s": wall,
+                   "cpu_s": cpu[0],
                    "accuracy": acc, "bit_identical": same_model(clf, target_clf),
                    "load_before": seen}
             runs.append(run)
@@ -128,6 +135,8 @@ def summarize(runs, key):
     for r in runs:
         by.setdefault(r[key], []).append(r)
     return {name: {"wall_s": statistics.median(r["wall_s"] for r in rs),
+                   **({"cpu_s": statistics.median(r["cpu_s"] for r in rs)}
+                      if "cpu_s" in rs[0] else {}),
                    "accuracy": statistics.median(r["accuracy"] for r in rs),
                    "runs": len(rs), **({"epochs": statistics.median(r["epochs"] for r in rs)}
                                        if "epochs" in rs[0] else {}),
@@ -184,11 +193,12 @@ def main() -> None:
 
     print(f"\nrows={args.rows}, target accuracy {target:.4f} (n_jobs=1, K=1, 2 epochs), "
           f"medians of {args.repeats}, load {[r['load_before'] for r in thread_runs]}\n")
-    print("| setting | fit s | speed-up | test accuracy | epochs | bit-identical |")
-    print("|---|---|---|---|---|---|")
+    print("| setting | fit s | speed-up | CPU s | test accuracy | epochs | bit-identical |")
+    print("|---|---|---|---|---|---|---|")
     for name, v in {**threads, **workers}.items():
-        print(f"| {name} | {v['wall_s']:.2f} | {v['speedup']:.2f} | {v['accuracy']:.4f} | "
-              f"{v.get('epochs', 2)} | {v.get('bit_identical', '-')} |")
+        cpu = f"{v['cpu_s']:.2f}" if "cpu_s" in v else "-"
+        print(f"| {name} | {v['wall_s']:.2f} | {v['speedup']:.2f} | {cpu} | "
+              f"{v['accuracy']:.4f} | {v.get('epochs', 2)} | {v.get('bit_identical', '-')} |")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"threads_scaling_{args.rows}.json"
     out.write_text(json.dumps({
