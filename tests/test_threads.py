@@ -193,6 +193,24 @@ def test_predict_threads_equals_the_sequential_kernel_bit_for_bit(dtype):
                                **TOL[dtype])
 
 
+def test_predict_threads_computes_each_fixed_tile_as_the_sequential_kernel_would():
+    """Small tiles, where a BLAS product's rows change in their last bits with the number of
+    rows it has: each tile of ``tile`` rows is the sequential kernel on those rows alone,
+    whatever the thread count (a tile derived from the threads fails here)."""
+    rng = np.random.default_rng(4)
+    m, d, r, tile = 3, 8, 16, 100
+    X = np.ascontiguousarray(rng.normal(size=(1000, d)), dtype=np.float32)
+    W, ph = stacked_block_params(6, np.arange(m), d, r, 1.0, np.float32)
+    coef = np.ascontiguousarray(rng.normal(size=(m, r, 1)), dtype=np.float32)
+    tiles = np.concatenate([dsg_predict(X[i:i + tile], W, ph, coef, 0.3)
+                            for i in range(0, len(X), tile)])
+    assert not np.array_equal(tiles, dsg_predict(X, W, ph, coef, 0.3))  # the tiles matter
+    for t in THREADS:
+        numba.set_num_threads(t)
+        got = kernels_threads.dsg_predict_threads(X, W, ph, coef, 0.3, tile=tile)
+        assert np.array_equal(got, tiles), t
+
+
 @pytest.mark.slow
 def test_one_two_and_three_threads_give_the_same_bits_in_a_fresh_process():
     """``NUMBA_NUM_THREADS=3`` so that three threads exist on any machine."""
