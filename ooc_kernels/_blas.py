@@ -8,6 +8,15 @@ tasks of a round and from the cluster's workers.  The engine holds the limit for
 fit in the driving process; each task also enters it (free when already held), which covers
 Dask's process pool, workers configured with more threads, and lazy predictions.
 
+A limit only reaches the BLAS libraries loaded when it is set.  The compiled kernels call
+SciPy's BLAS (numba's ``np.dot`` goes through ``scipy.linalg.cython_blas``), a library of
+its own next to NumPy's, which a process loads the first time a kernel runs.  Loaded inside
+a limit, it would keep its default thread count until that limit ends: the first tasks of a
+fresh process (a Dask worker started without ``OPENBLAS_NUM_THREADS=1``, a respawned
+worker, the client's setup fits) would compute with more threads than the tasks of a
+process that loaded it earlier, and give other bits.  So the limit loads the kernels'
+BLAS before it is set.
+
 Examples
 --------
 >>> from ooc_kernels._blas import single_threaded_blas
@@ -28,6 +37,18 @@ __all__ = ["single_threaded_blas"]
 _lock = threading.Lock()
 _depth = 0
 _limiter = None
+_kernels_blas_loaded = False
+
+
+def _load_kernels_blas() -> None:
+    """Load the BLAS the compiled kernels call (SciPy's, through ``cython_blas``), so a
+    limit set afterwards covers it (once per process)."""
+    global _kernels_blas_loaded
+    if not _kernels_blas_loaded:
+        import scipy.linalg.cython_blas  # noqa: F401 - loads SciPy's BLAS library
+        import scipy.linalg.cython_lapack  # noqa: F401
+
+        _kernels_blas_loaded = True
 
 
 @contextlib.contextmanager
@@ -39,6 +60,7 @@ def single_threaded_blas() -> Iterator[None]:
     global _depth, _limiter
     with _lock:
         if _depth == 0:
+            _load_kernels_blas()  # before the limit: a library loaded later escapes it
             _limiter = threadpool_limits(limits=1, user_api="blas")
         _depth += 1
     try:
