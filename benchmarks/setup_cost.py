@@ -19,6 +19,8 @@ jobs, the CPU seconds much less.
 
 One warm-up fit compiles the kernels first; then ``--repeats`` fits, and the medians.
 ``--setup-only`` ends every fit after its setup (no epoch, no ``fit`` figure).
+``--parts`` times instead two of the setup's costs against their replacements
+(:func:`parts`).
 ``--trial-threads N`` runs the trials on ``N`` threads in all (the default: every core the
 process may use); ``--trial-threads 1`` is the trials one after the other.  ``--check``
 also asserts that every setting picked the same bandwidth.
@@ -124,6 +126,45 @@ def run(store: Path, repeats: int, clock: dict) -> dict:
             "runs_s": dict(runs)}
 
 
+def parts(repeats: int) -> dict:
+    """Two costs of the setup, each against its replacement, interleaved in one process:
+    the median of the 2,000-row sample's pairwise distances by a sort (the weighted path,
+    which unit weights used to take) and by a partition; entering the one-BLAS-thread limit
+    with nobody holding it (``threadpoolctl`` finds the BLAS libraries every time) and while
+    it is held (a counter)."""
+    import numpy as np
+    from scipy.spatial.distance import pdist
+
+    from ooc_kernels._blas import single_threaded_blas
+    from ooc_kernels.features.bandwidth import _weighted_median
+
+    dist = pdist(np.random.default_rng(0).normal(size=(2000, N_FEATURES)))
+    ones = np.ones(len(dist))
+
+    def sort():
+        _weighted_median(np.append(dist, 0.0), np.append(ones, 0.0))
+
+    def partition():
+        np.median(dist)
+
+    def enter():
+        with single_threaded_blas():
+            pass
+
+    runs = defaultdict(list)
+    for _ in range(repeats):
+        for name, fn in (("median by sort", sort), ("median by partition", partition),
+                         ("BLAS limit, first entry", enter)):
+            start = time.perf_counter()
+            fn()
+            runs[name].append(time.perf_counter() - start)
+        with single_threaded_blas():
+            start = time.perf_counter()
+            enter()
+            runs["BLAS limit, while held"].append(time.perf_counter() - start)
+    return {k: round(statistics.median(v), 6) for k, v in runs.items()}
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -131,7 +172,11 @@ def main(argv=None) -> None:
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--setup-only", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--parts", action="store_true")
     args = parser.parse_args(argv)
+    if args.parts:
+        print(json.dumps(parts(args.repeats)))
+        return
     import ooc_kernels as ok
 
     settings = args.trial_threads or [None]
