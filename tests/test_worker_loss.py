@@ -24,11 +24,6 @@ def store(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "known defect: since the DSG estimators' shared plumbing moved to families/dsg/_common.py "
-    "(with per-input bandwidths), a fit that loses a worker mid-round sometimes ends within float32 "
-    "rounding (1e-8) of the undisturbed model instead of bit for bit; a fit without a lost "
-    "worker is still bit for bit on every scheduler (tests/test_engine.py)"))
 def test_killing_a_worker_mid_fit_gives_the_undisturbed_model(store):
     from ooc_kernels.data.schema import open_zarr_dataset
 
