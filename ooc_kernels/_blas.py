@@ -10,12 +10,12 @@ Dask's process pool, workers configured with more threads, and lazy predictions.
 
 A limit only reaches the BLAS libraries loaded when it is set.  The compiled kernels call
 SciPy's BLAS (numba's ``np.dot`` goes through ``scipy.linalg.cython_blas``), a library of
-its own next to NumPy's, which a process loads the first time a kernel runs.  Loaded inside
-a limit, it would keep its default thread count until that limit ends: the first tasks of a
-fresh process (a Dask worker started without ``OPENBLAS_NUM_THREADS=1``, a respawned
-worker, the client's setup fits) would compute with more threads than the tasks of a
-process that loaded it earlier, and give other bits.  So the limit loads the kernels'
-BLAS before it is set.
+its own next to NumPy's, which a process loads when ``scipy.linalg`` is first imported, at
+the latest when a kernel first runs.  Loaded inside a limit, it would keep its default
+thread count until that limit ends: in a process without ``OPENBLAS_NUM_THREADS=1`` (the
+client, Dask's process pool, a worker started without the nanny's settings), the tasks that
+load it would compute with more threads than the tasks of a process that loaded it
+earlier, and give other bits.  So the limit loads the kernels' BLAS before it is set.
 
 Examples
 --------
