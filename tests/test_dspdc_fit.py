@@ -195,11 +195,24 @@ def test_a_fit_stopped_by_max_iter_above_tol_warns_with_the_gap():
     X, y = _binary_problem(n=200)
     with pytest.warns(ConvergenceWarning,
                       match=r"max_iter=1 .*relative duality gap .* above tol=1e-12.*max_iter"
-                            r".*tol.*alpha.*standardiz"):
-        est = ok.DSPDCClassifier(alpha=1e-3, max_iter=1, tol=1e-12, **FAST).fit(X, y)
+                            r".*tol.*alpha, or set standardize=True"):
+        est = ok.DSPDCClassifier(alpha=1e-3, max_iter=1, tol=1e-12, standardize=False,
+                                 **FAST).fit(X, y)
     assert est.stop_reason_.startswith("max_iter")
     rel = est.gap_history_[-1]["relative_gap"]
     assert rel > 1e-12
+
+
+def test_a_fit_stopped_by_max_time_above_tol_warns_with_the_gap():
+    X, y = _binary_problem(n=200)
+    with pytest.warns(ConvergenceWarning,
+                      match=r"stopped \(.* s >= max_time=1e-06\) after 1 epochs .*"
+                            r"relative duality gap \(P - D\) / \|P\| is .* above tol=1e-12"
+                            r".*Raise max_iter \(or max_time\), loosen tol, or raise alpha "
+                            r"\(.*standardized rows"):
+        est = ok.DSPDCClassifier(alpha=1e-3, max_time=1e-6, tol=1e-12, **FAST).fit(X, y)
+    assert est.stop_reason_.startswith("max_time") and est.n_iter_ == 1
+    assert est.gap_history_[-1]["relative_gap"] > 1e-12
 
 
 def test_a_converged_fit_and_a_fit_without_tol_do_not_warn():

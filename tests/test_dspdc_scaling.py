@@ -198,3 +198,17 @@ def test_lazy_input_is_standardized_like_memory():
         da.from_array(X, chunks=(40, X.shape[1])), da.from_array(y, chunks=40))
     assert np.array_equal(memory.coef_, lazy.coef_)
     assert memory.intercept_ == lazy.intercept_
+
+
+def test_a_standardized_model_saves_and_loads_with_its_scaling(tmp_path):
+    X, Z, rng = _raw_columns(n=120)
+    y = Z @ rng.normal(size=Z.shape[1])
+    est = ok.DSPDCRegressor(alpha=0.05, max_iter=3, tol=None, **FAST).fit(X, y)
+    est.save(tmp_path / "m.zarr")
+    loaded = ok.load(tmp_path / "m.zarr")
+    assert loaded.standardize is True
+    assert loaded._config.x_shift == est._config.x_shift
+    assert loaded._config.x_scale == est._config.x_scale
+    assert loaded._config.step_boost == est._config.step_boost
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    np.testing.assert_allclose(est.predict(X), X @ est.coef_ + est.intercept_, rtol=1e-12)

@@ -178,11 +178,14 @@ def local_step_parameters(config, n_k: int, k: int):
 
 
 def local_parameters(config, n_k: int, lam_local: float):
-    """``(m, theta, tau, sigma)`` of a local problem with ``n_k`` rows."""
+    """``(m, theta, tau, sigma)`` of a local problem with ``n_k`` rows and strong convexity
+    ``lam_local``: the theorems' parameters for ``step_boost * lam_local`` (the
+    configuration's ``step_boost``, 1 when it has none: the theorems' safe steps)."""
     from ooc_kernels.families.dspdc.params import dspdc_parameters, loss_gamma
 
     m = min(config.m, n_k)
-    par = dspdc_parameters(n_k, config.n_features, m, config.q, config.Lambda, lam_local,
+    lam_steps = lam_local * float(getattr(config, "step_boost", 1.0))
+    par = dspdc_parameters(n_k, config.n_features, m, config.q, config.Lambda, lam_steps,
                            loss_gamma(config.loss_id), mode=config.mode, theta=config.theta,
                            tau=config.tau, sigma=config.sigma)
     return m, par.theta, par.tau, par.sigma

@@ -42,6 +42,7 @@ from ooc_kernels.families.dspdc._chunk_tasks import (
     _sum_loss_chunk,
     _weight_sums,
 )
+from ooc_kernels.families.dspdc._docstrings import _ATTRIBUTES_DOC, _BASE_DOC, _PARAMS_DOC
 from ooc_kernels.families.dspdc._saved import _local_problems, _saved_loss_id
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
@@ -78,6 +79,7 @@ _CONSTRAINTS = {
     "Lambda": [Interval(Real, 0, None, closed="neither"),
                StrOptions({"exact", "upper_bound", "heuristic"})],
     "mode": [StrOptions({"gap", "distance"})],
+    "steps": [StrOptions({"adaptive", "theorem"})],
     "theta": [Interval(Real, 0, None, closed="left"), None],
     "tau": [Interval(Real, 0, None, closed="neither"), None],
     "sigma": [Interval(Real, 0, None, closed="neither"), None],
@@ -88,79 +90,47 @@ _CONSTRAINTS = {
 }
 _CONSTRAINTS.pop("on_invalid")
 
-_PARAMS_DOC = """alpha : float, default=1e-4
-        Regularization strength (``lambda`` of the paper for ``l1_ratio=0``); must be > 0
-        with ``l1_ratio < 1`` (the theorems need a strongly convex regularizer).
-    l1_ratio : float in [0, 1), default=0.0
-        Elastic-net mixing: ``g(x) = alpha * (l1_ratio |x| + (1 - l1_ratio) / 2 x^2)``.
-    fit_intercept : bool, default=True
-        Add a constant column ``intercept_scaling`` to the data (regularized like the other
-        coefficients, as liblinear does).
-    intercept_scaling : float, default=1.0
-    standardize : bool, default=True
-        Solve the problem on standardized columns ``(a_j - mean_j) / std_j`` (centred only
-        with ``fit_intercept``; the moments, weighted as the fit weighs the rows, from one
-        streaming pass), so the regularizer applies to the coefficients of the standardized
-        columns, as in ``make_pipeline(StandardScaler(), model)``; ``coef_`` and
-        ``intercept_`` are reported on the raw columns, and the duality gap certifies the
-        standardized problem.  Columns in very different units (1e-3 next to 1e3) otherwise
-        make the problem ill-conditioned and the solver slow.  ``False``: the regularizer
-        applies to the raw coefficients (scikit-learn's convention).
-    m : int, default=1
-        Dual coordinates (rows) sampled per iteration.
-    q : int or "auto", default="auto"
-        Primal coordinates sampled per iteration; ``"auto"``: all of them (the SPDC-type
-        setting, the fewest passes; ``specs/dspdc.md`` 2.4).  ``q = 1`` with factorized data
-        is the paper's Table 1 setting (cheaper iterations, more of them).
-    local_passes : float, default=1.0
-        Iterations of a task: ``local_passes * rows / m``.
-    Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
-        ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
-        pass: exact where cheap, a safe upper bound, the paper's heuristic ``m q R^2 / p``
-        (not guaranteed), or a given value.
-    mode : {"gap", "distance"}, default="gap"
-        ``theta`` of Theorem 2 (gap) or Theorem 1 (distance to the saddle point).
-    theta, tau, sigma : float or None, default=None
-        Manual overrides of the step parameters of every local problem.
-    tol : float or None, default=1e-6
-        Stop when the relative duality gap ``(P - D) / |P|`` is at most ``tol``.
-    max_iter : int, default=100
-        Most epochs (passes over the duals).
-    max_time : float or None, default=None
-        Stop after this many seconds (checked at every gap evaluation).
-    gap_every : int, default=1
-        Epochs between gap evaluations (each one streaming pass over the data).
-    work_dir : str, path or None, default=None
-        Folder in which every fit creates its own work store of the duals (one array per
-        chunk, versioned), locked while the fit runs; None: ``PATH.work`` beside the
-        checkpoint when there is one, else the system's temporary folder.  A store is
-        removed when its fit ends, unless a checkpoint needs it.  Must be reachable from
-        every worker.
-"""
+#: The first ``step_boost`` of ``steps="adaptive"``: the steps of a problem 30 times more
+#: strongly convex (measured in ``benchmarks/dspdc_steps.py``).
+STEP_BOOST = 30.0
+#: Gap evaluations without progress after which adaptive steps shrink.
+STALL_PATIENCE = 3
 
-_ATTRIBUTES_DOC = """
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
-    n_iter_ : int
-        Epochs run.
-    stop_reason_ : str
-        ``"tol"``, ``"max_iter"`` or ``"max_time"``, with the values.
-    gap_history_ : list of dict
-        One entry per gap evaluation: ``iterations``, ``passes``, ``seconds``, ``primal``,
-        ``dual``, ``gap``, ``relative_gap``.
-    duality_gap_ : float
-        The last evaluated gap ``P(coef_) - D(y)``.
-    Lambda_ : float
-        The scale constant ``Lambda`` of the step sizes.
-    theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)
-        The step parameters the tasks ran with, one entry per kind of local problem the fit
-        solved: a task's local problem depends on its rows ``local_rows_[i]`` and on the
-        number of tasks ``local_tasks_[i]`` of its round (its strong convexity is
-        ``alpha * (1 - l1_ratio) * n_samples / (local_rows_[i] * local_tasks_[i])``).
-        One entry when every task has the same rows (one group of chunks, ``K = 1``).
-    local_rows_, local_tasks_ : ndarray of int of shape (n_local_problems,)
-        Sorted by rows, then tasks.
-"""
+
+def gap_stalled(history, patience=STALL_PATIENCE) -> bool:
+    """Whether the duality gap stopped falling under the current steps.  Among the
+    evaluations run with the last entry's ``step_boost``: the last gap is 10 times the
+    smallest before it (divergence); or none of the last ``patience`` went below the
+    smallest gap before them; or the relative gap is still at least 1 (no better than the
+    certificate of the zero model) and did not halve over the last ``patience``
+    evaluations.  One noisy evaluation does not count.
+
+    Examples
+    --------
+    >>> def run(*gaps):
+    ...     return [{"gap": g, "relative_gap": g, "step_boost": 30.0} for g in gaps]
+    >>> gap_stalled(run(0.9, 0.5, 0.6, 0.55, 0.7)), gap_stalled(run(0.9, 0.5, 0.6))
+    (True, False)
+    >>> gap_stalled(run(0.9, 0.5, 6.0)), gap_stalled(run(90, 80, 70, 60)), gap_stalled(run(90, 40, 20, 9))
+    (True, True, False)
+    """
+    boost = history[-1]["step_boost"]
+    run = []
+    for entry in reversed(history):
+        if entry.get("step_boost") != boost:
+            break
+        run.append(entry)
+    run.reverse()
+    gaps = [e["gap"] for e in run]
+    if len(gaps) < 2:
+        return False
+    if gaps[-1] > 10.0 * min(gaps[:-1]):
+        return True
+    if len(gaps) <= patience:
+        return False
+    if min(gaps[-patience:]) >= min(gaps[:-patience]):
+        return True
+    return run[-1]["relative_gap"] >= 1.0 and gaps[-1] > 0.5 * gaps[-1 - patience]
 
 
 class _DSPDCEstimator(ChunkedEstimator):
@@ -168,8 +138,9 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     _sgd_stopping = False
     _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
-    # checkpoints and models written before ``standardize`` existed solved the raw problem
-    _absent_params = {"standardize": False}
+    # checkpoints and models written before ``standardize`` and ``steps`` existed solved
+    # the raw problem with the theorems' steps
+    _absent_params = {"standardize": False, "steps": "theorem"}
     _saved_arrays = {"x": True, "w": True, "versions": True, "V": False}
     # the contract suite's small problems, solved to tol within max_iter (no warning)
     _test_params = {"alpha": 0.1, "max_iter": 40, "tol": 1e-4}
@@ -248,8 +219,11 @@ class _DSPDCEstimator(ChunkedEstimator):
         warnings.warn(
             f"{type(self).__name__} stopped ({stopped}) after {self.n_iter_} epochs before "
             f"converging: {reached}, above tol={self.tol}. Raise max_iter (or max_time), "
-            "loosen tol, raise alpha, or set standardize=True (rows with large norms "
-            "against alpha * n_samples make the problem ill-conditioned).",
+            "loosen tol, " + ("or raise alpha (the problem is ill-conditioned when alpha * "
+                              "n_samples is small against the squared norms of the "
+                              "standardized rows)." if self.standardize else
+                              "raise alpha, or set standardize=True (columns on very "
+                              "different scales make the problem ill-conditioned)."),
             ConvergenceWarning, stacklevel=2)
 
     def _partial_fit_available(self) -> bool:
@@ -302,7 +276,8 @@ class _DSPDCEstimator(ChunkedEstimator):
             mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
-            intercept_scaling=scaling, **weighting, **scaled)
+            intercept_scaling=scaling, **weighting, **scaled,
+            step_boost=STEP_BOOST if self.steps == "adaptive" else 1.0)
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
@@ -351,7 +326,8 @@ class _DSPDCEstimator(ChunkedEstimator):
     def _make_algorithm(self):
         from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
 
-        return DSPDCAlgorithm(self._config, V=self._augmented_V())
+        self._algorithm = DSPDCAlgorithm(self._config, V=self._augmented_V())
+        return self._algorithm
 
     def _augmented_V(self):
         from ooc_kernels.families.dspdc.solver import augment_V
@@ -378,7 +354,7 @@ class _DSPDCEstimator(ChunkedEstimator):
 
         k = len(info.groups)
         for n_k in info.group_rows:
-            if n_k and (n_k, k) not in self._local_problems:
+            if n_k:   # the latest steps (adaptive steps change during a fit)
                 _, theta, tau, sigma = local_step_parameters(self._config, n_k, k)
                 self._local_problems[(n_k, k)] = (float(theta), float(tau), float(sigma))
 
@@ -431,14 +407,27 @@ class _DSPDCEstimator(ChunkedEstimator):
                  "passes": state.n_dual_updates / cfg.n_samples,
                  "seconds": time.perf_counter() - self._fit_start, "primal": primal,
                  "dual": dual, "gap": gap, "relative_gap": rel}
+        entry["step_boost"] = cfg.step_boost
         self.gap_history_ = list(self.gap_history_) + [entry]
         self.duality_gap_ = gap
+        if cfg.step_boost > 1.0 and gap_stalled(self.gap_history_):
+            self._shrink_steps()   # the gap stopped falling: steps closer to the theorems'
         reason = None
         if self.tol is not None and rel <= self.tol:
             reason = f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
         elif timed_out:
             reason = f"max_time: {elapsed:.3g} s >= max_time={self.max_time}"
         return {"primal": primal, "dual": dual, "relative_gap": rel}, reason
+
+    def _shrink_steps(self) -> None:
+        """Divide ``step_boost`` by 10 (at least 1: the theorems' steps) for the next
+        rounds."""
+        import dataclasses
+
+        boost = max(1.0, self._config.step_boost / 10.0)
+        self._config = dataclasses.replace(self._config, step_boost=boost)
+        if getattr(self, "_algorithm", None) is not None:
+            self._algorithm.config = self._config
 
     def _publish(self) -> None:
         from ooc_kernels.families.dspdc._scaling import raw_coefficients
@@ -548,7 +537,7 @@ class _DSPDCEstimator(ChunkedEstimator):
 
 
 def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, standardize,
-                 m, q, local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter,
+                 m, q, local_passes, Lambda, mode, steps, theta, tau, sigma, tol, max_iter,
                  max_time, gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                  shuffle_chunks, random_state, scheduler, progress):
     self.loss = loss
@@ -562,6 +551,7 @@ def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, 
     self.local_passes = local_passes
     self.Lambda = Lambda
     self.mode = mode
+    self.steps = steps
     self.theta = theta
     self.tau = tau
     self.sigma = sigma
@@ -577,35 +567,6 @@ def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, 
     self.random_state = random_state
     self.scheduler = scheduler
     self.progress = progress
-
-
-_BASE_DOC = """    chunks_per_round : int or "auto", default=1
-        ``K``: chunks solved in parallel per round; their dual steps are added and their
-        primal iterates averaged (``docs/algorithms/dspdc_rounds.md``).  ``K = 1`` is the
-        sequential algorithm.  Results depend on ``K`` but not on the scheduler.
-        ``"auto"``: one task per worker of a ``distributed.Client`` (the workers there
-        when the fit starts), 1 on the local schedulers; the value used is
-        ``chunks_per_round_``.  The default stays 1: a round's local solver runs on one
-        thread, and every task past the first slows each pass's progress
-        (``docs/scale_out.md``).
-    chunk_size : int, default=10000
-        Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
-    shuffle : bool, default=True
-        Visit the chunks in a new random order every epoch.
-    shuffle_chunks : int or "auto", default="auto"
-        Chunks one task solves together: their rows are one local problem, sampled as one.
-        Larger groups converge faster (with all the rows in one group, a round is
-        Algorithm 1 on the whole problem; ``docs/algorithms/dspdc_rounds.md`` has the
-        measurements); ``"auto"``: the largest groups within 8 MiB of data per task that keep
-        ``chunks_per_round`` tasks per round.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the chunk order and every task's sampling of coordinates.
-    scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
-        Where the chunk tasks run; ``None`` uses Dask's default (an active Client if any).
-        Never saved with the model.
-    progress : bool or None, default=None
-        Show a progress bar (``None``: on a terminal or in a notebook).
-"""
 
 
 @register_estimator
@@ -639,13 +600,15 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
 
     def __init__(self, loss="squared", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
                  intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes=1.0,
-                 Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
+                 Lambda="upper_bound", mode="gap", steps="adaptive", theta=None, tau=None,
+                 sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
                  chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  random_state=None, scheduler=None, progress=None):
         _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling,
                      standardize, m, q,
-                     local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
+                     local_passes, Lambda, mode, steps, theta, tau, sigma, tol, max_iter,
+                     max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
 
@@ -688,13 +651,15 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
 
     def __init__(self, loss="logistic", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
                  intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes=1.0,
-                 Lambda="upper_bound", mode="gap", theta=None, tau=None, sigma=None,
+                 Lambda="upper_bound", mode="gap", steps="adaptive", theta=None, tau=None,
+                 sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
                  class_weight=None, chunks_per_round=1, chunk_size=10_000, shuffle=True,
                  shuffle_chunks="auto", random_state=None, scheduler=None, progress=None):
         _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling,
                      standardize, m, q,
-                     local_passes, Lambda, mode, theta, tau, sigma, tol, max_iter, max_time,
+                     local_passes, Lambda, mode, steps, theta, tau, sigma, tol, max_iter,
+                     max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
         self.class_weight = class_weight

@@ -188,7 +188,8 @@ def sequential_dspdc(case, n_epochs: int = 1):
                 + np.zeros(p)
             c = n / n_k
             m = min(cfg.m, n_k)
-            par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda, c * cfg.lam2,
+            par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda,
+                                   c * cfg.lam2 * getattr(cfg, "step_boost", 1.0),
                                    _GAMMA[loss], mode=cfg.mode, theta=cfg.theta,
                                    tau=cfg.tau, sigma=cfg.sigma)
             row_u, col_u = task_uniforms(cfg, case.seed, epoch, k, k, n_k, m)

@@ -104,6 +104,11 @@ class DSPDCConfig:
     x_shift, x_scale : tuple of float or None
         The standardization of the columns (:mod:`ooc_kernels.families.dspdc._scaling`): the
         solver sees ``(a_j - x_shift_j) / x_scale_j``; None: the raw columns.
+    step_boost : float
+        ``s >= 1``: the step parameters are those of the theorems for the strong convexity
+        ``s`` times the local problem's (``1``: the theorems' safe steps;
+        :func:`~ooc_kernels.families.dspdc._local.local_parameters`).  The proximal steps
+        keep the true regularizer; the duality gap certifies the result either way.
     """
 
     loss_id: int
@@ -128,6 +133,7 @@ class DSPDCConfig:
     weight_scale: float = 1.0
     x_shift: tuple | None = None
     x_scale: tuple | None = None
+    step_boost: float = 1.0
 
     @property
     def store(self) -> ChunkStore:

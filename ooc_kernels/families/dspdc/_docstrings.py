@@ -1,0 +1,114 @@
+"""The parameter and attribute sections shared by the docstrings of the DSPDC estimators
+(:mod:`ooc_kernels.families.dspdc.estimators`)."""
+
+_PARAMS_DOC = """alpha : float, default=1e-4
+        Regularization strength (``lambda`` of the paper for ``l1_ratio=0``); must be > 0
+        with ``l1_ratio < 1`` (the theorems need a strongly convex regularizer).
+    l1_ratio : float in [0, 1), default=0.0
+        Elastic-net mixing: ``g(x) = alpha * (l1_ratio |x| + (1 - l1_ratio) / 2 x^2)``.
+    fit_intercept : bool, default=True
+        Add a constant column ``intercept_scaling`` to the data (regularized like the other
+        coefficients, as liblinear does).
+    intercept_scaling : float, default=1.0
+    standardize : bool, default=True
+        Solve the problem on standardized columns ``(a_j - mean_j) / std_j`` (centred only
+        with ``fit_intercept``; the moments, weighted as the fit weighs the rows, from one
+        streaming pass), so the regularizer applies to the coefficients of the standardized
+        columns, as in ``make_pipeline(StandardScaler(), model)``; ``coef_`` and
+        ``intercept_`` are reported on the raw columns, and the duality gap certifies the
+        standardized problem.  Columns in very different units (1e-3 next to 1e3) otherwise
+        make the problem ill-conditioned and the solver slow.  ``False``: the regularizer
+        applies to the raw coefficients (scikit-learn's convention).
+    m : int, default=1
+        Dual coordinates (rows) sampled per iteration.
+    q : int or "auto", default="auto"
+        Primal coordinates sampled per iteration; ``"auto"``: all of them (the SPDC-type
+        setting, the fewest passes; ``specs/dspdc.md`` 2.4).  ``q = 1`` with factorized data
+        is the paper's Table 1 setting (cheaper iterations, more of them).
+    local_passes : float, default=1.0
+        Iterations of a task: ``local_passes * rows / m``.
+    Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
+        ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
+        pass: exact where cheap, a safe upper bound, the paper's heuristic ``m q R^2 / p``
+        (not guaranteed), or a given value.
+    mode : {"gap", "distance"}, default="gap"
+        ``theta`` of Theorem 2 (gap) or Theorem 1 (distance to the saddle point).
+    steps : {"adaptive", "theorem"}, default="adaptive"
+        ``"theorem"``: the step parameters of the theorems, safe for any data.
+        ``"adaptive"``: those of a problem 30 times more strongly convex
+        (larger primal-dual coupling steps, as the strong convexity that the data add to
+        ``alpha`` allows: Wang and Xiao 2017), divided by 10 whenever the duality gap rises
+        from one evaluation to the next, down to the theorems'; the gap certifies the
+        result either way (``docs/dspdc.md``).
+    theta, tau, sigma : float or None, default=None
+        Manual overrides of the step parameters of every local problem.
+    tol : float or None, default=1e-6
+        Stop when the relative duality gap ``(P - D) / |P|`` is at most ``tol``.
+    max_iter : int, default=100
+        Most epochs (passes over the duals).
+    max_time : float or None, default=None
+        Stop after this many seconds (checked at every gap evaluation).
+    gap_every : int, default=1
+        Epochs between gap evaluations (each one streaming pass over the data).
+    work_dir : str, path or None, default=None
+        Folder in which every fit creates its own work store of the duals (one array per
+        chunk, versioned), locked while the fit runs; None: ``PATH.work`` beside the
+        checkpoint when there is one, else the system's temporary folder.  A store is
+        removed when its fit ends, unless a checkpoint needs it.  Must be reachable from
+        every worker.
+"""
+
+
+_ATTRIBUTES_DOC = """
+    coef_ : ndarray of shape (n_features,)
+    intercept_ : float
+    n_iter_ : int
+        Epochs run.
+    stop_reason_ : str
+        ``"tol"``, ``"max_iter"`` or ``"max_time"``, with the values.
+    gap_history_ : list of dict
+        One entry per gap evaluation: ``iterations``, ``passes``, ``seconds``, ``primal``,
+        ``dual``, ``gap``, ``relative_gap``, ``step_boost`` (the strong convexity factor of
+        the steps the epoch ran with; 1: the theorems').
+    duality_gap_ : float
+        The last evaluated gap ``P(coef_) - D(y)``.
+    Lambda_ : float
+        The scale constant ``Lambda`` of the step sizes.
+    theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)
+        The step parameters the tasks ran with, one entry per kind of local problem the fit
+        solved: a task's local problem depends on its rows ``local_rows_[i]`` and on the
+        number of tasks ``local_tasks_[i]`` of its round (its strong convexity is
+        ``alpha * (1 - l1_ratio) * n_samples / (local_rows_[i] * local_tasks_[i])``).
+        One entry when every task has the same rows (one group of chunks, ``K = 1``).
+    local_rows_, local_tasks_ : ndarray of int of shape (n_local_problems,)
+        Sorted by rows, then tasks.
+"""
+
+
+_BASE_DOC = """    chunks_per_round : int or "auto", default=1
+        ``K``: chunks solved in parallel per round; their dual steps are added and their
+        primal iterates averaged (``docs/algorithms/dspdc_rounds.md``).  ``K = 1`` is the
+        sequential algorithm.  Results depend on ``K`` but not on the scheduler.
+        ``"auto"``: one task per worker of a ``distributed.Client`` (the workers there
+        when the fit starts), 1 on the local schedulers; the value used is
+        ``chunks_per_round_``.  The default stays 1: a round's local solver runs on one
+        thread, and every task past the first slows each pass's progress
+        (``docs/scale_out.md``).
+    chunk_size : int, default=10000
+        Rows per chunk for in-memory inputs (Dask/Zarr inputs keep their chunks).
+    shuffle : bool, default=True
+        Visit the chunks in a new random order every epoch.
+    shuffle_chunks : int or "auto", default="auto"
+        Chunks one task solves together: their rows are one local problem, sampled as one.
+        Larger groups converge faster (with all the rows in one group, a round is
+        Algorithm 1 on the whole problem; ``docs/algorithms/dspdc_rounds.md`` has the
+        measurements); ``"auto"``: the largest groups within 8 MiB of data per task that keep
+        ``chunks_per_round`` tasks per round.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the chunk order and every task's sampling of coordinates.
+    scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client
+        Where the chunk tasks run; ``None`` uses Dask's default (an active Client if any).
+        Never saved with the model.
+    progress : bool or None, default=None
+        Show a progress bar (``None``: on a terminal or in a notebook).
+"""
