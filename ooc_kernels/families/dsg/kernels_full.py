@@ -46,6 +46,29 @@ _FULL_BUFFER_BYTES = 64 * 2**20
 
 
 @njit(cache=True, nogil=True)
+def _check_full_update(X, Y, sw, W, phase, coef, avg, steps, b):
+    """The argument checks of :func:`dsg_full_update` (and of its parallel version); returns
+    the number of steps, ``ceil(n / b)``."""
+    gammas, averaged = steps
+    n, d = X.shape
+    m = W.shape[0]
+    r = W.shape[2]
+    if b < 1:
+        raise ValidationError("dsg_full_update: batch_size must be >= 1")
+    n_steps = (n + b - 1) // b
+    if gammas.shape[0] != n_steps or averaged.shape[0] != n_steps:
+        raise ValidationError("dsg_full_update: gammas and averaged need ceil(n / batch_size) "
+                              "entries")
+    if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
+        raise ValidationError("dsg_full_update: W must be (m, d, r) and phase (m, r)")
+    if coef.shape[0] != m or coef.shape[1] != r or Y.shape[0] != n or sw.shape[0] != n:
+        raise ValidationError("dsg_full_update: coef must be (m, r, C), Y (n, C), sw (n,)")
+    if avg.shape[0] > 0 and avg.shape[0] != m:
+        raise ValidationError("dsg_full_update: avg must be (m, r, C) or (0, r, C)")
+    return n_steps
+
+
+@njit(cache=True, nogil=True)
 def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                     max_buffer_bytes=_FULL_BUFFER_BYTES, kind=COS_AFFINE):
     """Mini-batch steps that update every block of a full model (the capped phase).
@@ -103,21 +126,10 @@ def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     m = W.shape[0]
     r = W.shape[2]
     b = batch_size
-    if b < 1:
-        raise ValidationError("dsg_full_update: batch_size must be >= 1")
-    n_steps = (n + b - 1) // b
-    if gammas.shape[0] != n_steps or averaged.shape[0] != n_steps:
-        raise ValidationError("dsg_full_update: gammas and averaged need ceil(n / batch_size) "
-                              "entries")
-    if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
-        raise ValidationError("dsg_full_update: W must be (m, d, r) and phase (m, r)")
-    if coef.shape[0] != m or coef.shape[1] != r or Y.shape[0] != n or sw.shape[0] != n:
-        raise ValidationError("dsg_full_update: coef must be (m, r, C), Y (n, C), sw (n,)")
+    n_steps = _check_full_update(X, Y, sw, W, phase, coef, avg, steps, b)
     out = coef.astype(np.float64)  # float64 master copy
     mean = avg.astype(np.float64)
     averaging = mean.shape[0] > 0
-    if averaging and mean.shape[0] != m:
-        raise ValidationError("dsg_full_update: avg must be (m, r, C) or (0, r, C)")
     loss_sum = 0.0
     weight_sum = 0.0
     if n == 0 or m == 0:

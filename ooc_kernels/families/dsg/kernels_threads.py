@@ -41,7 +41,8 @@ from ooc_kernels._jit.losses import loss_grad_value
 from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import _tile_rows, dsg_predict
-from ooc_kernels.families.dsg.kernels_full import _FULL_BUFFER_BYTES, dsg_full_update
+from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
+                                                   dsg_full_update)
 from ooc_kernels._threads import current_threads, parallel_launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict"]
@@ -64,22 +65,10 @@ def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     m = W.shape[0]
     r = W.shape[2]
     b = batch_size
-    if b < 1:
-        raise ValidationError("dsg_full_update_threads: batch_size must be >= 1")
-    n_steps = (n + b - 1) // b
-    if gammas.shape[0] != n_steps or averaged.shape[0] != n_steps:
-        raise ValidationError("dsg_full_update_threads: gammas and averaged need "
-                              "ceil(n / batch_size) entries")
-    if W.shape[1] != d or phase.shape[0] != m or phase.shape[1] != r:
-        raise ValidationError("dsg_full_update_threads: W must be (m, d, r) and phase (m, r)")
-    if coef.shape[0] != m or coef.shape[1] != r or Y.shape[0] != n or sw.shape[0] != n:
-        raise ValidationError("dsg_full_update_threads: coef must be (m, r, C), Y (n, C), "
-                              "sw (n,)")
+    n_steps = _check_full_update(X, Y, sw, W, phase, coef, avg, steps, b)
     out = coef.astype(np.float64)
     mean = avg.astype(np.float64)
     averaging = mean.shape[0] > 0
-    if averaging and mean.shape[0] != m:
-        raise ValidationError("dsg_full_update_threads: avg must be (m, r, C) or (0, r, C)")
     loss_sum = 0.0
     weight_sum = 0.0
     if n == 0 or m == 0:
