@@ -28,14 +28,17 @@ def _theorem_steps(n, p, m, q, Lambda, lam, gamma):
         (n ** 2 / (m * gamma)) / ((rp - rn) + S)
 
 
-@pytest.mark.parametrize("boost", [1.0, 30.0])
-def test_the_steps_are_the_theorems_for_boost_times_the_strong_convexity(boost):
+@pytest.mark.parametrize("boost, lam, applied", [
+    (1.0, 4e-3, 1.0), (30.0, 4e-3, 30.0),
+    (30.0, 0.04, 1.0),     # Lambda = 9 <= n_k lam gamma = 10: the theorems' steps
+])
+def test_the_steps_are_the_theorems_for_boost_times_the_strong_convexity(boost, lam, applied):
     cfg = DSPDCConfig(loss_id=0, n_samples=500, n_features=7, lam1=0.0, lam2=1e-3,
                       Lambda=9.0, m=2, q=3, step_boost=boost)
-    m, theta, tau, sigma = local_parameters(cfg, 250, 4e-3)
+    m, theta, tau, sigma = local_parameters(cfg, 250, lam)
     assert m == 2
     np.testing.assert_allclose((theta, tau, sigma),
-                               _theorem_steps(250, 7, 2, 3, 9.0, boost * 4e-3, 1.0),
+                               _theorem_steps(250, 7, 2, 3, 9.0, applied * lam, 1.0),
                                rtol=1e-12)
 
 

@@ -180,11 +180,17 @@ def local_step_parameters(config, n_k: int, k: int):
 def local_parameters(config, n_k: int, lam_local: float):
     """``(m, theta, tau, sigma)`` of a local problem with ``n_k`` rows and strong convexity
     ``lam_local``: the theorems' parameters for ``step_boost * lam_local`` (the
-    configuration's ``step_boost``, 1 when it has none: the theorems' safe steps)."""
+    configuration's ``step_boost``, 1 when it has none: the theorems' safe steps).  The
+    boost applies only where the coupling dominates, ``Lambda > n_k lam_local gamma``
+    (``kappa / n > 1``); otherwise the theorems' steps already take about ``n_k / m``
+    iterations per e-fold and a boost only slows them."""
     from ooc_kernels.families.dspdc.params import dspdc_parameters, loss_gamma
 
     m = min(config.m, n_k)
-    lam_steps = lam_local * float(getattr(config, "step_boost", 1.0))
+    boost = float(getattr(config, "step_boost", 1.0))
+    if config.Lambda <= n_k * lam_local * loss_gamma(config.loss_id):
+        boost = 1.0
+    lam_steps = lam_local * boost
     par = dspdc_parameters(n_k, config.n_features, m, config.q, config.Lambda, lam_steps,
                            loss_gamma(config.loss_id), mode=config.mode, theta=config.theta,
                            tau=config.tau, sigma=config.sigma)

@@ -188,8 +188,10 @@ def sequential_dspdc(case, n_epochs: int = 1):
                 + np.zeros(p)
             c = n / n_k
             m = min(cfg.m, n_k)
-            par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda,
-                                   c * cfg.lam2 * getattr(cfg, "step_boost", 1.0),
+            boost = getattr(cfg, "step_boost", 1.0)
+            if cfg.Lambda <= n_k * c * cfg.lam2 * _GAMMA[loss]:   # no boost: kappa/n <= 1
+                boost = 1.0
+            par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda, c * cfg.lam2 * boost,
                                    _GAMMA[loss], mode=cfg.mode, theta=cfg.theta,
                                    tau=cfg.tau, sigma=cfg.sigma)
             row_u, col_u = task_uniforms(cfg, case.seed, epoch, k, k, n_k, m)
