@@ -52,7 +52,8 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
     shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
     expected = np.load(tmp_path / "run" / "expected.npz")
     clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
-                             max_iter=5, standardize=False)    # 0.2.0 had raw columns
+                             max_iter=5, standardize=False,   # 0.2.0: raw columns and
+                             steps="theorem")                 # the theorems' steps
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                # tol=1e-12 is not reached: warns
         clf.fit(expected["X"], expected["y"], checkpoint=tmp_path / "run" / "ckpt.zarr",
