@@ -1,0 +1,91 @@
+"""The DSG full-phase step kernel alone on 1..T threads, and the cost of a parallel launch.
+
+Run from the repository root::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/threads_kernel.py --rows 20000 --threads 1 2 4 8 16
+
+Times :func:`~ooc_kernels.families.dsg.kernels_full.dsg_full_update` (sequential) and
+:func:`~ooc_kernels.families.dsg.kernels_threads.dsg_full_update_threads` on each thread count
+(m = 16 blocks of 256 features, d = 32, batch 256, float32: a default model), checks that
+every thread count gives the sequential result bit for bit, and times a kernel that only
+launches two empty parallel loops per step (the synchronisation cost).  Medians of 3.  Set
+``OPENBLAS_NUM_THREADS=1`` so that the BLAS products inside the kernels run on one thread
+whatever loads the BLAS libraries (the library's fits hold that limit themselves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numba
+import numpy as np
+from numba import njit, prange
+from threadpoolctl import threadpool_limits
+
+from ooc_kernels.families.dsg.kernels_full import dsg_full_update
+from ooc_kernels.families.dsg.kernels_threads import dsg_full_update_threads
+
+
+@njit(parallel=True, nogil=True)
+def empty_launches(n_steps, m, buf):
+    for _ in range(n_steps):
+        for j in prange(m):
+            buf[j] += 1.0
+        for j in prange(m):
+            buf[j] *= 0.5
+    return buf
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    n, d, m, r, b = args.rows, 32, 16, 256, 256
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    Y = np.sign(rng.normal(size=(n, 1))).astype(np.float32)
+    sw = np.ones(n)
+    W = (rng.normal(size=(m, d, r)) / 4).astype(np.float32)
+    ph = rng.uniform(0, 2 * np.pi, (m, r)).astype(np.float32)
+    coef, avg = np.zeros((m, r, 1)), np.zeros((m, r, 1))
+    ns = -(-n // b)
+    steps = (np.full(ns, 0.1), np.ones(ns, dtype=bool))
+    params = (1e-5, b, 1, (2 / r) ** 0.5, 0.0)
+    buf = np.zeros(m)
+    with threadpool_limits(1, user_api="blas"):
+        ref = dsg_full_update(X, Y, sw, W, ph, coef, avg, 0, steps, params)
+        dsg_full_update_threads(X, Y, sw, W, ph, coef, avg, 0, steps, params)
+        empty_launches(2, m, buf)
+        seq = []
+        for _ in range(3):
+            t = time.perf_counter()
+            dsg_full_update(X, Y, sw, W, ph, coef, avg, 0, steps, params)
+            seq.append(time.perf_counter() - t)
+        s = statistics.median(seq)
+        print(f"sequential kernel: {s:.3f} s ({ns} steps)")
+        print("| threads | kernel s | speed-up | CPU s | bit-identical | two empty launches, us/step |")
+        print("|---|---|---|---|---|---|")
+        for k in args.threads:
+            numba.set_num_threads(k)
+            walls, cpus, same = [], [], True
+            for _ in range(3):
+                t, c = time.perf_counter(), time.process_time()
+                out = dsg_full_update_threads(X, Y, sw, W, ph, coef, avg, 0, steps, params)
+                walls.append(time.perf_counter() - t)
+                cpus.append(time.process_time() - c)
+                same = same and bool(np.array_equal(out[0], ref[0]))
+            launches = []
+            for _ in range(3):
+                t = time.perf_counter()
+                empty_launches(ns, m, buf)
+                launches.append(time.perf_counter() - t)
+            w = statistics.median(walls)
+            print(f"| {k} | {w:.3f} | {s / w:.2f} | {statistics.median(cpus):.3f} | {same} | "
+                  f"{statistics.median(launches) / ns * 1e6:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
