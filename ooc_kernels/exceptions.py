@@ -32,6 +32,7 @@ __all__ = [
     "DivergenceError",
     "ModelTooLargeError",
     "SchedulerLostError",
+    "UnresolvedParameterError",
     "InvalidParameterError",
     "PathEscapeError",
     "ForeignPathError",
@@ -175,6 +176,13 @@ class SchedulerLostError(OocKernelsError, ConnectionError):
     ``FutureCancelledError`` or a wait without end; the message names the scheduler and,
     when the fit writes a checkpoint, the checkpoint to resume from and its position.
     """
+
+
+class UnresolvedParameterError(OocKernelsError, AttributeError):
+    """A value that a fit resolves from its scheduler or data (e.g. the ``K`` of
+    ``chunks_per_round="auto"``) was read before any fit: an ``AttributeError`` as well, so
+    ``hasattr`` and ``dir`` (which scikit-learn and dask-ml call on unfitted estimators) see
+    the value as absent."""
 
 
 class OocKernelsWarning(UserWarning):

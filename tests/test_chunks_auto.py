@@ -142,3 +142,12 @@ def test_chunks_per_round_accepts_auto_and_integers_only():
         ok.DSGClassifier(**PARAMS, chunks_per_round="many").fit(X, y)
     with pytest.raises(OocKernelsError, match="resolved when a fit starts"):
         ok.DSGClassifier(**PARAMS)._tasks_per_round
+
+
+def test_an_unfitted_auto_estimator_lists_its_attributes():
+    """dask-ml and scikit-learn call ``dir()`` (which calls ``hasattr`` on every attribute)
+    on unfitted estimators: the unresolved ``K`` must read as absent, not raise."""
+    est = ok.DSGClassifier(**PARAMS)
+    assert not hasattr(est, "_tasks_per_round")
+    assert "chunks_per_round" in dir(est)
+    assert not [name for name in dir(est) if name.endswith("_") and not name.startswith("_")]

@@ -50,6 +50,7 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
     """The checkpoint stopped after 2 of 5 epochs; resumed today, the fit ends where the
     uninterrupted fit of 0.2.0 ended, bit for bit (the smoothed hinge's dual steps)."""
     shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
+    assert (tmp_path / "run" / "ckpt.zarr" / "zarr.json").is_file()  # the fixture is there
     expected = np.load(tmp_path / "run" / "expected.npz")
     clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
                              max_iter=5, standardize=False,   # 0.2.0: raw columns and
@@ -66,6 +67,7 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
 def test_a_checkpoint_of_0_2_0_refuses_a_standardized_resume(tmp_path):
     """0.2.0 solved the raw problem: resuming it as the standardized one is another fit."""
     shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
+    assert (tmp_path / "run" / "ckpt.zarr" / "zarr.json").is_file()  # the fixture is there
     expected = np.load(tmp_path / "run" / "expected.npz")
     clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
                              max_iter=5)

@@ -96,7 +96,7 @@ def test_sequential_mode_refuses_rounds_settings():
 
     X, y = _regression()
     with pytest.raises(ValidationError, match=r"execution 'sequential'\), so "
-                                              r"chunks_per_round must be 1, got 4"):
+                                              r"chunks_per_round must be 1 or 'auto', got 4"):
         LMSWithRounds(chunks_per_round=4).fit(X, y)
     LMSWithRounds(chunks_per_round=1).fit(X, y)
 

@@ -96,7 +96,7 @@ from ooc_kernels.estimators._inputs import (
 )
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
 from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
-                                    ValidationError)
+                                    UnresolvedParameterError, ValidationError)
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.cluster import auto_tasks_per_round, reporting_scheduler_loss
 from ooc_kernels.parallel.engine import run_rounds
@@ -161,7 +161,7 @@ class ChunkedEstimator(BaseEstimator):
         if self.capabilities.execution != "sequential":
             return
         params = self.get_params(deep=False)
-        allowed = {"chunks_per_round": (1,), "shuffle": (False,),
+        allowed = {"chunks_per_round": (1, "auto"), "shuffle": (False,),
                    "shuffle_chunks": (1, "auto")}
         for name in ORDER_PARAMS:
             if name in params and not any(params[name] == ok and type(params[name]) is
@@ -183,7 +183,7 @@ class ChunkedEstimator(BaseEstimator):
         if resolved is not None:
             return int(resolved)
         if isinstance(self.chunks_per_round, str):  # "auto" before a fit resolved it
-            raise OocKernelsError(
+            raise UnresolvedParameterError(
                 f"{type(self).__name__}: chunks_per_round='auto' is resolved when a fit "
                 "starts (from the scheduler); call fit or partial_fit first.")
         return int(self.chunks_per_round)
