@@ -104,18 +104,25 @@ def dsg_predict(X, W, phase, coef, scale, kind=COS_AFFINE):
     acc = np.empty((tile, C), dtype=X.dtype)
     for start in range(0, n, tile):
         stop = min(start + tile, n)
-        k = stop - start
-        Xt = X[start:stop]
-        Zt = Z[:k]
-        At = acc[:k]
-        for j in range(m):
-            np.dot(Xt, W[j], Zt)
-            features_inplace(kind, Zt, phase[j], scale)
-            np.dot(Zt, coef[j], At)
-            for i in range(k):
-                for c in range(C):
-                    out[start + i, c] += At[i, c]
+        add_tile_predictions(X[start:stop], W, phase, coef, scale, kind,
+                             Z[:stop - start], acc[:stop - start], out[start:stop])
     return out.astype(X.dtype)
+
+
+@njit(cache=True, nogil=True)
+def add_tile_predictions(Xt, W, phase, coef, scale, kind, Zt, At, out):
+    """``out += sum_j scale * f(Xt @ W[j] + phase[j]) @ coef[j]``, block by block in order
+    (``Zt`` (rows, r) and ``At`` (rows, C): work buffers): the tile step of
+    :func:`dsg_predict` and of its parallel version, so both add the same numbers in the same
+    order."""
+    k, C = At.shape
+    for j in range(W.shape[0]):
+        np.dot(Xt, W[j], Zt)
+        features_inplace(kind, Zt, phase[j], scale)
+        np.dot(Zt, coef[j], At)
+        for i in range(k):
+            for c in range(C):
+                out[i, c] += At[i, c]
 
 
 def _features_ref(X, W, phase, scale, kind=COS_AFFINE):

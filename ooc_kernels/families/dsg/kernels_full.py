@@ -167,12 +167,7 @@ def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
             if not keep:
                 np.dot(Xb, W[j], Zj)
                 features_inplace(kind, Zj, phase[j], scale)
-            np.dot(Zj.T, Gs, delta)
-            for k in range(r):
-                for c in range(C):
-                    v = out[j, k, c] * factor + step * delta[k, c]
-                    out[j, k, c] = v
-                    low[j, k, c] = v
+            block_step(Zj, Gs, delta, out[j], low[j], factor, step)
         if averaged[s]:
             n_avg += 1
             if averaging:
@@ -182,6 +177,21 @@ def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                         for c in range(C):
                             mean[j, k, c] += (out[j, k, c] - mean[j, k, c]) * w
     return out, mean, n_avg, loss_sum, weight_sum
+
+
+@njit(cache=True, nogil=True)
+def block_step(Zj, G, delta, coef_j, low_j, factor, step):
+    """One block's update of a full-phase step: ``delta = Zj^T G`` (``delta`` (r, C): work
+    buffer), then ``coef_j = coef_j * factor + step * delta`` in float64 and ``low_j`` its
+    rounding to the features' dtype.  Shared by :func:`dsg_full_update` and its parallel
+    version, so both compute every block's update with the same operations."""
+    np.dot(Zj.T, G, delta)
+    r, C = delta.shape
+    for k in range(r):
+        for c in range(C):
+            v = coef_j[k, c] * factor + step * delta[k, c]
+            coef_j[k, c] = v
+            low_j[k, c] = v
 
 
 def dsg_full_update_ref(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,

@@ -40,9 +40,9 @@ from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.losses import loss_grad_value
 from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.families.dsg.kernels import _tile_rows, dsg_predict
+from ooc_kernels.families.dsg.kernels import _tile_rows, add_tile_predictions, dsg_predict
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
-                                                   dsg_full_update)
+                                                   block_step, dsg_full_update)
 from ooc_kernels._threads import current_threads, parallel_launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict"]
@@ -118,13 +118,7 @@ def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                 if not keep:
                     np.dot(Xb, W[j], Zj)
                     features_inplace(kind, Zj, phase[j], scale)
-                Dj = D[j]
-                np.dot(Zj.T, Gs, Dj)
-                for k in range(r):
-                    for c in range(C):
-                        v = out[j, k, c] * factor + step * Dj[k, c]
-                        out[j, k, c] = v
-                        low[j, k, c] = v
+                block_step(Zj, Gs, D[j], out[j], low[j], factor, step)
                 if averaging and w > 0.0:
                     for k in range(r):
                         for c in range(C):
@@ -155,16 +149,9 @@ def dsg_predict_threads(X, W, phase, coef, scale, kind=COS_AFFINE, tile=0):
         start = t * rows
         stop = min(start + rows, n)
         k = stop - start
-        Xt = X[start:stop]
-        Zt = np.empty((k, r), dtype=X.dtype)
-        At = np.empty((k, C), dtype=X.dtype)
-        for j in range(m):
-            np.dot(Xt, W[j], Zt)
-            features_inplace(kind, Zt, phase[j], scale)
-            np.dot(Zt, coef[j], At)
-            for i in range(k):
-                for c in range(C):
-                    out[start + i, c] += At[i, c]
+        add_tile_predictions(X[start:stop], W, phase, coef, scale, kind,
+                             np.empty((k, r), dtype=X.dtype), np.empty((k, C), dtype=X.dtype),
+                             out[start:stop])
     return out.astype(X.dtype)
 
 
