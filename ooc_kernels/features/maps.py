@@ -468,13 +468,13 @@ def _bound_map(spec: str) -> FeatureMap | None:
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError):
                 return None
-        elif p.values is None:
+        elif p.values is None:  # p.values: the parameter's allowed values (a short tuple)
             try:
                 value = float(text)
             except ValueError:
                 return None
         else:
-            value = next((v for v in p.values if repr(v) == text), None)
+            value = next((v for v in p.values if repr(v) == text), None)  # a short tuple
         if value is None:
             return None
         params[key] = value
