@@ -249,7 +249,10 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
     -----
     ``O(m p)`` per iteration, no allocation inside the loop.  With ``n_rows == n_total``
     this is exactly Algorithm 1.  Calling it twice on consecutive blocks of uniforms gives
-    the same iterates as one call.  Twin: :func:`dspdc_dense_iterations_ref`.
+    the same iterates as one call.  With ``q = p`` no column is sampled (the column
+    uniforms are not read): every coordinate is updated in one fused pass over the row, and
+    the iterates are those of the sampled version bit for bit.  Twin:
+    :func:`dspdc_dense_iterations_ref`.
     """
     n_rows, p = A.shape
     _check_iteration_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q, tau, sigma)
@@ -264,6 +267,10 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
     if weights is not None:
         if weights.shape[0] != n_rows:
             raise ValidationError("dspdc_dense_iterations: weights need one entry per row")
+    if q == p:
+        _dense_iterations_all_columns(A, b, y, x, xbar, z, n_total, row_uniforms, m, theta,
+                                      tau, sigma, loss_id, lam1, lam2, shift, weights)
+        return
     T = row_uniforms.shape[0]
     nt = np.float64(n_total)
     ext = np.float64(n_rows) / np.float64(m)
@@ -319,6 +326,59 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
             j = cols[l]
             xbar[j] = xold[l] + theta1 * (x[j] - xold[l])
             prev[l] = j
+
+
+@njit(cache=True, nogil=True)
+def _dense_iterations_all_columns(A, b, y, x, xbar, z, n_total, row_uniforms, m, theta, tau,
+                                  sigma, loss_id, lam1, lam2, shift, weights):
+    """:func:`dspdc_dense_iterations` with ``q = p``: every iteration updates every primal
+    coordinate, so no column is sampled and the column uniforms are not read.
+
+    Floyd's sampler with ``q = p`` lists ``0 .. p - 1`` in order whatever the uniforms (step
+    ``k`` finds ``0 .. k - 1`` taken, so it takes ``k``), and the primal coordinates of one
+    iteration are independent (each reads only its own ``z_j``, ``x_j`` and the iteration's
+    ``dy``): this loop over ``j = 0 .. p - 1`` gives, bit for bit, the iterates of the
+    sampled version.  Per coordinate it fuses the primal step,
+    the update of ``z`` and the extrapolation (one pass over the row instead of four), and
+    the reset of ``xbar`` is not needed (every coordinate is rewritten)."""
+    n_rows, p = A.shape
+    T = row_uniforms.shape[0]
+    nt = np.float64(n_total)
+    ext = np.float64(n_rows) / np.float64(m)
+    theta1 = theta + 1.0
+    rows = np.empty(m, dtype=np.int64)
+    row_marks = np.zeros(n_rows, dtype=np.bool_)
+    dy = np.empty(m, dtype=np.float64)
+    for t in range(T):
+        sample_without_replacement(n_rows, m, row_uniforms[t], row_marks, rows)
+        for k in range(m):
+            i = rows[k]
+            c = 0.0
+            for j in range(p):
+                c += np.float64(A[i, j]) * xbar[j]
+            y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
+            dy[k] = y_new - y[i]
+            y[i] = y_new
+            if weights is not None:
+                dy[k] *= weights[i]
+        for j in range(p):
+            s = 0.0
+            for k in range(m):
+                s += np.float64(A[rows[k], j]) * dy[k]
+            zj = z[j]
+            cj = zj + ext * s
+            xold = x[j]
+            vj = xold - tau * cj / nt
+            if shift is not None:
+                vj += tau * shift[j]
+            xj = primal_prox(vj, tau, lam1, lam2)
+            x[j] = xj
+            xbar[j] = xold + theta1 * (xj - xold)
+            for k in range(m):          # z = A^T y^(t+1), the increments in the order of I
+                d = dy[k]
+                if d != 0.0:
+                    zj += np.float64(A[rows[k], j]) * d
+            z[j] = zj
 
 
 def _check_ref_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q):
