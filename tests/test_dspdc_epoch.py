@@ -113,3 +113,27 @@ def test_all_columns_path_equals_the_twin_and_reads_no_column_uniform(dtype):
     for a, nan, twin in zip(*runs):
         np.testing.assert_array_equal(a, nan)
         np.testing.assert_allclose(a, twin, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("standardize, intercept", [(True, 1.0), (True, 0.0), (False, 2.5),
+                                                    (False, 0.0)])
+def test_model_rows_equal_the_plain_numpy_rows(dtype, standardize, intercept):
+    """A task's rows, written once into one float64 array, are exactly
+    ``[(a - shift) / scale, c]`` computed the plain way (float64 first, then each step);
+    factorized rows ``U`` only get the constant column."""
+    rng = np.random.default_rng(3)
+    X = (rng.normal(size=(9, 4)) * [1e-3, 1.0, 1e3, 5.0] + [0.0, 1000.0, 0.0, 1.0]).astype(dtype)
+    shift, scale = tuple(rng.normal(size=4)), tuple(rng.uniform(0.5, 3.0, size=4))
+    for factorized in (False, True):
+        cfg = SimpleNamespace(x_shift=shift if standardize else None,
+                              x_scale=scale if standardize else None,
+                              intercept_scaling=intercept, factorized=factorized)
+        want = X.astype(np.float64)
+        if standardize and not factorized:
+            want = (want - np.array(shift)) / np.array(scale)
+        if intercept:
+            want = np.column_stack([want, np.full(len(X), intercept)])
+        got = model_rows(cfg, X)
+        assert got.dtype == np.float64 and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)

@@ -99,12 +99,22 @@ def model_rows(config, rows) -> np.ndarray:
     """The rows of the problem the solver sees, float64: dense rows standardized (when the
     configuration has a scale), then the intercept's constant column; factorized rows ``U``
     only get the intercept's column (their standardization is in :func:`model_V`)."""
-    rows = np.asarray(rows, dtype=np.float64)
-    if config.x_scale is not None and not config.factorized:
-        rows = (rows - np.asarray(config.x_shift)) / np.asarray(config.x_scale)
+    rows = np.asarray(rows)
+    standardize = config.x_scale is not None and not config.factorized
+    if not (standardize or config.intercept_scaling):
+        return np.ascontiguousarray(rows, dtype=np.float64)
+    n, p = rows.shape
+    # one float64 array written once: the columns (standardized in place), then the constant
+    out = np.empty((n, p + (1 if config.intercept_scaling else 0)))
+    body = out[:, :p]
+    if standardize:
+        np.subtract(rows, np.asarray(config.x_shift), out=body)
+        np.divide(body, np.asarray(config.x_scale), out=body)
+    else:
+        body[...] = rows
     if config.intercept_scaling:
-        rows = np.column_stack([rows, np.full(len(rows), config.intercept_scaling)])
-    return np.ascontiguousarray(rows)
+        out[:, p] = config.intercept_scaling
+    return out
 
 
 def model_V(V, config) -> np.ndarray:
