@@ -31,6 +31,7 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc._reduced import ReducedRows, reduced_applies
 from ooc_kernels.families.dspdc._scaling import model_rows, model_V
 from ooc_kernels.families.dspdc._local import (
     encode_labels,
@@ -287,7 +288,11 @@ class DSPDCAlgorithm:
         m, theta, tau, sigma = local_step_parameters(cfg, n_k, task.sigma_prime)
         y_new = y_old.copy()
         a, abar = x.copy(), x.copy()
-        if cfg.factorized:
+        reduced = ReducedRows(rows, V) if reduced_applies(cfg) else None
+        if reduced is not None:                 # Algorithm 2 in the row space of V
+            a, x_perp = reduced.split(x)
+            abar, z, shift = a.copy(), reduced.rows.T @ wy_old, reduced.project(shift)
+        elif cfg.factorized:
             u, v = u0.copy(), V @ a
             vbar = v.copy()
         else:
@@ -296,7 +301,12 @@ class DSPDCAlgorithm:
         for row_u, col_u in task_uniform_blocks(cfg, task.seed, epoch, round_,
                                                 task.chunks[0], n_k, m):
             T += len(row_u)
-            if cfg.factorized:
+            if reduced is not None:
+                kern.dspdc_dense_iterations(
+                    reduced.rows, b, y_new, a, abar, z, n_k, row_u,
+                    np.zeros((len(row_u), len(a))), m, len(a), theta, tau, sigma,
+                    cfg.loss_id, lam1, lam2, shift, weights)
+            elif cfg.factorized:
                 kern.dspdc_factorized_iterations(
                     rows, V, b, y_new, a, u, v, vbar, n_k, row_u, col_u, m, cfg.q, theta,
                     tau, sigma, cfg.loss_id, lam1, lam2, shift, weights)
@@ -304,6 +314,8 @@ class DSPDCAlgorithm:
                 kern.dspdc_dense_iterations(
                     rows, b, y_new, a, abar, z, n_k, row_u, col_u, m, cfg.q, theta, tau,
                     sigma, cfg.loss_id, lam1, lam2, shift, weights)
+        if reduced is not None:
+            a = reduced.join(a, x_perp, (1.0 + tau * lam2) ** -float(T))
         dy = y_new - y_old
         if weights is not None:
             dy = weights * dy
