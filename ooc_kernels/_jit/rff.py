@@ -24,8 +24,18 @@ import math
 
 import numpy as np
 
+from numba.core import types
+from numba.extending import overload
+
 from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.coupled import COUPLED, POLY2, SQRT, coupled_inplace, coupled_inplace_ref
+from ooc_kernels._jit.segments import (
+    n_segments,
+    segment_kind,
+    segment_multiplier,
+    segment_start,
+    segment_stop,
+)
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["COS_AFFINE", "COS_WIDE", "NONLINEARITIES", "RELU", "RELU_SQUARED", "STEP",
@@ -137,11 +147,51 @@ def _pointwise_inplace_ref(kind, P, phase, scale):
 
 
 @njit(cache=True, nogil=True)
+def _single_inplace(kind, P, phase, scale):
+    """:func:`features_inplace` of one nonlinearity id."""
+    if kind == COS_AFFINE:
+        cos_affine_inplace(P, phase, scale)
+    elif kind == COS_WIDE or kind == STEP or kind == RELU or kind == RELU_SQUARED:
+        _pointwise_inplace(kind, P, phase, scale)
+    elif POLY2 <= kind <= SQRT:
+        coupled_inplace(kind, P, phase, scale)
+    else:
+        raise ValidationError("features_inplace: unknown nonlinearity id; the ids are "
+                              "the values of ooc_kernels._jit.rff.NONLINEARITIES")
+
+
+@njit(cache=True, nogil=True)
+def _segments_inplace(layout, P, phase, scale):
+    """:func:`features_inplace` of a layout (:mod:`ooc_kernels._jit.segments`): each term's
+    columns through its own nonlinearity and multiplier."""
+    r = P.shape[1]
+    for t in range(n_segments(layout)):
+        lo, hi = segment_start(layout, t, r), segment_stop(layout, t, r)
+        if hi > lo:
+            _single_inplace(segment_kind(layout, t), P[:, lo:hi], phase[lo:hi],
+                            scale * segment_multiplier(layout, t, r))
+
+
+def _dispatch(kind, P, phase, scale):
+    """The dispatch of :func:`features_inplace` on the type of ``kind`` (an id, or a layout
+    tuple), as the numba kernels compile it; called from Python it runs the twin."""
+    features_inplace_ref(kind, P, phase, scale)
+
+
+@overload(_dispatch, jit_options={"nogil": True})
+def _dispatch_typed(kind, P, phase, scale):
+    if isinstance(kind, types.BaseTuple):
+        return lambda kind, P, phase, scale: _segments_inplace(kind, P, phase, scale)
+    return lambda kind, P, phase, scale: _single_inplace(kind, P, phase, scale)
+
+
+@njit(cache=True, nogil=True)
 def features_inplace(kind, P, phase, scale):
     """Overwrite ``P = X @ W`` (n, r) with the features of nonlinearity ``kind``.
 
-    ``kind`` is an id of :data:`NONLINEARITIES`; an id without a branch here raises
-    (there is no default branch).  Twin: :func:`features_inplace_ref`.
+    ``kind`` is an id of :data:`NONLINEARITIES`, or the layout tuple of a block that mixes
+    them (:mod:`ooc_kernels._jit.segments`); an id without a branch here raises (there is
+    no default branch).  Twin: :func:`features_inplace_ref`.
 
     Examples
     --------
@@ -152,15 +202,7 @@ def features_inplace(kind, P, phase, scale):
     >>> P.round(6).tolist()
     [[2.0, -2.0]]
     """
-    if kind == COS_AFFINE:
-        cos_affine_inplace(P, phase, scale)
-    elif kind == COS_WIDE or kind == STEP or kind == RELU or kind == RELU_SQUARED:
-        _pointwise_inplace(kind, P, phase, scale)
-    elif POLY2 <= kind <= SQRT:
-        coupled_inplace(kind, P, phase, scale)
-    else:
-        raise ValidationError("features_inplace: unknown nonlinearity id; the ids are "
-                              "the values of ooc_kernels._jit.rff.NONLINEARITIES")
+    _dispatch(kind, P, phase, scale)
 
 
 def features_inplace_ref(kind, P, phase, scale):
@@ -175,6 +217,15 @@ def features_inplace_ref(kind, P, phase, scale):
     ...
     ooc_kernels.exceptions.ValidationError: unknown nonlinearity id 99; the ids are {'cos_affine': 0, 'cos_wide': 1, 'step': 2, 'relu': 3, 'relu_squared': 4, 'poly2': 5, 'poly3': 6, 'poly4': 7, 'log_polar': 8, 'sqrt': 9}
     """
+    if isinstance(kind, tuple):  # a layout: the terms' columns, each with its multiplier
+        r, stop = P.shape[1], 0
+        for t in range(int(kind[0])):
+            sub, end, weight, c = kind[1 + 4 * t:5 + 4 * t]
+            start, stop = stop, int(math.floor(r * end + 0.5))
+            if stop > start:
+                features_inplace_ref(int(sub), P[:, start:stop], phase[start:stop],
+                                     scale * math.sqrt(c * weight / (stop - start)))
+        return
     if kind == COS_AFFINE:
         cos_affine_inplace_ref(P, phase, scale)
     elif kind in (COS_WIDE, STEP, RELU, RELU_SQUARED):

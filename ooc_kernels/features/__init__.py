@@ -35,12 +35,15 @@ from ooc_kernels.features.rbf import (
     rbf_kernel,
 )
 from ooc_kernels.features import sums  # registers the "sum" row of the table  # noqa: E402
+from ooc_kernels.features import hierarchical  # registers its row  # noqa: E402,F401
+from ooc_kernels.features.objects import Kernel  # noqa: E402
 
 __all__ = [
     "FEATURE_MAPS",
     "BlockCache",
     "BlockSource",
     "FeatureMap",
+    "Kernel",
     "available_kernels",
     "get_feature_map",
     "kernel_function",

@@ -194,7 +194,7 @@ def stacked_block_params(
     if ids.size and not np.issubdtype(ids.dtype, np.integer):
         raise ValidationError(f"block_ids must be integers; got dtype {ids.dtype}")
     m = ids.shape[0]
-    W = np.empty((m, d, r), dtype=dt)
+    W = np.empty((m, fmap.block_rows(d), r), dtype=dt)
     phase = np.empty((m, r), dtype=dt)
     local: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if affine is not None:
@@ -203,7 +203,9 @@ def stacked_block_params(
 
     def make(bid):
         params = fmap.block(seed, bid, d, r, bw, dt)
-        return params if affine is None else _affine_block(params, affine, dt)
+        if affine is None or fmap.rows is not None:  # a row transform folds it in itself
+            return params
+        return _affine_block(params, affine, dt)
 
     for i, raw_id in enumerate(ids.tolist()):
         bid = _check_uint64(raw_id, "block_id")
@@ -245,6 +247,7 @@ def rff_map(X, seed, block_ids, bandwidth, block_size, dtype=None, kernel="rbf")
     fmap = get_feature_map(kernel)
     W, phase = stacked_block_params(seed, ids, X.shape[1], block_size, bandwidth, dt,
                                     kernel=fmap)
+    X = fmap.map_rows(X, None, dt)  # psi(X) for hierarchical features
     scale = fmap.feature_scale(block_size)
     m, r = phase.shape
     Z = np.empty((X.shape[0], m * r), dtype=dt)

@@ -78,6 +78,9 @@ class KernelParam:
     check : callable, optional
         For a parameter that is not a number: ``check(value)`` returns its canonical form or
         raises a :class:`~ooc_kernels.exceptions.ValidationError` saying what is wrong.
+    examples : tuple
+        For a parameter with a ``check``: the values :func:`kernel_settings` lists besides
+        the default (the settings the tests and the Monte Carlo benchmark run).
     """
 
     name: str
@@ -85,6 +88,7 @@ class KernelParam:
     default: object
     low: float = 0.0
     check: Callable | None = None
+    examples: tuple = ()
 
     def allows(self, value) -> bool:
         """Whether ``value`` is a value of this parameter.
@@ -128,8 +132,9 @@ class FeatureMap:
         The kernel's name (``kernel=`` of the estimators, saved with a model).
     description : str
         The kernel's formula, for messages and docs.
-    nonlinearity : int
-        An id of :data:`ooc_kernels._jit.rff.NONLINEARITIES`.
+    nonlinearity : int or tuple
+        An id of :data:`ooc_kernels._jit.rff.NONLINEARITIES`, or for a block whose columns
+        mix them, a layout (:mod:`ooc_kernels._jit.segments`).
     writer : callable
         ``writer(seed, n_features_in, block_size, input_scale, dtype, affine)`` returns an
         object with ``write(block_id, W_out, phase_out)`` (fills ``W`` (d, r) and ``phase``
@@ -152,6 +157,12 @@ class FeatureMap:
     nonnegative_inputs : bool
         The kernel is defined on non-negative inputs (the additive kernels of histograms):
         its exact form refuses negative values and its blocks a centering ``affine``.
+    rows : callable, optional
+        A row transform applied to every chunk before the blocks (hierarchical features):
+        ``rows(X, affine, dtype) -> ndarray (n, row_dim)``, the standardization ``affine``
+        folded into it; the blocks are then ``(row_dim, r)``.  None: the blocks read ``X``.
+    row_dim : int, optional
+        The width of the transformed rows (with ``rows``).
     """
 
     name: str
@@ -164,14 +175,45 @@ class FeatureMap:
     kernel_params: tuple[KernelParam, ...] = ()
     bind: Callable | None = None
     nonnegative_inputs: bool = False
+    rows: Callable | None = None
+    row_dim: int | None = None
 
     def __post_init__(self):
-        if self.nonlinearity not in NONLINEARITIES.values():
+        if isinstance(self.nonlinearity, tuple):  # a layout of terms (a mixed sum)
+            from ooc_kernels.features.mixed import check_layout
+            check_layout(self.name, self.nonlinearity)
+        elif self.nonlinearity not in NONLINEARITIES.values():
             raise ValidationError(
                 f"feature map {self.name!r} has nonlinearity id {self.nonlinearity!r}; the "
                 f"numba kernels know {NONLINEARITIES} (add a branch in "
                 "ooc_kernels/_jit/rff.py::features_inplace first)"
             )
+
+    def block_rows(self, n_features_in: int) -> int:
+        """The number of rows of this map's blocks on inputs of ``n_features_in`` columns.
+
+        Examples
+        --------
+        >>> from ooc_kernels.features.maps import GAUSSIAN
+        >>> GAUSSIAN.block_rows(3)
+        3
+        """
+        return int(n_features_in) if self.rows is None else int(self.row_dim)
+
+    def map_rows(self, X, affine, dtype) -> np.ndarray:
+        """The rows the blocks read: ``X`` itself (C-contiguous, in ``dtype``), or its row
+        transform (``rows``) with the standardization ``affine`` folded in.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from ooc_kernels.features.maps import GAUSSIAN
+        >>> GAUSSIAN.map_rows(np.ones((2, 3)), None, np.float32).dtype
+        dtype('float32')
+        """
+        if self.rows is None:
+            return np.ascontiguousarray(X, dtype=dtype)
+        return self.rows(X, affine, dtype)
 
     def input_scale(self, bandwidth, n_features_in: int) -> np.ndarray:
         """The per-input scale vector ``(d,)`` by which row ``i`` of ``W`` is divided.
@@ -384,6 +426,8 @@ def kernel_settings() -> list[str]:
         finite = [p for p in row.kernel_params if p.values is not None]
         for values in itertools.product(*(p.values for p in finite)):
             out.append(kernel_spec(name, dict(zip((p.name for p in finite), values))))
+        for p in row.kernel_params:  # the listed examples of a checked parameter
+            out.extend(kernel_spec(name, {p.name: value}) for value in p.examples)
     return out
 
 
@@ -451,6 +495,22 @@ def kernel_spec(kernel, kernel_params=None) -> str:
 _SPEC = re.compile(r"^(\w+)\((.*)\)$")
 
 
+def _items(text: str) -> list[str]:
+    """``text`` cut at the commas outside quotes and parentheses (``key=value`` items)."""
+    items, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "()":
+            depth += 1 if ch == "(" else -1
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    return items + [text[start:]]
+
+
 @functools.lru_cache(maxsize=256)
 def _bound_map(spec: str) -> FeatureMap | None:
     match = _SPEC.match(spec)
@@ -458,7 +518,7 @@ def _bound_map(spec: str) -> FeatureMap | None:
         return None
     row = FEATURE_MAPS[match.group(1)]
     params = {}
-    for item in filter(None, match.group(2).split(",")):
+    for item in filter(None, _items(match.group(2))):
         key, _, text = item.partition("=")
         p = next((p for p in row.kernel_params if p.name == key), None)
         if p is None:

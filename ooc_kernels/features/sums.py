@@ -1,10 +1,14 @@
-"""Weighted sums of shift-invariant kernels of the table: ``k = sum_t w_t k_t(x / m_t, y / m_t)``.
+"""Weighted sums of kernels of the table: ``k = sum_t w_t k_t(x / m_t, y / m_t)``.
 
 ``kernel="sum"`` with ``kernel_params={"terms": "0.5*rbf+0.5*matern(nu=0.5)@4"}``: terms
 separated by ``+``, each ``weight*kernel`` with an optional ``@m``, a multiplier of the
-bandwidth for that term (a multi-scale kernel: ``"0.5*rbf+0.5*rbf@4"``).  The terms are the
-shift-invariant rows (``rbf``, ``laplacian``, ``cauchy``, ``matern(nu=...)``), whose features
-are all ``cos(w.x + b)``: by Bochner's theorem the sum's spectral measure is the weighted sum
+bandwidth for that term (a multi-scale kernel: ``"0.5*rbf+0.5*rbf@4"``), or the same sum as
+kernel objects (:class:`ooc_kernels.features.Kernel`).  A term is any row of the table but a
+sum.  A sum whose terms are not all shift-invariant (``"0.5*rbf+0.5*poly@2"``) concatenates
+the terms' feature maps, each term holding its weight's share of every block
+(:mod:`ooc_kernels.features.mixed`).  A sum of the shift-invariant rows (``rbf``,
+``laplacian``, ``cauchy``, ``matern(nu=...)``), whose features are all ``cos(w.x + b)``,
+mixes them column by column instead: by Bochner's theorem the sum's spectral measure is the weighted sum
 of the terms' measures, so every column of a block takes the frequency and phase of one term,
 drawn with probability ``w_t / sum(w)``, and the block's scale is ``sqrt(2 sum(w) / r)``.
 Then ``E[z(x) z(y)] = sum_t w_t k_t``, each column unbiased, columns independent.
@@ -44,17 +48,38 @@ from ooc_kernels.features.maps import (
     kernel_spec,
 )
 
-__all__ = ["SHIFT_INVARIANT", "canonical_terms", "parse_terms", "sum_block", "sum_kernel"]
+__all__ = ["NOT_TERMS", "SHIFT_INVARIANT", "canonical_terms", "parse_terms", "sum_block",
+           "sum_kernel"]
 
-#: The rows a sum may hold (their features are all ``cos(w.x + b)``).
+#: The rows whose sums mix their columns' frequencies (their features are all
+#: ``cos(w.x + b)``); a sum with any other term concatenates the terms' maps.
 SHIFT_INVARIANT = ("rbf", "laplacian", "cauchy", "matern")
+#: The rows of the table that cannot be a term of a sum.
+NOT_TERMS = ("sum", "hierarchical")
+
+
+def _term_rows() -> list[str]:
+    return [name for name in sorted(FEATURE_MAPS) if name not in NOT_TERMS]
 
 
 def _bad(text, why):
     return ValidationError(
         f"terms={text!r} is not a sum of kernels: {why}; write terms as "
         "'weight*kernel[@bandwidth multiplier]' joined by '+', e.g. "
-        f"'0.5*rbf+0.5*matern(nu=0.5)@4', with kernels among {list(SHIFT_INVARIANT)}")
+        f"'0.5*rbf+0.5*poly(degree=2)@4', with kernels among {_term_rows()}")
+
+
+def _split(text: str) -> list[str]:
+    """``text`` cut at every ``+`` outside parentheses and exponents (``1e+3``)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        exponent = i >= 2 and text[i - 1] in "eE" and (text[i - 2].isdigit() or
+                                                        text[i - 2] == ".")
+        if ch == "+" and depth == 0 and not exponent:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
 
 
 def parse_terms(text) -> list[tuple[float, str, float]]:
@@ -69,7 +94,7 @@ def parse_terms(text) -> list[tuple[float, str, float]]:
     if not isinstance(text, str) or not text.strip():
         raise _bad(text, "it must be a non-empty string")
     terms = []
-    for part in text.replace(" ", "").split("+"):
+    for part in _split(text.replace(" ", "")):
         weight, star, rest = part.partition("*")
         if not star:
             weight, rest = "1", part
@@ -82,8 +107,8 @@ def parse_terms(text) -> list[tuple[float, str, float]]:
         if not (math.isfinite(w) and w > 0 and math.isfinite(m) and m > 0):
             raise _bad(text, f"{part!r} needs a positive weight and multiplier")
         name = spec.split("(")[0]
-        if name not in SHIFT_INVARIANT:
-            raise _bad(text, f"{spec!r} is not a shift-invariant kernel of the table")
+        if name not in FEATURE_MAPS or name in NOT_TERMS:
+            raise _bad(text, f"{spec!r} is not a kernel of the table that a sum holds")
         try:
             fmap = get_feature_map(spec if "(" in spec else kernel_spec(name))
         except ValidationError as exc:
@@ -155,8 +180,12 @@ def sum_kernel(X, Y, bandwidth, dtype=np.float64, terms="1.0*rbf@1.0"):
 
 
 def _weighted_sum(terms: str) -> FeatureMap:
-    """The map of a sum of shift-invariant kernels."""
+    """The map of a sum: columns mixed across shift-invariant terms, or the terms' maps
+    concatenated (:mod:`ooc_kernels.features.mixed`)."""
     parsed = parse_terms(terms)
+    if any(spec.split("(")[0] not in SHIFT_INVARIANT for _, spec, _ in parsed):
+        from ooc_kernels.features.mixed import mixed_sum_map
+        return mixed_sum_map(terms)
     wide = any(get_feature_map(spec).nonlinearity == COS_WIDE for _, spec, _ in parsed)
     total = sum(w for w, _, _ in parsed)
     return _spectral_map(
@@ -169,7 +198,9 @@ def _weighted_sum(terms: str) -> FeatureMap:
 
 def _sum_row() -> FeatureMap:
     param = KernelParam("terms", None, canonical_terms("0.5*rbf+0.5*laplacian"),
-                        check=canonical_terms)
+                        check=canonical_terms,
+                        examples=(canonical_terms("0.5*rbf+0.5*poly@2"),
+                                  canonical_terms("0.5*laplacian+0.5*arccos")))
     return dataclasses.replace(_weighted_sum(param.default), name="sum",
                                kernel_params=(param,),
                                bind=functools.lru_cache(maxsize=None)(

@@ -125,7 +125,7 @@ def variance_features(config: VarianceConfig, X: np.ndarray, seed: int) -> np.nd
     affine = None if config.x_shift is None else (
         np.asarray(config.x_shift, dtype=np.float64), np.asarray(config.x_scale,
                                                                 dtype=np.float64))
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    X = fmap.map_rows(X, affine, np.float64)  # psi(X) for hierarchical features
     W, phase = stacked_block_params(seed, np.arange(config.n_blocks), config.n_features_in,
                                     config.block_size, config.bandwidth, np.float64,
                                     cache=default_cache(), affine=affine, kernel=fmap)

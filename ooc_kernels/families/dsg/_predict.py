@@ -35,15 +35,19 @@ def feature_map(config) -> FeatureMap:
 
 
 def _predict_chunk(config, coefs: np.ndarray, n_used: int,
-                   X: np.ndarray) -> np.ndarray:
+                   X: np.ndarray, mapped: bool = False) -> np.ndarray:
+    """Decision values of rows ``X``; ``mapped``: ``X`` holds the rows the blocks read
+    already (``FeatureMap.map_rows``: ``psi(X)`` for hierarchical features)."""
     dtype = np.dtype(config.dtype)
     X = np.ascontiguousarray(X, dtype=dtype)
     F = np.zeros((X.shape[0], config.n_outputs), dtype=dtype)
     if n_used == 0 or X.shape[0] == 0:
         return F
-    per_block = config.n_features_in * config.block_size * dtype.itemsize
-    group = max(1, _PREDICT_GROUP_BYTES // max(per_block, 1))
     fmap = feature_map(config)
+    if not mapped:
+        X = fmap.map_rows(X, _affine(config), dtype)
+    per_block = X.shape[1] * config.block_size * dtype.itemsize
+    group = max(1, _PREDICT_GROUP_BYTES // max(per_block, 1))
     scale = fmap.feature_scale(config.block_size)
     cache = default_cache()
     for lo in range(0, n_used, group):

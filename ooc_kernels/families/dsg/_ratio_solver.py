@@ -139,6 +139,7 @@ class RatioAlgorithm(DSGAlgorithm):
         cache = default_cache()
         dtype = np.dtype(cfg.dtype)
         g = int(min(m, max(0, cfg.n_blocks - task.block_start)))  # growth steps
+        Xf = fmap.map_rows(X, _affine(cfg), dtype)  # the rows the blocks read (psi(X))
         block_ids = task.block_start + np.arange(g, dtype=np.int64)
         decay, new_coef, loss_sum, loss_weight = 1.0, empty, 0.0, 0.0
         if g:
@@ -148,7 +149,7 @@ class RatioAlgorithm(DSGAlgorithm):
                                             cfg.block_size, cfg.bandwidth, dtype, cache=cache,
                                             affine=_affine(cfg), kernel=fmap)
             new_coef, decay, loss_sum, loss_weight = ratio_growth_update(
-                X[:rows], is_q[:rows], starts[:g + 1], np.asarray(F, dtype=np.float64), W,
+                Xf[:rows], is_q[:rows], starts[:g + 1], np.asarray(F, dtype=np.float64), W,
                 phase, gammas[:g], params, fmap.nonlinearity)
         common = dict(weight=float(n_p + n_q), count=1, max_steps=m, n_samples=n_p + n_q,
                       block_end=task.block_start + g if g else 0, n_skipped=n_skipped)
@@ -163,7 +164,7 @@ class RatioAlgorithm(DSGAlgorithm):
                                         dtype, cache=cache, affine=_affine(cfg), kernel=fmap)
         lo = int(starts[g])
         after, more_loss, more_weight = ratio_full_update(
-            X[lo:], is_q[lo:], starts[g:] - lo, W, phase, local, gammas[g:], params,
+            Xf[lo:], is_q[lo:], starts[g:] - lo, W, phase, local, gammas[g:], params,
             fmap.nonlinearity)
         return DSGDelta(decay=0.0, block_ids=np.zeros(0, np.int64), coefs=empty, dense=after,
                         loss_sum=loss_sum + more_loss, loss_weight=loss_weight + more_weight,

@@ -132,7 +132,7 @@ def run_growth(config, state, X, Y, w, task, steps, params, fmap, cache):
         W, phase = stacked(slot_ids)
         beta = np.zeros((len(slot_ids), C))
         beta[:n_old] = state.beta[:n_old]
-        F = _predict_chunk(cfg, state.coef, n_old, X)
+        F = _predict_chunk(cfg, state.coef, n_old, X, mapped=True)
         (g, slots, coefs, betas, decay, factors, avg_new, avg_old, n_avg, loss_sum,
          loss_weight) = dsg_check_update(
             X, Y, w, F, W, phase, beta, n_old, steps, params,
@@ -162,7 +162,7 @@ def run_growth(config, state, X, Y, w, task, steps, params, fmap, cache):
     if not g:
         return Growth(0, ids, empty, 1.0, empty, 0.0, 0, 0.0, 0.0, 0)
     rows = min(n, g * b)
-    F = _predict_chunk(cfg, state.coef, state.n_blocks_used, X[:rows])
+    F = _predict_chunk(cfg, state.coef, state.n_blocks_used, X[:rows], mapped=True)
     W, phase = stacked(ids)
     (coefs, decay, avg_new, avg_old, n_avg, loss_sum,
      loss_weight) = dsg_chunk_update(X[:rows], Y[:rows], w[:rows], F, W, phase,

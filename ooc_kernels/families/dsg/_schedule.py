@@ -180,7 +180,7 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
 
     fmap = get_feature_map(kernel)
 
-    X = np.asarray(rows, dtype=np.float64)
+    X = fmap.map_rows(np.asarray(rows, dtype=np.float64), None, np.float64)  # psi(rows)
     w = np.asarray(weights, dtype=np.float64)
     n = len(X)
     if n == 0 or not (w > 0).any():

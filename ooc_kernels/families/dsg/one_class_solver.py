@@ -139,6 +139,8 @@ class OneClassAlgorithm(DSGAlgorithm):
                                  block_ids=np.zeros(0, np.int64), coefs=empty, dense=None,
                                  max_steps=0, n_samples=0, block_end=0, n_skipped=n_skipped)
         check_finite(X, "X", origin)
+        if feature_map(cfg).rows is not None:  # hierarchical features: the rows become psi(X)
+            X = feature_map(cfg).map_rows(X, _affine(cfg), dtype)
         w = self._weights(sw, np.empty((n, 0)), None, origin)
         if cfg.shuffle:
             order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)

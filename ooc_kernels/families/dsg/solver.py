@@ -480,6 +480,8 @@ class DSGAlgorithm:
                             coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=None,
                             max_steps=0, n_samples=0, block_end=0, n_skipped=n_skipped)
         check_finite(X, "X", origin)
+        if feature_map(cfg).rows is not None:  # hierarchical features: the rows become psi(X)
+            X = feature_map(cfg).map_rows(X, _affine(cfg), dtype)
         Y = encode_targets(cfg, y, origin)
         w = self._weights(sw, Y, y, origin)
         if cfg.shuffle:
