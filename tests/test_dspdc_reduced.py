@@ -10,7 +10,7 @@ import pytest
 from ooc_kernels.families.dspdc._reduced import ReducedRows, reduced_applies, row_space_basis
 
 
-def _case(loss, x0_seed=None, weighted=False, seed=0):
+def _case(loss, x0_seed=None, weighted=False, seed=0, lam2=0.05):
     import shutil
     import tempfile
     import weakref
@@ -32,7 +32,7 @@ def _case(loss, x0_seed=None, weighted=False, seed=0):
         sw = rng.integers(0, 4, size=len(z)).astype(float)
         extra = {"weighted": True, "weight_scale": len(z) / sw.sum()}
     config = DSPDCConfig(loss_id=LOSSES[loss], n_samples=sum(sizes), n_features=p + 1,
-                         lam1=0.0, lam2=0.05, Lambda=60.0, m=2, q=p + 1, local_passes=1.5,
+                         lam1=0.0, lam2=lam2, Lambda=60.0, m=2, q=p + 1, local_passes=1.5,
                          classes=classes, factorized=True, intercept_scaling=0.7,
                          work_store=folder + "/work", step_boost=3.0, **extra)
     algorithm = DSPDCAlgorithm(config, V=augment_V(V, config))
@@ -51,15 +51,17 @@ def _case(loss, x0_seed=None, weighted=False, seed=0):
                          seed=seed + 2, whole={"V": V})
 
 
-@pytest.mark.parametrize("loss, x0, weighted", [("squared", None, False),
-                                                ("logistic", 1, False),
-                                                ("smoothed_hinge", 2, True)])
-def test_row_space_rounds_equal_the_oracle_over_two_epochs(loss, x0, weighted):
+@pytest.mark.parametrize("loss, x0, weighted, lam2", [
+    ("squared", None, False, 0.05),        # the data's boost below its cap
+    ("squared", 1, True, 1e-5),            # capped at 100 times step_boost
+    ("logistic", 1, False, 0.05),
+    ("smoothed_hinge", 2, True, 0.05)])
+def test_row_space_rounds_equal_the_oracle_over_two_epochs(loss, x0, weighted, lam2):
     from ooc_kernels.families.dspdc.reference import sequential_dspdc
     from ooc_kernels.families.dspdc.solver import state_arrays
     from ooc_kernels.testing._algorithms import _run
 
-    case = _case(loss, x0, weighted)
+    case = _case(loss, x0, weighted, lam2=lam2)
     assert reduced_applies(case.algorithm.config)
     engine = _run(case, k=1, scheduler="sync", n_epochs=2)
     oracle = sequential_dspdc(case, n_epochs=2)
@@ -96,3 +98,26 @@ def test_l1_or_sampled_columns_keep_algorithm_2():
     assert not reduced_applies(SimpleNamespace(**{**vars(cfg), "lam1": 1e-3}))
     assert not reduced_applies(SimpleNamespace(**{**vars(cfg), "q": 9}))
     assert not reduced_applies(SimpleNamespace(**{**vars(cfg), "factorized": False}))
+
+
+def test_published_steps_are_those_the_tasks_ran_with():
+    """A factorized ridge fit publishes the data's boost: tau_ is the theorems' tau for
+    ``boost * alpha`` with the boost written out here from the rows' smallest curvature."""
+    from ooc_kernels.families.dspdc.params import dspdc_parameters
+
+    import ooc_kernels as ok
+
+    rng = np.random.default_rng(0)
+    n, d, p, alpha = 400, 3, 60, 1e-3
+    U, V = rng.normal(size=(n, d)), rng.normal(size=(d, p))
+    y = U @ V @ rng.normal(size=p) + rng.normal(size=n)
+    est = ok.DSPDCRegressor(alpha=alpha, fit_intercept=False, standardize=False,
+                            max_iter=1, tol=None, scheduler="sync", random_state=0,
+                            progress=False).fit(ok.Factorized(U, V), y)
+    A = U @ V
+    mu = np.sort(np.linalg.eigvalsh(A.T @ A / n))[::-1][d - 1]
+    boost = max(30.0, min((alpha + mu) / alpha, 3000.0))
+    assert boost > 30.0
+    want = dspdc_parameters(n, p, 1, p, est.Lambda_, boost * alpha, 1.0)
+    np.testing.assert_allclose([est.theta_[0], est.tau_[0], est.sigma_[0]],
+                               [want.theta, want.tau, want.sigma], rtol=1e-9)

@@ -341,17 +341,22 @@ class _DSPDCEstimator(ChunkedEstimator):
                 f"{info.round} (Lambda={self._config.Lambda:.6g}); check the data for huge "
                 "values, or give Lambda a larger value or smaller tau and sigma."
             )
-        self._record_local_problems(info)
+        self._record_local_problems(info, state)
         keep = [state.versions]
         if getattr(self, "_checkpointed", None) is not None:
             keep.append(self._checkpointed)
         self._config.store.prune("y", keep, chunks=info.chunk_ids)
 
-    def _record_local_problems(self, info) -> None:
+    def _record_local_problems(self, info, state=None) -> None:
         """The step parameters of the round's tasks, by (rows, tasks in the round): what
-        :meth:`DSPDCAlgorithm.chunk_step` runs with."""
+        :meth:`DSPDCAlgorithm.chunk_step` ran with (``state.local_steps``), or computed from
+        the configuration when the state does not carry them."""
         from ooc_kernels.families.dspdc._local import local_step_parameters
 
+        if state is not None and getattr(state, "local_steps", ()):
+            for n_k, k, theta, tau, sigma in state.local_steps:
+                self._local_problems[(n_k, k)] = (theta, tau, sigma)
+            return
         k = len(info.groups)
         for n_k in info.group_rows:
             if n_k:   # the latest steps (adaptive steps change during a fit)

@@ -189,6 +189,15 @@ def sequential_dspdc(case, n_epochs: int = 1):
             c = n / n_k
             m = min(cfg.m, n_k)
             boost = getattr(cfg, "step_boost", 1.0)
+            if (cfg.factorized and loss == "squared" and cfg.lam1 == 0 and cfg.q >= p
+                    and boost > 1):
+                # the data's strong convexity in the row space of V: the r-th largest
+                # eigenvalue of A_k^T A_k / n_k, r = rank V; the boost it allows, capped at
+                # 100 times the configured one
+                rank = np.linalg.matrix_rank(V)
+                mu = max(float(np.linalg.eigvalsh(A.T @ A / n_k)[::-1][rank - 1]), 0.0)
+                lam_k = c * cfg.lam2
+                boost = max(boost, min((lam_k + mu) / lam_k, 100.0 * boost))
             if cfg.Lambda <= n_k * c * cfg.lam2 * _GAMMA[loss]:   # no boost: kappa/n <= 1
                 boost = 1.0
             par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda, c * cfg.lam2 * boost,

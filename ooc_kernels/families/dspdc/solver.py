@@ -31,10 +31,11 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.families.dspdc._reduced import ReducedRows, reduced_applies
+from ooc_kernels.families.dspdc._reduced import ReducedRows, data_boost, reduced_applies
 from ooc_kernels.families.dspdc._scaling import model_rows, model_V
 from ooc_kernels.families.dspdc._local import (
     encode_labels,
+    local_parameters,
     local_problem,
     local_step_parameters,
     row_weights,
@@ -161,6 +162,10 @@ class DSPDCState:
     n_dual_updates : int
         Dual coordinates updated so far (``/ n``: passes over the duals).
     n_rounds : int
+    local_steps : tuple
+        ``((n_k, k, theta, tau, sigma), ...)``: the step parameters the last round's tasks
+        ran with, by rows and tasks in the round (not part of a checkpoint: each round
+        sets it).
     """
 
     x: np.ndarray
@@ -170,6 +175,7 @@ class DSPDCState:
     n_iter: int = 0
     n_dual_updates: int = 0
     n_rounds: int = 0
+    local_steps: tuple = ()
 
     def dual_value(self, config: DSPDCConfig, V: np.ndarray | None = None) -> float:
         """``D(y)`` from the state alone (no pass over the data)."""
@@ -206,6 +212,7 @@ class DSPDCDelta:
     n_iter: int = 0
     n_dual_updates: int = 0
     chunks: tuple[int, ...] = field(default_factory=tuple)
+    steps: tuple = ()
 
 
 def augment_V(V: np.ndarray, config: DSPDCConfig) -> np.ndarray:
@@ -285,10 +292,14 @@ class DSPDCAlgorithm:
         else:
             aty_k, aty = rows.T.astype(np.float64) @ wy_old, state.w  # A_k^T y_k, A^T y
         lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
-        m, theta, tau, sigma = local_step_parameters(cfg, n_k, task.sigma_prime)
+        reduced = ReducedRows(rows, V) if reduced_applies(cfg) else None
+        if reduced is not None and cfg.loss_id == LOSSES["squared"]:
+            boost = data_boost(cfg.step_boost, lam2, reduced.smallest_curvature(weights))
+            m, theta, tau, sigma = local_parameters(replace(cfg, step_boost=boost), n_k, lam2)
+        else:
+            m, theta, tau, sigma = local_step_parameters(cfg, n_k, task.sigma_prime)
         y_new = y_old.copy()
         a, abar = x.copy(), x.copy()
-        reduced = ReducedRows(rows, V) if reduced_applies(cfg) else None
         if reduced is not None:                 # Algorithm 2 in the row space of V
             a, x_perp = reduced.split(x)
             abar, z, shift = a.copy(), reduced.rows.T @ wy_old, reduced.project(shift)
@@ -331,14 +342,16 @@ class DSPDCAlgorithm:
             store.write(DUALS, c, task.write, y_new[start:start + s])
             start += s
         return DSPDCDelta(dw=dw, x_sum=a, n_tasks=1, dconj=dconj, n_iter=T,
-                          n_dual_updates=T * m, chunks=task.chunks)
+                          n_dual_updates=T * m, chunks=task.chunks,
+                          steps=((n_k, task.sigma_prime, float(theta), float(tau),
+                                  float(sigma)),))
 
     def combine(self, a: DSPDCDelta, b: DSPDCDelta) -> DSPDCDelta:
         return DSPDCDelta(dw=a.dw + b.dw, x_sum=a.x_sum + b.x_sum,
                           n_tasks=a.n_tasks + b.n_tasks, dconj=a.dconj + b.dconj,
                           n_iter=a.n_iter + b.n_iter,
                           n_dual_updates=a.n_dual_updates + b.n_dual_updates,
-                          chunks=a.chunks + b.chunks)
+                          chunks=a.chunks + b.chunks, steps=a.steps + b.steps)
 
     def apply(self, state: DSPDCState, delta: DSPDCDelta, info=None) -> DSPDCState:
         versions = state.versions
@@ -349,7 +362,7 @@ class DSPDCAlgorithm:
                        conj_sum=state.conj_sum + delta.dconj, versions=versions,
                        n_iter=state.n_iter + delta.n_iter,
                        n_dual_updates=state.n_dual_updates + delta.n_dual_updates,
-                       n_rounds=state.n_rounds + 1)
+                       n_rounds=state.n_rounds + 1, local_steps=delta.steps)
 
 
 def state_arrays(state: DSPDCState) -> dict:
