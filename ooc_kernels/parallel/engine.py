@@ -59,6 +59,7 @@ from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.cluster import active_client, cluster_rounds, compute_on_client
 from ooc_kernels.parallel.graph import RoundGraph, tree_reduce
 from ooc_kernels.parallel.plan import plan_epoch
+from ooc_kernels.parallel.read_ahead import ReadAhead, read_ahead_enabled
 from ooc_kernels.parallel.scheduler import local_scheduler
 
 __all__ = ["EXECUTIONS", "ChunkAlgorithm", "RoundGraph", "RoundInfo", "RunResult",
@@ -282,8 +283,6 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
          callback, epoch_callback, rounds) -> RunResult:
     graph = RoundGraph(algorithm, data, shuffle_chunks)
     sizes = data.chunk_sizes
-    n_rounds = 0
-    epoch, rnd = start_epoch, start_round
     total = max(n_epochs - start_epoch, 0) * data.n_chunks
     client = active_client(sched)
     with progress_bar(total=total, desc=desc, enabled=progress, unit="chunk") as bar:
@@ -311,28 +310,51 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
                                  start_epoch=start_epoch, start_round=start_round, bar=bar,
                                  callback=callback, epoch_callback=epoch_callback,
                                  lookahead=rounds.lookahead, chain=rounds.chain))
-        for epoch in range(start_epoch, n_epochs):
-            plan = plan_of(epoch)
-            first = start_round if epoch == start_epoch else 0
-            if first:
-                bar.update(sum(len(g) for r in plan[:first] for g in r))
-            for rnd in range(first, len(plan)):
-                info = round_info(plan, epoch, rnd)
-                if client is not None:  # bounded waits: a lost scheduler is reported
-                    delta = compute_on_client(client, graph.local_round(state, info))
-                else:
-                    (delta,) = dask.compute(graph.local_round(state, info), scheduler=sched)
-                state = algorithm.apply(state, delta, info)
-                n_rounds += 1
-                bar.update(len(info.chunk_ids))
-                stop = False
-                if epoch_callback is not None and rnd == len(plan) - 1:
-                    stop = bool(epoch_callback(state, epoch))
-                if callback is not None:
-                    callback(state, info)
-                if stop:
-                    return RunResult(state=state, epoch=epoch + 1, round=0,
-                                     n_rounds=n_rounds, stopped=True)
-        else:
-            epoch, rnd = n_epochs, 0
+        ahead = ReadAhead(graph, client is None and read_ahead_enabled(sched))
+        try:
+            return _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of,
+                                 round_info, n_epochs=n_epochs, start_epoch=start_epoch,
+                                 start_round=start_round, bar=bar, callback=callback,
+                                 epoch_callback=epoch_callback)
+        finally:
+            ahead.close()
+
+
+def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_info, *,
+                  n_epochs, start_epoch, start_round, bar, callback,
+                  epoch_callback) -> RunResult:
+    """The rounds run one ``dask.compute`` each (local schedulers, or a Client without
+    pipelining); ``ahead`` reads the next round's groups while a round runs."""
+    n_rounds = 0
+    epoch, rnd = start_epoch, start_round
+    for epoch in range(start_epoch, n_epochs):
+        plan = plan_of(epoch)
+        first = start_round if epoch == start_epoch else 0
+        if first:
+            bar.update(sum(len(g) for r in plan[:first] for g in r))
+        for rnd in range(first, len(plan)):
+            info = round_info(plan, epoch, rnd)
+            rows = ahead.take(info.groups)
+            if rnd + 1 < len(plan):
+                ahead.start(plan[rnd + 1])
+            elif epoch + 1 < n_epochs:  # the next epoch's first round
+                ahead.start(plan_of(epoch + 1)[0])
+            if client is not None:  # bounded waits: a lost scheduler is reported
+                delta = compute_on_client(client, graph.local_round(state, info))
+            else:
+                (delta,) = dask.compute(graph.local_round(state, info, rows),
+                                        scheduler=sched)
+            state = algorithm.apply(state, delta, info)
+            n_rounds += 1
+            bar.update(len(info.chunk_ids))
+            stop = False
+            if epoch_callback is not None and rnd == len(plan) - 1:
+                stop = bool(epoch_callback(state, epoch))
+            if callback is not None:
+                callback(state, info)
+            if stop:
+                return RunResult(state=state, epoch=epoch + 1, round=0,
+                                 n_rounds=n_rounds, stopped=True)
+    else:
+        epoch, rnd = n_epochs, 0
     return RunResult(state=state, epoch=epoch, round=rnd, n_rounds=n_rounds)

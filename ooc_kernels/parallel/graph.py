@@ -157,14 +157,17 @@ class RoundGraph:
         return dask.delayed(_read_group)(*[self.readers[variable][c] for c in group],
                                          dask_key_name=names.read_group(group, variable))
 
-    def local_round(self, state: Any, info) -> Any:
+    def local_round(self, state: Any, info, rows: list[dict] | None = None) -> Any:
         """The delayed reduced delta of a round run by ``dask.compute`` (the state and the
-        tasks are known here; ``apply`` runs in the caller)."""
+        tasks are known here; ``apply`` runs in the caller).  ``rows``: the groups' sample
+        variables already read (:class:`~ooc_kernels.parallel.read_ahead.ReadAhead`), one
+        dict per group; by default the tasks read their chunks."""
         names = self.names(info, tokenize(state))
         tasks = list(self.algorithm.make_tasks(state, info))
         state_d = dask.delayed(state, traverse=False, name=names.state())
+        batches = ([self.batch(g, names) for g in info.groups] if rows is None
+                   else [{**r, **self.whole} for r in rows])
         parts = [dask.delayed(self.algorithm.chunk_step)(
-                     state_d, self.batch(g, names), task,
-                     dask_key_name=names.chunk_step(g))
-                 for g, task in zip(info.groups, tasks)]
+                     state_d, batch, task, dask_key_name=names.chunk_step(g))
+                 for g, batch, task in zip(info.groups, batches, tasks)]
         return tree_reduce(parts, self.algorithm.combine, name=names.combine)
