@@ -3,7 +3,8 @@ is covered with no change here): the Monte Carlo Gram matrix converges to the ex
 the ``1 / sqrt(r)`` rate, the exact kernel agrees with an independent formula, the numba
 nonlinearity with its twin, blocks are addressed by ``(seed, block id)``, a DSG fit with the
 kernel reaches the exact kernel ridge solution's accuracy, and the kernel survives save and
-load.  Mutants (a wrong sampler, a wrong normalization, the misprinted rows of the paper's
+load.  Sums of any rows and hierarchical features are rows too (their own checks are in
+``tests/test_kernel_compositions.py``).  Mutants (a wrong sampler, a wrong normalization, the misprinted rows of the paper's
 table) fail the same checks."""
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ def _independent(spec, X, Y, bw):
         from ooc_kernels.features.sums import parse_terms
         terms = parse_terms(get_feature_map(spec).exact.keywords["terms"])
         return sum(w * _independent(term, X, Y, bw * m) for w, term, m in terms)
+    if spec.startswith("hierarchical"):  # the outer formula on psi from the inner block 0
+        p = get_feature_map(spec).exact.keywords
+        psi = [rff_map(A, p["inner_seed"], [0], p["inner_bandwidth"], p["inner_features"],
+                       np.float64, kernel=p["inner"]) for A in (X, Y)]
+        return _independent(p["outer"], *psi, bw)
     if spec in ("rbf", "rbf_orthogonal"):
         return rbf_kernel(X, Y, gamma=1.0 / (2 * bw ** 2))
     if spec == "laplacian":
@@ -210,6 +216,7 @@ def test_the_features_of_the_numba_kernel_match_the_numpy_twin(spec, dtype, tol)
     fmap = get_feature_map(spec)
     X = _points(spec=spec).astype(dtype)
     W, phase = fmap.block(4, 1, 3, 16, 0.9, dtype)
+    X = fmap.map_rows(X, None, dtype)  # psi(X) for hierarchical features
     got, want = X @ W, X @ W
     features_inplace(fmap.nonlinearity, got, phase, fmap.feature_scale(16))
     features_inplace_ref(fmap.nonlinearity, want, phase, fmap.feature_scale(16))
@@ -299,7 +306,8 @@ def _fit_problem(spec):
     smooth function for the shift-invariant kernels; one of the direction and norm of the
     input for the homogeneous arc-cosine kernels; a quadratic on inputs scaled into the unit
     box for the polynomial kernels; a monotone additive function of non-negative inputs for
-    the additive kernels."""
+    the additive kernels; for hierarchical features on Gaussian inner features (of unit
+    norm) the smooth function at a narrower outer width."""
     rng = np.random.default_rng(1)
     additive = get_feature_map(spec).nonnegative_inputs
     X = rng.uniform(0 if additive else -2, 2, size=(500, 2))
@@ -313,6 +321,8 @@ def _fit_problem(spec):
         y = np.sqrt(X[:, 0]) + np.minimum(X[:, 1], 1.0)
     else:
         y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2
+    if spec.startswith("hierarchical") and "inner='rbf'" in spec:
+        bandwidth = 0.5  # psi of unit norm: outer distances below sqrt(2)
     y = y + 0.3 * rng.normal(size=len(y))
     return X[:350], y[:350], X[350:], y[350:], bandwidth
 

@@ -30,6 +30,7 @@ Examples
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import math
@@ -43,6 +44,7 @@ from ooc_kernels.features.maps import (
     FEATURE_MAPS,
     FeatureMap,
     KernelParam,
+    _items,
     _spectral_map,
     get_feature_map,
     kernel_spec,
@@ -82,6 +84,21 @@ def _split(text: str) -> list[str]:
     return parts + [text[start:]]
 
 
+def _term_spec(name: str, spec: str) -> str:
+    """The full spec of a term written with some of its parameters (``poly(degree=3)``)."""
+    if "(" not in spec or not spec.endswith(")"):
+        return kernel_spec(name) if spec == name else spec
+    params = {}
+    for item in filter(None, _items(spec[len(name) + 1:-1])):
+        key, _, value = item.partition("=")
+        try:
+            params[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            raise ValidationError(f"{item!r} of {spec!r} is not key=value with a Python "
+                                  "literal value") from None
+    return kernel_spec(name, params)
+
+
 def parse_terms(text) -> list[tuple[float, str, float]]:
     """``[(weight, kernel spec, bandwidth multiplier), ...]`` of a ``terms`` string.
 
@@ -110,7 +127,7 @@ def parse_terms(text) -> list[tuple[float, str, float]]:
         if name not in FEATURE_MAPS or name in NOT_TERMS:
             raise _bad(text, f"{spec!r} is not a kernel of the table that a sum holds")
         try:
-            fmap = get_feature_map(spec if "(" in spec else kernel_spec(name))
+            fmap = get_feature_map(_term_spec(name, spec))
         except ValidationError as exc:
             raise _bad(text, str(exc)) from None
         terms.append((w, fmap.name, m))
@@ -199,8 +216,8 @@ def _weighted_sum(terms: str) -> FeatureMap:
 def _sum_row() -> FeatureMap:
     param = KernelParam("terms", None, canonical_terms("0.5*rbf+0.5*laplacian"),
                         check=canonical_terms,
-                        examples=(canonical_terms("0.5*rbf+0.5*poly@2"),
-                                  canonical_terms("0.5*laplacian+0.5*arccos")))
+                        examples=(canonical_terms("0.7*rbf+0.3*poly@2"),
+                                  canonical_terms("0.5*laplacian+0.5*arccos@2")))
     return dataclasses.replace(_weighted_sum(param.default), name="sum",
                                kernel_params=(param,),
                                bind=functools.lru_cache(maxsize=None)(
