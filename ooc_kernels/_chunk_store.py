@@ -1,8 +1,8 @@
 """Chunk-local state: arrays that belong to one chunk (the dual variables of DSPDC), kept in
-a Zarr work store beside the model instead of in the state that every task receives.
+a work store beside the model instead of in the state that every task receives.
 
-An engine feature usable by any chunk algorithm; it sits in the base layer (NumPy, Zarr and
-:mod:`ooc_kernels._atomic` only, no Dask) so that the algorithms of :mod:`ooc_kernels.families`
+An engine feature usable by any chunk algorithm; it sits in the base layer (NumPy and Zarr
+only, no Dask) so that the algorithms of :mod:`ooc_kernels.families`
 read and write it inside their tasks.
 
 A task reads its chunk's arrays at the version its state names, updates them and writes them
@@ -17,7 +17,9 @@ place, so
 * a half-written version is never read: only a round whose tasks have all returned makes
   the state point to it.
 
-Every array is written aside and renamed into place (:mod:`ooc_kernels._atomic`) and carries
+Every version is one file, written aside and renamed into place (``os.replace``): a short
+header, then the array in NumPy's ``.npy`` format (a fit writes and reads one per chunk and
+round, so a version costs one file, not a Zarr array's folder and metadata).  It carries
 a CRC-32C-like checksum (``zlib.crc32``) of its bytes, checked when read
 (:class:`~ooc_kernels.exceptions.CorruptChunkError` names the chunk, the version and the
 store).  :meth:`ChunkStore.prune` removes the versions no state and no checkpoint points to.
@@ -43,8 +45,11 @@ Examples
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import struct
+import uuid
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -52,7 +57,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ooc_kernels._atomic import KIND_ATTR, atomic_dir
 from ooc_kernels.exceptions import CorruptChunkError, ValidationError
 
 __all__ = ["INITIAL", "WORK_MARKER", "ChunkStore", "ChunkVersions", "FolderLock",
@@ -65,6 +69,8 @@ INITIAL = (-1, -1)
 WORK_MARKER = ".ooc_kernels_work"
 _LOCK_FILE = ".lock"
 _CHECKSUM = "ooc_kernels_crc32"
+#: The first bytes of a version's file (then its checksum, then the array as ``.npy``).
+_MAGIC = b"OOCKCHNK"
 
 
 @dataclass(frozen=True)
@@ -121,8 +127,26 @@ def _checksum(array: np.ndarray) -> int:
     return zlib.crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1)) & 0xFFFFFFFF
 
 
+def _read_version(where: Path) -> tuple[np.ndarray, int | None]:
+    """``(array, checksum)`` of one version: a file (:data:`_MAGIC`, the checksum, then the
+    array in NumPy's ``.npy`` format), or a Zarr array with the checksum in its attributes (the
+    format of version 0.2, still read)."""
+    if where.is_dir():
+        import zarr
+
+        arr = zarr.open_array(str(where), mode="r")
+        return arr[...], arr.attrs.get(_CHECKSUM)
+    raw = where.read_bytes()
+    head = len(_MAGIC) + 4
+    if raw[:len(_MAGIC)] != _MAGIC:
+        return np.empty(0), None
+    data = np.lib.format.read_array(io.BytesIO(raw[head:]), allow_pickle=False)
+    return data, struct.unpack("<I", raw[len(_MAGIC):head])[0]
+
+
 class ChunkStore:
-    """A folder of Zarr arrays ``NAME/c<chunk>/e<epoch>_r<round>``.
+    """A folder of arrays, one file per version: ``NAME/c<chunk>/e<epoch>_r<round>`` (a
+    version written as a Zarr array, by ooc_kernels 0.2, is read too).
 
     Parameters
     ----------
@@ -154,13 +178,9 @@ class ChunkStore:
         :data:`INITIAL`, and for a chunk without rows), checked against its checksum."""
         if tuple(version) == INITIAL or int(n_rows) == 0:
             return np.zeros(int(n_rows), dtype=dtype)
-        import zarr
-
         where = self._folder(name) / _chunk_dir(chunk) / _key(version)
         try:
-            arr = zarr.open_array(str(where), mode="r")
-            data = arr[...]
-            expected = arr.attrs.get(_CHECKSUM)
+            data, expected = _read_version(where)
         except Exception as exc:  # noqa: BLE001 - missing or unreadable: one clear error
             raise CorruptChunkError(
                 f"chunk-local array {name!r} of chunk {chunk} at version (epoch, round) = "
@@ -182,17 +202,20 @@ class ChunkStore:
               array: np.ndarray) -> None:
         """Write ``array`` as ``name`` of ``chunk`` at ``version`` (aside, then renamed into
         place; rewriting a version replaces it whole)."""
-        import zarr
-
         array = np.ascontiguousarray(array)
         target = self._folder(name) / _chunk_dir(chunk) / _key(version)
         target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_dir(target, kind="chunk-local") as tmp:
-            # data and attributes in the one call: the metadata is written once (half the
-            # CPU time of creating, filling, then updating the attributes)
-            zarr.create_array(str(tmp), data=array, chunks=array.shape or (1,), fill_value=0,
-                              attributes={_CHECKSUM: _checksum(array),
-                                          KIND_ATTR: "chunk-local"})
+        buffer = io.BytesIO()
+        buffer.write(_MAGIC + struct.pack("<I", _checksum(array)))
+        np.lib.format.write_array(buffer, array, allow_pickle=False)
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        try:
+            tmp.write_bytes(buffer.getvalue())
+            if target.is_dir():                    # the same version in the earlier format
+                shutil.rmtree(target)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def versions(self, name: str, chunk: int) -> list[tuple[int, int]]:
         """The versions of ``name`` of ``chunk`` present in the store, sorted."""
@@ -216,8 +239,11 @@ class ChunkStore:
             wanted = {v[int(chunk)] for v in keep}
             for version in self.versions(name, chunk):
                 if version not in wanted:
-                    shutil.rmtree(folder / _chunk_dir(chunk) / _key(version),
-                                  ignore_errors=True)
+                    where = folder / _chunk_dir(chunk) / _key(version)
+                    if where.is_dir():
+                        shutil.rmtree(where, ignore_errors=True)
+                    else:
+                        where.unlink(missing_ok=True)
                     removed += 1
         return removed
 

@@ -43,12 +43,10 @@ def test_a_damaged_or_missing_version_is_a_corrupt_chunk_error(tmp_path):
     store = ChunkStore(tmp_path / "w")
     store.write("y", 1, (0, 0), np.arange(64.0))
     folder = tmp_path / "w" / "y" / "c0000001"
-    (array_dir,) = list(folder.iterdir())
-    chunk_files = [p for p in array_dir.rglob("*") if p.is_file() and p.name != "zarr.json"]
-    assert chunk_files
-    raw = bytearray(chunk_files[0].read_bytes())
+    (version_file,) = list(folder.iterdir())
+    raw = bytearray(version_file.read_bytes())
     raw[len(raw) // 2] ^= 0xFF
-    chunk_files[0].write_bytes(bytes(raw))
+    version_file.write_bytes(bytes(raw))
     with pytest.raises(CorruptChunkError, match=r"chunk 1 at version \(0, 0\).*damaged"):
         store.read("y", 1, (0, 0), n_rows=64)
     with pytest.raises(CorruptChunkError, match=r"chunk 2 .*\(3, 4\).*cannot be read"):
@@ -85,3 +83,28 @@ def test_version_tables_are_immutable_and_the_store_pickles(tmp_path):
     assert pickle.loads(pickle.dumps(store)) == store
     with pytest.raises(ValidationError, match="identifiers"):
         store.write("../escape", 0, (0, 0), np.zeros(1))
+
+
+def test_a_version_written_as_a_zarr_array_is_read_rewritten_and_pruned(tmp_path):
+    """Stores of ooc_kernels 0.2 hold each version as a Zarr array with its checksum in the
+    attributes: read (checksum checked), replaced by a new write of the same version, and
+    pruned like a file."""
+    import zarr
+
+    from ooc_kernels._chunk_store import _checksum
+
+    store = ChunkStore(tmp_path / "w")
+    a = np.arange(5.0)
+    where = tmp_path / "w" / "y" / "c0000000"
+    for version in ("e000000_r000000", "e000001_r000000"):
+        zarr.create_array(str(where / version), data=a, chunks=a.shape,
+                          attributes={"ooc_kernels_crc32": _checksum(a)})
+    np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=5), a)
+    store.write("y", 0, (0, 0), a + 1)
+    assert (where / "e000000_r000000").is_file()
+    np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=5), a + 1)
+    zarr.open_array(str(where / "e000001_r000000"), mode="r+")[0] = 9.0
+    with pytest.raises(CorruptChunkError, match=r"chunk 0 at version \(1, 0\).*damaged"):
+        store.read("y", 0, (1, 0), n_rows=5)
+    assert store.prune("y", [ChunkVersions.initial(1).updated([0], (0, 0))]) == 1
+    assert sorted(p.name for p in where.iterdir()) == ["e000000_r000000"]
