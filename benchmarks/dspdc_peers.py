@@ -4,22 +4,25 @@ Four parts (``--part``):
 
 ``peers``
     ``ok.DSPDCRegressor`` / ``ok.DSPDCClassifier`` at their defaults (``alpha = 1e-4``,
-    ``m = 1``, ``q = "auto"``, ``tol = 1e-6`` on the relative duality gap, an intercept column
-    regularized like the other coefficients), fitted out of core from a Zarr store written
-    chunk by chunk with the library's writer, against scikit-learn in memory and dask-glm
-    out of core (``dask.array.from_zarr`` on the same store).  Every peer solves the same
-    problem ``P(x) = (1/n) sum_i phi(a_i^T x) + alpha (l1_ratio |x|_1 + (1 - l1_ratio)/2
-    |x|^2)`` on ``a_i = (x_i, 1)`` (so peers fit no separate intercept); ``P`` is computed by
-    one function for everyone (:func:`objective`, the library's
-    :func:`~ooc_kernels.families.dspdc.in_memory.paper.primal_value`).  ``P*`` is a high-accuracy
-    solution (closed form for ridge, the best of all runs and a tight reference otherwise).
-    A peer's time to ``1e-6`` relative suboptimality is the median fit time (3 runs) at the
-    loosest tolerance of a sweep whose solution reaches it (for dask-glm, whose tolerances
-    are absolute on sum-scaled objectives: the fewest ``max_iter`` of a sweep, with its
-    tolerances at 0); DSPDC's is the fit time to its
-    certified gap (and the first gap evaluation below the target, read off
-    ``gap_history_``).  ``LinearSVC`` (squared hinge) is not the smoothed hinge: its time
-    and accuracy are listed beside ``loss="smoothed_hinge"``, not on equal objective.
+    ``m = 1``, ``q = "auto"``, standardized columns, an intercept column regularized like the
+    other coefficients), fitted out of core from a Zarr store written chunk by chunk with the
+    library's writer with ``tol`` = each target, against scikit-learn in memory
+    (``Ridge`` cholesky and sag, ``ElasticNet``, ``LogisticRegression`` saga, liblinear and
+    lbfgs), dask-glm out of core (``lbfgs``, ``proximal_grad``, ``admm`` on
+    ``dask.array.from_zarr`` of the same store) and Vowpal Wabbit (logistic, from its text
+    file, parsing included).  Data (``--data``): Gaussian columns ("conditioned"), and the same
+    rows as a real table's columns ("raw": scales 1e-3 .. 1e3, offsets of 1,000, 0/1
+    indicators; :func:`raw_columns`).  DSPDC certifies the problem on its standardized
+    columns, so every peer solves that same problem: the columns standardized with the
+    fitted estimator's shift and scale, plus a ones column (peers fit no separate
+    intercept), ``P(x) = (1/n) sum_i phi(a_i^T x) + alpha (l1_ratio |x|_1 + (1 - l1_ratio)/2
+    |x|^2)``, computed by one function for everyone (:func:`objective`).  ``P*``: the closed
+    form (ridge) or a tight reference.  A peer's time to a target is the median wall and CPU
+    seconds (3 runs) at the loosest tolerance of a sweep whose solution reaches it (dask-glm,
+    whose tolerances are absolute on sum-scaled objectives: the fewest ``max_iter`` with its
+    tolerances at 0; Vowpal Wabbit: the fewest passes); DSPDC's is the fit to its certified
+    gap ``tol = target`` (which bounds the relative suboptimality).  ``--table FILE ...``
+    prints the Markdown table of result files.
 ``factorized``
     ``DSPDCRegressor`` on ``ok.Factorized(U, V)`` against the same estimator on the dense
     ``A = U V`` (in memory, rank ``d`` much smaller than ``p``): seconds per epoch and the
@@ -33,7 +36,9 @@ Four parts (``--part``):
     An out-of-core factorized fit (``sparse_recovery`` stores of increasing size written by
     ``ok.make_dataset``): peak RSS growth of a fresh process against the store size.
 
-    python benchmarks/dspdc_peers.py --part peers --out benchmarks/results/dspdc_peers.json
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
+        python benchmarks/dspdc_peers.py --part peers --out benchmarks/results/dspdc_peers.json
+    python benchmarks/dspdc_peers.py --table benchmarks/results/dspdc_peers.json
     python benchmarks/dspdc_peers.py --part factorized --out benchmarks/results/dspdc_factorized.json
     python benchmarks/dspdc_peers.py --part memory --out benchmarks/results/dspdc_memory.json
     python benchmarks/dspdc_peers.py --part factorized_peers --repeats 1 \
@@ -370,6 +375,31 @@ def part_peers(args):
     return results
 
 
+def peer_table(results: dict) -> str:
+    """The peer table in Markdown: per data and problem, each method's median CPU (and wall)
+    seconds to each target, or the best relative suboptimality its sweep reached."""
+    lines = ["| data | problem | method | " + " | ".join(
+        f"to {t:g}: CPU s (wall s)" for t in TARGETS) + " |",
+        "|---|---|---|" + "---|" * len(TARGETS)]
+    for entry in results["problems"]:
+        for row in entry["rows"]:
+            cells = []
+            for t in TARGETS:
+                hit = row["targets"].get(str(t))
+                if hit is None:
+                    best = min(r["rel_subopt"] for r in row.get("sweep", [{"rel_subopt":
+                                                                            float("nan")}]))
+                    cells.append(f"not reached (best {best:.1e})")
+                else:
+                    how = (f", {int(np.median(hit['epochs']))} epochs" if "epochs" in hit
+                           else f", {hit['tol']:g}")
+                    cells.append(f"{hit['median_cpu_seconds']:.3g} ({hit['median_seconds']:.3g}"
+                                 f"{how})")
+            lines.append(f"| {entry['data']} | {entry['problem']} | {row['method']} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- factorized
 
 def _rss_mb():
@@ -603,7 +633,14 @@ def main(argv=None) -> None:
     parser.add_argument("--mem-rank", type=int, default=50)
     parser.add_argument("--mem-q", type=int, default=10)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--table", type=Path, nargs="+", default=None,
+                        help="print the peer table of these result files and exit")
     args = parser.parse_args(argv)
+    if args.table:
+        merged = {"problems": [e for f in args.table
+                               for e in json.loads(f.read_text())["problems"]]}
+        print(peer_table(merged))
+        return
     if args.worker:
         fn = {"worker": worker, "factorized_peer_worker": factorized_peer_worker}
         print(json.dumps(fn[args.worker_fn](json.loads(args.worker)), default=float))
