@@ -1,38 +1,66 @@
-"""How DSPDC's rounds converge as the data is cut into more chunks (docs/algorithms/dspdc_rounds.md).
+"""How DSPDC's rounds converge as a task's group of chunks gets smaller than the data
+(docs/algorithms/dspdc_rounds.md, "Many small groups").
 
-Ridge regression, Gaussian rows, ``n = 4000``, ``p = 10``, ``alpha = 1e-2``, no intercept,
-``K = 1`` and one chunk per task (``shuffle_chunks=1``), ``max_iter`` epochs: the relative
-duality gap per epoch for each (chunk size, local passes).
+Ridge regression (``DSPDCRegressor`` defaults: standardized columns, adaptive steps,
+``alpha = 1e-4``, ``K = 1``), Gaussian rows with column scales from 0.5 to 2, ``p = 50``,
+chunks of ``--chunk`` rows; ``shuffle_chunks`` sets the chunks of a task's group, so a task
+solves ``rows = chunk * shuffle_chunks`` rows out of ``n`` (a new random partition of the
+chunks into groups every epoch).  For each ``n`` and each group size: passes over the duals
+to a relative duality gap of 1e-4 and 1e-6 (at most ``--max-iter``), one data seed.
 
-    python benchmarks/dspdc_chunks.py --epochs 15
+    python benchmarks/dspdc_chunks.py --n 50000 200000 --rows 500 2000 5000 20000 \\
+        --out benchmarks/results/dspdc_chunks.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import warnings
 
 import numpy as np
 
 import ooc_kernels as ok
 
 
+def passes_to(history, level):
+    hit = [h["passes"] for h in history if h["relative_gap"] <= level]
+    return float(hit[0]) if hit else None
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--n", type=int, nargs="+", default=[50_000, 200_000])
+    parser.add_argument("--p", type=int, default=50)
+    parser.add_argument("--chunk", type=int, default=500)
+    parser.add_argument("--rows", type=int, nargs="+", default=[500, 2000, 5000, 20000])
+    parser.add_argument("--alpha", type=float, default=1e-4)
+    parser.add_argument("--max-iter", type=int, default=30)
+    parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    rng = np.random.default_rng(0)
-    n = 4000
-    X = rng.normal(size=(n, 10))
-    y = X @ rng.normal(size=10) + 0.1 * rng.normal(size=n)
-    for chunk, passes in [(4000, 1), (2000, 1), (2000, 20), (1000, 20)]:
-        reg = ok.DSPDCRegressor(alpha=1e-2, fit_intercept=False, chunk_size=chunk,
-                                shuffle_chunks=1, local_passes=passes, max_iter=args.epochs,
-                                tol=None, random_state=0, scheduler="sync",
-                                progress=False).fit(X, y)
-        gaps = [h["relative_gap"] for h in reg.gap_history_]
-        print(json.dumps({"chunks": n // chunk, "local_passes": passes,
-                          "relative_gap": [float(f"{g:.3g}") for g in gaps]}), flush=True)
+    results = []
+    for n in args.n:
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n, args.p)) * rng.uniform(0.5, 2, size=args.p)
+        y = X @ rng.normal(size=args.p) + rng.normal(size=n)
+        for rows in args.rows:
+            if rows > n:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # a fit may end at max_iter by design
+                reg = ok.DSPDCRegressor(alpha=args.alpha, chunk_size=args.chunk,
+                                        shuffle_chunks=rows // args.chunk, tol=1e-6,
+                                        max_iter=args.max_iter, random_state=0,
+                                        scheduler="sync", progress=False).fit(X, y)
+            h = reg.gap_history_
+            row = {"n": n, "p": args.p, "rows_per_task": rows, "groups": -(-n // rows),
+                   "passes_to_1e4": passes_to(h, 1e-4), "passes_to_1e6": passes_to(h, 1e-6),
+                   "relative_gap": [float(f"{e['relative_gap']:.3g}") for e in h]}
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"args": vars(args), "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":
