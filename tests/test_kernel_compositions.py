@@ -238,3 +238,24 @@ def test_the_hierarchical_kernel_refuses_bad_parameters_with_the_fix():
     with pytest.raises(ValidationError, match=r"takes one bandwidth .*inner_bandwidth"):
         get_feature_map(HIER).block(0, 0, 2, 8, np.array([1.0, 2.0]))
     assert k(np.zeros((1, 2)), np.zeros((1, 2)))[0, 0] == pytest.approx(1.0)
+
+
+def test_the_gaussian_process_variance_reads_psi_of_the_rows():
+    """DSGGaussianProcessRegressor with hierarchical features: the predictive standard
+    deviation matches the exact posterior's with the kernel's exact form (psi of the
+    standardized rows) within 3% (median over 40 test points)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(250, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=250)
+    Xt = rng.uniform(-3, 3, size=(40, 2))
+    model = ok.DSGGaussianProcessRegressor(
+        kernel="hierarchical", kernel_params={"inner_features": 64}, standardize=False,
+        bandwidth=1.0, n_variance_features=2048, progress=False, random_state=0,
+        scheduler="sync").fit(X, y)
+    _, sd = model.predict(Xt, return_std=True)
+    k = ok.features.kernel_function("hierarchical", inner_features=64)
+    ks = k(Xt, X)
+    var = np.diag(k(Xt, Xt)) - np.einsum(
+        "ij,ji->i", ks, np.linalg.solve(k(X, X) + model.noise_ * np.eye(len(X)), ks.T))
+    exact = np.sqrt(np.maximum(var, 0.0)) * model._config.y_scale
+    assert np.median(np.abs(sd - exact) / exact) < 0.03

@@ -225,13 +225,15 @@ def test_the_features_of_the_numba_kernel_match_the_numpy_twin(spec, dtype, tol)
 
 
 def _serial_correlations(fmap, vary):
-    """Spearman correlation, per entry of a block (W and phase; d = 2, r = 4), between the
-    blocks of consecutive ids (``vary="block"``) or seeds (``vary="seed"``) over 200 of them;
-    entries that never vary (structural zeros) are left out."""
+    """Spearman correlation, per entry of a block (W and phase; d = 2, r = 4, or 10 for a
+    sum that gives each term its share of the columns), between the blocks of consecutive
+    ids (``vary="block"``) or seeds (``vary="seed"``) over 200 of them; entries that never
+    vary (structural zeros) are left out."""
     draws = []
+    r = 10 if isinstance(fmap.nonlinearity, tuple) else 4
     for j in range(200):
         seed, block_id = (5, j) if vary == "block" else (j, 3)
-        W, phase = fmap.block(seed, block_id, 2, 4, 1.0)
+        W, phase = fmap.block(seed, block_id, 2, r, 1.0)
         draws.append(np.concatenate([W.ravel(), phase]))
     B = np.array(draws)
     return [spearmanr(B[:-1, i], B[1:, i]).statistic
@@ -379,7 +381,7 @@ def test_the_gaussian_process_variance_uses_the_exact_diagonal_of_the_kernel():
     assert np.median(np.abs(sd - exact) / exact) < 0.03
 
 
-@pytest.mark.parametrize("spec", ["laplacian", "matern(nu=2.5)"])
+@pytest.mark.parametrize("spec", ["laplacian", "matern(nu=2.5)", kernel_spec("hierarchical")])
 def test_the_one_class_and_density_ratio_machines_take_the_kernel(spec):
     """Both machines fit with the kernel (its exact form in their setup, its features in
     their steps): the one-class scores rank outliers below inliers, and the density ratio's

@@ -24,7 +24,7 @@ Examples
 >>> import numpy as np
 >>> from ooc_kernels.features.maps import get_feature_map, available_kernels
 >>> available_kernels()
-['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'rbf_orthogonal', 'sum']
+['arccos', 'cauchy', 'chi2', 'hellinger', 'hierarchical', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'rbf_orthogonal', 'sum']
 >>> rbf = get_feature_map("rbf")
 >>> rbf.input_scale(2.0, 3).tolist()
 [2.0, 2.0, 2.0]
@@ -36,7 +36,7 @@ Examples
 >>> get_feature_map("laplace")
 Traceback (most recent call last):
 ...
-ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'chi2', 'hellinger', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'rbf_orthogonal', 'sum']
+ooc_kernels.exceptions.ValidationError: unknown kernel 'laplace'; the registered kernels are ['arccos', 'cauchy', 'chi2', 'hellinger', 'hierarchical', 'intersection', 'js', 'laplacian', 'matern', 'poly', 'rbf', 'rbf_orthogonal', 'sum']
 """
 
 from __future__ import annotations
@@ -53,10 +53,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ooc_kernels._jit.rff import COS_AFFINE, NONLINEARITIES
+from ooc_kernels._jit.segments import LAYOUT_FIELDS
 from ooc_kernels.exceptions import InvalidParameterError, ValidationError
 from ooc_kernels.features import rbf
 
 __all__ = ["FEATURE_MAPS", "GAUSSIAN", "FeatureMap", "KernelParam", "available_kernels",
+           "check_layout",
            "get_feature_map", "kernel_function", "kernel_settings", "kernel_spec"]
 
 
@@ -180,7 +182,6 @@ class FeatureMap:
 
     def __post_init__(self):
         if isinstance(self.nonlinearity, tuple):  # a layout of terms (a mixed sum)
-            from ooc_kernels.features.mixed import check_layout
             check_layout(self.name, self.nonlinearity)
         elif self.nonlinearity not in NONLINEARITIES.values():
             raise ValidationError(
@@ -287,6 +288,33 @@ class FeatureMap:
         [[0.3679]]
         """
         return self.exact(X, Y, bandwidth, dtype)
+
+
+def check_layout(name, layout) -> None:
+    """Refuse a layout that is not ``(T, kind, end, weight, c, ...)`` with known ids,
+    increasing ends up to 1 and positive weights.
+
+    Examples
+    --------
+    >>> from ooc_kernels.features.maps import check_layout
+    >>> check_layout("bad", (1.0, 42.0, 1.0, 1.0, 2.0))
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: feature map 'bad' has the layout (1.0, 42.0, 1.0, 1.0, 2.0); each term needs a nonlinearity id of ooc_kernels._jit.rff.NONLINEARITIES, increasing ends reaching 1.0, a positive weight and c in {1, 2} (see ooc_kernels._jit.segments)
+    """
+    ok = len(layout) >= 1 + LAYOUT_FIELDS and layout[0] >= 1 and \
+        len(layout) == 1 + LAYOUT_FIELDS * int(layout[0])
+    prev = 0.0
+    for t in range(int(layout[0]) if ok else 0):
+        kind, end, weight, c = layout[1 + LAYOUT_FIELDS * t:1 + LAYOUT_FIELDS * (t + 1)]
+        ok = ok and kind in NONLINEARITIES.values() and prev < end <= 1.0 and weight > 0 \
+            and c in (1.0, 2.0)
+        prev = end
+    if not ok or prev != 1.0:
+        raise ValidationError(
+            f"feature map {name!r} has the layout {layout!r}; each term needs a nonlinearity "
+            "id of ooc_kernels._jit.rff.NONLINEARITIES, increasing ends reaching 1.0, a "
+            "positive weight and c in {1, 2} (see ooc_kernels._jit.segments)")
 
 
 def _gaussian_writer(seed, n_features_in, block_size, input_scale, dtype, affine):

@@ -38,30 +38,31 @@ import math
 import numpy as np
 
 from ooc_kernels._jit.coupled import LOG_POLAR, POLY2, POLY4
-from ooc_kernels._jit.rff import NONLINEARITIES
 from ooc_kernels._jit.segments import LAYOUT_FIELDS
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features import rbf
+from ooc_kernels.features.maps import _spectral_map, get_feature_map
 
-__all__ = ["check_layout", "mixed_block", "mixed_layout", "mixed_sum_map", "term_seed"]
-
-
-def _terms(terms):
-    from ooc_kernels.features.maps import get_feature_map
-    from ooc_kernels.features.sums import parse_terms
-    return [(w, get_feature_map(spec), m) for w, spec, m in parse_terms(terms)]
+__all__ = ["mixed_block", "mixed_layout", "mixed_sum_map", "term_seed"]
 
 
-def mixed_layout(terms) -> tuple:
-    """The layout tuple (:mod:`ooc_kernels._jit.segments`) of a sum (a ``terms`` string).
+def _terms(parsed):
+    """``[(weight, FeatureMap, multiplier), ...]`` of parsed terms."""
+    return [(w, get_feature_map(spec), m) for w, spec, m in parsed]
+
+
+def mixed_layout(parsed) -> tuple:
+    """The layout tuple (:mod:`ooc_kernels._jit.segments`) of a sum, given as its parsed
+    terms ``((weight, kernel spec, multiplier), ...)``
+    (:func:`ooc_kernels.features.sums.parse_terms`).
 
     Examples
     --------
     >>> from ooc_kernels.features.mixed import mixed_layout
-    >>> mixed_layout("1.0*laplacian@1.0+3.0*arccos(order=1)@1.0")
+    >>> mixed_layout([(1.0, "laplacian", 1.0), (3.0, "arccos(order=1)", 1.0)])
     (2.0, 1.0, 0.25, 1.0, 2.0, 3.0, 1.0, 3.0, 2.0)
     """
-    parsed = _terms(terms)
+    parsed = _terms(parsed)
     total = sum(w for w, _, _ in parsed)
     layout, cumulative = [float(len(parsed))], 0.0
     for t, (w, fmap, _) in enumerate(parsed):
@@ -70,33 +71,6 @@ def mixed_layout(terms) -> tuple:
         end = 1.0 if t == len(parsed) - 1 else cumulative / total
         layout += [float(fmap.nonlinearity), end, float(w), float(c)]
     return tuple(layout)
-
-
-def check_layout(name, layout) -> None:
-    """Refuse a layout that is not ``(T, kind, end, weight, c, ...)`` with known ids,
-    increasing ends up to 1 and positive weights.
-
-    Examples
-    --------
-    >>> from ooc_kernels.features.mixed import check_layout
-    >>> check_layout("bad", (1.0, 42.0, 1.0, 1.0, 2.0))
-    Traceback (most recent call last):
-    ...
-    ooc_kernels.exceptions.ValidationError: feature map 'bad' has the layout (1.0, 42.0, 1.0, 1.0, 2.0); each term needs a nonlinearity id of ooc_kernels._jit.rff.NONLINEARITIES, increasing ends reaching 1.0, a positive weight and c in {1, 2} (see ooc_kernels._jit.segments)
-    """
-    ok = len(layout) >= 1 + LAYOUT_FIELDS and layout[0] >= 1 and \
-        len(layout) == 1 + LAYOUT_FIELDS * int(layout[0])
-    prev = 0.0
-    for t in range(int(layout[0]) if ok else 0):
-        kind, end, weight, c = layout[1 + LAYOUT_FIELDS * t:1 + LAYOUT_FIELDS * (t + 1)]
-        ok = ok and kind in NONLINEARITIES.values() and prev < end <= 1.0 and weight > 0 \
-            and c in (1.0, 2.0)
-        prev = end
-    if not ok or prev != 1.0:
-        raise ValidationError(
-            f"feature map {name!r} has the layout {layout!r}; each term needs a nonlinearity "
-            "id of ooc_kernels._jit.rff.NONLINEARITIES, increasing ends reaching 1.0, a "
-            "positive weight and c in {1, 2} (see ooc_kernels._jit.segments)")
 
 
 def term_seed(seed, t) -> int:
@@ -122,8 +96,8 @@ def _min_columns(fmap) -> tuple[int, bool]:
     return 1, False
 
 
-def mixed_block(seed, block_id, n_features_in, block_size, input_scale, terms):
-    """Float64 ``(W, phase)`` of a block of the sum ``terms`` (a canonical string): term
+def mixed_block(seed, block_id, n_features_in, block_size, input_scale, parsed):
+    """Float64 ``(W, phase)`` of a block of the sum of the parsed terms ``parsed``: term
     ``t``'s columns are block ``block_id`` of its map with seed :func:`term_seed`.
 
     Raises
@@ -136,21 +110,23 @@ def mixed_block(seed, block_id, n_features_in, block_size, input_scale, terms):
     >>> import numpy as np
     >>> from ooc_kernels.features.mixed import mixed_block, term_seed
     >>> from ooc_kernels.features.maps import get_feature_map
-    >>> W, b = mixed_block(1, 2, 3, 8, np.ones(3), "1.0*rbf@1.0+1.0*arccos(order=1)@2.0")
+    >>> W, b = mixed_block(1, 2, 3, 8, np.ones(3), [(1.0, "rbf", 1.0),
+    ...                                             (1.0, "arccos(order=1)", 2.0)])
     >>> W_rbf, _ = get_feature_map("rbf").block(term_seed(1, 0), 2, 3, 4, 1.0)
     >>> bool(np.array_equal(W[:, :4], W_rbf))
     True
-    >>> mixed_block(1, 2, 3, 4, np.ones(3), "1.0*rbf@1.0+1.0*poly(degree=3,coef0=1.0)@1.0")
+    >>> mixed_block(1, 2, 3, 4, np.ones(3), [(1.0, "rbf", 1.0),
+    ...                                      (1.0, "poly(degree=3,coef0=1.0)", 1.0)])
     Traceback (most recent call last):
     ...
     ooc_kernels.exceptions.ValidationError: block_size=4 gives the term 'poly(degree=3,coef0=1.0)' of the sum 2 columns of every block (its weight's share); its features need at least 3; raise block_size or the term's weight
     """
     d, r = n_features_in, block_size
-    layout = mixed_layout(terms)
+    layout = mixed_layout(parsed)
     W = np.empty((d, r))
     phase = np.empty(r)
     stop = 0
-    for t, (_, fmap, m) in enumerate(_terms(terms)):
+    for t, (_, fmap, m) in enumerate(_terms(parsed)):
         start = stop
         stop = int(math.floor(r * layout[2 + LAYOUT_FIELDS * t] + 0.5))
         least, even = _min_columns(fmap)
@@ -165,11 +141,11 @@ def mixed_block(seed, block_id, n_features_in, block_size, input_scale, terms):
     return W, phase
 
 
-def mixed_sum_map(terms):
+def mixed_sum_map(terms, parsed, exact):
     """The :class:`~ooc_kernels.features.maps.FeatureMap` of a sum with terms that are not
-    all shift-invariant (``terms``: a canonical string)."""
-    from ooc_kernels.features.maps import _spectral_map
-    from ooc_kernels.features.sums import sum_kernel
+    all shift-invariant (``terms``: its canonical string, ``parsed``: its parsed terms,
+    ``exact``: the exact form ``exact(X, Y, bandwidth, dtype, terms=...)``)."""
+    parsed = tuple(parsed)
 
     def unit(block_size):
         rbf._check_positive_int(block_size, "block_size")
@@ -177,6 +153,6 @@ def mixed_sum_map(terms):
 
     return _spectral_map(
         f"sum(terms={terms!r})", f"weighted sum of kernels {terms} (concatenated features)",
-        mixed_layout(terms), mixed_block, sum_kernel, sampler_params={"terms": terms},
+        mixed_layout(parsed), mixed_block, exact, sampler_params={"parsed": parsed},
         exact_params={"terms": terms}, feature_scale=unit,
-        nonnegative=any(f.nonnegative_inputs for _, f, _ in _terms(terms)))
+        nonnegative=any(f.nonnegative_inputs for _, f, _ in _terms(parsed)))

@@ -49,6 +49,7 @@ from ooc_kernels.features.maps import (
     get_feature_map,
     kernel_spec,
 )
+from ooc_kernels.features.mixed import mixed_sum_map
 
 __all__ = ["NOT_TERMS", "SHIFT_INVARIANT", "canonical_terms", "parse_terms", "sum_block",
            "sum_kernel"]
@@ -201,8 +202,7 @@ def _weighted_sum(terms: str) -> FeatureMap:
     concatenated (:mod:`ooc_kernels.features.mixed`)."""
     parsed = parse_terms(terms)
     if any(spec.split("(")[0] not in SHIFT_INVARIANT for _, spec, _ in parsed):
-        from ooc_kernels.features.mixed import mixed_sum_map
-        return mixed_sum_map(terms)
+        return mixed_sum_map(terms, parsed, sum_kernel)
     wide = any(get_feature_map(spec).nonlinearity == COS_WIDE for _, spec, _ in parsed)
     total = sum(w for w, _, _ in parsed)
     return _spectral_map(
