@@ -12,6 +12,14 @@ threading layer:
 * :func:`kernel_threads` sets that count for the kernels called in its block (numba's count
   is per calling thread, so each Dask task sets its own), and :func:`current_threads` is
   what the kernel dispatchers read (1 outside any block: the sequential kernels);
+* :func:`launch` calls a parallel kernel: from the main thread in that thread, from any
+  other thread (a Dask pool thread, a ``distributed`` worker thread) on one of the process's
+  *launcher* threads, which are reused.  GNU OpenMP gives every thread that starts a
+  parallel region a team of its own, so kernels started from the threads of a Dask pool in
+  turn would create one team per pool thread; once the process holds more OpenMP threads
+  than cores, the runtime stops spinning between regions and every region wakes its team
+  from sleep.  The launchers keep the teams at one per chunk task running at once (one with
+  ``K = 1``), whichever thread runs the task.
 * :func:`parallel_launch` wraps every call of a parallel kernel.  numba's ``omp`` and ``tbb``
   layers accept launches from several threads at once (Dask's threaded scheduler runs tasks
   side by side); its ``workqueue`` fallback (no OpenMP or TBB library) does not (numba aborts
@@ -37,6 +45,7 @@ Examples
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import sys
@@ -45,14 +54,17 @@ from collections.abc import Iterator
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["available_threads", "current_threads", "kernel_threads", "parallel_launch",
-           "prediction_threads", "task_threads", "threading_layer"]
+__all__ = ["available_threads", "current_threads", "kernel_threads", "launch",
+           "launcher_threads", "parallel_launch", "prediction_threads", "task_threads",
+           "threading_layer"]
 
 _local = threading.local()
 _launch_lock = threading.Lock()
 _state = {"layer": None, "pid": None}
 _active = {"predictions": 0}
 _count_lock = threading.Lock()
+_launchers = {"pool": None, "pid": None}
+_launchers_lock = threading.Lock()
 
 
 def _cpu_count() -> int:
@@ -239,3 +251,52 @@ def parallel_launch() -> Iterator[None]:
 
             _state["layer"] = numba.threading_layer()
             _state["pid"] = os.getpid()
+
+
+def _launcher_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's launcher threads (made again in a forked child: threads do not survive
+    ``fork``).  An idle launcher is reused before a new one starts, so the pool holds as many
+    threads as parallel kernels ever ran at once."""
+    with _launchers_lock:
+        if _launchers["pool"] is None or _launchers["pid"] != os.getpid():
+            _launchers["pool"] = concurrent.futures.ThreadPoolExecutor(
+                max(4, 2 * _cpu_count()), thread_name_prefix="ooc-kernels-launcher")
+            _launchers["pid"] = os.getpid()
+        return _launchers["pool"]
+
+
+def launcher_threads() -> int:
+    """How many launcher threads this process started (0 before the first launch from a
+    thread other than the main thread)."""
+    pool = _launchers["pool"]
+    if pool is None or _launchers["pid"] != os.getpid():
+        return 0
+    return len(pool._threads)
+
+
+def _launched(n: int, kernel, args: tuple):
+    with kernel_threads(n), parallel_launch():
+        return kernel(*args)
+
+
+def launch(kernel, *args):
+    """``kernel(*args)`` (a parallel numba kernel) on :func:`current_threads` threads,
+    started from the main thread when called from it and from a launcher thread otherwise
+    (see the module docstring); waits for the result and raises what the kernel raised.
+
+    Examples
+    --------
+    >>> import threading
+    >>> def where(x):
+    ...     return threading.current_thread().name.startswith("ooc-kernels-launcher"), x
+    >>> launch(where, 1)                  # the main thread launches itself
+    (False, 1)
+    >>> out = []
+    >>> t = threading.Thread(target=lambda: out.append(launch(where, 2))); t.start(); t.join()
+    >>> out
+    [(True, 2)]
+    """
+    if threading.current_thread() is threading.main_thread():
+        with parallel_launch():
+            return kernel(*args)
+    return _launcher_pool().submit(_launched, current_threads(), kernel, args).result()

@@ -377,3 +377,71 @@ def test_n_jobs_is_saved_and_can_be_changed_on_a_loaded_model(tmp_path):
     assert back._predict_payload()[0].n_jobs == 1
     Xt = np.random.default_rng(0).normal(size=(100, 3))
     assert np.array_equal(back.predict(Xt), clf.predict(Xt))
+
+
+def _os_threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_kernels_started_from_many_pool_threads_run_on_one_reused_launcher():
+    """A parallel kernel called from threads other than the main thread runs on a launcher
+    thread that is reused, so OpenMP makes one team, not one per calling thread; the result
+    is the sequential kernel's, bit for bit."""
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(np.float32, 2)
+    ref = dsg_full_update(X, Y, sw, W, ph, coef, avg, 0, steps, params)
+    with kernel_threads(2):  # the first launch of the process (picks the layer) first
+        kernels_threads.full_update(X, Y, sw, W, ph, coef, avg, 0, steps, params)
+    jobs = [__import__("queue").Queue() for _ in range(4)]
+    results: list = []
+
+    def serve(q):  # a long-lived thread, like a Dask pool thread: runs what it is given
+        while (job := q.get()) is not None:
+            results.append(job())
+
+    def step():
+        with kernel_threads(2) as n:
+            return n, kernels_threads.full_update(X, Y, sw, W, ph, coef, avg, 0, steps,
+                                                  params)
+
+    threads = [threading.Thread(target=serve, args=(q,)) for q in jobs]
+    for t in threads:
+        t.start()
+    before_launchers, before = _threads.launcher_threads(), _os_threads()
+    for q in jobs:  # one call from each thread, one after the other
+        q.put(step)
+        while len(results) < jobs.index(q) + 1:
+            threading.Event().wait(0.01)
+    after_launchers, after = _threads.launcher_threads(), _os_threads()
+    for q in jobs:
+        q.put(None)
+    for t in threads:
+        t.join()
+    assert after_launchers == max(before_launchers, 1)
+    if numba.config.NUMBA_NUM_THREADS >= 2 and _threads.threading_layer() == "omp":
+        # at most one new team (one worker for 2 threads) and one new launcher thread
+        assert after - before <= 2, (before, after)
+    for n, out in results:
+        assert n == min(2, numba.config.NUMBA_NUM_THREADS)
+        for a, b in zip(out, ref):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_kernel_error_raised_on_a_launcher_reaches_the_calling_thread():
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(np.float64, 0)
+    errors: list = []
+
+    def call():
+        try:
+            with kernel_threads(2):
+                kernels_threads.full_update(np.ascontiguousarray(X[:, :3]), Y, sw, W, ph,
+                                            coef, avg, 0, steps, params)
+        except Exception as err:  # noqa: BLE001 - the test looks at what arrived
+            errors.append(err)
+
+    t = threading.Thread(target=call)
+    t.start()
+    t.join()
+    if min(2, numba.config.NUMBA_NUM_THREADS) < 2:
+        pytest.skip("numba's pool has one thread: the sequential kernel runs")
+    assert len(errors) == 1 and isinstance(errors[0], ValidationError)
+    assert "W must be (m, d, r)" in str(errors[0])

@@ -16,8 +16,8 @@ sequential kernel's for 1, 2, 3 ... threads (``docs/threads.md``):
 
 :func:`full_update` and :func:`predict` pick the kernel from
 :func:`ooc_kernels._threads.current_threads`: the sequential one for one thread (no
-launch), the parallel one (through :func:`~ooc_kernels._threads.parallel_launch`)
-otherwise.
+launch), the parallel one (through :func:`~ooc_kernels._threads.launch`: from the main
+thread, or from one of the process's reused launcher threads) otherwise.
 
 Examples
 --------
@@ -43,7 +43,7 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import _tile_rows, add_tile_predictions, dsg_predict
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    block_step, dsg_full_update)
-from ooc_kernels._threads import current_threads, parallel_launch
+from ooc_kernels._threads import current_threads, launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict"]
 
@@ -162,9 +162,8 @@ def full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     if current_threads() <= 1:
         return dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                                max_buffer_bytes, kind)
-    with parallel_launch():
-        return dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
-                                       max_buffer_bytes, kind)
+    return launch(dsg_full_update_threads, X, Y, sw, W, phase, coef, avg, n_avg, steps,
+                  params, max_buffer_bytes, kind)
 
 
 def predict(X, W, phase, coef, scale, kind=COS_AFFINE):
@@ -173,5 +172,4 @@ def predict(X, W, phase, coef, scale, kind=COS_AFFINE):
     for a single tile of rows)."""
     if current_threads() <= 1 or X.shape[0] <= _tile_rows(W.shape[2], X.itemsize):
         return dsg_predict(X, W, phase, coef, scale, kind)
-    with parallel_launch():
-        return dsg_predict_threads(X, W, phase, coef, scale, kind)
+    return launch(dsg_predict_threads, X, W, phase, coef, scale, kind)
