@@ -361,10 +361,15 @@ def _dense_iterations_all_columns(A, b, y, x, xbar, z, n_total, row_uniforms, m,
             y[i] = y_new
             if weights is not None:
                 dy[k] *= weights[i]
+        i0, d0 = rows[0], dy[0]
         for j in range(p):
-            s = 0.0
-            for k in range(m):
-                s += np.float64(A[rows[k], j]) * dy[k]
+            if m == 1:                  # one row: no loop over I (the same operations)
+                a0 = np.float64(A[i0, j])
+                s = 0.0 + a0 * d0
+            else:
+                s = 0.0
+                for k in range(m):
+                    s += np.float64(A[rows[k], j]) * dy[k]
             zj = z[j]
             cj = zj + ext * s
             xold = x[j]
@@ -374,10 +379,14 @@ def _dense_iterations_all_columns(A, b, y, x, xbar, z, n_total, row_uniforms, m,
             xj = primal_prox(vj, tau, lam1, lam2)
             x[j] = xj
             xbar[j] = xold + theta1 * (xj - xold)
-            for k in range(m):          # z = A^T y^(t+1), the increments in the order of I
-                d = dy[k]
-                if d != 0.0:
-                    zj += np.float64(A[rows[k], j]) * d
+            if m == 1:
+                if d0 != 0.0:
+                    zj += a0 * d0
+            else:
+                for k in range(m):      # z = A^T y^(t+1), the increments in the order of I
+                    d = dy[k]
+                    if d != 0.0:
+                        zj += np.float64(A[rows[k], j]) * d
             z[j] = zj
 
 
