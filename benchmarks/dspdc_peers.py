@@ -333,6 +333,9 @@ def part_peers(args):
             rows = [_dspdc_rows(Est, ds, kw, reps, rel_of, lambda e: (
                 np.asarray(e._config.x_shift), np.asarray(e._config.x_scale)))]
             print(json.dumps(rows[-1]), flush=True)
+            if args.only_dspdc:
+                results["problems"].append({"data": kind, "problem": name, "rows": rows})
+                continue
             for label, fit in _sklearn_peers(name, n, alpha, l1_ratio):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")      # ConvergenceWarning at loose tol
@@ -613,6 +616,9 @@ def main(argv=None) -> None:
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--worker-fn", default="worker", help=argparse.SUPPRESS)
     parser.add_argument("--problems", nargs="+", default=["ridge", "elastic_net", "logistic"])
+    parser.add_argument("--only-dspdc", action="store_true",
+                        help="peers: the DSPDC rows only (the peers' rows of an earlier run "
+                             "still hold)")
     parser.add_argument("--data", nargs="+", default=["conditioned", "raw"],
                         choices=["conditioned", "raw"])
     parser.add_argument("--n", type=int, default=50_000)
