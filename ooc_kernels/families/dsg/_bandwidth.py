@@ -59,7 +59,8 @@ from ooc_kernels.features.maps import get_feature_map
 from ooc_kernels.losses import LOSS_SQUARED, loss_by_id
 
 __all__ = ["CANDIDATES", "SAMPLE_ROWS", "TRIAL_STEPS", "TRIAL_FEATURES", "TIE",
-           "GCV_MAX_ROWS", "select_bandwidth", "select_bandwidth_gcv", "gcv_targets",
+           "GCV_MAX_ROWS", "ALPHA_FACTORS", "SCALE_SPREAD", "select_bandwidth",
+           "select_scale_and_alpha", "common_scale", "scales_differ", "select_bandwidth_gcv", "gcv_targets",
            "trial_threads"]
 
 #: Multiples of the median pairwise distance tried.
@@ -72,6 +73,10 @@ TRIAL_STEPS = 150
 TRIAL_FEATURES = 2048
 #: Scores within this much of the best count as ties (broken towards the larger bandwidth).
 TIE = 0.005
+#: ``alpha`` factors the trials try after the bandwidth (``alpha="auto"``).
+ALPHA_FACTORS = (1.0, 0.1)
+#: Per-input scales differing by more than this factor: one common scale is tried too.
+SCALE_SPREAD = 2.0
 #: Data sets with at most this many rows choose the bandwidth by generalized
 #: cross-validation on all their rows (one ``n x n`` symmetric eigendecomposition per
 #: candidate: under a second at 1000 rows).
@@ -258,6 +263,20 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
     scores : dict
         ``{multiple: validation score}``.
     """
+    median = median_heuristic(_standardized(base_config, sample), 1.0,
+                              random_state=seed % 2**32, sample_weight=weights)
+    keys = list(CANDIDATES)
+    scores = _run_trials([(base_config, m * median, 1.0) for m in keys], sample, y,
+                         weights, classes=classes, make_schedule=make_schedule,
+                         n_features=n_features, seed=seed, steps=steps, threads=threads)
+    scores = dict(zip(keys, scores))
+    best = max(scores.values())
+    multiple = max(m for m, score in scores.items() if score >= best - TIE)
+    return multiple * median, scores
+
+
+def _split(weights: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The trials' training and validation rows (the same for every trial of a fit)."""
     rng = np.random.default_rng(seed % 2**63)
     # rows of weight 0 carry nothing: they are left out, so that neither part of the split
     # is weightless (a validation part of zero weight cannot be scored)
@@ -267,19 +286,26 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
     tr, va = order[:n_train], order[n_train:]
     if len(va) == 0:  # two rows or fewer: nothing to validate on
         va = tr
-    seen = _standardized(base_config, sample)
-    median = median_heuristic(seen, 1.0, random_state=seed % 2**32, sample_weight=weights)
-    block = base_config.block_size
+    return tr, va
+
+
+def _run_trials(trials, sample, y, weights, *, classes, make_schedule, n_features: int,
+                seed: int, steps: int, threads: int | None) -> list:
+    """The validation score of every trial ``(config, bandwidth, alpha_factor)``: the
+    fit's setup with that standardization (``config``), width and ``alpha`` (``"auto"``'s
+    value times ``alpha_factor``), on the split of :func:`_split`."""
+    tr, va = _split(weights, seed)
+    n_train = len(tr)
+    block = trials[0][0].block_size
     n_blocks = max(1, min(n_features, TRIAL_FEATURES) // block)
-    batch = int(min(base_config.batch_size, max(16, n_train // 8)))
+    batch = int(min(trials[0][0].batch_size, max(16, n_train // 8)))
+    at_once, each = trial_threads(threads, len(trials))
 
-    candidates = [(m, m * median) for m in CANDIDATES]
-    at_once, each = trial_threads(threads, len(candidates))
-
-    def run(candidate):
-        _, bandwidth = candidate
-        schedule = make_schedule(bandwidth, n_train, batch)
-        config = replace(base_config, bandwidth=bandwidth, n_blocks=n_blocks,
+    def run(trial):
+        base, bandwidth, alpha_factor = trial
+        schedule = make_schedule(bandwidth, n_train, batch, alpha_factor=alpha_factor,
+                                 rows=_standardized(base, sample))
+        config = replace(base, bandwidth=bandwidth, n_blocks=n_blocks,
                          batch_size=batch, learning_rate=schedule.learning_rate,
                          eta0=schedule.eta0, t0=schedule.t0, alpha=schedule.alpha,
                          average=schedule.average, shuffle=True, on_invalid="error",
@@ -292,13 +318,95 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
     # per step (finding the BLAS libraries costs about 30 ms a time on a busy machine)
     with single_threaded_blas():
         if at_once == 1:
-            scores = {c[0]: run(c) for c in candidates}
-        else:
-            with ThreadPoolExecutor(max_workers=at_once) as pool:
-                scores = dict(zip([c[0] for c in candidates], pool.map(run, candidates)))
-    best = max(scores.values())
-    multiple = max(m for m, score in scores.items() if score >= best - TIE)
-    return multiple * median, scores
+            return [run(t) for t in trials]
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            return list(pool.map(run, trials))
+
+
+def common_scale(config):
+    """``config`` with one scale for every input instead of one per input: the root mean
+    square of the per-input standard deviations (the centring is kept), so the kernel
+    weighs the inputs by their own spread, as on the raw data.
+
+    Examples
+    --------
+    >>> from ooc_kernels.families.dsg.solver import DSGConfig
+    >>> c = DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=2,
+    ...               block_size=4, n_blocks=1, bandwidth=1.0, feature_seed=0, alpha=0.1,
+    ...               batch_size=4, learning_rate="constant", eta0=0.1, t0=0.0,
+    ...               dtype="float64", x_shift=(0.0, 1.0), x_scale=(1.0, 7.0))
+    >>> common_scale(c).x_scale
+    (5.0, 5.0)
+    """
+    scale = np.asarray(config.x_scale, dtype=np.float64)
+    value = float(np.sqrt(np.mean(scale ** 2)))
+    return replace(config, x_scale=(value,) * len(scale))
+
+
+def scales_differ(config) -> bool:
+    """Whether the per-input scales of ``config`` differ by more than a factor
+    :data:`SCALE_SPREAD` (when they do not, one common scale is nearly the same model).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> scales_differ(SimpleNamespace(x_scale=(1.0, 1.2))), scales_differ(
+    ...     SimpleNamespace(x_scale=(1.0, 3.0)))
+    (False, True)
+    """
+    if config.x_scale is None:
+        return False
+    scale = np.asarray(config.x_scale, dtype=np.float64)
+    return bool(scale.max() > SCALE_SPREAD * scale.min())
+
+
+def select_scale_and_alpha(base_config, common_config, sample, y, weights, *, classes,
+                           make_schedule, n_features: int, seed: int, multiple: float,
+                           best: float, alpha_factors=(1.0,), steps: int = TRIAL_STEPS,
+                           threads: int | None = None):
+    """After the bandwidth trials: the standardization and regularization the same trials
+    prefer at the chosen ``multiple`` of the median distance.
+
+    The alternatives are one common scale for every input (``common_config``; None: not
+    tried) and ``alpha`` times each factor of ``alpha_factors`` besides 1, alone and
+    together.  One is taken only when its validation score is more than :data:`TIE` above
+    ``best``, the score of the per-input scales at ``alpha`` (the bandwidth trials'
+    winner); among those, the best score wins.
+
+    Returns
+    -------
+    config : DSGConfig
+        ``base_config`` or ``common_config``.
+    bandwidth : float
+        ``multiple`` times the median distance of the rows as ``config`` sees them.
+    alpha_factor : float
+    scores : dict
+        ``{(scaling, alpha_factor): validation score}``, ``scaling`` ``"per-input"`` or
+        ``"common"``; the bandwidth trials' winner is ``("per-input", 1.0)``.
+    """
+    options = [("per-input", base_config)]
+    if common_config is not None:
+        options.append(("common", common_config))
+    trials, keys = [], []
+    for name, config in options:
+        median = median_heuristic(_standardized(config, sample), 1.0,
+                                  random_state=seed % 2**32, sample_weight=weights)
+        for factor in (1.0, *[f for f in alpha_factors if f != 1.0]):
+            if (name, factor) != ("per-input", 1.0):
+                trials.append((config, multiple * median, factor))
+                keys.append((name, factor))
+    scores = {("per-input", 1.0): best}
+    if trials:
+        scores.update(zip(keys, _run_trials(
+            trials, sample, y, weights, classes=classes, make_schedule=make_schedule,
+            n_features=n_features, seed=seed, steps=steps, threads=threads)))
+    top = max(scores, key=lambda k: scores[k])
+    if scores[top] <= best + TIE:
+        top = ("per-input", 1.0)
+    config = dict(options)[top[0]]
+    median = median_heuristic(_standardized(config, sample), 1.0,
+                              random_state=seed % 2**32, sample_weight=weights)
+    return config, multiple * median, top[1], scores
 
 
 def _standardized(config, X: np.ndarray) -> np.ndarray:

@@ -35,9 +35,11 @@ from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAI
                                                finite_sample_rows, with_threads)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
-from ooc_kernels.families.dsg._bandwidth import (GCV_MAX_ROWS, SAMPLE_ROWS, _standardized,
-                                                   gcv_targets, select_bandwidth,
-                                                   select_bandwidth_gcv)
+from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SAMPLE_ROWS,
+                                                   TIE, _standardized, common_scale,
+                                                   gcv_targets, scales_differ,
+                                                   select_bandwidth, select_bandwidth_gcv,
+                                                   select_scale_and_alpha)
 from ooc_kernels.families.dsg._loss_params import (EPSILON, LOSS_PARAM_CONSTRAINTS,
                                                     LOSS_PARAMS_DOC, QUANTILE, loss_param)
 from ooc_kernels.families.dsg._memory import check_fit_memory
@@ -83,6 +85,10 @@ def _row_weights(class_weight, w, y, classes) -> np.ndarray:
         w = w * np.asarray(class_weight)[order[np.searchsorted(classes[order], y)]]
     return w
 
+
+#: The classifier and the regressor also accept ``standardize="auto"`` (the bandwidth
+#: trials may choose one common scale); the other DSG machines scale per input or not at all.
+_STANDARDIZE_AUTO = {"standardize": ["boolean", StrOptions({"auto"})]}
 
 _DSG_CONSTRAINTS = {
     **BASE_CONSTRAINTS,
@@ -137,7 +143,9 @@ _PARAMS_DOC = """
         float32 otherwise.
     alpha : float or "auto", default="auto"
         Regularization strength (the paper's nu): every step multiplies the existing
-        coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``.
+        coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``, or
+        ``0.1 / n_samples`` when the bandwidth trials (``bandwidth="auto"`` on more than
+        1,000 rows) score it more than 0.005 higher (``setup_scores_``).
     n_features : int, default=4096
         How many random features the model may hold (a multiple of ``block_size``).  Each
         step adds a block of ``block_size`` new features (Algorithm 1) until the model holds
@@ -172,6 +180,27 @@ _PARAMS_DOC = """
         ``False`` for the others (measured in ``docs/machines/regression.md``).
 """ + STOPPING_PARAMS_DOC + BASE_PARAMS_DOC
 
+#: The classifier's and the regressor's ``standardize`` (``"auto"``).
+_BOOL_DOC = """    standardize : bool, default=True
+        The model sees every feature centred and scaled to unit variance (means and
+        standard deviations of the sampled rows, folded into the random features: no extra
+        pass, no copy), and a regressor learns standardized targets and predicts in the
+        original units.  The Gaussian kernel then weighs the features alike whatever their
+        units.
+"""
+_STANDARDIZE_AUTO_DOC = _PARAMS_DOC.replace(_BOOL_DOC, """    standardize : bool or "auto", default="auto"
+        ``True``: the model sees every feature centred and scaled to unit variance (means
+        and standard deviations of the sampled rows, folded into the random features: no
+        extra pass, no copy), and a regressor learns standardized targets and predicts in
+        the original units.  The Gaussian kernel then weighs the features alike whatever
+        their units.  ``"auto"``: the same, except that when the bandwidth trials run
+        (``bandwidth="auto"`` on more than 1,000 rows) and the features' standard
+        deviations differ by more than a factor 2, the trials also try one common scale
+        for every feature (the root mean square of the standard deviations: features in
+        one unit, such as pixels, keep their relative spread) and keep it when it scores
+        more than 0.005 higher (``setup_scores_``).  ``False``: the raw features.
+""")
+
 _ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
         The coefficients that predict (the averaged iterate with ``average``).
@@ -182,6 +211,11 @@ _ATTRIBUTES_DOC = """
         With ``bandwidth="auto"`` or ``"ard"``: ``{multiple of the median distance:
         score}``, the validation score of each trial, or for data sets of at most 1000 rows the
         generalized cross-validation R^2 of kernel ridge regression on every row.
+    setup_scores_ : dict or None
+        When the bandwidth trials also tried a common scale (``standardize="auto"``) or
+        ``alpha / 10`` (``alpha="auto"``): ``{(scaling, alpha factor): validation score}``,
+        ``scaling`` ``"per-input"`` or ``"common"``, at the chosen multiple of the median
+        distance; None otherwise.
     dtype_ : str
         The precision used (``dtype`` resolved).
     feature_seed_ : int
@@ -330,20 +364,25 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         # Every row was read (a small data set): bandwidth by GCV on all of them.
         every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
 
-        def schedule(bandwidth, n_samples, batch_size):
+        def schedule(bandwidth, n_samples, batch_size, alpha_factor=1.0, rows=None):
             # the operator of the fit's first growth steps, on batches of the sampled rows
-            # (all of them when the data is one batch)
+            # (all of them when the data is one batch), as ``rows`` (default: the fit's
+            # standardization) shows them; ``alpha_factor`` scales alpha="auto"
             eigenvalue = growth_step_eigenvalue(
-                seen, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
+                seen if rows is None else rows, row_w / mean_w, bandwidth=bandwidth,
+                feature_seed=base.feature_seed,
                 block_size=self.block_size, batch_size=batch_size,
                 seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
+            alpha = self.alpha if alpha_factor == 1.0 else \
+                alpha_factor / max(n_samples * mean_w, 1e-12)
             return resolve_schedule(
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
-                alpha=self.alpha, average=self.average, loss=loss_name,
+                alpha=alpha, average=self.average, loss=loss_name,
                 eigenvalue=eigenvalue, batch_size=batch_size, n_samples=n_samples * mean_w,
                 owner=type(self).__name__)
 
-        self.bandwidth_scores_ = None
+        self.bandwidth_scores_ = self.setup_scores_ = None
+        alpha_factor = 1.0
         if mode in ("auto", "ard") and every_row:
             median = median_heuristic(seen, 1.0, sample_weight=row_w)
             alpha = schedule(median, data.n_samples, self.batch_size).alpha
@@ -359,6 +398,9 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                 make_schedule=schedule, n_features=self.n_features,
                 seed=derive_seed(self.random_seed_, 6))
             self.bandwidth_scores_ = scores
+            base, seen, bandwidth, alpha_factor, self.setup_scores_ = self._scale_and_alpha(
+                base, seen, sample, y_sample, w_sample, classes, schedule, bandwidth,
+                scores, shape)
             if self.progress is not False:
                 logger.info("%s: bandwidth %.6g chosen", type(self).__name__, bandwidth)
         elif mode == "median":
@@ -367,7 +409,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                                          % 2**32, sample_weight=row_w)
         else:
             bandwidth = 1.0 if mode == "array" else float(self.bandwidth)
-        plan = schedule(bandwidth, data.n_samples, self.batch_size)
+        plan = schedule(bandwidth, data.n_samples, self.batch_size, alpha_factor)
         self._config = replace(base, bandwidth=bandwidth, alpha=plan.alpha,
                                input_bandwidths=None if shape is None else
                                tuple(float(v) for v in bandwidth * shape),
@@ -379,6 +421,27 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                          n_samples=data.n_samples, average=bool(self._config.average))
         self._state = init_state(self._config)
         self._publish()
+
+    def _scale_and_alpha(self, base, seen, sample, y, w, classes, schedule, bandwidth,
+                         scores, shape):
+        """After the bandwidth trials, the same trials at the chosen width try one common
+        scale for every input (``standardize="auto"``, per-input scales that differ) and
+        ``alpha / 10`` (``alpha="auto"``): ``(config, rows as it sees them, bandwidth,
+        alpha factor, scores or None)``
+        (:func:`~ooc_kernels.families.dsg._bandwidth.select_scale_and_alpha`)."""
+        common = None
+        if self.standardize == "auto" and shape is None and scales_differ(base):
+            common = common_scale(base)
+        factors = ALPHA_FACTORS if isinstance(self.alpha, str) else (1.0,)
+        if common is None and len(factors) == 1:
+            return base, seen, bandwidth, 1.0, None
+        multiple = max(m for m, v in scores.items() if v >= max(scores.values()) - TIE)
+        config, bandwidth, factor, setup = select_scale_and_alpha(
+            base, common, sample, y, w, classes=None if classes is None else
+            np.asarray(classes), make_schedule=schedule, n_features=self.n_features,
+            seed=derive_seed(self.random_seed_, 6), multiple=multiple,
+            best=scores[multiple], alpha_factors=factors)
+        return config, _standardized(config, sample), bandwidth, factor, setup
 
     def _curvature(self, loss: str, n_outputs: int, seen: np.ndarray, weights: np.ndarray,
                    bandwidth: float) -> float:
@@ -454,7 +517,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
         classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared);
         ``"squared_hinge"`` (L2-SVM, ``max(0, 1 - y u)^2 / 2``) likewise.  ``"softmax"``:
         multinomial for any number of classes.  ``predict_proba``: logistic and softmax.
-    """ + _PARAMS_DOC + UPDATE_DOC + N_JOBS_DOC + """
+    """ + _STANDARDIZE_AUTO_DOC + UPDATE_DOC + N_JOBS_DOC + """
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
         ``"balanced"``: ``n_samples / (n_classes * count(label))``, counted in one pass over
@@ -474,12 +537,13 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
     """
 
     _parameter_constraints = {**_DSG_CONSTRAINTS, **UPDATE_CONSTRAINTS,
+                              **_STANDARDIZE_AUTO,
                               "loss": [StrOptions(set(_CLASSIFICATION_LOSSES))],
                               "class_weight": [dict, StrOptions({"balanced"}), None],
                               **N_JOBS_CONSTRAINTS}
 
     def __init__(self, loss="logistic", *, kernel="rbf", kernel_params=None, bandwidth="auto",
-                 median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
+                 median_multiplier=1.0, standardize="auto", dtype="auto", alpha="auto",
                  n_features=4096, block_size=256, update="new",
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
@@ -576,7 +640,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
         epsilon / 2)`` beyond; ``"epsilon_insensitive"``, support vector regression
         ``max(0, |r| - epsilon)``; ``"quantile"``, quantile regression at level ``tau =
         quantile``, ``max(-tau r, (1 - tau) r)``.  See ``docs/machines/regression.md``.
-    """ + LOSS_PARAMS_DOC + _PARAMS_DOC + UPDATE_DOC + N_JOBS_DOC + """
+    """ + LOSS_PARAMS_DOC + _STANDARDIZE_AUTO_DOC + UPDATE_DOC + N_JOBS_DOC + """
     Attributes
     ----------""" + _ATTRIBUTES_DOC + """
     Examples
@@ -592,6 +656,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
     """
 
     _parameter_constraints = {**_DSG_CONSTRAINTS, **LOSS_PARAM_CONSTRAINTS,
+                              **_STANDARDIZE_AUTO,
                               **UPDATE_CONSTRAINTS,
                               "loss": [StrOptions(set(_REGRESSION_LOSSES))],
                               **N_JOBS_CONSTRAINTS}
@@ -601,7 +666,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
     def __init__(self, loss="squared", *, epsilon=EPSILON, quantile=QUANTILE, kernel="rbf",
                  kernel_params=None,
                  bandwidth="auto",
-                 median_multiplier=1.0, standardize=True, dtype="auto", alpha="auto",
+                 median_multiplier=1.0, standardize="auto", dtype="auto", alpha="auto",
                  n_features=4096, block_size=256, update="new",
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
