@@ -132,7 +132,8 @@ def test_the_input_scale_is_a_per_input_vector():
 def test_an_unknown_kernel_is_a_library_error_naming_the_registered_ones():
     with pytest.raises(ValidationError, match=r"unknown kernel 'laplace'; the registered "
                                               r"kernels are \['arccos', 'cauchy', 'chi2', "
-                                              r"'hellinger', 'intersection', 'js', "
+                                              r"'hellinger', 'hierarchical', "
+                                              r"'intersection', 'js', "
                                               r"'laplacian', 'matern', 'poly', 'rbf', "
                                               r"'rbf_orthogonal', 'sum'\]"):
         get_feature_map("laplace")

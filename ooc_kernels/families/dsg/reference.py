@@ -73,7 +73,7 @@ def block_features(config):
 
     def z(j, X):
         W, phase = params[j]
-        P = X @ W
+        P = fmap.map_rows(X, None, np.float64) @ W  # psi(X) for hierarchical features
         features_inplace_ref(fmap.nonlinearity, P, phase, scale)
         return P
 
