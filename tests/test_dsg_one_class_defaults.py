@@ -35,7 +35,7 @@ def test_default_batch_fit_equals_the_numpy_steps():
     assert batch == 64
     rng = np.random.default_rng(5)
     X = _mixture(600, rng) @ np.array([[1.0, 0.2, -0.3], [0.1, 1.0, 0.4]])
-    chunk = 150          # batches of 64, 64 and 22 per chunk: 12 steps, 3 growing, 9 full
+    chunk = 100          # batches of 64 and 36 per chunk: 12 steps, 3 growing, 9 full
     det = ok.DSGOneClassSVM(nu=0.3, n_features=3 * 256, dtype="float64", max_iter=1,
                             tol=None, shuffle=False, chunks_per_round=1, chunk_size=chunk,
                             offset="paper", random_state=0, **FAST).fit(X)
