@@ -70,8 +70,10 @@ def data_boost(step_boost: float, lam_local: float, mu: float) -> float:
     ``max(step_boost, min((lam_local + mu) / lam_local, DATA_BOOST_CAP * step_boost))``,
     and ``step_boost`` itself once the stall rule has brought it to 1 (the theorems' steps).
 
-    >>> data_boost(30.0, 1e-3, 1.0), data_boost(30.0, 1e-3, 0.0), data_boost(1.0, 1e-3, 1.0)
-    (3000.0, 30.0, 1.0)
+    >>> data_boost(30.0, 1e-3, 0.099), data_boost(30.0, 1e-3, 10.0)   # (1e-3 + mu) / 1e-3
+    (100.0, 3000.0)
+    >>> data_boost(30.0, 1e-3, 0.0), data_boost(1.0, 1e-3, 10.0)      # no gain; theorems' steps
+    (30.0, 1.0)
     """
     if step_boost <= 1.0:
         return step_boost
