@@ -206,9 +206,9 @@ def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, 
     (:func:`ooc_kernels._seeds.task_rng`), drawn in blocks of at most :data:`UNIFORM_BLOCK`
     values: in each block the ``(t, m)`` row uniforms first, then the ``(t, q)`` column
     uniforms.  With ``q = n_features`` every iteration updates every coordinate, so no
-    column uniform is drawn: the block holds zeros, for which Floyd's sampler returns
-    ``0, 1, .., q - 1`` (and the primal coordinates of one iteration are independent, so
-    their order does not change the iterates).  Running the kernels block after block gives
+    column uniform is drawn: the block holds zeros, which the dense kernel does not even read
+    (Floyd's sampler lists ``0, 1, .., q - 1`` whatever the uniforms, so the kernel takes
+    every coordinate without sampling).  Running the kernels block after block gives
     the iterates of one call on the concatenated blocks.
 
     Examples
