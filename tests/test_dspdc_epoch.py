@@ -137,3 +137,25 @@ def test_model_rows_equal_the_plain_numpy_rows(dtype, standardize, intercept):
         got = model_rows(cfg, X)
         assert got.dtype == np.float64 and got.flags.c_contiguous
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_duals_file_cut_short_or_of_another_kind_is_a_corrupt_chunk_error(tmp_path):
+    """A version's file is its header (the checksum) then the array: a file cut short, or one
+    that is not such a file, is refused with the chunk and the version named."""
+    from ooc_kernels._chunk_store import ChunkStore
+    from ooc_kernels.exceptions import CorruptChunkError
+
+    store = ChunkStore(tmp_path / "w")
+    y = np.linspace(-1.0, 1.0, 40)
+    store.write("y", 2, (3, 1), y)
+    (version_file,) = (tmp_path / "w" / "y" / "c0000002").iterdir()
+    raw = version_file.read_bytes()
+    np.testing.assert_array_equal(store.read("y", 2, (3, 1), n_rows=40), y)
+    version_file.write_bytes(raw[:-8])
+    with pytest.raises(CorruptChunkError, match=r"chunk 2 at version \(epoch, round\) = "
+                                                r"\(3, 1\) cannot be read"):
+        store.read("y", 2, (3, 1), n_rows=40)
+    np.save(version_file.with_suffix(".npy"), y)
+    version_file.with_suffix(".npy").replace(version_file)      # a bare .npy: no checksum
+    with pytest.raises(CorruptChunkError, match=r"chunk 2 at version \(3, 1\).*damaged"):
+        store.read("y", 2, (3, 1), n_rows=40)
