@@ -44,12 +44,13 @@ def test_every_documented_key_is_registered_with_its_documented_default():
     documented = _documented_keys()
     # the keys docs/scale_out.md describes, with the values it gives
     assert {"ooc-kernels.cluster.pipeline", "ooc-kernels.cluster.lookahead",
-            "ooc-kernels.cluster.chain"} <= documented
+            "ooc-kernels.cluster.chain", "ooc-kernels.local.read_ahead"} <= documented
     registered = dict(_flatten(dask.config.get("ooc-kernels")))
     assert documented <= set(registered), sorted(documented - set(registered))
     assert registered == {"ooc-kernels.cluster.pipeline": True,
                           "ooc-kernels.cluster.lookahead": 1,
-                          "ooc-kernels.cluster.chain": 8}
+                          "ooc-kernels.cluster.chain": 8,
+                          "ooc-kernels.local.read_ahead": True}
     # the packaged file holds exactly what is registered
     assert dict(_flatten(defaults()["ooc-kernels"])) == registered
 

@@ -14,6 +14,7 @@ import pytest
 
 import ooc_kernels as ok
 from ooc_kernels.data.inputs import as_chunked
+from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.engine import run_rounds
 from ooc_kernels.parallel.plan import plan_epoch
 from ooc_kernels.parallel.read_ahead import read_ahead_enabled
@@ -113,6 +114,14 @@ def test_the_process_pool_and_a_disabled_setting_do_not_read_ahead():
     assert not read_ahead_enabled("processes")
     with dask.config.set({"ooc-kernels.local.read_ahead": False}):
         assert not read_ahead_enabled("sync")
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_a_setting_that_is_not_a_bool_is_refused(bad):
+    with dask.config.set({"ooc-kernels.local.read_ahead": bad}):
+        with pytest.raises(ValidationError,
+                           match=r"ooc-kernels.local.read_ahead must be true or false, got"):
+            read_ahead_enabled("sync")
 
 
 def test_a_failed_read_ahead_is_read_again_by_its_round():

@@ -40,6 +40,7 @@ import dask.threaded
 from dask.base import get_scheduler
 
 from ooc_kernels._config import register_defaults
+from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.graph import _read_group
 
 register_defaults()  # the ooc-kernels.local.read_ahead key read below
@@ -50,8 +51,19 @@ __all__ = ["ReadAhead", "read_ahead_enabled"]
 def read_ahead_enabled(sched: Any) -> bool:
     """Whether rounds run by ``dask.compute(scheduler=sched)`` (no Client) read ahead: the
     synchronous and threaded schedulers (tasks in this process), when
-    ``ooc-kernels.local.read_ahead`` is true (the default)."""
-    if not dask.config.get("ooc-kernels.local.read_ahead", True):
+    ``ooc-kernels.local.read_ahead`` is true (the default).
+
+    Raises
+    ------
+    ValidationError
+        The setting is not a bool.
+    """
+    value = dask.config.get("ooc-kernels.local.read_ahead", True)
+    if not isinstance(value, bool):
+        raise ValidationError(
+            f"ooc-kernels.local.read_ahead must be true or false, got {value!r}; set it with "
+            "dask.config.set({'ooc-kernels.local.read_ahead': True}) (the default).")
+    if not value:
         return False
     return get_scheduler(scheduler=sched) in (dask.local.get_sync, dask.threaded.get)
 
