@@ -10,6 +10,13 @@ to a relative duality gap of 1e-4 and 1e-6 (at most ``--max-iter``), one data se
 
     python benchmarks/dspdc_chunks.py --n 50000 200000 --rows 500 2000 5000 20000 \\
         --out benchmarks/results/dspdc_chunks.json
+
+``--fixed``: for each group size, also the same rows per task as one chunk
+(``chunk_size = rows``, ``shuffle_chunks = 1``: a task sees the same rows every epoch),
+against groups of ``rows / chunk`` chunks drawn anew every epoch:
+
+    python benchmarks/dspdc_chunks.py --n 200000 --chunk 250 --rows 2000 --fixed \\
+        --max-iter 20 --out benchmarks/results/dspdc_chunks_mixing.json
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ def main(argv=None) -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[500, 2000, 5000, 20000])
     parser.add_argument("--alpha", type=float, default=1e-4)
     parser.add_argument("--max-iter", type=int, default=30)
+    parser.add_argument("--fixed", action="store_true")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     results = []
@@ -43,17 +51,19 @@ def main(argv=None) -> None:
         rng = np.random.default_rng(0)
         X = rng.normal(size=(n, args.p)) * rng.uniform(0.5, 2, size=args.p)
         y = X @ rng.normal(size=args.p) + rng.normal(size=n)
-        for rows in args.rows:
-            if rows > n:
-                continue
+        layouts = [(rows, args.chunk) for rows in args.rows if rows <= n]
+        if args.fixed:
+            layouts = [lay for rows, chunk in layouts for lay in ((rows, rows), (rows, chunk))]
+        for rows, chunk in layouts:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # a fit may end at max_iter by design
-                reg = ok.DSPDCRegressor(alpha=args.alpha, chunk_size=args.chunk,
-                                        shuffle_chunks=rows // args.chunk, tol=1e-6,
+                reg = ok.DSPDCRegressor(alpha=args.alpha, chunk_size=chunk,
+                                        shuffle_chunks=rows // chunk, tol=1e-6,
                                         max_iter=args.max_iter, random_state=0,
                                         scheduler="sync", progress=False).fit(X, y)
             h = reg.gap_history_
             row = {"n": n, "p": args.p, "rows_per_task": rows, "groups": -(-n // rows),
+                   "chunk": chunk, "shuffle_chunks": rows // chunk,
                    "passes_to_1e4": passes_to(h, 1e-4), "passes_to_1e6": passes_to(h, 1e-6),
                    "relative_gap": [float(f"{e['relative_gap']:.3g}") for e in h]}
             results.append(row)
