@@ -189,6 +189,23 @@ def _check_iteration_args(n_rows, p, n_total, row_uniforms, col_uniforms, m, q, 
 
 
 @njit(cache=True, nogil=True)
+def _dense_dual_step(A, b, y, xbar, rows, dy, loss_id, sigma, nt, weights):
+    """The dual step (10) on the rows ``rows``: ``y_i = dual_prox(<A_i, xbar>, ...)``; ``dy``
+    receives the changes (times the row weights, when given)."""
+    p = A.shape[1]
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        c = 0.0
+        for j in range(p):
+            c += np.float64(A[i, j]) * xbar[j]
+        y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
+        dy[k] = y_new - y[i]
+        y[i] = y_new
+        if weights is not None:
+            dy[k] *= weights[i]
+
+
+@njit(cache=True, nogil=True)
 def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_uniforms, m, q,
                            theta, tau, sigma, loss_id, lam1, lam2, shift=None, weights=None):
     """Run ``T`` iterations of Algorithm 1 (``specs/dspdc.md`` 2.1) in place on dense rows.
@@ -286,16 +303,7 @@ def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_unifo
         sample_without_replacement(n_rows, m, row_uniforms[t], row_marks, rows)
         sample_without_replacement(p, q, col_uniforms[t], col_marks, cols)
         # (10) dual step with xbar^(t)
-        for k in range(m):
-            i = rows[k]
-            c = 0.0
-            for j in range(p):
-                c += np.float64(A[i, j]) * xbar[j]
-            y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
-            dy[k] = y_new - y[i]
-            y[i] = y_new
-            if weights is not None:
-                dy[k] *= weights[i]
+        _dense_dual_step(A, b, y, xbar, rows, dy, loss_id, sigma, nt, weights)
         # (11) + (12): <A^j, ybar^(t+1)> = z_j + (n_rows/m) (A_I^j)^T dy, for j in J
         for l in range(q):
             j = cols[l]
@@ -351,16 +359,7 @@ def _dense_iterations_all_columns(A, b, y, x, xbar, z, n_total, row_uniforms, m,
     dy = np.empty(m, dtype=np.float64)
     for t in range(T):
         sample_without_replacement(n_rows, m, row_uniforms[t], row_marks, rows)
-        for k in range(m):
-            i = rows[k]
-            c = 0.0
-            for j in range(p):
-                c += np.float64(A[i, j]) * xbar[j]
-            y_new = dual_prox(loss_id, c, y[i], np.float64(b[i]), sigma, nt)
-            dy[k] = y_new - y[i]
-            y[i] = y_new
-            if weights is not None:
-                dy[k] *= weights[i]
+        _dense_dual_step(A, b, y, xbar, rows, dy, loss_id, sigma, nt, weights)
         i0, d0 = rows[0], dy[0]
         for j in range(p):
             if m == 1:                  # one row: no loop over I (the same operations)
