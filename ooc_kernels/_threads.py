@@ -249,7 +249,10 @@ def parallel_launch() -> Iterator[None]:
         if _state["layer"] is None:
             import numba
 
-            _state["layer"] = numba.threading_layer()
+            try:
+                _state["layer"] = numba.threading_layer()
+            except ValueError:  # the call ran no parallel region: the layer is still unknown
+                return
             _state["pid"] = os.getpid()
 
 
