@@ -200,7 +200,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         (t + t0))`` the model is the plain mean of its steps' gradients, the first ones
         (taken while ``tau`` is still far from the ``nu``-quantile) included, so a pass
         needs a few hundred steps; on 20,000 rows in 16-D one pass ranks outliers with ROC
-        AUC 0.739 against 0.731 for batches of 256, at the same CPU time (see
+        AUC 0.738 against 0.733 for batches of 256, at the same CPU time (see
         docs/machines/one_class.md).
     learning_rate : {"optimal", "inverse", "constant"}, default="optimal"
         ``"optimal"``: ``gamma_t = theta / (t + t0)`` with ``theta = 1 / nu`` (``theta nu =
