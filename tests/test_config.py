@@ -92,7 +92,8 @@ def test_importing_the_library_next_to_dask_registers_the_keys():
     got = _run("import json, sys, dask, ooc_kernels\n"
                "print(json.dumps([dask.config.get('ooc-kernels', None),\n"
                "                  'ooc_kernels.parallel' in sys.modules]))")
-    assert got == [{"cluster": {"pipeline": True, "lookahead": 1, "chain": 8}}, False]
+    assert got == [{"cluster": {"pipeline": True, "lookahead": 1, "chain": 8},
+                    "local": {"read_ahead": True}}, False]
     # a Dask environment variable overrides the default, as for any Dask library
     got = _run("import json, ooc_kernels as ok\n"
                "from ooc_kernels.parallel.cluster import cluster_rounds\n"
