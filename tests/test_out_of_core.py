@@ -4,10 +4,12 @@ A subprocess (fresh interpreter, so nothing else inflates its memory) warms up, 
 one epoch over a Zarr store while a thread samples its resident memory every 5 ms.
 
 With ``shuffle_chunks=1`` a task holds one chunk: the growth allowed is 32 MiB for a store
-of 384 MiB.  The default ``shuffle_chunks="auto"`` mixes the rows of a group of chunks of
+of 512 MiB.  The default ``shuffle_chunks="auto"`` mixes the rows of a group of chunks of
 at most ``SHUFFLE_BYTES`` (8 MiB) of ``X`` per task, which a task holds twice while the group
 is gathered (its chunks and their concatenation): the documented bound adds
-``K * 2 * SHUFFLE_BYTES``.
+``K * 2 * SHUFFLE_BYTES``.  The threaded scheduler also reads the next round's groups while
+a round runs (one round ahead, ``docs/scale_out.md``): each gathered one chunk at a time
+into its own array, which adds ``K`` groups plus one chunk each.
 """
 
 import json
@@ -32,7 +34,7 @@ def _dir_bytes(path: Path) -> int:
 
 
 #: samples of the store: even compressed on disk it is > 10x the allowed growth
-N_SAMPLES = 12 * ALLOWED_GROWTH // (4 * N_FEATURES)
+N_SAMPLES = 16 * ALLOWED_GROWTH // (4 * N_FEATURES)
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,8 @@ def big_store(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("shuffle_chunks,allowed", [
     ("1", ALLOWED_GROWTH),
-    ("auto", ALLOWED_GROWTH + K * 2 * SHUFFLE_BYTES),
+    ("auto", ALLOWED_GROWTH + K * 2 * SHUFFLE_BYTES
+     + K * (SHUFFLE_BYTES + CHUNK_ROWS * N_FEATURES * 4)),
 ])
 def test_fit_memory_is_bounded_by_chunks_not_data(big_store, shuffle_chunks, allowed):
     store, n = big_store, N_SAMPLES
