@@ -144,6 +144,20 @@ def _read_version(where: Path) -> tuple[np.ndarray, int | None]:
     return data, struct.unpack("<I", raw[len(_MAGIC):head])[0]
 
 
+def _remove_earlier_format(where: Path) -> None:
+    """Remove a version written as a Zarr array (the format of version 0.2), only if it is
+    one: a real folder whose ``zarr.json`` names it a chunk-local array, never a link or a
+    folder of anything else."""
+    from ooc_kernels._atomic import store_kind
+
+    if where.is_symlink() or store_kind(where) != "chunk-local":
+        raise CorruptChunkError(
+            f"{str(where)!r} is not a chunk-local version written by ooc_kernels (a link, or "
+            "a folder of something else) and is left alone; remove it by hand if it is not "
+            "yours, or give the fit another work folder.")
+    shutil.rmtree(where)
+
+
 class ChunkStore:
     """A folder of arrays, one file per version: ``NAME/c<chunk>/e<epoch>_r<round>`` (a
     version written as a Zarr array, by ooc_kernels 0.2, is read too).
@@ -211,8 +225,8 @@ class ChunkStore:
         tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
         try:
             tmp.write_bytes(buffer.getvalue())
-            if target.is_dir():                    # the same version in the earlier format
-                shutil.rmtree(target)
+            if target.is_dir() or target.is_symlink():
+                _remove_earlier_format(target)     # the same version in the earlier format
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
@@ -240,8 +254,8 @@ class ChunkStore:
             for version in self.versions(name, chunk):
                 if version not in wanted:
                     where = folder / _chunk_dir(chunk) / _key(version)
-                    if where.is_dir():
-                        shutil.rmtree(where, ignore_errors=True)
+                    if where.is_dir() and not where.is_symlink():
+                        _remove_earlier_format(where)
                     else:
                         where.unlink(missing_ok=True)
                     removed += 1

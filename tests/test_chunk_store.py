@@ -98,7 +98,8 @@ def test_a_version_written_as_a_zarr_array_is_read_rewritten_and_pruned(tmp_path
     where = tmp_path / "w" / "y" / "c0000000"
     for version in ("e000000_r000000", "e000001_r000000"):
         zarr.create_array(str(where / version), data=a, chunks=a.shape,
-                          attributes={"ooc_kernels_crc32": _checksum(a)})
+                          attributes={"ooc_kernels_crc32": _checksum(a),
+                                      "ooc_kernels_store": "chunk-local"})
     np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=5), a)
     store.write("y", 0, (0, 0), a + 1)
     assert (where / "e000000_r000000").is_file()
@@ -108,3 +109,26 @@ def test_a_version_written_as_a_zarr_array_is_read_rewritten_and_pruned(tmp_path
         store.read("y", 0, (1, 0), n_rows=5)
     assert store.prune("y", [ChunkVersions.initial(1).updated([0], (0, 0))]) == 1
     assert sorted(p.name for p in where.iterdir()) == ["e000000_r000000"]
+
+
+def test_a_link_or_a_foreign_folder_in_place_of_a_version_is_never_removed(tmp_path):
+    """A folder that is not a chunk-local version of ooc_kernels 0.2, or a link to a user's
+    folder, where a version's name is expected: writing or pruning that version raises and
+    leaves the folder and everything it holds in place."""
+    store = ChunkStore(tmp_path / "w")
+    where = tmp_path / "w" / "y" / "c0000000"
+    where.mkdir(parents=True)
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "keep.txt").write_text("data")
+    (where / "e000000_r000000").symlink_to(users, target_is_directory=True)
+    foreign = where / "e000001_r000000"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    for version in ((0, 0), (1, 0)):
+        with pytest.raises(CorruptChunkError, match="is not a chunk-local version"):
+            store.write("y", 0, version, np.arange(3.0))
+    with pytest.raises(CorruptChunkError, match="is not a chunk-local version"):
+        store.prune("y", [ChunkVersions.initial(1)])
+    assert (users / "keep.txt").read_text() == "data"
+    assert (foreign / "notes.txt").read_text() == "mine"
