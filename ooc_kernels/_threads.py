@@ -300,6 +300,36 @@ def launch(kernel, *args):
     [(True, 2)]
     """
     if threading.current_thread() is threading.main_thread():
-        with parallel_launch():
-            return kernel(*args)
+        try:
+            with parallel_launch():
+                return kernel(*args)
+        except SystemError as exc:
+            raise _interrupt_of(exc) from None
     return _launcher_pool().submit(_launched, current_threads(), kernel, args).result()
+
+
+def _interrupt_of(exc: SystemError) -> BaseException:
+    """The ``KeyboardInterrupt`` behind ``exc``, else ``exc``.
+
+    Ctrl-C during a parallel kernel started from the main thread: the threading layer
+    or numba's own calls back into Python check for signals, Python's handler sets
+    ``KeyboardInterrupt`` then, and the kernel still returns, which CPython turns into a
+    ``SystemError`` with the interrupt in its chain of causes and contexts.  The interrupt is
+    what the user did.
+
+    Examples
+    --------
+    >>> err = SystemError("returned a result with an exception set")
+    >>> err.__cause__ = KeyboardInterrupt()
+    >>> type(_interrupt_of(err)).__name__
+    'KeyboardInterrupt'
+    >>> type(_interrupt_of(SystemError("other"))).__name__
+    'SystemError'
+    """
+    seen, link = set(), exc
+    while link is not None and id(link) not in seen:   # the chain of causes and contexts
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return exc

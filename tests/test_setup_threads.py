@@ -69,7 +69,12 @@ def test_the_trials_share_the_threads(monkeypatch, threads, at_once, each):
 
     monkeypatch.setattr(_bandwidth, "_trial", trial)
     _fit(monkeypatch, threads)
-    assert seen == [each] * len(_bandwidth.CANDIDATES)
+    n = len(_bandwidth.CANDIDATES)
+    assert seen[:n] == [each] * n
+    # then the scale and alpha trials at the chosen width, on the setup's own threads
+    extra = seen[n:]
+    assert len(extra) == len(_bandwidth.ALPHA_FACTORS) - 1  # one spread: no common scale
+    assert extra == [_bandwidth.trial_threads(None, len(extra))[1]] * len(extra)
 
 
 def test_trial_threads_splits_the_threads_over_the_trials():
