@@ -299,7 +299,10 @@ def main(store, mode):
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    clf = ok.DSGClassifier(**params).fit(X, y)
+    # the rows a fit holds because of its input kind; the round read ahead (K more chunks,
+    # the same for every input kind) is bounded by tests/test_out_of_core.py
+    with dask.config.set({"ooc-kernels.local.read_ahead": False}):
+        clf = ok.DSGClassifier(**params).fit(X, y)
     done.set()
     sampler.join()
     peak[0] = max(peak[0], proc.memory_info().rss)
