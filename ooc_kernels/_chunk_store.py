@@ -218,6 +218,12 @@ class ChunkStore:
         place; rewriting a version replaces it whole)."""
         array = np.ascontiguousarray(array)
         target = self._folder(name) / _chunk_dir(chunk) / _key(version)
+        for folder in (self.path, target.parent.parent, target.parent):
+            if folder.is_symlink():  # writing through it would leave the work store
+                raise CorruptChunkError(
+                    f"{str(folder)!r} in the work store is a link; chunk-local arrays are "
+                    "never written through one. Remove the link, or give the fit another "
+                    "work folder.")
         target.parent.mkdir(parents=True, exist_ok=True)
         buffer = io.BytesIO()
         buffer.write(_MAGIC + struct.pack("<I", _checksum(array)))

@@ -132,3 +132,18 @@ def test_a_link_or_a_foreign_folder_in_place_of_a_version_is_never_removed(tmp_p
         store.prune("y", [ChunkVersions.initial(1)])
     assert (users / "keep.txt").read_text() == "data"
     assert (foreign / "notes.txt").read_text() == "mine"
+
+
+def test_a_chunk_folder_that_is_a_link_is_never_written_through(tmp_path):
+    """A chunk's folder replaced by a link to a user's folder: a write raises, and nothing
+    is written or replaced outside the work store."""
+    store = ChunkStore(tmp_path / "w")
+    users = tmp_path / "users"
+    users.mkdir()
+    (users / "e000000_r000000").write_text("the user's file")
+    (tmp_path / "w" / "y").mkdir(parents=True)
+    (tmp_path / "w" / "y" / "c0000000").symlink_to(users, target_is_directory=True)
+    with pytest.raises(CorruptChunkError, match="is a link"):
+        store.write("y", 0, (0, 0), np.arange(3.0))
+    assert sorted(p.name for p in users.iterdir()) == ["e000000_r000000"]
+    assert (users / "e000000_r000000").read_text() == "the user's file"
