@@ -17,7 +17,7 @@ from sklearn.metrics.pairwise import polynomial_kernel, rbf_kernel
 import ooc_kernels as ok
 from ooc_kernels._jit.hierarchical import inner_rows, inner_rows_ref
 from ooc_kernels._jit.rff import COS_WIDE, RELU, features_inplace_ref
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import ModelFormatError, ValidationError
 from ooc_kernels.features import Kernel
 from ooc_kernels.features.blocks import rff_map
 from ooc_kernels.features.maps import get_feature_map, kernel_spec
@@ -133,6 +133,35 @@ def test_kernel_objects_clone_compare_and_survive_save_and_load(tmp_path):
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     with pytest.raises(ValidationError, match=r"multiplied by a positive number"):
         -1 * Kernel("rbf")
+
+
+def test_a_kernel_object_passed_as_kernel_is_the_sum_of_its_terms(tmp_path):
+    """``kernel=Kernel(...)`` fits the model of ``kernel="sum"`` with the same terms bit for
+    bit, is cloned as itself, is saved and loaded, and refuses ``kernel_params`` beside it."""
+    terms = 0.5 * Kernel("rbf") + Kernel("poly", degree=2, weight=0.5)
+    common = dict(n_features=128, block_size=32, max_iter=2, progress=False,
+                  random_state=0, scheduler="sync")
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(120, 2))
+    y = X[:, 0] ** 2 + np.sin(3 * X[:, 1])
+    direct = ok.DSGRegressor(kernel=terms, **common)
+    assert clone(direct).get_params()["kernel"] is terms
+    direct.fit(X, y)
+    as_sum = ok.DSGRegressor(kernel="sum", kernel_params={"terms": str(terms)},
+                             **common).fit(X, y)
+    assert direct._config.kernel == as_sum._config.kernel == f"sum(terms={str(terms)!r})"
+    np.testing.assert_array_equal(direct.predict(X), as_sum.predict(X))
+    direct.save(tmp_path / "m.ooc")
+    loaded = ok.load(tmp_path / "m.ooc")
+    assert loaded.kernel == terms
+    np.testing.assert_array_equal(loaded.predict(X), direct.predict(X))
+    with pytest.raises(ValidationError, match=r"carries its own parameters.*degree=3"):
+        ok.DSGRegressor(kernel=terms, kernel_params={"degree": 3}, **common).fit(X, y)
+    with pytest.raises(ValidationError, match=r"'kernel' parameter"):
+        ok.DSGRegressor(kernel=3, **common).fit(X, y)
+    from ooc_kernels.estimators.persistence import _construct
+    with pytest.raises(ModelFormatError, match=r"not a valid kernel.*edited or damaged"):
+        _construct(ok.DSGRegressor, {"kernel": {"Kernel": "0.5*nope"}}, "m.ooc")
 
 
 def _psi_oracle(X, inner, D, inner_bw, seed):

@@ -69,6 +69,9 @@ _META_KEY = "ooc_kernels"
 
 
 def _json_param(name, value):
+    from ooc_kernels.features.objects import Kernel
+    if isinstance(value, Kernel):  # a kernel object (``kernel=Kernel(...)``), tagged
+        return {"Kernel": str(value)}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, np.generic):
@@ -245,6 +248,20 @@ def _estimator_class(meta: dict, where: str) -> type:
         ) from None
 
 
+def _decoded_param(name, value, where: str):
+    """A saved hyperparameter as the estimator takes it: the tagged form ``{"Kernel":
+    terms}`` of :func:`_json_param` becomes the :class:`~ooc_kernels.features.Kernel`."""
+    if not (isinstance(value, dict) and set(value) == {"Kernel"}):
+        return value
+    from ooc_kernels.features.objects import Kernel
+    try:
+        return Kernel(value["Kernel"])
+    except (ValidationError, TypeError) as err:
+        raise ModelFormatError(
+            f"{where}: the model file's {name}={value!r} is not a valid kernel: {err} The "
+            f"file was edited or damaged; {_FIX}.") from err
+
+
 def _construct(cls, params, where: str):
     """The estimator of a model file, built from its saved hyperparameters only.
 
@@ -270,7 +287,7 @@ def _construct(cls, params, where: str):
             f"{where}: unknown hyperparameter(s) {unknown} for {cls.__name__}; the file was "
             "not written by this version of ooc_kernels or was edited."
         )
-    est = cls(**params)
+    est = cls(**{k: _decoded_param(k, v, where) for k, v in params.items()})
     try:  # the constructor's validation: a file cannot hold what fit() would refuse
         est._validate_params()
     except ValidationError as err:

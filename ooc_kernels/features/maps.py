@@ -468,7 +468,9 @@ def _allowed(row: FeatureMap) -> str:
 def kernel_spec(kernel, kernel_params=None) -> str:
     """The name of the map of ``kernel`` (a registered name) with ``kernel_params`` (a dict,
     or None for the defaults): the row's name, followed by every parameter's value for a
-    row with parameters.  This is the ``kernel`` an estimator saves with its model.
+    row with parameters.  This is the ``kernel`` an estimator saves with its model.  A
+    :class:`~ooc_kernels.features.Kernel` object stands for ``"sum"`` with its terms (its
+    ``kernel_params`` must then be empty).
 
     Raises
     ------
@@ -482,11 +484,23 @@ def kernel_spec(kernel, kernel_params=None) -> str:
     >>> from ooc_kernels.features.maps import kernel_spec
     >>> kernel_spec("rbf"), kernel_spec("matern"), kernel_spec("arccos", {"order": 2})
     ('rbf', 'matern(nu=1.5)', 'arccos(order=2)')
+    >>> from ooc_kernels.features import Kernel
+    >>> kernel_spec(Kernel("rbf") + Kernel("laplacian")) == kernel_spec(
+    ...     "sum", {"terms": "1.0*rbf@1.0+1.0*laplacian@1.0"})
+    True
     >>> kernel_spec("matern", {"nu": 0.7})
     Traceback (most recent call last):
     ...
     ooc_kernels.exceptions.InvalidParameterError: kernel_params={'nu': 0.7} is not valid for kernel='matern': 'nu' must be one of [0.5, 1.5, 2.5]; got 0.7
     """
+    if isinstance(kernel, str) and hasattr(kernel, "kernel_params"):
+        # a Kernel object (features.objects) is the sum of its terms: kernel="sum" with them
+        if kernel_params:
+            raise InvalidParameterError(
+                f"kernel={kernel!r} carries its own parameters; kernel_params must be None "
+                f"or {{}} with a Kernel object, got {kernel_params!r}. Put the parameters in "
+                "the Kernel, e.g. Kernel('poly', degree=3).")
+        return kernel_spec(kernel.kernel_name, kernel.kernel_params)
     row = FEATURE_MAPS.get(kernel) if isinstance(kernel, str) else None
     if row is None:
         raise ValidationError(

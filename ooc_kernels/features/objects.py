@@ -69,6 +69,15 @@ class Kernel(str):
         return super().__new__(cls, canonical_terms(
             f"{float(weight)!r}*{spec}@{float(bandwidth_multiplier)!r}"))
 
+    #: The row of the table a Kernel object stands for (with :attr:`kernel_params`).
+    kernel_name = "sum"
+
+    @property
+    def kernel_params(self) -> dict:
+        """``{"terms": self}`` as a plain string: with :attr:`kernel_name`, the estimator
+        parameters this object stands for when passed as ``kernel``."""
+        return {"terms": str(self)}
+
     @property
     def terms(self) -> list[tuple[float, str, float]]:
         """``[(weight, kernel spec, bandwidth multiplier), ...]``."""

@@ -86,12 +86,14 @@ def describe_steps(config: DSGConfig) -> str:
 
 #: The ``kernel`` and ``kernel_params`` entries of every DSG estimator's docstring.
 KERNEL_PARAMS_DOC = """
-    kernel : str, default="rbf"
+    kernel : str or Kernel, default="rbf"
         A registered feature map (:func:`ooc_kernels.features.maps.available_kernels`):
         ``"rbf"``, the Gaussian RBF kernel ``exp(-||x - x'||^2 / (2 bandwidth^2))``;
         ``"laplacian"``, ``"cauchy"``, ``"matern"``, ``"arccos"``, ``"poly"``, ``"chi2"``,
-        ``"intersection"``, ``"js"``, ``"hellinger"``, ``"sum"`` (``docs/kernels.md``).
-        Saved with the model.
+        ``"intersection"``, ``"js"``, ``"hellinger"``, ``"sum"`` (``docs/kernels.md``); or a
+        :class:`~ooc_kernels.features.Kernel` object such as ``Kernel("rbf") +
+        Kernel("poly", degree=2)``, the same as ``"sum"`` with those terms.  Saved with the
+        model.
     kernel_params : dict or None, default=None
         Parameters of ``kernel`` besides the bandwidth, as scikit-learn's ``Nystroem`` takes
         them: ``{"nu": 0.5, 1.5 or 2.5}`` for ``"matern"`` (default 1.5), ``{"order": 0, 1 or

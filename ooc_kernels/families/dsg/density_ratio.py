@@ -45,6 +45,7 @@ from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_s
 from ooc_kernels.families.dsg.solver import init_state, predict_chunk
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
+from ooc_kernels.features import Kernel
 from ooc_kernels.features.maps import available_kernels, kernel_spec
 from ooc_kernels.parallel.scheduler import local_scheduler
 
@@ -180,7 +181,7 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
         "tol": [Interval(Real, 0, None, closed="left"), None],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
-        "kernel": [StrOptions(set(available_kernels()))],
+        "kernel": [StrOptions(set(available_kernels())), Kernel],
         "kernel_params": [dict, None],
         "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
         "median_multiplier": [Interval(Real, 0, None, closed="neither")],

@@ -60,6 +60,7 @@ from ooc_kernels.estimators.base import (
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
+from ooc_kernels.features import Kernel
 from ooc_kernels.features.maps import available_kernels, get_feature_map, kernel_spec
 from ooc_kernels.losses import get_loss, losses_for
 from ooc_kernels.parallel.chunked import ChunkedData
@@ -93,7 +94,7 @@ _STANDARDIZE_AUTO = {"standardize": ["boolean", StrOptions({"auto"})]}
 _DSG_CONSTRAINTS = {
     **BASE_CONSTRAINTS,
     **STOPPING_CONSTRAINTS,
-    "kernel": [StrOptions(set(available_kernels()))],
+    "kernel": [StrOptions(set(available_kernels())), Kernel],
     "kernel_params": [dict, None],
     "bandwidth": [Interval(Real, 0, None, closed="neither"),
                   StrOptions({"auto", "ard", "median"}), "array-like"],
