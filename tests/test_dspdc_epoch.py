@@ -74,12 +74,20 @@ def _sampled_loops(A, b, y, x, xbar, z, n_total, ru, cu, m, q, theta, tau, sigma
 
 @pytest.mark.parametrize("loss", LOSSES)
 @pytest.mark.parametrize("m", [1, 3])
-def test_all_columns_path_is_the_sampled_algorithm_bit_for_bit(loss, m):
+@pytest.mark.parametrize("lam1", [0.0, 0.02])
+@pytest.mark.parametrize("layout", ["C", "F", "float32"])
+def test_all_columns_path_is_the_sampled_algorithm_bit_for_bit(loss, m, lam1, layout):
     """With ``q = p`` Floyd's sampler lists every coordinate, ``0 .. p - 1`` in order
     whatever the uniforms; the kernel's fused loop over them gives the iterates of the
-    sampled algorithm bit for bit, with a tilt and weights too."""
-    n, p, T = 23, 7, 80
+    sampled algorithm bit for bit, with a tilt and weights too, smooth (``lam1 = 0``) or
+    not, on rows in C or Fortran order (the prefetch of the next row with ``m = 1`` steps
+    by cache lines or by entries) and on float32 rows."""
+    n, p, T = 23, 7 if layout == "C" else 11, 80
     A, b = _problem(loss, n, p, seed=m)
+    if layout == "F":
+        A = np.asfortranarray(A)
+    elif layout == "float32":
+        A = A.astype(np.float32)
     rng = np.random.default_rng(10 + m)
     ru, cu = rng.random((T, m)), rng.random((T, p))
     assert all(np.array_equal(sample_without_replacement_ref(p, p, u), np.arange(p))
@@ -90,7 +98,7 @@ def test_all_columns_path_is_the_sampled_algorithm_bit_for_bit(loss, m):
                  rng.normal(size=p), rng.normal(size=p))
         fast = tuple(a.copy() for a in start)
         slow = tuple(a.copy() for a in start)
-        args = (40, ru, cu, m, p, 1.7, 0.3, 0.8, loss, 0.02, 0.1)
+        args = (40, ru, cu, m, p, 1.7, 0.3, 0.8, loss, lam1, 0.1)
         dspdc_dense_iterations(A, b, *fast, *args, **extra)
         _sampled_loops(A, b, *slow, *args, **extra)
         for got, want in zip(fast, slow):
