@@ -267,6 +267,13 @@ def test_the_hierarchical_kernel_refuses_bad_parameters_with_the_fix():
     with pytest.raises(ValidationError, match=r"takes one bandwidth .*inner_bandwidth"):
         get_feature_map(HIER).block(0, 0, 2, 8, np.array([1.0, 2.0]))
     assert k(np.zeros((1, 2)), np.zeros((1, 2)))[0, 0] == pytest.approx(1.0)
+    with pytest.raises(ValidationError, match=r"outer='chi2' takes non-negative inputs.*"
+                                              r"inner map 'rbf' has features of both signs"):
+        get_feature_map(kernel_spec("hierarchical", {"inner": "rbf", "outer": "chi2"}))
+    relu = get_feature_map(kernel_spec("hierarchical", {"inner": "arccos(order=1)",
+                                                         "outer": "chi2"}))
+    X = _points(6)
+    assert np.all(np.isfinite(relu.gram(X, X, 1.0)))
 
 
 def test_the_gaussian_process_variance_reads_psi_of_the_rows():

@@ -40,11 +40,16 @@ from numbers import Integral, Real
 import numpy as np
 
 from ooc_kernels._jit.hierarchical import inner_rows
+from ooc_kernels._jit.rff import RELU, RELU_SQUARED, STEP
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features import rbf
 from ooc_kernels.features.maps import FEATURE_MAPS, FeatureMap, KernelParam, get_feature_map
 
 __all__ = ["hierarchical_kernel", "hierarchical_map", "inner_map", "psi"]
+
+#: The inner nonlinearities whose features are never negative (the arc-cosine rows), the
+#: only inner maps an additive outer kernel (non-negative inputs) accepts.
+_NONNEGATIVE = (STEP, RELU, RELU_SQUARED)
 
 #: The rows that cannot be the inner or outer map.
 _NOT_NESTED = ("hierarchical",)
@@ -161,6 +166,14 @@ def hierarchical_kernel(X, Y, bandwidth, dtype=np.float64, *, inner, inner_featu
 def hierarchical_map(inner, inner_features, inner_bandwidth, inner_seed, outer):
     """The :class:`~ooc_kernels.features.maps.FeatureMap` of one setting of the row."""
     out_map = get_feature_map(outer)
+    if out_map.nonnegative_inputs and get_feature_map(inner).nonlinearity not in _NONNEGATIVE:
+        raise ValidationError(
+            f"outer={outer!r} takes non-negative inputs (it is an additive kernel of "
+            f"histograms), but the inner map {inner!r} has features of both signs "
+            "(standardize does not change that: psi(x) is the outer kernel's input); use an "
+            "inner map with non-negative features, inner='arccos(order=0)', "
+            "'arccos(order=1)' or 'arccos(order=2)', or a shift-invariant outer kernel such "
+            "as outer='rbf'")
     params = dict(inner=inner, inner_features=inner_features,
                   inner_bandwidth=inner_bandwidth, inner_seed=inner_seed)
 
