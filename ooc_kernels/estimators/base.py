@@ -425,7 +425,8 @@ class ChunkedEstimator(BaseEstimator):
 
         self.shuffle_chunks_ = self._resolve_shuffle_chunks(data)
         sequential = self.capabilities.execution == "sequential"
-        result = run_rounds(self._make_algorithm(), self._state, self._engine_data(data),
+        runner = self._rounds_runner(data, sched, writer=writer, start=start)
+        result = runner(self._make_algorithm(), self._state, self._engine_data(data),
                             n_epochs=end_epoch, execution=self.capabilities.execution,
                             chunks_per_round=self._tasks_per_round, seed=self._data_seed,
                             shuffle=False if sequential else bool(self.shuffle),
@@ -461,6 +462,12 @@ class ChunkedEstimator(BaseEstimator):
     def _validation_score(self, data: ChunkedData, sched) -> float:
         """The estimator's score on held-out chunks (a Dask reduction)."""
         return self._score_chunked(data, sched)
+
+    def _rounds_runner(self, data: ChunkedData, sched, *, writer, start: tuple[int, int]):
+        """The function that runs the fit's rounds, with the signature of
+        :func:`~ooc_kernels.parallel.engine.run_rounds` (which it is, unless a family runs
+        data held in memory another way)."""
+        return run_rounds
 
     def _engine_data(self, data: ChunkedData) -> ChunkedData:
         """The data as the algorithm reads it (families may convert dtypes here)."""

@@ -42,6 +42,7 @@ from ooc_kernels.families.dspdc._chunk_tasks import (
     _sum_loss_chunk,
     _weight_sums,
 )
+from ooc_kernels.families.dspdc._direct import held_in_memory
 from ooc_kernels.families.dspdc._docstrings import _ATTRIBUTES_DOC, _BASE_DOC, _PARAMS_DOC
 from ooc_kernels.families.dspdc._saved import _local_problems, _saved_loss_id
 from ooc_kernels.families.dspdc._work import WorkStores
@@ -192,6 +193,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._checkpointed = None      # versions the last checkpoint needs (set on resume)
         self._fit_start = time.perf_counter()
         self._work = WorkStores(self.work_dir, checkpoint)
+        self._in_memory_input = held_in_memory(X, y, sample_weight)
         try:
             if checkpoint is not None:
                 self._work.claim_checkpoint()
@@ -200,6 +202,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         finally:
             self._work.close()
             self._work = None
+            self._direct_rows = None      # the in-memory path's rows: this fit's only
         self._warn_unconverged()
         return self
 
@@ -368,11 +371,30 @@ class _DSPDCEstimator(ChunkedEstimator):
         if getattr(self, "_work", None) is not None:
             self._work.checkpoint_written()
 
+    def _rounds_runner(self, data, sched, *, writer, start):
+        """The in-memory rounds (:mod:`ooc_kernels.families.dspdc._direct`) for data held in
+        memory on a local scheduler, else the out-of-core engine."""
+        from ooc_kernels.families.dspdc._direct import MemoryRows, direct_applies, \
+            direct_runner
+        from ooc_kernels.parallel.cluster import active_client
+
+        self._direct_rows, self._direct_fit = None, False
+        if getattr(self, "_in_memory_input", False) and direct_applies(
+                self._config, data, self._state, tasks_per_round=self._tasks_per_round,
+                client=active_client(sched), writer=writer, start=start):
+            self._direct_rows, self._direct_fit = MemoryRows(self._config, data), True
+            return direct_runner(self._direct_rows)
+        return super()._rounds_runner(data, sched, writer=writer, start=start)
+
     def _primal_value(self, state, data, sched) -> float:
         from ooc_kernels.families.dspdc._scaling import raw_x
         from ooc_kernels.families.dspdc.kernels_objective import reg_value_ref
 
         cfg = self._config
+        if getattr(self, "_direct_rows", None) is not None:   # one product with the rows held
+            with np.errstate(over="ignore", invalid="ignore"):
+                return float(self._direct_rows.primal_loss(cfg, state.x) / cfg.n_samples
+                             + np.sum(reg_value_ref(state.x, cfg.lam1, cfg.lam2)))
         factorized = cfg.factorized
         chunks = data.delayed_chunks()
         V = None if not factorized else self._V

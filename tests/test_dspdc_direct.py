@@ -1,0 +1,106 @@
+"""DSPDC on data held in memory (``families/dspdc/_direct.py``): the rounds run without Dask
+and without the duals store, and give the iterates of the out-of-core path bit for bit."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import ooc_kernels as ok
+from ooc_kernels._chunk_store import INITIAL
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc._direct import MemoryDuals, held_in_memory
+
+
+def _data(seed=0, n=600, p=5, classify=False):
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(n, p)) * [1.0, 10.0, 0.1, 1.0, 3.0][:p] + 2.0).astype(np.float32)
+    s = X @ rng.normal(size=p) + rng.normal(size=n)
+    y = np.where(s > np.median(s), 1, 0) if classify else s
+    return X, y, rng.uniform(0.0, 3.0, size=n)
+
+
+CASES = [
+    (ok.DSPDCRegressor, {"alpha": 1e-3}, False),
+    (ok.DSPDCRegressor, {"alpha": 1e-3, "l1_ratio": 0.5}, False),
+    (ok.DSPDCClassifier, {"alpha": 1e-3}, True),
+    (ok.DSPDCClassifier, {"alpha": 1e-3, "loss": "smoothed_hinge", "class_weight": "balanced"},
+     True),
+]
+
+
+@pytest.mark.parametrize("Est, params, classify", CASES)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_in_memory_fit_gives_the_out_of_core_iterates_bit_for_bit(Est, params, classify,
+                                                                   weighted):
+    """The same data as a NumPy array (in memory: no Dask round, duals in memory, the gap
+    from the rows held) and as a Dask array (out of core): the same chunk plan, row
+    sampling and steps, so the same coefficients bit for bit, the same epochs, passes and
+    step boosts, and primal values within rounding (summed in another order)."""
+    X, y, w = _data(classify=classify)
+    sw = w if weighted else None
+    common = dict(params, tol=1e-5, max_iter=60, chunk_size=100, shuffle_chunks=2,
+                  random_state=3, progress=False)
+    mem = Est(**common).fit(X, y, sample_weight=sw)
+    ooc = Est(**common).fit(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100),
+                            sample_weight=None if sw is None else da.from_array(sw, 100))
+    assert mem._direct_fit and not ooc._direct_fit
+    np.testing.assert_array_equal(mem.coef_, ooc.coef_)
+    np.testing.assert_array_equal(mem.intercept_, ooc.intercept_)
+    assert mem.n_iter_ == ooc.n_iter_ and mem.stop_reason_[:4] == ooc.stop_reason_[:4]
+    assert len(mem.gap_history_) == len(ooc.gap_history_) > 3
+    for a, b in zip(mem.gap_history_, ooc.gap_history_):
+        assert (a["iterations"], a["passes"], a["step_boost"]) == \
+            (b["iterations"], b["passes"], b["step_boost"])
+        np.testing.assert_allclose(a["primal"], b["primal"], rtol=1e-12)
+        np.testing.assert_allclose(a["dual"], b["dual"], rtol=1e-12)
+
+
+def test_in_memory_fit_stops_and_warns_as_out_of_core():
+    """``max_iter`` reached above ``tol``: the same ConvergenceWarning, stop reason and
+    history in both paths."""
+    X, y, _ = _data(1)
+    fits = []
+    for data, target in ((X, y), (da.from_array(X, chunks=(200, -1)), da.from_array(y, 200))):
+        est = ok.DSPDCRegressor(alpha=1e-4, tol=1e-12, max_iter=2, chunk_size=200,
+                                random_state=0, progress=False)
+        with pytest.warns(ConvergenceWarning, match="relative duality gap"):
+            est.fit(data, target)
+        fits.append(est)
+    assert fits[0]._direct_fit and not fits[1]._direct_fit
+    assert fits[0].stop_reason_ == fits[1].stop_reason_
+    assert [h["epoch"] for h in fits[0].history_] == [h["epoch"] for h in fits[1].history_]
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+
+
+def test_in_memory_path_is_not_taken_where_the_duals_must_be_on_disk(tmp_path):
+    """A checkpoint (and so a resume), several tasks per round or a lazy input keep the
+    out-of-core path; the checkpointed fit still equals the in-memory one."""
+    X, y, _ = _data(2)
+    kw = dict(alpha=1e-3, tol=1e-6, chunk_size=150, random_state=1, progress=False)
+    plain = ok.DSPDCRegressor(**kw).fit(X, y)
+    saved = ok.DSPDCRegressor(**kw).fit(X, y, checkpoint=str(tmp_path / "ck"))
+    two = ok.DSPDCRegressor(chunks_per_round=2, **kw).fit(X, y)
+    assert plain._direct_fit and not saved._direct_fit and not two._direct_fit
+    np.testing.assert_array_equal(plain.coef_, saved.coef_)
+
+
+def test_memory_duals_refuse_a_version_they_do_not_hold():
+    duals = MemoryDuals()
+    np.testing.assert_array_equal(duals.read("y", 4, INITIAL, n_rows=3), np.zeros(3))
+    duals.write("y", 4, (0, 1), np.arange(3.0))
+    np.testing.assert_array_equal(duals.read("y", 4, (0, 1), n_rows=3), np.arange(3.0))
+    with pytest.raises(ValidationError, match=r"chunk 4 are at version \(0, 1\), not \(0, 0\)"):
+        duals.read("y", 4, (0, 0), n_rows=3)
+
+
+def test_held_in_memory_knows_arrays_frames_and_lazy_inputs():
+    import pandas as pd
+
+    X = np.zeros((4, 2))
+    assert held_in_memory(X, np.zeros(4), None)
+    assert held_in_memory(pd.DataFrame(X), pd.Series(np.zeros(4)))
+    assert not held_in_memory(X, da.zeros(4))
+    assert not held_in_memory(da.from_array(X))
