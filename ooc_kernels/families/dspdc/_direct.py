@@ -168,17 +168,30 @@ class MemoryRows:
             else:
                 self.variables[name] = [np.asarray(v) for v in values]
         self.whole = dict(data.delayed_whole())
+        self._buffers: dict[int, np.ndarray] = {}
 
     def chunk(self, k: int) -> np.ndarray:
         return self.rows[self.bounds[k]:self.bounds[k + 1]]
 
     def batch(self, group: tuple[int, ...]) -> dict:
         """A task's input for ``group``: its rows (the chunks' blocks in the group's order,
-        as the out-of-core task concatenates them) and its other sample variables."""
+        as the out-of-core task concatenates them) and its other sample variables.
+
+        The rows of a group of several chunks are copied into a buffer kept for groups of
+        that many rows (a task holds its rows only while it runs), so an epoch allocates
+        nothing."""
         def joined(parts):
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-        out = {"X": joined([self.chunk(c) for c in group])}
+        blocks = [self.chunk(c) for c in group]
+        if len(blocks) == 1:
+            out = {"X": blocks[0]}
+        else:
+            n_rows = sum(len(b) for b in blocks)
+            buffer = self._buffers.get(n_rows)
+            if buffer is None:
+                buffer = self._buffers[n_rows] = np.empty((n_rows, self.rows.shape[1]))
+            out = {"X": np.concatenate(blocks, out=buffer)}
         for name, values in self.variables.items():
             out[name] = joined([values[c] for c in group])
         return {**out, **self.whole}
