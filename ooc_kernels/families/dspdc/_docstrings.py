@@ -49,7 +49,10 @@ _PARAMS_DOC = """alpha : float, default=1e-4
     max_time : float or None, default=None
         Stop after this many seconds (checked at every gap evaluation).
     gap_every : int, default=1
-        Epochs between gap evaluations (each one streaming pass over the data).
+        Epochs between gap evaluations.  The gap of an epoch's end costs no pass of its
+        own: the next epoch's tasks sum the losses of the rows they read at that iterate,
+        and a fit that stops on it returns that iterate.  Only the last epoch (``max_iter``,
+        ``max_time``) gets a streaming pass over the data for its own gap.
     work_dir : str, path or None, default=None
         Folder in which every fit creates its own work store of the duals (one array per
         chunk, versioned), locked while the fit runs; None: ``PATH.work`` beside the
@@ -63,7 +66,9 @@ _ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (n_features,)
     intercept_ : float
     n_iter_ : int
-        Epochs run.
+        Epochs run.  A fit that stops on ``tol`` returns the iterate of epoch
+        ``n_iter_ - 1`` (the one its last gap certifies), whose gap the last epoch's tasks
+        computed.
     stop_reason_ : str
         ``"tol"``, ``"max_iter"`` or ``"max_time"``, with the values.
     gap_history_ : list of dict
@@ -71,7 +76,7 @@ _ATTRIBUTES_DOC = """
         ``dual``, ``gap``, ``relative_gap``, ``step_boost`` (the strong convexity factor of
         the steps the epoch ran with; 1: the theorems').
     duality_gap_ : float
-        The last evaluated gap ``P(coef_) - D(y)``.
+        The last evaluated gap ``P(coef_) - D(y)`` (of the returned model).
     Lambda_ : float
         The scale constant ``Lambda`` of the step sizes.
     theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)

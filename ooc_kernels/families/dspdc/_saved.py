@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ooc_kernels.exceptions import ModelFormatError
 from ooc_kernels.losses import get_loss, losses_for
 
@@ -75,3 +77,45 @@ def _local_problems(entries, where: str) -> dict:
             )
         out[(entry[0], entry[1])] = tuple(float(v) for v in entry[2:])
     return out
+
+
+def _counters(state) -> dict:
+    """The scalars of a DSPDC state, as a model's metadata keeps them."""
+    return {"conj_sum": float(state.conj_sum), "n_iter": int(state.n_iter),
+            "n_dual_updates": int(state.n_dual_updates), "n_rounds": int(state.n_rounds),
+            "step_boost": float(state.step_boost)}
+
+
+def _start_arrays(state) -> dict:
+    """The arrays of ``state.epoch_start`` a checkpoint keeps (none when there is none)."""
+    start = state.epoch_start
+    if start is None:
+        return {}
+    return {"start_x": np.asarray(start.x, dtype=np.float64),
+            "start_w": np.asarray(start.w, dtype=np.float64),
+            "start_versions": np.asarray(start.versions.table)}
+
+
+def _restored_start(arrays: dict, meta: dict, where: str):
+    """The ``epoch_start`` state of a saved model or checkpoint, or None (none saved).
+
+    Raises
+    ------
+    ModelFormatError
+        The metadata has an ``epoch_start`` but the arrays are missing.
+    """
+    from ooc_kernels._chunk_store import ChunkVersions
+    from ooc_kernels.families.dspdc.solver import DSPDCState
+
+    start = meta.get("epoch_start")
+    if start is None:
+        return None
+    if "start_x" not in arrays:
+        raise ModelFormatError(
+            f"{where}: the metadata has an epoch_start but the arrays start_x, start_w and "
+            "start_versions are missing; the file is damaged: fit again from the start.")
+    table = np.asarray(arrays["start_versions"], dtype=np.int64)
+    table.setflags(write=False)
+    return DSPDCState(x=np.asarray(arrays["start_x"], dtype=np.float64),
+                      w=np.asarray(arrays["start_w"], dtype=np.float64),
+                      versions=ChunkVersions(table), **start)

@@ -11,9 +11,11 @@ hinge, two classes) minimize
 classifier; 1 by default) and ``W = sum_i w_i`` (``n`` without weights): a weight of ``k``
 counts as ``k`` copies of the row and a weight of 0 as no row.  It is solved on dense data ``X`` or on factorized data ``A = U V``
 (:class:`~ooc_kernels.data.factorized.Factorized`, or a dataset with ``U`` and ``V``).  Every
-``gap_every`` epochs a streaming pass computes the primal value; the dual value comes from
-the state, and the fit stops when the relative duality gap ``(P - D) / |P|`` is at most
-``tol`` (a certificate: ``P(coef_) - P* <= P - D``), after ``max_iter`` epochs, or after
+``gap_every`` epochs the duality gap of an epoch's end is evaluated: its primal value from the
+losses that the next epoch's tasks sum on the rows they read (no pass of its own), its dual
+value from the state.  The fit stops when the relative duality gap ``(P - D) / |P|`` is at
+most ``tol`` and returns that iterate (a certificate: ``P(coef_) - P* <= P - D``), or after
+``max_iter`` epochs (the last iterate's gap from a pass of its own), or after
 ``max_time`` seconds, whichever comes first (``stop_reason_`` says which).  See
 ``docs/algorithms/dspdc_rounds.md`` and ``docs/dspdc.md``.
 """
@@ -44,7 +46,13 @@ from ooc_kernels.families.dspdc._chunk_tasks import (
 )
 from ooc_kernels.families.dspdc._direct import held_in_memory
 from ooc_kernels.families.dspdc._docstrings import _ATTRIBUTES_DOC, _BASE_DOC, _PARAMS_DOC
-from ooc_kernels.families.dspdc._saved import _local_problems, _saved_loss_id
+from ooc_kernels.families.dspdc._saved import (
+    _counters,
+    _local_problems,
+    _restored_start,
+    _saved_loss_id,
+    _start_arrays,
+)
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
@@ -142,7 +150,8 @@ class _DSPDCEstimator(ChunkedEstimator):
     # checkpoints and models written before ``standardize`` and ``steps`` existed solved
     # the raw problem with the theorems' steps
     _absent_params = {"standardize": False, "steps": "theorem"}
-    _saved_arrays = {"x": True, "w": True, "versions": True, "V": False}
+    _saved_arrays = {"x": True, "w": True, "versions": True, "V": False, "start_x": False,
+                     "start_w": False, "start_versions": False}
     # the contract suite's small problems, solved to tol within max_iter (no warning)
     _test_params = {"alpha": 0.1, "max_iter": 40, "tol": 1e-4}
     # the duality-gap rule ends the contract suite's fit after 4-5 epochs
@@ -286,6 +295,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._state = init_state(self._config, data.n_chunks, rank=rank)
         self.gap_history_ = []
         self._local_problems = {}
+        self._certified = None
 
     def _class_weights(self, data, classes, sched, sums) -> tuple | None:
         """The weights of ``classes`` (``class_weight``), or None (regression: none)."""
@@ -346,6 +356,8 @@ class _DSPDCEstimator(ChunkedEstimator):
             )
         self._record_local_problems(info, state)
         keep = [state.versions]
+        if state.epoch_start is not None:   # the iterate whose gap this epoch computes
+            keep.append(state.epoch_start.versions)
         if getattr(self, "_checkpointed", None) is not None:
             keep.append(self._checkpointed)
         self._config.store.prune("y", keep, chunks=info.chunk_ids)
@@ -412,13 +424,38 @@ class _DSPDCEstimator(ChunkedEstimator):
                          + np.sum(reg_value_ref(state.x, cfg.lam1, cfg.lam2)))
 
     def _epoch_report(self, state, epoch, data, sched):
+        """The duality gap of the epoch's start (the previous epoch's end), from the losses
+        the epoch's tasks summed at that iterate: no pass of its own.  A fit stops on it
+        and returns that iterate, whose gap is the certificate.  At the last epoch (or
+        ``max_time``) the final iterate gets the primal pass of its own."""
         cfg = self._config
         elapsed = time.perf_counter() - self._fit_start
         timed_out = self.max_time is not None and elapsed >= self.max_time
         last = epoch + 1 >= self.max_iter
-        if (epoch + 1) % self.gap_every and not (timed_out or last):
-            return {}, None
-        primal = self._primal_value(state, data, sched)
+        report, rel = {}, None
+        start = state.epoch_start
+        primal = state.start_primal_value(cfg) if epoch >= 1 and epoch % self.gap_every == 0 \
+            else None
+        if primal is not None:      # the iterate of epoch - 1
+            report, rel = self._record_gap(start, primal, epoch - 1)
+            if self.tol is not None and rel <= self.tol:
+                self._certified = start
+                return report, f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
+        finite = np.all(np.isfinite(state.x)) and np.isfinite(state.conj_sum)
+        if timed_out or last or not finite:   # the final iterate: a pass of its own (which
+            report, rel = self._record_gap(   # reports a divergence with the steps' values)
+                state, self._primal_value(state, data, sched), epoch)
+            if self.tol is not None and rel <= self.tol:
+                return report, f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
+        if timed_out:
+            return report, f"max_time: {elapsed:.3g} s >= max_time={self.max_time}"
+        return report, None
+
+    def _record_gap(self, state, primal: float, epoch: int):
+        """Record the duality gap of ``state`` (the iterate after ``epoch``) in
+        ``gap_history_``, and shrink the adaptive steps when the gap stalled under the steps
+        running now; return ``(the figures for history_, the relative gap)``."""
+        cfg = self._config
         with np.errstate(over="ignore", invalid="ignore"):
             dual = state.dual_value(cfg, self._augmented_V())
         if not (np.isfinite(primal) and np.isfinite(dual)):
@@ -433,18 +470,15 @@ class _DSPDCEstimator(ChunkedEstimator):
         entry = {"iterations": int(state.n_iter),
                  "passes": state.n_dual_updates / cfg.n_samples,
                  "seconds": time.perf_counter() - self._fit_start, "primal": primal,
-                 "dual": dual, "gap": gap, "relative_gap": rel}
-        entry["step_boost"] = cfg.step_boost
+                 "dual": dual, "gap": gap, "relative_gap": rel,
+                 "step_boost": float(state.step_boost if state.n_rounds else cfg.step_boost)}
         self.gap_history_ = list(self.gap_history_) + [entry]
         self.duality_gap_ = gap
-        if cfg.step_boost > 1.0 and gap_stalled(self.gap_history_):
+        if cfg.step_boost > 1.0 and entry["step_boost"] == cfg.step_boost \
+                and gap_stalled(self.gap_history_):
             self._shrink_steps()   # the gap stopped falling: steps closer to the theorems'
-        reason = None
-        if self.tol is not None and rel <= self.tol:
-            reason = f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
-        elif timed_out:
-            reason = f"max_time: {elapsed:.3g} s >= max_time={self.max_time}"
-        return {"primal": primal, "dual": dual, "relative_gap": rel}, reason
+        return {"gap_epoch": int(epoch), "primal": primal, "dual": dual,
+                "relative_gap": rel}, rel
 
     def _shrink_steps(self) -> None:
         """Divide ``step_boost`` by 10 (at least 1: the theorems' steps) for the next
@@ -459,6 +493,8 @@ class _DSPDCEstimator(ChunkedEstimator):
     def _publish(self) -> None:
         from ooc_kernels.families.dspdc._scaling import raw_coefficients
 
+        if getattr(self, "_certified", None) is not None:   # the iterate whose gap stopped
+            self._state, self._certified = self._certified, None  # the fit: the model
         cfg, state = self._config, self._state
         self.coef_, self.intercept_ = raw_coefficients(cfg, state.x)
         self.Lambda_ = cfg.Lambda
@@ -511,6 +547,7 @@ class _DSPDCEstimator(ChunkedEstimator):
                   "versions": np.asarray(state.versions.table)}
         if self._V is not None:
             arrays["V"] = np.asarray(self._V, dtype=np.float64)
+        arrays.update(_start_arrays(state))   # a checkpoint within an epoch: its start
         return arrays
 
     def _fitted_meta(self) -> dict:
@@ -522,10 +559,11 @@ class _DSPDCEstimator(ChunkedEstimator):
         config["class_weight"] = None if config["class_weight"] is None \
             else list(config["class_weight"])
         state = self._state
+        start = state.epoch_start
         return {"config": config,
-                "state": {"conj_sum": float(state.conj_sum), "n_iter": int(state.n_iter),
-                          "n_dual_updates": int(state.n_dual_updates),
-                          "n_rounds": int(state.n_rounds)},
+                "state": {**_counters(state), "start_loss": float(state.start_loss),
+                          "start_rows": int(state.start_rows)},
+                "epoch_start": None if start is None else _counters(start),
                 "gap_history": list(getattr(self, "gap_history_", [])),
                 "local_problems": [[int(n_k), int(k), *params] for (n_k, k), params
                                    in sorted(self._local_problems.items())]}
@@ -556,7 +594,10 @@ class _DSPDCEstimator(ChunkedEstimator):
         table.setflags(write=False)
         self._V = None if "V" not in arrays else np.asarray(arrays["V"], dtype=np.float64)
         self._state = DSPDCState(x=x, w=np.asarray(arrays["w"], dtype=np.float64),
-                                 versions=ChunkVersions(table), **meta["state"])
+                                 versions=ChunkVersions(table),
+                                 epoch_start=_restored_start(arrays, meta, where),
+                                 **meta["state"])
+        self._certified = None
         self.gap_history_ = list(meta.get("gap_history") or [])
         self._local_problems = _local_problems(meta.get("local_problems"), where)
         self._checkpointed = self._state.versions   # a resumed fit keeps what it came from

@@ -166,6 +166,17 @@ class DSPDCState:
         ``((n_k, k, theta, tau, sigma), ...)``: the step parameters the last round's tasks
         ran with, by rows and tasks in the round (not part of a checkpoint: each round
         sets it).
+    step_boost : float
+        The ``step_boost`` the last round ran with.
+    epoch_start : DSPDCState or None
+        The state at the start of the current epoch (its own ``epoch_start`` None): the
+        iterate ``(x, y)`` whose primal value the epoch's tasks compute on the rows they
+        read anyway (see ``start_loss``).
+    start_loss, start_rows : float, int
+        ``sum_i w_i phi_i(a_i^T x_0)`` over the rows the epoch's rounds have read so far, at
+        the ``x_0 = epoch_start.x``, and how many rows that is.  Once ``start_rows = n``,
+        ``P(x_0) = start_loss / n + g(x_0)``: the duality gap of ``epoch_start`` without a
+        pass of its own (:meth:`start_primal_value`).
     """
 
     x: np.ndarray
@@ -176,6 +187,21 @@ class DSPDCState:
     n_dual_updates: int = 0
     n_rounds: int = 0
     local_steps: tuple = ()
+    step_boost: float = 1.0
+    epoch_start: DSPDCState | None = None
+    start_loss: float = 0.0
+    start_rows: int = 0
+
+    def start_primal_value(self, config: DSPDCConfig) -> float | None:
+        """``P(epoch_start.x)`` from the losses the epoch's tasks summed, or None while
+        the epoch's rounds have not read every row at that iterate."""
+        from ooc_kernels.families.dspdc.kernels_objective import reg_value_ref
+
+        if self.epoch_start is None or self.start_rows != config.n_samples:
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float(self.start_loss / config.n_samples + np.sum(
+                reg_value_ref(self.epoch_start.x, config.lam1, config.lam2)))
 
     def dual_value(self, config: DSPDCConfig, V: np.ndarray | None = None) -> float:
         """``D(y)`` from the state alone (no pass over the data)."""
@@ -213,6 +239,8 @@ class DSPDCDelta:
     n_dual_updates: int = 0
     chunks: tuple[int, ...] = field(default_factory=tuple)
     steps: tuple = ()
+    start_loss: float = 0.0
+    start_rows: int = 0
 
 
 def augment_V(V: np.ndarray, config: DSPDCConfig) -> np.ndarray:
@@ -280,6 +308,9 @@ class DSPDCAlgorithm:
             return DSPDCDelta(dw=np.zeros_like(state.w), x_sum=np.zeros_like(state.x))
         b = encode_labels(cfg, batch["y"], task.chunks, task.sizes)
         weights = row_weights(cfg, batch.get("sample_weight"), b, task.chunks, task.sizes)
+        # the epoch's first iterate: its loss on these rows gives the gap of the epoch start
+        x0 = state.x if task.write[1] == 0 else getattr(state.epoch_start, "x", None)
+        start_loss = 0.0 if x0 is None else rows_loss(cfg, rows, V, x0, b, weights)
         store = cfg.store
         y_old = np.concatenate([store.read(DUALS, c, v, n_rows=s)
                                 for c, v, s in zip(task.chunks, task.read, task.sizes)])
@@ -344,25 +375,59 @@ class DSPDCAlgorithm:
         return DSPDCDelta(dw=dw, x_sum=a, n_tasks=1, dconj=dconj, n_iter=T,
                           n_dual_updates=T * m, chunks=task.chunks,
                           steps=((n_k, task.sigma_prime, float(theta), float(tau),
-                                  float(sigma)),))
+                                  float(sigma)),),
+                          start_loss=start_loss, start_rows=0 if x0 is None else n_k)
 
     def combine(self, a: DSPDCDelta, b: DSPDCDelta) -> DSPDCDelta:
         return DSPDCDelta(dw=a.dw + b.dw, x_sum=a.x_sum + b.x_sum,
                           n_tasks=a.n_tasks + b.n_tasks, dconj=a.dconj + b.dconj,
                           n_iter=a.n_iter + b.n_iter,
                           n_dual_updates=a.n_dual_updates + b.n_dual_updates,
-                          chunks=a.chunks + b.chunks, steps=a.steps + b.steps)
+                          chunks=a.chunks + b.chunks, steps=a.steps + b.steps,
+                          start_loss=a.start_loss + b.start_loss,
+                          start_rows=a.start_rows + b.start_rows)
 
     def apply(self, state: DSPDCState, delta: DSPDCDelta, info=None) -> DSPDCState:
         versions = state.versions
         if info is not None and delta.chunks:
             versions = versions.updated(delta.chunks, (info.epoch, info.round))
         x = delta.x_sum / delta.n_tasks if delta.n_tasks else state.x
+        if info is not None and info.round == 0:   # a new epoch: its start is this state
+            start = replace(state, epoch_start=None, start_loss=0.0, start_rows=0,
+                            local_steps=())
+            loss, rows = delta.start_loss, delta.start_rows
+        else:
+            start = state.epoch_start
+            loss, rows = state.start_loss + delta.start_loss, state.start_rows + delta.start_rows
         return replace(state, w=state.w + delta.dw, x=x,
                        conj_sum=state.conj_sum + delta.dconj, versions=versions,
                        n_iter=state.n_iter + delta.n_iter,
                        n_dual_updates=state.n_dual_updates + delta.n_dual_updates,
-                       n_rounds=state.n_rounds + 1, local_steps=delta.steps)
+                       n_rounds=state.n_rounds + 1, local_steps=delta.steps,
+                       step_boost=self.config.step_boost, epoch_start=start,
+                       start_loss=loss, start_rows=rows)
+
+
+def rows_loss(cfg: DSPDCConfig, rows: np.ndarray, V: np.ndarray | None, x: np.ndarray,
+              b: np.ndarray, weights: np.ndarray | None) -> float:
+    """``sum_i w_i phi_i(a_i^T x)`` over a task's rows (the solver's rows: standardized,
+    with the intercept's column; ``U`` with the augmented ``V`` for factorized data).
+
+    Examples
+    --------
+    >>> cfg = DSPDCConfig(loss_id=0, n_samples=2, n_features=1, lam1=0.0, lam2=1.0,
+    ...                   Lambda=1.0)
+    >>> rows_loss(cfg, np.array([[1.0], [2.0]]), None, np.array([1.0]), np.zeros(2), None)
+    2.5
+    """
+    from ooc_kernels.losses.reference import loss_value_ref
+
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverged x: inf, checked after
+        z = rows @ (V @ x) if V is not None else rows @ x
+        values = loss_value_ref(cfg.loss_id, z, b)
+        if weights is not None:
+            values = np.where(weights > 0, weights * values, 0.0)
+        return float(np.sum(values))
 
 
 def state_arrays(state: DSPDCState) -> dict:

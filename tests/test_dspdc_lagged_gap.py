@@ -1,0 +1,149 @@
+"""The duality gap that stops a DSPDC fit is the gap of the model it returns.
+
+The tasks of an epoch sum the losses of their rows at the epoch's first iterate, so the
+gap of the previous epoch's end is known without a pass of its own; a fit that stops on it
+returns that iterate.  Each test recomputes ``P(coef_)`` on the raw rows and ``D(y)`` from
+the duals left in the work store, in plain NumPy, and compares them with the certificate
+the fit reported."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+import ooc_kernels as ok
+from ooc_kernels._chunk_store import ChunkStore
+
+
+def _phi(loss, z, b):
+    if loss == "squared":
+        return 0.5 * (z - b) ** 2
+    if loss == "logistic":
+        return np.logaddexp(0.0, -b * z)
+    m = b * z                                   # smoothed hinge, eq. (3) of the paper
+    return np.where(m >= 1, 0.0, np.where(m <= 0, 0.5 - m, 0.5 * (1 - m) ** 2))
+
+
+def _phi_conj(loss, u, b):
+    if loss == "squared":
+        return 0.5 * u ** 2 + u * b
+    s = -u * b
+    if loss == "logistic":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ent = np.where(s > 0, s * np.log(s), 0.0) + np.where(s < 1, (1 - s) * np.log1p(-s),
+                                                                  0.0)
+        return ent
+    return -s + 0.5 * s ** 2
+
+
+def _certificate(est, A, y, sw, chunk):
+    """``(P, D)`` of the returned model in NumPy: ``P`` from ``coef_`` and ``intercept_`` on
+    the raw rows ``A``, ``D`` from the duals of the returned state in the work store."""
+    cfg, state = est._config, est._state
+    n = len(y)
+    loss = {0: "squared", 2: "logistic", 4: "smoothed_hinge"}[cfg.loss_id]
+    b = y.astype(float) if cfg.classes is None else np.where(y == cfg.classes[1], 1.0, -1.0)
+    w = np.ones(n) if sw is None else sw * n / sw.sum()
+    if cfg.class_weight is not None:
+        w = w * np.where(b > 0, cfg.class_weight[1], cfg.class_weight[0])
+        w = w * n / w.sum()
+    x = state.x                                         # the standardized problem's x
+    lam1, lam2 = cfg.lam1, cfg.lam2
+    g = lam1 * np.abs(x).sum() + 0.5 * lam2 * x @ x
+    primal = float(np.sum(w * _phi(loss, A @ est.coef_ + est.intercept_, b)) / n + g)
+    store = ChunkStore(cfg.work_store)
+    duals = np.concatenate([store.read("y", c, state.versions[c], n_rows=len(y[s:s + chunk]))
+                            for c, s in enumerate(range(0, n, chunk))])
+    rows = (A - np.asarray(cfg.x_shift)) / np.asarray(cfg.x_scale)
+    rows = np.hstack([rows, np.full((n, 1), cfg.intercept_scaling)])
+    v = -(rows.T @ (w * duals)) / n
+    gstar = np.sum(np.maximum(np.abs(v) - lam1, 0.0) ** 2 / (2 * lam2))
+    dual = float(-gstar - np.sum(w * _phi_conj(loss, duals, b)) / n)
+    return primal, dual
+
+
+def _problem(kind, rng, n=600, p=6):
+    A = rng.normal(size=(n, p)) * np.array([1.0, 10.0, 0.1, 1.0, 3.0, 1.0]) + 2.0
+    z = (A - A.mean(0)) @ rng.normal(size=p) / A.std(0).mean()
+    if kind == "regression":
+        return A, z + 0.3 * rng.normal(size=n)
+    return A, np.where(z + 0.5 * rng.normal(size=n) > 0, "yes", "no")
+
+
+CASES = {
+    "ridge": ("regression", dict(alpha=0.05), False, False),
+    "elastic net, weighted": ("regression", dict(alpha=0.05, l1_ratio=0.5), True, False),
+    "logistic": ("classification", dict(alpha=0.05), False, False),
+    "smoothed hinge, class weights": (
+        "classification", dict(alpha=0.1, loss="smoothed_hinge", class_weight="balanced"),
+        True, False),
+    "ridge, factorized": ("regression", dict(alpha=0.05), False, True),
+    "logistic elastic net, factorized, weighted": (
+        "classification", dict(alpha=0.05, l1_ratio=0.3), True, True),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_certified_gap_is_the_gap_of_the_returned_model(name, tmp_path):
+    kind, params, weighted, factorized = CASES[name]
+    rng = np.random.default_rng(len(name))
+    chunk = 150
+    if factorized:
+        U, V = rng.normal(size=(600, 3)), rng.normal(size=(3, 6))
+        A = U @ V
+        y = (A @ rng.normal(size=6) + 0.3 * rng.normal(size=600) if kind == "regression"
+             else np.where(A @ rng.normal(size=6) > 0, "yes", "no"))
+        X = ok.Factorized(U, V)
+    else:
+        X, y = A, y = _problem(kind, rng)
+    sw = rng.integers(0, 4, size=len(y)).astype(float) if weighted else None
+    Est = ok.DSPDCRegressor if kind == "regression" else ok.DSPDCClassifier
+    est = Est(chunk_size=chunk, random_state=0, tol=1e-5, max_iter=40, progress=False,
+              **params)
+    est.fit(X, y, sample_weight=sw, checkpoint=tmp_path / "ck.zarr", checkpoint_every=10**6)
+    assert est.stop_reason_.startswith("tol:")
+    assert est.n_iter_ < 40                          # stopped on the lagged certificate
+    last = est.gap_history_[-1]
+    assert last["relative_gap"] <= 1e-5
+    assert last["passes"] == est._state.n_dual_updates / len(y)
+    primal, dual = _certificate(est, A, y, sw, chunk)
+    assert primal == pytest.approx(last["primal"], rel=1e-11, abs=1e-13)
+    assert dual == pytest.approx(last["dual"], rel=1e-11, abs=1e-13)
+    assert primal - dual <= 1e-5 * abs(primal) * (1 + 1e-6)
+
+
+def test_a_fit_that_runs_out_of_epochs_certifies_its_last_iterate(tmp_path):
+    """At ``max_iter`` the last iterate gets a pass of its own: the gap reported (and
+    warned about) is the returned model's."""
+    rng = np.random.default_rng(3)
+    A, y = _problem("classification", rng)
+    est = ok.DSPDCClassifier(alpha=1e-3, chunk_size=150, random_state=0, tol=1e-12,
+                             max_iter=4, progress=False)
+    with pytest.warns(ConvergenceWarning, match="before converging"):
+        est.fit(A, y, checkpoint=tmp_path / "ck.zarr", checkpoint_every=10**6)
+    assert est.stop_reason_.startswith("max_iter") and est.n_iter_ == 4
+    last = est.gap_history_[-1]
+    assert last["passes"] == pytest.approx(4.0)
+    primal, dual = _certificate(est, A, y, None, 150)
+    assert primal == pytest.approx(last["primal"], rel=1e-11)
+    assert dual == pytest.approx(last["dual"], rel=1e-11)
+
+
+def test_the_lagged_gap_matches_a_separate_pass_at_every_epoch(tmp_path):
+    """``gap_history_`` of a fit with ``tol=None`` has one entry per epoch end: the one of
+    epoch ``e`` (computed by epoch ``e + 1``'s tasks) equals a fit stopped at ``max_iter =
+    e + 1``, whose last entry is a pass of its own."""
+    rng = np.random.default_rng(4)
+    A, y = _problem("regression", rng)
+    params = dict(alpha=1e-3, chunk_size=150, random_state=0, tol=None, progress=False)
+    whole = ok.DSPDCRegressor(max_iter=5, **params).fit(A, y)
+    assert [e["passes"] for e in whole.gap_history_] == pytest.approx([1, 2, 3, 4, 5])
+    for e in (1, 3):
+        short = ok.DSPDCRegressor(max_iter=e, **params).fit(A, y)
+        mine, theirs = whole.gap_history_[e - 1], short.gap_history_[-1]
+        assert mine["dual"] == theirs["dual"]
+        assert mine["primal"] == pytest.approx(theirs["primal"], rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert whole.stop_reason_.startswith("max_iter")
