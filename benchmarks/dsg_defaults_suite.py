@@ -8,6 +8,11 @@ Problems (generated here, the large ones written to a Zarr store and fitted out 
   sinusoids of its own frequencies and amplitudes, each row with a random time shift, a
   random gain and white noise (:func:`signal_rows`), ``--n-signal`` training rows, 20,000
   test rows;
+* ``signal_hard``: a harder 10-class signal problem of the same shape (:func:`signal_hard_rows`:
+  closer frequencies, a random phase per component, a wider gain, more noise, unequal
+  class frequencies), ``--n-signal`` training rows, 20,000 test rows: far from 0.99 at
+  300,000 rows, a problem where the capacity (``n_features``) matters
+  (``docs/benchmarks.md``, "Defaults on a hard 10-class signal problem");
 * ``digits``: scikit-learn's digits, 75/25 split (``random_state=0``), in memory.
 
 Learners (test accuracy and fit seconds, medians over ``--seeds`` seeds):
@@ -53,6 +58,8 @@ import ooc_kernels as ok
 
 N_TEST = 20_000
 CHUNK = 10_000
+#: Noise of ``signal_hard`` (:func:`signal_hard_rows`).
+NOISE_HARD = 0.45
 
 
 def signal_rows(n: int, seed: int, d: int = 40, k: int = 10):
@@ -70,6 +77,30 @@ def signal_rows(n: int, seed: int, d: int = 40, k: int = 10):
     X = sum(amps[y, j][:, None] * np.sin(2 * np.pi * freqs[y, j][:, None] * (t + shift))
             for j in range(3))
     X = X * rng.uniform(0.7, 1.3, size=(n, 1)) + 0.35 * rng.normal(size=(n, d))
+    return X.astype(np.float32), y
+
+
+def signal_hard_rows(n: int, seed: int, d: int = 40, k: int = 10, noise: float = NOISE_HARD):
+    """``n`` rows of the hard 10-class signal problem: class ``c`` is
+    ``sum_j a_cj sin(2 pi f_cj t + phi_j)`` at ``d`` times ``t`` in [0, 1], times a gain in
+    [0.5, 1.5], plus N(0, ``noise``^2) noise.  The three frequencies of every class are
+    three common frequencies (in [1, 3]) plus a class offset in [-0.5, 0.5], so the classes
+    differ by less than one period over the window; the amplitudes are in [0.4, 1]; the
+    phases ``phi_j`` (one per component, uniform in [0, 2 pi)), the gain and the noise are
+    drawn per row; class ``c`` is drawn with probability proportional to ``1 + c / 18``
+    (1 to 1.5)."""
+    classes = np.random.default_rng(2025)
+    base = classes.uniform(1.0, 3.0, size=3)
+    freqs = base[None, :] + classes.uniform(-0.5, 0.5, size=(k, 3))
+    amps = classes.uniform(0.4, 1.0, size=(k, 3))
+    rng = np.random.default_rng(seed)
+    p = np.linspace(1.0, 1.5, k)
+    y = rng.choice(k, size=n, p=p / p.sum()).astype(np.int32)
+    t = np.linspace(0.0, 1.0, d)[None, :]
+    X = sum(amps[y, j][:, None] * np.sin(2 * np.pi * freqs[y, j][:, None] * t
+                                          + rng.uniform(0.0, 2 * np.pi, size=(n, 1)))
+            for j in range(3))
+    X = X * rng.uniform(0.5, 1.5, size=(n, 1)) + noise * rng.normal(size=(n, d))
     return X.astype(np.float32), y
 
 
@@ -97,6 +128,10 @@ def problems(names, n, n_signal, work: Path) -> dict:
         X, y = signal_rows(n_signal, 0)
         Xt, yt = signal_rows(N_TEST, 1)
         out["signal"] = (X, y, Xt, yt, _store(work / "signal.zarr", X, y))
+    if "signal_hard" in names:
+        X, y = signal_hard_rows(n_signal, 0)
+        Xt, yt = signal_hard_rows(N_TEST, 1)
+        out["signal_hard"] = (X, y, Xt, yt, _store(work / "signal_hard.zarr", X, y))
     if "digits" in names:
         X, y = load_digits(return_X_y=True)
         X, Xt, y, yt = train_test_split(X, y, test_size=0.25, random_state=0)
