@@ -275,13 +275,15 @@ def _sklearn_peers(name, n, alpha, l1_ratio):
             for s in ("saga", "liblinear", "lbfgs")]
 
 
-def _dspdc_rows(Est, ds, kw, repeats, rel_of, shift_scale):
-    """DSPDC at its defaults, out of core from the store, to each target as its ``tol``
-    (the certified relative gap bounds the relative suboptimality)."""
+def _dspdc_rows(Est, ds, kw, repeats, rel_of, shift_scale, arrays=None):
+    """DSPDC at its defaults, out of core from the store (or in memory from ``arrays``, the
+    same rows as NumPy ``(X, y)``), to each target as its ``tol`` (the certified relative
+    gap bounds the relative suboptimality)."""
     out = {}
+    data = (ds,) if arrays is None else tuple(arrays)
     for target in TARGETS:
         fits = [_timed(lambda r=r: Est(random_state=r, progress=False, tol=target,
-                                       **kw).fit(ds)) for r in range(repeats)]
+                                       **kw).fit(*data)) for r in range(repeats)]
         est = fits[0][2]
         mu, sd = shift_scale(est)
         rel = rel_of(est.coef_ * sd, est.intercept_ + float(est.coef_ @ mu))
@@ -291,7 +293,8 @@ def _dspdc_rows(Est, ds, kw, repeats, rel_of, shift_scale):
                             "epochs": [int(f[2].n_iter_) for f in fits],
                             "relative_gap": fits[0][2].gap_history_[-1]["relative_gap"],
                             "rel_subopt": rel}
-    return {"method": "ok.DSPDC (defaults, out of core)", "targets": out}
+    where = "out of core" if arrays is None else "in memory, NumPy input"
+    return {"method": f"ok.DSPDC (defaults, {where})", "targets": out}
 
 
 def part_peers(args):
@@ -330,9 +333,11 @@ def part_peers(args):
                 P = objective(Xa[:, :-1], y, c, i, loss=loss, alpha=alpha, l1_ratio=l1_ratio)
                 return (P - p_star) / abs(p_star)
 
-            rows = [_dspdc_rows(Est, ds, kw, reps, rel_of, lambda e: (
-                np.asarray(e._config.x_shift), np.asarray(e._config.x_scale)))]
-            print(json.dumps(rows[-1]), flush=True)
+            rows = []
+            for arrays in ([] if args.in_memory_only else [None]) + [(X, y)]:
+                rows.append(_dspdc_rows(Est, ds, kw, reps, rel_of, lambda e: (
+                    np.asarray(e._config.x_shift), np.asarray(e._config.x_scale)), arrays))
+                print(json.dumps(rows[-1]), flush=True)
             if args.only_dspdc:
                 results["problems"].append({"data": kind, "problem": name, "rows": rows})
                 continue
@@ -343,7 +348,7 @@ def part_peers(args):
                 rows.append({"method": label + " (in memory)", **out})
                 print(json.dumps({k: v for k, v in rows[-1].items() if k != "sweep"}),
                       flush=True)
-            if usable:
+            if usable and not args.in_memory_only:
                 Xd = da.from_zarr(str(store), component="X").astype(np.float64)
                 Xd = (Xd - mu) / sd
                 Xd = da.concatenate([Xd, da.ones((n, 1), chunks=(Xd.chunks[0], 1))], axis=1)
@@ -362,7 +367,7 @@ def part_peers(args):
                     rows.append({"method": f"dask-glm {algo} (out of core)", **out})
                     print(json.dumps({k: v for k, v in rows[-1].items() if k != "sweep"}),
                           flush=True)
-            if loss == "logistic":
+            if loss == "logistic" and not args.in_memory_only:
                 path = _vw_rows(Xa, y, tmp)
                 for bfgs in (False, True):
                     out = sweep(lambda ps, b=bfgs: lambda: _vw_fit(path, tmp, n, p, alpha, ps, b),
@@ -619,6 +624,9 @@ def main(argv=None) -> None:
     parser.add_argument("--only-dspdc", action="store_true",
                         help="peers: the DSPDC rows only (the peers' rows of an earlier run "
                              "still hold)")
+    parser.add_argument("--in-memory-only", action="store_true",
+                        help="peers: DSPDC in memory and scikit-learn only (no out-of-core "
+                             "DSPDC, dask-glm or Vowpal Wabbit rows)")
     parser.add_argument("--data", nargs="+", default=["conditioned", "raw"],
                         choices=["conditioned", "raw"])
     parser.add_argument("--n", type=int, default=50_000)
@@ -655,7 +663,8 @@ def main(argv=None) -> None:
     result = {"peers": part_peers, "factorized": part_factorized,
               "factorized_peers": part_factorized_peers, "memory": part_memory}[args.part](args)
     result["meta"] = {"command": "python benchmarks/dspdc_peers.py " + " ".join(argv or []),
-                      "machine": platform.platform(), "cpus": os.cpu_count()}
+                      "machine": platform.platform(), "cpus": os.cpu_count(),
+                      "load_average": os.getloadavg()}
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1, default=float) + "\n")
