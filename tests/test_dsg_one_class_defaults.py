@@ -6,8 +6,10 @@ agrees with the exact one-class SVM.
   of :func:`~ooc_kernels.families.dsg.reference_one_class.sequential_one_class`, the steps
   written out in NumPy, to 1e-10.
 * One pass of the defaults over 2,000 rows takes enough steps for its decision function to
-  correlate with scikit-learn's exact ``OneClassSVM`` above 0.99 (the former batch of 256
-  rows took 8 steps per pass there and reached 0.978 to 0.984 on these seeds).
+  correlate with scikit-learn's exact ``OneClassSVM`` above 0.99 (a batch of 256 rows takes
+  8 steps per pass there and reaches 0.978 to 0.984 on these seeds).
+* On a small data set (a few steps an epoch) the default stopping rule ends a fit only
+  after ``MIN_STEPS_BEFORE_TOL`` steps, when it agrees with the exact machine.
 """
 
 import inspect
@@ -17,6 +19,7 @@ import pytest
 from sklearn.svm import OneClassSVM
 
 import ooc_kernels as ok
+from ooc_kernels.families.dsg.one_class import MIN_STEPS_BEFORE_TOL
 from ooc_kernels.families.dsg.one_class_solver import init_one_class_state
 from ooc_kernels.families.dsg.reference_one_class import sequential_one_class
 
@@ -56,6 +59,24 @@ def test_one_default_pass_agrees_with_the_exact_one_class_svm(seed):
     det = ok.DSGOneClassSVM(nu=0.5, max_iter=1, tol=None, random_state=seed, **FAST).fit(X)
     mean, sd = X.mean(0), X.std(0)
     exact = OneClassSVM(nu=0.5, gamma=0.5 / det.bandwidth_ ** 2).fit((X - mean) / sd)
+    corr = np.corrcoef(exact.decision_function((Xt - mean) / sd),
+                       det.decision_function(Xt))[0, 1]
+    assert corr > 0.99, corr
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_default_stopping_takes_enough_steps_on_a_small_data_set(seed):
+    # 150 rows are 3 steps an epoch: the stopping rule alone ended these fits after 9 to 13
+    # epochs (27 to 39 steps), at a correlation of 0.964 to 0.985 with the exact machine for
+    # nu = 0.1; after MIN_STEPS_BEFORE_TOL steps it is 0.997 or more
+    rng = np.random.default_rng(3)
+    X, Xt = _mixture(150, rng), rng.uniform(-6, 6, size=(1000, 2))
+    det = ok.DSGOneClassSVM(nu=0.1, random_state=seed, **FAST).fit(X)
+    assert MIN_STEPS_BEFORE_TOL <= det.t_ < MIN_STEPS_BEFORE_TOL + 3
+    assert "n_iter_no_change=2" in det.stop_reason_
+    assert [h["steps"] for h in det.history_][-2] < MIN_STEPS_BEFORE_TOL
+    mean, sd = X.mean(0), X.std(0)
+    exact = OneClassSVM(nu=0.1, gamma=0.5 / det.bandwidth_ ** 2).fit((X - mean) / sd)
     corr = np.corrcoef(exact.decision_function((Xt - mean) / sd),
                        det.decision_function(Xt))[0, 1]
     assert corr > 0.99, corr
