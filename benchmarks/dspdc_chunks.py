@@ -11,6 +11,10 @@ to a relative duality gap of 1e-4 and 1e-6 (at most ``--max-iter``), one data se
     python benchmarks/dspdc_chunks.py --n 50000 200000 --rows 500 2000 5000 20000 \\
         --out benchmarks/results/dspdc_chunks.json
 
+``--local-passes L ...``: each layout with each ``local_passes`` (a task's passes over its
+rows per read); ``reads_to_*`` are the epochs (reads of the data), ``passes_to_*`` the
+passes over the duals (``local_passes`` per read).
+
 ``--fixed``: for each group size, also the same rows per task as one chunk
 (``chunk_size = rows``, ``shuffle_chunks = 1``: a task sees the same rows every epoch),
 against groups of ``rows / chunk`` chunks drawn anew every epoch:
@@ -44,6 +48,8 @@ def main(argv=None) -> None:
     parser.add_argument("--alpha", type=float, default=1e-4)
     parser.add_argument("--max-iter", type=int, default=30)
     parser.add_argument("--fixed", action="store_true")
+    parser.add_argument("--local-passes", type=float, nargs="+", default=[1.0],
+                        help="local_passes values (a task's passes over its rows per read)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     results = []
@@ -54,17 +60,22 @@ def main(argv=None) -> None:
         layouts = [(rows, args.chunk) for rows in args.rows if rows <= n]
         if args.fixed:
             layouts = [lay for rows, chunk in layouts for lay in ((rows, rows), (rows, chunk))]
-        for rows, chunk in layouts:
+        for (rows, chunk), L in [(lay, L) for lay in layouts for L in args.local_passes]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # a fit may end at max_iter by design
                 reg = ok.DSPDCRegressor(alpha=args.alpha, chunk_size=chunk,
                                         shuffle_chunks=rows // chunk, tol=1e-6,
                                         max_iter=args.max_iter, random_state=0,
-                                        scheduler="sync", progress=False).fit(X, y)
+                                        local_passes=L, scheduler="sync",
+                                        progress=False).fit(X, y)
             h = reg.gap_history_
+            p4, p6 = passes_to(h, 1e-4), passes_to(h, 1e-6)
             row = {"n": n, "p": args.p, "rows_per_task": rows, "groups": -(-n // rows),
-                   "chunk": chunk, "shuffle_chunks": rows // chunk,
-                   "passes_to_1e4": passes_to(h, 1e-4), "passes_to_1e6": passes_to(h, 1e-6),
+                   "chunk": chunk, "shuffle_chunks": rows // chunk, "local_passes": L,
+                   "passes_to_1e4": p4, "passes_to_1e6": p6,
+                   # reads of the data (epochs): passes over the duals / local_passes
+                   "reads_to_1e4": None if p4 is None else round(p4 / L),
+                   "reads_to_1e6": None if p6 is None else round(p6 / L),
                    "relative_gap": [float(f"{e['relative_gap']:.3g}") for e in h]}
             results.append(row)
             print(json.dumps(row), flush=True)
