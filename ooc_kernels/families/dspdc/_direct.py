@@ -141,9 +141,8 @@ class _MemoryConfig(DSPDCConfig):
 
 class MemoryRows:
     """The solver's rows of the whole data, built once: float64, standardized, with the
-    intercept's column (:func:`~ooc_kernels.families.dspdc._scaling.model_rows`), one block
-    per chunk in one array, with the chunks' other sample variables (``y``,
-    ``sample_weight``).
+    intercept's column (:func:`~ooc_kernels.families.dspdc._scaling.model_rows`), one array
+    per chunk, with the chunks' other sample variables (``y``, ``sample_weight``).
 
     Parameters
     ----------
@@ -156,22 +155,17 @@ class MemoryRows:
         import dask
 
         chunks = data.delayed_chunks()
-        sizes = list(data.chunk_sizes)
-        self.bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.rows = np.empty((int(self.bounds[-1]), config.n_features), dtype=np.float64)
+        self.width = int(config.n_features)
+        self.blocks: list[np.ndarray] = []
         self.variables: dict[str, list[np.ndarray]] = {}
         for name, parts in chunks.items():
             values = dask.compute(*parts, scheduler="sync")   # slices of in-memory arrays
             if name == "X":
-                for k, block in enumerate(values):
-                    self.rows[self.bounds[k]:self.bounds[k + 1]] = model_rows(config, block)
+                self.blocks = [model_rows(config, block) for block in values]
             else:
                 self.variables[name] = [np.asarray(v) for v in values]
         self.whole = dict(data.delayed_whole())
         self._buffers: dict[int, np.ndarray] = {}
-
-    def chunk(self, k: int) -> np.ndarray:
-        return self.rows[self.bounds[k]:self.bounds[k + 1]]
 
     def batch(self, group: tuple[int, ...]) -> dict:
         """A task's input for ``group``: its rows (the chunks' blocks in the group's order,
@@ -183,34 +177,32 @@ class MemoryRows:
         def joined(parts):
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
-        blocks = [self.chunk(c) for c in group]
+        blocks = [self.blocks[c] for c in group]
         if len(blocks) == 1:
             out = {"X": blocks[0]}
         else:
             n_rows = sum(len(b) for b in blocks)
             buffer = self._buffers.get(n_rows)
             if buffer is None:
-                buffer = self._buffers[n_rows] = np.empty((n_rows, self.rows.shape[1]))
+                buffer = self._buffers[n_rows] = np.empty((n_rows, self.width))
             out = {"X": np.concatenate(blocks, out=buffer)}
         for name, values in self.variables.items():
             out[name] = joined([values[c] for c in group])
         return {**out, **self.whole}
 
     def primal_loss(self, config: DSPDCConfig, x: np.ndarray) -> float:
-        """``sum_i w_i phi_i(a_i^T x)`` over every row: one matrix-vector product with the
-        rows held (summed chunk by chunk, as the out-of-core pass sums its chunks)."""
+        """``sum_i w_i phi_i(a_i^T x)`` over every row: a matrix-vector product with each
+        chunk's rows held, summed chunk by chunk (as the out-of-core pass sums its chunks)."""
         from ooc_kernels.families.dspdc._local import encode_labels, row_weights
         from ooc_kernels.losses.reference import loss_value_ref
 
         total = 0.0
         with np.errstate(over="ignore", invalid="ignore"):   # a diverged x: inf, checked
-            margins = self.rows @ x                            # by the caller
-            for k in range(len(self.bounds) - 1):
-                lo, hi = int(self.bounds[k]), int(self.bounds[k + 1])
-                b = encode_labels(config, self.variables["y"][k], (k,), (hi - lo,))
+            for k, rows in enumerate(self.blocks):             # by the caller
+                b = encode_labels(config, self.variables["y"][k], (k,), (len(rows),))
                 w = row_weights(config, _part(self.variables, "sample_weight", k), b,
-                                (k,), (hi - lo,))
-                values = loss_value_ref(config.loss_id, margins[lo:hi], b)
+                                (k,), (len(rows),))
+                values = loss_value_ref(config.loss_id, rows @ x, b)
                 if w is not None:
                     values = np.where(w > 0, w * values, 0.0)
                 total += float(np.sum(values))
