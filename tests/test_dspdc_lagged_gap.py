@@ -147,3 +147,46 @@ def test_the_lagged_gap_matches_a_separate_pass_at_every_epoch(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert whole.stop_reason_.startswith("max_iter")
+
+
+def test_a_fit_resumed_within_the_certifying_epoch_stops_where_the_uninterrupted_one_does(
+        tmp_path, monkeypatch):
+    """The checkpoint written inside the epoch whose tasks compute the certificate keeps the
+    epoch's start (its iterate and duals' versions) and the partial sum of the losses: the
+    resumed fit certifies and returns the same iterate, bit for bit."""
+    import dask.array as da
+
+    from ooc_kernels.estimators._checkpointing import CheckpointWriter
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(480, 6))
+    y = np.where(X @ rng.normal(size=6) + 0.5 * rng.normal(size=480) > 0, "yes", "no")
+    Xd, yd = da.from_array(X, chunks=(40, 6)), da.from_array(y, chunks=40)
+    params = dict(alpha=0.05, max_iter=20, tol=3e-3, shuffle_chunks=1, scheduler="sync",
+                  random_state=0, progress=False)
+    reference = ok.DSPDCClassifier(**params).fit(Xd, yd)
+    assert reference.stop_reason_.startswith("tol:") and reference.n_iter_ == 8
+    real = CheckpointWriter.__call__
+    rounds = {"n": 0}
+
+    class Stop(Exception):
+        pass
+
+    def call(self, state, info):
+        real(self, state, info)
+        rounds["n"] += 1
+        if rounds["n"] == 91:     # 12 rounds per epoch: checkpoint at round 88 of the last
+            raise Stop("killed after round 91")
+
+    monkeypatch.setattr(CheckpointWriter, "__call__", call)
+    ck = tmp_path / "ck.zarr"
+    with pytest.raises(Stop, match="killed after round 91"):
+        ok.DSPDCClassifier(**params).fit(Xd, yd, checkpoint=ck, checkpoint_every=4)
+    monkeypatch.setattr(CheckpointWriter, "__call__", real)
+    resumed = ok.DSPDCClassifier(**params).fit(Xd, yd, checkpoint=ck, checkpoint_every=4,
+                                              resume=True)
+    assert resumed.n_iter_ == 8 and resumed.stop_reason_ == reference.stop_reason_
+    assert np.array_equal(resumed.coef_, reference.coef_)
+    assert resumed.intercept_ == reference.intercept_
+    assert resumed.gap_history_[-1]["primal"] == reference.gap_history_[-1]["primal"]
+    assert resumed.gap_history_[-1]["dual"] == reference.gap_history_[-1]["dual"]
