@@ -20,7 +20,8 @@ needs an idle machine; CPU seconds per thread do not, so this script measures th
   chunk step outside its kernels (checks, target encoding, shuffle, the stacked blocks), the
   full-phase step kernel (on every thread it runs on: the calling thread, the launcher and
   numba's workers, from per-thread counters around each call), the reads; the rest of the
-  main thread and Dask's pool is the engine (Dask's rounds, ``apply``, callbacks).
+  main thread and Dask's pool is the engine (Dask's rounds, ``apply``, callbacks);
+* the wall-clock seconds the rounds waited for the read ahead (reads not hidden).
 
 The parts outside the kernel run on one thread; the reads run beside the fit (read ahead).
 With ``S`` the serial CPU seconds on the fit's critical path (everything but the kernel and
@@ -105,7 +106,7 @@ class Probe:
 
     def reset(self):
         self.cpu = {k: 0.0 for k in ("setup", "growth", "step", "kernel caller", "kernel",
-                                     "kernel wall", "reads")}
+                                     "kernel wall", "reads", "read wait")}
 
     def add(self, key, value):
         with self.lock:
@@ -118,6 +119,16 @@ class Probe:
                 return fn(*args, **kwargs)
             finally:
                 self.add(key, time.thread_time() - c)
+        return wrapper
+
+    def waited(self, fn, key):
+        """Wall-clock seconds spent in ``fn`` (a wait, not work)."""
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.add(key, time.perf_counter() - t)
         return wrapper
 
     def kernel(self, fn):
@@ -151,6 +162,7 @@ def install(probe: Probe) -> None:
     solver.DSGAlgorithm.chunk_step = probe.timed(solver.DSGAlgorithm.chunk_step, "step")
     _full_phase.full_update = probe.kernel(_full_phase.full_update)
     read_ahead._read_round = probe.timed(read_ahead._read_round, "reads")
+    read_ahead.ReadAhead.take = probe.waited(read_ahead.ReadAhead.take, "read wait")
 
 
 def fit_once(probe: Probe, X, y, kw: dict) -> dict:
@@ -173,6 +185,7 @@ def fit_once(probe: Probe, X, y, kw: dict) -> dict:
     serial = cpu - readers - p["kernel"]
     return {"wall_s": wall, "cpu_s": cpu, "threads": by_role, "parts": parts,
             "serial_s": serial, "kernel_wall_s": p["kernel wall"],
+            "read_wait_s": p["read wait"],
             "coef": clf.coef_.copy(), "load_before": None}
 
 
@@ -243,6 +256,7 @@ def main() -> None:
                                   for name in sorted({n for r in runs for n in r["threads"]})},
                       "wall_s": med(t, lambda r: r["wall_s"]),
                       "kernel_wall_s": med(t, lambda r: r["kernel_wall_s"]),
+                      "read_wait_s": med(t, lambda r: r["read_wait_s"]),
                       "predicted_wall_s": [best, worst],
                       "predicted_speedup": [t1 / worst, t1 / best],
                       "bound_no_extra_work": t1 / ideal,
@@ -277,6 +291,8 @@ def main() -> None:
               f"{lo:.2f}-{hi:.2f} | {su_lo:.2f}-{su_hi:.2f} | "
               f"{v['bound_no_extra_work']:.2f} | {v['extra_cpu_s']:+.2f} | "
               f"{v['wall_s']:.2f} | {v['bit_identical']} |")
+    print("\nWall s the rounds waited for the read ahead (not hidden behind the steps):",
+          {t: round(summary[t]["read_wait_s"], 2) for t in args.threads})
     print("\nCPU s by thread role:", json.dumps({t: {k: round(x, 2) for k, x in
                                                     summary[t]["threads"].items()}
                                                 for t in args.threads}))
