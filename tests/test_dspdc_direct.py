@@ -22,17 +22,16 @@ def _data(seed=0, n=600, p=5, classify=False):
     return X, y, rng.uniform(0.0, 3.0, size=n)
 
 
-CASES = [
-    (ok.DSPDCRegressor, {"alpha": 1e-3}, False),
-    (ok.DSPDCRegressor, {"alpha": 1e-3, "l1_ratio": 0.5}, False),
-    (ok.DSPDCClassifier, {"alpha": 1e-3}, True),
+CASES = [   # (estimator, parameters, classification, sample weights)
+    (ok.DSPDCRegressor, {"alpha": 1e-3}, False, False),
+    (ok.DSPDCRegressor, {"alpha": 1e-3, "l1_ratio": 0.5}, False, True),
+    (ok.DSPDCClassifier, {"alpha": 1e-3}, True, False),
     (ok.DSPDCClassifier, {"alpha": 1e-3, "loss": "smoothed_hinge", "class_weight": "balanced"},
-     True),
+     True, True),
 ]
 
 
-@pytest.mark.parametrize("Est, params, classify", CASES)
-@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("Est, params, classify, weighted", CASES)
 def test_in_memory_fit_gives_the_out_of_core_iterates_bit_for_bit(Est, params, classify,
                                                                    weighted):
     """The same data as a NumPy array (in memory: no Dask round, duals in memory, the gap
