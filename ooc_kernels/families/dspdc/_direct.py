@@ -15,8 +15,8 @@ disk.  :func:`direct_runner` then runs the rounds in the calling thread:
 * the primal value of a gap evaluation is one matrix-vector product with the rows held
   (:meth:`MemoryRows.primal_loss`) instead of a Dask pass over the raw chunks.
 
-Checkpoints, resumed fits and warm starts keep the out-of-core path (their duals must be
-in the work store); ``max_time``, ``gap_every``, ``history_``, ``gap_history_``, the
+Checkpoints and resumed fits keep the out-of-core path (their duals must be in the work
+store); ``max_time``, ``gap_every``, ``history_``, ``gap_history_``, the
 ``ConvergenceWarning`` and the adaptive steps behave as there (the same callbacks run
 after every round and epoch).
 
