@@ -46,7 +46,7 @@ from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._saved_config import check_saved_config
 from ooc_kernels.families.dsg._schedule import (CURVATURE, CURVATURE_ROWS,
                                                   growth_step_eigenvalue, resolve_schedule,
-                                                  top_eigenvalue)
+                                                  small_data_step_factor, top_eigenvalue)
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
@@ -166,7 +166,9 @@ _PARAMS_DOC = """
         ``"optimal"``/``"constant"``: the first (constant) step, ``"auto"`` the largest
         stable one for the loss and the data (``1 / (L lambda_max)``, ``lambda_max`` the
         largest eigenvalue of the operator a growth step applies to its batch, measured on
-        the fit's first feature blocks and sampled batches).
+        the fit's first feature blocks and sampled batches); with ``"optimal"``, 16 times
+        that for the logistic and softmax losses on data of more than one batch and at most
+        5,000 rows (:func:`~ooc_kernels.families.dsg._schedule.small_data_step_factor`).
         ``"inverse"``: ``theta`` (a number; a :class:`~ooc_kernels.exceptions.StepSizeWarning`
         says when ``eta0 * alpha`` is outside the theorems' range).
     t0 : float or "auto", default="auto"
@@ -380,7 +382,13 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                 alpha=alpha, average=self.average, loss=loss_name,
                 eigenvalue=eigenvalue, batch_size=batch_size, n_samples=n_samples * mean_w,
-                owner=type(self).__name__)
+                owner=type(self).__name__, step_factor=step_factor)
+
+        # small data, bounded-derivative loss: a larger first step (the fit's rows decide,
+        # for the trials too)
+        step_factor = small_data_step_factor(
+            loss=loss_name, n_rows=data.n_samples, batch_size=self.batch_size,
+            learning_rate=self.learning_rate, eta0=self.eta0)
 
         self.bandwidth_scores_ = self.setup_scores_ = None
         alpha_factor = 1.0
