@@ -9,7 +9,8 @@ at its defaults): ridge, elastic net (``l1_ratio = 0.5``) and logistic regressio
 runs to ``tol = 1e-6`` (at most ``--max-iter`` epochs) in one process with one BLAS and numba
 thread; the epochs whose iterate reaches ``1e-4`` and ``1e-6`` come from ``gap_history_``,
 and the fit's CPU seconds (``time.process_time``) to ``1e-6`` are measured.  The values of
-``L`` are run interleaved, ``--repeats`` times each (medians).
+``L`` are run interleaved, ``--repeats`` times each (medians), on each data seed of
+``--seeds``.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         python benchmarks/dspdc_local_passes.py --n 50000 --local-passes 1 2 3 \\
@@ -67,8 +68,8 @@ def run(args) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="dspdc-local-passes-"))
     out = {"n": args.n, "p": args.p, "alpha": args.alpha, "max_iter": args.max_iter,
            "local_passes": args.local_passes, "repeats": args.repeats, "results": []}
-    for data_kind in args.data:
-        X, y, yc = _data(args.n, args.p, 0, data_kind, folder)   # X: a Zarr store
+    for data_kind, seed in [(k, s) for k in args.data for s in args.seeds]:
+        X, y, yc = _data(args.n, args.p, seed, data_kind, folder)   # X: a Zarr store
         for kind, target in (("regression", y), ("classification", yc)):   # compile
             one_fit(X[:2000], target[:2000], kind, {}, 1.0, args.alpha, 1)
         for name in args.problems:
@@ -79,12 +80,13 @@ def run(args) -> dict:
                     r = one_fit(X, y if kind == "regression" else yc, kind, params, L,
                                 args.alpha, args.max_iter)
                     runs[L].append(r)
-                    print(json.dumps({"data": data_kind, "problem": name,
+                    print(json.dumps({"data": data_kind, "seed": seed, "problem": name,
                                       "local_passes": L, **r}), flush=True)
             for L, rs in runs.items():
                 med = {k: float(np.median([r[k] for r in rs]))
                        for k in ("cpu_seconds", "cpu_per_epoch", "epochs_run")}
-                out["results"].append({"data": data_kind, "problem": name, "local_passes": L,
+                out["results"].append({"data": data_kind, "seed": seed, "problem": name,
+                                       "local_passes": L,
                                        "median": med, "runs": rs})
     return out
 
@@ -99,6 +101,8 @@ def main(argv=None) -> None:
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--data", nargs="+", default=["conditioned", "raw"])
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0],
+                        help="data seeds (benchmarks/dspdc_steps.py's data)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     result = run(args)
