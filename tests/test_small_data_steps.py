@@ -1,5 +1,6 @@
 """Small data (more than one batch, at most ``SMALL_DATA_ROWS`` rows): a bounded-derivative
-loss starts at ``SMALL_DATA_STEP_FACTOR`` stable steps (``docs/defaults.md``, "Small data").
+loss starts at ``SMALL_DATA_STEP_FACTOR`` stable steps, with ``t0`` at least the growth steps
+(``docs/defaults.md``, "Small data").
 
 The rule is checked where it applies and where it does not (above the threshold, one batch,
 an unbounded derivative, a step the user set), the schedule against its closed form, and the
@@ -37,15 +38,23 @@ def test_the_small_data_factor_applies_only_where_documented(loss, n_rows, batch
                                   learning_rate=learning_rate, eta0=eta0) == factor
 
 
-@pytest.mark.parametrize("factor", [1.0, 16.0, 1e9])
-def test_the_schedule_starts_at_factor_stable_steps_and_never_above_theta(factor):
+@pytest.mark.parametrize("factor, min_t0, alpha", [
+    (1.0, 0, 1e-3), (16.0, 0, 1e-3), (1e9, 0, 1e-3),     # at most theta
+    (16.0, 16, 1e-3),                                    # t0 >= 16: theta / 17 = 58.8
+    (16.0, 16, 1e-4),                                    # t0 = 555: not capped
+    (16.0, 16, 0.05),                                    # never below the stable step
+    (1.0, 16, 1e-3)])                                    # factor 1: min_t0 not used
+def test_the_schedule_starts_at_factor_stable_steps_within_its_bounds(factor, min_t0, alpha):
     """``gamma_t = theta / (t + t0)``, ``theta = 1 / alpha``: the first step (``t = 1``) is
-    ``min(factor / (L lambda), theta)`` (``t0 >= 0``)."""
-    lam, alpha = 0.18, 1e-3
+    ``max(s, min(factor s, theta / (1 + min_t0)))`` for the stable step ``s = 1 / (L
+    lambda)`` when the factor is above 1, and never above ``theta`` (``t0 >= 0``)."""
+    lam = 0.18
     plan = resolve_schedule(learning_rate="optimal", eta0="auto", t0="auto", alpha=alpha,
                             average=False, loss="softmax", eigenvalue=lam, batch_size=256,
-                            n_samples=1000, step_factor=factor)
-    expected = min(factor / (CURVATURE["softmax"] * lam), 1.0 / alpha)
+                            n_samples=1000, step_factor=factor, min_t0=min_t0)
+    s, theta = 1.0 / (CURVATURE["softmax"] * lam), 1.0 / alpha
+    expected = max(s, min(factor * s, theta / (1 + min_t0))) if factor > 1 else s
+    expected = min(expected, theta)
     assert plan.eta0 == pytest.approx(1.0 / alpha)
     assert plan.eta0 / (1.0 + plan.t0) == pytest.approx(expected, rel=1e-12)
     assert plan.first_step == pytest.approx(expected, rel=1e-12)
@@ -68,20 +77,21 @@ def test_a_default_fit_passes_the_factor_of_its_rows_to_the_fit_and_its_trials(
     original = dsg_estimators.resolve_schedule
 
     def spy(**kw):
-        seen.append(kw["step_factor"])
-        plan = original(**kw)
-        seen.append(plan)
-        return plan
+        seen.append(kw)
+        return original(**kw)
 
     monkeypatch.setattr(dsg_estimators, "resolve_schedule", spy)
     X, y = _xor(n_rows)
     clf = ok.DSGClassifier(**FIT).fit(X, y)
-    factors, plans = seen[::2], seen[1::2]
-    assert factors and set(factors) == {factor}
-    stable = plans[-1].first_step / factor
-    assert clf.eta0_ / (1.0 + clf.t0_) == pytest.approx(factor * stable, rel=1e-12)
+    assert seen and {kw["step_factor"] for kw in seen} == {factor}
+    blocks = FIT["n_features"] // FIT["block_size"]
+    assert {kw["min_t0"] for kw in seen} == {blocks}
+    s = 1.0 / (CURVATURE["logistic"] * seen[-1]["eigenvalue"])
+    theta = 1.0 / clf.alpha_
+    expected = max(s, min(factor * s, theta / (1 + blocks))) if factor > 1 else s
+    assert clf.eta0_ / (1.0 + clf.t0_) == pytest.approx(min(expected, theta), rel=1e-12)
     ok.DSGRegressor(**FIT).fit(X, X[:, 0] * X[:, 1])   # squared loss: stable step
-    assert seen[-2] == 1.0
+    assert seen[-1]["step_factor"] == 1.0
 
 
 @pytest.mark.slow

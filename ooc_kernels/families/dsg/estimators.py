@@ -382,7 +382,8 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                 alpha=alpha, average=self.average, loss=loss_name,
                 eigenvalue=eigenvalue, batch_size=batch_size, n_samples=n_samples * mean_w,
-                owner=type(self).__name__, step_factor=step_factor)
+                owner=type(self).__name__, step_factor=step_factor,
+                min_t0=base.n_blocks)
 
         # small data, bounded-derivative loss: a larger first step (the fit's rows decide,
         # for the trials too)
