@@ -10,9 +10,12 @@ each version first compiles its kernels, which are not counted.  A setting stops
 where the default stopping rule stops it, or after ``--max-epochs``.  The settings alternate
 seed by seed (A, B, A, B ...) so that a loaded machine slows them alike.
 
-    python benchmarks/dsg_hard_signal.py --n 300000 --seeds 1 \\
-        --setting '{}' --setting '{"n_features": 16384}' \\
+    python benchmarks/dsg_hard_signal.py --n 300000 --max-epochs 40 --setting '{}' \\
+        --setting '{"n_features": 16384, "alpha": 3.3333e-07, "bandwidth_multiple": 0.35}' \\
         --out benchmarks/results/dsg_hard_signal.json
+
+Every epoch's line (``EPOCH k [cpu_seconds, test_accuracy]``) and the setup's choices
+(``SETUP``) are printed as the fit runs, so a run stopped early still leaves its curve.
 """
 
 from __future__ import annotations
@@ -52,6 +55,12 @@ while True:
     epochs += 1
     curve.append([round(cpu, 2), float(clf.score(Xt, yt))])
     print("EPOCH", epochs, curve[-1], flush=True)
+    if epochs == 1:  # what the setup chose, known before the run ends
+        print("SETUP", json.dumps({{"n_features": int(clf._config.n_blocks
+                                                     * clf._config.block_size),
+                                   "alpha": float(clf.alpha_),
+                                   "bandwidth": float(np.asarray(clf.bandwidth_).ravel()[0])}}),
+              flush=True)
     if not clf.stop_reason_.startswith("max_iter") or epochs >= max_epochs:
         break
 print("RESULT", json.dumps({{
