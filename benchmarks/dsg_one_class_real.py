@@ -16,13 +16,19 @@ training set; the peer and the exact machine take ``gamma = 1 / (2 sigma^2)``).
   Python, ``""`` the defaults, which stop on ``tol``);
 * ``peer``: ``StandardScaler`` + ``Nystroem(min(256, rows))`` + ``SGDOneClassSVM(nu)`` with
   scikit-learn's defaults (``fit``, which stops on its ``tol``);
-* ``exact``: scikit-learn's ``OneClassSVM(nu, gamma)`` (libsvm).
+* ``exact``: scikit-learn's ``OneClassSVM(nu, gamma)`` (libsvm);
+* ``exact on D rbf features`` (``--rff-features D ...``): libsvm's linear one-class SVM on
+  ``D`` of the library's ``rbf`` random features of the same kernel (feature seed: the
+  seed), the exact solution on the random features DSG approximates the kernel with.
 
 Every method runs once per seed in turn; reported are the medians over ``--repeats``
 seeds of the ROC AUC and of the process's CPU seconds of ``fit`` (summed over the 10
 classes for ``digits``)::
 
     python benchmarks/dsg_one_class_real.py --repeats 7
+    python benchmarks/dsg_one_class_real.py --problems digits --repeats 3 \
+        --dsg-settings "batch_size=4" --rff-features 4096 16384 \
+        --json benchmarks/results/dsg_one_class_real_rff.json
 """
 
 from __future__ import annotations
@@ -39,10 +45,11 @@ from sklearn.kernel_approximation import Nystroem
 from sklearn.linear_model import SGDOneClassSVM
 from sklearn.metrics import roc_auc_score
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.svm import OneClassSVM
 
 import ooc_kernels as ok
+from ooc_kernels.features.blocks import rff_map
 
 
 def tasks(problem, seed):
@@ -74,7 +81,15 @@ def _constant_columns(train):
     return np.ptp(train, axis=0) > 0
 
 
-def run_seed(problem, seed, nu, settings, components):
+def _rff(D, seed, sigma):
+    ids = np.arange(D // 256)
+
+    def transform(X):
+        return rff_map(X, seed, ids, sigma, 256, np.float64) / np.sqrt(len(ids))
+    return FunctionTransformer(transform)
+
+
+def run_seed(problem, seed, nu, settings, components, rff=()):
     out = {}
     for train, test, truth in tasks(problem, seed):
         keep = _constant_columns(train)
@@ -91,6 +106,9 @@ def run_seed(problem, seed, nu, settings, components):
             SGDOneClassSVM(nu=nu, random_state=seed))
         makers["exact"] = lambda: make_pipeline(StandardScaler(),
                                                 OneClassSVM(nu=nu, gamma=gamma))
+        for D in rff:
+            makers[f"exact on {D} rbf features"] = lambda D=D: make_pipeline(
+                StandardScaler(), _rff(D, seed, sigma), OneClassSVM(nu=nu, kernel="linear"))
         for name, make in makers.items():
             dec, cpu = _fit_scores(make, train, test)
             row = out.setdefault(name, {"auc": [], "cpu": 0.0})
@@ -108,6 +126,8 @@ def main(argv=None):
     p.add_argument("--dsg-settings", nargs="+", default=[""])
     p.add_argument("--components", type=int, default=256)
     p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--rff-features", type=int, nargs="*", default=[],
+                   help="sizes D of the libsvm fits on D random features (multiples of 256)")
     p.add_argument("--json", default="benchmarks/results/dsg_one_class_real.json")
     args = p.parse_args(argv)
     summary = {}
@@ -115,7 +135,7 @@ def main(argv=None):
         runs = {}
         for seed in range(args.repeats):
             for name, row in run_seed(problem, seed, args.nu, args.dsg_settings,
-                                      args.components).items():
+                                      args.components, args.rff_features).items():
                 runs.setdefault(name, []).append(row)
         summary[problem] = {}
         for name, rows in runs.items():
