@@ -125,6 +125,12 @@ def _passes(epochs):
 
 
 def run_peer(ds, test, truth, nu, epochs, seed, sigma, components, rate="optimal"):
+    seconds, dec, cpu = peer_decision(ds, test, nu, epochs, seed, sigma, components, rate)
+    return seconds, float(roc_auc_score(truth, dec)), cpu
+
+
+def peer_decision(ds, test, nu, epochs, seed, sigma, components, rate="optimal"):
+    """The peer's fit on the store: ``(seconds, decision function on test, CPU seconds)``."""
     X = ds.X.data
     t, cpu = time.perf_counter(), time.process_time()
     first = np.asarray(X.blocks[0].compute())
@@ -143,8 +149,7 @@ def run_peer(ds, test, truth, nu, epochs, seed, sigma, components, rate="optimal
             chunk = (np.asarray(X.blocks[int(b)].compute()) - mean) / sd
             model.partial_fit(feats.transform(chunk))
     seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
-    dec = model.decision_function(feats.transform((test - mean) / sd))
-    return seconds, float(roc_auc_score(truth, dec)), cpu
+    return seconds, model.decision_function(feats.transform((test - mean) / sd)), cpu
 
 
 def main(argv=None):

@@ -66,25 +66,9 @@ def run_dsg(ds, test, nu, seed, epochs, **params):
 
 
 def run_peer(ds, test, nu, seed, epochs, sigma, components):
-    """The peer of ``benchmarks/dsg_one_class.py``, returning its test decision function."""
-    from sklearn.kernel_approximation import Nystroem
-    from sklearn.linear_model import SGDOneClassSVM
-
-    X = ds.X.data
-    cpu = time.process_time()
-    first = np.asarray(X.blocks[0].compute())
-    mean, sd = first.mean(0), first.std(0)
-    feats = Nystroem(gamma=0.5 / sigma ** 2, n_components=components, random_state=seed)
-    feats.fit((first[:2000] - mean) / sd)
-    model = SGDOneClassSVM(nu=nu, random_state=seed)
-    order = np.random.default_rng(seed)
-    for _, share in bench._passes(epochs):
-        blocks = order.permutation(X.numblocks[0])
-        for b in blocks[:max(1, round(share * len(blocks)))]:
-            chunk = (np.asarray(X.blocks[int(b)].compute()) - mean) / sd
-            model.partial_fit(feats.transform(chunk))
-    cpu = time.process_time() - cpu
-    return model.decision_function(feats.transform((test - mean) / sd)), cpu
+    """The peer of ``benchmarks/dsg_one_class.py``: ``(decision, CPU seconds)``."""
+    _, dec, cpu = bench.peer_decision(ds, test, nu, epochs, seed, sigma, components)
+    return dec, cpu
 
 
 def main(argv=None):
