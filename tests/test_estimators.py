@@ -131,7 +131,8 @@ def test_label_outside_declared_classes_in_a_chunk():
     (dict(loss="squared"), r"The 'loss' parameter of DSGClassifier must be a str among "
                            r"\{.*'hinge'.*\}\. Got 'squared' instead\."),
     (dict(kernel="laplace"), r"The 'kernel' parameter of DSGClassifier must be a str among "
-                             r"\{'arccos', 'cauchy', .*'rbf', 'rbf_orthogonal', 'sum'\}\. Got 'laplace' "
+                             r"\{'arccos', 'cauchy', .*'rbf', 'rbf_orthogonal', 'sum'\} or an instance "
+                             r"of 'ooc_kernels.features.objects.Kernel'\. Got 'laplace' "
                              r"instead\."),
     (dict(kernel="arccos", kernel_params={"order": 3}),
      r"kernel_params=\{'order': 3\} is not valid for kernel='arccos': 'order' must be one "
