@@ -253,6 +253,19 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
                     callback=callback, epoch_callback=epoch_callback, rounds=rounds)
 
 
+def end_round(state, info: RoundInfo, *, last: bool, epoch_callback: Callable | None,
+              callback: Callable | None) -> bool:
+    """The callbacks after a round, in :func:`run_rounds`' order: ``epoch_callback`` after
+    the ``last`` round of an epoch, then ``callback``; True when the epoch callback stops
+    the run there."""
+    stop = False
+    if epoch_callback is not None and last:
+        stop = bool(epoch_callback(state, info.epoch))
+    if callback is not None:
+        callback(state, info)
+    return stop
+
+
 def _epoch_lines(callback: Callable | None, desc: str, n_epochs: int, n_chunks: int,
                  link: str | None) -> Callable:
     """``callback`` preceded by one INFO line at the end of each epoch (its number, chunks
@@ -347,12 +360,8 @@ def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_
             state = algorithm.apply(state, delta, info)
             n_rounds += 1
             bar.update(len(info.chunk_ids))
-            stop = False
-            if epoch_callback is not None and rnd == len(plan) - 1:
-                stop = bool(epoch_callback(state, epoch))
-            if callback is not None:
-                callback(state, info)
-            if stop:
+            if end_round(state, info, last=rnd == len(plan) - 1,
+                         epoch_callback=epoch_callback, callback=callback):
                 return RunResult(state=state, epoch=epoch + 1, round=0,
                                  n_rounds=n_rounds, stopped=True)
     else:

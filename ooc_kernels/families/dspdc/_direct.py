@@ -45,7 +45,7 @@ from ooc_kernels._progress import logs_instead, progress_bar
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc._scaling import model_rows
 from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm, DSPDCConfig
-from ooc_kernels.parallel.engine import RoundInfo, RunResult, _epoch_lines
+from ooc_kernels.parallel.engine import RoundInfo, RunResult, _epoch_lines, end_round
 from ooc_kernels.parallel.plan import plan_epoch
 
 __all__ = ["DIRECT_BYTES", "MemoryDuals", "MemoryRows", "direct_applies", "direct_runner",
@@ -286,12 +286,8 @@ def direct_runner(rows: MemoryRows):
                     state = direct.apply(state, delta, info)
                     n_rounds += 1
                     bar.update(len(info.chunk_ids))
-                    stop = False
-                    if epoch_callback is not None and rnd == len(plan) - 1:
-                        stop = bool(epoch_callback(state, epoch))
-                    if callback is not None:
-                        callback(state, info)
-                    if stop:
+                    if end_round(state, info, last=rnd == len(plan) - 1,
+                                 epoch_callback=epoch_callback, callback=callback):
                         return RunResult(state=state, epoch=epoch + 1, round=0,
                                          n_rounds=n_rounds, stopped=True)
             return RunResult(state=state, epoch=n_epochs, round=0,
