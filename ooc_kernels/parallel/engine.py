@@ -253,6 +253,15 @@ def run_rounds(algorithm: ChunkAlgorithm, state: Any, data: ChunkedData, *, n_ep
                     callback=callback, epoch_callback=epoch_callback, rounds=rounds)
 
 
+def make_round_info(plan, epoch: int, rnd: int, *, sizes, seed: int) -> RoundInfo:
+    """The :class:`RoundInfo` of round ``rnd`` of an epoch's ``plan`` (its groups of chunk
+    ids), with the groups' chunk ``sizes``."""
+    groups = plan[rnd]
+    return RoundInfo(epoch=epoch, round=rnd, groups=groups,
+                     sizes=tuple(tuple(sizes[c] for c in g) for g in groups),
+                     seed=seed, n_rounds_in_epoch=len(plan))
+
+
 def end_round(state, info: RoundInfo, *, last: bool, epoch_callback: Callable | None,
               callback: Callable | None) -> bool:
     """The callbacks after a round, in :func:`run_rounds`' order: ``epoch_callback`` after
@@ -310,10 +319,7 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
                               epoch=epoch, shuffle=shuffle, shuffle_chunks=shuffle_chunks)
 
         def round_info(plan, epoch: int, rnd: int) -> RoundInfo:
-            groups = plan[rnd]
-            return RoundInfo(epoch=epoch, round=rnd, groups=groups,
-                             sizes=tuple(tuple(sizes[c] for c in g) for g in groups),
-                             seed=seed, n_rounds_in_epoch=len(plan))
+            return make_round_info(plan, epoch, rnd, sizes=sizes, seed=seed)
 
         if client is not None and rounds.pipeline:
             from ooc_kernels.parallel.cluster import run_on_client

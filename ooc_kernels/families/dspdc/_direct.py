@@ -44,8 +44,8 @@ from ooc_kernels._chunk_store import INITIAL
 from ooc_kernels._progress import logs_instead, progress_bar
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc._scaling import model_rows
-from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm, DSPDCConfig
-from ooc_kernels.parallel.engine import RoundInfo, RunResult, _epoch_lines, end_round
+from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm, DSPDCConfig, rows_loss
+from ooc_kernels.parallel.engine import RunResult, _epoch_lines, end_round, make_round_info
 from ooc_kernels.parallel.plan import plan_epoch
 
 __all__ = ["DIRECT_BYTES", "MemoryDuals", "MemoryRows", "direct_applies", "direct_runner",
@@ -194,18 +194,13 @@ class MemoryRows:
         """``sum_i w_i phi_i(a_i^T x)`` over every row: a matrix-vector product with each
         chunk's rows held, summed chunk by chunk (as the out-of-core pass sums its chunks)."""
         from ooc_kernels.families.dspdc._local import encode_labels, row_weights
-        from ooc_kernels.losses.reference import loss_value_ref
 
         total = 0.0
-        with np.errstate(over="ignore", invalid="ignore"):   # a diverged x: inf, checked
-            for k, rows in enumerate(self.blocks):             # by the caller
-                b = encode_labels(config, self.variables["y"][k], (k,), (len(rows),))
-                w = row_weights(config, _part(self.variables, "sample_weight", k), b,
-                                (k,), (len(rows),))
-                values = loss_value_ref(config.loss_id, rows @ x, b)
-                if w is not None:
-                    values = np.where(w > 0, w * values, 0.0)
-                total += float(np.sum(values))
+        for k, rows in enumerate(self.blocks):   # a diverged x gives inf, checked by the caller
+            b = encode_labels(config, self.variables["y"][k], (k,), (len(rows),))
+            w = row_weights(config, _part(self.variables, "sample_weight", k), b,
+                            (k,), (len(rows),))
+            total += rows_loss(config, rows, None, x, b, w)
         return total
 
 
@@ -277,12 +272,9 @@ def direct_runner(rows: MemoryRows):
                 plan = plan_epoch(data.n_chunks, chunks_per_round=1, seed=seed, epoch=epoch,
                                   shuffle=shuffle, shuffle_chunks=shuffle_chunks)
                 for rnd in range(start_round if epoch == start_epoch else 0, len(plan)):
-                    groups = plan[rnd]
-                    info = RoundInfo(epoch=epoch, round=rnd, groups=groups,
-                                     sizes=tuple(tuple(sizes[c] for c in g) for g in groups),
-                                     seed=seed, n_rounds_in_epoch=len(plan))
+                    info = make_round_info(plan, epoch, rnd, sizes=sizes, seed=seed)
                     (task,) = direct.make_tasks(state, info)
-                    delta = direct.chunk_step(state, rows.batch(groups[0]), task)
+                    delta = direct.chunk_step(state, rows.batch(info.groups[0]), task)
                     state = direct.apply(state, delta, info)
                     n_rounds += 1
                     bar.update(len(info.chunk_ids))
