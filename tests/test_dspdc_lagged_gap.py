@@ -190,3 +190,24 @@ def test_a_fit_resumed_within_the_certifying_epoch_stops_where_the_uninterrupted
     assert resumed.intercept_ == reference.intercept_
     assert resumed.gap_history_[-1]["primal"] == reference.gap_history_[-1]["primal"]
     assert resumed.gap_history_[-1]["dual"] == reference.gap_history_[-1]["dual"]
+
+
+def test_a_damaged_saved_epoch_start_is_refused_with_the_reason():
+    """The epoch start of a checkpoint: missing arrays, arrays shaped unlike the state's or
+    unknown counters are a ModelFormatError, not a state built from them."""
+    from ooc_kernels.exceptions import ModelFormatError
+    from ooc_kernels.families.dspdc._saved import _restored_start
+
+    arrays = {"x": np.zeros(3), "w": np.zeros(3), "versions": np.zeros((2, 2), np.int64)}
+    arrays.update({f"start_{k}": v.copy() for k, v in arrays.items()})
+    counters = {"conj_sum": 0.5, "n_iter": 4, "n_dual_updates": 4, "n_rounds": 2,
+                "step_boost": 30.0}
+    start = _restored_start(arrays, {"epoch_start": counters}, "m")
+    assert start.n_iter == 4 and start.step_boost == 30.0 and start.x.shape == (3,)
+    assert _restored_start(arrays, {}, "m") is None
+    with pytest.raises(ModelFormatError, match=r"m: the metadata has an epoch_start but"):
+        _restored_start({"x": arrays["x"]}, {"epoch_start": counters}, "m")
+    with pytest.raises(ModelFormatError, match=r"unknown entries \['evil'\]"):
+        _restored_start(arrays, {"epoch_start": {**counters, "evil": 1}}, "m")
+    with pytest.raises(ModelFormatError, match=r"shaped unlike x, w and versions"):
+        _restored_start({**arrays, "start_x": np.zeros(4)}, {"epoch_start": counters}, "m")

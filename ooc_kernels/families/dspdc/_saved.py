@@ -114,6 +114,14 @@ def _restored_start(arrays: dict, meta: dict, where: str):
         raise ModelFormatError(
             f"{where}: the metadata has an epoch_start but the arrays start_x, start_w and "
             "start_versions are missing; the file is damaged: fit again from the start.")
+    unknown = sorted(set(start) - {"conj_sum", "n_iter", "n_dual_updates", "n_rounds",
+                                   "step_boost"}) if isinstance(start, dict) else [start]
+    shapes = [np.shape(arrays[k]) for k in ("x", "w", "versions")]
+    if unknown or [np.shape(arrays[f"start_{k}"]) for k in ("x", "w", "versions")] != shapes:
+        raise ModelFormatError(
+            f"{where}: the saved epoch start does not match the model (unknown entries "
+            f"{unknown}, or arrays shaped unlike x, w and versions); the file is damaged: "
+            "fit again from the start.")
     table = np.asarray(arrays["start_versions"], dtype=np.int64)
     table.setflags(write=False)
     return DSPDCState(x=np.asarray(arrays["start_x"], dtype=np.float64),
