@@ -42,9 +42,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--threads", type=int, nargs="*", default=[1, 2])
+    ap.add_argument("--batch", type=int, default=256, help="rows per step (default model: 256)")
+    ap.add_argument("--blocks", type=int, default=16,
+                    help="blocks of 256 features (default model: 16)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    n, d, m, r, b = args.rows, 32, 16, 256, 256
+    n, d, m, r, b = args.rows, 32, args.blocks, 256, args.batch
     X = rng.normal(size=(n, d)).astype(np.float32)
     Y = np.sign(rng.normal(size=(n, 1))).astype(np.float32)
     sw = np.ones(n)
@@ -65,7 +68,7 @@ def main() -> None:
             dsg_full_update(X, Y, sw, W, ph, coef, avg, 0, steps, params)
             seq.append(time.perf_counter() - t)
         s = statistics.median(seq)
-        print(f"sequential kernel: {s:.3f} s ({ns} steps)")
+        print(f"sequential kernel: {s:.3f} s ({ns} steps of {b} rows, {m} blocks)")
         print("| threads | kernel s | speed-up | CPU s | bit-identical | two empty launches, us/step |")
         print("|---|---|---|---|---|---|")
         for k in args.threads:
