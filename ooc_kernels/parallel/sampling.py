@@ -1,5 +1,6 @@
 """Small random samples of rows drawn from a few chunks (for data-driven defaults such as
-the median-trick bandwidth).
+the median-trick bandwidth), and uniform draws of a few rows among all the rows (the
+landmarks of a Nystrom basis, :func:`sample_dictionary`).
 
 Examples
 --------
@@ -13,15 +14,17 @@ Examples
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 import dask
 import numpy as np
 
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.scheduler import local_scheduler
 
-__all__ = ["sample_rows"]
+__all__ = ["sample_dictionary", "sample_rows"]
 
 
 def _take(X, rows):
@@ -49,3 +52,79 @@ def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, s
         return rows
     chunk_of = np.concatenate([np.full(len(p), c) for c, p in zip(chosen, picks)])[:n_rows]
     return rows, chunk_of, np.concatenate(picks)[:n_rows]
+
+
+def sample_dictionary(X, n_components: int, *, seed: int, scheduler: Any = None,
+                      on_invalid: str = "error") -> np.ndarray:
+    """``min(n_components, n)`` rows of ``X`` drawn uniformly without replacement, in
+    storage order, reading only the chunks that hold a drawn row.
+
+    Parameters
+    ----------
+    X : dask.array.Array or ndarray of shape (n, d)
+        Chunked along the rows (a NumPy array is one chunk).
+    n_components : int
+        Rows to draw (all rows when ``n <= n_components``).
+    seed : int
+        Seed of the draw (the same seed draws the same rows whatever the chunking).
+    scheduler : optional
+        Where the chunk tasks run (see :func:`~ooc_kernels.parallel.scheduler.local_scheduler`).
+    on_invalid : {"error", "skip"}, default="error"
+        A drawn row with NaN or inf raises (``"error"``) or is left out (``"skip"``: the
+        dictionary has fewer rows).
+
+    Returns
+    -------
+    ndarray of shape (min(n_components, n), d), float64
+
+    Raises
+    ------
+    ValidationError
+        ``X`` has no rows, ``n_components`` is not a positive integer, or every drawn row
+        was left out.
+    InvalidDataError
+        A drawn row has NaN or inf (with ``on_invalid="error"``).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> X = da.arange(40.0, chunks=8).reshape(20, 2)
+    >>> D = sample_dictionary(X, 5, seed=0, scheduler="sync")
+    >>> D.shape, bool((D[:, 1] - D[:, 0] == 1).all())
+    ((5, 2), True)
+    """
+    if isinstance(n_components, bool) or not isinstance(n_components, Integral) \
+            or n_components < 1:
+        raise ValidationError(
+            f"n_components must be a positive integer, got {n_components!r}.")
+    n = int(X.shape[0])
+    if n == 0:
+        raise ValidationError("cannot draw a Nystrom dictionary from data with no rows; "
+                              "pass a non-empty X.")
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x4E59,)))
+    rows = np.arange(n) if n <= n_components else \
+        np.sort(rng.choice(n, size=int(n_components), replace=False))
+    if isinstance(X, np.ndarray):
+        D = np.asarray(X[rows], dtype=np.float64)
+    else:
+        starts = np.concatenate([[0], np.cumsum(X.chunks[0])])
+        chunk_of = np.searchsorted(starts, rows, side="right") - 1
+        blocks = X.to_delayed(optimize_graph=True).ravel()
+        used = np.unique(chunk_of)
+        parts = [dask.delayed(_take)(blocks[c], rows[chunk_of == c] - starts[c])
+                 for c in used]
+        D = np.concatenate(dask.compute(*parts, scheduler=local_scheduler(scheduler)))
+        D = np.asarray(D, dtype=np.float64)
+    finite = np.isfinite(D).all(axis=1)
+    if on_invalid == "skip":
+        D = D[finite]
+        if not len(D):
+            raise ValidationError(
+                f"every one of the {len(rows)} rows drawn for the Nystrom dictionary has NaN "
+                "or inf; give X finite rows.")
+    elif not finite.all():
+        raise InvalidDataError(
+            f"row {int(rows[np.flatnonzero(~finite)[0]])} of X (drawn for the Nystrom "
+            "dictionary) has NaN or inf; remove or impute the non-finite rows, or set "
+            "on_invalid='skip'.")
+    return D
