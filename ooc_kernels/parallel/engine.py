@@ -360,6 +360,8 @@ def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_
                 ahead.start(plan_of(epoch + 1)[0])
             if client is not None:  # bounded waits: a lost scheduler is reported
                 delta = compute_on_client(client, graph.local_round(state, info))
+            elif rows is not None and len(info.groups) == 1:  # one task, its rows read:
+                delta = graph.run_here(state, info, rows[0])  # no graph to schedule
             else:
                 (delta,) = dask.compute(graph.local_round(state, info, rows),
                                         scheduler=sched)

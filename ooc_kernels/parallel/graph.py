@@ -124,6 +124,7 @@ class RoundGraph:
         self.whole = data.delayed_whole()
         self.prefix = algorithm_prefix(algorithm)
         self._base = tokenize(self.prefix, algorithm, data.token)
+        self._whole_values: dict | None = None
 
     @property
     def readers(self) -> dict:
@@ -156,6 +157,21 @@ class RoundGraph:
             return parts[group[0]]
         return dask.delayed(_read_group)(*[self.readers[variable][c] for c in group],
                                          dask_key_name=names.read_group(group, variable))
+
+    def whole_values(self) -> dict:
+        """The whole variables' values (``V`` of factorized data), computed on first use and
+        kept: small by definition, the same values every round's graph computes."""
+        if self._whole_values is None:
+            (self._whole_values,) = dask.compute(self.whole, scheduler="sync")
+        return self._whole_values
+
+    def run_here(self, state: Any, info, rows: dict) -> Any:
+        """The delta of a round of one task whose rows were already read (``rows``, by
+        variable), run in the calling thread: the call that :meth:`local_round`'s graph
+        makes (the reduction of one part is that part), without building, tokenizing or
+        scheduling a graph."""
+        (task,) = self.algorithm.make_tasks(state, info)
+        return self.algorithm.chunk_step(state, {**rows, **self.whole_values()}, task)
 
     def local_round(self, state: Any, info, rows: list[dict] | None = None) -> Any:
         """The delayed reduced delta of a round run by ``dask.compute`` (the state and the

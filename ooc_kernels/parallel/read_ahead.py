@@ -50,7 +50,8 @@ __all__ = ["ReadAhead", "read_ahead_enabled"]
 
 def read_ahead_enabled(sched: Any) -> bool:
     """Whether rounds run by ``dask.compute(scheduler=sched)`` (no Client) read ahead: the
-    synchronous and threaded schedulers (tasks in this process), when
+    synchronous and threaded schedulers (tasks in this process; ``None``, with no scheduler
+    in Dask's configuration, is the threaded one), when
     ``ooc-kernels.local.read_ahead`` is true (the default).
 
     Raises
@@ -65,7 +66,10 @@ def read_ahead_enabled(sched: Any) -> bool:
             "dask.config.set({'ooc-kernels.local.read_ahead': True}) (the default).")
     if not value:
         return False
-    return get_scheduler(scheduler=sched) in (dask.local.get_sync, dask.threaded.get)
+    get = get_scheduler(scheduler=sched)
+    if get is None:   # no scheduler named or configured: a round's graph (Delayed) runs on
+        get = dask.threaded.get   # Dask's default for Delayed, the threaded scheduler
+    return get in (dask.local.get_sync, dask.threaded.get)
 
 
 def _read_round(readers: list[dict]) -> list[dict]:

@@ -318,10 +318,11 @@ class DSPDCAlgorithm:
         epoch, round_ = task.write
         wy_old = y_old if weights is None else weights * y_old     # the weighted duals
         if cfg.factorized:
-            u0 = rows.T.astype(np.float64) @ wy_old                 # U_k^T y_k  (d,)
+            u0 = rows.T.astype(np.float64, copy=False) @ wy_old     # U_k^T y_k  (d,)
             aty_k, aty = V.T @ u0, V.T @ state.w
         else:
-            aty_k, aty = rows.T.astype(np.float64) @ wy_old, state.w  # A_k^T y_k, A^T y
+            aty_k = rows.T.astype(np.float64, copy=False) @ wy_old  # A_k^T y_k (rows: no copy)
+            aty = state.w                                          # A^T y
         lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
         reduced = ReducedRows(rows, V) if reduced_applies(cfg) else None
         if reduced is not None and cfg.loss_id == LOSSES["squared"]:
@@ -361,7 +362,7 @@ class DSPDCAlgorithm:
         dy = y_new - y_old
         if weights is not None:
             dy = weights * dy
-        dw = rows.T.astype(np.float64) @ dy                         # exact, not the running z
+        dw = rows.T.astype(np.float64, copy=False) @ dy  # exact, not the running z
         conj = loss_conjugate_ref
         with np.errstate(over="ignore", invalid="ignore"):  # diverged: inf, checked by the
             change = conj(cfg.loss_id, y_new, b) - conj(cfg.loss_id, y_old, b)  # estimator
