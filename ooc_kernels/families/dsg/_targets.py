@@ -110,5 +110,5 @@ def _drop_invalid_rows(config, X: np.ndarray, y, sw, origin: RowOrigin):
     n_bad = int(len(keep) - keep.sum())
     if n_bad == 0:
         return X, y, sw, 0, origin
-    return (np.ascontiguousarray(X[keep]), np.asarray(y)[keep],
+    return (np.ascontiguousarray(X[keep]), None if y is None else np.asarray(y)[keep],
             None if sw is None else sw[keep], n_bad, origin.keep(keep))

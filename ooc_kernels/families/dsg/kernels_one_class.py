@@ -37,6 +37,16 @@ Examples
 >>> ref = one_class_update_ref(X, sw, W, ph, coef, 0, 0, 0.0, np.full(3, 0.5), params)
 >>> bool(np.allclose(new, ref[0]) and np.isclose(tau, ref[1]))
 True
+
+On a fixed basis (features ``Z`` computed beforehand, every one of them in the model from
+the first step, such as a Nystrom basis) the same steps are
+:func:`one_class_fixed_update`:
+
+>>> Z = rng.normal(size=(n, 5))
+>>> out = one_class_fixed_update(Z, sw, np.zeros(5), 0.0, np.full(3, 0.5), (0.5, 4, 0.5))
+>>> ref = one_class_fixed_update_ref(Z, sw, np.zeros(5), 0.0, np.full(3, 0.5), (0.5, 4, 0.5))
+>>> bool(np.allclose(out[0], ref[0]) and np.isclose(out[1], ref[1]))
+True
 """
 
 from __future__ import annotations
@@ -51,7 +61,8 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import _features_ref
 from ooc_kernels.families.dsg.kernels_full import _FULL_BUFFER_BYTES
 
-__all__ = ["one_class_update", "one_class_update_ref"]
+__all__ = ["one_class_fixed_update", "one_class_fixed_update_ref", "one_class_update",
+           "one_class_update_ref"]
 
 
 @njit(cache=True, nogil=True)
@@ -253,3 +264,109 @@ def one_class_update_ref(X, sw, W, phase, coef, n_old, first_new, tau, gammas, p
             block_end = j_new + 1
         tau = tau - gamma * (float(np.sum(g)) / nb - nu)
     return out.reshape(m_all, -1, 1), tau, block_end, loss_sum, weight_sum
+
+
+@njit(cache=True, nogil=True)
+def one_class_fixed_update(Z, sw, coef, tau, gammas, params):
+    """Run the one-class mini-batch steps of one chunk on a fixed feature basis.
+
+    The model is ``f(x) = z(x) @ coef`` with features ``z`` that do not change during the
+    fit (a Nystrom basis, ``z(x)^T z(x') ~ k(x, x')``), all of them in the model from the
+    first step: every step is the full-phase step of :func:`one_class_update` with the
+    kernel estimated by the one basis, ``coef <- coef (1 - gamma alpha) + (gamma / nb)
+    sum_i sw_i o_i z(x_i)``, and ``tau <- tau - gamma (sum_i sw_i o_i / nb - nu)``, with
+    ``o_i = 1`` if ``f(x_i) < tau`` else 0.
+
+    Parameters
+    ----------
+    Z : ndarray (n, p), C-contiguous, float64
+        The features of the rows, in visiting order.
+    sw : ndarray (n,) float64
+        Row weights.
+    coef : ndarray (p,) float64
+        The model before the chunk (not modified).
+    tau : float
+        The offset before the chunk.
+    gammas : ndarray (ceil(n / batch_size),) float64
+        The step sizes.
+    params : tuple (alpha, batch_size, nu)
+        ``alpha``: the RKHS regularization; ``nu``: the weight of ``-nu tau``.
+
+    Returns
+    -------
+    coef : ndarray (p,) float64
+    tau : float
+    loss_sum, weight_sum : float
+        ``sum_i sw_i (max(0, tau - f(x_i)) - nu tau)`` at the values each step started
+        from, and ``sum_i sw_i``.
+
+    Notes
+    -----
+    Twin: :func:`one_class_fixed_update_ref`.
+    """
+    alpha, batch_size, nu = params
+    n, p = Z.shape
+    b = batch_size
+    if b < 1:
+        raise ValidationError("one_class_fixed_update: batch_size must be >= 1")
+    n_steps = (n + b - 1) // b
+    if gammas.shape[0] != n_steps:
+        raise ValidationError("one_class_fixed_update: gammas needs ceil(n / batch_size) "
+                              "entries")
+    if coef.shape[0] != p or sw.shape[0] != n:
+        raise ValidationError("one_class_fixed_update: coef must be (p,) and sw (n,)")
+    out = coef.copy()
+    loss_sum = 0.0
+    weight_sum = 0.0
+    if n == 0:
+        return out, tau, loss_sum, weight_sum
+    nbmax = min(b, n)
+    f = np.empty(nbmax, dtype=np.float64)
+    g = np.empty(nbmax, dtype=np.float64)
+    delta = np.empty(p, dtype=np.float64)
+    for s in range(n_steps):
+        lo = s * b
+        hi = min(lo + b, n)
+        nb = hi - lo
+        Zb = Z[lo:hi]
+        np.dot(Zb, out, f[:nb])
+        n_out = 0.0
+        for i in range(nb):
+            w = sw[lo + i]
+            loss_sum += w * (max(0.0, tau - f[i]) - nu * tau)
+            weight_sum += w
+            if f[i] < tau:
+                g[i] = w
+                n_out += w
+            else:
+                g[i] = 0.0
+        gamma = gammas[s]
+        factor = 1.0 - gamma * alpha
+        step = gamma / nb
+        np.dot(g[:nb], Zb, delta)
+        for k in range(p):
+            out[k] = out[k] * factor + step * delta[k]
+        tau = tau - gamma * (n_out / nb - nu)
+    return out, tau, loss_sum, weight_sum
+
+
+def one_class_fixed_update_ref(Z, sw, coef, tau, gammas, params):
+    """NumPy twin of :func:`one_class_fixed_update`, written literally: every step scores
+    its batch, takes the indicator ``f < tau``, decays the coefficients, adds the
+    gradient and moves ``tau``."""
+    alpha, batch_size, nu = params
+    Z = np.asarray(Z, dtype=np.float64)  # one chunk's features (reference twin, tests only)
+    b = int(batch_size)
+    out = np.array(coef, dtype=np.float64, copy=True)
+    loss_sum = weight_sum = 0.0
+    for s in range(math.ceil(Z.shape[0] / b)):
+        Zb = Z[s * b:(s + 1) * b]
+        w = np.asarray(sw[s * b:(s + 1) * b], dtype=np.float64)
+        f = Zb @ out
+        loss_sum += float(np.sum(w * (np.maximum(0.0, tau - f) - nu * tau)))
+        weight_sum += float(np.sum(w))
+        g = np.where(f < tau, w, 0.0)
+        gamma = gammas[s]
+        out = out * (1.0 - gamma * alpha) + gamma / len(Zb) * (g @ Zb)
+        tau = tau - gamma * (float(np.sum(g)) / len(Zb) - nu)
+    return out, tau, loss_sum, weight_sum

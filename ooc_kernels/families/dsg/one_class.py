@@ -43,11 +43,13 @@ from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, check_bandwidth
                                                finite_sample_rows)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
+from ooc_kernels.families.dsg.one_class_basis import (check_basis, draw_nystroem_basis,
+                                                      restore_basis, saved_basis)
 from ooc_kernels.families.dsg.estimators import _DSG_CONSTRAINTS, _DSGEstimator
 from ooc_kernels.families.dsg.one_class_solver import (OneClassAlgorithm, OneClassState,
-                                                       init_one_class_state,
+                                                       fixed_scores, init_one_class_state,
                                                        stacked_feature_bytes)
-from ooc_kernels.families.dsg.solver import DSGConfig, predict_chunk
+from ooc_kernels.families.dsg.solver import DSGConfig, _affine, predict_chunk
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import kernel_spec
@@ -71,6 +73,7 @@ _CONSTRAINTS.update({
     "nu": [Interval(Real, 0, 1, closed="right")],
     "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
     "n_features": [Interval(Integral, 1, None, closed="left")],
+    "basis": [StrOptions({"random", "nystroem"})],
     "offset": [StrOptions({"quantile", "paper"})],
 })
 #: Most training rows scored to place the ``nu``-quantile offset (all of them below this;
@@ -112,21 +115,25 @@ class _MinStepsMonitor(EpochMonitor):
 _SCORE_TILE = 64
 
 
-def _scores(config, state, X) -> np.ndarray:
-    """``f(x)`` of one chunk's rows, shape (n,), float64 (computed in ``config.dtype``)."""
+def _scores(config, state, X, basis=None) -> np.ndarray:
+    """``f(x)`` of one chunk's rows, shape (n,), float64 (computed in ``config.dtype`` on
+    random features, in float64 on a fixed ``basis``)."""
     X = np.asarray(X)  # one chunk
     n = X.shape[0]
     padded = -(-n // _SCORE_TILE) * _SCORE_TILE
     if padded != n:
         X = np.concatenate([X, np.zeros((padded - n, X.shape[1]), dtype=X.dtype)])
+    if basis is not None:
+        with single_threaded_blas():
+            return fixed_scores(basis, config, state, X)[:n, 0]
     return predict_chunk(config, state, X)[:n, 0].astype(np.float64)
 
 
 def _score_block(X, payload):
     """``f(x)`` of one chunk, shape (n, 1), float64 (scikit-learn's outlier detectors score
     in float64)."""
-    config, state = payload
-    return _scores(config, state, X)[:, None]
+    config, state, basis = payload
+    return _scores(config, state, X, basis)[:, None]
 
 
 def _decision_block(X, payload):
@@ -138,14 +145,14 @@ def _decision_block(X, payload):
 def _chunk_scores(X, w, payload, keep, seed, chunk):
     """``(f(x), weights)`` of the finite rows of one chunk, or of a random share ``keep``
     of them (seeded by ``seed`` and the chunk's index), in float64."""
-    config, state = payload
+    config, state, basis = payload
     X = np.asarray(X)  # one chunk
     w = np.ones(len(X)) if w is None else np.asarray(w, dtype=np.float64).reshape(-1)
     rows = np.isfinite(X).all(axis=1) & np.isfinite(w)
     if keep < 1.0:
         rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(chunk,)))
         rows &= rng.random(len(X)) < keep
-    return _scores(config, state, X[rows]), w[rows]
+    return _scores(config, state, X[rows], basis), w[rows]
 
 
 def nu_quantile(scores, weights, nu):
@@ -217,7 +224,19 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         Random features the model may hold (a multiple of ``block_size``).  Each task holds
         the parameters of every block stacked, ``n_features * (n_features_in + 1)`` values,
         which must fit in half the feature-cache budget
-        (``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB).
+        (``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB).  With ``basis="nystroem"``:
+        the number of landmarks (all the rows of a smaller data set).
+    basis : {"random", "nystroem"}, default="random"
+        ``"random"``: random features regenerated from seeds, one block opened per step
+        while the model grows (any ``kernel``).  ``"nystroem"``: a basis built from the
+        data (``kernel="rbf"`` only): ``n_features`` landmarks drawn uniformly among all the
+        training rows by ``random_state`` (reading only the chunks that hold one), the
+        features ``phi(x) = k(x, L) K_LL^{-1/2}`` (eigenvalues below ``1e-10`` of the
+        largest dropped), all of them in the model from the first step; the landmarks are
+        saved with the model (``landmarks_``).  Its features cost ``O(n_features
+        (n_features_in + n_features))`` per row against ``O(n_features n_features_in)``,
+        so far fewer of them are used (256 against 4,096: see
+        docs/machines/one_class.md, *Feature basis*, for when each wins).
     block_size : int, default=256
         Random features per block (one block per mini-batch step while the model grows).
     batch_size : int, default=64
@@ -274,6 +293,9 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     bandwidth_, dtype_, feature_seed_, eta0_, t0_ : as in :class:`DSGRegressor`
     alpha_ : float
         The RKHS regularization used, ``nu``.
+    landmarks_ : ndarray of shape (n_landmarks, n_features_in) or None
+        With ``basis="nystroem"``: the landmarks, in the units the model sees (standardized
+        with ``standardize``); None with ``basis="random"``.
     n_iter_, t_, history_, stop_reason_, n_blocks_seen_, n_samples_seen_,
     n_samples_skipped_, n_features_in_, shuffle_chunks_ : as in :class:`DSGRegressor`
 
@@ -293,13 +315,14 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                                 partial_fit=True, tol=True, finishing=True)
     #: ``partial_fit`` places the quantile offset on the rows it was given.
     _finish_after_partial_fit = True
-    _saved_arrays = {"coef": True}
+    _saved_arrays = {"coef": True, "landmarks": False}
     #: The loss of the table the configuration records (not a parameter): the one-class
     #: loss ``max(0, tau - f)`` is the hinge at ``u = f - tau + 1``, ``y = +1``.
     loss = "hinge"
 
     def __init__(self, nu=0.5, *, kernel="rbf", kernel_params=None, bandwidth="median", median_multiplier=0.5,
-                 standardize=True, dtype="auto", n_features=4096, block_size=256,
+                 standardize=True, dtype="auto", n_features=4096, basis="random",
+                 block_size=256,
                  batch_size=64, learning_rate="optimal", eta0="auto", t0="auto",
                  offset="quantile", max_iter=1000, tol=1e-3, n_iter_no_change=2,
                  warm_start=False, verbose=0,
@@ -313,6 +336,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.standardize = standardize
         self.dtype = dtype
         self.n_features = n_features
+        self.basis = basis
         self.block_size = block_size
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -334,6 +358,10 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.progress = progress
 
     # ------------------------------------------------------------------ model setup
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_basis(self)
+
     def _target_spec(self, loss, n_classes):
         return "novelty", 1, _LOSS_ID
 
@@ -392,6 +420,14 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self._config = replace(base, bandwidth=bandwidth, learning_rate=plan.learning_rate,
                                eta0=plan.eta0, t0=plan.t0,
                                curvature=self._curvature("hinge", 1, seen, w, bandwidth))
+        self._basis = None
+        if self.basis == "nystroem":
+            self._basis = draw_nystroem_basis(
+                data["X"], self.n_features, seed=derive_seed(self.random_seed_, 13),
+                scheduler=sched, on_invalid=self.on_invalid, affine=_affine(base),
+                bandwidth=bandwidth)
+            self._config = replace(self._config, n_blocks=-(
+                -self._basis.n_components // self.block_size))
         need, budget = stacked_feature_bytes(self._config), self._config.feature_budget
         if 2 * need > budget:
             per_block = need // self._config.n_blocks
@@ -414,7 +450,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         return mon.restore(base.to_json())
 
     def _make_algorithm(self) -> OneClassAlgorithm:
-        return OneClassAlgorithm(self._config)
+        return OneClassAlgorithm(self._config, basis=getattr(self, "_basis", None))
 
     def _after_round(self, state, info) -> None:
         super()._after_round(state, info)
@@ -434,7 +470,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             else [None] * len(blocks)
         keep = min(1.0, _QUANTILE_ROWS / max(int(X.shape[0]), 1))
         seed = derive_seed(self.random_seed_, 11)
-        payload = dask.delayed((self._config, state), traverse=False)
+        payload = dask.delayed((self._config, state, getattr(self, "_basis", None)),
+                               traverse=False)
         parts = [dask.delayed(_chunk_scores)(x, w, payload, keep, seed, i)
                  for i, (x, w) in enumerate(zip(blocks, weights))]
         # the driving process holds one BLAS thread for the pass, as the engine does for the
@@ -454,11 +491,15 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self.tau_ = float(getattr(self._state, "tau", 0.0))
         offset = getattr(self._state, "offset", None)
         self.offset_ = self.tau_ if offset is None else float(offset)
+        basis = getattr(self, "_basis", None)
+        self.landmarks_ = None if basis is None else basis.dictionary.copy()
 
     # ------------------------------------------------------------------ outputs
     def _outputs(self, X, block):
         check_is_fitted(self, "_state")
-        return self._chunk_outputs(X, block, self._predict_payload(), 1, np.float64)[:, 0]
+        config, state = self._predict_payload()
+        return self._chunk_outputs(X, block, (config, state, getattr(self, "_basis", None)),
+                                   1, np.float64)[:, 0]
 
     def _decision_1d(self, X):
         return self._outputs(X, _decision_block)
@@ -482,8 +523,16 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         return wrap_prediction(X, labels)
 
     # ------------------------------------------------------------------ persistence
+    def _fitted_arrays(self) -> dict:
+        arrays = super()._fitted_arrays()
+        if getattr(self, "_basis", None) is not None:
+            arrays.update(saved_basis(self._basis)[0])
+        return arrays
+
     def _fitted_meta(self) -> dict:
         meta = super()._fitted_meta()
+        if getattr(self, "_basis", None) is not None:
+            meta["basis"] = saved_basis(self._basis)[1]
         meta["state"]["tau"] = float(self._state.tau)
         offset = self._state.offset
         meta["state"]["offset"] = None if offset is None else float(offset)
@@ -503,6 +552,12 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                     f"finite number{' or null' if optional else ''} (an offset). Re-save the "
                     "model or restore it from a backup.")
         super()._restore_fitted(arrays, {**meta, "state": state}, where)
+        self._basis = restore_basis(arrays, meta.get("basis"), self._config, where)
+        if (self._basis is not None) != (self.basis == "nystroem"):
+            raise ModelFormatError(
+                f"{where}: the model has basis={self.basis!r} but "
+                f"{'landmarks' if self._basis is not None else 'no landmarks'}; re-save the "
+                "model or restore it from a backup.")
         s = self._state
         self._state = OneClassState(coef=s.coef, n_iter=s.n_iter,
                                     n_blocks_seen=s.n_blocks_seen,

@@ -38,14 +38,15 @@ from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels._seeds import task_rng
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg._targets import _drop_invalid_rows
-from ooc_kernels.families.dsg.kernels_one_class import one_class_update
+from ooc_kernels.families.dsg.kernels_one_class import (one_class_fixed_update,
+                                                        one_class_update)
 from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, DSGDelta, DSGState,
                                              _affine, feature_map)
 from ooc_kernels.features.blocks import stacked_block_params
 from ooc_kernels.features.cache import default_cache
 
-__all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "init_one_class_state",
-           "stacked_feature_bytes"]
+__all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "fixed_features",
+           "fixed_scores", "init_one_class_state", "stacked_feature_bytes"]
 
 
 @dataclass(frozen=True)
@@ -105,16 +106,50 @@ def stacked_feature_bytes(config: DSGConfig) -> int:
     return int(config.n_blocks * (config.n_features_in + 1) * config.block_size * itemsize)
 
 
+def fixed_features(basis, config: DSGConfig, X) -> np.ndarray:
+    """The features ``z(x)`` of rows ``X`` (n, d) on a fixed basis (``basis.transform``, a
+    :class:`~ooc_kernels.features.nystroem.FixedNystromBasis` built in the units the model
+    sees): the rows standardized by ``config``, then mapped; shape (n,
+    ``basis.n_components``), float64."""
+    X = np.asarray(X, dtype=np.float64)  # one chunk
+    affine = _affine(config)
+    if affine is not None:
+        X = (X - affine[0]) / affine[1]
+    return basis.transform(X)
+
+
+def fixed_scores(basis, config: DSGConfig, state: DSGState, X) -> np.ndarray:
+    """``f(x) = z(x) @ coef`` of rows ``X`` on a fixed basis, shape (n, 1), float64 (the
+    model's first ``basis.n_components`` coefficients; the blocks' padding is zero)."""
+    coef = state.coef.reshape(-1)[: basis.n_components]
+    return (fixed_features(basis, config, X) @ coef)[:, None]
+
+
 class OneClassAlgorithm(DSGAlgorithm):
     """The one-class DSG chunk algorithm for :func:`ooc_kernels.parallel.engine.run_rounds`
-    (see the module docstring)."""
+    (see the module docstring).
 
-    def __init__(self, config: DSGConfig, combination: str = "adaptive"):
+    ``basis``: None, the random features regenerated from seeds (blocks opened one per
+    step, then the full phase); or a fixed basis (a
+    :class:`~ooc_kernels.features.nystroem.FixedNystromBasis` in the units the model sees)
+    whose ``n_components`` features are the first coefficients of the model (the rest of
+    the last block is zero), every one of them in the model from the first step
+    (:func:`~ooc_kernels.families.dsg.kernels_one_class.one_class_fixed_update`).
+    """
+
+    def __init__(self, config: DSGConfig, combination: str = "adaptive", basis=None):
         if config.target != "novelty" or config.n_outputs != 1:
             raise ValidationError(
                 f"OneClassAlgorithm needs a config with target='novelty' and one output, got "
                 f"target={config.target!r} with {config.n_outputs} outputs.")
+        if basis is not None and not \
+                basis.n_components <= config.n_blocks * config.block_size:
+            raise ValidationError(
+                f"a fixed basis of {basis.n_components} features does not fit the model's "
+                f"{config.n_blocks} blocks of {config.block_size}; give the config "
+                f"n_blocks >= {-(-basis.n_components // config.block_size)}.")
         super().__init__(config, combination)
+        self.basis = basis
 
     def _local_step(self, state: OneClassState, X, y, sw, task) -> OneClassDelta:
         cfg = self.config
@@ -151,6 +186,21 @@ class OneClassAlgorithm(DSGAlgorithm):
             w = w[order]
         m = self.n_steps(n)
         gammas, _ = self._steps(task.t_start, m)
+        if self.basis is not None:
+            p = self.basis.n_components
+            coef, tau, loss_sum, loss_weight = one_class_fixed_update(
+                fixed_features(self.basis, cfg, X), np.ascontiguousarray(w, np.float64),
+                np.ascontiguousarray(state.coef.reshape(-1)[:p]), float(state.tau),
+                gammas, (float(cfg.alpha), int(cfg.batch_size), float(cfg.alpha)))
+            local = np.zeros(cfg.n_blocks * r)
+            local[:p] = coef
+            return OneClassDelta(decay=0.0, weight=float(n), count=1,
+                                 block_ids=np.zeros(0, np.int64), coefs=empty,
+                                 dense=local.reshape(cfg.n_blocks, r, 1), max_steps=m,
+                                 n_samples=n, block_end=cfg.n_blocks, n_skipped=n_skipped,
+                                 loss_sum=float(loss_sum), loss_weight=float(loss_weight),
+                                 tau_weighted=float(n) * tau,
+                                 tau_shift=tau - float(state.tau))
         fmap = feature_map(cfg)
         n_touched = min(cfg.n_blocks, task.block_start + m)
         W, phase = stacked_block_params(cfg.feature_seed, np.arange(n_touched),
