@@ -104,6 +104,11 @@ def model_rows(config, rows) -> np.ndarray:
     if not (standardize or config.intercept_scaling):
         return np.ascontiguousarray(rows, dtype=np.float64)
     n, p = rows.shape
+    if standardize and rows.dtype in _kernel_dtypes() and rows.flags.c_contiguous:
+        from ooc_kernels.families.dspdc.kernels_scaling import standardize_rows
+
+        return standardize_rows(rows, np.asarray(config.x_shift),
+                                np.asarray(config.x_scale), config.intercept_scaling)
     # one float64 array written once: the columns (standardized in place), then the constant
     out = np.empty((n, p + (1 if config.intercept_scaling else 0)))
     body = out[:, :p]
@@ -115,6 +120,12 @@ def model_rows(config, rows) -> np.ndarray:
     if config.intercept_scaling:
         out[:, p] = config.intercept_scaling
     return out
+
+
+def _kernel_dtypes() -> tuple:
+    """The chunk dtypes of the one-pass kernel (C-ordered float32 and float64 chunks,
+    :mod:`~ooc_kernels.families.dspdc.kernels_scaling`; the others go through NumPy)."""
+    return (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def model_V(V, config) -> np.ndarray:
