@@ -109,10 +109,10 @@ def sweep(n: int, p: int, alpha: float, max_iter: int, boosts) -> list[dict]:
     folder = Path(tempfile.mkdtemp(prefix="dspdc-sweep-"))
     X, y, yc = _data(n, p, 0, "conditioned", folder)
     out = []
-    default = estimators.STEP_BOOST
+    default = dict(estimators.STEP_BOOST)
     try:
         for boost in boosts:
-            estimators.STEP_BOOST = float(boost)
+            estimators.STEP_BOOST.update(dict.fromkeys(default, float(boost)))
             for problem, Est, target in (("ridge", ok.DSPDCRegressor, y),
                                          ("logistic", ok.DSPDCClassifier, yc)):
                 with warnings.catch_warnings():
@@ -126,7 +126,7 @@ def sweep(n: int, p: int, alpha: float, max_iter: int, boosts) -> list[dict]:
                 print(json.dumps(row), flush=True)
                 out.append(row)
     finally:
-        estimators.STEP_BOOST = default
+        estimators.STEP_BOOST.update(default)
     return out
 
 

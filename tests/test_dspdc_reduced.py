@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ooc_kernels.families.dspdc._reduced import ReducedRows, reduced_applies, row_space_basis
+from ooc_kernels.families.dspdc.estimators import STEP_BOOST
 
 
 def _case(loss, x0_seed=None, weighted=False, seed=0, lam2=0.05):
@@ -116,8 +117,9 @@ def test_published_steps_are_those_the_tasks_ran_with():
                             progress=False).fit(ok.Factorized(U, V), y)
     A = U @ V
     mu = np.sort(np.linalg.eigvalsh(A.T @ A / n))[::-1][d - 1]
-    boost = max(30.0, min((alpha + mu) / alpha, 3000.0))
-    assert boost > 30.0
+    first = STEP_BOOST["squared"]                   # the squared loss's first boost
+    boost = max(first, min((alpha + mu) / alpha, 100.0 * first))
+    assert boost > first
     want = dspdc_parameters(n, p, 1, p, est.Lambda_, boost * alpha, 1.0)
     np.testing.assert_allclose([est.theta_[0], est.tau_[0], est.sigma_[0]],
                                [want.theta, want.tau, want.sigma], rtol=1e-9)

@@ -35,10 +35,10 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         ``theta`` of Theorem 2 (gap) or Theorem 1 (distance to the saddle point).
     steps : {"adaptive", "theorem"}, default="adaptive"
         ``"theorem"``: the step parameters of the theorems, safe for any data.
-        ``"adaptive"``: those of a problem 30 times more strongly convex
-        (larger primal-dual coupling steps, as the strong convexity that the data add to
-        ``alpha`` allows: Wang and Xiao 2017), divided by 10 whenever the duality gap rises
-        from one evaluation to the next, down to the theorems'; the gap certifies the
+        ``"adaptive"``: those of a problem 100 (squared loss) or 30 (logistic, smoothed
+        hinge) times more strongly convex (larger primal-dual coupling steps, as the strong
+        convexity that the data add to ``alpha`` allows: Wang and Xiao 2017), divided by 10
+        whenever the duality gap stops falling, down to the theorems'; the gap certifies the
         result either way (``docs/dspdc.md``).
     theta, tau, sigma : float or None, default=None
         Manual overrides of the step parameters of every local problem.

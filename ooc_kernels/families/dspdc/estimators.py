@@ -99,9 +99,10 @@ _CONSTRAINTS = {
 }
 _CONSTRAINTS.pop("on_invalid")
 
-#: The first ``step_boost`` of ``steps="adaptive"``: the steps of a problem 30 times more
-#: strongly convex (measured in ``benchmarks/dspdc_steps.py``).
-STEP_BOOST = 30.0
+#: The first ``step_boost`` of ``steps="adaptive"`` by loss: the steps of a problem 100 (squared
+#: loss) or 30 times more strongly convex (``benchmarks/dspdc_steps.py --sweep``,
+#: ``benchmarks/dspdc_first_boost.py``).
+STEP_BOOST = {"squared": 100.0, "logistic": 30.0, "smoothed_hinge": 30.0}
 #: Gap evaluations without progress after which adaptive steps shrink.
 STALL_PATIENCE = 3
 
@@ -289,7 +290,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
             intercept_scaling=scaling, **weighting, **scaled,
-            step_boost=STEP_BOOST if self.steps == "adaptive" else 1.0)
+            step_boost=STEP_BOOST[self.loss] if self.steps == "adaptive" else 1.0)
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
