@@ -38,13 +38,15 @@ Examples
 >>> bool(np.allclose(new, ref[0]) and np.isclose(tau, ref[1]))
 True
 
-On a fixed basis (features ``Z`` computed beforehand, every one of them in the model from
-the first step, such as a Nystrom basis) the same steps are
-:func:`one_class_fixed_update`:
+On a fixed basis of landmarks (every feature in the model from the first step, such as a
+Nystrom basis: kernel values ``K`` of the rows against the landmarks and the metric ``P =
+K_LL^+``) the same steps are :func:`one_class_fixed_update`:
 
->>> Z = rng.normal(size=(n, 5))
->>> out = one_class_fixed_update(Z, sw, np.zeros(5), 0.0, np.full(3, 0.5), (0.5, 4, 0.5))
->>> ref = one_class_fixed_update_ref(Z, sw, np.zeros(5), 0.0, np.full(3, 0.5), (0.5, 4, 0.5))
+>>> L = rng.normal(size=(5, d))
+>>> K = np.exp(-((X[:, None] - L[None]) ** 2).sum(-1) / 2)
+>>> P = np.linalg.pinv(np.exp(-((L[:, None] - L[None]) ** 2).sum(-1) / 2))
+>>> args = (sw, np.zeros(5), 0.0, np.full(3, 0.5), (0.5, 4, 0.5), P)
+>>> out, ref = one_class_fixed_update(K, *args), one_class_fixed_update_ref(K, *args)
 >>> bool(np.allclose(out[0], ref[0]) and np.isclose(out[1], ref[1]))
 True
 """
@@ -267,34 +269,41 @@ def one_class_update_ref(X, sw, W, phase, coef, n_old, first_new, tau, gammas, p
 
 
 @njit(cache=True, nogil=True)
-def one_class_fixed_update(Z, sw, coef, tau, gammas, params):
-    """Run the one-class mini-batch steps of one chunk on a fixed feature basis.
+def one_class_fixed_update(K, sw, beta, tau, gammas, params, P):
+    """Run the one-class mini-batch steps of one chunk on a fixed basis of landmarks.
 
-    The model is ``f(x) = z(x) @ coef`` with features ``z`` that do not change during the
-    fit (a Nystrom basis, ``z(x)^T z(x') ~ k(x, x')``), all of them in the model from the
-    first step: every step is the full-phase step of :func:`one_class_update` with the
-    kernel estimated by the one basis, ``coef <- coef (1 - gamma alpha) + (gamma / nb)
-    sum_i sw_i o_i z(x_i)``, and ``tau <- tau - gamma (sum_i sw_i o_i / nb - nu)``, with
-    ``o_i = 1`` if ``f(x_i) < tau`` else 0.
+    The model is ``f(x) = k(x, L) @ beta`` with the kernel values ``K = k(X, L)`` of the
+    rows against ``m`` fixed landmarks; ``P = K_LL^+`` (the pseudo-inverse of the
+    landmarks' Gram matrix at a floor).  With the Nystrom features ``z(x) = C^T k(x, L)``,
+    ``C C^T = P``, and ``beta = C coef`` these are the steps of the linear model ``z(x) @
+    coef`` on those features, every feature in the model from the first step (the
+    full-phase step of :func:`one_class_update` with the kernel estimated by the one
+    basis): ``coef <- coef (1 - gamma alpha) + (gamma / nb) sum_i sw_i o_i z(x_i)``, i.e.
+    ``beta <- beta (1 - gamma alpha) + (gamma / nb) P sum_i sw_i o_i k(L, x_i)``, and
+    ``tau <- tau - gamma (sum_i sw_i o_i / nb - nu)``, with ``o_i = 1`` if ``f(x_i) < tau``
+    else 0.  A step costs ``O(nb m + m^2)``: the features ``z`` of the rows are never
+    formed.
 
     Parameters
     ----------
-    Z : ndarray (n, p), C-contiguous, float64
-        The features of the rows, in visiting order.
+    K : ndarray (n, m), C-contiguous, float64
+        The kernel values of the rows (in visiting order) against the landmarks.
     sw : ndarray (n,) float64
         Row weights.
-    coef : ndarray (p,) float64
-        The model before the chunk (not modified).
+    beta : ndarray (m,) float64
+        The landmarks' coefficients before the chunk (not modified).
     tau : float
         The offset before the chunk.
     gammas : ndarray (ceil(n / batch_size),) float64
         The step sizes.
     params : tuple (alpha, batch_size, nu)
         ``alpha``: the RKHS regularization; ``nu``: the weight of ``-nu tau``.
+    P : ndarray (m, m), C-contiguous, float64
+        The metric of the steps, ``K_LL^+``.
 
     Returns
     -------
-    coef : ndarray (p,) float64
+    beta : ndarray (m,) float64
     tau : float
     loss_sum, weight_sum : float
         ``sum_i sw_i (max(0, tau - f(x_i)) - nu tau)`` at the values each step started
@@ -305,7 +314,7 @@ def one_class_fixed_update(Z, sw, coef, tau, gammas, params):
     Twin: :func:`one_class_fixed_update_ref`.
     """
     alpha, batch_size, nu = params
-    n, p = Z.shape
+    n, m = K.shape
     b = batch_size
     if b < 1:
         raise ValidationError("one_class_fixed_update: batch_size must be >= 1")
@@ -313,9 +322,10 @@ def one_class_fixed_update(Z, sw, coef, tau, gammas, params):
     if gammas.shape[0] != n_steps:
         raise ValidationError("one_class_fixed_update: gammas needs ceil(n / batch_size) "
                               "entries")
-    if coef.shape[0] != p or sw.shape[0] != n:
-        raise ValidationError("one_class_fixed_update: coef must be (p,) and sw (n,)")
-    out = coef.copy()
+    if beta.shape[0] != m or sw.shape[0] != n or P.shape[0] != m or P.shape[1] != m:
+        raise ValidationError("one_class_fixed_update: beta must be (m,), P (m, m) and "
+                              "sw (n,)")
+    out = beta.copy()
     loss_sum = 0.0
     weight_sum = 0.0
     if n == 0:
@@ -323,13 +333,14 @@ def one_class_fixed_update(Z, sw, coef, tau, gammas, params):
     nbmax = min(b, n)
     f = np.empty(nbmax, dtype=np.float64)
     g = np.empty(nbmax, dtype=np.float64)
-    delta = np.empty(p, dtype=np.float64)
+    delta = np.empty(m, dtype=np.float64)
+    move = np.empty(m, dtype=np.float64)
     for s in range(n_steps):
         lo = s * b
         hi = min(lo + b, n)
         nb = hi - lo
-        Zb = Z[lo:hi]
-        np.dot(Zb, out, f[:nb])
+        Kb = K[lo:hi]
+        np.dot(Kb, out, f[:nb])
         n_out = 0.0
         for i in range(nb):
             w = sw[lo + i]
@@ -343,30 +354,39 @@ def one_class_fixed_update(Z, sw, coef, tau, gammas, params):
         gamma = gammas[s]
         factor = 1.0 - gamma * alpha
         step = gamma / nb
-        np.dot(g[:nb], Zb, delta)
-        for k in range(p):
-            out[k] = out[k] * factor + step * delta[k]
+        if n_out > 0.0:
+            np.dot(g[:nb], Kb, delta)
+            np.dot(P, delta, move)
+            for k in range(m):
+                out[k] = out[k] * factor + step * move[k]
+        elif factor != 1.0:
+            for k in range(m):
+                out[k] = out[k] * factor
         tau = tau - gamma * (n_out / nb - nu)
     return out, tau, loss_sum, weight_sum
 
 
-def one_class_fixed_update_ref(Z, sw, coef, tau, gammas, params):
-    """NumPy twin of :func:`one_class_fixed_update`, written literally: every step scores
-    its batch, takes the indicator ``f < tau``, decays the coefficients, adds the
-    gradient and moves ``tau``."""
+def one_class_fixed_update_ref(K, sw, beta, tau, gammas, params, P):
+    """NumPy twin of :func:`one_class_fixed_update`, written on the features: with ``C``
+    any factor of ``P = C C^T`` (here ``U sqrt(s)`` of its eigendecomposition), every step
+    scores its batch on ``z = K C``, takes the indicator ``f < tau``, decays ``coef`` and
+    adds the gradient on ``z``, and moves ``tau``; the result is ``beta = C coef``."""
     alpha, batch_size, nu = params
-    Z = np.asarray(Z, dtype=np.float64)  # one chunk's features (reference twin, tests only)
+    s, U = np.linalg.eigh(np.asarray(P, dtype=np.float64))  # m x m (reference twin)
+    keep = s > 1e-12 * max(s.max(), 1e-300)
+    C = U[:, keep] * np.sqrt(s[keep])
+    Z = np.asarray(K, dtype=np.float64) @ C           # the features (tests only)
+    coef = np.linalg.lstsq(C, np.asarray(beta, dtype=np.float64), rcond=None)[0]
     b = int(batch_size)
-    out = np.array(coef, dtype=np.float64, copy=True)
     loss_sum = weight_sum = 0.0
-    for s in range(math.ceil(Z.shape[0] / b)):
-        Zb = Z[s * b:(s + 1) * b]
-        w = np.asarray(sw[s * b:(s + 1) * b], dtype=np.float64)
-        f = Zb @ out
+    for i in range(math.ceil(Z.shape[0] / b)):
+        Zb = Z[i * b:(i + 1) * b]
+        w = np.asarray(sw[i * b:(i + 1) * b], dtype=np.float64)
+        f = Zb @ coef
         loss_sum += float(np.sum(w * (np.maximum(0.0, tau - f) - nu * tau)))
         weight_sum += float(np.sum(w))
         g = np.where(f < tau, w, 0.0)
-        gamma = gammas[s]
-        out = out * (1.0 - gamma * alpha) + gamma / len(Zb) * (g @ Zb)
+        gamma = gammas[i]
+        coef = coef * (1.0 - gamma * alpha) + gamma / len(Zb) * (g @ Zb)
         tau = tau - gamma * (float(np.sum(g)) / len(Zb) - nu)
-    return out, tau, loss_sum, weight_sum
+    return C @ coef, tau, loss_sum, weight_sum

@@ -427,7 +427,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                 scheduler=sched, on_invalid=self.on_invalid, affine=_affine(base),
                 bandwidth=bandwidth)
             self._config = replace(self._config, n_blocks=-(
-                -self._basis.n_components // self.block_size))
+                -len(self._basis.dictionary) // self.block_size))
         need, budget = stacked_feature_bytes(self._config), self._config.feature_budget
         if 2 * need > budget:
             per_block = need // self._config.n_blocks

@@ -44,9 +44,11 @@ from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, DSGDelta, 
                                              _affine, feature_map)
 from ooc_kernels.features.blocks import stacked_block_params
 from ooc_kernels.features.cache import default_cache
+from ooc_kernels.features.nystroem import gaussian_cross_kernel
 
-__all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "fixed_features",
-           "fixed_scores", "init_one_class_state", "stacked_feature_bytes"]
+__all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "basis_metric",
+           "fixed_features", "fixed_scores", "init_one_class_state", "landmark_kernel",
+           "stacked_feature_bytes"]
 
 
 @dataclass(frozen=True)
@@ -106,23 +108,62 @@ def stacked_feature_bytes(config: DSGConfig) -> int:
     return int(config.n_blocks * (config.n_features_in + 1) * config.block_size * itemsize)
 
 
-def fixed_features(basis, config: DSGConfig, X) -> np.ndarray:
-    """The features ``z(x)`` of rows ``X`` (n, d) on a fixed basis (``basis.transform``, a
+#: Rows whose kernel values against the landmarks one task holds at once (a multiple of
+#: every batch size up to it is used): memory ``_FIXED_TILE_ROWS * m`` float64 values.
+_FIXED_TILE_ROWS = 4096
+
+
+def landmark_kernel(basis, config: DSGConfig, X) -> np.ndarray:
+    """``k(x, L)`` of rows ``X`` (n, d) against the landmarks of a fixed basis (a
     :class:`~ooc_kernels.features.nystroem.FixedNystromBasis` built in the units the model
-    sees): the rows standardized by ``config``, then mapped; shape (n,
-    ``basis.n_components``), float64."""
-    X = np.asarray(X, dtype=np.float64)  # one chunk
+    sees): the rows standardized by ``config``, then compared; shape (n, m), float64."""
+    X = np.asarray(X, dtype=np.float64)  # one tile of a chunk
     affine = _affine(config)
     if affine is not None:
         X = (X - affine[0]) / affine[1]
-    return basis.transform(X)
+    return gaussian_cross_kernel(X, basis.dictionary, basis.bandwidth)
+
+
+def fixed_features(basis, config: DSGConfig, X) -> np.ndarray:
+    """The Nystrom features ``z(x) = C^T k(x, L)`` (``C = basis.components``) of rows
+    ``X``: shape (n, ``basis.n_components``), float64.  The fit and the scores never form
+    them (they work with ``k(x, L)`` and ``beta = C coef``); the tests compare with them."""
+    return landmark_kernel(basis, config, X) @ basis.components
+
+
+def basis_metric(basis) -> np.ndarray:
+    """``P = C C^T = K_LL^+`` at the basis's floor, (m, m) float64, C-contiguous."""
+    return np.ascontiguousarray(basis.components @ basis.components.T)
 
 
 def fixed_scores(basis, config: DSGConfig, state: DSGState, X) -> np.ndarray:
-    """``f(x) = z(x) @ coef`` of rows ``X`` on a fixed basis, shape (n, 1), float64 (the
-    model's first ``basis.n_components`` coefficients; the blocks' padding is zero)."""
-    coef = state.coef.reshape(-1)[: basis.n_components]
-    return (fixed_features(basis, config, X) @ coef)[:, None]
+    """``f(x) = k(x, L) @ beta`` of rows ``X`` on a fixed basis, shape (n, 1), float64
+    (``beta``: the model's first ``m`` coefficients; the blocks' padding is zero), by tiles
+    of :data:`_FIXED_TILE_ROWS` rows."""
+    m = len(basis.dictionary)
+    beta = state.coef.reshape(-1)[:m]
+    out = np.empty((len(X), 1))
+    for lo in range(0, len(X), _FIXED_TILE_ROWS):
+        tile = landmark_kernel(basis, config, X[lo:lo + _FIXED_TILE_ROWS])
+        out[lo:lo + len(tile), 0] = tile @ beta
+    return out
+
+
+def _fixed_steps(basis, P, cfg: DSGConfig, X, w, beta, tau, gammas):
+    """The steps of :func:`one_class_fixed_update` over rows ``X`` in visiting order, a
+    tile of rows (a whole number of batches) at a time."""
+    b = int(cfg.batch_size)
+    tile = max(1, _FIXED_TILE_ROWS // b) * b
+    loss_sum = loss_weight = 0.0
+    params = (float(cfg.alpha), b, float(cfg.alpha))  # nu in both roles
+    for lo in range(0, len(X), tile):
+        K = landmark_kernel(basis, cfg, X[lo:lo + tile])
+        beta, tau, ls, lw = one_class_fixed_update(
+            K, np.ascontiguousarray(w[lo:lo + tile], np.float64), beta, tau,
+            np.ascontiguousarray(gammas[lo // b:lo // b + -(-len(K) // b)]), params, P)
+        loss_sum += ls
+        loss_weight += lw
+    return beta, tau, loss_sum, loss_weight
 
 
 class OneClassAlgorithm(DSGAlgorithm):
@@ -132,8 +173,9 @@ class OneClassAlgorithm(DSGAlgorithm):
     ``basis``: None, the random features regenerated from seeds (blocks opened one per
     step, then the full phase); or a fixed basis (a
     :class:`~ooc_kernels.features.nystroem.FixedNystromBasis` in the units the model sees)
-    whose ``n_components`` features are the first coefficients of the model (the rest of
-    the last block is zero), every one of them in the model from the first step
+    whose ``m`` landmarks' coefficients ``beta`` (``f(x) = k(x, L) @ beta``) are the first
+    coefficients of the model (the rest of the last block is zero), every feature of the
+    basis in the model from the first step
     (:func:`~ooc_kernels.families.dsg.kernels_one_class.one_class_fixed_update`).
     """
 
@@ -142,14 +184,15 @@ class OneClassAlgorithm(DSGAlgorithm):
             raise ValidationError(
                 f"OneClassAlgorithm needs a config with target='novelty' and one output, got "
                 f"target={config.target!r} with {config.n_outputs} outputs.")
-        if basis is not None and not \
-                basis.n_components <= config.n_blocks * config.block_size:
+        m = 0 if basis is None else len(basis.dictionary)
+        if not m <= config.n_blocks * config.block_size:
             raise ValidationError(
-                f"a fixed basis of {basis.n_components} features does not fit the model's "
+                f"a fixed basis of {m} landmarks does not fit the model's "
                 f"{config.n_blocks} blocks of {config.block_size}; give the config "
-                f"n_blocks >= {-(-basis.n_components // config.block_size)}.")
+                f"n_blocks >= {-(-m // config.block_size)}.")
         super().__init__(config, combination)
         self.basis = basis
+        self.metric = None if basis is None else basis_metric(basis)
 
     def _local_step(self, state: OneClassState, X, y, sw, task) -> OneClassDelta:
         cfg = self.config
@@ -187,11 +230,10 @@ class OneClassAlgorithm(DSGAlgorithm):
         m = self.n_steps(n)
         gammas, _ = self._steps(task.t_start, m)
         if self.basis is not None:
-            p = self.basis.n_components
-            coef, tau, loss_sum, loss_weight = one_class_fixed_update(
-                fixed_features(self.basis, cfg, X), np.ascontiguousarray(w, np.float64),
-                np.ascontiguousarray(state.coef.reshape(-1)[:p]), float(state.tau),
-                gammas, (float(cfg.alpha), int(cfg.batch_size), float(cfg.alpha)))
+            p = len(self.basis.dictionary)
+            coef, tau, loss_sum, loss_weight = _fixed_steps(
+                self.basis, self.metric, cfg, X, w,
+                np.ascontiguousarray(state.coef.reshape(-1)[:p]), float(state.tau), gammas)
             local = np.zeros(cfg.n_blocks * r)
             local[:p] = coef
             return OneClassDelta(decay=0.0, weight=float(n), count=1,
