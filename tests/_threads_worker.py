@@ -47,16 +47,22 @@ def kernels() -> dict:
     params = (0.01, b, 0, feature_scale(r), 0.0)
     Xp = np.ascontiguousarray(rng.normal(size=(70_000, d)), dtype=np.float32)  # 5 tiles
     out = {"full_seq": [], "full_threads": [], "predict_seq": "", "predict_threads": []}
-    for buffer in (1 << 26, 2 * b * r * 4):  # every block's features kept; groups of two
-        out["full_seq"].append(_digest(*dsg_full_update(X, Y, np.ones(n), W, ph, coef, avg,
-                                                        2, steps, params, buffer)[:3]))
+    # 5 blocks of 80 columns: 15 tasks of 32, 32 and 16 columns (kernels_tasks)
+    W80, ph80 = stacked_block_params(4, np.arange(m), d, 80, 1.2, np.float32)
+    c80, a80 = 0.1 * rng.normal(size=(m, 80, C)), 0.1 * rng.normal(size=(m, 80, C))
+    p80 = (0.01, b, 0, feature_scale(80), 0.0)
+    problems = [(W, ph, coef, avg, params, buffer) for buffer in (1 << 26, 2 * b * r * 4)]
+    problems += [(W80, ph80, c80, a80, p80, buffer) for buffer in (1 << 26, 1)]
+    for Wp, php, cp, ap, pp, buffer in problems:  # features kept, or recomputed
+        out["full_seq"].append(_digest(*dsg_full_update(X, Y, np.ones(n), Wp, php, cp, ap,
+                                                        2, steps, pp, buffer)[:3]))
     out["predict_seq"] = _digest(dsg_predict(Xp, W, ph, coef[:, :, :1].astype(np.float32),
                                              0.5))
     for t in (1, 2, 3):
         numba.set_num_threads(t)
         out["full_threads"].append([_digest(*kernels_threads.dsg_full_update_threads(
-            X, Y, np.ones(n), W, ph, coef, avg, 2, steps, params, buffer)[:3])
-            for buffer in (1 << 26, 2 * b * r * 4)])
+            X, Y, np.ones(n), Wp, php, cp, ap, 2, steps, pp, buffer)[:3])
+            for Wp, php, cp, ap, pp, buffer in problems])
         out["predict_threads"].append(_digest(kernels_threads.dsg_predict_threads(
             Xp, W, ph, coef[:, :, :1].astype(np.float32), 0.5)))
     return out

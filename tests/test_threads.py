@@ -21,12 +21,15 @@ import pytest
 
 import ooc_kernels as ok
 from ooc_kernels import _threads
+from ooc_kernels._jit.coupled import POLY2, SQRT
+from ooc_kernels._jit.rff import COS_AFFINE, RELU
 from ooc_kernels._threads import (current_threads, kernel_threads, prediction_threads,
                                   task_threads)
 from ooc_kernels.exceptions import InvalidParameterError, ValidationError
 from ooc_kernels.families.dsg import kernels_threads
 from ooc_kernels.families.dsg.kernels import dsg_predict, dsg_predict_ref
 from ooc_kernels.families.dsg.kernels_full import dsg_full_update, dsg_full_update_ref
+from ooc_kernels.families.dsg.kernels_tasks import full_tile_width
 from ooc_kernels.features.blocks import stacked_block_params
 from ooc_kernels.features.rbf import feature_scale
 
@@ -174,6 +177,65 @@ def test_full_update_threads_refuses_bad_shapes():
     with pytest.raises(ValidationError, match="gammas and averaged need"):
         kernels_threads.dsg_full_update_threads(X, Y, sw, W, ph, coef, avg, 2,
                                                 (steps[0][:3], steps[1][:3]), params)
+
+
+#: A block mixing two nonlinearities (a quarter of its columns rbf, the rest poly2).
+_LAYOUT = (2.0, 0.0, 0.25, 0.5, 2.0, 5.0, 1.0, 1.5, 1.0)
+
+
+def test_full_tile_width_depends_on_the_model_only():
+    """About 64 tasks (blocks x column tiles), tiles of at least 32 columns and a multiple
+    of 16; whole blocks for nonlinearities that read other columns."""
+    assert full_tile_width(16, 256, COS_AFFINE) == 64  # the default model: 64 tasks
+    assert full_tile_width(5, 80, COS_AFFINE) == 32  # 32 + 32 + 16
+    assert full_tile_width(1, 256, RELU) == 32
+    assert full_tile_width(3, 20, SQRT) == 20
+    assert full_tile_width(64, 256, COS_AFFINE) == 256
+    assert full_tile_width(16, 256, POLY2) == 256
+    assert full_tile_width(16, 256, _LAYOUT) == 256
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("loss_id", [0, 1])
+def test_full_update_on_ragged_column_tiles_is_the_same_for_any_threads(dtype, loss_id):
+    """5 blocks of 80 columns: tiles of 32, 32 and 16 columns, 15 tasks (no multiple of 2
+    or 4), a last batch of 11 rows; features kept or recomputed give the same bits."""
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(dtype, loss_id, m=5, r=80)
+    seq = dsg_full_update(X, Y, sw, W, ph, coef, avg, 2, steps, params)
+    recomputed = dsg_full_update(X, Y, sw, W, ph, coef, avg, 2, steps, params, 1)
+    for a, b in zip(seq, recomputed):
+        assert np.array_equal(a, b)
+    for t in THREADS:
+        numba.set_num_threads(t)
+        for buffer in (1 << 26, 1):
+            got = kernels_threads.dsg_full_update_threads(X, Y, sw, W, ph, coef, avg, 2,
+                                                          steps, params, buffer)
+            for a, b in zip(seq, got):
+                assert np.array_equal(a, b), (t, buffer)
+    ref = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 2, steps, params)
+    assert np.abs(seq[0] - coef).max() > 1e-2
+    for a, b in zip(seq[:2], ref[:2]):
+        np.testing.assert_allclose(a, b, **TOL[dtype])
+    assert seq[2] == ref[2]
+    np.testing.assert_allclose(seq[3:], ref[3:], rtol=TOL[dtype]["rtol"])
+
+
+@pytest.mark.parametrize("kind", [RELU, SQRT, POLY2, _LAYOUT])
+def test_full_update_tasks_follow_the_nonlinearity(kind):
+    """Column tiles for column-wise features, whole blocks otherwise: the twin's model
+    either way, and the same bits on every thread count."""
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(np.float64, 0, m=3, r=96)
+    seq = dsg_full_update(X, Y, sw, W, ph, coef, avg, 2, steps, params, 1 << 26, kind)
+    ref = dsg_full_update_ref(X, Y, sw, W, ph, coef, avg, 2, steps, params, None, kind)
+    for a, b in zip(seq[:2], ref[:2]):
+        np.testing.assert_allclose(a, b, **TOL[np.float64])
+    for t in THREADS:
+        numba.set_num_threads(t)
+        got = kernels_threads.dsg_full_update_threads(X, Y, sw, W, ph, coef, avg, 2, steps,
+                                                      params, 1 << 26, kind)
+        for a, b in zip(seq, got):
+            assert np.array_equal(a, b), t
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -361,7 +361,9 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
             None if classes is None else np.asarray(classes))
         shape = per_input_shape(self.bandwidth, seen, targets, row_w,
-                                seed=derive_seed(self.random_seed_, 9))
+                                seed=derive_seed(self.random_seed_, 9),
+                                kernel=kernel_spec(self.kernel, self.kernel_params),
+                                classification=classes is not None)
         if shape is not None:
             base, seen = fold_scales(base, shape), seen / shape
         # Every row was read (a small data set): bandwidth by GCV on all of them.

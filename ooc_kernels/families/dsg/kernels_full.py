@@ -35,6 +35,7 @@ from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses.reference import loss_grad_value_ref
 from ooc_kernels.families.dsg.kernels import _features_ref, _tile_rows
+from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
 
 __all__ = ["dsg_full_update", "dsg_full_update_ref", "dsg_superstep", "dsg_superstep_ref",
            "dsg_tile_apply", "dsg_tile_apply_ref", "dsg_tile_forward", "dsg_tile_forward_ref"]
@@ -118,80 +119,36 @@ def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     the feature GEMMs use their rounding to X's dtype, refreshed after every step, so the
     small updates of late steps are not lost to float32 rounding.  Twin:
     :func:`dsg_full_update_ref`.
+
+    A step runs as tasks over column tiles of the blocks
+    (:mod:`~ooc_kernels.families.dsg.kernels_tasks`): the feature products and the sums
+    over a block's columns are taken tile by tile, a fixed order given by the model's shape,
+    which :func:`~ooc_kernels.families.dsg.kernels_threads.dsg_full_update_threads` keeps
+    on any number of threads.
     """
-    gammas, averaged = steps
-    alpha, batch_size, loss_id, scale, loss_param = params
-    n, d = X.shape
+    scale = params[3]
+    b = params[1]
+    n = X.shape[0]
     C = Y.shape[1]
     m = W.shape[0]
-    r = W.shape[2]
-    b = batch_size
     n_steps = _check_full_update(X, Y, sw, W, phase, coef, avg, steps, b)
     out = coef.astype(np.float64)  # float64 master copy
     mean = avg.astype(np.float64)
-    averaging = mean.shape[0] > 0
-    loss_sum = 0.0
-    weight_sum = 0.0
+    totals = (0.0, 0.0, n_avg)
     if n == 0 or m == 0:
-        return out, mean, n_avg, loss_sum, weight_sum
+        return out, mean, n_avg, 0.0, 0.0
     low = out.astype(X.dtype)  # its rounding to X's dtype, for the GEMMs
-    nbmax = min(b, n)
-    keep = m * nbmax * r * X.itemsize <= max_buffer_bytes
-    Zall = np.empty((m if keep else 1, nbmax, r), dtype=X.dtype)
-    Fb = np.empty((nbmax, C), dtype=X.dtype)
-    acc = np.empty((nbmax, C), dtype=X.dtype)
-    G = np.empty((nbmax, C), dtype=X.dtype)
-    delta = np.empty((r, C), dtype=X.dtype)
-    for s in range(n_steps):
-        lo = s * b
-        hi = min(lo + b, n)
-        nb = hi - lo
-        Xb = X[lo:hi]
-        Fs = Fb[:nb]
-        Fs[:, :] = 0.0
-        At = acc[:nb]
-        for j in range(m):
-            Zj = Zall[j if keep else 0, :nb]
-            np.dot(Xb, W[j], Zj)
-            features_inplace(kind, Zj, phase[j], scale)
-            np.dot(Zj, low[j], At)
-            Fs += At
-        Gs = G[:nb]
-        loss_sum += loss_grad_value(loss_id, Fs, Y[lo:hi], sw[lo:hi], Gs, loss_param)
-        for i in range(lo, hi):
-            weight_sum += sw[i]
-        factor = 1.0 - gammas[s] * alpha
-        step = -gammas[s] / (nb * m)
-        for j in range(m):
-            Zj = Zall[j if keep else 0, :nb]
-            if not keep:
-                np.dot(Xb, W[j], Zj)
-                features_inplace(kind, Zj, phase[j], scale)
-            block_step(Zj, Gs, delta, out[j], low[j], factor, step)
-        if averaged[s]:
-            n_avg += 1
-            if averaging:
-                w = 1.0 / n_avg
-                for j in range(m):
-                    for k in range(r):
-                        for c in range(C):
-                            mean[j, k, c] += (out[j, k, c] - mean[j, k, c]) * w
+    tiles, bufs = full_buffers(X, W, C, b, max_buffer_bytes, kind)
+    n_tasks = m * tiles[0]
+    model = (out, low, mean)
+    prev = (1.0, 0.0, 0.0)
+    for s in range(n_steps + 1):  # pass s: step s - 1's updates, step s's features
+        for t in range(n_tasks):
+            step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, prev)
+        if s < n_steps:
+            totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
+    loss_sum, weight_sum, n_avg = totals
     return out, mean, n_avg, loss_sum, weight_sum
-
-
-@njit(cache=True, nogil=True)
-def block_step(Zj, G, delta, coef_j, low_j, factor, step):
-    """One block's update of a full-phase step: ``delta = Zj^T G`` (``delta`` (r, C): work
-    buffer), then ``coef_j = coef_j * factor + step * delta`` in float64 and ``low_j`` its
-    rounding to the features' dtype.  Shared by :func:`dsg_full_update` and its parallel
-    version, so both compute every block's update with the same operations."""
-    np.dot(Zj.T, G, delta)
-    r, C = delta.shape
-    for k in range(r):
-        for c in range(C):
-            v = coef_j[k, c] * factor + step * delta[k, c]
-            coef_j[k, c] = v
-            low_j[k, c] = v
 
 
 def dsg_full_update_ref(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,

@@ -6,14 +6,12 @@ sequential kernel's for 1, 2, 3 ... threads (``docs/threads.md``):
 
 * :func:`dsg_full_update_threads` (twin of
   :func:`~ooc_kernels.families.dsg.kernels_full.dsg_full_update`): per step, the threads
-  share the blocks ``j``: each computes its features ``Z_j`` and its partial prediction
-  ``P_j = Z_j low_j`` into a buffer of its own; one thread sums ``F = P_0 + P_1 + ...`` in
-  block order (the sequential kernel's order) and takes the loss gradient; the threads share
-  the blocks again for ``Z_j^T G`` (never split over rows) and the update of block ``j``'s
-  coefficients and of their average.  When every block's features are kept (the default
-  models), block ``j``'s update of step ``s`` runs in the same parallel region as its
-  features and partial prediction of step ``s + 1`` (it needs nothing of the other blocks):
-  one synchronisation per step instead of two, the same operations on every value;
+  share the step's tasks, the column tiles of the blocks
+  (:mod:`~ooc_kernels.families.dsg.kernels_tasks`; 64 tasks for a default model of 16
+  blocks): each applies the previous step's update to its coefficients (``Z_t^T G``, a sum
+  over all the step's rows in one product) and computes its features and partial
+  prediction ``P_t``; one thread sums ``F = P_0 + P_1 + ...`` in task order (the sequential
+  kernel's order) and takes the loss gradient.  One parallel region per step;
 * :func:`dsg_predict_threads` (twin of :func:`~ooc_kernels.families.dsg.kernels.dsg_predict`):
   the threads share the sequential kernel's row tiles; a row's value depends on its tile only.
 
@@ -40,119 +38,50 @@ import numpy as np
 from numba import prange
 
 from ooc_kernels._jit._cache import njit
-from ooc_kernels._jit.losses import loss_grad_value
-from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
+from ooc_kernels._jit.rff import COS_AFFINE
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import _tile_rows, add_tile_predictions, dsg_predict
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
-                                                   block_step, dsg_full_update)
+                                                   dsg_full_update)
+from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
 from ooc_kernels._threads import current_threads, launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict"]
 
 
-@njit(cache=True, nogil=True)
-def _block_update(Zj, G, delta, out, low, mean, j, averaging, factor, step, w):
-    """Block ``j``'s update of one step (:func:`block_step`) and of its average."""
-    block_step(Zj, G, delta, out[j], low[j], factor, step)
-    if averaging and w > 0.0:
-        r, C = delta.shape
-        for k in range(r):
-            for c in range(C):
-                mean[j, k, c] += (out[j, k, c] - mean[j, k, c]) * w
-
-
 @njit(cache=True, nogil=True, parallel=True)
 def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                             max_buffer_bytes=_FULL_BUFFER_BYTES, kind=COS_AFFINE):
-    """:func:`~ooc_kernels.families.dsg.kernels_full.dsg_full_update` with the blocks of
-    every step shared by the threads: same arguments, same result bit for bit.
+    """:func:`~ooc_kernels.families.dsg.kernels_full.dsg_full_update` with the tasks of
+    every step (:mod:`~ooc_kernels.families.dsg.kernels_tasks`: blocks cut into column
+    tiles) shared by the threads: same arguments, same result bit for bit.
 
-    The features of as many blocks as fit in ``max_buffer_bytes`` are kept between the
-    prediction and the gradient (all of them in the sequential kernel's "kept" case, else
-    groups of blocks, recomputed for the gradient as the sequential kernel does).
+    One parallel region per step: task ``t`` applies the previous step's update to its
+    coefficients, then computes its features and partial prediction of this step; then one
+    thread sums the partial predictions in task order and takes the loss gradient.
     """
-    gammas, averaged = steps
-    alpha, batch_size, loss_id, scale, loss_param = params
-    n, d = X.shape
+    scale = params[3]
+    b = params[1]
+    n = X.shape[0]
     C = Y.shape[1]
     m = W.shape[0]
-    r = W.shape[2]
-    b = batch_size
     n_steps = _check_full_update(X, Y, sw, W, phase, coef, avg, steps, b)
     out = coef.astype(np.float64)
     mean = avg.astype(np.float64)
-    averaging = mean.shape[0] > 0
-    loss_sum = 0.0
-    weight_sum = 0.0
+    totals = (0.0, 0.0, n_avg)
     if n == 0 or m == 0:
-        return out, mean, n_avg, loss_sum, weight_sum
+        return out, mean, n_avg, 0.0, 0.0
     low = out.astype(X.dtype)
-    nbmax = min(b, n)
-    # blocks whose features are held at once: all of them when they fit (the sequential
-    # kernel's "keep"), else groups that fit; a group's blocks are recomputed for the gradient
-    per_block = nbmax * r * X.itemsize
-    group = m if m * per_block <= max_buffer_bytes else max(1, max_buffer_bytes // per_block)
-    keep = group >= m
-    Zall = np.empty((group, nbmax, r), dtype=X.dtype)
-    P = np.empty((m, nbmax, C), dtype=X.dtype)  # partial predictions, one per block
-    D = np.empty((m, r, C), dtype=X.dtype)  # Z_j^T G, one per block
-    Fb = np.empty((nbmax, C), dtype=X.dtype)
-    G = np.empty((nbmax, C), dtype=X.dtype)
-    # with every block's features kept, step s's update of block j (which needs only block
-    # j's features and the gradient G of step s) runs in the same parallel region as step
-    # s + 1's features and partial prediction of block j: one region per step, not two
-    p_nb, p_factor, p_step, p_w = 0, 1.0, 0.0, 0.0
-    for s in range(n_steps):
-        lo = s * b
-        hi = min(lo + b, n)
-        nb = hi - lo
-        Xb = X[lo:hi]
-        if keep:
-            for j in prange(m):
-                if s > 0:  # the previous step's update of block j, from its kept features
-                    _block_update(Zall[j, :p_nb], G[:p_nb], D[j], out, low, mean, j,
-                                  averaging, p_factor, p_step, p_w)
-                Zj = Zall[j, :nb]
-                np.dot(Xb, W[j], Zj)
-                features_inplace(kind, Zj, phase[j], scale)
-                np.dot(Zj, low[j], P[j, :nb])
-        else:
-            for g0 in range(0, m, group):
-                g1 = min(g0 + group, m)
-                for j in prange(g0, g1):
-                    Zj = Zall[j - g0, :nb]
-                    np.dot(Xb, W[j], Zj)
-                    features_inplace(kind, Zj, phase[j], scale)
-                    np.dot(Zj, low[j], P[j, :nb])
-        Fs = Fb[:nb]
-        Fs[:, :] = 0.0
-        for j in range(m):  # the sequential kernel's order: block 0, 1, ...
-            Fs += P[j, :nb]
-        Gs = G[:nb]
-        loss_sum += loss_grad_value(loss_id, Fs, Y[lo:hi], sw[lo:hi], Gs, loss_param)
-        for i in range(lo, hi):
-            weight_sum += sw[i]
-        factor = 1.0 - gammas[s] * alpha
-        step = -gammas[s] / (nb * m)
-        w = 0.0
-        if averaged[s]:
-            n_avg += 1
-            w = 1.0 / n_avg
-        if keep:  # applied in the next step's region, or after the last step
-            p_nb, p_factor, p_step, p_w = nb, factor, step, w
-            continue
-        for g0 in range(0, m, group):
-            g1 = min(g0 + group, m)
-            for j in prange(g0, g1):
-                Zj = Zall[j - g0, :nb]
-                np.dot(Xb, W[j], Zj)
-                features_inplace(kind, Zj, phase[j], scale)
-                _block_update(Zj, Gs, D[j], out, low, mean, j, averaging, factor, step, w)
-    if keep and n_steps > 0:  # the last step's update
-        for j in prange(m):
-            _block_update(Zall[j, :p_nb], G[:p_nb], D[j], out, low, mean, j, averaging,
-                          p_factor, p_step, p_w)
+    tiles, bufs = full_buffers(X, W, C, b, max_buffer_bytes, kind)
+    n_tasks = m * tiles[0]
+    model = (out, low, mean)
+    prev = (1.0, 0.0, 0.0)
+    for s in range(n_steps + 1):  # pass s: step s - 1's updates, step s's features
+        for t in prange(n_tasks):
+            step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, prev)
+        if s < n_steps:
+            totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
+    loss_sum, weight_sum, n_avg = totals
     return out, mean, n_avg, loss_sum, weight_sum
 
 
