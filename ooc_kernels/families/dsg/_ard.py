@@ -32,14 +32,29 @@ from numbers import Real
 import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.features.ard import ard_scales, check_bandwidth_vector
+from ooc_kernels.features.ard import ard_scales, check_bandwidth_vector, loo_score
 from ooc_kernels.features.bandwidth import median_heuristic
 
-__all__ = ["ARD_ROWS", "bandwidth_mode", "check_bandwidth_param", "per_input_shape",
+__all__ = ["ARD_ROWS", "AUTO_ARD_ROWS", "AUTO_ARD_STEPS", "AUTO_ARD_LEARNING_RATE",
+           "AUTO_ARD_PATIENCE",
+           "AUTO_DECISION_ROWS", "AUTO_MIN_ROWS", "AUTO_MARGIN", "auto_ard", "bandwidth_mode", "check_bandwidth_param", "per_input_shape",
            "fold_scales", "published_bandwidth"]
 
 #: Sampled rows the ARD search uses (2/3 fit its ridge models, 1/3 validate them).
 ARD_ROWS = 1500
+#: ``bandwidth="auto"``: rows of its quick ARD search, the search's steps, Adam step and
+#: patience.
+AUTO_ARD_ROWS = 1000
+AUTO_ARD_STEPS = 30
+AUTO_ARD_LEARNING_RATE = 0.3
+AUTO_ARD_PATIENCE = 5
+#: ``bandwidth="auto"``: rows of the leave-one-out comparison (sampled rows the search did
+#: not use first), and the fewest sampled rows with which ARD is considered at all.
+AUTO_DECISION_ROWS = 500
+AUTO_MIN_ROWS = 200
+#: ``bandwidth="auto"`` takes ARD's widths when their leave-one-out score is more than this
+#: above one width's.
+AUTO_MARGIN = 0.015
 
 
 def bandwidth_mode(bandwidth) -> str:
@@ -99,10 +114,68 @@ def fold_scales(config, shape: np.ndarray):
                    x_scale=tuple(float(v) for v in scale * shape))
 
 
-def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int):
+def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: bool):
+    """``bandwidth="auto"``'s choice between one width and per-input widths: ``(relative
+    widths or None, scores)``.
+
+    A quick ARD search (:data:`AUTO_ARD_ROWS` rows, at most :data:`AUTO_ARD_STEPS` Adam
+    steps of :data:`AUTO_ARD_LEARNING_RATE`, stopped after :data:`AUTO_ARD_PATIENCE` steps
+    without progress) proposes relative widths; exact kernel ridge regression then scores one width and the proposed widths by
+    their leave-one-out score (:func:`~ooc_kernels.features.ard.loo_score`, each at its best
+    of 4 overall widths) on up to :data:`AUTO_DECISION_ROWS` rows, those the search did not
+    use first.  The widths are taken only when they score more than :data:`AUTO_MARGIN`
+    above one width.  Nothing is searched with fewer than 2 inputs or fewer than
+    :data:`AUTO_MIN_ROWS` rows of positive weight.
+
+    Returns
+    -------
+    shape : ndarray of shape (d,) or None
+        Relative widths of geometric mean 1, or None (one width).
+    scores : dict
+        ``{"one width": score, "per-input": score}`` (empty when nothing was compared).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(800, 4))
+    >>> t = np.where(np.sin(2 * X[:, :1]) > 0, 1.0, -1.0)   # only input 0 matters
+    >>> shape, scores = auto_ard(X, t, np.ones(800), seed=0, classification=True)
+    >>> bool(shape[1:].min() > 5 * shape[0]), scores["per-input"] > scores["one width"]
+    (True, True)
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    rows = np.flatnonzero(w > 0)
+    if seen.shape[1] < 2 or len(rows) < AUTO_MIN_ROWS:
+        return None, {}
+    rng = np.random.default_rng(seed % 2**63)
+    rows = rows[rng.permutation(len(rows))]
+    search = np.sort(rows[:AUTO_ARD_ROWS])
+    # the comparison's rows: those the search did not see first, then its own
+    decision = np.sort(np.concatenate([rows[AUTO_ARD_ROWS:], rows[:AUTO_ARD_ROWS]])
+                       [:AUTO_DECISION_ROWS])
+    targets = np.asarray(targets, dtype=np.float64).reshape(len(seen), -1)
+    start = median_heuristic(seen[search], 1.0, sample_weight=w[search])
+    scales = ard_scales(seen[search], targets[search], w[search], start=start,
+                        seed=int(rng.integers(2**62)), steps=AUTO_ARD_STEPS,
+                        learning_rate=AUTO_ARD_LEARNING_RATE, patience=AUTO_ARD_PATIENCE)
+    shape = scales / np.exp(np.mean(np.log(scales)))
+    Z, T, wd = seen[decision], targets[decision], w[decision]
+    scores = {"one width": loo_score(Z, T, wd, classification=classification),
+              "per-input": loo_score(Z / shape, T, wd, classification=classification)}
+    taken = scores["per-input"] > scores["one width"] + AUTO_MARGIN
+    return (shape if taken else None), scores
+
+
+def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int,
+                    kernel="rbf", classification: bool = True):
     """The per-input widths of ``bandwidth`` (an array: checked against ``seen``'s columns;
-    ``"ard"``: relative widths of geometric mean 1 chosen on the sampled rows), or None for
-    an isotropic bandwidth.
+    ``"ard"``: relative widths of geometric mean 1 chosen on the sampled rows; ``"auto"``:
+    the same as ``"ard"`` when :func:`auto_ard`, with the Gaussian kernel, takes per-input
+    widths), or None for an isotropic bandwidth.
+
+    ``"auto"`` runs the full search of ``"ard"`` only once the quick comparison has taken
+    per-input widths: the quick search decides, the full one (more rows and steps, no early
+    stop) sets the widths the fit uses.
 
     Parameters
     ----------
@@ -117,6 +190,12 @@ def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int)
         The rows' weights.
     seed : int
         Seed of the subsample and of the search.
+    kernel : str
+        The fit's kernel (:func:`~ooc_kernels.features.maps.kernel_spec`): ``"auto"``
+        considers per-input widths for ``"rbf"`` only (the kernel ARD's criteria model).
+    classification : bool
+        Whether ``targets`` are +-1 per class (``"auto"``'s comparison then scores
+        accuracy) or a regression target (``R^2``).
 
     Examples
     --------
@@ -130,7 +209,11 @@ def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int)
     mode = bandwidth_mode(bandwidth)
     if mode == "array":
         return check_bandwidth_vector(bandwidth, seen.shape[1])
-    if mode != "ard":
+    if mode == "auto":
+        if kernel != "rbf" or targets is None or auto_ard(
+                seen, targets, weights, seed=seed, classification=classification)[0] is None:
+            return None
+    elif mode != "ard":
         return None
     w = np.asarray(weights, dtype=np.float64)
     rows = np.flatnonzero(w > 0)
