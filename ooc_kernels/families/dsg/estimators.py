@@ -121,7 +121,12 @@ _PARAMS_DOC = """
         0.25, 0.5, 1 and 2 times the median pairwise distance; on data sets of at most 1000 rows, generalized cross-validation of kernel ridge
         regression on every row picks one width instead (see
         :mod:`ooc_kernels.families.dsg._bandwidth`; the scores are in
-        ``bandwidth_scores_``).  ``"ard"``: per-input widths chosen by automatic relevance
+        ``bandwidth_scores_``).  With the Gaussian kernel, 2 inputs or more and at least 200
+        sampled rows, ``"auto"`` first compares one width with the per-input widths of a
+        quick ARD search by the leave-one-out accuracy (``R^2`` for regression) of exact
+        kernel ridge regression on up to 500 rows, and fits with ``"ard"``'s widths when
+        they score more than 0.015 higher
+        (:func:`~ooc_kernels.families.dsg._ard.auto_ard`).  ``"ard"``: per-input widths chosen by automatic relevance
         determination (ARD: gradient steps on a held-out ridge error,
         :mod:`ooc_kernels.features.ard`), ARD's relative widths times the overall width ``"auto"``'s rule picks for them.  ``"median"``:
         ``median_multiplier`` times the median pairwise distance of up to 2000 rows drawn
@@ -208,8 +213,8 @@ _ATTRIBUTES_DOC = """
     coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
         The coefficients that predict (the averaged iterate with ``average``).
     bandwidth_ : float or ndarray of shape (n_features_in,)
-        The width used: one number, or one per input (an array ``bandwidth`` or
-        ``"ard"``), in standardized units.
+        The width used: one number, or one per input (an array ``bandwidth``, ``"ard"``,
+        or ``"auto"`` when it takes per-input widths), in standardized units.
     bandwidth_scores_ : dict or None
         With ``bandwidth="auto"`` or ``"ard"``: ``{multiple of the median distance:
         score}``, the validation score of each trial, or for data sets of at most 1000 rows the
