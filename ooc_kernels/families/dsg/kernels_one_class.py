@@ -39,13 +39,13 @@ Examples
 True
 
 On a fixed basis of landmarks (every feature in the model from the first step, such as a
-Nystrom basis: kernel values ``K`` of the rows against the landmarks and the metric ``P =
-K_LL^+``) the same steps are :func:`one_class_fixed_update`:
+Nystrom basis: kernel values ``K`` of the rows against the landmarks and a whitening ``C``)
+the same steps are :func:`one_class_fixed_update`:
 
 >>> L = rng.normal(size=(5, d))
 >>> K = np.exp(-((X[:, None] - L[None]) ** 2).sum(-1) / 2)
->>> P = np.linalg.pinv(np.exp(-((L[:, None] - L[None]) ** 2).sum(-1) / 2))
->>> args = (sw, np.zeros(5), 0.0, np.full(3, 0.5), (0.5, 4, 0.5), P)
+>>> s, U = np.linalg.eigh(np.exp(-((L[:, None] - L[None]) ** 2).sum(-1) / 2))
+>>> args = (sw, np.zeros(5), 0.0, np.full(3, 0.5), (0.5, 4, 0.5), U / np.sqrt(s))
 >>> out, ref = one_class_fixed_update(K, *args), one_class_fixed_update_ref(K, *args)
 >>> bool(np.allclose(out[0], ref[0]) and np.isclose(out[1], ref[1]))
 True
@@ -269,20 +269,18 @@ def one_class_update_ref(X, sw, W, phase, coef, n_old, first_new, tau, gammas, p
 
 
 @njit(cache=True, nogil=True)
-def one_class_fixed_update(K, sw, beta, tau, gammas, params, P):
+def one_class_fixed_update(K, sw, coef, tau, gammas, params, C):
     """Run the one-class mini-batch steps of one chunk on a fixed basis of landmarks.
 
-    The model is ``f(x) = k(x, L) @ beta`` with the kernel values ``K = k(X, L)`` of the
-    rows against ``m`` fixed landmarks; ``P = K_LL^+`` (the pseudo-inverse of the
-    landmarks' Gram matrix at a floor).  With the Nystrom features ``z(x) = C^T k(x, L)``,
-    ``C C^T = P``, and ``beta = C coef`` these are the steps of the linear model ``z(x) @
-    coef`` on those features, every feature in the model from the first step (the
-    full-phase step of :func:`one_class_update` with the kernel estimated by the one
-    basis): ``coef <- coef (1 - gamma alpha) + (gamma / nb) sum_i sw_i o_i z(x_i)``, i.e.
-    ``beta <- beta (1 - gamma alpha) + (gamma / nb) P sum_i sw_i o_i k(L, x_i)``, and
+    The features are ``z(x) = C^T k(x, L)``: the kernel values ``K = k(X, L)`` of the rows
+    against ``m`` fixed landmarks and a whitening ``C`` (m, r) (a Nystrom basis: ``C C^T =
+    K_LL^+``).  The model is ``f(x) = z(x) @ coef``, every feature in it from the first step
+    (the full-phase step of :func:`one_class_update` with the kernel estimated by the one
+    basis): ``coef <- coef (1 - gamma alpha) + (gamma / nb) sum_i sw_i o_i z(x_i)``, and
     ``tau <- tau - gamma (sum_i sw_i o_i / nb - nu)``, with ``o_i = 1`` if ``f(x_i) < tau``
-    else 0.  A step costs ``O(nb m + m^2)``: the features ``z`` of the rows are never
-    formed.
+    else 0.  The features of the rows are never formed: a step computes ``beta = C coef``,
+    ``f = K_B beta`` and ``C^T (K_B^T g)``, ``O(nb m + m r)`` (``C`` is applied to the
+    coefficients, not ``C C^T``, whose condition number squares ``C``'s).
 
     Parameters
     ----------
@@ -290,20 +288,20 @@ def one_class_fixed_update(K, sw, beta, tau, gammas, params, P):
         The kernel values of the rows (in visiting order) against the landmarks.
     sw : ndarray (n,) float64
         Row weights.
-    beta : ndarray (m,) float64
-        The landmarks' coefficients before the chunk (not modified).
+    coef : ndarray (r,) float64
+        The model before the chunk (not modified).
     tau : float
         The offset before the chunk.
     gammas : ndarray (ceil(n / batch_size),) float64
         The step sizes.
     params : tuple (alpha, batch_size, nu)
         ``alpha``: the RKHS regularization; ``nu``: the weight of ``-nu tau``.
-    P : ndarray (m, m), C-contiguous, float64
-        The metric of the steps, ``K_LL^+``.
+    C : ndarray (m, r), C-contiguous, float64
+        The whitening.
 
     Returns
     -------
-    beta : ndarray (m,) float64
+    coef : ndarray (r,) float64
     tau : float
     loss_sum, weight_sum : float
         ``sum_i sw_i (max(0, tau - f(x_i)) - nu tau)`` at the values each step started
@@ -315,6 +313,7 @@ def one_class_fixed_update(K, sw, beta, tau, gammas, params, P):
     """
     alpha, batch_size, nu = params
     n, m = K.shape
+    r = C.shape[1]
     b = batch_size
     if b < 1:
         raise ValidationError("one_class_fixed_update: batch_size must be >= 1")
@@ -322,10 +321,10 @@ def one_class_fixed_update(K, sw, beta, tau, gammas, params, P):
     if gammas.shape[0] != n_steps:
         raise ValidationError("one_class_fixed_update: gammas needs ceil(n / batch_size) "
                               "entries")
-    if beta.shape[0] != m or sw.shape[0] != n or P.shape[0] != m or P.shape[1] != m:
-        raise ValidationError("one_class_fixed_update: beta must be (m,), P (m, m) and "
+    if coef.shape[0] != r or sw.shape[0] != n or C.shape[0] != m:
+        raise ValidationError("one_class_fixed_update: C must be (m, r), coef (r,) and "
                               "sw (n,)")
-    out = beta.copy()
+    out = coef.copy()
     loss_sum = 0.0
     weight_sum = 0.0
     if n == 0:
@@ -333,14 +332,16 @@ def one_class_fixed_update(K, sw, beta, tau, gammas, params, P):
     nbmax = min(b, n)
     f = np.empty(nbmax, dtype=np.float64)
     g = np.empty(nbmax, dtype=np.float64)
+    beta = np.empty(m, dtype=np.float64)
     delta = np.empty(m, dtype=np.float64)
-    move = np.empty(m, dtype=np.float64)
+    move = np.empty(r, dtype=np.float64)
     for s in range(n_steps):
         lo = s * b
         hi = min(lo + b, n)
         nb = hi - lo
         Kb = K[lo:hi]
-        np.dot(Kb, out, f[:nb])
+        np.dot(C, out, beta)
+        np.dot(Kb, beta, f[:nb])
         n_out = 0.0
         for i in range(nb):
             w = sw[lo + i]
@@ -356,37 +357,33 @@ def one_class_fixed_update(K, sw, beta, tau, gammas, params, P):
         step = gamma / nb
         if n_out > 0.0:
             np.dot(g[:nb], Kb, delta)
-            np.dot(P, delta, move)
-            for k in range(m):
+            np.dot(delta, C, move)
+            for k in range(r):
                 out[k] = out[k] * factor + step * move[k]
         elif factor != 1.0:
-            for k in range(m):
+            for k in range(r):
                 out[k] = out[k] * factor
         tau = tau - gamma * (n_out / nb - nu)
     return out, tau, loss_sum, weight_sum
 
 
-def one_class_fixed_update_ref(K, sw, beta, tau, gammas, params, P):
-    """NumPy twin of :func:`one_class_fixed_update`, written on the features: with ``C``
-    any factor of ``P = C C^T`` (here ``U sqrt(s)`` of its eigendecomposition), every step
-    scores its batch on ``z = K C``, takes the indicator ``f < tau``, decays ``coef`` and
-    adds the gradient on ``z``, and moves ``tau``; the result is ``beta = C coef``."""
+def one_class_fixed_update_ref(K, sw, coef, tau, gammas, params, C):
+    """NumPy twin of :func:`one_class_fixed_update`, written on the features: ``Z = K C``
+    formed, then every step scores its batch, takes the indicator ``f < tau``, decays the
+    coefficients and adds the gradient, and moves ``tau``."""
     alpha, batch_size, nu = params
-    s, U = np.linalg.eigh(np.asarray(P, dtype=np.float64))  # m x m (reference twin)
-    keep = s > 1e-12 * max(s.max(), 1e-300)
-    C = U[:, keep] * np.sqrt(s[keep])
-    Z = np.asarray(K, dtype=np.float64) @ C           # the features (tests only)
-    coef = np.linalg.lstsq(C, np.asarray(beta, dtype=np.float64), rcond=None)[0]
+    Z = np.asarray(K, dtype=np.float64) @ np.asarray(C, dtype=np.float64)  # (tests only)
     b = int(batch_size)
+    out = np.array(coef, dtype=np.float64, copy=True)
     loss_sum = weight_sum = 0.0
     for i in range(math.ceil(Z.shape[0] / b)):
         Zb = Z[i * b:(i + 1) * b]
         w = np.asarray(sw[i * b:(i + 1) * b], dtype=np.float64)
-        f = Zb @ coef
+        f = Zb @ out
         loss_sum += float(np.sum(w * (np.maximum(0.0, tau - f) - nu * tau)))
         weight_sum += float(np.sum(w))
         g = np.where(f < tau, w, 0.0)
         gamma = gammas[i]
-        coef = coef * (1.0 - gamma * alpha) + gamma / len(Zb) * (g @ Zb)
+        out = out * (1.0 - gamma * alpha) + gamma / len(Zb) * (g @ Zb)
         tau = tau - gamma * (float(np.sum(g)) / len(Zb) - nu)
-    return C @ coef, tau, loss_sum, weight_sum
+    return out, tau, loss_sum, weight_sum

@@ -232,11 +232,12 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         data (``kernel="rbf"`` only): ``n_features`` landmarks drawn uniformly among all the
         training rows by ``random_state`` (reading only the chunks that hold one), the
         features ``phi(x) = k(x, L) K_LL^{-1/2}`` (eigenvalues below ``1e-10`` of the
-        largest dropped), all of them in the model from the first step; the landmarks are
-        saved with the model (``landmarks_``).  Its features cost ``O(n_features
-        (n_features_in + n_features))`` per row against ``O(n_features n_features_in)``,
-        so far fewer of them are used (256 against 4,096: see
-        docs/machines/one_class.md, *Feature basis*, for when each wins).
+        largest dropped), all of them in the model from the first step, ``coef_`` their
+        coefficients (padded with zeros to whole blocks); the landmarks are saved with
+        the model (``landmarks_``).  A row costs ``O(n_features n_features_in)`` (its
+        kernel values) and a step ``O(batch_size n_features + n_features^2)``, so far
+        fewer landmarks than random features are used (256 against 4,096:
+        docs/machines/one_class.md, *Feature basis*).
     block_size : int, default=256
         Random features per block (one block per mini-batch step while the model grows).
     batch_size : int, default=64
@@ -427,7 +428,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                 scheduler=sched, on_invalid=self.on_invalid, affine=_affine(base),
                 bandwidth=bandwidth)
             self._config = replace(self._config, n_blocks=-(
-                -len(self._basis.dictionary) // self.block_size))
+                -self._basis.n_components // self.block_size))
         need, budget = stacked_feature_bytes(self._config), self._config.feature_budget
         if 2 * need > budget:
             per_block = need // self._config.n_blocks

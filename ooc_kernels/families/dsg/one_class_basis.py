@@ -9,6 +9,9 @@ them as the model sees its rows, and whitens them
 (:class:`~ooc_kernels.features.nystroem.FixedNystromBasis`: ``phi(x) = k(x, L) U_r
 S_r^{-1/2}``, ``K_LL = U S U^T`` with the eigenvalues at or below ``1e-10`` of the largest
 dropped).  ``phi(x)^T phi(x')`` is the Nystrom approximation of the Gaussian kernel.  The
+model is linear on ``phi``; its steps apply ``C = U_r S_r^{-1/2}`` to the coefficients
+rather than form ``phi`` of every row
+(:func:`~ooc_kernels.families.dsg.kernels_one_class.one_class_fixed_update`).  The
 landmarks are saved with the model (the array ``landmarks``, checksummed like the
 coefficients) and the whitening is computed again on load.
 

@@ -46,8 +46,7 @@ from ooc_kernels.features.blocks import stacked_block_params
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.nystroem import gaussian_cross_kernel
 
-__all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "basis_metric",
-           "fixed_features", "fixed_scores", "init_one_class_state", "landmark_kernel",
+__all__ = ["OneClassState", "OneClassDelta", "OneClassAlgorithm", "fixed_features", "fixed_scores", "init_one_class_state", "landmark_kernel",
            "stacked_feature_bytes"]
 
 
@@ -127,21 +126,15 @@ def landmark_kernel(basis, config: DSGConfig, X) -> np.ndarray:
 def fixed_features(basis, config: DSGConfig, X) -> np.ndarray:
     """The Nystrom features ``z(x) = C^T k(x, L)`` (``C = basis.components``) of rows
     ``X``: shape (n, ``basis.n_components``), float64.  The fit and the scores never form
-    them (they work with ``k(x, L)`` and ``beta = C coef``); the tests compare with them."""
+    them (they apply ``C`` to the coefficients); the tests compare with them."""
     return landmark_kernel(basis, config, X) @ basis.components
 
 
-def basis_metric(basis) -> np.ndarray:
-    """``P = C C^T = K_LL^+`` at the basis's floor, (m, m) float64, C-contiguous."""
-    return np.ascontiguousarray(basis.components @ basis.components.T)
-
-
 def fixed_scores(basis, config: DSGConfig, state: DSGState, X) -> np.ndarray:
-    """``f(x) = k(x, L) @ beta`` of rows ``X`` on a fixed basis, shape (n, 1), float64
-    (``beta``: the model's first ``m`` coefficients; the blocks' padding is zero), by tiles
-    of :data:`_FIXED_TILE_ROWS` rows."""
-    m = len(basis.dictionary)
-    beta = state.coef.reshape(-1)[:m]
+    """``f(x) = z(x) @ coef = k(x, L) @ (C coef)`` of rows ``X`` on a fixed basis, shape
+    (n, 1), float64 (``coef``: the model's first ``basis.n_components`` coefficients; the
+    blocks' padding is zero), by tiles of :data:`_FIXED_TILE_ROWS` rows."""
+    beta = basis.components @ state.coef.reshape(-1)[: basis.n_components]
     out = np.empty((len(X), 1))
     for lo in range(0, len(X), _FIXED_TILE_ROWS):
         tile = landmark_kernel(basis, config, X[lo:lo + _FIXED_TILE_ROWS])
@@ -149,7 +142,7 @@ def fixed_scores(basis, config: DSGConfig, state: DSGState, X) -> np.ndarray:
     return out
 
 
-def _fixed_steps(basis, P, cfg: DSGConfig, X, w, beta, tau, gammas):
+def _fixed_steps(basis, C, cfg: DSGConfig, X, w, beta, tau, gammas):
     """The steps of :func:`one_class_fixed_update` over rows ``X`` in visiting order, a
     tile of rows (a whole number of batches) at a time."""
     b = int(cfg.batch_size)
@@ -160,7 +153,7 @@ def _fixed_steps(basis, P, cfg: DSGConfig, X, w, beta, tau, gammas):
         K = landmark_kernel(basis, cfg, X[lo:lo + tile])
         beta, tau, ls, lw = one_class_fixed_update(
             K, np.ascontiguousarray(w[lo:lo + tile], np.float64), beta, tau,
-            np.ascontiguousarray(gammas[lo // b:lo // b + -(-len(K) // b)]), params, P)
+            np.ascontiguousarray(gammas[lo // b:lo // b + -(-len(K) // b)]), params, C)
         loss_sum += ls
         loss_weight += lw
     return beta, tau, loss_sum, loss_weight
@@ -173,9 +166,8 @@ class OneClassAlgorithm(DSGAlgorithm):
     ``basis``: None, the random features regenerated from seeds (blocks opened one per
     step, then the full phase); or a fixed basis (a
     :class:`~ooc_kernels.features.nystroem.FixedNystromBasis` in the units the model sees)
-    whose ``m`` landmarks' coefficients ``beta`` (``f(x) = k(x, L) @ beta``) are the first
-    coefficients of the model (the rest of the last block is zero), every feature of the
-    basis in the model from the first step
+    whose ``n_components`` features are the first coefficients of the model (the rest of
+    the last block is zero), every one of them in the model from the first step
     (:func:`~ooc_kernels.families.dsg.kernels_one_class.one_class_fixed_update`).
     """
 
@@ -184,15 +176,15 @@ class OneClassAlgorithm(DSGAlgorithm):
             raise ValidationError(
                 f"OneClassAlgorithm needs a config with target='novelty' and one output, got "
                 f"target={config.target!r} with {config.n_outputs} outputs.")
-        m = 0 if basis is None else len(basis.dictionary)
-        if not m <= config.n_blocks * config.block_size:
+        p = 0 if basis is None else basis.n_components
+        if not p <= config.n_blocks * config.block_size:
             raise ValidationError(
-                f"a fixed basis of {m} landmarks does not fit the model's "
+                f"a fixed basis of {p} features does not fit the model's "
                 f"{config.n_blocks} blocks of {config.block_size}; give the config "
-                f"n_blocks >= {-(-m // config.block_size)}.")
+                f"n_blocks >= {-(-p // config.block_size)}.")
         super().__init__(config, combination)
         self.basis = basis
-        self.metric = None if basis is None else basis_metric(basis)
+        self.whitening = None if basis is None else np.ascontiguousarray(basis.components)
 
     def _local_step(self, state: OneClassState, X, y, sw, task) -> OneClassDelta:
         cfg = self.config
@@ -230,9 +222,9 @@ class OneClassAlgorithm(DSGAlgorithm):
         m = self.n_steps(n)
         gammas, _ = self._steps(task.t_start, m)
         if self.basis is not None:
-            p = len(self.basis.dictionary)
+            p = self.basis.n_components
             coef, tau, loss_sum, loss_weight = _fixed_steps(
-                self.basis, self.metric, cfg, X, w,
+                self.basis, self.whitening, cfg, X, w,
                 np.ascontiguousarray(state.coef.reshape(-1)[:p]), float(state.tau), gammas)
             local = np.zeros(cfg.n_blocks * r)
             local[:p] = coef
