@@ -21,8 +21,9 @@ data seeds.
 (or the seeds in separate processes, ``--seeds 1 --first-seed S --out part_S.json``, then
 ``--merge part_0.json part_1.json part_2.json --out ... --plot ...``).
 
-``--sweep B ...`` instead runs the defaults on the conditioned problems of seed 0 with the
-first ``step_boost`` set to each ``B`` (the choice of the default):
+``--sweep B ...`` instead runs the defaults on the conditioned problems of seed
+``--first-seed`` (0 by default) with every loss's first ``step_boost`` set to each ``B`` (the
+choice of the default):
 
     python benchmarks/dspdc_steps.py --n 50000 --max-iter 30 --sweep 3 30 300 \
         --out benchmarks/results/dspdc_steps_sweep.json
@@ -102,12 +103,13 @@ def run(n: int, p: int, seeds: int, alpha: float, max_iter: int,
     return out
 
 
-def sweep(n: int, p: int, alpha: float, max_iter: int, boosts) -> list[dict]:
-    """Passes of the default settings with each first ``step_boost`` of ``boosts``."""
+def sweep(n: int, p: int, alpha: float, max_iter: int, boosts, seed: int = 0) -> list[dict]:
+    """Passes of the default settings with each first ``step_boost`` of ``boosts`` (every
+    loss's), on the conditioned problems of data seed ``seed``."""
     from ooc_kernels.families.dspdc import estimators
 
     folder = Path(tempfile.mkdtemp(prefix="dspdc-sweep-"))
-    X, y, yc = _data(n, p, 0, "conditioned", folder)
+    X, y, yc = _data(n, p, seed, "conditioned", folder)
     out = []
     default = dict(estimators.STEP_BOOST)
     try:
@@ -120,7 +122,7 @@ def sweep(n: int, p: int, alpha: float, max_iter: int, boosts) -> list[dict]:
                     est = Est(alpha=alpha, tol=1e-6, max_iter=max_iter, random_state=0,
                               scheduler="sync", progress=False).fit(X, target)
                 h = est.gap_history_
-                row = {"problem": problem, "first_step_boost": float(boost),
+                row = {"problem": problem, "seed": seed, "first_step_boost": float(boost),
                        "passes_1e-4": _passes(h, 1e-4), "passes_1e-6": _passes(h, 1e-6),
                        "last_step_boost": h[-1]["step_boost"]}
                 print(json.dumps(row), flush=True)
@@ -202,7 +204,7 @@ def main(argv=None) -> None:
             plot(results, args.plot)
         return
     if args.sweep:
-        rows = sweep(args.n, args.p, args.alpha, args.max_iter, args.sweep)
+        rows = sweep(args.n, args.p, args.alpha, args.max_iter, args.sweep, args.first_seed)
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps({"sweep": rows}, indent=1) + "\n")
