@@ -64,7 +64,7 @@ def load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
-def model(bandwidth: float, **kw) -> ok.DSGClassifier:
+def model(bandwidth, **kw) -> ok.DSGClassifier:
     params = dict(bandwidth=bandwidth, max_iter=2, tol=None, random_state=0, progress=False)
     params.update(kw)
     return ok.DSGClassifier(**params)
@@ -176,13 +176,16 @@ def main() -> None:
     probe = ok.DSGClassifier(max_iter=1, tol=None, random_state=0, progress=False,
                              chunks_per_round=1, n_jobs=max(args.threads),
                              scheduler="threads").fit(X, y)
-    bandwidth = float(probe.bandwidth_)
+    # a float, or one width per input when "auto" chooses per-input widths
+    bandwidth = probe.bandwidth_
+    bandwidth = float(bandwidth) if np.ndim(bandwidth) == 0 else np.asarray(bandwidth)
+    bw_json = np.asarray(bandwidth).tolist()
     setup_s = time.perf_counter() - t0
     seen = load()
     target_clf = model(bandwidth, n_jobs=1, chunks_per_round=1, scheduler="threads")
     target_wall = timed(target_clf, X, y)
     target = float(target_clf.score(Xt, yt))
-    print(json.dumps({"bandwidth": bandwidth, "probe_s": setup_s, "target_accuracy": target,
+    print(json.dumps({"bandwidth": bw_json, "probe_s": setup_s, "target_accuracy": target,
                       "target_wall_s": target_wall, "load_before": seen}), flush=True)
 
     thread_runs = threads_runs(args, X, y, Xt, yt, bandwidth, target_clf)
@@ -210,7 +213,7 @@ def main() -> None:
             f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
             for k, v in vars(args).items() if v not in (None, [])),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "rows": args.rows, "bandwidth": bandwidth, "target_accuracy": target,
+        "rows": args.rows, "bandwidth": bw_json, "target_accuracy": target,
         "target_wall_s": target_wall, "threads": threads, "workers": workers,
         "runs": thread_runs + cluster_runs}, indent=1))
     print(f"\nwrote {out}")
