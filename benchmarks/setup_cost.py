@@ -8,6 +8,9 @@ threaded scheduler.  The steps are timed by wrapping the functions that run them
 * ``classes``: the distinct labels, a Dask reduction over ``y`` (one task per chunk);
 * ``sample``: the rows sampled for the setup, read from 8 chunks (one task per chunk);
 * ``standardization``: the shifts and scales, from the sample;
+* ``per-input widths``: :func:`~ooc_kernels.families.dsg._ard.per_input_shape`, the choice
+  between one width and per-input widths (a quick ARD search and two leave-one-out
+  comparisons), and the full ARD search where it takes them;
 * ``bandwidth trials``: :func:`~ooc_kernels.families.dsg._bandwidth.select_bandwidth`, the
   5 short trial fits (each with the growth-step eigenvalue of its schedule);
 * ``curvature``: the largest eigenvalue of the weighted kernel operator on 1,000 rows;
@@ -79,6 +82,7 @@ def _instrument(clock: dict, trials: dict, setup_only: bool) -> None:
     _timed(ChunkedClassifierMixin, "_resolve_classes", "classes", clock)
     _timed(dsg._DSGEstimator, "_sample", "sample", clock)
     _timed(dsg._DSGEstimator, "_standardization", "standardization", clock)
+    _timed(dsg, "per_input_shape", "per-input widths", clock)
     _timed(dsg, "select_bandwidth", "bandwidth trials", clock)
     _timed(dsg._DSGEstimator, "_curvature", "curvature", clock)
     _timed(dsg._DSGEstimator, "_initialize", "setup", clock)
@@ -105,6 +109,8 @@ def warm_up() -> None:
 
 
 def run(store: Path, repeats: int, clock: dict) -> dict:
+    import numpy as np
+
     import ooc_kernels as ok
     from ooc_kernels.data.schema import open_zarr_dataset
 
@@ -120,7 +126,7 @@ def run(store: Path, repeats: int, clock: dict) -> dict:
             pass
         for label, seconds in clock.items():
             runs[label].append(round(seconds, 3))
-        bandwidths.append(float(clf.bandwidth_))
+        bandwidths.append(np.round(np.asarray(clf.bandwidth_, dtype=float), 6).tolist())
     return {"bandwidths": bandwidths,
             "median_s": {k: round(statistics.median(v), 3) for k, v in runs.items()},
             "runs_s": dict(runs)}
@@ -195,7 +201,7 @@ def main(argv=None) -> None:
             print(json.dumps(row), flush=True)
             results.append(row)
     if args.check:
-        chosen = {b for row in results for b in row["bandwidths"]}
+        chosen = {json.dumps(b) for row in results for b in row["bandwidths"]}
         assert len(chosen) == 1, f"the settings chose different bandwidths: {chosen}"
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
