@@ -95,3 +95,23 @@ def test_the_default_scheduler_reads_ahead():
         assert not read_ahead_enabled(None)
     with dask.config.set(scheduler="sync"):
         assert read_ahead_enabled(None)
+
+
+def test_factorized_rounds_without_a_graph_get_the_whole_factor(monkeypatch):
+    """Factorized data ``A = U V``: the whole factor ``V`` reaches the rounds run in this
+    thread (computed once) as it reaches the graph's tasks: the same model bit for bit."""
+    rng = np.random.default_rng(3)
+    U = rng.normal(size=(600, 3))
+    V = rng.normal(size=(3, 8))
+    y = U @ V @ rng.normal(size=8) + 0.1 * rng.normal(size=600)
+    data = ok.Factorized(da.from_array(U, chunks=(150, -1)), V)
+    kw = dict(alpha=1e-3, tol=1e-3, max_iter=30, chunk_size=150, random_state=1,
+              progress=False)
+    graphs = _graphs(monkeypatch)
+    with dask.config.set({"ooc-kernels.local.read_ahead": False}):
+        ref = ok.DSPDCRegressor(**kw).fit(data, da.from_array(y, chunks=150))
+    n_ref = len(graphs)
+    fast = ok.DSPDCRegressor(**kw).fit(data, da.from_array(y, chunks=150))
+    assert len(graphs) - n_ref == 1 < n_ref
+    np.testing.assert_array_equal(fast.coef_, ref.coef_)
+    assert fast.intercept_ == ref.intercept_ and fast.n_iter_ == ref.n_iter_
