@@ -343,7 +343,9 @@ def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_
                   n_epochs, start_epoch, start_round, bar, callback,
                   epoch_callback) -> RunResult:
     """The rounds run one ``dask.compute`` each (local schedulers, or a Client without
-    pipelining); ``ahead`` reads the next round's groups while a round runs."""
+    pipelining); ``ahead`` reads the next round's groups while a round runs.  On the local
+    schedulers a round of one task whose rows were read ahead runs that task in this thread
+    (:meth:`~ooc_kernels.parallel.graph.RoundGraph.run_here`: the same call, no graph)."""
     n_rounds = 0
     epoch, rnd = start_epoch, start_round
     for epoch in range(start_epoch, n_epochs):
