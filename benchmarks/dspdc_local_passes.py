@@ -15,6 +15,8 @@ and the fit's CPU seconds (``time.process_time``) to ``1e-6`` are measured.  The
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         python benchmarks/dspdc_local_passes.py --n 50000 --local-passes 1 2 3 \\
         --out benchmarks/results/dspdc_local_passes.json
+
+``--in-memory`` fits the same rows as NumPy arrays (the in-memory path) instead of the store.
 """
 
 from __future__ import annotations
@@ -67,9 +69,12 @@ def run(args) -> dict:
 
     folder = Path(tempfile.mkdtemp(prefix="dspdc-local-passes-"))
     out = {"n": args.n, "p": args.p, "alpha": args.alpha, "max_iter": args.max_iter,
+           "in_memory": bool(args.in_memory),
            "local_passes": args.local_passes, "repeats": args.repeats, "results": []}
     for data_kind, seed in [(k, s) for k in args.data for s in args.seeds]:
         X, y, yc = _data(args.n, args.p, seed, data_kind, folder)   # X: a Zarr store
+        if args.in_memory:                      # the same rows as a NumPy array
+            X = np.asarray(X)
         for kind, target in (("regression", y), ("classification", yc)):   # compile
             one_fit(X[:2000], target[:2000], kind, {}, 1.0, args.alpha, 1)
         for name in args.problems:
@@ -103,6 +108,8 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0],
                         help="data seeds (benchmarks/dspdc_steps.py's data)")
+    parser.add_argument("--in-memory", action="store_true",
+                        help="fit NumPy arrays of the same rows (the in-memory path)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     result = run(args)

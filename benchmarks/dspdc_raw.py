@@ -16,6 +16,12 @@ set before NumPy is imported; ``scheduler="sync"``); the runs of one repeat are 
 in one process, and the medians over ``--repeats`` are reported.
 
     python benchmarks/dspdc_raw.py --repeats 3 --out benchmarks/results/dspdc_raw.json
+
+``--local-passes 1 2`` adds the DSPDC fits with ``local_passes=2`` to the interleaving (their
+``reads_to_*``: epochs, i.e. reads of the data, to each gap):
+
+    python benchmarks/dspdc_raw.py --repeats 3 --local-passes 1 2 \
+        --out benchmarks/results/dspdc_raw_local_passes.json
 """
 
 from __future__ import annotations
@@ -83,6 +89,8 @@ def main(argv=None) -> None:
     parser.add_argument("--n-test", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--max-iter", type=int, default=100)
+    parser.add_argument("--local-passes", type=float, nargs="+", default=[1.0],
+                        help="DSPDC fits with each value of local_passes (interleaved)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
 
@@ -98,6 +106,7 @@ def main(argv=None) -> None:
 
     def timed(make, target, score):
         est = make()
+        local = getattr(est, "local_passes", 1.0)
         t0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("error")     # a ConvergenceWarning would be reported
@@ -113,20 +122,27 @@ def main(argv=None) -> None:
             row.update(epochs=int(est.n_iter_), relative_gap=float(h[-1]["relative_gap"]),
                        passes_to_1e4=passes_to(h, 1e-4), passes_to_1e6=passes_to(h, 1e-6),
                        stop_reason=est.stop_reason_)
+            # reads of the data: an epoch reads every row once and runs local_passes passes
+            row.update({f"reads_to_{k}": None if row[f"passes_to_{k}"] is None
+                        else row[f"passes_to_{k}"] / local for k in ("1e4", "1e6")})
         return row
 
-    fits = {
-        "DSPDCClassifier()": (lambda: ok.DSPDCClassifier(
-            max_iter=args.max_iter, random_state=0, scheduler="sync", progress=False),
-            yc, "auc"),
-        "StandardScaler + LogisticRegression()": (lambda: make_pipeline(
-            StandardScaler(), LogisticRegression()), yc, "auc"),
-        "DSPDCRegressor()": (lambda: ok.DSPDCRegressor(
-            max_iter=args.max_iter, random_state=0, scheduler="sync", progress=False),
-            yv, "r2"),
-        "StandardScaler + Ridge()": (lambda: make_pipeline(StandardScaler(), Ridge()),
-                                     yv, "r2"),
-    }
+    def label(est, L):
+        return f"{est}()" if L == 1.0 else f"{est}(local_passes={L:g})"
+
+    fits = {}
+    for L in args.local_passes:
+        fits[label("DSPDCClassifier", L)] = (lambda L=L: ok.DSPDCClassifier(
+            max_iter=args.max_iter, random_state=0, scheduler="sync", progress=False,
+            local_passes=L), yc, "auc")
+    fits["StandardScaler + LogisticRegression()"] = (lambda: make_pipeline(
+        StandardScaler(), LogisticRegression()), yc, "auc")
+    for L in args.local_passes:
+        fits[label("DSPDCRegressor", L)] = (lambda L=L: ok.DSPDCRegressor(
+            max_iter=args.max_iter, random_state=0, scheduler="sync", progress=False,
+            local_passes=L), yv, "r2")
+    fits["StandardScaler + Ridge()"] = (lambda: make_pipeline(StandardScaler(), Ridge()),
+                                        yv, "r2")
     runs = {name: [] for name in fits}
     for rep in range(args.repeats):
         for name, (make, target, score) in fits.items():
@@ -137,7 +153,8 @@ def main(argv=None) -> None:
     for name, rows in runs.items():
         summary[name] = {"median_cpu_seconds": float(np.median([r["cpu_seconds"] for r in rows])),
                          "test_metric": rows[0]["test_metric"]}
-        for key in ("passes_to_1e4", "passes_to_1e6", "epochs", "relative_gap"):
+        for key in ("passes_to_1e4", "passes_to_1e6", "reads_to_1e4", "reads_to_1e6",
+                    "epochs", "relative_gap"):
             if key in rows[0]:
                 summary[name][key] = rows[0][key]
     out = {"n_train": args.n_train, "n_test": args.n_test, "repeats": args.repeats,
