@@ -11,11 +11,17 @@ every thread count gives the sequential result bit for bit, and times a kernel t
 launches two empty parallel loops per step (the synchronisation cost).  Medians of 3.  Set
 ``OPENBLAS_NUM_THREADS=1`` so that the BLAS products inside the kernels run on one thread
 whatever loads the BLAS libraries (the library's fits hold that limit themselves).
+
+``--against FILE`` also times the ``dsg_full_update`` of another version of
+``kernels_full.py`` (for example ``git show REV:ooc_kernels/families/dsg/kernels_full.py >
+/tmp/kernels_full_rev.py``) interleaved with today's sequential kernel, 5 runs each, wall and
+CPU seconds, and prints how far apart their coefficients are.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import time
 
@@ -38,6 +44,27 @@ def empty_launches(n_steps, m, buf):
     return buf
 
 
+def against(path: str, ref, call_args) -> None:
+    """Time another version's sequential kernel beside today's (interleaved, 5 runs)."""
+    spec = importlib.util.spec_from_file_location("kernels_full_against", path)
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    theirs = other.dsg_full_update(*call_args)
+    scale = float(np.abs(ref[0]).max())
+    print(f"--against {path}: max |coef difference| {np.abs(theirs[0] - ref[0]).max():.3g} "
+          f"(coefficients up to {scale:.3g}); loss {theirs[3]!r} against {ref[3]!r}")
+    times = {"today": ([], []), "against": ([], [])}
+    for _ in range(5):
+        for name, f in (("today", dsg_full_update), ("against", other.dsg_full_update)):
+            t, c = time.perf_counter(), time.process_time()
+            f(*call_args)
+            times[name][0].append(time.perf_counter() - t)
+            times[name][1].append(time.process_time() - c)
+    for name, (walls, cpus) in times.items():
+        print(f"{name}: wall {statistics.median(walls):.3f} s, CPU {statistics.median(cpus):.3f} s"
+              " (medians of 5)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=20_000)
@@ -45,6 +72,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256, help="rows per step (default model: 256)")
     ap.add_argument("--blocks", type=int, default=16,
                     help="blocks of 256 features (default model: 16)")
+    ap.add_argument("--against", default=None,
+                    help="another kernels_full.py whose dsg_full_update to time beside today's")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     n, d, m, r, b = args.rows, 32, args.blocks, 256, args.batch
@@ -68,6 +97,8 @@ def main() -> None:
             dsg_full_update(X, Y, sw, W, ph, coef, avg, 0, steps, params)
             seq.append(time.perf_counter() - t)
         s = statistics.median(seq)
+        if args.against:
+            against(args.against, ref, (X, Y, sw, W, ph, coef, avg, 0, steps, params))
         print(f"sequential kernel: {s:.3f} s ({ns} steps of {b} rows, {m} blocks)")
         print("| threads | kernel s | speed-up | CPU s | bit-identical | two empty launches, us/step |")
         print("|---|---|---|---|---|---|")
