@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shutil
 import statistics
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -46,8 +50,14 @@ def empty_launches(n_steps, m, buf):
 
 def against(path: str, ref, call_args) -> None:
     """Time another version's sequential kernel beside today's (interleaved, 5 runs)."""
-    spec = importlib.util.spec_from_file_location("kernels_full_against", path)
+    # compiled in this process only: a disk cache entry of a module loaded from a path
+    # cannot be reloaded by the next process
+    folder = Path(tempfile.mkdtemp(prefix="kernels_against_"))
+    copy = folder / "kernels_full_against.py"
+    copy.write_text(Path(path).read_text().replace("cache=True", "cache=False"))
+    spec = importlib.util.spec_from_file_location("kernels_full_against", copy)
     other = importlib.util.module_from_spec(spec)
+    sys.modules["kernels_full_against"] = other
     spec.loader.exec_module(other)
     theirs = other.dsg_full_update(*call_args)
     scale = float(np.abs(ref[0]).max())
@@ -63,6 +73,7 @@ def against(path: str, ref, call_args) -> None:
     for name, (walls, cpus) in times.items():
         print(f"{name}: wall {statistics.median(walls):.3f} s, CPU {statistics.median(cpus):.3f} s"
               " (medians of 5)")
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> None:
