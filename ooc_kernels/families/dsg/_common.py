@@ -30,6 +30,7 @@ from ooc_kernels.estimators._constraints import Interval
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.families.dsg._ard import published_bandwidth
 from ooc_kernels.families.dsg._memory import check_fit_memory
+from ooc_kernels.families.dsg._large_data import auto_n_features
 from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, step_sizes
 from ooc_kernels.features.maps import kernel_spec
 
@@ -148,11 +149,15 @@ class DSGModelMixin:
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
         kernel_spec(self.kernel, self.kernel_params)  # kernel_params valid for the kernel
-        check_whole_blocks("n_features", self.n_features, self.block_size,
-                           "the model holds whole feature blocks")
+        if self.n_features != "auto":  # "auto" is whole blocks (_large_data)
+            check_whole_blocks("n_features", self.n_features, self.block_size,
+                               "the model holds whole feature blocks")
         # before any data is read: the least the fit could need (one output, one input
-        # feature, no averaged copy); _initialize checks again with the data's numbers
-        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False)
+        # feature, no averaged copy, "auto"'s fewest features); _initialize checks again
+        # with the data's numbers
+        check_fit_memory(self, n_outputs=1, n_features_in=1, n_samples=0, average=False,
+                         n_features=auto_n_features(0, self.block_size)
+                         if self.n_features == "auto" else None)
 
     def _resolve_dtype(self, data) -> str:
         """``dtype`` resolved: ``"auto"`` is float64 when the data set is one batch (one

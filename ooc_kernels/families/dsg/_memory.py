@@ -62,12 +62,14 @@ def fit_memory(n_features: int, block_size: int, batch_rows: int, n_outputs: int
 
 
 def check_fit_memory(est, *, n_outputs: int, n_features_in: int, n_samples: int,
-                     average: bool, limit: int | None = None) -> None:
+                     average: bool, limit: int | None = None,
+                     n_features: int | None = None) -> None:
     """Refuse, before allocating anything, a fit whose model and step need more than the
     machine's physical memory (``limit``: that, by default).
 
     ``n_outputs``, ``n_features_in``, ``n_samples``: the data's (1, 1 and 0 give the least
-    any data could need, checked before the data is read).
+    any data could need, checked before the data is read).  ``n_features``: the model's
+    features, when not ``est.n_features`` (``"auto"`` resolved for the data).
 
     Raises
     ------
@@ -78,7 +80,8 @@ def check_fit_memory(est, *, n_outputs: int, n_features_in: int, n_samples: int,
     limit = physical_memory() if limit is None else limit
     if limit is None:
         return
-    n_features, block_size = int(est.n_features), int(est.block_size)
+    n_features = int(est.n_features if n_features is None else n_features)
+    block_size = int(est.block_size)
     batch_rows = min(int(est.batch_size), n_samples)
     model, step = fit_memory(n_features, block_size, batch_rows, n_outputs, n_features_in,
                              average)
@@ -88,7 +91,8 @@ def check_fit_memory(est, *, n_outputs: int, n_features_in: int, n_samples: int,
         per_feature = model // n_features
         fits = max(limit - step, 0) // per_feature // block_size * block_size
         fix = (f"lower n_features (at most n_features={fits}, a multiple of "
-               f"block_size={block_size}, fits; the default is 4096)" if fits >= 1 else
+               f"block_size={block_size}, fits; the default is 4096 up to 50,000 rows)"
+               if fits >= 1 else
                f"lower n_features and block_size={block_size}")
         what = (f"n_features={n_features} needs {_size(model)} for the model's "
                 f"coefficients ({n_features} features x {n_outputs} output(s) x 8 bytes, "

@@ -40,6 +40,9 @@ from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SA
                                                    gcv_targets, scales_differ,
                                                    select_bandwidth, select_bandwidth_gcv,
                                                    select_scale_and_alpha)
+from ooc_kernels.families.dsg._large_data import (auto_n_features,
+                                                   large_data_alpha_factor,
+                                                   large_data_multiple)
 from ooc_kernels.families.dsg._loss_params import (EPSILON, LOSS_PARAM_CONSTRAINTS,
                                                     LOSS_PARAMS_DOC, QUANTILE, loss_param)
 from ooc_kernels.families.dsg._memory import check_fit_memory
@@ -102,7 +105,7 @@ _DSG_CONSTRAINTS = {
     "dtype": [StrOptions({"auto", "float32", "float64"})],
     "median_multiplier": [Interval(Real, 0, None, closed="neither")],
     "alpha": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
-    "n_features": [Interval(Integral, 1, None, closed="left")],
+    "n_features": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "block_size": [Interval(Integral, 1, None, closed="left")],
     "batch_size": [Interval(Integral, 1, None, closed="left")],
     "learning_rate": [StrOptions({"optimal", "inverse", "constant"})],
@@ -152,11 +155,15 @@ _PARAMS_DOC = """
         coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``, or
         ``0.1 / n_samples`` when the bandwidth trials (``bandwidth="auto"`` on more than
         1,000 rows) score it more than 0.005 higher (``setup_scores_``).
-    n_features : int, default=4096
+    n_features : int or "auto", default=4096
         How many random features the model may hold (a multiple of ``block_size``).  Each
         step adds a block of ``block_size`` new features (Algorithm 1) until the model holds
         ``n_features``; from then on each step estimates the kernel with all the blocks and
-        updates every coefficient, so the prediction cost stops growing.
+        updates every coefficient, so the prediction cost stops growing.  ``"auto"``: 4096
+        up to 50,000 training rows (with ``partial_fit``, the first call's),
+        ``4096 sqrt(n / 50,000)`` above (whole blocks, at most 16,384; ``n_features_``); with ``bandwidth="auto"`` on more than 50,000 rows it
+        also narrows the trials' width and prefers ``alpha / 10``
+        (:mod:`~ooc_kernels.families.dsg._large_data`, ``docs/defaults.md``, "Many rows").
     block_size : int, default=256
         Random features per block (one block per mini-batch step).
     batch_size : int, default=256
@@ -209,7 +216,14 @@ _STANDARDIZE_AUTO_DOC = _PARAMS_DOC.replace(_BOOL_DOC, """    standardize : bool
         more than 0.005 higher (``setup_scores_``).  ``False``: the raw features.
 """)
 
+#: The classifier's parameters: ``n_features="auto"`` by default.
+_CLASSIFIER_DOC = _STANDARDIZE_AUTO_DOC.replace(
+    '    n_features : int or "auto", default=4096\n',
+    '    n_features : int or "auto", default="auto"\n')
+
 _ATTRIBUTES_DOC = """
+    n_features_ : int
+        The random features the model holds (``n_features`` resolved).
     coef_ : ndarray of shape (n_blocks_used, block_size, n_outputs)
         The coefficients that predict (the averaged iterate with ``average``).
     bandwidth_ : float or ndarray of shape (n_features_in,)
@@ -322,7 +336,19 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             return self.t0 == "auto"
         return self.eta0 == "auto"
 
+    def _publish(self) -> None:
+        super()._publish()
+        self.n_features_ = self._config.n_blocks * self._config.block_size
+
+    def _n_features(self, n_rows: int) -> int:
+        """``n_features`` resolved for ``n_rows`` training rows (``"auto"``:
+        :func:`~ooc_kernels.families.dsg._large_data.auto_n_features`)."""
+        if self.n_features == "auto":
+            return auto_n_features(n_rows, self.block_size)
+        return int(self.n_features)
+
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
+        n_features = self._n_features(data.n_samples)
         n_classes = 0 if classes is None else len(classes)
         target, n_outputs, loss_id = self._target_spec(self.loss, n_classes)
         sampled = self._needs_sample(data)
@@ -344,7 +370,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         base = DSGConfig(
             loss_id=loss_id, target=target, n_outputs=n_outputs,
             n_features_in=data.n_features, block_size=self.block_size,
-            n_blocks=self.n_features // self.block_size, bandwidth=1.0,
+            n_blocks=n_features // self.block_size, bandwidth=1.0,
             feature_seed=derive_seed(self.random_seed_, 1), alpha=0.0,
             batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
             dtype=self._resolve_dtype(data),
@@ -412,12 +438,17 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             bandwidth, scores = select_bandwidth(
                 base, sample, y_sample, w_sample,
                 classes=None if classes is None else np.asarray(classes),
-                make_schedule=schedule, n_features=self.n_features,
+                make_schedule=schedule, n_features=n_features,
                 seed=derive_seed(self.random_seed_, 6))
             self.bandwidth_scores_ = scores
+            per_input = base
             base, seen, bandwidth, alpha_factor, self.setup_scores_ = self._scale_and_alpha(
                 base, seen, sample, y_sample, w_sample, classes, schedule, bandwidth,
-                scores, shape)
+                scores, shape, n_features)
+            if self.n_features == "auto":  # many rows: docs/defaults.md, "Many rows"
+                bandwidth, alpha_factor = self._large_data(
+                    data.n_samples, "per-input" if base is per_input else
+                    "common", scores, bandwidth, alpha_factor)
             if self.progress is not False:
                 logger.info("%s: bandwidth %.6g chosen", type(self).__name__, bandwidth)
         elif mode == "median":
@@ -435,12 +466,25 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                                curvature=self._curvature(loss_name, n_outputs, seen, row_w,
                                                          bandwidth))
         check_fit_memory(self, n_outputs=n_outputs, n_features_in=data.n_features,
-                         n_samples=data.n_samples, average=bool(self._config.average))
+                         n_samples=data.n_samples, average=bool(self._config.average),
+                         n_features=n_features)
         self._state = init_state(self._config)
         self._publish()
 
+    def _large_data(self, n_rows, scaling, scores, bandwidth, alpha_factor):
+        """``(bandwidth, alpha factor)`` after the trials chose ``bandwidth`` (from
+        ``scores``), the ``scaling`` and ``alpha_factor``, with the many-row rules of
+        :mod:`~ooc_kernels.families.dsg._large_data` (``n_features="auto"``)."""
+        best = max(scores.values())
+        multiple = max(m for m, v in scores.items() if v >= best - TIE)
+        narrow = large_data_multiple(scores, multiple, n_rows=n_rows)
+        if isinstance(self.alpha, str):  # alpha="auto"
+            alpha_factor = large_data_alpha_factor(self.setup_scores_, alpha_factor,
+                                                   scaling=scaling, n_rows=n_rows, tie=TIE)
+        return bandwidth * narrow / multiple, alpha_factor
+
     def _scale_and_alpha(self, base, seen, sample, y, w, classes, schedule, bandwidth,
-                         scores, shape):
+                         scores, shape, n_features):
         """After the bandwidth trials, the same trials at the chosen width try one common
         scale for every input (``standardize="auto"``, per-input scales that differ) and
         ``alpha / 10`` (``alpha="auto"``): ``(config, rows as it sees them, bandwidth,
@@ -455,7 +499,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         multiple = max(m for m, v in scores.items() if v >= max(scores.values()) - TIE)
         config, bandwidth, factor, setup = select_scale_and_alpha(
             base, common, sample, y, w, classes=None if classes is None else
-            np.asarray(classes), make_schedule=schedule, n_features=self.n_features,
+            np.asarray(classes), make_schedule=schedule, n_features=n_features,
             seed=derive_seed(self.random_seed_, 6), multiple=multiple,
             best=scores[multiple], alpha_factors=factors)
         return config, _standardized(config, sample), bandwidth, factor, setup
@@ -534,7 +578,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
         classes.  ``"hinge"``: SVM, one-vs-rest for more than two classes (features shared);
         ``"squared_hinge"`` (L2-SVM, ``max(0, 1 - y u)^2 / 2``) likewise.  ``"softmax"``:
         multinomial for any number of classes.  ``predict_proba``: logistic and softmax.
-    """ + _STANDARDIZE_AUTO_DOC + UPDATE_DOC + N_JOBS_DOC + """
+    """ + _CLASSIFIER_DOC + UPDATE_DOC + N_JOBS_DOC + """
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
         ``"balanced"``: ``n_samples / (n_classes * count(label))``, counted in one pass over
@@ -561,7 +605,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
 
     def __init__(self, loss="logistic", *, kernel="rbf", kernel_params=None, bandwidth="auto",
                  median_multiplier=1.0, standardize="auto", dtype="auto", alpha="auto",
-                 n_features=4096, block_size=256, update="new",
+                 n_features="auto", block_size=256, update="new",
                  batch_size=256, learning_rate="optimal", eta0="auto", t0="auto",
                  average="auto", max_iter=1000, tol=1e-3, n_iter_no_change=5,
                  early_stopping=False, validation_fraction=0.1, class_weight=None,
