@@ -43,7 +43,7 @@ FITS = [
 
 
 @pytest.mark.parametrize("Est, params, classify", FITS)
-@pytest.mark.parametrize("scheduler", [None, "sync", "threads"])
+@pytest.mark.parametrize("scheduler", [None, "sync"])   # None: the threaded one
 def test_dspdc_rounds_without_a_graph_give_the_graph_rounds_bit_for_bit(
         monkeypatch, Est, params, classify, scheduler):
     X, y = _lazy(classify=classify)
