@@ -150,22 +150,27 @@ def test_fixed_kernel_matches_its_numpy_twin(batch, spread):
     assert (f < 0.1).any() and (f >= 0.1).any()              # both branches taken
 
 
-def test_fit_equals_the_twins_steps_on_its_own_features():
+@pytest.mark.parametrize("n, d, m, b", [(200, 3, 32, 8), (2048, 16, 256, 64)])
+def test_fit_equals_the_twins_steps_on_its_own_features(n, d, m, b):
+    # (2048, 16, 256, 64): the shape of the benchmark's problem (blobs in 16-D, 256
+    # landmarks, batches of 64)
     rng = np.random.default_rng(6)
-    X = _blobs(200, rng)
-    det = ok.DSGOneClassSVM(nu=0.3, basis="nystroem", n_features=32, block_size=16,
-                            learning_rate="inverse", eta0=2.0, t0=3.0, batch_size=8,
-                            max_iter=2, tol=None, shuffle=False, chunk_size=200,
+    centers = rng.uniform(-3, 3, size=(4, d))               # 4 blobs, the bandwidth wide
+    X = _blobs(n, rng) if d == 3 else centers[rng.integers(0, 4, n)] + 0.7 * rng.normal(
+        size=(n, d))
+    det = ok.DSGOneClassSVM(nu=0.3, basis="nystroem", n_features=m, block_size=16,
+                            learning_rate="inverse", eta0=2.0, t0=3.0, batch_size=b,
+                            max_iter=2, tol=None, shuffle=False, chunk_size=n,
                             offset="paper", dtype="float64", **FAST).fit(X)
     basis, cfg = det._basis, det._config
     Z = fixed_features(basis, cfg, X)                        # z(x) = C^T k(x, L)
-    coef, tau = np.zeros(basis.n_components), 0.0
+    coef, tau, steps = np.zeros(basis.n_components), 0.0, n // b
     for epoch in range(2):                                   # SGD on z, written out
-        for s in range(25):
-            gamma = 2.0 / (epoch * 25 + s + 1.0 + 3.0)          # 1-based global steps
-            Zb = Z[8 * s:8 * s + 8]
+        for s in range(steps):
+            gamma = 2.0 / (epoch * steps + s + 1.0 + 3.0)       # 1-based global steps
+            Zb = Z[b * s:b * s + b]
             out = (Zb @ coef < tau).astype(float)
-            coef = coef * (1 - gamma * 0.3) + gamma / 8 * (out @ Zb)
+            coef = coef * (1 - gamma * 0.3) + gamma / b * (out @ Zb)
             tau -= gamma * (out.mean() - 0.3)
     np.testing.assert_allclose(det.coef_.reshape(-1)[:basis.n_components], coef,
                                rtol=1e-8, atol=1e-10)

@@ -279,8 +279,7 @@ def one_class_fixed_update(K, sw, coef, tau, gammas, params, C):
     basis): ``coef <- coef (1 - gamma alpha) + (gamma / nb) sum_i sw_i o_i z(x_i)``, and
     ``tau <- tau - gamma (sum_i sw_i o_i / nb - nu)``, with ``o_i = 1`` if ``f(x_i) < tau``
     else 0.  The features of the rows are never formed: a step computes ``beta = C coef``,
-    ``f = K_B beta`` and ``C^T (K_B^T g)``, ``O(nb m + m r)`` (``C`` is applied to the
-    coefficients, not ``C C^T``, whose condition number squares ``C``'s).
+    ``f = K_B beta`` and ``C^T (K_B^T g)``, ``O(nb m + m r)``.
 
     Parameters
     ----------
