@@ -45,7 +45,10 @@ def chunk_moments(rows, weights, V=None):
     if W <= 0:
         k = rows.shape[1]
         return 0.0, np.zeros(k), np.zeros((k, k) if V is not None else k)
-    mean = w @ rows / W
+    # about the first row (the shifted-data algorithm): a constant column has the mean of
+    # its value exactly and no spread, which a weighted sum of the values would round
+    first = rows[0]
+    mean = first + w @ (rows - first) / W
     centred = rows - mean
     if V is not None:
         return W, mean, (w[:, None] * centred).T @ centred
@@ -89,7 +92,7 @@ def standardization(moments, center: bool, V=None) -> dict:
         shift = np.zeros_like(mean_a)
         var = var + mean_a ** 2
     scale = np.sqrt(var)
-    tiny = np.finfo(float).eps * np.maximum(np.abs(mean_a), 1.0)
+    tiny = np.finfo(float).eps * np.abs(mean_a)   # relative: small units keep their scale
     scale[~(scale > tiny)] = 1.0   # constant columns: left as they are
     return {"x_shift": tuple(float(v) for v in shift),
             "x_scale": tuple(float(v) for v in scale)}

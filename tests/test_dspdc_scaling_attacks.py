@@ -1,0 +1,130 @@
+"""Attacks on DSPDC's standardization: the streaming column moments and the one-pass rows
+(``families/dspdc/_scaling.py``, ``kernels_scaling.py``) against NumPy's two-pass
+``mean``/``std`` on constant columns, huge and tiny scales, and rows with NaN refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ooc_kernels as ok
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc._scaling import chunk_moments, combine_moments, standardization
+from ooc_kernels.families.dspdc.kernels_scaling import standardize_rows, standardize_rows_ref
+
+FAST = dict(scheduler="sync", progress=False, max_iter=3, tol=None, random_state=0)
+
+
+def _columns(n=301, seed=0):
+    """Columns with a constant, a huge and a tiny scale, a large mean against its spread,
+    and an ordinary one."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 5))
+    return np.column_stack([np.full(n, 7.25), z[:, 1] * 1e150, z[:, 2] * 1e-150,
+                            1e8 + z[:, 3], z[:, 4]])
+
+
+@pytest.mark.parametrize("splits", [[301], [1, 300], [100, 100, 101], [7] * 43])
+@pytest.mark.parametrize("center", [True, False])
+def test_streaming_moments_give_numpys_two_pass_mean_and_std(splits, center):
+    X = _columns()
+    parts, start = [], 0
+    for size in splits:
+        parts.append(chunk_moments(X[start:start + size], None))
+        start += size
+    got = standardization(combine_moments(*parts), center=center)
+    mean = X.mean(axis=0)
+    std = X.std(axis=0) if center else np.sqrt((X ** 2).mean(axis=0))
+    std[0] = 1.0 if center else std[0]          # a constant column keeps the scale 1 centred
+    np.testing.assert_allclose(got["x_shift"], mean if center else 0.0, rtol=1e-12)
+    np.testing.assert_allclose(got["x_scale"], std, rtol=1e-9)
+
+
+def test_weighted_moments_are_numpys_weighted_mean_and_std():
+    X = _columns(120, seed=1)
+    w = np.random.default_rng(2).uniform(0.0, 3.0, size=len(X))
+    got = standardization(combine_moments(chunk_moments(X[:50], w[:50]),
+                                          chunk_moments(X[50:], w[50:])), center=True)
+    mean = np.average(X, axis=0, weights=w)
+    std = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=w))
+    std[0] = 1.0
+    np.testing.assert_allclose(got["x_shift"], mean, rtol=1e-12)
+    np.testing.assert_allclose(got["x_scale"], std, rtol=1e-9)
+
+
+def test_a_constant_column_standardizes_to_zero_not_nan():
+    X = _columns()
+    cfg = standardization(combine_moments(chunk_moments(X, None)), center=True)
+    assert cfg["x_scale"][0] == 1.0
+    rows = standardize_rows(np.ascontiguousarray(X), np.asarray(cfg["x_shift"]),
+                            np.asarray(cfg["x_scale"]), 1.0)
+    assert np.isfinite(rows).all()
+    np.testing.assert_array_equal(rows[:, 0], 0.0)
+    # the others have mean 0 and standard deviation 1 on the rows the solver sees
+    np.testing.assert_allclose(rows[:, 1:5].mean(axis=0), 0.0, atol=1e-7)
+    np.testing.assert_allclose(rows[:, 1:5].std(axis=0), 1.0, rtol=1e-9)
+    np.testing.assert_array_equal(rows[:, 5], 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_pass_rows_on_extreme_scales_equal_numpys_bit_for_bit(dtype):
+    X = _columns().astype(dtype) if dtype == np.float64 else \
+        np.column_stack([np.full(301, 7.25), np.random.default_rng(3).normal(size=(301, 2))
+                         * [1e30, 1e-30]]).astype(dtype)
+    shift = np.asarray(X, dtype=np.float64).mean(axis=0)
+    scale = np.asarray(X, dtype=np.float64).std(axis=0)
+    scale[scale == 0] = 1.0
+    for intercept in (0.0, 1.0):
+        got = standardize_rows(X, shift, scale, intercept)
+        np.testing.assert_array_equal(got, standardize_rows_ref(X, shift, scale, intercept))
+        assert np.isfinite(got).all()
+
+
+def test_a_fit_on_huge_and_tiny_columns_is_the_fit_on_rescaled_columns():
+    """Standardization makes the model independent of the columns' units: scaling a column
+    by 1e150 divides its coefficient by 1e150 and leaves the predictions."""
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(200, 3))
+    y = Z @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=200)
+    units = np.array([1e150, 1e-150, 1.0])
+    a = ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(Z, y)
+    b = ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(Z * units, y)
+    np.testing.assert_allclose(b.coef_ * units, a.coef_, rtol=1e-9)
+    np.testing.assert_allclose(b.predict(Z * units), a.predict(Z), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_rows_with_nan_or_inf_are_refused(bad):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0].copy()
+    X[17, 1] = bad
+    with pytest.raises(ValidationError, match=r"(?i)(nan|infinit|finite)"):
+        ok.DSPDCRegressor(**FAST).fit(X, y)
+
+
+@pytest.mark.parametrize("value", [7.1, 0.1, 123456.789, -1 / 3])
+def test_a_constant_column_under_weights_and_many_chunks_has_no_spread(value):
+    """A constant whose weighted mean rounds (7.1 times random weights, over many chunks)
+    is still a constant column: scale 1, not its rounding error."""
+    rng = np.random.default_rng(6)
+    X = np.full((20000, 1), value)
+    w = rng.uniform(0.0, 3.0, size=len(X))
+    parts = [chunk_moments(X[a:a + 10], w[a:a + 10]) for a in range(0, len(X), 10)]
+    W, mean, m2 = combine_moments(*parts)
+    assert mean[0] == value and m2[0] == 0.0
+    assert standardization((W, mean, m2), center=True)["x_scale"] == (1.0,)
+
+
+def test_a_weighted_fit_with_a_constant_column_is_the_fit_without_it():
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(2000, 2))
+    y = Z @ [1.0, 2.0] + 0.1 * rng.normal(size=len(Z))
+    w = rng.uniform(0.0, 3.0, size=len(Z))
+    kw = dict(alpha=1e-3, chunk_size=20, **FAST)
+    with_const = ok.DSPDCRegressor(**kw).fit(np.column_stack([Z, np.full(len(Z), 7.1)]), y,
+                                             sample_weight=w)
+    without = ok.DSPDCRegressor(**kw).fit(Z, y, sample_weight=w)
+    assert with_const.coef_[2] == 0.0
+    np.testing.assert_allclose(with_const.coef_[:2], without.coef_, rtol=1e-12)
+    np.testing.assert_allclose(with_const.intercept_, without.intercept_, rtol=1e-12)
