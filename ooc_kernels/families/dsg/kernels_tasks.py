@@ -38,7 +38,8 @@ from ooc_kernels._jit.coupled import SQRT
 from ooc_kernels._jit.losses import loss_grad_value
 from ooc_kernels._jit.rff import COS_AFFINE, COS_WIDE, RELU, RELU_SQUARED, STEP, features_inplace
 
-__all__ = ["STEP_TASKS", "full_buffers", "full_tile_width", "step_gradient", "step_task"]
+__all__ = ["STEP_TASKS", "full_buffers", "full_tile_width", "step_gradient", "step_task",
+           "tile_block"]
 
 #: Tasks a full-phase step is cut into at least (when the blocks' columns can be split and
 #: hold at least 32 columns a tile): enough for 16 threads to get 4 each.
@@ -83,9 +84,10 @@ def full_buffers(X, W, C, batch_size, max_buffer_bytes, kind):
     Returns ``(tiles, bufs)``: ``tiles = (nf, w, keep)`` (tiles per block, their width,
     whether every task's features are kept between its partial prediction and its update:
     when ``m min(b, n) r`` features fit in ``max_buffer_bytes``; else a task recomputes
-    them); ``bufs = (Wt, Zt, P, D, F, G)``: the tiles of ``W``, each contiguous (empty when
-    ``nf = 1``: the blocks of ``W`` are used), the kept features, the partial predictions,
-    the products ``Z_t^T G``, the prediction and the gradient of a step.
+    them); ``bufs = (Wt, Zt, P, D, F, G)``: the tiles of ``W``, each contiguous (filled by
+    :func:`tile_block`; empty when ``nf = 1``, where the blocks of ``W`` are used), the kept
+    features, the partial predictions, the products ``Z_t^T G``, the prediction and the
+    gradient of a step.
     """
     n, d = X.shape
     m = W.shape[0]
@@ -94,22 +96,29 @@ def full_buffers(X, W, C, batch_size, max_buffer_bytes, kind):
     nf = 1 if w == 0 else (r + w - 1) // w
     nbmax = min(batch_size, n)
     keep = m * nbmax * r * X.itemsize <= max_buffer_bytes
-    Wt = np.empty(m * d * r if nf > 1 else 0, dtype=X.dtype)
-    if nf > 1:
-        for j in range(m):
-            for f in range(nf):
-                c0 = f * w
-                c1 = min(c0 + w, r)
-                base = j * d * r + c0 * d
-                for k in range(d):
-                    for q in range(c1 - c0):
-                        Wt[base + k * (c1 - c0) + q] = W[j, k, c0 + q]
+    Wt = np.empty(m * d * r if nf > 1 else 0, dtype=X.dtype)  # filled by tile_block
     Zt = np.empty(m * nbmax * r if keep else 0, dtype=X.dtype)
     P = np.empty((m * nf, nbmax, C), dtype=X.dtype)
     D = np.empty((m * nf, w, C), dtype=X.dtype)
     F = np.empty((nbmax, C), dtype=X.dtype)
     G = np.empty((nbmax, C), dtype=X.dtype)
     return (nf, w, keep), (Wt, Zt, P, D, F, G)
+
+
+@njit(cache=True, nogil=True)
+def tile_block(W, Wt, j, nf, w):
+    """Copy block ``j`` of ``W`` (m, d, r) into its ``nf`` column tiles of ``Wt`` (the
+    buffer of :func:`full_buffers`, used when ``nf > 1``), each tile ``(d, c1 - c0)``
+    contiguous."""
+    d = W.shape[1]
+    r = W.shape[2]
+    for f in range(nf):
+        c0 = f * w
+        c1 = min(c0 + w, r)
+        base = j * d * r + c0 * d
+        for k in range(d):
+            for q in range(c1 - c0):
+                Wt[base + k * (c1 - c0) + q] = W[j, k, c0 + q]
 
 
 @njit(cache=True, nogil=True)

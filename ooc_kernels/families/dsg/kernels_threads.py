@@ -43,7 +43,8 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import _tile_rows, add_tile_predictions, dsg_predict
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    dsg_full_update)
-from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
+from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient, step_task,
+                                                    tile_block)
 from ooc_kernels._threads import current_threads, launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict"]
@@ -74,6 +75,9 @@ def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     low = out.astype(X.dtype)
     tiles, bufs = full_buffers(X, W, C, b, max_buffer_bytes, kind)
     n_tasks = m * tiles[0]
+    if tiles[0] > 1:
+        for j in prange(m):
+            tile_block(W, bufs[0], j, tiles[0], tiles[1])
     model = (out, low, mean)
     prev = (1.0, 0.0, 0.0)
     for s in range(n_steps + 1):  # pass s: step s - 1's updates, step s's features
