@@ -78,17 +78,22 @@ def _counting(monkeypatch):
 
 
 @pytest.mark.parametrize("informative, taken", [(5, True), (10, False)])
-def test_auto_switches_off_planted_noise_inputs_at_a_bounded_cost(monkeypatch, informative,
-                                                                  taken):
-    """Inputs 5-9 carry nothing (``informative=5``): per-input widths, the noise ones wide;
-    every input carries the label (``informative=10``): one width.  Either way the choice
-    costs a bounded number of criterion evaluations."""
+def test_auto_switches_off_planted_noise_inputs_at_a_bounded_cost(monkeypatch, tmp_path,
+                                                                  informative, taken):
+    """Inputs 5-9 carry nothing (``informative=5``): per-input widths, the noise ones wide,
+    saved with the model; every input carries the label (``informative=10``): one width.
+    Either way the choice costs a bounded number of criterion evaluations."""
     calls = _counting(monkeypatch)
     X, y = _binary(800, 0, informative=informative)
-    widths = np.asarray(ok.DSGClassifier(**SMALL).fit(X, y).bandwidth_)
+    clf = ok.DSGClassifier(**SMALL).fit(X, y)
+    widths = np.asarray(clf.bandwidth_)
     if taken:
         assert widths.shape == (10,)
         assert widths[5:].min() > SWITCHED_OFF * widths[:5].max(), widths
+        clf.save(tmp_path / "m.zarr")
+        loaded = ok.load(tmp_path / "m.zarr")
+        np.testing.assert_array_equal(loaded.bandwidth_, widths)
+        np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
     else:
         assert widths.ndim == 0, widths
     # the quick search: its isotropic grid (4 widths x 3 ridges), at most AUTO_ARD_STEPS
