@@ -67,7 +67,8 @@ def test_fit_replays_the_papers_updates(chunk_size):
     det = ok.DSGOneClassSVM(nu=nu, bandwidth=1.1, learning_rate="inverse", eta0=eta0, t0=t0,
                             standardize=False, dtype="float64", n_features=128, block_size=1,
                             batch_size=1, max_iter=epochs, tol=None, shuffle=False,
-                            chunk_size=chunk_size, offset="paper", **FAST).fit(X)
+                            chunk_size=chunk_size, offset="paper", basis="random",
+                            **FAST).fit(X)
     alphas, tau = paper_one_class(X, seed=det.feature_seed_, bandwidth=1.1,
                                   n_steps=epochs * len(X), eta0=eta0, t0=t0, nu=nu)
     assert (alphas != 0).sum() >= 5 and (alphas == 0).sum() >= 5   # both branches taken
@@ -185,7 +186,8 @@ def test_scores_do_not_depend_on_the_chunking():
     # it is predicted in
     rng = np.random.default_rng(10)
     X = _mixture(2000, rng)
-    det = ok.DSGOneClassSVM(nu=0.2, max_iter=1, tol=None, chunk_size=500, **FAST).fit(X)
+    det = ok.DSGOneClassSVM(nu=0.2, max_iter=1, tol=None, chunk_size=500, basis="random",
+                            **FAST).fit(X)
     assert det.dtype_ == "float32"
     Xt = rng.normal(size=(999, 2)) * 3
     whole = det.score_samples(Xt)
@@ -228,7 +230,7 @@ def test_lazy_and_zarr_input_equal_in_memory(tmp_path):
     rng = np.random.default_rng(5)
     X = _mixture(900, rng).astype(np.float32)
     kw = dict(nu=0.2, n_features=512, block_size=64, batch_size=64, max_iter=3, tol=None,
-              chunk_size=200, **FAST)
+              chunk_size=200, basis="random", **FAST)
     ref = ok.DSGOneClassSVM(**kw).fit(X)
     lazy = ok.DSGOneClassSVM(**kw).fit(da.from_array(X, chunks=(200, 2)))
     path = write_chunks(tmp_path / "oc.zarr",
@@ -335,4 +337,4 @@ def test_too_many_stacked_features_are_refused(monkeypatch):
     monkeypatch.setattr(cache.default_cache(), "max_bytes", 2**20)
     X = np.random.default_rng(0).normal(size=(50, 40))
     with pytest.raises(ValidationError, match=r"n_features=8192 .* lower n_features"):
-        ok.DSGOneClassSVM(n_features=8192, **FAST).fit(X)
+        ok.DSGOneClassSVM(n_features=8192, basis="random", **FAST).fit(X)

@@ -207,8 +207,8 @@ def test_save_and_load_keep_the_basis(tmp_path):
     np.testing.assert_array_equal(back.landmarks_, det.landmarks_)
     np.testing.assert_array_equal(back.decision_function(X), det.decision_function(X))
     assert back.offset_ == det.offset_
-    plain = ok.DSGOneClassSVM(nu=0.2, n_features=64, block_size=32, max_iter=1,
-                              tol=None, **FAST).fit(X)
+    plain = ok.DSGOneClassSVM(nu=0.2, basis="random", n_features=64, block_size=32,
+                              max_iter=1, tol=None, **FAST).fit(X)
     plain.save(tmp_path / "plain")
     assert ok.load(tmp_path / "plain").landmarks_ is None      # a model without a basis
 
@@ -249,7 +249,7 @@ def test_restoring_a_basis_that_disagrees_with_the_model_is_refused():
     with pytest.raises(ModelFormatError, match=r"the metadata says 31"):
         other._restore_fitted(arrays, {**meta, "basis": {**meta["basis"],
                                                          "n_components": 31}}, "m")
-    random = ok.DSGOneClassSVM(nu=0.2, n_features=32, block_size=32)
+    random = ok.DSGOneClassSVM(nu=0.2, basis="random", n_features=32, block_size=32)
     random.n_features_in_ = 3
     with pytest.raises(ModelFormatError, match=r"has basis='random' but landmarks"):
         random._restore_fitted(arrays, meta, "m")

@@ -80,8 +80,8 @@ def test_landmarks_of_another_shape_or_dtype_fail_their_checksum(fitted, tmp_pat
 def test_a_model_saved_before_the_basis_existed_loads_with_random_features(tmp_path):
     """A model written before ``basis`` had no such parameter and no basis metadata."""
     X = np.random.default_rng(1).normal(size=(200, 3))
-    det = ok.DSGOneClassSVM(nu=0.2, n_features=64, block_size=32, max_iter=1, tol=None,
-                            **FAST).fit(X)
+    det = ok.DSGOneClassSVM(nu=0.2, basis="random", n_features=64, block_size=32,
+                            max_iter=1, tol=None, **FAST).fit(X)
     det.save(tmp_path / "old")
     meta = zarr.open_group(str(tmp_path / "old"), mode="r").attrs[KEY]
     assert "basis" not in meta["fitted"] and meta["params"]["basis"] == "random"

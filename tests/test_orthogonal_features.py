@@ -136,6 +136,6 @@ def test_a_model_with_orthogonal_features_is_saved_and_loaded(tmp_path):
     assert back.kernel == "rbf_orthogonal"
     np.testing.assert_array_equal(back.decision_function(X), det.decision_function(X))
     # the i.i.d. model of the same seed is another model
-    iid = ok.DSGOneClassSVM(kernel="rbf", n_features=256, max_iter=2, random_state=0,
-                            scheduler="sync", progress=False).fit(X)
+    iid = ok.DSGOneClassSVM(kernel="rbf", basis="random", n_features=256, max_iter=2,
+                            random_state=0, scheduler="sync", progress=False).fit(X)
     assert not np.allclose(iid.decision_function(X), det.decision_function(X))

@@ -63,13 +63,15 @@ def fit_memory(n_features: int, block_size: int, batch_rows: int, n_outputs: int
 
 def check_fit_memory(est, *, n_outputs: int, n_features_in: int, n_samples: int,
                      average: bool, limit: int | None = None,
-                     n_features: int | None = None) -> None:
+                     n_features: int | None = None, batch_size: int | None = None) -> None:
     """Refuse, before allocating anything, a fit whose model and step need more than the
     machine's physical memory (``limit``: that, by default).
 
     ``n_outputs``, ``n_features_in``, ``n_samples``: the data's (1, 1 and 0 give the least
     any data could need, checked before the data is read).  ``n_features``: the model's
-    features, when not ``est.n_features`` (``"auto"`` resolved for the data).
+    features, when not ``est.n_features`` (``"auto"`` resolved for the data);
+    ``batch_size``: its batch, when not ``est.batch_size`` (with ``n_samples=0`` no row is
+    held, and an unresolved ``"auto"`` is not read).
 
     Raises
     ------
@@ -82,7 +84,8 @@ def check_fit_memory(est, *, n_outputs: int, n_features_in: int, n_samples: int,
         return
     n_features = int(est.n_features if n_features is None else n_features)
     block_size = int(est.block_size)
-    batch_rows = min(int(est.batch_size), n_samples)
+    batch_size = est.batch_size if batch_size is None else batch_size
+    batch_rows = min(int(batch_size), n_samples) if n_samples else 0
     model, step = fit_memory(n_features, block_size, batch_rows, n_outputs, n_features_in,
                              average)
     if model + step <= limit:
@@ -99,7 +102,7 @@ def check_fit_memory(est, *, n_outputs: int, n_features_in: int, n_samples: int,
                 f"held {model // (8 * n_features * n_outputs)} times during a fit)")
     else:
         fix = "lower batch_size and block_size (the defaults are 256 each)"
-        what = (f"batch_size={est.batch_size} with block_size={block_size} needs "
+        what = (f"batch_size={batch_size} with block_size={block_size} needs "
                 f"{_size(step)} for one step's feature block ({batch_rows} rows x "
                 f"{block_size} features x 8 bytes, and the block's random weights)")
     raise ModelTooLargeError(

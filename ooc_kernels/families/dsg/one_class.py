@@ -45,6 +45,9 @@ from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
 from ooc_kernels.families.dsg.one_class_basis import (check_basis, draw_nystroem_basis,
                                                       restore_basis, saved_basis)
+from ooc_kernels.families.dsg.one_class_defaults import (MIN_STEPS_BEFORE_TOL, resolve_basis,
+                                                         resolve_batch_size,
+                                                         resolve_n_features)
 from ooc_kernels.families.dsg.estimators import _DSG_CONSTRAINTS, _DSGEstimator
 from ooc_kernels.families.dsg.one_class_solver import (OneClassAlgorithm, OneClassState,
                                                        fixed_scores, init_one_class_state,
@@ -72,8 +75,9 @@ _CONSTRAINTS = {k: v for k, v in _DSG_CONSTRAINTS.items()
 _CONSTRAINTS.update({
     "nu": [Interval(Real, 0, 1, closed="right")],
     "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
-    "n_features": [Interval(Integral, 1, None, closed="left")],
-    "basis": [StrOptions({"random", "nystroem"})],
+    "n_features": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "basis": [StrOptions({"auto", "random", "nystroem"})],
+    "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "offset": [StrOptions({"quantile", "paper"})],
 })
 #: Most training rows scored to place the ``nu``-quantile offset (all of them below this;
@@ -82,15 +86,6 @@ _CONSTRAINTS.update({
 #: The pass costs what scoring that many rows costs: at 100,000 rows it was 38% of a
 #: one-pass fit on 140,000 rows in 16-D.
 _QUANTILE_ROWS = 25_000
-
-
-#: Steps a fit takes before ``tol`` may end it.  The model after ``T`` steps is the mean of
-#: their gradients, the first ones (``tau`` still far from the ``nu``-quantile) included, so
-#: the ranking needs a few hundred steps whatever the number of rows: on 90 rows of digits
-#: (two batches of 64 an epoch) the rule ended fits after 6 steps at ROC AUC 0.937, where
-#: 200 steps reach 0.972 (docs/machines/one_class.md, *A small data set*).  On 140,000 rows
-#: an epoch has 2,188 steps, so the rule is unchanged there.
-MIN_STEPS_BEFORE_TOL = 200
 
 
 @dataclass
@@ -220,13 +215,14 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     dtype : {"auto", "float32", "float64"}, default="auto"
         Precision of the random features (the coefficients are float64 either way);
         ``"auto"``: float64 when the data set is one batch, float32 otherwise.
-    n_features : int, default=4096
-        Random features the model may hold (a multiple of ``block_size``).  Each task holds
-        the parameters of every block stacked, ``n_features * (n_features_in + 1)`` values,
-        which must fit in half the feature-cache budget
-        (``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB).  With ``basis="nystroem"``:
-        the number of landmarks (all the rows of a smaller data set).
-    basis : {"random", "nystroem"}, default="random"
+    n_features : int or "auto", default="auto"
+        Random features the model may hold (a multiple of ``block_size``), or with
+        ``basis="nystroem"`` the number of landmarks (all the rows of a smaller data set).
+        ``"auto"``: 256 landmarks on the Nystrom basis, 4,096 random features (rounded down
+        to whole blocks) on the random one.  Each task holds the parameters of every block
+        stacked, ``n_features * (n_features_in + 1)`` values, which must fit in half the
+        feature-cache budget (``OOC_KERNELS_FEATURE_CACHE_MB``, default 256 MiB).
+    basis : {"auto", "random", "nystroem"}, default="auto"
         ``"random"``: random features regenerated from seeds, one block opened per step
         while the model grows (any ``kernel``).  ``"nystroem"``: a basis built from the
         data (``kernel="rbf"`` only): ``n_features`` landmarks drawn uniformly among all the
@@ -237,16 +233,23 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         the model (``landmarks_``).  A row costs ``O(n_features n_features_in)`` (its
         kernel values) and a step ``O(batch_size n_features + n_features^2)``, so far
         fewer landmarks than random features are used (256 against 4,096:
-        docs/machines/one_class.md, *Feature basis*).
+        docs/machines/one_class.md, *Feature basis*).  ``"auto"``: ``"nystroem"`` for
+        ``kernel="rbf"`` without ``kernel_params``, ``"random"`` for other kernels; with
+        the other defaults it ranks novelties as well as scikit-learn's ``Nystroem(256)``
+        + ``SGDOneClassSVM`` in less CPU time (docs/defaults.md, *One-class SVM*).
     block_size : int, default=256
         Random features per block (one block per mini-batch step while the model grows).
-    batch_size : int, default=64
-        Rows per step.  64, not the supervised machines' 256: with steps of ``1 / (nu
-        (t + t0))`` the model is the plain mean of its steps' gradients, the first ones
-        (taken while ``tau`` is still far from the ``nu``-quantile) included, so a pass
-        needs a few hundred steps; on 20,000 rows in 16-D one pass ranks outliers with ROC
-        AUC 0.738 against 0.733 for batches of 256, at the same CPU time (see
-        docs/machines/one_class.md).
+    batch_size : int or "auto", default="auto"
+        Rows per step.  ``"auto"``: ``n_rows // 200`` rows, at least 4 and at most 64
+        (64 from 12,800 training rows on).  At most 64, not the supervised machines' 256:
+        with steps of ``1 / (nu (t + t0))`` the model is the plain mean of its steps'
+        gradients, the first ones (taken while ``tau`` is still far from the
+        ``nu``-quantile) included, so a fit needs a few hundred steps (``tol`` ends none
+        before 200); on 20,000 rows in 16-D one pass ranks outliers with ROC AUC 0.738
+        against 0.733 for batches of 256, at the same CPU time (see
+        docs/machines/one_class.md).  Fewer rows than 12,800 take smaller batches, so
+        that those 200 steps are about one pass rather than several
+        (:mod:`~ooc_kernels.families.dsg.one_class_defaults`).
     learning_rate : {"optimal", "inverse", "constant"}, default="optimal"
         ``"optimal"``: ``gamma_t = theta / (t + t0)`` with ``theta = 1 / nu`` (``theta nu =
         1``) and ``t0`` such that the first step is ``eta0``; ``"inverse"``: ``eta0 / (t +
@@ -322,9 +325,9 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     loss = "hinge"
 
     def __init__(self, nu=0.5, *, kernel="rbf", kernel_params=None, bandwidth="median", median_multiplier=0.5,
-                 standardize=True, dtype="auto", n_features=4096, basis="random",
+                 standardize=True, dtype="auto", n_features="auto", basis="auto",
                  block_size=256,
-                 batch_size=64, learning_rate="optimal", eta0="auto", t0="auto",
+                 batch_size="auto", learning_rate="optimal", eta0="auto", t0="auto",
                  offset="quantile", max_iter=1000, tol=1e-3, n_iter_no_change=2,
                  warm_start=False, verbose=0,
                  chunks_per_round="auto", chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
@@ -363,6 +366,21 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         super()._check_params()
         check_basis(self)
 
+    def _resolved(self, n_rows: int) -> tuple[str, int, int]:
+        """``(basis, n_features, batch_size)`` with ``"auto"`` resolved for the kernel and
+        ``n_rows`` training rows (:mod:`~ooc_kernels.families.dsg.one_class_defaults`)."""
+        basis = resolve_basis(self.basis, self.kernel, self.kernel_params)
+        return (basis, resolve_n_features(self.n_features, basis, self.block_size),
+                resolve_batch_size(self.batch_size, n_rows))
+
+    def _resolve_dtype(self, data) -> str:
+        """``dtype`` resolved: ``"auto"`` is float64 when the data set is one batch (one
+        chunk of at most the resolved ``batch_size`` rows), float32 otherwise."""
+        if self.dtype != "auto":
+            return self.dtype
+        batch = self._resolved(data.n_samples)[2]
+        return "float64" if data.n_chunks == 1 and data.n_samples <= batch else "float32"
+
     def _target_spec(self, loss, n_classes):
         return "novelty", 1, _LOSS_ID
 
@@ -381,6 +399,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         return (sample, w) if keep is None else (sample[keep], w[keep])
 
     def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
+        basis, n_features, batch_size = self._resolved(data.n_samples)
         sampled = self._needs_sample(data)
         if sampled:
             sample, w = self._sample(data, sched)
@@ -393,9 +412,9 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         base = DSGConfig(
             loss_id=_LOSS_ID, target="novelty", n_outputs=1,
             n_features_in=data.n_features, block_size=self.block_size,
-            n_blocks=self.n_features // self.block_size, bandwidth=1.0,
+            n_blocks=n_features // self.block_size, bandwidth=1.0,
             feature_seed=derive_seed(self.random_seed_, 1), alpha=nu,
-            batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
+            batch_size=batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
             dtype=self._resolve_dtype(data), shuffle=bool(self.shuffle),
             on_invalid=self.on_invalid, weight_scale=1.0 / mean_w,
             feature_budget=default_cache().max_bytes, kernel=kernel_spec(self.kernel, self.kernel_params),
@@ -411,20 +430,20 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             bandwidth = float(self.bandwidth)
         eigenvalue = growth_step_eigenvalue(
             seen, w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
-            block_size=self.block_size, batch_size=self.batch_size,
+            block_size=self.block_size, batch_size=batch_size,
             seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
         plan = resolve_schedule(learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                                 alpha=nu, average=False, loss="hinge", eigenvalue=eigenvalue,
-                                batch_size=self.batch_size,
+                                batch_size=batch_size,
                                 n_samples=data.n_samples * mean_w,
                                 owner=type(self).__name__)
         self._config = replace(base, bandwidth=bandwidth, learning_rate=plan.learning_rate,
                                eta0=plan.eta0, t0=plan.t0,
                                curvature=self._curvature("hinge", 1, seen, w, bandwidth))
         self._basis = None
-        if self.basis == "nystroem":
+        if basis == "nystroem":
             self._basis = draw_nystroem_basis(
-                data["X"], self.n_features, seed=derive_seed(self.random_seed_, 13),
+                data["X"], n_features, seed=derive_seed(self.random_seed_, 13),
                 scheduler=sched, on_invalid=self.on_invalid, affine=_affine(base),
                 bandwidth=bandwidth)
             self._config = replace(self._config, n_blocks=-(
@@ -434,12 +453,13 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             per_block = need // self._config.n_blocks
             fits = max(1, budget // 2 // per_block) * self.block_size
             raise ValidationError(
-                f"n_features={self.n_features} with {data.n_features} input features needs "
+                f"n_features={n_features} with {data.n_features} input features needs "
                 f"{need / 2**20:.1f} MiB of stacked feature parameters per task, more than "
                 f"half the feature-cache budget ({budget / 2**20:.0f} MiB); lower n_features "
                 f"(at most {fits} fits) or raise OOC_KERNELS_FEATURE_CACHE_MB.")
         check_fit_memory(self, n_outputs=1, n_features_in=data.n_features,
-                         n_samples=data.n_samples, average=False)
+                         n_samples=data.n_samples, average=False, n_features=n_features,
+                         batch_size=batch_size)
         self._state = init_one_class_state(self._config)
         self._publish()
 
@@ -554,7 +574,11 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
                     "model or restore it from a backup.")
         super()._restore_fitted(arrays, {**meta, "state": state}, where)
         self._basis = restore_basis(arrays, meta.get("basis"), self._config, where)
-        if (self._basis is not None) != (self.basis == "nystroem"):
+        basis = resolve_basis(self.basis, self.kernel, self.kernel_params)
+        if self._basis is None and self.basis == "auto" and basis == "nystroem":
+            # a model saved before ``basis`` existed (no such parameter): random features
+            self.basis = basis = "random"
+        if (self._basis is not None) != (basis == "nystroem"):
             raise ModelFormatError(
                 f"{where}: the model has basis={self.basis!r} but "
                 f"{'landmarks' if self._basis is not None else 'no landmarks'}; re-save the "

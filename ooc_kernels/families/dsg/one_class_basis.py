@@ -40,7 +40,7 @@ from ooc_kernels.parallel.sampling import sample_dictionary
 __all__ = ["BASES", "check_basis", "draw_nystroem_basis", "restore_basis", "saved_basis"]
 
 #: The values of ``DSGOneClassSVM(basis=...)``.
-BASES = ("random", "nystroem")
+BASES = ("auto", "random", "nystroem")
 
 
 def check_basis(estimator) -> None:
@@ -57,7 +57,7 @@ def check_basis(estimator) -> None:
         raise ValidationError(
             f"basis must be one of {list(BASES)}, got {basis!r}; 'random' for random "
             "features regenerated from seeds, 'nystroem' for a basis built from n_features "
-            "training rows.")
+            "training rows, 'auto' for 'nystroem' with kernel='rbf' and 'random' otherwise.")
     if basis == "nystroem" and kernel_spec(estimator.kernel,
                                            estimator.kernel_params) != "rbf":
         raise ValidationError(
