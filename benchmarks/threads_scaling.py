@@ -51,6 +51,7 @@ from ooc_kernels.data.schema import open_zarr_dataset
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_FEATURES = 32
+N_RANDOM_FEATURES: int | str = "auto"   # set from --n-features
 
 
 def store(data_dir: Path, n: int, split: str) -> Path:
@@ -65,7 +66,8 @@ def load() -> float:
 
 
 def model(bandwidth, **kw) -> ok.DSGClassifier:
-    params = dict(bandwidth=bandwidth, max_iter=2, tol=None, random_state=0, progress=False)
+    params = dict(bandwidth=bandwidth, max_iter=2, tol=None, random_state=0, progress=False,
+                  n_features=N_RANDOM_FEATURES)
     params.update(kw)
     return ok.DSGClassifier(**params)
 
@@ -161,7 +163,12 @@ def main() -> None:
                     help="default: 3 up to 500,000 rows, else 1")
     ap.add_argument("--max-epochs", type=int, default=16)
     ap.add_argument("--data-dir", type=Path, default=Path("data/bench_threads"))
+    ap.add_argument("--n-features", default="auto",
+                    help="n_features of every fit: 'auto' (the default) or a number, e.g. 4096 "
+                         "to compare with runs made when 4,096 was the default")
     args = ap.parse_args()
+    global N_RANDOM_FEATURES
+    N_RANDOM_FEATURES = args.n_features if args.n_features == "auto" else int(args.n_features)
     if args.repeats is None:
         args.repeats = 3 if args.rows <= 500_000 else 1
     if 1 not in args.threads:
@@ -174,6 +181,7 @@ def main() -> None:
     # off the clock: the bandwidth "auto" picks, and every kernel compiled once
     t0 = time.perf_counter()
     probe = ok.DSGClassifier(max_iter=1, tol=None, random_state=0, progress=False,
+                             n_features=N_RANDOM_FEATURES,
                              chunks_per_round=1, n_jobs=max(args.threads),
                              scheduler="threads").fit(X, y)
     # a float, or one width per input when "auto" chooses per-input widths
@@ -213,7 +221,8 @@ def main() -> None:
             f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
             for k, v in vars(args).items() if v not in (None, [])),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "rows": args.rows, "bandwidth": bw_json, "target_accuracy": target,
+        "rows": args.rows, "n_features": N_RANDOM_FEATURES,
+        "bandwidth": bw_json, "target_accuracy": target,
         "target_wall_s": target_wall, "threads": threads, "workers": workers,
         "runs": thread_runs + cluster_runs}, indent=1))
     print(f"\nwrote {out}")
