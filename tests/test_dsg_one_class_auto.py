@@ -3,8 +3,9 @@
 * The defaults are ``"auto"``; with ``kernel="rbf"`` they fit a Nystrom basis of 256
   landmarks, with any other kernel (or ``kernel_params``) 4,096 random features (whole
   blocks).
-* ``batch_size="auto"`` is ``n_rows // 200`` clipped to [4, 64], checked against a table of
-  hand-computed values and in the fitted configuration.
+* ``batch_size="auto"`` is one batch of 64 up to 64 rows, else ``n_rows // 200`` clipped to
+  [4, 64], checked against a table of hand-computed values and in the fitted
+  configuration.
 * Explicit values are used as given.
 * Saved models keep loading unchanged: one saved with explicit settings (what the
   constructor's defaults used to be), one saved with ``"auto"``, and one whose file has no
@@ -34,10 +35,11 @@ def test_the_defaults_are_auto():
         ["auto", "auto", "auto"]
 
 
-@pytest.mark.parametrize("n, batch", [(1, 4), (90, 4), (999, 4), (1000, 5), (2000, 10),
-                                      (2399, 11), (12_799, 63), (12_800, 64),
-                                      (140_000, 64), (10**9, 64)])
-def test_auto_batch_size_is_rows_over_200_clipped_to_4_and_64(n, batch):
+@pytest.mark.parametrize("n, batch", [(1, 64), (15, 64), (64, 64), (65, 4), (90, 4),
+                                      (999, 4), (1000, 5), (2000, 10), (2399, 11),
+                                      (12_799, 63), (12_800, 64), (140_000, 64),
+                                      (10**9, 64)])
+def test_auto_batch_size_is_one_batch_or_rows_over_200_clipped_to_4_and_64(n, batch):
     assert auto_batch_size(n) == batch
 
 
@@ -53,12 +55,13 @@ def test_auto_resolves_by_kernel():
     assert resolve_n_features(512, "nystroem", 256) == 512
 
 
-@pytest.mark.parametrize("n, batch", [(300, 4), (2400, 12)])
+@pytest.mark.parametrize("n, batch", [(40, 64), (300, 4), (2400, 12)])
 def test_default_fit_is_nystroem_256_with_the_batch_rule(n, batch):
     X = _rows(n)
     det = ok.DSGOneClassSVM(nu=0.2, max_iter=1, tol=None, **FAST).fit(X)
-    assert det.landmarks_.shape == (256, 3)
+    assert det.landmarks_.shape == (min(n, 256), 3)
     assert det.n_features_ == 256 and det._config.batch_size == batch
+    assert det.dtype_ == ("float64" if n <= 64 else "float32")   # one batch: float64
     assert det.t_ == -(-n // batch)                      # one pass: ceil(n / batch) steps
     assert det.get_params()["basis"] == "auto"
 
