@@ -104,3 +104,10 @@ def test_saved_models_load_unchanged(tmp_path, kw):
     np.testing.assert_array_equal(back.decision_function(X), det.decision_function(X))
     assert (back.landmarks_ is None) == (det.landmarks_ is None)
     assert back._config.batch_size == det._config.batch_size
+
+
+def test_partial_fit_resolves_auto_on_the_rows_of_its_first_call():
+    det = ok.DSGOneClassSVM(nu=0.2, **FAST).partial_fit(_rows(300))
+    assert det._config.batch_size == 4 and det.landmarks_.shape == (256, 3)
+    det.partial_fit(_rows(3000, seed=2))                 # 3,000 rows alone would take 15
+    assert det._config.batch_size == 4 and det.landmarks_.shape == (256, 3)

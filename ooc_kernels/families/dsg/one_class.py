@@ -242,7 +242,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
     batch_size : int or "auto", default="auto"
         Rows per step.  ``"auto"``: a data set of at most 64 rows is one batch (full
         gradient steps); beyond, ``n_rows // 200`` rows, at least 4 and at most 64 (64
-        from 12,800 training rows on).  At most 64, not the supervised machines' 256:
+        from 12,800 training rows on; ``partial_fit`` counts the rows of its first call).  At most 64, not the supervised machines' 256:
         with steps of ``1 / (nu (t + t0))`` the model is the plain mean of its steps'
         gradients, the first ones (taken while ``tau`` is still far from the
         ``nu``-quantile) included, so a fit needs a few hundred steps (``tol`` ends none
