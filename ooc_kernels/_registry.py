@@ -30,6 +30,7 @@ import contextlib
 import importlib
 import pkgutil
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -56,6 +57,10 @@ class Registry:
         self.package = package
         self._entries: dict[str, Any] = {}
         self._discovered = package is None
+        # another thread waits for a discovery under way; the discovering thread's own
+        # nested lookups (from the modules it imports) return at once
+        self._discovery_lock = threading.RLock()
+        self._discovering = False
 
     def register(self, name: str, obj: Any) -> None:
         """Register ``obj`` under ``name``; a second, different object is an error."""
@@ -104,15 +109,22 @@ class Registry:
     def _discover(self) -> None:
         if self._discovered:
             return
-        self._discovered = True
-        pkg = importlib.import_module(self.package)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            if not info.name.startswith("_"):
-                module = importlib.import_module(f"{self.package}.{info.name}")
-                # a package names the modules that register its entries (its __init__
-                # stays cheap to import: they are imported only here)
-                for name in getattr(module, "__registers__", ()):
-                    importlib.import_module(name)
+        with self._discovery_lock:
+            if self._discovered or self._discovering:
+                return
+            self._discovering = True
+            try:
+                pkg = importlib.import_module(self.package)
+                for info in pkgutil.iter_modules(pkg.__path__):
+                    if not info.name.startswith("_"):
+                        module = importlib.import_module(f"{self.package}.{info.name}")
+                        # a package names the modules that register its entries (its
+                        # __init__ stays cheap to import: they are imported only here)
+                        for name in getattr(module, "__registers__", ()):
+                            importlib.import_module(name)
+                self._discovered = True
+            finally:
+                self._discovering = False
 
     def get(self, name: str) -> Any:
         """The object registered under ``name``.
