@@ -74,6 +74,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.data.inputs import as_chunked
 from ooc_kernels._capabilities import Capabilities
@@ -334,7 +335,11 @@ class ChunkedEstimator(BaseEstimator):
         """The family's model for ``data`` (after :meth:`_seed`)."""
         if self._is_classifier:
             self.classes_ = self._resolve_classes(data, classes, sched)
-        self._initialize(data, sched, classes=getattr(self, "classes_", None))
+        # one BLAS thread for the whole set-up, not only inside each of its steps: with two
+        # fits in threads of one process, a limit that ends between two steps lets the
+        # other fit's BLAS calls run multi-threaded against it (OpenBLAS then spins)
+        with single_threaded_blas():
+            self._initialize(data, sched, classes=getattr(self, "classes_", None))
 
     def _resolve_shuffle_chunks(self, data: ChunkedData) -> int:
         """Chunks whose rows one task mixes (see the ``shuffle_chunks`` parameter); 1 in the
