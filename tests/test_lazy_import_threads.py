@@ -1,8 +1,8 @@
 """The package's lazy names resolve when several threads ask for them at once.
 
-The estimator classes come from a registry that imports the families on first use.  Two
-threads that looked one up at the same time in a fresh process used to see a registry
-marked "discovered" while the first thread was still importing the families, and got
+The estimator classes come from a registry that imports the families on first use.  A
+second thread must wait for a discovery under way: a registry marked "discovered" before
+the first thread has imported the families gives it
 ``AttributeError: module 'ooc_kernels' has no attribute 'DSGRegressor'``.  Each run below
 is a fresh interpreter, where the first lookups race.
 """
