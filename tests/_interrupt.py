@@ -7,8 +7,9 @@ class _Stop(Exception):
     """The simulated crash."""
 
 
-def _interrupt_after(monkeypatch, n_writes):
-    """Make the fit raise :class:`_Stop` right after its ``n_writes``-th checkpoint."""
+def _interrupt_after(monkeypatch, n_writes, error=None):
+    """Make the fit raise ``error`` (default: :class:`_Stop`) right after its
+    ``n_writes``-th checkpoint."""
     real = CheckpointWriter.write
     count = {"n": 0}
 
@@ -16,6 +17,7 @@ def _interrupt_after(monkeypatch, n_writes):
         real(self, state, position)
         count["n"] += 1
         if count["n"] == n_writes:
-            raise _Stop("simulated crash right after a checkpoint")
+            raise error if error is not None else _Stop(
+                "simulated crash right after a checkpoint")
 
     monkeypatch.setattr(CheckpointWriter, "write", write)

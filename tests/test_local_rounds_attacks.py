@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
-from ooc_kernels.estimators._checkpointing import CheckpointWriter
+from _interrupt import _interrupt_after
 
 pytestmark = pytest.mark.filterwarnings("ignore::ooc_kernels.exceptions.StepSizeWarning")
 PREFIX = "ooc-kernels-read-ahead"
@@ -71,16 +71,7 @@ def test_a_chunk_failing_part_way_raises_its_error_and_leaves_no_reader(Est, par
 
 
 def _cancel_after(monkeypatch, n_writes):
-    real = CheckpointWriter.write
-    count = {"n": 0}
-
-    def write(self, state, position):
-        real(self, state, position)
-        count["n"] += 1
-        if count["n"] == n_writes:
-            raise KeyboardInterrupt("cancelled by the user")
-
-    monkeypatch.setattr(CheckpointWriter, "write", write)
+    _interrupt_after(monkeypatch, n_writes, KeyboardInterrupt("cancelled by the user"))
 
 
 @pytest.mark.parametrize("Est, params", FITS)
