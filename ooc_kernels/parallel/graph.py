@@ -162,6 +162,7 @@ class RoundGraph:
         """The whole variables' values (``V`` of factorized data), computed on first use and
         kept: small by definition, the same values every round's graph computes."""
         if self._whole_values is None:
+            # the whole variables have no sample axis (V of A = U V: k x p), never the rows
             (self._whole_values,) = dask.compute(self.whole, scheduler="sync")
         return self._whole_values
 

@@ -105,6 +105,7 @@ def sample_dictionary(X, n_components: int, *, seed: int, scheduler: Any = None,
     rows = np.arange(n) if n <= n_components else \
         np.sort(rng.choice(n, size=int(n_components), replace=False))
     if isinstance(X, np.ndarray):
+        # the caller's in-memory rows: only the n_components drawn ones are copied
         D = np.asarray(X[rows], dtype=np.float64)
     else:
         starts = np.concatenate([[0], np.cumsum(X.chunks[0])])
@@ -113,6 +114,7 @@ def sample_dictionary(X, n_components: int, *, seed: int, scheduler: Any = None,
         used = np.unique(chunk_of)
         parts = [dask.delayed(_take)(blocks[c], rows[chunk_of == c] - starts[c])
                  for c in used]
+        # each task returns only its chunk's drawn rows: n_components rows in all
         D = np.concatenate(dask.compute(*parts, scheduler=local_scheduler(scheduler)))
         D = np.asarray(D, dtype=np.float64)
     finite = np.isfinite(D).all(axis=1)
