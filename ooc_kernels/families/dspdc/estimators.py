@@ -437,8 +437,8 @@ class _DSPDCEstimator(ChunkedEstimator):
         start = state.epoch_start
         primal = state.start_primal_value(cfg) if epoch >= 1 and epoch % self.gap_every == 0 \
             else None
-        if primal is not None:      # the iterate of epoch - 1
-            report, rel = self._record_gap(start, primal, epoch - 1)
+        if primal is not None:      # the iterate of epoch - 1, against the best duals known
+            report, rel = self._record_gap(start, primal, epoch - 1, later=state)
             if self.tol is not None and rel <= self.tol:
                 self._certified = start
                 return report, f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
@@ -452,13 +452,14 @@ class _DSPDCEstimator(ChunkedEstimator):
             return report, f"max_time: {elapsed:.3g} s >= max_time={self.max_time}"
         return report, None
 
-    def _record_gap(self, state, primal: float, epoch: int):
+    def _record_gap(self, state, primal: float, epoch: int, later=None):
         """Record the duality gap of ``state`` (the iterate after ``epoch``) in
         ``gap_history_``, and shrink the adaptive steps when the gap stalled under the steps
-        running now; return ``(the figures for history_, the relative gap)``."""
+        running now; return ``(the figures for history_, the relative gap)``.  ``later``:
+        a later state whose duals also bound ``P*`` from below (the larger ``D`` is used)."""
         cfg = self._config
         with np.errstate(over="ignore", invalid="ignore"):
-            dual = state.dual_value(cfg, self._augmented_V())
+            dual = state.best_dual_value(cfg, self._augmented_V(), later)
         if not (np.isfinite(primal) and np.isfinite(dual)):
             raise DivergenceError(
                 f"DSPDC diverged: after epoch {epoch} the primal value is {primal:.6g} and "

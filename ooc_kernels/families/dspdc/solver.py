@@ -212,6 +212,36 @@ class DSPDCState:
         return float(-np.sum(reg_conjugate_ref(v, config.lam1, config.lam2))
                      - self.conj_sum / config.n_samples)
 
+    def best_dual_value(self, config: DSPDCConfig, V: np.ndarray | None = None,
+                        later: DSPDCState | None = None) -> float:
+        """The larger of ``D(y)`` and ``D(later.y)`` (no pass over the data).
+
+        Every dual point bounds ``P*`` from below (weak duality), so ``P(x) - D`` with the
+        duals of a later state certifies ``x`` as well: the gap of an epoch's start, known
+        once the epoch's tasks have read every row, uses the duals at the epoch's end when
+        those are better.  A non-finite ``D(later.y)`` is ignored (``D(y)`` itself is
+        returned as it is, so that a divergence is still reported).
+
+        Examples
+        --------
+        >>> cfg = DSPDCConfig(loss_id=0, n_samples=2, n_features=1, lam1=0.0, lam2=1.0,
+        ...                   Lambda=1.0)
+        >>> from ooc_kernels._chunk_store import ChunkVersions
+        >>> s0 = DSPDCState(x=np.zeros(1), w=np.zeros(1), conj_sum=-0.5,   # D = 1/4
+        ...                 versions=ChunkVersions.initial(1))
+        >>> s1 = replace(s0, w=np.array([1.0]), conj_sum=-1.0)   # D = -1/8 + 1/2
+        >>> s0.best_dual_value(cfg), s0.best_dual_value(cfg, later=s1)
+        (0.25, 0.375)
+        >>> s1.best_dual_value(cfg, later=s0)
+        0.375
+        """
+        dual = self.dual_value(config, V)
+        if later is not None:
+            other = later.dual_value(config, V)
+            if np.isfinite(dual) and np.isfinite(other) and other > dual:
+                return other
+        return dual
+
 
 @dataclass(frozen=True)
 class DSPDCTask:
