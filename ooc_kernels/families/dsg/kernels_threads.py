@@ -13,7 +13,10 @@ sequential kernel's for 1, 2, 3 ... threads (``docs/threads.md``):
   prediction ``P_t``; one thread sums ``F = P_0 + P_1 + ...`` in task order (the sequential
   kernel's order) and takes the loss gradient.  One parallel region per step;
 * :func:`dsg_predict_threads` (twin of :func:`~ooc_kernels.families.dsg.kernels.dsg_predict`):
-  the threads share the sequential kernel's row tiles; a row's value depends on its tile only.
+  the threads share the sequential kernel's row tiles; a row's value depends on its tile only;
+* :func:`take_rows_threads` (``X[order]``) and :func:`count_nonfinite_threads` (the NaN and
+  inf of ``X``): a chunk task's shuffle and check of its rows, the rows shared by the
+  threads; a copy and a count, so exact for any thread count.
 
 :func:`full_update` and :func:`predict` pick the kernel from
 :func:`ooc_kernels._threads.current_threads`: the sequential one for one thread (no
@@ -47,7 +50,14 @@ from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient,
                                                     tile_block)
 from ooc_kernels._threads import current_threads, launch
 
-__all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict"]
+__all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict",
+           "take_rows_threads", "count_nonfinite_threads", "take_rows", "all_finite"]
+
+#: Rows below which :func:`take_rows` and :func:`all_finite` stay on the calling thread (a
+#: launch costs more than the work), and the bytes of ``X`` above which :func:`take_rows`
+#: is not used for a shuffle in place (it holds a second copy of the rows while it runs).
+_ROWS_MIN = 4096
+SHUFFLE_COPY_BYTES = 64 * 2**20
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -136,3 +146,72 @@ def predict(X, W, phase, coef, scale, kind=COS_AFFINE):
     if current_threads() <= 1 or X.shape[0] <= _tile_rows(W.shape[2], X.itemsize):
         return dsg_predict(X, W, phase, coef, scale, kind)
     return launch(dsg_predict_threads, X, W, phase, coef, scale, kind)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def take_rows_threads(X, order):
+    """``X[order]`` for a 2-D ``X`` and an index array ``order`` of valid rows, the rows
+    shared by the threads (a copy: the same values for any thread count)."""
+    n = order.shape[0]
+    rows = X.shape[0]
+    out = np.empty((n, X.shape[1]), dtype=X.dtype)
+    outside = 0
+    for i in prange(n):
+        k = order[i]
+        if k < 0 or k >= rows:
+            outside += 1
+        else:
+            out[i, :] = X[k, :]
+    if outside:
+        raise ValidationError("take_rows_threads: order names rows outside X; pass row "
+                              "indices in [0, len(X))")
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def count_nonfinite_threads(X):
+    """The number of NaN and inf values of a 2-D ``X``, its rows shared by the threads (an
+    integer sum: the same for any thread count)."""
+    n, d = X.shape
+    bad = 0
+    for i in prange(n):
+        row = 0
+        for j in range(d):
+            if not np.isfinite(X[i, j]):
+                row += 1
+        bad += row
+    return bad
+
+
+def take_rows(X, order):
+    """``X[order]`` (2-D ``X``, ``order`` an int64 array of rows), on the threads of
+    :func:`~ooc_kernels._threads.current_threads` when more than one and ``X`` has at
+    least ``_ROWS_MIN`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.arange(12.0).reshape(6, 2); order = np.array([5, 0, 3, 1, 2, 4])
+    >>> bool(np.array_equal(take_rows(X, order), X[order]))
+    True
+    """
+    if current_threads() <= 1 or X.shape[0] < _ROWS_MIN:
+        return X[order]
+    return launch(take_rows_threads, X, np.ascontiguousarray(order, dtype=np.int64))
+
+
+def all_finite(X) -> bool:
+    """Whether every value of the 2-D float array ``X`` is finite, on the threads of
+    :func:`~ooc_kernels._threads.current_threads` when more than one and ``X`` has at
+    least ``_ROWS_MIN`` rows (:func:`ooc_kernels._checks.check_finite` then names the first
+    bad value).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> all_finite(np.ones((3, 2))), all_finite(np.array([[1.0, np.nan]]))
+    (True, False)
+    """
+    if current_threads() <= 1 or X.shape[0] < _ROWS_MIN:
+        return bool(np.isfinite(X).all())
+    return launch(count_nonfinite_threads, X) == 0

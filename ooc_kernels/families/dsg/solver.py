@@ -57,8 +57,11 @@ from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.blocks import BlockSource
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.families.dsg._full_phase import full_phase_update
+from ooc_kernels.families.dsg.kernels_threads import (SHUFFLE_COPY_BYTES, all_finite,
+                                                      take_rows)
 from ooc_kernels.families.dsg._predict import _affine, _predict_chunk, feature_map
-from ooc_kernels._threads import kernel_threads, prediction_threads, task_threads
+from ooc_kernels._threads import (current_threads, kernel_threads, prediction_threads,
+                                  task_threads)
 from ooc_kernels.families.dsg._reuse import (apply_betas, average_betas, beta_fields,
                                              compose_betas, new_blocks, run_growth)
 
@@ -479,19 +482,21 @@ class DSGAlgorithm:
                             block_ids=np.zeros(0, np.int64),
                             coefs=np.zeros((0, cfg.block_size, cfg.n_outputs)), dense=None,
                             max_steps=0, n_samples=0, block_end=0, n_skipped=n_skipped)
-        check_finite(X, "X", origin)
+        if not all_finite(X):  # on the task's threads; check_finite names the bad value
+            check_finite(X, "X", origin)
         if feature_map(cfg).rows is not None:  # hierarchical features: the rows become psi(X)
             X = feature_map(cfg).map_rows(X, _affine(cfg), dtype)
         Y = encode_targets(cfg, y, origin)
         w = self._weights(sw, Y, y, origin)
         if cfg.shuffle:
             order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
-            if len(task.chunks) > 1 and X.flags.owndata and X.flags.writeable:
+            own = len(task.chunks) > 1 and X.flags.owndata and X.flags.writeable
+            if own and (current_threads() <= 1 or X.nbytes > SHUFFLE_COPY_BYTES):
                 # a group's rows arrive concatenated in an array of the task's own: mixing
                 # them in place keeps the task at one copy of its group
                 permute_rows_inplace(X, order)
-            else:  # a single chunk may be a view of the caller's data: never modify it
-                X = X[order]
+            else:  # a copy (a single chunk may be a view of the caller's data), gathered
+                X = take_rows(X, order)  # by the task's threads: at most 64 MiB more
             Y, w = Y[order], w[order]
         Y = np.ascontiguousarray(Y)
         m = self.n_steps(n)
