@@ -43,6 +43,7 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._chunk_store import INITIAL
 from ooc_kernels._progress import logs_instead, progress_bar
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc._memory_task import MemoryTasks, fused_applies
 from ooc_kernels.families.dspdc._scaling import model_rows
 from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm, DSPDCConfig, rows_loss
 from ooc_kernels.parallel.engine import RunResult, _epoch_lines, end_round, make_round_info
@@ -149,23 +150,36 @@ class MemoryRows:
     config : DSPDCConfig
     data : ChunkedData
         In memory (:func:`held_in_memory`): its chunks are slices of the user's arrays.
+    chunks : dict, optional
+        ``data``'s chunks as NumPy arrays (:func:`~ooc_kernels.families.dspdc.
+        _memory_inputs.memory_chunks`); None: read from ``data`` (a synchronous Dask
+        compute of its slices).
     """
 
-    def __init__(self, config: DSPDCConfig, data):
+    def __init__(self, config: DSPDCConfig, data, chunks: dict | None = None):
         import dask
 
-        chunks = data.delayed_chunks()
         self.width = int(config.n_features)
         self.blocks: list[np.ndarray] = []
         self.variables: dict[str, list[np.ndarray]] = {}
-        for name, parts in chunks.items():
-            values = dask.compute(*parts, scheduler="sync")   # slices of in-memory arrays
-            if name == "X":
-                self.blocks = [model_rows(config, block) for block in values]
+        bounds = np.concatenate([[0], np.cumsum(data.chunk_sizes)]).astype(np.int64)
+        parts_of = data.delayed_chunks() if chunks is None else chunks
+        for name, parts in parts_of.items():
+            values = parts if chunks is not None else dask.compute(*parts, scheduler="sync")
+            if name == "X":     # one array of every row; a chunk's rows are a view of it
+                self.rows = np.empty((int(bounds[-1]), self.width))
+                for lo, hi, block in zip(bounds[:-1], bounds[1:], values):
+                    self.rows[lo:hi] = model_rows(config, block)
+                self.blocks = [self.rows[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
             else:
                 self.variables[name] = [np.asarray(v) for v in values]
         self.whole = dict(data.delayed_whole())
         self._buffers: dict[int, np.ndarray] = {}
+        #: The fused tasks (:mod:`~ooc_kernels.families.dspdc._memory_task`) when the
+        #: configuration has one dual and every coordinate per iteration, else None.
+        self.fused = None
+        if fused_applies(config):
+            self.fused = MemoryTasks(config, self.rows, data.chunk_sizes, self.variables)
 
     def batch(self, group: tuple[int, ...]) -> dict:
         """A task's input for ``group``: its rows (the chunks' blocks in the group's order,
@@ -195,6 +209,8 @@ class MemoryRows:
         chunk's rows held, summed chunk by chunk (as the out-of-core pass sums its chunks)."""
         from ooc_kernels.families.dspdc._local import encode_labels, row_weights
 
+        if self.fused is not None:
+            return self.fused.primal_loss(config, x)
         total = 0.0
         for k, rows in enumerate(self.blocks):   # a diverged x gives inf, checked by the caller
             b = encode_labels(config, self.variables["y"][k], (k,), (len(rows),))
@@ -274,7 +290,10 @@ def direct_runner(rows: MemoryRows):
                 for rnd in range(start_round if epoch == start_epoch else 0, len(plan)):
                     info = make_round_info(plan, epoch, rnd, sizes=sizes, seed=seed)
                     (task,) = direct.make_tasks(state, info)
-                    delta = direct.chunk_step(state, rows.batch(info.groups[0]), task)
+                    if rows.fused is not None:     # m = 1, q = p: the fused task
+                        delta = rows.fused.run(algorithm.config, state, task)
+                    else:
+                        delta = direct.chunk_step(state, rows.batch(info.groups[0]), task)
                     state = direct.apply(state, delta, info)
                     n_rounds += 1
                     bar.update(len(info.chunk_ids))

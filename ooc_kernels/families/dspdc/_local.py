@@ -198,7 +198,7 @@ def local_parameters(config, n_k: int, lam_local: float):
 
 
 def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,
-                        m: int):
+                        m: int, *, columns: bool = True, out: np.ndarray | None = None):
     """Yield ``(row_uniforms (t, m), col_uniforms (t, q))`` blocks of the uniforms that draw
     ``I`` and ``J`` of every local iteration of the task whose first chunk is ``chunk``.
 
@@ -210,6 +210,11 @@ def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, 
     (Floyd's sampler lists ``0, 1, .., q - 1`` whatever the uniforms, so the kernel takes
     every coordinate without sampling).  Running the kernels block after block gives
     the iterates of one call on the concatenated blocks.
+
+    ``columns=False`` yields None instead of that block of zeros (for a caller that runs
+    the all-columns kernel directly), and ``out`` (float64, C-ordered, at least
+    ``(min(T, block), m)``) receives the row uniforms instead of a new array per block:
+    the same stream, the same values.
 
     Examples
     --------
@@ -223,12 +228,12 @@ def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, 
     full = q >= int(config.n_features)
     block = max(1, UNIFORM_BLOCK // (m + (0 if full else q)))
     rng = task_rng(seed, epoch, round_, chunk)
-    zeros = np.zeros((min(block, T), q)) if full else None
+    zeros = np.zeros((min(block, T), q)) if full and columns else None
     done = 0
     while done < T:
         t = min(block, T - done)
-        rows = rng.random((t, m))
-        yield rows, (zeros[:t] if full else rng.random((t, q)))
+        rows = rng.random((t, m)) if out is None else rng.random((t, m), out=out[:t])
+        yield rows, ((zeros[:t] if columns else None) if full else rng.random((t, q)))
         done += t
 
 

@@ -36,15 +36,16 @@ from sklearn.utils.validation import check_is_fitted
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dspdc._chunk_tasks import (
+    _chunk_weights,
     _delayed_weights,
     _factorized_block,
     _is_lazy,
     _lambda_stats,
     _moments_chunk,
     _sum_loss_chunk,
-    _weight_sums,
 )
 from ooc_kernels.families.dspdc._direct import held_in_memory
+from ooc_kernels.families.dspdc import _memory_inputs as _inputs
 from ooc_kernels.families.dspdc._docstrings import _ATTRIBUTES_DOC, _BASE_DOC, _PARAMS_DOC
 from ooc_kernels.families.dspdc._saved import (
     _counters,
@@ -204,6 +205,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._fit_start = time.perf_counter()
         self._work = WorkStores(self.work_dir, checkpoint)
         self._in_memory_input = held_in_memory(X, y, sample_weight)
+        self._memory_inputs = (X, y, sample_weight) if self._in_memory_input else None
         try:
             if checkpoint is not None:
                 self._work.claim_checkpoint()
@@ -213,6 +215,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             self._work.close()
             self._work = None
             self._direct_rows = None      # the in-memory path's rows: this fit's only
+            self._memory_inputs = self._memory = None   # (its chunks: fit_memory_chunks)
         self._warn_unconverged()
         return self
 
@@ -257,28 +260,27 @@ class _DSPDCEstimator(ChunkedEstimator):
         m = int(self.m)
         scaling = float(self.intercept_scaling) if self.fit_intercept else 0.0
         weighting = self._weighting(data, classes, sched)
-        chunks = data.delayed_chunks()
+        chunks, defer, value = _inputs.setup_inputs(self, data, sched)  # in memory: no Dask
         whole = data.delayed_whole()
         name = "U" if factorized else "X"
         sws = chunks.get("sample_weight", [None] * data.n_chunks)
         rows_weighting = {**weighting, "classes": None if classes is None
                           else tuple(np.asarray(classes).tolist())}
-        row_w = [_delayed_weights(rows_weighting, sw, yk) for sw, yk in zip(sws, chunks["y"])]
+        row_w = [defer(_chunk_weights)(rows_weighting, sw, yk) if weighting else None
+                 for sw, yk in zip(sws, chunks["y"])]
         V = None
         if factorized:
             V = np.asarray(dask.compute(whole["V"], scheduler=sched)[0], dtype=np.float64)
         scaled = {}
         if self.standardize:   # one streaming pass: the column moments
-            parts = [dask.delayed(_moments_chunk, pure=True)(c, V, rw)
-                     for c, rw in zip(chunks[name], row_w)]
-            moments = dask.compute(dask.delayed(combine_moments)(*parts), scheduler=sched)[0]
+            parts = [defer(_moments_chunk)(c, V, rw) for c, rw in zip(chunks[name], row_w)]
+            moments = value(defer(combine_moments)(*parts))
             scaled = standardization(moments, center=bool(self.fit_intercept), V=V)
         if isinstance(self.Lambda, str):   # one streaming pass: per-chunk statistics
-            stats = [dask.delayed(_lambda_stats, pure=True)(
+            stats = [defer(_lambda_stats)(
                 c, V, m, q, scaling, factorized, rw, scaled.get("x_shift"),
                 scaled.get("x_scale")) for c, rw in zip(chunks[name], row_w)]
-            merged = dask.compute(dask.delayed(combine_lambda_stats)(*stats),
-                                  scheduler=sched)[0]
+            merged = value(defer(combine_lambda_stats)(*stats))
             Lambda = lambda_from_stats(merged, self.Lambda)
         else:
             Lambda = float(self.Lambda)
@@ -317,13 +319,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         wanted = getattr(self, "class_weight", None) is not None
         if "sample_weight" not in data and not wanted:
             return {}
-        chunks = data.delayed_chunks()
-        sws = chunks.get("sample_weight", [None] * data.n_chunks)
-        pos = None if classes is None else np.asarray(classes).tolist()[1]
-        parts = [dask.delayed(_weight_sums, pure=True)(sw, yk, pos, k)
-                 for k, (sw, yk) in enumerate(zip(sws, chunks["y"]))]
-        sums = np.asarray(dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0],
-                          dtype=np.float64)    # (sum over b = -1, sum over b = +1)
+        sums = _inputs.weight_sums(self, data, classes, sched)   # over b = -1, over b = +1
         class_weight = self._class_weights(data, classes, sched, sums)
         total = float(sums @ (np.ones(2) if class_weight is None else class_weight))
         if not total > 0:
@@ -361,7 +357,8 @@ class _DSPDCEstimator(ChunkedEstimator):
             keep.append(state.epoch_start.versions)
         if getattr(self, "_checkpointed", None) is not None:
             keep.append(self._checkpointed)
-        self._config.store.prune("y", keep, chunks=info.chunk_ids)
+        if not getattr(self, "_direct_fit", False):   # in memory: the store holds nothing
+            self._config.store.prune("y", keep, chunks=info.chunk_ids)
 
     def _record_local_problems(self, info, state=None) -> None:
         """The step parameters of the round's tasks, by (rows, tasks in the round): what
@@ -395,7 +392,9 @@ class _DSPDCEstimator(ChunkedEstimator):
         if getattr(self, "_in_memory_input", False) and direct_applies(
                 self._config, data, self._state, tasks_per_round=self._tasks_per_round,
                 client=active_client(sched), writer=writer, start=start):
-            self._direct_rows, self._direct_fit = MemoryRows(self._config, data), True
+            self._direct_rows = MemoryRows(self._config, data,
+                                           _inputs.fit_memory_chunks(self, data))
+            self._direct_fit = True
             return direct_runner(self._direct_rows)
         return super()._rounds_runner(data, sched, writer=writer, start=start)
 
@@ -771,6 +770,8 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
         return tags
 
     def _resolve_classes(self, data, classes, sched):
+        if classes is None and "classes" not in data.attrs:   # labels held in memory
+            classes = _inputs.memory_classes(_inputs.fit_memory_chunks(self, data))
         found = super()._resolve_classes(data, classes, sched)
         if len(found) > 2:
             raise ValidationError(

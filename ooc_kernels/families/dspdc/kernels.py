@@ -398,7 +398,7 @@ def _one_row(u, n_rows):
 
 @njit(cache=True, nogil=True)
 def _all_columns_one_row(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma,
-                         loss_id, lam1, lam2, shift, weights):
+                         loss_id, lam1, lam2, shift, weights, row_map=None):
     """:func:`_dense_iterations_all_columns` with ``m = 1``, written so that the loop over
     the columns has no branch and no call and compiles to vector instructions.
 
@@ -409,8 +409,17 @@ def _all_columns_one_row(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau,
     its two divisions (``tau cj / nt`` and ``s / (1 + tau lam2)``, the denominator computed
     once) and its soft threshold as selects, which are the identity when ``lam1 = 0``; and
     ``z_j += a_ij dy`` is the same value when ``dy = 0`` (rows are finite), so it is not
-    tested."""
-    n_rows, p = A.shape
+    tested.
+
+    ``row_map`` (int64, optional): the iterations run on the rows ``A[row_map]`` (with
+    ``b``, ``y`` and ``weights`` indexed like ``A``), without gathering them; the sampled
+    row ``i`` of ``0 .. len(row_map) - 1`` is the row ``row_map[i]`` of ``A``.  The same
+    operations on the same values as a call on the gathered rows: the same iterates, bit
+    for bit (the in-memory path, :mod:`ooc_kernels.families.dspdc._memory_task`)."""
+    p = A.shape[1]
+    n_rows = A.shape[0]
+    if row_map is not None:
+        n_rows = row_map.shape[0]
     T = row_uniforms.shape[0]
     nt = np.float64(n_total)
     ext = np.float64(n_rows)            # n_rows / m
@@ -419,9 +428,14 @@ def _all_columns_one_row(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau,
     den = 1.0 + tau * lam2
     smooth = lam1 == 0.0
     i = _one_row(row_uniforms[0, 0], n_rows) if T > 0 else 0
+    if row_map is not None:
+        if T > 0:
+            i = row_map[i]
     for t in range(T):
         if t + 1 < T:               # the next row is known: its read overlaps this iteration
             i_next = _one_row(row_uniforms[t + 1, 0], n_rows)
+            if row_map is not None:
+                i_next = row_map[i_next]
             prefetch_row(A, i_next)
         else:
             i_next = i

@@ -1,0 +1,177 @@
+"""The task of DSPDC's in-memory rounds with one dual and every primal coordinate per
+iteration (``m = 1``, ``q = p``: the defaults): its data held once, two numba calls per task.
+
+:mod:`ooc_kernels.families.dspdc._direct` runs the rounds of a fit on data held in memory in
+the calling thread.  With :class:`MemoryTasks` a round's task does not gather its group's
+rows, read or write a duals store, or make NumPy passes of its own: the solver's rows of the
+whole data are one array, the duals, labels and row weights one vector each, and a task is
+
+1. its rows' indices (``row_map``, chunk after chunk in the group's order) and its step
+   parameters (those of :meth:`~ooc_kernels.families.dspdc.solver.DSPDCAlgorithm.chunk_step`);
+2. the iterations on ``A[row_map]`` in place (the all-columns kernel of
+   :mod:`ooc_kernels.families.dspdc.kernels` with ``row_map``: the same uniforms, the same
+   operations as on the gathered rows);
+3. one pass over its rows (:func:`~ooc_kernels.families.dspdc.kernels_memory.task_sweep`):
+   the change of each chunk's ``A_c^T (w * y_c)``, the epoch start's losses (the lagged
+   gap) and the change of ``sum_i w_i phi_i*(y_i)``.
+
+``A_k^T (w * y_k)`` of a task is the sum of its chunks' products, kept up to date from the
+sweeps, not a product of its own.  The out-of-core task computes these sums with BLAS
+products and NumPy reductions over its gathered rows, so the iterates of the two paths agree
+to rounding, not bit for bit (``tests/test_dspdc_in_memory_fused.py`` bounds the
+difference).  The duality gap stays the stopping rule: its primal value is the losses
+summed by the sweeps, its dual value the state's.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.families.dspdc.solver import DSPDCConfig
+>>> cfg = DSPDCConfig(loss_id=0, n_samples=4, n_features=2, lam1=0.0, lam2=0.1, Lambda=1.0,
+...                   q=2)
+>>> fused_applies(cfg), fused_applies(DSPDCConfig(**{**cfg.__dict__, "q": 1}))
+(True, False)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ooc_kernels.families.dspdc._local import (
+    encode_labels,
+    local_problem,
+    local_step_parameters,
+    row_weights,
+    task_uniform_blocks,
+)
+
+__all__ = ["MemoryTasks", "fused_applies"]
+
+
+def fused_applies(config) -> bool:
+    """Whether a dense configuration's tasks run fused: one dual (``m = 1``) and every
+    primal coordinate (``q = p``) per iteration."""
+    return (not config.factorized and int(config.m) == 1
+            and int(config.q) >= int(config.n_features))
+
+
+class MemoryTasks:
+    """The tasks of a fit's in-memory rounds on the solver's rows of the whole data.
+
+    Parameters
+    ----------
+    config : DSPDCConfig
+        Labels and row weights are encoded once with it (:func:`encode_labels`,
+        :func:`row_weights`, chunk by chunk, so their errors name the chunk and row).
+    rows : ndarray (n, p) float64, C-ordered
+        The solver's rows (standardized, with the intercept's column), chunk after chunk.
+    sizes : tuple of int
+        The chunks' numbers of rows.
+    variables : dict
+        ``y`` and (optionally) ``sample_weight``: one array per chunk.
+    """
+
+    def __init__(self, config, rows: np.ndarray, sizes, variables: dict):
+        self.rows = rows
+        self.sizes = tuple(int(s) for s in sizes)
+        self.starts = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        n, p = rows.shape
+        labels, weights = [], []
+        for k, size in enumerate(self.sizes):
+            b = encode_labels(config, variables["y"][k], (k,), (size,))
+            labels.append(b)
+            sw = variables.get("sample_weight")
+            weights.append(row_weights(config, None if sw is None else sw[k], b, (k,),
+                                       (size,)))
+        self.b = np.ascontiguousarray(np.concatenate(labels), dtype=np.float64)
+        self.weights = None if weights[0] is None else np.concatenate(weights)
+        self.y = np.zeros(n)                      # the duals of every row
+        self.products = np.zeros((len(self.sizes), p))   # A_c^T (w * y_c) of every chunk
+        self._index = np.arange(n, dtype=np.int64)
+        self._row_map = np.empty(n, dtype=np.int64)
+        self._y_old = np.empty(n)
+        self._uniforms = np.empty((0, 1))
+        self._dw = np.empty((0, p))
+
+    def primal_loss(self, config, x: np.ndarray) -> float:
+        """``sum_i w_i phi_i(a_i^T x)`` over every row, in one numba pass."""
+        from ooc_kernels.families.dspdc.kernels_memory import rows_loss_sum
+
+        return float(rows_loss_sum(self.rows, self.b, self.weights,
+                                   np.ascontiguousarray(x, dtype=np.float64),
+                                   int(config.loss_id)))
+
+    def run(self, config, state, task):
+        """The task's :class:`~ooc_kernels.families.dspdc.solver.DSPDCDelta`: the same
+        fields as :meth:`~ooc_kernels.families.dspdc.solver.DSPDCAlgorithm.chunk_step`
+        returns (the duals are updated here, in :attr:`y`)."""
+        from ooc_kernels.families.dspdc.kernels import _all_columns_one_row
+        from ooc_kernels.families.dspdc.kernels_memory import task_sweep
+        from ooc_kernels.families.dspdc.solver import DSPDCDelta
+
+        group = task.chunks
+        n_k = int(sum(task.sizes))
+        if n_k == 0:
+            return DSPDCDelta(dw=np.zeros_like(state.w), x_sum=np.zeros_like(state.x))
+        row_map, seg_ends = self._task_rows(group, n_k)
+        epoch, round_ = task.write
+        x0 = state.x if round_ == 0 else getattr(state.epoch_start, "x", None)
+        aty_k = self.products[group[0]].copy()
+        for c in group[1:]:
+            aty_k += self.products[c]
+        lam1, lam2, shift = local_problem(config, state.w, aty_k, n_k, task.sigma_prime)
+        m, theta, tau, sigma = local_step_parameters(config, n_k, task.sigma_prime)
+        y_old = self._y_old[:n_k]
+        np.take(self.y, row_map, out=y_old)
+        a = np.array(state.x, dtype=np.float64)
+        abar, z = a.copy(), aty_k
+        T = 0
+        for row_u, _ in task_uniform_blocks(config, task.seed, epoch, round_, group[0], n_k,
+                                            m, columns=False, out=self._uniform_buffer(
+                                                config, n_k, m)):
+            T += len(row_u)
+            _all_columns_one_row(self.rows, self.b, self.y, a, abar, z,
+                                 n_k, row_u, theta, tau, sigma,
+                                 config.loss_id, lam1, lam2, shift, self.weights, row_map)
+        if len(self._dw) < len(group):
+            self._dw = np.empty((len(group), self.rows.shape[1]))
+        dw_parts = self._dw[:len(group)]
+        start_loss, dconj = task_sweep(
+            self.rows, row_map, seg_ends, self.b, self.y, y_old, self.weights,
+            a if x0 is None else np.ascontiguousarray(x0, dtype=np.float64),
+            x0 is not None, config.loss_id, dw_parts)
+        dw = dw_parts[0].copy()
+        for s, c in enumerate(group):
+            self.products[c] += dw_parts[s]
+            if s:
+                dw += dw_parts[s]
+        return DSPDCDelta(dw=dw, x_sum=a, n_tasks=1, dconj=float(dconj), n_iter=T,
+                          n_dual_updates=T * m, chunks=group,
+                          steps=((n_k, task.sigma_prime, float(theta), float(tau),
+                                  float(sigma)),),
+                          start_loss=float(start_loss),
+                          start_rows=0 if x0 is None else n_k)
+
+    def _task_rows(self, group, n_k: int):
+        """The group's row indices (chunk after chunk) in a buffer kept for the fit, and the
+        end of each chunk among them."""
+        row_map = self._row_map[:n_k]
+        ends = np.empty(len(group), dtype=np.int64)
+        pos = 0
+        for s, c in enumerate(group):
+            lo, hi = self.starts[c], self.starts[c + 1]
+            row_map[pos:pos + hi - lo] = self._index[lo:hi]
+            pos += hi - lo
+            ends[s] = pos
+        return row_map, ends
+
+    def _uniform_buffer(self, config, n_k: int, m: int) -> np.ndarray:
+        """A buffer for the row uniforms of a task of ``n_k`` rows, kept for the fit."""
+        from ooc_kernels.families.dspdc._local import UNIFORM_BLOCK
+
+        need = min(max(1, math.ceil(config.local_passes * n_k / m)),
+                   max(1, UNIFORM_BLOCK // m))
+        if self._uniforms.shape[0] < need or self._uniforms.shape[1] != m:
+            self._uniforms = np.empty((need, m))
+        return self._uniforms

@@ -1,0 +1,229 @@
+"""DSPDC's fused in-memory tasks (``families/dspdc/_memory_task.py``, ``kernels_memory.py``):
+the iterations on the rows held (``row_map``) equal those on the gathered rows bit for bit,
+the one pass after them equals its NumPy twin, a fit gives the out-of-core model to rounding
+(ridge, elastic net, logistic, smoothed hinge; weighted rows; with and without intercept),
+and a fit on NumPy input computes no Dask graph at all."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import dask.base
+import dask.local
+import numpy as np
+import pytest
+
+import ooc_kernels as ok
+from ooc_kernels.families.dspdc import _memory_task
+from ooc_kernels.families.dspdc._local import task_uniform_blocks
+from ooc_kernels.families.dspdc.kernels import _all_columns_one_row, dspdc_dense_iterations
+from ooc_kernels.families.dspdc.kernels_memory import (
+    rows_loss_sum,
+    rows_loss_sum_ref,
+    task_sweep,
+    task_sweep_ref,
+)
+
+LOSSES = {"squared": 0, "logistic": 2, "smoothed_hinge": 4}
+
+
+def _rows(seed, n=40, p=6, loss=0):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, p))
+    b = A @ rng.normal(size=p) if loss == 0 else np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return rng, A, b
+
+
+def _duals(rng, b, loss):
+    """Duals inside every loss's domain: ``b y`` in ``(-1, 0)`` for the classification
+    losses."""
+    if loss == 0:
+        return rng.normal(size=len(b))
+    return -b * rng.uniform(0.05, 0.95, size=len(b))
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES.values()))
+@pytest.mark.parametrize("lam1", [0.0, 0.03])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_iterations_on_mapped_rows_equal_those_on_the_gathered_rows(loss, lam1, weighted):
+    """The all-columns kernel with ``row_map`` on the whole rows, against the public kernel
+    on ``A[row_map]`` gathered (with their labels, duals and weights): the same duals,
+    iterate, extrapolation and ``A^T y``, bit for bit, with a tilt of the regularizer."""
+    rng, A, b = _rows(1 + loss, loss=loss)
+    row_map = np.concatenate([np.arange(25, 40), np.arange(5, 15)]).astype(np.int64)
+    weights = rng.uniform(0.0, 2.0, size=len(A)) if weighted else None
+    weights = None if weights is None else np.where(weights < 0.3, 0.0, weights)
+    y0, shift = _duals(rng, b, loss), rng.normal(size=A.shape[1])
+    start = [rng.normal(size=A.shape[1]) for _ in range(3)]
+    u = rng.random((70, 1))
+    args = (0.8, 0.2, 1.5, loss, lam1, 0.1)
+    y = y0.copy()
+    mapped = [s.copy() for s in start]
+    _all_columns_one_row(A, b, y, *mapped, len(row_map), u, *args, shift, weights, row_map)
+    y_k = y0[row_map].copy()
+    gathered = [s.copy() for s in start]
+    dspdc_dense_iterations(A[row_map], b[row_map], y_k, *gathered, len(row_map), u,
+                           np.zeros((len(u), A.shape[1])), 1, A.shape[1], *args, shift,
+                           None if weights is None else weights[row_map])
+    np.testing.assert_array_equal(y[row_map], y_k)
+    others = np.setdiff1d(np.arange(len(A)), row_map)
+    np.testing.assert_array_equal(y[others], y0[others])     # rows outside the task
+    for got, want in zip(mapped, gathered):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES.values()))
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("with_loss", [False, True])
+def test_task_sweep_equals_its_numpy_twin(loss, weighted, with_loss):
+    """The pass after a task's iterations (per-chunk ``A_c^T (w * dy)``, the losses at the
+    epoch's first iterate, the change of ``sum w phi*``) against its plain-NumPy twin, on a
+    task of three chunks (rows of weight 0 included)."""
+    rng, A, b = _rows(7 + loss, n=50, loss=loss)
+    row_map = np.concatenate([np.arange(30, 42), np.arange(0, 9), np.arange(12, 20)])
+    seg_ends = np.array([12, 21, 29])
+    y_old = _duals(rng, b, loss)[row_map]
+    y = _duals(rng, b, loss)
+    untouched = row_map[::3]
+    y[untouched] = y_old[::3]           # rows the iterations did not visit
+    weights = np.where(rng.random(len(A)) < 0.2, 0.0, rng.uniform(0.1, 3, len(A))) \
+        if weighted else None
+    x0 = rng.normal(size=A.shape[1])
+    got, want = np.full((3, A.shape[1]), np.nan), np.zeros((3, A.shape[1]))
+    loss_got, conj_got = task_sweep(A, row_map.astype(np.int64), seg_ends, b, y, y_old,
+                                    weights, x0, with_loss, loss, got)
+    loss_want, conj_want = task_sweep_ref(A, row_map, seg_ends, b, y, y_old, weights, x0,
+                                          with_loss, loss, want)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert loss_got == pytest.approx(loss_want, rel=1e-12, abs=1e-12)
+    assert conj_got == pytest.approx(conj_want, rel=1e-12, abs=1e-12)
+    if with_loss:
+        assert loss_want > 0
+    else:
+        assert loss_got == 0.0
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES.values()))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rows_loss_sum_equals_its_numpy_twin(loss, weighted):
+    rng, A, b = _rows(3, loss=loss)
+    weights = np.where(rng.random(len(A)) < 0.2, 0.0, 2.0) if weighted else None
+    x = rng.normal(size=A.shape[1])
+    assert rows_loss_sum(A, b, weights, x, loss) == pytest.approx(
+        rows_loss_sum_ref(A, b, weights, x, loss), rel=1e-12)
+
+
+def test_uniforms_into_a_buffer_are_the_task_stream():
+    """``columns=False`` and ``out``: the same row uniforms, block after block, and no
+    block of column zeros."""
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(local_passes=2.0, q=4, n_features=4)
+    plain = [r.copy() for r, c in task_uniform_blocks(cfg, 3, 1, 2, 0, 37, 1)]
+    buffer = np.empty((74, 1))
+    fused = [(r.copy(), c) for r, c in task_uniform_blocks(cfg, 3, 1, 2, 0, 37, 1,
+                                                            columns=False, out=buffer)]
+    assert [c for _, c in fused] == [None] * len(plain)
+    for a, (b, _) in zip(plain, fused):
+        np.testing.assert_array_equal(a, b)
+
+
+def _problem(classify, n=480, p=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * [1.0, 5.0, 0.2, 1.0, 2.0] + 1.0
+    s = X @ rng.normal(size=p) + rng.normal(size=n)
+    y = np.where(s > np.median(s), 1, 0) if classify else s
+    return X, y, np.where(rng.random(n) < 0.1, 0.0, rng.uniform(0.2, 3.0, size=n))
+
+
+CASES = {   # name: (estimator, parameters, classification)
+    "ridge": (ok.DSPDCRegressor, {}, False),
+    "elastic_net": (ok.DSPDCRegressor, {"l1_ratio": 0.5}, False),
+    "logistic": (ok.DSPDCClassifier, {}, True),
+    "smoothed_hinge": (ok.DSPDCClassifier, {"loss": "smoothed_hinge",
+                                            "class_weight": {0: 2.0, 1: 0.5}}, True),
+}
+
+
+@pytest.fixture
+def fused_tasks(monkeypatch):
+    """Counts the fused tasks run."""
+    calls = []
+    run = _memory_task.MemoryTasks.run
+
+    def counted(self, *args):
+        calls.append(1)
+        return run(self, *args)
+
+    monkeypatch.setattr(_memory_task.MemoryTasks, "run", counted)
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("weighted, fit_intercept", [(False, True), (True, True),
+                                                     (True, False)])
+def test_fused_fit_gives_the_out_of_core_model_to_rounding(name, weighted, fit_intercept,
+                                                          fused_tasks):
+    """NumPy input (the fused tasks) against the same data as Dask arrays (the out-of-core
+    tasks and their duals store), several chunks per task and several tasks per epoch: the
+    same epochs, passes and step boosts; coefficients, primal and dual values equal up to
+    the order of the sums (relative 1e-9)."""
+    Est, params, classify = CASES[name]
+    X, y, w = _problem(classify)
+    sw = w if weighted else None
+    common = dict(params, alpha=1e-3, tol=1e-5, max_iter=80, chunk_size=80,
+                  shuffle_chunks=2, random_state=4, progress=False,
+                  fit_intercept=fit_intercept, local_passes=1.0)   # the same in both paths
+    mem = Est(**common).fit(X, y, sample_weight=sw)
+    assert len(fused_tasks) == 3 * mem.n_iter_ > 0     # 6 chunks in groups of 2
+    ooc = Est(**common).fit(da.from_array(X, chunks=(80, -1)), da.from_array(y, chunks=80),
+                            sample_weight=None if sw is None else da.from_array(sw, 80))
+    assert len(fused_tasks) == 3 * mem.n_iter_          # none out of core
+    np.testing.assert_allclose(mem.coef_, ooc.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(mem.intercept_, ooc.intercept_, rtol=1e-9, atol=1e-12)
+    assert mem.n_iter_ == ooc.n_iter_ and mem.stop_reason_[:4] == ooc.stop_reason_[:4]
+    assert len(mem.gap_history_) == len(ooc.gap_history_) >= 3
+    for a, b in zip(mem.gap_history_, ooc.gap_history_):
+        assert (a["iterations"], a["passes"], a["step_boost"]) == \
+            (b["iterations"], b["passes"], b["step_boost"])
+        assert a["primal"] == pytest.approx(b["primal"], rel=1e-9)
+        assert a["dual"] == pytest.approx(b["dual"], rel=1e-9)
+
+
+@pytest.fixture
+def no_dask_compute(monkeypatch):
+    """Every way of computing a Dask graph raises: ``dask.compute``, a collection's
+    ``compute`` and the local schedulers."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a Dask graph was computed")
+
+    for target, attr in ((dask, "compute"), (dask.base, "compute"),
+                         (dask.local, "get_async"), (dask, "persist"),
+                         (dask.base, "persist")):
+        monkeypatch.setattr(target, attr, refuse)
+    with pytest.raises(AssertionError, match="a Dask graph was computed"):
+        da.ones(3).sum().compute()
+
+
+@pytest.mark.parametrize("name", ["ridge", "logistic", "smoothed_hinge"])
+@pytest.mark.parametrize("m", [1, 2])
+def test_in_memory_fit_computes_no_dask_graph(name, m, no_dask_compute):
+    """Set-up (classes, weights' sums, column moments, ``Lambda``), rounds and gap checks
+    of a fit on NumPy input run without any Dask graph, fused (``m = 1``) or not."""
+    Est, params, classify = CASES[name]
+    X, y, w = _problem(classify, n=300)
+    est = Est(**params, alpha=0.1, tol=1e-4, max_iter=40, chunk_size=60, m=m,
+              random_state=0, progress=False).fit(X, y, sample_weight=w)
+    assert est._direct_fit and est.stop_reason_.startswith("tol")
+
+
+def test_pandas_input_uses_the_same_rows_without_dask(no_dask_compute):
+    """A DataFrame and a Series are held in memory too: the same model as their arrays."""
+    pd = pytest.importorskip("pandas")
+    X, y, _ = _problem(False, n=200)
+    kw = dict(alpha=1e-2, tol=1e-6, chunk_size=50, random_state=1, progress=False)
+    frame = ok.DSPDCRegressor(**kw).fit(pd.DataFrame(X, columns=list("abcde")),
+                                        pd.Series(y))
+    plain = ok.DSPDCRegressor(**kw).fit(X, y)
+    np.testing.assert_array_equal(frame.coef_, plain.coef_)
+    assert frame.intercept_ == plain.intercept_
