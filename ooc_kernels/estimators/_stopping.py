@@ -11,7 +11,14 @@ Then, exactly as scikit-learn's ``SGDClassifier`` decides:
 * with early stopping, when its validation score is below ``best_score + tol``;
 
 and the fit stops after ``n_iter_no_change`` such epochs in a row (``tol=None``: never, the
-fit runs ``max_iter`` epochs).  The monitor's state is part of checkpoints and saved models,
+fit runs ``max_iter`` epochs).
+
+A family may give the training-loss rule a ``loss_scale``: the tolerance then grows with the
+loss above it, ``tol * max(1, best_loss / loss_scale)`` (the DSG classifier's 0.1: ``tol``
+absolute up to a loss of 0.1, ``10 * tol`` of the loss above).  On a problem whose loss is
+mostly irreducible noise (a high best loss) the per-epoch gains that remain once the test
+accuracy has levelled off are a fixed share of the loss, not a fixed amount
+(``docs/defaults.md``, "Stopping").  The monitor's state is part of checkpoints and saved models,
 so a resumed fit stops where an uninterrupted one does: besides the history and the counters
 it holds ``epoch_start``, the running ``(loss_sum, weight_sum)`` totals of the training loss
 when the current epoch began, so an epoch interrupted half way is scored on all its rows
@@ -25,6 +32,15 @@ Examples
 [False, False, False, True]
 >>> mon.stop_reason
 'the training loss improved by less than tol=0.01 for n_iter_no_change=2 epochs'
+
+With ``loss_scale=0.1`` a best loss of 0.5 needs a gain of ``0.01 * 0.5 / 0.1 = 0.05``:
+
+>>> mon = EpochMonitor(tol=0.01, n_iter_no_change=2, early_stopping=False, loss_scale=0.1)
+>>> [mon.end_epoch(e, loss, None, 0.0) for e, loss in enumerate([1.0, 0.5, 0.46, 0.42])]
+[False, False, False, True]
+>>> print(mon.stop_reason)  # doctest: +NORMALIZE_WHITESPACE
+the training loss improved by less than 0.046 (tol=0.01 times the best loss 0.46 over
+loss_scale=0.1) for n_iter_no_change=2 epochs
 """
 
 from __future__ import annotations
@@ -32,7 +48,30 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["EpochMonitor"]
+__all__ = ["EpochMonitor", "TOL_LOSS_SCALE", "TOL_DOC", "LOSS_SCALED_TOL_DOC"]
+
+#: The classifier's ``loss_scale``: ``tol`` is absolute up to a training loss of 0.1 and
+#: ``10 * tol`` of the loss above it (``docs/defaults.md``, "Stopping").
+TOL_LOSS_SCALE = 0.1
+
+#: The ``tol`` entry of the shared stopping parameters' numpydoc (replaced by
+#: :data:`LOSS_SCALED_TOL_DOC` in the docstring of an estimator with a ``loss_scale``).
+TOL_DOC = """    tol : float or None, default=1e-3
+        Stop when an epoch's loss (progressive-validation loss, or minus the validation
+        score with ``early_stopping``) improves by less than ``tol`` on the best so far, for
+        ``n_iter_no_change`` epochs in a row.  None: always run ``max_iter`` epochs.
+"""
+
+#: The ``tol`` entry of an estimator whose loss rule has the ``loss_scale`` 0.1.
+LOSS_SCALED_TOL_DOC = """    tol : float or None, default=1e-3
+        Stop when an epoch's progressive-validation loss improves on the best so far by
+        less than ``tol * max(1, best_loss / 0.1)`` (``tol`` up to a loss of 0.1, ``10 *
+        tol`` of the loss above: on a noisy problem the gains left once the test accuracy
+        has levelled off are a share of the loss), or with ``early_stopping`` when the
+        validation score improves by less than ``tol``, for ``n_iter_no_change`` epochs in
+        a row; ``stop_reason_`` gives the tolerance that ended the fit.  None: always run
+        ``max_iter`` epochs.
+"""
 
 
 @dataclass
@@ -49,6 +88,9 @@ class EpochMonitor:
     #: Running ``(loss_sum, weight_sum)`` of the training loss when the current epoch began
     #: (None for families without a training loss).
     epoch_start: list[float] | None = None
+    #: The training-loss rule's tolerance is ``tol * max(1, best / loss_scale)`` (None:
+    #: ``tol``); the held-out score of ``early_stopping`` always uses ``tol``.
+    loss_scale: float | None = None
 
     def end_epoch(self, epoch: int, loss: float | None, score: float | None,
                   seconds: float, **extra) -> bool:
@@ -62,17 +104,29 @@ class EpochMonitor:
             return False
         value = (-score if score is not None else math.inf) if self.early_stopping \
             else (loss if loss is not None else math.inf)
-        if value > self.best - self.tol:
+        tol, before = self.tolerance(), self.best
+        if value > before - tol:
             self.no_improve += 1
         else:
             self.no_improve = 0
         self.best = min(self.best, value)
         if self.no_improve >= self.n_iter_no_change:
             what = "validation score" if self.early_stopping else "training loss"
-            self.stop_reason = (f"the {what} improved by less than tol={self.tol} for "
+            by = f"tol={self.tol}" if tol == self.tol else (
+                f"{tol:.3g} (tol={self.tol} times the best loss {before:.4g} over "
+                f"loss_scale={self.loss_scale})")
+            self.stop_reason = (f"the {what} improved by less than {by} for "
                                 f"n_iter_no_change={self.n_iter_no_change} epochs")
             return True
         return False
+
+    def tolerance(self) -> float:
+        """The gain on the best value so far that the next epoch must make to count as an
+        improvement: ``tol``, or ``tol * max(1, best / loss_scale)`` on the training loss
+        with a ``loss_scale``."""
+        if self.loss_scale is None or self.early_stopping or not math.isfinite(self.best):
+            return self.tol
+        return self.tol * max(1.0, self.best / self.loss_scale)
 
     def to_json(self) -> dict:
         return {"history": self.history, "best": _plain(self.best),

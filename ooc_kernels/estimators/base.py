@@ -129,6 +129,9 @@ class ChunkedEstimator(BaseEstimator):
     _is_classifier = False
     #: Whether ``tol`` / ``n_iter_no_change`` are scikit-learn's SGD rule on the epoch loss.
     _sgd_stopping = True
+    #: The training-loss rule's tolerance is ``tol * max(1, best_loss / _tol_loss_scale)``
+    #: (None: ``tol``; see :mod:`~ooc_kernels.estimators._stopping`).
+    _tol_loss_scale: float | None = None
     #: Fast settings for the contract suite's fits (scikit-learn's checks use the defaults).
     _test_params: dict = {}
     #: Settings (over ``_test_params`` and the default ``tol``) under which the family's
@@ -365,7 +368,8 @@ class ChunkedEstimator(BaseEstimator):
 
         mon = EpochMonitor(tol=getattr(self, "tol", None) if self._sgd_stopping else None,
                            n_iter_no_change=getattr(self, "n_iter_no_change", 1),
-                           early_stopping=bool(getattr(self, "early_stopping", False)))
+                           early_stopping=bool(getattr(self, "early_stopping", False)),
+                           loss_scale=self._tol_loss_scale)
         return mon.restore(getattr(self, "_monitor_state", None))
 
     def _run(self, data: ChunkedData, sched, *, start: tuple[int, int], end_epoch: int,

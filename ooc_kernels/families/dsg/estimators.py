@@ -51,6 +51,7 @@ from ooc_kernels.families.dsg._schedule import (CURVATURE, CURVATURE_ROWS,
                                                   growth_step_eigenvalue, resolve_schedule,
                                                   small_data_step_factor, top_eigenvalue)
 from ooc_kernels.estimators._registry import register_estimator
+from ooc_kernels.estimators._stopping import LOSS_SCALED_TOL_DOC, TOL_DOC, TOL_LOSS_SCALE
 from ooc_kernels.estimators.base import (
     BASE_CONSTRAINTS,
     BASE_PARAMS_DOC,
@@ -219,7 +220,7 @@ _STANDARDIZE_AUTO_DOC = _PARAMS_DOC.replace(_BOOL_DOC, """    standardize : bool
 #: The classifier's parameters: ``n_features="auto"`` by default.
 _CLASSIFIER_DOC = _STANDARDIZE_AUTO_DOC.replace(
     '    n_features : int or "auto", default=4096\n',
-    '    n_features : int or "auto", default="auto"\n')
+    '    n_features : int or "auto", default="auto"\n').replace(TOL_DOC, LOSS_SCALED_TOL_DOC)
 
 _ATTRIBUTES_DOC = """
     n_features_ : int
@@ -675,6 +676,8 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
             )
         return tuple(float(self.class_weight.get(c, 1.0)) for c in classes.tolist())
 
+    # the loss rule's tolerance grows with the loss above 0.1 (docs/defaults.md, "Stopping")
+    _tol_loss_scale = TOL_LOSS_SCALE
     _proba_losses = tuple(n for n in _CLASSIFICATION_LOSSES if get_loss(n).has_proba)
     # predict_proba exists under the default loss, "logistic" (see _has_proba)
     capabilities = Capabilities(execution="rounds", inputs="supervised",
