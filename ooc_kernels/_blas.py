@@ -17,6 +17,14 @@ client, Dask's process pool, a worker started without the nanny's settings), the
 load it would compute with more threads than the tasks of a process that loaded it
 earlier, and give other bits.  So the limit loads the kernels' BLAS before it is set.
 
+The limit is process-wide and reference-counted: it may begin in one thread and end in
+another (two fits in threads of one process).  threadpoolctl (3.8 and later) lets only one
+thread change OpenBLAS's thread count, the first to set it, and silently ignores the others
+until that thread's ``with threadpool_limits`` block ends; a limit set outside such a block
+keeps that thread in charge for good.  Here the thread that sets or restores the limit
+takes charge first and gives it up afterwards, so the limit holds whichever thread enters it
+and the caller's setting comes back whichever thread leaves it last.
+
 Examples
 --------
 >>> from ooc_kernels._blas import single_threaded_blas
@@ -30,6 +38,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
+import threadpoolctl
 from threadpoolctl import threadpool_limits
 
 __all__ = ["single_threaded_blas"]
@@ -51,6 +60,15 @@ def _load_kernels_blas() -> None:
         _kernels_blas_loaded = True
 
 
+def _release_openblas_control() -> None:
+    """Let the calling thread change OpenBLAS's thread count (threadpoolctl 3.8 and later
+    obey only the thread that set it first; earlier versions have no such rule)."""
+    openblas = getattr(threadpoolctl, "OpenBLASController", None)
+    clear = getattr(openblas, "clear_controlling_thread", None)
+    if clear is not None:
+        clear(force=True)
+
+
 @contextlib.contextmanager
 def single_threaded_blas() -> Iterator[None]:
     """Limit BLAS to one thread in this process for the block (re-entrant, thread-safe).
@@ -61,6 +79,7 @@ def single_threaded_blas() -> Iterator[None]:
     with _lock:
         if _depth == 0:
             _load_kernels_blas()  # before the limit: a library loaded later escapes it
+            _release_openblas_control()
             _limiter = threadpool_limits(limits=1, user_api="blas")
         _depth += 1
     try:
@@ -69,5 +88,7 @@ def single_threaded_blas() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and _limiter is not None:
+                _release_openblas_control()  # this thread may not be the one that set it
                 _limiter.restore_original_limits()
                 _limiter = None
+                _release_openblas_control()
