@@ -24,7 +24,11 @@ it after ``--max-epochs`` reports ``null``.  Medians over ``--seeds``.
 
 ``--combination`` runs a candidate combination scheme (``adaptive``: the default of the
 library; ``sum``; ``average``: parameter mixing) so the
-comparison in ``docs/algorithms/dsg_rounds.md`` can be reproduced.
+comparison in ``docs/algorithms/dsg_rounds.md`` can be reproduced; ``--contraction`` sets
+the adaptive weight's contraction floor (0, the library's rule, by default;
+``benchmarks/scaling_contraction.py`` compares several in one process).
+``--target-epochs`` moves the target to the ``K = 1`` fit's value after that many epochs
+(3 by default), ``--binary-d`` sets the inputs of ``nonlinear_binary``.
 
 Usage::
 
@@ -48,18 +52,21 @@ import numpy as np
 import ooc_kernels as ok
 from ooc_kernels.exceptions import StepSizeWarning
 from ooc_kernels.features.rbf import rbf_kernel
-from ooc_kernels.families.dsg.solver import COMBINATIONS, DSGAlgorithm, predict_chunk
+from ooc_kernels.families.dsg.solver import (COMBINATIONS, ROUND_CONTRACTION, DSGAlgorithm,
+                                             predict_chunk)
 
 KS = (1, 2, 4, 8, 16)
 TARGET_EPOCHS = 3
 
 
-def _estimator(cls, combination: str, **params):
-    """An estimator whose rounds use ``combination`` (the library's default: adaptive)."""
+def _estimator(cls, combination: str, contraction: float = ROUND_CONTRACTION, **params):
+    """An estimator whose rounds use ``combination`` and, for ``"adaptive"``, the
+    ``contraction`` floor (the library's defaults: adaptive, ``ROUND_CONTRACTION``)."""
 
     class Candidate(cls):
         def _make_algorithm(self):
-            return DSGAlgorithm(self._config, combination=combination)
+            return DSGAlgorithm(self._config, combination=combination,
+                                contraction=contraction)
 
     Candidate.__name__ = cls.__name__
     return Candidate(**params)
@@ -158,12 +165,13 @@ def digits_problem(args, seed: int, folder: Path):
 def binary_problem(args, seed: int, folder: Path):
     import xarray as xr
 
+    shape = {} if args.binary_d is None else {"n_features": args.binary_d}
     train = ok.make_dataset("nonlinear_binary", folder / f"binary{seed}.zarr", args.binary_n,
                             chunk_size=args.binary_n // 20, random_state=seed,
-                            progress=False, overwrite=True)
+                            progress=False, overwrite=True, **shape)
     test = ok.make_dataset("nonlinear_binary", folder / f"binary_test{seed}.zarr",
                            args.binary_test, chunk_size=args.binary_test, random_state=seed,
-                           split="test", progress=False, overwrite=True)
+                           split="test", progress=False, overwrite=True, **shape)
     ds, ts = xr.open_zarr(train), xr.open_zarr(test)
     Xt, yt = ts["X"].values, ts["y"].values  # 2,000 test rows
 
@@ -189,8 +197,9 @@ def run_problem(name, args, folder: Path) -> dict:
         traces = {}
         for k in args.ks:
             start = time.perf_counter()
-            est = _estimator(cls, args.combination, chunks_per_round=k,
-                             max_iter=args.max_epochs if k > 1 else TARGET_EPOCHS, **params)
+            est = _estimator(cls, args.combination, args.contraction, chunks_per_round=k,
+                             max_iter=args.max_epochs if k > 1 else args.target_epochs,
+                             **params)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", StepSizeWarning)
                 traces[k] = _trace_fit(est, data, metric)
@@ -198,7 +207,7 @@ def run_problem(name, args, folder: Path) -> dict:
                   f"{traces[k][-1][0]} rows ({time.perf_counter() - start:.1f} s)",
                   file=sys.stderr, flush=True)
         n = int(data.sizes["sample"])
-        target = _value_at_rows(traces[1], TARGET_EPOCHS * n)
+        target = _value_at_rows(traces[1], args.target_epochs * n)
         rows = {k: _rows_to_reach(traces[k], target, higher_is_better=higher)
                 for k in args.ks}
         per_seed[seed] = {"target": target, "rows": rows, "n": n,
@@ -252,6 +261,14 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--max-epochs", type=int, default=12)
     p.add_argument("--combination", default="adaptive", choices=COMBINATIONS)
+    p.add_argument("--contraction", type=float, default=ROUND_CONTRACTION,
+                   help="adaptive: the residual factor a round may leave on the top "
+                        "direction (0, the library's rule: no direction contracts less than under "
+                        "averaging)")
+    p.add_argument("--target-epochs", type=int, default=TARGET_EPOCHS,
+                   help="the target: the K = 1 fit's value after this many epochs")
+    p.add_argument("--binary-d", type=int, default=None,
+                   help="nonlinear_binary: input dimension (default: the generator's)")
     p.add_argument("--bandwidth", default="auto",
                    help="synthetic_krr_2d: 'auto', 'median' or a number")
     p.add_argument("--krr-n", type=int, default=4000)
@@ -269,7 +286,8 @@ def main(argv=None) -> None:
         args.bandwidth = float(args.bandwidth)
     results = {"command": "python benchmarks/scaling.py " + " ".join(
                    sys.argv[1:] if argv is None else argv),
-               "combination": args.combination, "target_epochs": TARGET_EPOCHS,
+               "combination": args.combination, "contraction": args.contraction,
+               "target_epochs": args.target_epochs,
                "machine": platform.platform(), "problems": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.problems:

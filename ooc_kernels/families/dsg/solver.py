@@ -75,6 +75,15 @@ __all__ = ["DSGConfig", "DSGState", "DSGTask", "DSGDelta", "DSGAlgorithm", "init
 #: kept for comparisons).
 COMBINATIONS = ("adaptive", "sum", "average")
 
+#: The residual factor the ``"adaptive"`` weight may leave on the quadratic model's top
+#: direction in a round (:meth:`DSGAlgorithm.mixing_weight`): every direction's residual
+#: factor is at most ``max(|e|, contraction)``, ``e`` that of one task's run (averaging's).
+#: 0 (the default): no direction contracts less than under averaging.  Larger values add
+#: more of the increments while a task's steps remove the top direction: fewer rows where
+#: the slow directions limit the fit, more where the gradient noise does
+#: (``docs/algorithms/dsg_rounds.md``, "A contraction floor"); kept for comparisons.
+ROUND_CONTRACTION = 0.0
+
 #: Upper bound on the bytes of random-feature parameters generated at once in prediction.
 
 
@@ -326,13 +335,20 @@ def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarr
 class DSGAlgorithm:
     """The DSG chunk algorithm for :func:`ooc_kernels.parallel.engine.run_rounds`."""
 
-    def __init__(self, config: DSGConfig, combination: str = "adaptive"):
+    def __init__(self, config: DSGConfig, combination: str = "adaptive",
+                 contraction: float = ROUND_CONTRACTION):
         if combination not in COMBINATIONS:
             raise ValidationError(
                 f"combination must be one of {sorted(COMBINATIONS)}, got {combination!r}."
             )
+        if not 0.0 <= contraction < 1.0:
+            raise ValidationError(
+                f"contraction must be in [0, 1), got {contraction!r}; 0 keeps every "
+                "direction at least as contracted as averaging."
+            )
         self.config = config
         self.combination = combination
+        self.contraction = float(contraction)
 
     def n_steps(self, n_rows: int) -> int:
         return math.ceil(n_rows / self.config.batch_size)
@@ -361,15 +377,34 @@ class DSGAlgorithm:
         """The weight ``w`` of a round of ``K`` tasks: the next model is
         ``x + w (S - x)``, ``S`` the tasks' local runs composed (their increments added).
 
-        ``"adaptive"``: ``w = min(1, (1 + |e|) / (K (1 - e)))``, ``e = prod_s (1 - gamma_s
-        (lambda + alpha))`` over the first ``m`` steps of the round (``m`` the most steps a
-        task of the round takes, ``lambda`` the config's ``curvature``): the factor by which
-        one task's local run shrinks the error along the Hessian's top eigendirection of
-        the quadratic model.  With it no eigendirection contracts less than under
-        averaging (``w = 1 / K``, which the rule gives whenever ``e <= 0``), and ``w = 1``
+        ``"adaptive"``: ``w = min(1, max(1 / K, (1 + max(|e|, rho)) / (K (1 - e))))``,
+        ``e = prod_s (1 - gamma_s (lambda + alpha))`` over the first ``m`` steps of the round
+        (``m`` the most steps a task of the round takes, ``lambda`` the config's
+        ``curvature``): the factor by which one task's local run shrinks the error along
+        the Hessian's top eigendirection of the quadratic model; ``rho`` is the
+        algorithm's ``contraction`` (:data:`ROUND_CONTRACTION`, 0, by default).  With it
+        every eigendirection's error shrinks by the factor ``max(|e_i|, rho)`` or more per
+        round; with ``rho = 0`` no eigendirection contracts less than under averaging
+        (``w = 1 / K``, which the rule then gives whenever ``e <= 0``), and ``w = 1``
         (plain adding: the sequential algorithm with stale gradients) once the round's
         total step is small against ``1 / lambda``.  ``"sum"``: 1.  See
         ``docs/algorithms/dsg_rounds.md``.
+
+        Examples
+        --------
+        A round of 4 one-step tasks whose step removes the top direction (``e = 0``)
+        averages, or adds ``(1 + rho) / 4`` of the summed increments with a floor ``rho``:
+
+        >>> from types import SimpleNamespace
+        >>> cfg = DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=1,
+        ...                 block_size=1, n_blocks=1, bandwidth=1.0, feature_seed=0,
+        ...                 alpha=0.0, batch_size=1, learning_rate="constant", eta0=1.0,
+        ...                 t0=0.0, dtype="float64", curvature=1.0)
+        >>> info = SimpleNamespace(groups=[(0,), (1,), (2,), (3,)], sizes=[(1,)] * 4)
+        >>> DSGAlgorithm(cfg).mixing_weight(init_state(cfg), info)
+        0.25
+        >>> DSGAlgorithm(cfg, contraction=0.5).mixing_weight(init_state(cfg), info)
+        0.375
         """
         k = len(info.groups)
         if k <= 1 or self.combination == "sum":
@@ -380,7 +415,8 @@ class DSGAlgorithm:
         e = float(np.prod(1.0 - gammas * (float(cfg.curvature) + float(cfg.alpha))))
         if not e < 1.0:  # no curvature, no step: nothing can overshoot
             return 1.0
-        return float(min(1.0, max(1.0 / k, (1.0 + abs(e)) / (k * (1.0 - e)))))
+        bound = max(abs(e), self.contraction)  # the residual factor allowed on top
+        return float(min(1.0, max(1.0 / k, (1.0 + bound) / (k * (1.0 - e)))))
 
     def chunk_step(self, state: DSGState, batch: dict, task: DSGTask) -> DSGDelta:
         """The local steps over one task's rows: ``batch["X"]``, ``batch["y"]`` and, when
