@@ -51,6 +51,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from numbers import Integral
 
 from ooc_kernels.exceptions import ValidationError
 
@@ -153,10 +154,11 @@ def task_threads(n_jobs: int | None, tasks_per_round: int = 1, *,
         raise ValidationError(f"tasks_per_round must be an int >= 1; got {tasks_per_round!r}.")
     if n_jobs is not None:
         cores = _cpu_count()
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0:
             raise ValidationError(
                 f"n_jobs={n_jobs!r} is not a thread count; use None (all the threads the task "
                 "may use), an int >= 1, or -1 (every core).")
+        n_jobs = int(n_jobs)  # a NumPy integer (from a parameter grid) counts as an int
         return n_jobs if n_jobs > 0 else max(1, cores + 1 + n_jobs)
     busy = None
     if available is None:

@@ -25,7 +25,7 @@ from ooc_kernels.estimators._inputs import (
     _with_sample_weight,
     sklearn_validated,
 )
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InputTypeError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.scheduler import scheduler_context
 
@@ -63,12 +63,18 @@ class ChunkedClassifierMixin:
         return np.log(self.predict_proba(X))
 
     def _resolve_classes(self, data: ChunkedData, classes, sched) -> np.ndarray:
-        if classes is not None:
-            found = np.unique(np.asarray(classes))
-        elif "classes" in data.attrs:
-            found = np.asarray(data.attrs["classes"])
-        else:  # a small reduction over y (never X): the distinct labels
-            found = np.asarray(da.unique(data.y).compute(scheduler=sched))
+        try:
+            if classes is not None:
+                found = np.unique(np.asarray(classes))
+            elif "classes" in data.attrs:
+                found = np.asarray(data.attrs["classes"])
+            else:  # a small reduction over y (never X): the distinct labels
+                found = np.asarray(da.unique(data.y).compute(scheduler=sched))
+        except TypeError as err:  # labels that cannot be ordered: dicts, None, str and int
+            raise InputTypeError(
+                f"the class labels cannot be sorted ({err}); labels must be all numbers or "
+                "all strings: convert y, e.g. y.astype(str)."
+            ) from None
         if getattr(self, "on_invalid", "error") == "skip" and found.dtype.kind == "f":
             found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
         sklearn_validated(check_classification_targets, found)

@@ -42,6 +42,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 
 __all__ = ["ARD_COMPONENTS", "ARD_STEPS", "ARD_LEARNING_RATE", "ARD_MAX_RATIO",
            "ARD_MIN_GAIN", "LOO_MULTIPLES", "ard_scales", "validation_error", "loo_score",
@@ -75,7 +76,7 @@ def check_bandwidth_vector(bandwidth, n_features_in: int) -> np.ndarray:
     >>> check_bandwidth_vector([1.0, -2.0], 2)
     Traceback (most recent call last):
     ...
-    ooc_kernels.exceptions.ValidationError: bandwidth[1] = -2.0 is not a positive finite number; every per-input bandwidth must be > 0 and finite (a width of the kernel in that input's units).
+    ooc_kernels.exceptions.ValidationError: bandwidth[1] = -2.0 is not a positive finite number; every per-input bandwidth must be > 0 and finite (a width of the kernel in that input's units), within [1e-30, 1e+30].
     """
     try:
         s = np.asarray(bandwidth, dtype=np.float64)
@@ -89,12 +90,13 @@ def check_bandwidth_vector(bandwidth, n_features_in: int) -> np.ndarray:
             f"bandwidth has shape {s.shape}, the data has {n_features_in} input features; "
             f"pass one positive width per input, shape ({n_features_in},), or a number."
         )
-    bad = np.flatnonzero(~(np.isfinite(s) & (s > 0)))
+    bad = np.flatnonzero(~((s >= MIN_BANDWIDTH) & (s <= MAX_BANDWIDTH)))
     if len(bad):
         i = int(bad[0])
         raise ValidationError(
             f"bandwidth[{i}] = {float(s[i])!r} is not a positive finite number; every per-input "
-            "bandwidth must be > 0 and finite (a width of the kernel in that input's units)."
+            "bandwidth must be > 0 and finite (a width of the kernel in that input's units), "
+            f"within [{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}]."
         )
     return s
 

@@ -52,6 +52,8 @@ import numpy as np
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = [
+    "MAX_BANDWIDTH",
+    "MIN_BANDWIDTH",
     "BlockWriter",
     "block_params",
     "feature_scale",
@@ -59,6 +61,14 @@ __all__ = [
     "philox_uniforms",
     "rbf_kernel",
 ]
+
+#: The widths a Gaussian kernel accepts: ``sigma^2``, ``1 / (2 sigma^2)`` (the Gram exponent)
+#: and the frequencies ``omega / sigma`` of a float32 feature block stay finite and non-zero
+#: inside this range; a width outside it is refused with a ValidationError instead of an
+#: overflow.  (A width is in the units of the inputs the kernel sees: standardized, by
+#: default, where useful widths lie near 1.)
+MIN_BANDWIDTH = 1e-30
+MAX_BANDWIDTH = 1e30
 
 _TWO_PI = 2.0 * math.pi
 _U64_MAX = 2**64 - 1
@@ -99,6 +109,12 @@ def _check_bandwidth(bandwidth) -> float:
         raise ValidationError(
             f"bandwidth must be a positive finite number (sigma in exp(-||x-x'||^2 / (2 sigma^2))); "
             f"got {bandwidth!r}"
+        )
+    if not MIN_BANDWIDTH <= bw <= MAX_BANDWIDTH:
+        raise ValidationError(
+            f"bandwidth={bandwidth!r} is outside [{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}], where "
+            "sigma^2 and 1 / (2 sigma^2) stay finite; rescale the inputs (standardize=True) "
+            "and pass a width in their units."
         )
     return bw
 

@@ -44,6 +44,7 @@ from ooc_kernels.families.dsg._ratio_solver import RatioAlgorithm, RatioConfig
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
 from ooc_kernels.families.dsg.solver import init_state, predict_chunk
 from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features import Kernel
 from ooc_kernels.features.maps import available_kernels, kernel_spec
@@ -183,7 +184,8 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
         "verbose": ["verbose"],
         "kernel": [StrOptions(set(available_kernels())), Kernel],
         "kernel_params": [dict, None],
-        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+        "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both"),
+                      StrOptions({"median"})],
         "median_multiplier": [Interval(Real, 0, None, closed="neither")],
         "standardize": ["boolean"],
         "dtype": [StrOptions({"auto", "float32", "float64"})],
@@ -365,7 +367,12 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
             raise _bad_config(where, f"has n_features_in={config.n_features_in!r} and "
                                      f"kernel={config.kernel!r}; the model has "
                                      f"{self.n_features_in_} and {kernel_spec(self.kernel, self.kernel_params)!r}")
-        for name in ("bandwidth", "q_weight"):
+        if not isinstance(config.bandwidth, (int, float)) \
+                or not MIN_BANDWIDTH <= config.bandwidth <= MAX_BANDWIDTH:
+            raise _bad_config(where, f"has bandwidth={config.bandwidth!r}; it must be a "
+                                     "positive finite number in "
+                                     f"[{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}]")
+        for name in ("q_weight",):
             value = getattr(config, name)
             if not isinstance(value, (int, float)) or not (0 < value < math.inf):
                 raise _bad_config(where, f"has {name}={value!r}; it must be a positive "

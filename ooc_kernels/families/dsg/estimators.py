@@ -63,6 +63,7 @@ from ooc_kernels.estimators.base import (
 )
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features import Kernel
 from ooc_kernels.features.maps import available_kernels, get_feature_map, kernel_spec
@@ -100,7 +101,7 @@ _DSG_CONSTRAINTS = {
     **STOPPING_CONSTRAINTS,
     "kernel": [StrOptions(set(available_kernels())), Kernel],
     "kernel_params": [dict, None],
-    "bandwidth": [Interval(Real, 0, None, closed="neither"),
+    "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both"),
                   StrOptions({"auto", "ard", "median"}), "array-like"],
     "standardize": ["boolean"],
     "dtype": [StrOptions({"auto", "float32", "float64"})],

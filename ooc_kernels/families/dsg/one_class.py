@@ -54,6 +54,7 @@ from ooc_kernels.families.dsg.one_class_solver import (OneClassAlgorithm, OneCla
                                                        stacked_feature_bytes)
 from ooc_kernels.families.dsg.solver import DSGConfig, _affine, predict_chunk
 from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import kernel_spec
 from ooc_kernels.losses import get_loss
@@ -74,7 +75,8 @@ _CONSTRAINTS = {k: v for k, v in _DSG_CONSTRAINTS.items()
                              "bandwidth")}
 _CONSTRAINTS.update({
     "nu": [Interval(Real, 0, 1, closed="right")],
-    "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+    "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both"),
+                  StrOptions({"median"})],
     "n_features": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "basis": [StrOptions({"auto", "random", "nystroem"})],
     "batch_size": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],

@@ -67,6 +67,7 @@ from ooc_kernels.families.pkawv.taylor import TaylorBasis
 from ooc_kernels.families.pkawv.taylor import n_components as taylor_size
 from ooc_kernels.families.pkawv.taylor import truncation_bound
 from ooc_kernels.features.bandwidth import median_heuristic
+from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.parallel.sampling import sample_rows
 
 __all__ = ["ProjectedKernelRidge", "CenteredBasis", "basis_statistics", "MAX_COMPONENTS"]
@@ -269,7 +270,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         "basis": [StrOptions({"taylor", "nystrom-fixed"})],
         "degree": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "n_components": [Interval(Integral, 1, MAX_COMPONENTS, closed="both")],
-        "bandwidth": [Interval(Real, 0, None, closed="neither"), StrOptions({"median"})],
+        "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both"),
+                      StrOptions({"median"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "center": ["boolean"],
     }
@@ -414,10 +416,12 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
             isinstance(degree, int) and not isinstance(degree, bool) and degree >= 0 and
             taylor_size(self.n_features_in_, degree) <= MAX_COMPONENTS)
         if set(meta) != {"bandwidth", "degree"} or isinstance(bandwidth, bool) or \
-                not isinstance(bandwidth, (int, float)) or not 0 < bandwidth < np.inf \
+                not isinstance(bandwidth, (int, float)) \
+                or not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH \
                 or not degree_ok:
             raise ModelFormatError(
-                f"{where}: the fitted metadata must be {{'bandwidth': a positive number, "
+                f"{where}: the fitted metadata must be {{'bandwidth': a number in "
+                f"[{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}], "
                 "'degree': the Taylor degree (None for the Nystrom basis)}, got "
                 f"{meta!r}; re-save the model or restore it from a backup.")
         d = self.n_features_in_

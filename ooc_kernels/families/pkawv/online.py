@@ -36,6 +36,7 @@ from ooc_kernels.estimators.base import (
     ChunkedRegressorMixin,
 )
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.families.pkawv.solver import (
     BASES,
     OnlineAlgorithm,
@@ -197,7 +198,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         **SEQUENTIAL_CONSTRAINTS,
         "basis": [StrOptions(set(BASES))],
         "degree": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
-        "bandwidth": [Interval(Real, 0, None, closed="neither")],
+        "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both")],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "mode": [StrOptions({"awv", "krr"})],
         "n_components": [Interval(Integral, 1, None, closed="left")],
