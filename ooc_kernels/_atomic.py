@@ -60,10 +60,12 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows: renames are serialised in-process only
     fcntl = None
 
-from ooc_kernels.exceptions import DatasetExistsError, ForeignPathError, ModelPathError
+from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelPathError,
+                                    ValidationError)
 
 __all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir",
-           "check_replaceable", "check_replaceable_file", "file_kind", "path_lock",
+           "check_replaceable", "check_replaceable_file", "check_target", "file_kind",
+           "path_lock",
            "replace_dir", "store_kind", "sweep_stale", "write_json_atomic"]
 
 #: The attribute of a store's ``zarr.json`` that names what kind of store the library wrote.
@@ -98,6 +100,71 @@ _ID = re.compile(r"[0-9a-f]{12}|[0-9a-f]{32}")  # the ids of temporaries (older 
 # flock locks belong to open file descriptions, so threads of one process that open the lock
 # file separately already exclude each other; this lock covers platforms without fcntl.
 _THREAD_LOCK = threading.RLock()
+
+
+# What a writer puts beside ``NAME``: the longest is ``.NAME.tmp-ID.lock`` (ID: 32 hex digits).
+_SIBLING_EXTRA = len("..tmp-.lock") + 32
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name, in bytes, of the file system that holds ``folder`` (or its
+    nearest existing parent); 255 where the system does not say."""
+    for existing in (folder, *folder.parents):
+        try:
+            if existing.is_dir():
+                return int(os.pathconf(existing, "PC_NAME_MAX"))
+        except (OSError, ValueError, AttributeError):
+            break
+    return 255
+
+
+def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
+    """Refuse a path that no store or file can be written at, before any work; return it.
+
+    Refused: a path with a NUL character or without a last name (``""``, ``"."``,
+    ``"x/.."``), a name too long for the temporary ``.NAME.tmp-ID.lock`` written beside it
+    (the file system's limit per name, 255 bytes on most), and a path whose folder or one of
+    its parents is a file (or a link to nothing) instead of a folder.
+
+    Raises
+    ------
+    ValidationError
+        The path has no name, holds a NUL character, or its name is too long.
+    ForeignPathError
+        A parent of the path is not a folder (:class:`ModelPathError` for ``kind="model"``).
+
+    Examples
+    --------
+    >>> check_target("out/" + "m" * 250)
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: the name 'mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm...' (250 bytes) is too long: ooc_kernels writes a temporary '.NAME.tmp-ID.lock' beside it, which must fit the file system's limit of 255 bytes per name; use a name of at most 212 bytes.
+    """
+    text = os.fspath(path)
+    if "\0" in str(text):
+        raise ValidationError(f"the path {text!r} contains a NUL character, which no file "
+                              "name may hold; remove it.")
+    path = Path(path)
+    if path.name in ("", ".", ".."):
+        raise ValidationError(
+            f"the path {text!r} names no file or folder (its last part is "
+            f"{path.name or text!r}); add a name, e.g. {os.path.join(text, 'model.zarr')!r}.")
+    size, limit = len(os.fsencode(path.name)), _name_max(path.parent)
+    if size + _SIBLING_EXTRA > limit:
+        raise ValidationError(
+            f"the name {path.name[:40] + '...' if len(path.name) > 40 else path.name!r} "
+            f"({size} bytes) is too long: ooc_kernels writes a temporary '.NAME.tmp-ID.lock' "
+            f"beside it, which must fit the file system's limit of {limit} bytes per name; "
+            f"use a name of at most {limit - _SIBLING_EXTRA} bytes.")
+    for parent in path.parents:
+        if parent.is_dir():
+            break
+        if parent.exists() or parent.is_symlink():
+            what = "a file" if parent.exists() else "a symbolic link to nothing"
+            raise _ERRORS.get(kind, ForeignPathError)(
+                f"cannot write {text!r}: {str(parent)!r} is {what}, not a folder; choose a "
+                "path whose parents are folders, or move what is there aside yourself.")
+    return path
 
 
 def _lock_path(path: Path) -> Path:
@@ -197,9 +264,11 @@ def check_replaceable(path: str | os.PathLike, kind: str) -> None:
     ForeignPathError
         ``path`` is a file, a symbolic link, a folder that is not a Zarr store of this
         library, or a store of another kind (:class:`ModelPathError` when ``kind`` is
-        ``"model"``).  The message names the path, what is there and the fix.
+        ``"model"``).  The message names the path, what is there and the fix.  Also
+        raised, like :class:`~ooc_kernels.exceptions.ValidationError`, for a path no store
+        can be written at (:func:`check_target`).
     """
-    path = Path(path)
+    path = check_target(path, kind)
     while True:
         if not (path.exists() or path.is_symlink()):
             return
@@ -456,13 +525,16 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
     Raises
     ------
     ForeignPathError
-        ``overwrite`` and ``path`` is not a store of ``kind`` written by this library.
+        ``overwrite`` and ``path`` is not a store of ``kind`` written by this library, or a
+        parent of ``path`` is a file (:func:`check_target`).
     DatasetExistsError
         Not ``overwrite`` and ``path`` exists (before or after the writing).
+    ValidationError
+        ``path`` has no name or one too long for its temporary sibling (:func:`check_target`).
     """
     if kind not in KINDS:
         raise ValueError(f"unknown store kind {kind!r}; one of {sorted(KINDS)}")
-    path = Path(path)
+    path = check_target(path, kind)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path_lock(path):  # no swap of path is half done while it is checked and swept
         if path.exists() or path.is_symlink():
@@ -513,8 +585,10 @@ def check_replaceable_file(path: str | os.PathLike, kind: str, *,
     ForeignPathError
         ``path`` is a folder, a symbolic link, or a file that is not a ``kind`` file written
         by this library.  The message names the path, what is there and the fix.
+    ValidationError
+        A path no file can be written at (:func:`check_target`).
     """
-    path = Path(path)
+    path = check_target(path)
     if not (path.exists() or path.is_symlink()):
         return
     if not overwrite:
@@ -560,7 +634,7 @@ def write_json_atomic(path: str | os.PathLike, doc: dict, *, kind: str,
     ...
     ooc_kernels.exceptions.ForeignPathError: refusing to replace ...
     """
-    path = Path(path)
+    path = check_target(path)
     doc = {FILE_KIND_KEY: kind, **doc}
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     check_replaceable_file(path, kind, overwrite=overwrite)

@@ -156,7 +156,12 @@ def load(path):
     """
     path = Path(path)
     sweep_stale(path)  # a save killed part way: its leftovers go, a half-done swap is undone
-    if not path.exists():
+    try:
+        found = path.exists()
+    except (OSError, ValueError) as err:  # a name too long, a NUL character
+        raise ModelFormatError(f"no model at {str(path)!r}: {getattr(err, 'strerror', err)}."
+                               ) from None
+    if not found:
         raise ModelFormatError(f"no model at {str(path)!r}: the path does not exist.")
     try:
         group = zarr.open_group(str(path), mode="r")

@@ -31,6 +31,7 @@ from ooc_kernels.exceptions import DivergenceError, ModelFormatError, Validation
 from ooc_kernels.families.dsg._ard import published_bandwidth
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._large_data import auto_n_features
+from ooc_kernels.families.dsg._saved_config import check_saved_fields
 from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, step_sizes
 from ooc_kernels.features.maps import kernel_spec
 
@@ -259,6 +260,7 @@ class DSGModelMixin:
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
         self._config = self._read_config(meta["config"], where)
+        check_saved_fields(self._config, meta["state"], where)
         self._check_saved_config(self._config, where)
         cfg = self._config
         expected = (cfg.n_blocks, cfg.block_size, cfg.n_outputs)

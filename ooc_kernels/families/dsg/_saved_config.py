@@ -25,8 +25,9 @@ import math
 from ooc_kernels.exceptions import ModelFormatError
 from ooc_kernels.families.dsg._loss_params import loss_param
 from ooc_kernels.features.maps import kernel_spec
+from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 
-__all__ = ["check_saved_config"]
+__all__ = ["check_saved_config", "check_saved_fields"]
 
 
 def check_saved_config(estimator, config, where: str) -> None:
@@ -71,10 +72,12 @@ def check_saved_config(estimator, config, where: str) -> None:
             raise bad(f"has {name}={value!r}; it must be a positive integer")
     if config.dtype not in ("float32", "float64"):
         raise bad(f"has dtype={config.dtype!r}; it must be 'float32' or 'float64'")
-    for name in ("bandwidth", "y_scale"):
-        value = getattr(config, name)
-        if not isinstance(value, (int, float)) or not (0 < value < math.inf):
-            raise bad(f"has {name}={value!r}; it must be a positive finite number")
+    if not isinstance(config.bandwidth, (int, float)) \
+            or not MIN_BANDWIDTH <= config.bandwidth <= MAX_BANDWIDTH:
+        raise bad(f"has bandwidth={config.bandwidth!r}; it must be a positive finite number in "
+                  f"[{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}]")
+    if not isinstance(config.y_scale, (int, float)) or not 0 < config.y_scale < math.inf:
+        raise bad(f"has y_scale={config.y_scale!r}; it must be a positive finite number")
     if not isinstance(config.y_shift, (int, float)) or not math.isfinite(config.y_shift):
         raise bad(f"has y_shift={config.y_shift!r}; it must be a finite number")
     if (config.x_shift is None) != (config.x_scale is None):
@@ -96,3 +99,90 @@ def check_saved_config(estimator, config, where: str) -> None:
         raise bad(f"has input_bandwidths {list(widths)!r}; they must be "
                   f"{estimator.n_features_in_} positive finite numbers (one per feature), "
                   "folded into x_scale")
+
+
+def _is_int(value, low: int, high: float = math.inf) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value < high
+
+
+def _is_real(value, low: float, *, strict: bool = False) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and (value > low if strict else value >= low)
+
+
+#: The fields of a saved DSG configuration and state that no estimator-specific check
+#: covers: each with what a fit can write.  A field a configuration does not have (an
+#: older model, another DSG estimator) is skipped.
+_CONFIG_FIELDS = {
+    "feature_seed": ("an integer in [0, 2**64)", lambda v: _is_int(v, 0, 2**64)),
+    "n_outputs": ("an integer >= 1", lambda v: _is_int(v, 1)),
+    "alpha": ("a finite number >= 0", lambda v: _is_real(v, 0.0)),
+    "batch_size": ("an integer >= 1", lambda v: _is_int(v, 1)),
+    "learning_rate": ("'optimal', 'inverse' or 'constant'",
+                      lambda v: v in ("optimal", "inverse", "constant")),
+    "eta0": ("a positive finite number", lambda v: _is_real(v, 0.0, strict=True)),
+    "t0": ("a finite number >= 0", lambda v: _is_real(v, 0.0)),
+    "dtype": ("'float32' or 'float64'", lambda v: v in ("float32", "float64")),
+    "shuffle": ("true or false", lambda v: isinstance(v, bool)),
+    "on_invalid": ("'error' or 'skip'", lambda v: v in ("error", "skip")),
+    "average": ("an integer >= 0", lambda v: _is_int(v, 0)),
+    "class_weight": ("null or finite numbers >= 0", lambda v: v is None or (
+        isinstance(v, tuple) and all(_is_real(w, 0.0) for w in v))),
+    "loss_param": ("a finite number", lambda v: _is_real(v, -math.inf)),
+    "weight_scale": ("a positive finite number", lambda v: _is_real(v, 0.0, strict=True)),
+    "curvature": ("a positive finite number", lambda v: _is_real(v, 0.0, strict=True)),
+    "feature_budget": ("null or an integer >= 1", lambda v: v is None or _is_int(v, 1)),
+    "update": ("'new', 'uniform' or 'check'", lambda v: v in ("new", "uniform", "check")),
+    "n_jobs": ("null or a non-zero integer", lambda v: v is None or (
+        _is_int(v, -2**31, 2**31) and v != 0)),
+}
+_STATE_FIELDS = {
+    "n_iter": ("an integer >= 0", lambda v: _is_int(v, 0)),
+    "n_blocks_seen": ("an integer >= 0", lambda v: _is_int(v, 0)),
+    "n_samples_seen": ("an integer >= 0", lambda v: _is_int(v, 0)),
+    "n_samples_skipped": ("an integer >= 0", lambda v: _is_int(v, 0)),
+    "n_avg": ("an integer >= 0", lambda v: _is_int(v, 0)),
+    "loss_sum": ("a finite number", lambda v: _is_real(v, -math.inf)),
+    "loss_weight": ("a finite number >= 0", lambda v: _is_real(v, 0.0)),
+}
+
+
+def check_saved_fields(config, state: dict, where: str) -> None:
+    """Refuse a saved DSG configuration or state whose plain fields have a type or value
+    no fit writes (a list, a negative count, a string for a number ...), whichever DSG
+    estimator wrote it; :func:`check_saved_config` and the estimators' own checks compare
+    the rest with the model's hyperparameters.
+
+    Raises
+    ------
+    ModelFormatError
+        Naming the field, its value and what it must be.
+
+    Examples
+    --------
+    >>> from ooc_kernels.families.dsg.solver import DSGConfig
+    >>> c = DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=2,
+    ...               block_size=4, n_blocks=1, bandwidth=1.0, feature_seed=0, alpha=0.1,
+    ...               batch_size=4, learning_rate="constant", eta0=0.1, t0=0.0,
+    ...               dtype="float64")
+    >>> check_saved_fields(c, {"n_iter": 3, "n_blocks_seen": -1}, "m.zarr")
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ModelFormatError: m.zarr: the metadata's fitted.state has n_blocks_seen=-1; it must be an integer >= 0; re-save the model or restore it from a backup.
+    """
+    missing = object()
+    for part, fields, values in (("config", _CONFIG_FIELDS, None),
+                                 ("state", _STATE_FIELDS, state)):
+        for name, (what, valid) in fields.items():
+            value = getattr(config, name, missing) if values is None \
+                else values.get(name, missing)
+            if value is not missing and not valid(value):
+                raise ModelFormatError(
+                    f"{where}: the metadata's fitted.{part} has {name}={value!r}; it must be "
+                    f"{what}; re-save the model or restore it from a backup.")
+    weights, classes = getattr(config, "class_weight", None), getattr(config, "classes", None)
+    if weights is not None and (classes is None or len(weights) != len(classes)):
+        raise ModelFormatError(
+            f"{where}: the metadata's fitted.config has class_weight={list(weights)!r} for "
+            f"the classes {classes!r}; it must hold one weight per class; re-save the model "
+            "or restore it from a backup.")
