@@ -9,9 +9,12 @@ their size:
 * **deep nesting**: a few thousand nested ``[`` or mappings exceed Python's recursion limit
   in any recursive walk.
 
+A key set twice in one mapping is refused too: PyYAML keeps the last value, other readers
+the first or neither, so a reviewer of the file may read another value than the one used.
+
 :func:`load_yaml` parses with ``yaml.SafeLoader`` (no Python objects), refuses aliases unless
-the caller allows them and refuses nesting deeper than :data:`MAX_DEPTH`, naming the line,
-before anything walks the document.  :func:`short_repr` quotes a value from such a file in
+the caller allows them, refuses nesting deeper than :data:`MAX_DEPTH` and duplicate keys,
+naming the line, before anything walks the document.  :func:`short_repr` quotes a value from such a file in
 an error message without letting the message grow with the value.
 
 Examples
@@ -122,6 +125,28 @@ def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str)
                 if collection:
                     self.depth -= 1
 
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen = {}
+                for key_node, _ in node.value:
+                    if not isinstance(key_node, yaml.ScalarNode) \
+                            or key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    try:
+                        key = self.construct_object(key_node)
+                        first = seen.setdefault(key, key_node.start_mark)
+                    except TypeError:  # unhashable: the base class names it
+                        continue
+                    if first is not key_node.start_mark:
+                        mark = key_node.start_mark
+                        raise error(
+                            f"{source} sets the key {short_repr(key)} twice in one mapping "
+                            f"(line {first.line + 1} and line {mark.line + 1}, column "
+                            f"{mark.column + 1}); YAML readers disagree on which value "
+                            "counts, so the file is refused: keep one of the two"
+                        )
+            return super().construct_mapping(node, deep=deep)
+
     return Loader
 
 
@@ -136,7 +161,7 @@ def load_yaml(text: Any, *, source: str, error: type[Exception],
     source : str
         How error messages name the file (e.g. ``"catalog file '/x/c.yaml'"``).
     error : type of exception
-        Raised for an alias or too deep a nesting (a class of
+        Raised for an alias, too deep a nesting or a key set twice in a mapping (a class of
         :mod:`ooc_kernels.exceptions`); invalid YAML raises ``yaml.YAMLError`` as usual.
     allow_aliases : bool, default False
         Accept anchors and aliases (for files the caller trusts).
@@ -151,8 +176,8 @@ def load_yaml(text: Any, *, source: str, error: type[Exception],
     Raises
     ------
     error
-        An alias (unless ``allow_aliases``) or nesting deeper than :data:`MAX_DEPTH`, with
-        the line and column.
+        An alias (unless ``allow_aliases``), nesting deeper than :data:`MAX_DEPTH`, or a key
+        set twice in one mapping, with the line and column.
     yaml.YAMLError
         The text is not valid YAML.
     """

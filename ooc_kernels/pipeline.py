@@ -242,7 +242,8 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
     Raises
     ------
     PipelineConfigError
-        Unreadable file, invalid YAML, a YAML alias or nesting deeper than 100 levels,
+        Unreadable file, not UTF-8, invalid YAML, a YAML alias, a key set twice in one
+        mapping or nesting deeper than 100 levels,
         unknown key, wrong type or missing value; a key that only the person running the
         pipeline sets (``scheduler``, ``trusted``, ``allow_outside`` ... anywhere, e.g.
         ``model.params.scheduler``: the message names the flag to pass instead); an unknown
@@ -251,10 +252,14 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise PipelineConfigError(f"cannot read pipeline {str(path)!r}: {err.strerror}.") \
             from err
+    except UnicodeDecodeError as err:
+        raise PipelineConfigError(
+            f"pipeline {str(path)!r} is not UTF-8 text (byte {err.start}: {err.reason}); "
+            "save it as UTF-8.") from None
     try:
         raw = load_yaml(text, source=f"pipeline {str(path)!r}", error=PipelineConfigError)
     except yaml.YAMLError as err:

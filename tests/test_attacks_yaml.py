@@ -1,0 +1,151 @@
+"""Attacks through YAML that someone else wrote: pipeline files and catalogs with a key set
+twice, Python tags, tags of no one, bytes that are not UTF-8, anchors, and numbers too large
+for what they set; and a pipeline output that is a link leading out of its folder.  Each is
+the library's own error (``PipelineConfigError`` / ``CatalogError``) naming the line, before
+any work."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import ooc_kernels as ok
+from ooc_kernels._untrusted import load_yaml
+from ooc_kernels.cli import main
+from ooc_kernels.data.catalog import register_dataset
+from ooc_kernels.exceptions import CatalogError, PipelineConfigError
+from ooc_kernels.pipeline import load_pipeline, run_pipeline
+
+BASE = """name: t
+data: {catalog: c.yaml, train: a}
+model: {estimator: DSGRegressor, params: PARAMS}
+save: {output_dir: out}
+"""
+
+
+def _write(tmp_path, text, params="{}") -> Path:
+    path = tmp_path / "p.yaml"
+    path.write_text(text.replace("PARAMS", params))
+    return path
+
+
+@pytest.mark.parametrize("text, params, line", [
+    (BASE + "save: {output_dir: elsewhere}\n", "{}", r"'save' twice .*line 4 and line 5"),
+    (BASE, "{max_iter: 2, max_iter: 3}", r"'max_iter' twice .*line 3 and line 3"),
+    (BASE.replace("name: t\n", "name: t\nname: u\n"), "{}", r"'name' twice .*line 1 and "
+                                                            r"line 2"),
+    (BASE, "{max_iter: 2, 'max_iter': 3}", r"'max_iter' twice"),
+], ids=["top level", "in params", "name", "quoted"])
+def test_a_key_set_twice_is_refused_with_both_lines(tmp_path, text, params, line):
+    with pytest.raises(PipelineConfigError, match=line):
+        load_pipeline(_write(tmp_path, text, params))
+
+
+def test_a_key_set_twice_is_refused_by_the_command_line_in_one_line(tmp_path):
+    path = _write(tmp_path, BASE + "save: {output_dir: elsewhere}\n")
+    result = CliRunner().invoke(main, ["run", str(path), "--quiet"])
+    assert result.exit_code == 1
+    assert "PipelineConfigError" in result.output and "'save' twice" in result.output
+    assert not (tmp_path / "out").exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_the_same_key_in_different_mappings_and_merge_keys_are_not_duplicates():
+    doc = load_yaml("a: {k: 1}\nb: {k: 2}\nc: [{k: 1}, {k: 2}]\nd: {<<: {k: 1}, k: 2}\n",
+                    source="'x'", error=PipelineConfigError)
+    assert doc == {"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}], "d": {"k": 2}}
+
+
+@pytest.mark.parametrize("value, match", [
+    ("!!python/object/apply:os.system ['touch pwned']", r"not valid YAML: could not "
+                                                        r"determine a constructor .*python"),
+    ("!!python/name:os.system", r"not valid YAML"),
+    ("!mine 3", r"not valid YAML: could not determine a constructor for the tag '!mine'"),
+], ids=["python object", "python name", "unknown tag"])
+def test_tags_are_refused_and_never_run(tmp_path, monkeypatch, value, match):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(PipelineConfigError, match=match):
+        load_pipeline(_write(tmp_path, BASE, f"{{max_iter: {value}}}"))
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_a_file_that_is_not_utf8_is_a_pipeline_error(tmp_path):
+    path = tmp_path / "p.yaml"
+    path.write_bytes(BASE.replace("PARAMS", "{}").encode() + b"# \xff\xfe\n")
+    with pytest.raises(PipelineConfigError, match=r"is not UTF-8 text .*save it as UTF-8"):
+        load_pipeline(path)
+    path.write_bytes(b"\xef\xbb\xbf" + BASE.replace("PARAMS", "{}").encode())   # a BOM
+    assert load_pipeline(path)[0].name == "t"
+
+
+@pytest.mark.parametrize("params, match", [
+    ("{n_features: 1e30}", r"'n_features' parameter .* Got 1e\+30"),
+    ("{alpha: 1e400}", r"'alpha' parameter .* Got inf"),
+    ("{alpha: .nan}", r"'alpha' parameter .* Got nan"),
+    ("{bandwidth: 1e200}", r"'bandwidth' parameter .* \[1e-30, 1e\+30\]"),
+    ("{random_state: 99999999999999999999999999}", r"'random_state' parameter"),
+])
+def test_huge_numbers_in_params_are_refused_before_any_work(tmp_path, params, match):
+    with pytest.raises(PipelineConfigError, match=match):
+        load_pipeline(_write(tmp_path, BASE, params))
+
+
+@pytest.mark.parametrize("extra, match", [
+    ("fit: {checkpoint_every: 1e400}\n", r"fit.checkpoint_every"),
+    ("data:\n  catalog: c.yaml\n  train: a\n  generate: {a: {generator: g, n_samples: 1e400}}"
+     "\n", r"data.generate.a.n_samples': Input should be a finite number"),
+])
+def test_huge_numbers_in_stage_settings_are_refused(tmp_path, extra, match):
+    text = BASE if "data:" not in extra else BASE.replace("data: {catalog: c.yaml, train: a}\n",
+                                                          "")
+    with pytest.raises(PipelineConfigError, match=match):
+        load_pipeline(_write(tmp_path, text + extra))
+
+
+def test_an_alias_is_still_refused_before_any_walk(tmp_path):
+    text = BASE.replace("name: t", "name: &n t") + "extra: *n\n"
+    with pytest.raises(PipelineConfigError, match=r"alias '\*n' at line 5"):
+        load_pipeline(_write(tmp_path, text))
+
+
+def _catalog(tmp_path) -> Path:
+    register_dataset(tmp_path / "cat.yaml", "nb", tmp_path / "data" / "nb.zarr")
+    return tmp_path / "cat.yaml"
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_catalog_with_a_key_set_twice_is_refused_even_when_trusted(tmp_path, trusted):
+    cat = _catalog(tmp_path)
+    text = cat.read_text()
+    # a second 'url' pointing elsewhere, below the first: PyYAML alone would take it
+    text = text.replace("      url: '{CATALOG_DIR}/data/nb.zarr'\n",
+                        "      url: '{CATALOG_DIR}/data/nb.zarr'\n      url: /etc\n")
+    cat.write_text(text)
+    with pytest.raises(CatalogError, match=r"sets the key 'url' twice"):
+        ok.open_dataset(cat, "nb", trusted=trusted)
+    with pytest.raises(CatalogError, match=r"sets the key 'url' twice"):
+        register_dataset(cat, "other", tmp_path / "data" / "other.zarr")
+    assert cat.read_text() == text                     # the user's file is left as it was
+
+
+def test_a_pipeline_output_linked_out_of_its_folder_is_refused_and_the_target_kept(tmp_path):
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("mine")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "model.zarr").symlink_to(outside, target_is_directory=True)
+    (tmp_path / "c.yaml").write_text("version: 2\nentries: {}\ndata: {}\n")
+    path = _write(tmp_path, BASE)
+    with pytest.raises(PipelineConfigError, match=r"'save.model' .* outside save.output_dir"):
+        run_pipeline(path, scheduler="sync", progress=False)
+    assert os.listdir(outside) == ["keep.txt"] and (outside / "keep.txt").read_text() == "mine"
+    assert (tmp_path / "out" / "model.zarr").is_symlink()
+
+
+def test_yaml_written_by_the_library_round_trips(tmp_path):
+    cat = _catalog(tmp_path)
+    assert load_yaml(cat.read_text(), source="'c'", error=CatalogError) == \
+        yaml.safe_load(cat.read_text())
