@@ -89,20 +89,20 @@ def test_auto_switches_off_planted_noise_inputs_at_a_bounded_cost(monkeypatch, t
     widths = np.asarray(clf.bandwidth_)
     if taken:
         assert widths.shape == (10,)
-        assert widths[5:].min() > SWITCHED_OFF * widths[:5].max(), widths
+        # the quick search's widths (no full search): every noise input wider than every
+        # signal input, most of them switched off (the full search of "ard" separates them
+        # by more than SWITCHED_OFF: tests/test_ard.py)
+        assert widths[5:].min() > widths[:5].max(), widths
+        assert np.median(widths[5:]) > SWITCHED_OFF * widths[:5].max(), widths
         clf.save(tmp_path / "m.zarr")
         loaded = ok.load(tmp_path / "m.zarr")
         np.testing.assert_array_equal(loaded.bandwidth_, widths)
         np.testing.assert_array_equal(loaded.decision_function(X), clf.decision_function(X))
     else:
         assert widths.ndim == 0, widths
-    # the quick search: its isotropic grid (4 widths x 3 ridges), at most AUTO_ARD_STEPS
-    # steps and its last point; then, only when per-input widths are taken, the full
-    # search of bandwidth="ard" (at most ARD_STEPS steps)
-    quick = 12 + _ard.AUTO_ARD_STEPS + 1
-    bound = quick + (12 + ard.ARD_STEPS + 1 if taken else 0)
-    assert 12 < calls["ard criterion"] <= bound, calls
-    assert not taken or calls["ard criterion"] > quick, calls
+    # the quick search only: its isotropic grid (4 widths x 3 ridges), at most
+    # AUTO_ARD_STEPS steps and its last point (its widths are the ones taken)
+    assert 12 < calls["ard criterion"] <= 12 + _ard.AUTO_ARD_STEPS + 1, calls
     # two leave-one-out comparisons: one width, the quick search's widths
     assert calls["leave-one-out"] == 2, calls
 

@@ -16,7 +16,7 @@ from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.families.dsg import _bandwidth
 from ooc_kernels.families.dsg import estimators as dsg
 
-# 1,600 rows: more than GCV_MAX_ROWS, so bandwidth="auto" runs the trial fits
+# 1,600 rows: more than GCV_MAX_ROWS, so bandwidth="auto" runs the trial fits (forced below)
 PARAMS = dict(n_features=256, block_size=64, max_iter=1, tol=None, random_state=0,
               scheduler="sync", progress=False)
 
@@ -29,6 +29,8 @@ def _data():
 
 
 def _fit(monkeypatch, threads):
+    # the trials, as on more than 50,000 rows (below, the setup is chosen by leave-one-out)
+    monkeypatch.setattr(dsg, "use_loo_setup", lambda *args: False)
     # short trials (40 steps each) keep the test fast; the pool is the same
     monkeypatch.setattr(dsg, "select_bandwidth",
                         functools.partial(_bandwidth.select_bandwidth, threads=threads,

@@ -271,6 +271,28 @@ def ard_scales(X, targets, weights, *, start: float, seed: int = 0,
                            patience=patience)
 
 
+def _inverse_spd(M: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive definite matrix (one Cholesky factorization,
+    inverted in place; ``scipy``'s factorization and solve when LAPACK's in-place inverse
+    reports a failure).
+
+    Examples
+    --------
+    >>> bool(np.allclose(_inverse_spd(np.array([[2.0, 1.0], [1.0, 2.0]])),
+    ...                  [[2 / 3, -1 / 3], [-1 / 3, 2 / 3]]))
+    True
+    """
+    from scipy.linalg import lapack
+
+    factor, info = lapack.dpotrf(np.array(M, dtype=np.float64, order="F"), lower=1,
+                                 overwrite_a=1)
+    if info == 0:
+        B, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
+        if info == 0:
+            return np.tril(B) + np.tril(B, -1).T
+    return cho_solve(cho_factor(M), np.eye(len(M)))
+
+
 def loo_score(Z, targets, weights, *, classification: bool,
               multiples=LOO_MULTIPLES) -> float:
     """The best leave-one-out score of exact Gaussian kernel ridge regression on the rows
@@ -330,8 +352,7 @@ def loo_score(Z, targets, weights, *, classification: bool,
             M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) \
                 * root[None, :]
             M[np.diag_indices_from(M)] += 1.0
-            factor = cho_factor(M)
-            B = cho_solve(factor, np.eye(len(Z)))
+            B = _inverse_spd(M)
             residual = (B @ U) / (root * np.diag(B))[:, None]    # t_i - f_(-i)(x_i)
             loo = T - residual
             if classification:

@@ -13,9 +13,10 @@ curvature, the trials of the overall width) sees the rescaled rows.
 1. the *relative* widths, by :func:`ooc_kernels.features.ard.ard_scales` (gradient steps
    on the log-widths of a held-out ridge error with random features, on up to
    :data:`ARD_ROWS` of the sampled rows), normalized to a geometric mean of 1;
-2. the *overall* width, by the rule of ``bandwidth="auto"`` (short trial fits of the
-   solver, or generalized cross-validation on data sets of at most 1,000 rows) on the rows
-   rescaled by stage 1.
+2. the *overall* width, by the rule of ``bandwidth="auto"`` (generalized cross-validation
+   on data sets of at most 1,000 rows, leave-one-out scores up to 50,000,
+   :mod:`~ooc_kernels.families.dsg._setup_loo`, short trial fits of the solver above) on
+   the rows rescaled by stage 1.
 
 Examples
 --------
@@ -35,16 +36,17 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.ard import ard_scales, check_bandwidth_vector, loo_score
 from ooc_kernels.features.bandwidth import median_heuristic
 
-__all__ = ["ARD_ROWS", "AUTO_ARD_ROWS", "AUTO_ARD_STEPS", "AUTO_ARD_LEARNING_RATE",
+__all__ = ["ARD_ROWS", "AUTO_ARD_ROWS", "AUTO_ARD_COMPONENTS", "AUTO_ARD_STEPS", "AUTO_ARD_LEARNING_RATE",
            "AUTO_ARD_PATIENCE",
            "AUTO_DECISION_ROWS", "AUTO_MIN_ROWS", "AUTO_MARGIN", "auto_ard", "bandwidth_mode", "check_bandwidth_param", "per_input_shape",
            "fold_scales", "published_bandwidth"]
 
 #: Sampled rows the ARD search uses (2/3 fit its ridge models, 1/3 validate them).
 ARD_ROWS = 1500
-#: ``bandwidth="auto"``: rows of its quick ARD search, the search's steps, Adam step and
-#: patience.
+#: ``bandwidth="auto"``: rows of its quick ARD search, random features of the search's
+#: ridge models, the search's steps, Adam step and patience.
 AUTO_ARD_ROWS = 1000
+AUTO_ARD_COMPONENTS = 128
 AUTO_ARD_STEPS = 30
 AUTO_ARD_LEARNING_RATE = 0.3
 AUTO_ARD_PATIENCE = 5
@@ -124,7 +126,8 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
     their leave-one-out score (:func:`~ooc_kernels.features.ard.loo_score`, each at its best
     of 4 overall widths) on up to :data:`AUTO_DECISION_ROWS` rows, those the search did not
     use first.  The widths are taken only when they score more than :data:`AUTO_MARGIN`
-    above one width.  Nothing is searched with fewer than 2 inputs or fewer than
+    above one width; they are then the fit's relative widths (no further search).  The
+    search's ridge models have :data:`AUTO_ARD_COMPONENTS` random features.  Nothing is searched with fewer than 2 inputs or fewer than
     :data:`AUTO_MIN_ROWS` rows of positive weight.
 
     Returns
@@ -157,6 +160,7 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
     start = median_heuristic(seen[search], 1.0, sample_weight=w[search])
     scales = ard_scales(seen[search], targets[search], w[search], start=start,
                         seed=int(rng.integers(2**62)), steps=AUTO_ARD_STEPS,
+                        n_components=AUTO_ARD_COMPONENTS,
                         learning_rate=AUTO_ARD_LEARNING_RATE, patience=AUTO_ARD_PATIENCE)
     shape = scales / np.exp(np.mean(np.log(scales)))
     Z, T, wd = seen[decision], targets[decision], w[decision]
@@ -170,12 +174,12 @@ def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int,
                     kernel="rbf", classification: bool = True):
     """The per-input widths of ``bandwidth`` (an array: checked against ``seen``'s columns;
     ``"ard"``: relative widths of geometric mean 1 chosen on the sampled rows; ``"auto"``:
-    the same as ``"ard"`` when :func:`auto_ard`, with the Gaussian kernel, takes per-input
-    widths), or None for an isotropic bandwidth.
+    the quick search's widths when :func:`auto_ard`, with the Gaussian kernel, takes them),
+    or None for an isotropic bandwidth.
 
-    ``"auto"`` runs the full search of ``"ard"`` only once the quick comparison has taken
-    per-input widths: the quick search decides, the full one (more rows and steps, no early
-    stop) sets the widths the fit uses.
+    ``"auto"`` runs no full search: the widths that won the leave-one-out comparison are the
+    ones the fit uses (the full search, on more rows with more steps, costs 1.5 to 2 CPU
+    seconds more; ``docs/benchmarks.md``, "A set-up without trial fits").
 
     Parameters
     ----------
@@ -210,10 +214,10 @@ def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int,
     if mode == "array":
         return check_bandwidth_vector(bandwidth, seen.shape[1])
     if mode == "auto":
-        if kernel != "rbf" or targets is None or auto_ard(
-                seen, targets, weights, seed=seed, classification=classification)[0] is None:
+        if kernel != "rbf" or targets is None:
             return None
-    elif mode != "ard":
+        return auto_ard(seen, targets, weights, seed=seed, classification=classification)[0]
+    if mode != "ard":
         return None
     w = np.asarray(weights, dtype=np.float64)
     rows = np.flatnonzero(w > 0)

@@ -59,7 +59,8 @@ from ooc_kernels.features.maps import get_feature_map
 from ooc_kernels.losses import LOSS_SQUARED, loss_by_id
 
 __all__ = ["CANDIDATES", "SAMPLE_ROWS", "TRIAL_STEPS", "TRIAL_FEATURES", "TIE",
-           "GCV_MAX_ROWS", "ALPHA_FACTORS", "SCALE_SPREAD", "select_bandwidth",
+           "GCV_MAX_ROWS", "ALPHA_FACTORS", "SCALE_SPREAD", "select_bandwidth", "score",
+           "class_row_weights",
            "select_scale_and_alpha", "common_scale", "scales_differ", "select_bandwidth_gcv", "gcv_targets",
            "trial_threads"]
 
@@ -210,7 +211,41 @@ def _trial(config, X, Y, w, Xv, yv, wv, classes, steps: int, seed: int) -> float
         info = RoundInfo(epoch=epoch, round=0, groups=((0,),), sizes=((n,),), seed=seed)
         (task,) = alg.make_tasks(state, info)
         state = alg.apply(state, alg.chunk_step(state, batch, task), info)
-    F = predict_chunk(config, state, Xv)
+    return score(config, predict_chunk(config, state, Xv), yv, wv, classes)
+
+
+def class_row_weights(config, y: np.ndarray, w: np.ndarray, classes) -> np.ndarray:
+    """Each row's weight as the fit weighs it: its sample weight ``w`` times its class's
+    weight (``config.class_weight``; none for a regressor).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> config = SimpleNamespace(class_weight=(1.0, 3.0))
+    >>> class_row_weights(config, np.array(["b", "a"]), np.ones(2), np.array(["a", "b"])).tolist()
+    [3.0, 1.0]
+    """
+    w = np.asarray(w, dtype=np.float64)
+    if classes is None or config.class_weight is None:
+        return w
+    order = np.argsort(classes)  # position of each row's class in ``classes``
+    return w * np.asarray(config.class_weight)[order[np.searchsorted(classes[order], y)]]
+
+
+def score(config, F: np.ndarray, yv: np.ndarray, wv: np.ndarray, classes) -> float:
+    """The score of decision values ``F`` (the model's outputs, shape ``(n, n_outputs)``) on
+    the rows ``yv`` of sample weights ``wv``: weighted accuracy (class weights applied), or
+    for a regressor ``R^2`` (squared loss) or one minus the ratio of the fit's loss to the
+    loss of predicting the mean.  Higher is better.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> config = SimpleNamespace(class_weight=None)
+    >>> score(config, np.array([[1.0], [-2.0], [0.5], [-1.0]]), np.array([1, 0, 0, 0]),
+    ...       np.ones(4), np.array([0, 1]))
+    0.75
+    """
     if classes is None and config.loss_id != LOSS_SQUARED:  # the fit's loss against the mean's
         loss = loss_by_id(config.loss_id).with_param(config.loss_param)
         z = ((F[:, :1].astype(np.float64) - config.y_shift) / config.y_scale)
@@ -222,9 +257,7 @@ def _trial(config, X, Y, w, Xv, yv, wv, classes, steps: int, seed: int) -> float
         mean = np.average(yv, weights=wv)
         total = float(np.sum(wv * (yv - mean) ** 2))
         return 1.0 - float(np.sum(wv * (yv - pred) ** 2)) / total if total > 0 else 0.0
-    if config.class_weight is not None:
-        order = np.argsort(classes)  # position of each row's class in ``classes``
-        wv = wv * np.asarray(config.class_weight)[order[np.searchsorted(classes[order], yv)]]
+    wv = class_row_weights(config, yv, wv, classes)
     if F.shape[1] == 1:
         labels = classes[(F[:, 0] > 0).astype(np.intp)]
     else:

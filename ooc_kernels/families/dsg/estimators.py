@@ -40,6 +40,7 @@ from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SA
                                                    gcv_targets, scales_differ,
                                                    select_bandwidth, select_bandwidth_gcv,
                                                    select_scale_and_alpha)
+from ooc_kernels.families.dsg._setup_loo import select_setup_loo, use_loo_setup
 from ooc_kernels.families.dsg._large_data import (auto_n_features,
                                                    large_data_alpha_factor,
                                                    large_data_multiple)
@@ -433,6 +434,19 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             alpha = schedule(median, data.n_samples, self.batch_size).alpha
             bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
                 seen, targets, row_w, alpha=alpha, median=median, kernel=kernel_spec(self.kernel, self.kernel_params))
+        elif mode in ("auto", "ard") and use_loo_setup(data.n_samples, len(positive)):
+            # up to 50,000 rows: leave-one-out of kernel ridge regression, no trial fit
+            auto_alpha = isinstance(self.alpha, str)
+            base, bandwidth, alpha_factor, self.bandwidth_scores_, self.setup_scores_ = \
+                select_setup_loo(
+                    base, common_scale(base) if self.standardize == "auto" and shape is None
+                    and scales_differ(base) else None, sample, y_sample, w_sample,
+                    classes=None if classes is None else np.asarray(classes),
+                    alpha=None if auto_alpha else float(self.alpha),
+                    alpha_factors=ALPHA_FACTORS if auto_alpha else (1.0,),
+                    seed=derive_seed(self.random_seed_, 6),
+                    kernel=kernel_spec(self.kernel, self.kernel_params))
+            seen = _standardized(base, sample)
         elif mode in ("auto", "ard"):
             if self.progress is not False:  # minutes on large data: say so in a batch log
                 logger.info("%s: choosing the bandwidth by short trial fits on %d sampled "
