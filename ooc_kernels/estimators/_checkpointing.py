@@ -42,7 +42,7 @@ from ooc_kernels.parallel.checkpoint import (
     write_checkpoint,
 )
 
-__all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint",
+__all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint", "resume_end",
            "resume_position"]
 
 _FIX = "remove the checkpoint (or pass resume=False) to start the fit again"
@@ -161,6 +161,45 @@ def _position(meta: dict, where: str) -> tuple[int, int]:
     return out[0], out[1]
 
 
+def resume_end(estimator, meta: dict, where: str) -> int:
+    """The epoch a fit resumed from a checkpoint with metadata ``meta`` ends at.
+
+    A checkpoint records the end epoch of the fit that wrote it: ``max_iter`` for a fit from
+    scratch, the epochs done before it plus ``max_iter`` for a ``warm_start`` continuation.
+    The resumed fit ends ``max_iter`` epochs (the value set now: it may grow) after where
+    the writing fit started, as the uninterrupted fit does.  A checkpoint without the entry
+    (older versions) started at epoch 0.
+
+    Raises
+    ------
+    CheckpointError
+        ``end_epoch`` or the recorded ``max_iter`` is not an integer, or the recorded end
+        lies before the recorded ``max_iter`` (a start before epoch 0).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> est = SimpleNamespace(max_iter=4)
+    >>> resume_end(est, {"end_epoch": 6, "model": {"params": {"max_iter": 4}}}, "ck")
+    6
+    >>> resume_end(est, {"model": {"params": {"max_iter": 4}}}, "ck")
+    4
+    """
+    recorded = meta.get("end_epoch", None)
+    params = (meta.get("model") or {}).get("params") or {}
+    if recorded is None:
+        return int(estimator.max_iter)
+    written_max = params.get("max_iter")
+    for name, value in (("end_epoch", recorded), ("model.params.max_iter", written_max)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise CheckpointError(f"{where}: its {name} must be an integer >= 0, found "
+                                  f"{value!r}; {_FIX}.")
+    if recorded < written_max:
+        raise CheckpointError(f"{where}: its end_epoch {recorded} lies before its max_iter "
+                              f"{written_max} (a fit starting before epoch 0); {_FIX}.")
+    return recorded - written_max + int(estimator.max_iter)
+
+
 def _rounds_per_epoch(estimator, model: dict, data, where: str) -> int:
     """Rounds of one epoch of the fit the checkpoint belongs to (its random seed picks the
     held-out chunks of ``early_stopping``)."""
@@ -232,10 +271,13 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
         problems += differences(saved, now, prefix="hyperparameter ")
         problems += differences(meta["dataset"], dataset_fingerprint(data),
                                 prefix="dataset ")
-        if position > (int(estimator.max_iter), 0):
+        end = resume_end(estimator, meta, where)
+        if position > (end, 0):
             problems.append(f"max_iter: the checkpoint is already at epoch {position[0]}, "
                             f"round {position[1]}, past this fit's "
-                            f"max_iter={estimator.max_iter}")
+                            f"max_iter={estimator.max_iter}" + (
+                                "" if end == estimator.max_iter else
+                                f" (a warm_start continuation ending at epoch {end})"))
     if problems:
         raise CheckpointMismatchError(
             f"cannot resume from checkpoint {str(path)!r}: " + "; ".join(problems)

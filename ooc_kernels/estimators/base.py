@@ -516,6 +516,7 @@ class ChunkedEstimator(BaseEstimator):
             CheckpointWriter,
             check_checkpoint_target,
             lost_scheduler_hint,
+            resume_end,
             resume_position,
         )
         from ooc_kernels.parallel.checkpoint import read_checkpoint
@@ -537,6 +538,8 @@ class ChunkedEstimator(BaseEstimator):
             if ck is not None:
                 self.chunks_per_round_ = None  # the checkpoint's K (restored with its model)
                 start = resume_position(self, ck, data, checkpoint)
+                # a warm_start continuation ends max_iter epochs after where it started
+                end = resume_end(self, ck.meta, f"checkpoint {str(checkpoint)!r}")
                 if self.chunks_per_round_ is None:  # written with an integer parameter
                     self._resolve_tasks_per_round(sched, keep=False)
                 train, val = self._split_validation(data)
