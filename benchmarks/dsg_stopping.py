@@ -9,9 +9,10 @@ progressive-validation loss), the test accuracy and, for the generated problems,
 accuracy on fresh rows as many as ``early_stopping``'s held-out chunks would hold
 (``validation_fraction=0.1`` of the training rows).  Extra parameters (``--setting``) go on
 top of the defaults, e.g. ``'{"early_stopping": true}'`` to record the held-out score of a
-real early-stopping fit.
+real early-stopping fit.  Runs are appended to ``--out`` when it exists.
 
-``simulate`` replays the recorded histories through the library's stopping monitor
+``simulate`` replays the histories recorded with the defaults (runs with a ``--setting``
+stay in their file and are not replayed) through the library's stopping monitor
 (:class:`ooc_kernels.estimators._stopping.EpochMonitor`) under the rules listed in
 ``RULES`` (``n_iter_no_change=5`` each), and prints for each curve the epoch, CPU seconds and
 test accuracy at each rule's stop, against the plateau (the best test accuracy of the
@@ -20,8 +21,11 @@ recorded run).  A fit stopped by the monitor after epoch ``k`` is the recorded r
 
     python benchmarks/dsg_stopping.py record --problem signal_hard --n 100000 --epochs 30 \\
         --out benchmarks/results/dsg_stopping_signal_hard_100k.json
-    python benchmarks/dsg_stopping.py simulate benchmarks/results/dsg_stopping_*_*.json \
+    python benchmarks/dsg_stopping.py simulate \\
+        benchmarks/results/dsg_stopping_signal_hard_100k.json \\
         --out benchmarks/results/dsg_stopping_rules.json
+
+(``docs/benchmarks.md``, "Stopping on many rows", lists every run of the table there.)
 """
 
 from __future__ import annotations
