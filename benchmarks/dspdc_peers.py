@@ -70,8 +70,9 @@ TARGETS = [1e-4, 1e-6]
 VW_PASSES = [1, 2, 5, 10, 20, 50, 100]
 #: A sweep stops at a fit that took longer than this without reaching the target.
 SWEEP_CAP_SECONDS = 30.0
-#: ``max_iter`` values of the dask-glm sweeps.
-MAX_ITER_GRID = [5, 10, 20, 40, 80, 160, 320]
+#: ``max_iter`` values of the dask-glm sweeps: every count up to 10 (its L-BFGS reaches
+#: 1e-4 on the well-conditioned ridge problem in 2 iterations and on the logistic one in 6).
+MAX_ITER_GRID = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 20, 40, 80, 160, 320]
 TOLS = [1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12]
 
 
