@@ -85,7 +85,9 @@ def parse_param_value(text: str) -> Any:
     """The value of a command-line ``KEY=VALUE`` pair.
 
     YAML scalars (``null``, ``true``, ``[1, 2]``) are read as YAML, then numbers in any
-    of the forms above are made numbers.
+    of the forms above are made numbers.  A mapping that sets a key twice or uses an alias
+    is a :class:`~ooc_kernels.exceptions.ValidationError`
+    (:func:`ooc_kernels._untrusted.load_yaml`).
 
     Examples
     --------
@@ -94,8 +96,11 @@ def parse_param_value(text: str) -> Any:
     """
     import yaml
 
-    try:
-        value = yaml.safe_load(text)
+    from ooc_kernels._untrusted import load_yaml
+    from ooc_kernels.exceptions import ValidationError
+
+    try:  # no aliases, no key set twice (``{nu: 0.5, nu: 1.5}``): a ValidationError
+        value = load_yaml(text, source=f"the value {text!r}", error=ValidationError)
     except yaml.YAMLError:
         value = text  # e.g. "a: b: c": not YAML, so a plain string
     return coerce_number(value)

@@ -149,3 +149,16 @@ def test_yaml_written_by_the_library_round_trips(tmp_path):
     cat = _catalog(tmp_path)
     assert load_yaml(cat.read_text(), source="'c'", error=CatalogError) == \
         yaml.safe_load(cat.read_text())
+
+
+def test_a_command_line_value_that_sets_a_key_twice_is_refused():
+    from ooc_kernels._params import parse_param_value
+    from ooc_kernels.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match=r"sets the key 'nu' twice"):
+        parse_param_value("{nu: 0.5, nu: 1.5}")
+    with pytest.raises(ValidationError, match=r"alias '\*a'"):
+        parse_param_value("{x: &a 1, y: *a}")
+    assert parse_param_value("{nu: 0.5}") == {"nu": 0.5}
+    assert parse_param_value("a: b: c") == "a: b: c"                 # not YAML: the text
+    assert parse_param_value("!!python/name:os.system") == "!!python/name:os.system"
