@@ -288,7 +288,19 @@ def main(store, mode):
     else:
         ddf = dd.read_parquet(store)
         X, y = ddf[feats], ddf["y"]
+    # start from a process holding no freed memory: what the warm-up freed and the allocators
+    # kept for reuse would otherwise hide part of the fit's growth, by a different amount in
+    # every run (glibc's free lists; Arrow's own pool is glibc's, see _growth)
+    import ctypes, gc
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
     baseline = proc.memory_info().rss
+    try:  # the exact peak of the resident size from here on (Linux); else the sampler's
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        hwm = True
+    except OSError:
+        hwm = False
     peak = [baseline]
     done = threading.Event()
 
@@ -306,6 +318,10 @@ def main(store, mode):
     done.set()
     sampler.join()
     peak[0] = max(peak[0], proc.memory_info().rss)
+    if hwm:
+        with open("/proc/self/status") as f:
+            peak[0] = max(peak[0], next(int(line.split()[1]) * 1024 for line in f
+                                        if line.startswith("VmHWM:")))
     print(json.dumps({"growth": peak[0] - baseline, "n_samples_seen": clf.n_samples_seen_}))
 
 
@@ -317,9 +333,12 @@ MARGIN = 8 * 2**20              # the DataFrame path may exceed the Dask-array o
 
 
 def _growth(store, mode):
+    # Arrow's default pool (mimalloc or jemalloc) keeps freed pages for a while, by an amount
+    # that depends on timing (the machine's load); on the system allocator, configured like a
+    # Dask worker's, the growth is what the fit holds
     out = subprocess.run([sys.executable, "-c", _WORKER, str(store), mode],
                          capture_output=True, text=True, timeout=300, check=True,
-                         env=worker_env())
+                         env=dict(worker_env(), ARROW_DEFAULT_MEMORY_POOL="system"))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
