@@ -18,7 +18,7 @@ load it would compute with more threads than the tasks of a process that loaded 
 earlier, and give other bits.  So the limit loads the kernels' BLAS before it is set.
 
 The limit is process-wide and reference-counted: it may begin in one thread and end in
-another (two fits in threads of one process).  threadpoolctl (3.8 and later) lets only one
+another (two fits in threads of one process).  threadpoolctl 3.8 (measured) lets only one
 thread change OpenBLAS's thread count, the first to set it, and silently ignores the others
 until that thread's ``with threadpool_limits`` block ends; a limit set outside such a block
 keeps that thread in charge for good.  Here the thread that sets or restores the limit
@@ -61,8 +61,9 @@ def _load_kernels_blas() -> None:
 
 
 def _release_openblas_control() -> None:
-    """Let the calling thread change OpenBLAS's thread count (threadpoolctl 3.8 and later
-    obey only the thread that set it first; earlier versions have no such rule)."""
+    """Let the calling thread change OpenBLAS's thread count (threadpoolctl 3.8 obeys only
+    the thread that set it first; a threadpoolctl without ``clear_controlling_thread`` lets
+    any thread set it)."""
     openblas = getattr(threadpoolctl, "OpenBLASController", None)
     clear = getattr(openblas, "clear_controlling_thread", None)
     if clear is not None:
