@@ -9,7 +9,7 @@ import pytest
 import ooc_kernels as ok
 from ooc_kernels.families.dsg import _bandwidth, _large_data
 from ooc_kernels.families.dsg._bandwidth import CANDIDATES, TIE
-from ooc_kernels.families.dsg._setup_loo import (LOO_RIDGE, loo_predictions,
+from ooc_kernels.families.dsg._setup_loo import (LOO_RIDGE, WIDTH_TIE, loo_predictions,
                                                  random_feature_gram, scan_candidates,
                                                  select_setup_loo)
 from ooc_kernels.families.dsg.solver import DSGConfig
@@ -61,9 +61,9 @@ def test_random_feature_gram_is_the_fits_features_written_out():
     assert np.abs(many - fmap.gram(Z, Z, 2.0)).max() < 0.03  # an unbiased estimate
 
 
-def _rule(scores):
+def _rule(scores, tie=TIE):
     best = max(scores.values())
-    return max(m for m, v in scores.items() if v >= best - TIE)
+    return max(m for m, v in scores.items() if v >= best - tie)
 
 
 @pytest.mark.parametrize("peak", [0, 1, 2, 3, 4])
@@ -74,10 +74,11 @@ def test_scan_picks_what_scoring_every_candidate_picks(peak):
         # one-peaked curves with plateaus and near-ties around the peak
         steps = rng.choice([0.0, 0.002, 0.004, 0.01, 0.1], size=len(keys))
         curve = {m: 0.9 - sum(steps[:abs(i - peak)]) for i, m in enumerate(keys)}
-        calls = []
-        scores = scan_candidates(lambda m: calls.append(m) or curve[m])
-        assert _rule(scores) == _rule(curve), (curve, scores)
-        assert len(calls) == len(set(calls))                  # nothing scored twice
+        for tie in (TIE, 0.0):
+            calls = []
+            scores = scan_candidates(lambda m: calls.append(m) or curve[m], tie=tie)
+            assert _rule(scores, tie) == _rule(curve, tie), (curve, scores)
+            assert len(calls) == len(set(calls))              # nothing scored twice
 
 
 def _config(d, classes, seed=3, x_scale=None):
@@ -118,8 +119,8 @@ def test_select_setup_loo_against_brute_force():
     full = {m: brute(base, m, 1.0)[0] for m in CANDIDATES}
     for m, v in curve.items():
         assert v == pytest.approx(full[m], abs=1e-12)
-    multiple = _rule(full)
-    assert _rule(curve) == multiple
+    multiple = _rule(full, WIDTH_TIE)
+    assert _rule(curve, WIDTH_TIE) == multiple
     options = {("per-input", f): brute(base, multiple, f) for f in (1.0, 0.1)}
     options.update({("common", f): brute(common, multiple, f) for f in (1.0, 0.1)})
     assert {k: v[0] for k, v in options.items()} == pytest.approx(setup, abs=1e-12)
