@@ -79,6 +79,84 @@ def _local_problems(entries, where: str) -> dict:
     return out
 
 
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_real(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _optional_positive(v) -> bool:
+    return v is None or (_is_real(v) and v > 0)
+
+
+def _reals(v, positive: bool = False) -> bool:
+    return v is None or (isinstance(v, (list, tuple)) and all(
+        _is_real(e) and (e > 0 or not positive) for e in v))
+
+
+#: The plain fields of a saved DSPDC configuration: what each must be, and its test.
+_CONFIG_FIELDS = {
+    "n_samples": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+    "n_features": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+    "lam1": ("a finite number >= 0", lambda v: _is_real(v) and v >= 0),
+    "lam2": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
+    "Lambda": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
+    "m": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+    "q": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
+    "local_passes": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
+    "mode": ("'gap' or 'distance'", lambda v: v in ("gap", "distance")),
+    "theta": ("None or a finite number > 0", _optional_positive),
+    "tau": ("None or a finite number > 0", _optional_positive),
+    "sigma": ("None or a finite number > 0", _optional_positive),
+    "work_store": ("a string", lambda v: isinstance(v, str)),
+    "factorized": ("true or false", lambda v: isinstance(v, bool)),
+    "intercept_scaling": ("a finite number >= 0 (0: no intercept)",
+                          lambda v: _is_real(v) and v >= 0),
+    "weighted": ("true or false", lambda v: isinstance(v, bool)),
+    "class_weight": ("None or two finite numbers >= 0",
+                     lambda v: _reals(v) and (v is None or len(v) == 2)
+                     and all(e >= 0 for e in (v or ()))),
+    "weight_scale": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
+    "x_shift": ("None or a list of finite numbers", _reals),
+    "x_scale": ("None or a list of finite numbers > 0",
+                lambda v: _reals(v, positive=True)),
+    "step_boost": ("a finite number >= 1", lambda v: _is_real(v) and v >= 1),
+}
+
+
+def _check_config_fields(config: dict, where: str) -> None:
+    """Refuse a saved DSPDC configuration with an entry no fit writes: an unknown name, or
+    a plain field of another type or value (a negative ``intercept_scaling``, a count that
+    is not a positive integer ...); the loss, the classes and the local problems have their
+    own checks.
+
+    Raises
+    ------
+    ModelFormatError
+        Naming the field, its value and what it must be.
+
+    Examples
+    --------
+    >>> _check_config_fields({"intercept_scaling": -1.0}, "m.zarr")
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ModelFormatError: m.zarr: the metadata's fitted.config has intercept_scaling=-1.0; it must be a finite number >= 0 (0: no intercept); re-save the model or restore it from a backup.
+    """
+    known = set(_CONFIG_FIELDS) | {"loss", "loss_id", "classes"}
+    unknown = sorted(str(k) for k in config if k not in known)
+    if unknown:
+        raise ModelFormatError(
+            f"{where}: the metadata's fitted.config has entries no fit writes "
+            f"({_short(unknown)}); re-save the model or restore it from a backup.")
+    for name, (what, valid) in _CONFIG_FIELDS.items():
+        if name in config and not valid(config[name]):
+            raise ModelFormatError(
+                f"{where}: the metadata's fitted.config has {name}={_short(config[name])}; "
+                f"it must be {what}; re-save the model or restore it from a backup.")
+
+
 def _counters(state) -> dict:
     """The scalars of a DSPDC state, as a model's metadata keeps them."""
     return {"conj_sum": float(state.conj_sum), "n_iter": int(state.n_iter),

@@ -48,6 +48,7 @@ from ooc_kernels.families.dspdc._direct import held_in_memory
 from ooc_kernels.families.dspdc import _memory_inputs as _inputs
 from ooc_kernels.families.dspdc._docstrings import _ATTRIBUTES_DOC, _BASE_DOC, _PARAMS_DOC
 from ooc_kernels.families.dspdc._saved import (
+    _check_config_fields,
     _counters,
     _local_problems,
     _restored_start,
@@ -574,6 +575,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         from ooc_kernels.families.dspdc.solver import DSPDCConfig, DSPDCState
 
         config = dict(meta["config"])
+        _check_config_fields(config, where)
         config["loss_id"] = _saved_loss_id(config, where)
         config["classes"] = None if config.get("classes") is None else tuple(config["classes"])
         config["class_weight"] = None if config.get("class_weight") is None \
