@@ -138,7 +138,7 @@ def test_label_outside_declared_classes_in_a_chunk():
      r"kernel_params=\{'order': 3\} is not valid for kernel='arccos': 'order' must be one "
      r"of \[0, 1, 2\]; got 3"),
     (dict(bandwidth=-1.0), r"The 'bandwidth' parameter of DSGClassifier must be a float in "
-                           r"the range \(0.0, inf\), a str among \{'ard', 'auto', 'median'\} or an "
+                           r"the range \[1e-30, 1e\+30\], a str among \{'ard', 'auto', 'median'\} or an "
                            r"array-like\. Got -1.0 instead\."),
     (dict(batch_size=0), r"The 'batch_size' parameter of DSGClassifier must be an int in the "
                          r"range \[1, inf\)\. Got 0 instead\."),

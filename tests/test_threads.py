@@ -422,6 +422,7 @@ def test_a_process_forked_after_a_parallel_launch_runs_the_sequential_kernels():
 
 
 def test_dask_process_pools_start_their_workers_without_fork():
+    pytest.importorskip("distributed")  # its defaults enter Dask's config when it is imported
     assert dask.config.get("multiprocessing.context", "spawn") == "spawn"
     assert dask.config.get("distributed.worker.multiprocessing-method") == "spawn"
 

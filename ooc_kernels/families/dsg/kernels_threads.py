@@ -51,7 +51,8 @@ from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient,
 from ooc_kernels._threads import current_threads, launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict",
-           "take_rows_threads", "count_nonfinite_threads", "take_rows", "all_finite"]
+           "take_rows_threads", "count_nonfinite_threads", "take_rows", "all_finite",
+           "gathers_on_threads"]
 
 #: Rows below which :func:`take_rows` and :func:`all_finite` stay on the calling thread (a
 #: launch costs more than the work), and the bytes of ``X`` above which :func:`take_rows`
@@ -198,6 +199,21 @@ def take_rows(X, order):
     if current_threads() <= 1 or X.shape[0] < _ROWS_MIN:
         return X[order]
     return launch(take_rows_threads, X, np.ascontiguousarray(order, dtype=np.int64))
+
+
+def gathers_on_threads(X) -> bool:
+    """Whether :func:`take_rows` gathers ``X``'s rows on more than one thread (more than one
+    thread, at least ``_ROWS_MIN`` rows, at most :data:`SHUFFLE_COPY_BYTES`): a shuffle in
+    place pays only otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> gathers_on_threads(np.ones((10, 2)))  # too few rows, whatever the threads
+    False
+    """
+    return (current_threads() > 1 and X.shape[0] >= _ROWS_MIN
+            and X.nbytes <= SHUFFLE_COPY_BYTES)
 
 
 def all_finite(X) -> bool:

@@ -57,11 +57,10 @@ from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.blocks import BlockSource
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.families.dsg._full_phase import full_phase_update
-from ooc_kernels.families.dsg.kernels_threads import (SHUFFLE_COPY_BYTES, all_finite,
+from ooc_kernels.families.dsg.kernels_threads import (all_finite, gathers_on_threads,
                                                       take_rows)
 from ooc_kernels.families.dsg._predict import _affine, _predict_chunk, feature_map
-from ooc_kernels._threads import (current_threads, kernel_threads, prediction_threads,
-                                  task_threads)
+from ooc_kernels._threads import kernel_threads, prediction_threads, task_threads
 from ooc_kernels.families.dsg._reuse import (apply_betas, average_betas, beta_fields,
                                              compose_betas, new_blocks, run_growth)
 
@@ -527,7 +526,7 @@ class DSGAlgorithm:
         if cfg.shuffle:
             order = task_rng(task.seed, task.epoch, task.round, task.chunk).permutation(n)
             own = len(task.chunks) > 1 and X.flags.owndata and X.flags.writeable
-            if own and (current_threads() <= 1 or X.nbytes > SHUFFLE_COPY_BYTES):
+            if own and not gathers_on_threads(X):
                 # a group's rows arrive concatenated in an array of the task's own: mixing
                 # them in place keeps the task at one copy of its group
                 permute_rows_inplace(X, order)
