@@ -53,8 +53,8 @@ def test_an_interrupted_warm_start_resumes_to_the_uninterrupted_model(
         two_epochs, uninterrupted, tmp_path, monkeypatch, n_writes, same_object):
     ck = tmp_path / "ck.zarr"
     est = _continuation(two_epochs)
-    _interrupt_after(monkeypatch, n_writes, KeyboardInterrupt())
-    with pytest.raises(KeyboardInterrupt):
+    _interrupt_after(monkeypatch, n_writes, KeyboardInterrupt("stopped after a checkpoint"))
+    with pytest.raises(KeyboardInterrupt, match="stopped after a checkpoint"):
         est.fit(X, Y, checkpoint=ck, checkpoint_every=1)
     monkeypatch.undo()
     again = est if same_object else _continuation(two_epochs)
@@ -66,8 +66,8 @@ def test_an_interrupted_warm_start_resumes_to_the_uninterrupted_model(
 def test_a_resumed_warm_start_may_grow_max_iter(two_epochs, uninterrupted, tmp_path,
                                                  monkeypatch):
     ck = tmp_path / "ck.zarr"
-    _interrupt_after(monkeypatch, 2, KeyboardInterrupt())
-    with pytest.raises(KeyboardInterrupt):
+    _interrupt_after(monkeypatch, 2, KeyboardInterrupt("stopped after a checkpoint"))
+    with pytest.raises(KeyboardInterrupt, match="stopped after a checkpoint"):
         _continuation(two_epochs).fit(X, Y, checkpoint=ck, checkpoint_every=1)
     monkeypatch.undo()
     longer = _continuation(two_epochs, max_iter=5).fit(X, Y, checkpoint=ck,
@@ -91,8 +91,8 @@ def test_resume_end_reads_the_start_of_the_fit_from_the_checkpoint(uninterrupted
 
 def test_a_checkpoint_edited_to_end_elsewhere_is_refused(two_epochs, tmp_path, monkeypatch):
     ck = tmp_path / "ck.zarr"
-    _interrupt_after(monkeypatch, 3, KeyboardInterrupt())
-    with pytest.raises(KeyboardInterrupt):
+    _interrupt_after(monkeypatch, 3, KeyboardInterrupt("stopped after a checkpoint"))
+    with pytest.raises(KeyboardInterrupt, match="stopped after a checkpoint"):
         _continuation(two_epochs).fit(X, Y, checkpoint=ck, checkpoint_every=1)
     monkeypatch.undo()
     group = zarr.open_group(str(ck), mode="r+")
