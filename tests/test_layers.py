@@ -22,7 +22,7 @@ LAYERS = [
     ("base", {"ooc_kernels.exceptions", "ooc_kernels._version", "ooc_kernels._seeds",
               "ooc_kernels._checks", "ooc_kernels._atomic", "ooc_kernels._blas",
               "ooc_kernels._params", "ooc_kernels._progress", "ooc_kernels._registry",
-              "ooc_kernels._chunk_store", "ooc_kernels._checksums",
+              "ooc_kernels._chunk_store", "ooc_kernels._checksums", "ooc_kernels._saved_fields",
               "ooc_kernels._untrusted", "ooc_kernels._config",
               "ooc_kernels._capabilities", "ooc_kernels._threads"}),
     ("_jit", {"ooc_kernels._jit"}),

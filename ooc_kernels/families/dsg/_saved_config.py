@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 from ooc_kernels.exceptions import ModelFormatError
+from ooc_kernels._saved_fields import check_fields, is_int, is_real
 from ooc_kernels.families.dsg._loss_params import loss_param
 from ooc_kernels.features.maps import kernel_spec
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
@@ -101,49 +102,40 @@ def check_saved_config(estimator, config, where: str) -> None:
                   "folded into x_scale")
 
 
-def _is_int(value, low: int, high: float = math.inf) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and low <= value < high
-
-
-def _is_real(value, low: float, *, strict: bool = False) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value) and (value > low if strict else value >= low)
-
-
 #: The fields of a saved DSG configuration and state that no estimator-specific check
 #: covers: each with what a fit can write.  A field a configuration does not have (an
 #: older model, another DSG estimator) is skipped.
 _CONFIG_FIELDS = {
-    "feature_seed": ("an integer in [0, 2**64)", lambda v: _is_int(v, 0, 2**64)),
-    "n_outputs": ("an integer >= 1", lambda v: _is_int(v, 1)),
-    "alpha": ("a finite number >= 0", lambda v: _is_real(v, 0.0)),
-    "batch_size": ("an integer >= 1", lambda v: _is_int(v, 1)),
+    "feature_seed": ("an integer in [0, 2**64)", lambda v: is_int(v, 0, 2**64)),
+    "n_outputs": ("an integer >= 1", lambda v: is_int(v, 1)),
+    "alpha": ("a finite number >= 0", lambda v: is_real(v, 0.0)),
+    "batch_size": ("an integer >= 1", lambda v: is_int(v, 1)),
     "learning_rate": ("'optimal', 'inverse' or 'constant'",
                       lambda v: v in ("optimal", "inverse", "constant")),
-    "eta0": ("a positive finite number", lambda v: _is_real(v, 0.0, strict=True)),
-    "t0": ("a finite number >= 0", lambda v: _is_real(v, 0.0)),
+    "eta0": ("a positive finite number", lambda v: is_real(v, 0.0, strict=True)),
+    "t0": ("a finite number >= 0", lambda v: is_real(v, 0.0)),
     "dtype": ("'float32' or 'float64'", lambda v: v in ("float32", "float64")),
     "shuffle": ("true or false", lambda v: isinstance(v, bool)),
     "on_invalid": ("'error' or 'skip'", lambda v: v in ("error", "skip")),
-    "average": ("an integer >= 0", lambda v: _is_int(v, 0)),
+    "average": ("an integer >= 0", lambda v: is_int(v, 0)),
     "class_weight": ("null or finite numbers >= 0", lambda v: v is None or (
-        isinstance(v, tuple) and all(_is_real(w, 0.0) for w in v))),
-    "loss_param": ("a finite number", lambda v: _is_real(v, -math.inf)),
-    "weight_scale": ("a positive finite number", lambda v: _is_real(v, 0.0, strict=True)),
-    "curvature": ("a positive finite number", lambda v: _is_real(v, 0.0, strict=True)),
-    "feature_budget": ("null or an integer >= 1", lambda v: v is None or _is_int(v, 1)),
+        isinstance(v, tuple) and all(is_real(w, 0.0) for w in v))),
+    "loss_param": ("a finite number", lambda v: is_real(v, -math.inf)),
+    "weight_scale": ("a positive finite number", lambda v: is_real(v, 0.0, strict=True)),
+    "curvature": ("a positive finite number", lambda v: is_real(v, 0.0, strict=True)),
+    "feature_budget": ("null or an integer >= 1", lambda v: v is None or is_int(v, 1)),
     "update": ("'new', 'uniform' or 'check'", lambda v: v in ("new", "uniform", "check")),
     "n_jobs": ("null or a non-zero integer", lambda v: v is None or (
-        _is_int(v, -2**31, 2**31) and v != 0)),
+        is_int(v, -2**31, 2**31) and v != 0)),
 }
 _STATE_FIELDS = {
-    "n_iter": ("an integer >= 0", lambda v: _is_int(v, 0)),
-    "n_blocks_seen": ("an integer >= 0", lambda v: _is_int(v, 0)),
-    "n_samples_seen": ("an integer >= 0", lambda v: _is_int(v, 0)),
-    "n_samples_skipped": ("an integer >= 0", lambda v: _is_int(v, 0)),
-    "n_avg": ("an integer >= 0", lambda v: _is_int(v, 0)),
-    "loss_sum": ("a finite number", lambda v: _is_real(v, -math.inf)),
-    "loss_weight": ("a finite number >= 0", lambda v: _is_real(v, 0.0)),
+    "n_iter": ("an integer >= 0", lambda v: is_int(v, 0)),
+    "n_blocks_seen": ("an integer >= 0", lambda v: is_int(v, 0)),
+    "n_samples_seen": ("an integer >= 0", lambda v: is_int(v, 0)),
+    "n_samples_skipped": ("an integer >= 0", lambda v: is_int(v, 0)),
+    "n_avg": ("an integer >= 0", lambda v: is_int(v, 0)),
+    "loss_sum": ("a finite number", lambda v: is_real(v, -math.inf)),
+    "loss_weight": ("a finite number >= 0", lambda v: is_real(v, 0.0)),
 }
 
 
@@ -170,16 +162,10 @@ def check_saved_fields(config, state: dict, where: str) -> None:
     ...
     ooc_kernels.exceptions.ModelFormatError: m.zarr: the metadata's fitted.state has n_blocks_seen=-1; it must be an integer >= 0; re-save the model or restore it from a backup.
     """
-    missing = object()
-    for part, fields, values in (("config", _CONFIG_FIELDS, None),
-                                 ("state", _STATE_FIELDS, state)):
-        for name, (what, valid) in fields.items():
-            value = getattr(config, name, missing) if values is None \
-                else values.get(name, missing)
-            if value is not missing and not valid(value):
-                raise ModelFormatError(
-                    f"{where}: the metadata's fitted.{part} has {name}={value!r}; it must be "
-                    f"{what}; re-save the model or restore it from a backup.")
+    check_fields("config", _CONFIG_FIELDS,
+                 {name: getattr(config, name) for name in _CONFIG_FIELDS
+                  if hasattr(config, name)}, where)
+    check_fields("state", _STATE_FIELDS, state, where)
     weights, classes = getattr(config, "class_weight", None), getattr(config, "classes", None)
     if weights is not None and (classes is None or len(weights) != len(classes)):
         raise ModelFormatError(

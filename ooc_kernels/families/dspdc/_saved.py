@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ooc_kernels._saved_fields import check_fields, is_int, is_real
 from ooc_kernels.exceptions import ModelFormatError
 from ooc_kernels.losses import get_loss, losses_for
 
@@ -79,33 +80,26 @@ def _local_problems(entries, where: str) -> dict:
     return out
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_real(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
 
 def _optional_positive(v) -> bool:
-    return v is None or (_is_real(v) and v > 0)
+    return v is None or is_real(v, 0.0, strict=True)
 
 
 def _reals(v, positive: bool = False) -> bool:
     return v is None or (isinstance(v, (list, tuple)) and all(
-        _is_real(e) and (e > 0 or not positive) for e in v))
+        is_real(e, 0.0, strict=True) if positive else is_real(e, -math.inf) for e in v))
 
 
 #: The plain fields of a saved DSPDC configuration: what each must be, and its test.
 _CONFIG_FIELDS = {
-    "n_samples": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
-    "n_features": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
-    "lam1": ("a finite number >= 0", lambda v: _is_real(v) and v >= 0),
-    "lam2": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
-    "Lambda": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
-    "m": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
-    "q": ("an integer >= 1", lambda v: _is_int(v) and v >= 1),
-    "local_passes": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
+    "n_samples": ("an integer >= 1", lambda v: is_int(v, 1)),
+    "n_features": ("an integer >= 1", lambda v: is_int(v, 1)),
+    "lam1": ("a finite number >= 0", lambda v: is_real(v, 0.0)),
+    "lam2": ("a finite number > 0", lambda v: is_real(v, 0.0, strict=True)),
+    "Lambda": ("a finite number > 0", lambda v: is_real(v, 0.0, strict=True)),
+    "m": ("an integer >= 1", lambda v: is_int(v, 1)),
+    "q": ("an integer >= 1", lambda v: is_int(v, 1)),
+    "local_passes": ("a finite number > 0", lambda v: is_real(v, 0.0, strict=True)),
     "mode": ("'gap' or 'distance'", lambda v: v in ("gap", "distance")),
     "theta": ("None or a finite number > 0", _optional_positive),
     "tau": ("None or a finite number > 0", _optional_positive),
@@ -113,16 +107,16 @@ _CONFIG_FIELDS = {
     "work_store": ("a string", lambda v: isinstance(v, str)),
     "factorized": ("true or false", lambda v: isinstance(v, bool)),
     "intercept_scaling": ("a finite number >= 0 (0: no intercept)",
-                          lambda v: _is_real(v) and v >= 0),
+                          lambda v: is_real(v, 0.0)),
     "weighted": ("true or false", lambda v: isinstance(v, bool)),
     "class_weight": ("None or two finite numbers >= 0",
                      lambda v: _reals(v) and (v is None or len(v) == 2)
                      and all(e >= 0 for e in (v or ()))),
-    "weight_scale": ("a finite number > 0", lambda v: _is_real(v) and v > 0),
+    "weight_scale": ("a finite number > 0", lambda v: is_real(v, 0.0, strict=True)),
     "x_shift": ("None or a list of finite numbers", _reals),
     "x_scale": ("None or a list of finite numbers > 0",
                 lambda v: _reals(v, positive=True)),
-    "step_boost": ("a finite number >= 1", lambda v: _is_real(v) and v >= 1),
+    "step_boost": ("a finite number >= 1", lambda v: is_real(v, 1.0)),
 }
 
 
@@ -150,11 +144,7 @@ def _check_config_fields(config: dict, where: str) -> None:
         raise ModelFormatError(
             f"{where}: the metadata's fitted.config has entries no fit writes "
             f"({_short(unknown)}); re-save the model or restore it from a backup.")
-    for name, (what, valid) in _CONFIG_FIELDS.items():
-        if name in config and not valid(config[name]):
-            raise ModelFormatError(
-                f"{where}: the metadata's fitted.config has {name}={_short(config[name])}; "
-                f"it must be {what}; re-save the model or restore it from a backup.")
+    check_fields("config", _CONFIG_FIELDS, config, where)
 
 
 def _counters(state) -> dict:
