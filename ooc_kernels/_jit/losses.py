@@ -346,6 +346,12 @@ def _logistic_dual_prox(c, y, b, sigma, n):
         t0 = math.log1p(by) - math.log(-by)
         if lo < t0 < hi:
             t = t0
+    # A Newton step below the tolerance ends the solve at once: the root is within the
+    # step, and the step may land on the bracket's end that t just became (then bisecting
+    # would find the same root again, a bit at a time).  sigmoid(-t) after that step is
+    # its first-order update from sm (the error is of the order of the step squared), so
+    # the solve costs one exp per Newton iteration.
+    sm = -1.0
     for _ in range(NEWTON_MAX_ITER):
         sm = _sigmoid(-t)
         g = sigma * (cb - t) + n * (sm + by)
@@ -355,16 +361,22 @@ def _logistic_dual_prox(c, y, b, sigma, n):
             hi = t
         else:
             break
-        dg = -sigma - n * sm * (1.0 - sm)
-        t_new = t - g / dg
+        ds = sm * (1.0 - sm)
+        newton = g / (-sigma - n * ds)
+        t_new = t - newton
+        if abs(newton) <= NEWTON_RTOL * max(1.0, abs(t_new)):
+            t = t_new
+            sm = sm + ds * newton
+            break
         if not (lo < t_new < hi):
             t_new = 0.5 * (lo + hi)
         step = abs(t_new - t)
         t = t_new
+        sm = -1.0
         tol = NEWTON_RTOL * max(1.0, abs(t))
         if step <= tol or hi - lo <= tol:
             break
-    w = -_sigmoid(-t)
+    w = -sm if sm >= 0.0 else -_sigmoid(-t)
     if w < -W_HIGH:
         w = -W_HIGH
     elif w > -W_LOW:

@@ -185,6 +185,7 @@ def logistic_dual_prox(c, y, b, sigma, n):
     warm = (by > -1.0) & (by < 0.0) & (t0 > lo) & (t0 < hi)
     t = np.where(warm, t0, t)
     active = np.ones(t.shape, dtype=bool)
+    s_end = np.full(t.shape, -1.0)       # sigmoid(-t) where the solve ended on it, else -1
     for _ in range(NEWTON_MAX_ITER):
         if not active.any():
             break
@@ -193,15 +194,21 @@ def logistic_dual_prox(c, y, b, sigma, n):
         lo = np.where(active & (g > 0.0), t, lo)
         hi = np.where(active & (g < 0.0), t, hi)
         done = g == 0.0
-        dg = -sigma - n * sm * (1.0 - sm)
-        t_new = t - g / dg
-        t_new = np.where((t_new > lo) & (t_new < hi), t_new, 0.5 * (lo + hi))
-        t_new = np.where(done, t, t_new)
+        ds = sm * (1.0 - sm)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = g / (-sigma - n * ds)
+        t_newton = t - newton
+        # a Newton step below the tolerance ends the solve (sigmoid updated to first order)
+        small = ~done & (np.abs(newton) <= NEWTON_RTOL * np.maximum(1.0, np.abs(t_newton)))
+        t_new = np.where((t_newton > lo) & (t_newton < hi), t_newton, 0.5 * (lo + hi))
+        t_new = np.where(done | small, np.where(small, t_newton, t), t_new)
         step = np.abs(t_new - t)
+        s_end = np.where(active & done, sm, np.where(active & small, sm + ds * newton,
+                                                     np.where(active, -1.0, s_end)))
         t = np.where(active, t_new, t)
         tol = NEWTON_RTOL * np.maximum(1.0, np.abs(t))
-        active = active & ~done & ~((step <= tol) | (hi - lo <= tol))
-    w = np.clip(-sigmoid(-t), -W_HIGH, -W_LOW)
+        active = active & ~done & ~small & ~((step <= tol) | (hi - lo <= tol))
+    w = np.clip(np.where(s_end >= 0.0, -s_end, -sigmoid(-t)), -W_HIGH, -W_LOW)
     return b * w
 
 
