@@ -396,6 +396,22 @@ def _one_row(u, n_rows):
     return i
 
 
+#: The iterations with ``m = 1`` prefetch the row this many iterations ahead: rows sampled
+#: at random from data larger than the caches are read from memory, and one row ahead
+#: leaves most of the read's latency in the iteration.
+PREFETCH_AHEAD = 4
+
+
+@njit(cache=True, nogil=True)
+def _mapped_row(u, n_rows, row_map):
+    """The row of ``A`` of the uniform ``u``: :func:`_one_row`, through ``row_map`` when
+    given."""
+    i = _one_row(u, n_rows)
+    if row_map is not None:
+        i = row_map[i]
+    return i
+
+
 @njit(cache=True, nogil=True)
 def _all_columns_one_row(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma,
                          loss_id, lam1, lam2, shift, weights, row_map=None):
@@ -404,8 +420,9 @@ def _all_columns_one_row(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau,
 
     The same floating-point operations in the same order as the general loop (the iterates
     agree bit for bit, up to the sign of a zero): Floyd's sampler with ``m = 1`` is
-    ``i = floor(u n_rows)`` (clamped), known one iteration ahead, so the next row is
-    prefetched (:func:`~ooc_kernels._jit.prefetch.prefetch_row`); the proximal step keeps
+    ``i = floor(u n_rows)`` (clamped), known ahead, so the row :data:`PREFETCH_AHEAD`
+    iterations ahead is prefetched (:func:`~ooc_kernels._jit.prefetch.prefetch_row`: its
+    read overlaps as many iterations; a prefetch changes no value); the proximal step keeps
     its two divisions (``tau cj / nt`` and ``s / (1 + tau lam2)``, the denominator computed
     once) and its soft threshold as selects, which are the identity when ``lam1 = 0``; and
     ``z_j += a_ij dy`` is the same value when ``dy = 0`` (rows are finite), so it is not
@@ -427,18 +444,15 @@ def _all_columns_one_row(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau,
     thr = tau * lam1
     den = 1.0 + tau * lam2
     smooth = lam1 == 0.0
-    i = _one_row(row_uniforms[0, 0], n_rows) if T > 0 else 0
-    if row_map is not None:
-        if T > 0:
-            i = row_map[i]
+    i = _mapped_row(row_uniforms[0, 0], n_rows, row_map) if T > 0 else 0
+    for t in range(1, min(PREFETCH_AHEAD, T)):     # the first rows' reads start together
+        prefetch_row(A, _mapped_row(row_uniforms[t, 0], n_rows, row_map))
     for t in range(T):
-        if t + 1 < T:               # the next row is known: its read overlaps this iteration
-            i_next = _one_row(row_uniforms[t + 1, 0], n_rows)
-            if row_map is not None:
-                i_next = row_map[i_next]
-            prefetch_row(A, i_next)
-        else:
-            i_next = i
+        if t + PREFETCH_AHEAD < T:  # its read overlaps the iterations up to it
+            prefetch_row(A, _mapped_row(row_uniforms[t + PREFETCH_AHEAD, 0], n_rows, row_map))
+        i_next = i
+        if t + 1 < T:
+            i_next = _mapped_row(row_uniforms[t + 1, 0], n_rows, row_map)
         c = 0.0
         for j in range(p):
             c += np.float64(A[i, j]) * xbar[j]
