@@ -342,18 +342,20 @@ def _logistic_dual_prox(c, y, b, sigma, n):
     lo = cb + n * by / sigma
     hi = lo + n / sigma
     t = 0.5 * (lo + hi)
-    if -1.0 < by < 0.0:  # warm start from the current dual
-        t0 = math.log1p(by) - math.log(-by)
+    sm = -1.0                   # sigmoid(-t) where known without an exp, else -1
+    if -1.0 < by < 0.0:  # warm start from the current dual: sigmoid(-t0) = -b y
+        t0 = math.log((1.0 + by) / -by)
         if lo < t0 < hi:
             t = t0
+            sm = -by
     # A Newton step below the tolerance ends the solve at once: the root is within the
     # step, and the step may land on the bracket's end that t just became (then bisecting
     # would find the same root again, a bit at a time).  sigmoid(-t) after that step is
     # its first-order update from sm (the error is of the order of the step squared), so
-    # the solve costs one exp per Newton iteration.
-    sm = -1.0
+    # the solve costs one exp per Newton iteration after the first.
     for _ in range(NEWTON_MAX_ITER):
-        sm = _sigmoid(-t)
+        if sm < 0.0:
+            sm = _sigmoid(-t)
         g = sigma * (cb - t) + n * (sm + by)
         if g > 0.0:
             lo = t

@@ -181,15 +181,19 @@ def logistic_dual_prox(c, y, b, sigma, n):
     hi = lo + n / sigma
     t = 0.5 * (lo + hi)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t0 = np.log1p(by) - np.log(-by)
+        t0 = np.log((1.0 + by) / -by)
     warm = (by > -1.0) & (by < 0.0) & (t0 > lo) & (t0 < hi)
     t = np.where(warm, t0, t)
     active = np.ones(t.shape, dtype=bool)
     s_end = np.full(t.shape, -1.0)       # sigmoid(-t) where the solve ended on it, else -1
+    first = True
     for _ in range(NEWTON_MAX_ITER):
         if not active.any():
             break
         sm = sigmoid(-t)
+        if first:                        # the warm start's sigmoid(-t0) is -b y
+            sm = np.where(warm, -by, sm)
+            first = False
         g = sigma * (cb - t) + n * (sm + by)
         lo = np.where(active & (g > 0.0), t, lo)
         hi = np.where(active & (g < 0.0), t, hi)
