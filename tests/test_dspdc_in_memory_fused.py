@@ -18,11 +18,14 @@ from ooc_kernels.families.dspdc import _memory_task
 from ooc_kernels.families.dspdc._local import task_uniform_blocks
 from ooc_kernels.families.dspdc.kernels import _all_columns_one_row, dspdc_dense_iterations
 from ooc_kernels.families.dspdc.kernels_memory import (
+    row_conjugates,
+    row_conjugates_ref,
     rows_loss_sum,
     rows_loss_sum_ref,
     task_sweep,
     task_sweep_ref,
 )
+from ooc_kernels.losses.reference import loss_conjugate_ref
 
 LOSSES = {"squared": 0, "logistic": 2, "smoothed_hinge": 4}
 
@@ -90,17 +93,39 @@ def test_task_sweep_equals_its_numpy_twin(loss, weighted, with_loss):
         if weighted else None
     x0 = rng.normal(size=A.shape[1])
     got, want = np.full((3, A.shape[1]), np.nan), np.zeros((3, A.shape[1]))
+    kept = np.full(len(A), np.nan)      # the conjugates kept: of y_old on the task's rows
+    kept[row_map] = loss_conjugate_ref(loss, y_old, b[row_map])
+    kept_ref = kept.copy()
     loss_got, conj_got = task_sweep(A, row_map.astype(np.int64), seg_ends, b, y, y_old,
-                                    weights, x0, with_loss, loss, got)
+                                    weights, x0, with_loss, loss, got, kept)
     loss_want, conj_want = task_sweep_ref(A, row_map, seg_ends, b, y, y_old, weights, x0,
-                                          with_loss, loss, want)
+                                          with_loss, loss, want, kept_ref)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # after the pass: the conjugates of the new duals on the task's rows, the rest untouched
+    np.testing.assert_allclose(kept[row_map], loss_conjugate_ref(loss, y[row_map], b[row_map]),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kept_ref[row_map], kept[row_map], rtol=1e-12, atol=1e-12)
+    others = np.setdiff1d(np.arange(len(A)), row_map)
+    assert np.isnan(kept[others]).all() and np.isnan(kept_ref[others]).all()
     assert loss_got == pytest.approx(loss_want, rel=1e-12, abs=1e-12)
     assert conj_got == pytest.approx(conj_want, rel=1e-12, abs=1e-12)
     if with_loss:
         assert loss_want > 0
     else:
         assert loss_got == 0.0
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES.values()))
+def test_row_conjugates_equal_their_numpy_twin(loss):
+    """The conjugates a fit starts from (at zero duals, and inside the domain)."""
+    rng, _, b = _rows(11 + loss, n=30, loss=loss)
+    for y in (np.zeros(len(b)), _duals(rng, b, loss)):
+        got, want = np.full(len(b), np.nan), np.full(len(b), np.nan)
+        row_conjugates(y, b, loss, got)
+        row_conjugates_ref(y, b, loss, want)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(got, loss_conjugate_ref(loss, y, b), rtol=1e-12,
+                                   atol=1e-12)
 
 
 @pytest.mark.parametrize("loss", sorted(LOSSES.values()))

@@ -13,7 +13,8 @@ whole data are one array, the duals, labels and row weights one vector each, and
    operations as on the gathered rows);
 3. one pass over its rows (:func:`~ooc_kernels.families.dspdc.kernels_memory.task_sweep`):
    the change of each chunk's ``A_c^T (w * y_c)``, the epoch start's losses (the lagged
-   gap) and the change of ``sum_i w_i phi_i*(y_i)``.
+   gap) and the change of ``sum_i w_i phi_i*(y_i)`` (the conjugates of every row are kept
+   with the duals, so only the changed duals' are evaluated).
 
 ``A_k^T (w * y_k)`` of a task is the sum of its chunks' products, kept up to date from the
 sweeps, not a product of its own.  The out-of-core task computes these sums with BLAS
@@ -87,6 +88,10 @@ class MemoryTasks:
         self.b = np.ascontiguousarray(np.concatenate(labels), dtype=np.float64)
         self.weights = None if weights[0] is None else np.concatenate(weights)
         self.y = np.zeros(n)                      # the duals of every row
+        from ooc_kernels.families.dspdc.kernels_memory import row_conjugates
+
+        self.conj = np.empty(n)                   # phi_i*(y_i) of every row, kept with y
+        row_conjugates(self.y, self.b, int(config.loss_id), self.conj)
         self.products = np.zeros((len(self.sizes), p))   # A_c^T (w * y_c) of every chunk
         self._index = np.arange(n, dtype=np.int64)
         self._row_map = np.empty(n, dtype=np.int64)
@@ -140,7 +145,7 @@ class MemoryTasks:
         start_loss, dconj = task_sweep(
             self.rows, row_map, seg_ends, self.b, self.y, y_old, self.weights,
             a if x0 is None else np.ascontiguousarray(x0, dtype=np.float64),
-            x0 is not None, config.loss_id, dw_parts)
+            x0 is not None, config.loss_id, dw_parts, self.conj)
         dw = dw_parts[0].copy()
         for s, c in enumerate(group):
             self.products[c] += dw_parts[s]

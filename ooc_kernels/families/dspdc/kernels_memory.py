@@ -5,7 +5,11 @@ A task of the in-memory path runs its iterations on rows of the whole data held 
 the round needs besides the iterate: the changes of ``A_c^T (w * y_c)`` of each of its
 chunks, the loss of the epoch's first iterate on its rows (the lagged duality gap) and the
 change of ``sum_i w_i phi_i*(y_i)``.  The out-of-core task computes the same three with
-three NumPy passes (two BLAS products and the losses), so the two agree to rounding.
+three NumPy passes (two BLAS products and the losses), so the two agree to rounding.  The
+conjugates ``phi_i*(y_i)`` of every row are kept (:func:`row_conjugates` once, then the
+sweeps): a sweep evaluates the conjugate only at the duals the iterations changed (the
+logistic conjugate is two logarithms), and the change is the same number as with both
+conjugates evaluated.
 
 Every ``@njit`` function has a plain-NumPy twin with the suffix ``_ref``.
 
@@ -15,11 +19,13 @@ Examples
 >>> from ooc_kernels.families.dspdc.kernels_memory import task_sweep
 >>> A = np.arange(12.0).reshape(4, 3); b = np.array([1.0, -1.0, 1.0, -1.0])
 >>> y, y_old = np.array([0.5, 0.0, 1.0, 0.0]), np.zeros(2)
->>> dw = np.zeros((1, 3))
+>>> dw, conj = np.zeros((1, 3)), np.zeros(4)       # the conjugates of y = 0
 >>> loss, dconj = task_sweep(A, np.array([2, 0]), np.array([2]), b, y, y_old, None,
-...                          np.ones(3), True, 0, dw)
+...                          np.ones(3), True, 0, dw, conj)
 >>> dw.tolist(), loss, dconj        # 1.0 * A[2] + 0.5 * A[0]; squared losses at x0 = 1
 ([[6.0, 7.5, 9.0]], 202.0, 2.125)
+>>> conj.tolist()                   # 0.5 y^2 + b y of the rows changed
+[0.625, 0.0, 1.5, 0.0]
 """
 
 from __future__ import annotations
@@ -30,11 +36,13 @@ from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.losses import loss_conjugate, loss_value
 from ooc_kernels.losses.reference import loss_conjugate_ref, loss_value_ref
 
-__all__ = ["task_sweep", "task_sweep_ref", "rows_loss_sum", "rows_loss_sum_ref"]
+__all__ = ["task_sweep", "task_sweep_ref", "rows_loss_sum", "rows_loss_sum_ref",
+           "row_conjugates", "row_conjugates_ref"]
 
 
 @njit(cache=True, nogil=True)
-def task_sweep(A, row_map, seg_ends, b, y, y_old, weights, x0, with_loss, loss_id, dw):
+def task_sweep(A, row_map, seg_ends, b, y, y_old, weights, x0, with_loss, loss_id, dw,
+               conj):
     """One pass over a task's rows ``A[row_map]`` after its iterations.
 
     Parameters
@@ -57,6 +65,9 @@ def task_sweep(A, row_map, seg_ends, b, y, y_old, weights, x0, with_loss, loss_i
     loss_id : int
     dw : ndarray (n_seg, p) float64, overwritten
         ``dw[s] = sum_{i in chunk s} w_i (y_i - y_old_i) a_i``.
+    conj : ndarray (n,) float64, updated
+        ``phi_i*(y_old_i)`` on the task's rows (indexed like ``A``), ``phi_i*(y_i)`` after
+        the call; evaluated only where ``y_i != y_old_i``.
 
     Returns
     -------
@@ -76,7 +87,12 @@ def task_sweep(A, row_map, seg_ends, b, y, y_old, weights, x0, with_loss, loss_i
             bi = b[i]
             yi = y[i]
             d = yi - y_old[k]
-            change = loss_conjugate(loss_id, yi, bi) - loss_conjugate(loss_id, y_old[k], bi)
+            before = conj[i]
+            after = before
+            if yi != y_old[k]:
+                after = loss_conjugate(loss_id, yi, bi)
+                conj[i] = after
+            change = after - before
             wi = 1.0
             if weights is not None:
                 wi = weights[i]
@@ -100,13 +116,17 @@ def task_sweep(A, row_map, seg_ends, b, y, y_old, weights, x0, with_loss, loss_i
     return loss, dconj
 
 
-def task_sweep_ref(A, row_map, seg_ends, b, y, y_old, weights, x0, with_loss, loss_id, dw):
-    """NumPy twin of :func:`task_sweep` (same contract; sums in NumPy's order)."""
+def task_sweep_ref(A, row_map, seg_ends, b, y, y_old, weights, x0, with_loss, loss_id, dw,
+                   conj):
+    """NumPy twin of :func:`task_sweep` (same contract; sums in NumPy's order; the
+    conjugates evaluated at every row)."""
     rows = np.asarray(A, dtype=np.float64)[row_map]
     bk, yk = np.asarray(b)[row_map], np.asarray(y)[row_map]
     d = yk - y_old
     with np.errstate(over="ignore", invalid="ignore"):
-        change = loss_conjugate_ref(loss_id, yk, bk) - loss_conjugate_ref(loss_id, y_old, bk)
+        after = loss_conjugate_ref(loss_id, yk, bk)
+        change = after - conj[row_map]
+        conj[row_map] = after
         wk = None if weights is None else np.asarray(weights)[row_map]
         if wk is not None:
             d = wk * d
@@ -147,3 +167,17 @@ def rows_loss_sum_ref(A, b, weights, x, loss_id):
         if weights is not None:
             values = np.where(weights > 0, weights * values, 0.0)
         return float(np.sum(values))
+
+
+@njit(cache=True, nogil=True)
+def row_conjugates(y, b, loss_id, out):
+    """``out[i] = phi_i*(y_i)`` for every row: the conjugates that :func:`task_sweep`
+    keeps, at the duals a fit starts from."""
+    for i in range(y.shape[0]):
+        out[i] = loss_conjugate(loss_id, y[i], b[i])
+
+
+def row_conjugates_ref(y, b, loss_id, out):
+    """NumPy twin of :func:`row_conjugates`."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out[:] = loss_conjugate_ref(loss_id, np.asarray(y), np.asarray(b))
