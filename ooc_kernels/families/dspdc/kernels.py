@@ -416,7 +416,8 @@ def _mapped_row(u, n_rows, row_map):
 def _all_columns_one_row(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma,
                          loss_id, lam1, lam2, shift, weights, row_map=None):
     """:func:`_dense_iterations_all_columns` with ``m = 1``, written so that the loop over
-    the columns has no branch and no call and compiles to vector instructions.
+    the columns has no branch and no call (its two divisions keep it scalar: they are those
+    of the general loop, so that the iterates stay the same).
 
     The same floating-point operations in the same order as the general loop (the iterates
     agree bit for bit, up to the sign of a zero): Floyd's sampler with ``m = 1`` is
