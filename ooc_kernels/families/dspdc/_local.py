@@ -26,8 +26,8 @@ from ooc_kernels._seeds import task_rng
 from ooc_kernels.exceptions import InvalidDataError
 
 __all__ = ["UNIFORM_BLOCK", "encode_labels", "local_problem", "local_regularization",
-           "local_parameters", "local_step_parameters", "row_weights", "task_uniform_blocks",
-           "task_uniforms"]
+           "local_parameters", "local_step_parameters", "row_weights", "steps_lambda",
+           "task_uniform_blocks", "task_uniforms"]
 
 #: Uniforms drawn at a time by a task (8 MiB of float64): a task's memory for its random
 #: numbers stays bounded whatever its number of iterations, rows or columns.
@@ -183,18 +183,51 @@ def local_parameters(config, n_k: int, lam_local: float):
     configuration's ``step_boost``, 1 when it has none: the theorems' safe steps).  The
     boost applies only where the coupling dominates, ``Lambda > n_k lam_local gamma``
     (``kappa / n > 1``); otherwise the theorems' steps already take about ``n_k / m``
-    iterations per e-fold and a boost only slows them."""
+    iterations per e-fold and a boost only slows them.  Where it applies, ``Lambda`` is
+    that of :func:`steps_lambda` (the mean block norm under ``config.mean_lambda``)."""
     from ooc_kernels.families.dspdc.params import dspdc_parameters, loss_gamma
 
     m = min(config.m, n_k)
     boost = float(getattr(config, "step_boost", 1.0))
+    Lambda = steps_lambda(config, m)
     if config.Lambda <= n_k * lam_local * loss_gamma(config.loss_id):
-        boost = 1.0
+        boost, Lambda = 1.0, float(config.Lambda)
     lam_steps = lam_local * boost
-    par = dspdc_parameters(n_k, config.n_features, m, config.q, config.Lambda, lam_steps,
+    par = dspdc_parameters(n_k, config.n_features, m, config.q, Lambda, lam_steps,
                            loss_gamma(config.loss_id), mode=config.mode, theta=config.theta,
                            tau=config.tau, sigma=config.sigma)
     return m, par.theta, par.tau, par.sigma
+
+
+def steps_lambda(config, m: int) -> float:
+    """The ``Lambda`` that the step sizes of a task sampling ``m`` rows use: ``Lambda``
+    itself (the theorems' steps), or, while the adaptive steps run with
+    ``config.mean_lambda`` on standardized columns, the smaller of ``Lambda`` and the mean of
+    ``||A_I^J||_F^2`` over the uniformly sampled blocks, ``(m q / p) (p_A + c^2)``: a
+    standardized column has mean square 1 (0 for a column without spread), so the mean
+    squared norm of a row is at most ``p_A + c^2`` (``p_A`` columns of ``A``, the intercept's
+    column of value ``c``), with or without weights (they have mean 1).  ``Lambda`` of the
+    theorems is the worst block's norm (``max_i ||a_i||^2`` for ``m = 1``, ``q = p``); the
+    rate of the primal-dual coordinate method with rows sampled by their norms is set by
+    the mean instead (Zhang and Xiao 2017; Chambolle et al. 2018), and the adaptive steps
+    take that constant with uniform sampling, referred to the certified gap
+    (docs/dspdc.md, "Adaptive steps").
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> cfg = SimpleNamespace(Lambda=40.0, mean_lambda=True, x_scale=(1.0,) * 9,
+    ...                       intercept_scaling=1.0, q=10, n_features=10)
+    >>> steps_lambda(cfg, 1), steps_lambda(SimpleNamespace(**{**vars(cfg), "x_scale": None}), 1)
+    (10.0, 40.0)
+    """
+    Lambda = float(config.Lambda)
+    x_scale = getattr(config, "x_scale", None)
+    if not getattr(config, "mean_lambda", False) or x_scale is None:
+        return Lambda
+    c = float(config.intercept_scaling)
+    mean = m * config.q / config.n_features * (len(x_scale) + c * c)
+    return min(Lambda, mean)
 
 
 def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,

@@ -198,9 +198,13 @@ def sequential_dspdc(case, n_epochs: int = 1):
                 mu = max(float(np.linalg.eigvalsh(A.T @ A / n_k)[::-1][rank - 1]), 0.0)
                 lam_k = c * cfg.lam2
                 boost = max(boost, min((lam_k + mu) / lam_k, 100.0 * boost))
+            Lam = cfg.Lambda
+            if getattr(cfg, "mean_lambda", False) and cfg.x_scale is not None:
+                # the mean ||A_I^J||_F^2 of standardized rows: 1 per column, c^2 the intercept's
+                Lam = min(Lam, m * cfg.q / p * (len(cfg.x_scale) + cfg.intercept_scaling ** 2))
             if cfg.Lambda <= n_k * c * cfg.lam2 * _GAMMA[loss]:   # no boost: kappa/n <= 1
-                boost = 1.0
-            par = dspdc_parameters(n_k, p, m, cfg.q, cfg.Lambda, c * cfg.lam2 * boost,
+                boost, Lam = 1.0, cfg.Lambda
+            par = dspdc_parameters(n_k, p, m, cfg.q, Lam, c * cfg.lam2 * boost,
                                    _GAMMA[loss], mode=cfg.mode, theta=cfg.theta,
                                    tau=cfg.tau, sigma=cfg.sigma)
             row_u, col_u = task_uniforms(cfg, case.seed, epoch, k, k, n_k, m)

@@ -111,6 +111,11 @@ class DSPDCConfig:
         ``s`` times the local problem's (``1``: the theorems' safe steps;
         :func:`~ooc_kernels.families.dspdc._local.local_parameters`).  The proximal steps
         keep the true regularizer; the duality gap certifies the result either way.
+    mean_lambda : bool
+        The step sizes use the mean squared norm of a sampled block of the standardized rows
+        in place of ``Lambda`` when it is smaller
+        (:func:`~ooc_kernels.families.dspdc._local.steps_lambda`; adaptive steps only, turned
+        off by the stall rule once ``step_boost`` is 1).
     """
 
     loss_id: int
@@ -136,6 +141,7 @@ class DSPDCConfig:
     x_shift: tuple | None = None
     x_scale: tuple | None = None
     step_boost: float = 1.0
+    mean_lambda: bool = False
 
     @property
     def store(self) -> ChunkStore:
