@@ -62,17 +62,22 @@ def test_the_leave_one_out_score_is_that_of_refits_without_each_row():
 
 def _counting(monkeypatch):
     calls = {"ard criterion": 0, "leave-one-out": 0}
-    criterion, loo = ard.validation_error, _ard.loo_score
+    criterion, grid, loo = ard.validation_error, ard.grid_errors, _ard.loo_score
 
     def counted_criterion(*args, **kwargs):
         calls["ard criterion"] += 1
         return criterion(*args, **kwargs)
+
+    def counted_grid(log_widths, log_lams, *args, **kwargs):
+        calls["ard criterion"] += len(log_widths) * len(log_lams)
+        return grid(log_widths, log_lams, *args, **kwargs)
 
     def counted_loo(*args, **kwargs):
         calls["leave-one-out"] += 1
         return loo(*args, **kwargs)
 
     monkeypatch.setattr(ard, "validation_error", counted_criterion)
+    monkeypatch.setattr(ard, "grid_errors", counted_grid)
     monkeypatch.setattr(_ard, "loo_score", counted_loo)
     return calls
 

@@ -27,6 +27,7 @@ Examples
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from numbers import Real
 
@@ -116,7 +117,8 @@ def fold_scales(config, shape: np.ndarray):
                    x_scale=tuple(float(v) for v in scale * shape))
 
 
-def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: bool):
+def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: bool,
+             threads: int = 1):
     """``bandwidth="auto"``'s choice between one width and per-input widths: ``(relative
     widths or None, scores)``.
 
@@ -130,7 +132,8 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
     search's ridge models have :data:`AUTO_ARD_COMPONENTS` random features (128 halve the
     search's cost on 64 inputs, but took one width on one of two seeds of the 10-input
     problem with 5 noise inputs, where 256 take per-input widths).  Nothing is searched with fewer than 2 inputs or fewer than
-    :data:`AUTO_MIN_ROWS` rows of positive weight.
+    :data:`AUTO_MIN_ROWS` rows of positive weight.  With ``threads`` above 1 the one
+    width's score is computed on a second thread while the search runs (the same scores).
 
     Returns
     -------
@@ -159,21 +162,29 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
     decision = np.sort(np.concatenate([rows[AUTO_ARD_ROWS:], rows[:AUTO_ARD_ROWS]])
                        [:AUTO_DECISION_ROWS])
     targets = np.asarray(targets, dtype=np.float64).reshape(len(seen), -1)
-    start = median_heuristic(seen[search], 1.0, sample_weight=w[search])
-    scales = ard_scales(seen[search], targets[search], w[search], start=start,
-                        seed=int(rng.integers(2**62)), steps=AUTO_ARD_STEPS,
-                        n_components=AUTO_ARD_COMPONENTS,
-                        learning_rate=AUTO_ARD_LEARNING_RATE, patience=AUTO_ARD_PATIENCE)
-    shape = scales / np.exp(np.mean(np.log(scales)))
     Z, T, wd = seen[decision], targets[decision], w[decision]
-    scores = {"one width": loo_score(Z, T, wd, classification=classification),
+    pool = ThreadPoolExecutor(max_workers=1) if int(threads) > 1 else None
+    one = None if pool is None else pool.submit(loo_score, Z, T, wd,
+                                                classification=classification)
+    try:
+        start = median_heuristic(seen[search], 1.0, sample_weight=w[search])
+        scales = ard_scales(seen[search], targets[search], w[search], start=start,
+                            seed=int(rng.integers(2**62)), steps=AUTO_ARD_STEPS,
+                            n_components=AUTO_ARD_COMPONENTS,
+                            learning_rate=AUTO_ARD_LEARNING_RATE, patience=AUTO_ARD_PATIENCE)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    shape = scales / np.exp(np.mean(np.log(scales)))
+    scores = {"one width": loo_score(Z, T, wd, classification=classification)
+              if one is None else one.result(),
               "per-input": loo_score(Z / shape, T, wd, classification=classification)}
     taken = scores["per-input"] > scores["one width"] + AUTO_MARGIN
     return (shape if taken else None), scores
 
 
 def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int,
-                    kernel="rbf", classification: bool = True):
+                    kernel="rbf", classification: bool = True, threads: int = 1):
     """The per-input widths of ``bandwidth`` (an array: checked against ``seen``'s columns;
     ``"ard"``: relative widths of geometric mean 1 chosen on the sampled rows; ``"auto"``:
     the quick search's widths when :func:`auto_ard`, with the Gaussian kernel, takes them),
@@ -202,6 +213,8 @@ def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int,
     classification : bool
         Whether ``targets`` are +-1 per class (``"auto"``'s comparison then scores
         accuracy) or a regression target (``R^2``).
+    threads : int
+        Threads ``"auto"``'s decision may use (:func:`auto_ard`; the same choice for any).
 
     Examples
     --------
@@ -218,7 +231,8 @@ def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int,
     if mode == "auto":
         if kernel != "rbf" or targets is None:
             return None
-        return auto_ard(seen, targets, weights, seed=seed, classification=classification)[0]
+        return auto_ard(seen, targets, weights, seed=seed, classification=classification,
+                        threads=threads)[0]
     if mode != "ard":
         return None
     w = np.asarray(weights, dtype=np.float64)

@@ -116,8 +116,10 @@ N_JOBS_DOC = """    n_jobs : int or None, default=None
         pool, or the cores), divided by the tasks of a round that run there at once
         (``chunks_per_round``); an int ``>= 1``: that many (at most ``NUMBA_NUM_THREADS``,
         the cores by default); ``-1``: every core.  The model does not depend on it: any
-        thread count gives the one-thread model bit for bit.  Saved with the other
-        hyperparameters; it can be changed on a loaded model.
+        thread count gives the one-thread model bit for bit.  With 2 threads or more,
+        ``bandwidth="auto"`` on 1,001 to 50,000 rows also runs its set-up's per-input width
+        decision and its leave-one-out scan side by side (the same choices on any count).
+        Saved with the other hyperparameters; it can be changed on a loaded model.
 """
 
 #: The constraint of ``n_jobs`` (None, a count >= 1, or -1, -2 ... as in scikit-learn).

@@ -58,7 +58,7 @@ from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.maps import get_feature_map
 
 __all__ = ["LOO_ROWS", "LOO_FEATURES", "LOO_RIDGE", "WIDTH_TIE", "SCAN_START", "LOO_MIN_ROWS", "use_loo_setup", "loo_predictions",
-           "random_feature_gram", "scan_candidates", "select_setup_loo"]
+           "random_feature_gram", "scan_candidates", "select_setup_loo", "SetupLOOAhead"]
 
 #: Sampled rows of the leave-one-out scores (one ``LOO_ROWS``-square eigendecomposition per
 #: scaling and width).
@@ -290,3 +290,52 @@ def select_setup_loo(base_config, common_config, sample, y, weights, *, classes,
         top = ("per-input", 1.0)
     config = dict(options)[top[0]]
     return config, multiple * medians[top[0]], top[1], bandwidth_scores, setup
+
+
+class SetupLOOAhead:
+    """:func:`select_setup_loo` started on a thread of its own for the configurations it
+    will most likely get, while the caller decides them (``bandwidth="auto"``: the
+    per-input width decision, :func:`~ooc_kernels.families.dsg._ard.auto_ard`, which keeps
+    one width on most problems).
+
+    :meth:`result` returns the early run's answer when it is asked for the same
+    configurations, else runs :func:`select_setup_loo` for the ones asked: the answer is
+    the same either way, and with ``threads=1`` nothing runs early.
+
+    Examples
+    --------
+    >>> from ooc_kernels.families.dsg.solver import DSGConfig
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2))
+    >>> y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> config = DSGConfig(loss_id=1, target="binary", n_outputs=1, n_features_in=2,
+    ...                    block_size=256, n_blocks=8, bandwidth=1.0, feature_seed=0,
+    ...                    alpha=0.0, batch_size=64, learning_rate="constant", eta0=1.0,
+    ...                    t0=0.0, dtype="float64", classes=(0, 1))
+    >>> kw = dict(classes=np.array([0, 1]), alpha=None, seed=0)
+    >>> ahead = SetupLOOAhead(2, config, None, X, y, np.ones(300), **kw)
+    >>> early = ahead.result(config, None)
+    >>> early[1:4] == select_setup_loo(config, None, X, y, np.ones(300), **kw)[1:4]
+    True
+    """
+
+    def __init__(self, threads: int, base_config, common_config, *args, **kwargs):
+        self._configs = (base_config, common_config)
+        self._args, self._kwargs = args, kwargs
+        self._pool = self._future = None
+        if int(threads) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1)
+            self._future = self._pool.submit(select_setup_loo, base_config, common_config,
+                                             *args, **kwargs)
+
+    def result(self, base_config, common_config):
+        """:func:`select_setup_loo` for these configurations (the early run's answer when
+        they are the ones it ran with)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+            if (base_config, common_config) == self._configs:
+                return self._future.result()
+        return select_setup_loo(base_config, common_config, *self._args, **self._kwargs)

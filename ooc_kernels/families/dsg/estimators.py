@@ -27,6 +27,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from ooc_kernels._checks import SampleOrigin
 from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
+from ooc_kernels._threads import task_threads
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
@@ -40,7 +41,7 @@ from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SA
                                                    gcv_targets, scales_differ,
                                                    select_bandwidth, select_bandwidth_gcv,
                                                    select_scale_and_alpha)
-from ooc_kernels.families.dsg._setup_loo import select_setup_loo, use_loo_setup
+from ooc_kernels.families.dsg._setup_loo import SetupLOOAhead, use_loo_setup
 from ooc_kernels.families.dsg._large_data import (auto_n_features,
                                                    large_data_alpha_factor,
                                                    large_data_multiple)
@@ -394,14 +395,22 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         targets = None if mode not in ("auto", "ard") or not sampled else gcv_targets(
             (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
             None if classes is None else np.asarray(classes))
+        # Every row was read (a small data set): bandwidth by GCV on all of them.
+        every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
+        threads = task_threads(getattr(self, "n_jobs", None))
+        loo = None if mode not in ("auto", "ard") or every_row or not use_loo_setup(
+            data.n_samples, len(positive)) else SetupLOOAhead(  # beside the width decision
+            threads if mode == "auto" else 1, base, self._common(base, None), sample,
+            y_sample, w_sample, classes=None if classes is None else np.asarray(classes),
+            alpha=None if isinstance(self.alpha, str) else float(self.alpha),
+            alpha_factors=ALPHA_FACTORS if isinstance(self.alpha, str) else (1.0,),
+            seed=derive_seed(self.random_seed_, 6), kernel=kernel_spec(self.kernel, self.kernel_params))
         shape = per_input_shape(self.bandwidth, seen, targets, row_w,
                                 seed=derive_seed(self.random_seed_, 9),
                                 kernel=kernel_spec(self.kernel, self.kernel_params),
-                                classification=classes is not None)
+                                classification=classes is not None, threads=threads)
         if shape is not None:
             base, seen = fold_scales(base, shape), seen / shape
-        # Every row was read (a small data set): bandwidth by GCV on all of them.
-        every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
 
         def schedule(bandwidth, n_samples, batch_size, alpha_factor=1.0, rows=None):
             # the operator of the fit's first growth steps, on batches of the sampled rows
@@ -434,18 +443,10 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             alpha = schedule(median, data.n_samples, self.batch_size).alpha
             bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
                 seen, targets, row_w, alpha=alpha, median=median, kernel=kernel_spec(self.kernel, self.kernel_params))
-        elif mode in ("auto", "ard") and use_loo_setup(data.n_samples, len(positive)):
+        elif loo is not None:
             # up to 50,000 rows: leave-one-out of kernel ridge regression, no trial fit
-            auto_alpha = isinstance(self.alpha, str)
             base, bandwidth, alpha_factor, self.bandwidth_scores_, self.setup_scores_ = \
-                select_setup_loo(
-                    base, common_scale(base) if self.standardize == "auto" and shape is None
-                    and scales_differ(base) else None, sample, y_sample, w_sample,
-                    classes=None if classes is None else np.asarray(classes),
-                    alpha=None if auto_alpha else float(self.alpha),
-                    alpha_factors=ALPHA_FACTORS if auto_alpha else (1.0,),
-                    seed=derive_seed(self.random_seed_, 6),
-                    kernel=kernel_spec(self.kernel, self.kernel_params))
+                loo.result(base, self._common(base, shape))
             seen = _standardized(base, sample)
         elif mode in ("auto", "ard"):
             if self.progress is not False:  # minutes on large data: say so in a batch log
@@ -506,9 +507,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         ``alpha / 10`` (``alpha="auto"``): ``(config, rows as it sees them, bandwidth,
         alpha factor, scores or None)``
         (:func:`~ooc_kernels.families.dsg._bandwidth.select_scale_and_alpha`)."""
-        common = None
-        if self.standardize == "auto" and shape is None and scales_differ(base):
-            common = common_scale(base)
+        common = self._common(base, shape)
         factors = ALPHA_FACTORS if isinstance(self.alpha, str) else (1.0,)
         if common is None and len(factors) == 1:
             return base, seen, bandwidth, 1.0, None
@@ -519,6 +518,12 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             seed=derive_seed(self.random_seed_, 6), multiple=multiple,
             best=scores[multiple], alpha_factors=factors)
         return config, _standardized(config, sample), bandwidth, factor, setup
+
+    def _common(self, base, shape):
+        """The one-common-scale alternative the set-up tries, or None."""
+        if self.standardize == "auto" and shape is None and scales_differ(base):
+            return common_scale(base)
+        return None
 
     def _curvature(self, loss: str, n_outputs: int, seen: np.ndarray, weights: np.ndarray,
                    bandwidth: float) -> float:

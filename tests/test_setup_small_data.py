@@ -1,0 +1,114 @@
+"""The set-up of ``bandwidth="auto"`` on small data: the quick ARD search's float32 cosines
+against the float64 criterion, its isotropic grid against the criterion at every pair,
+the leave-one-out scan run ahead on a second thread against the scan run when asked, and
+the per-input decision on two threads against the decision on one."""
+
+import numpy as np
+import pytest
+
+import ooc_kernels as ok
+from ooc_kernels.families.dsg import _ard, _bandwidth, _setup_loo
+from ooc_kernels.families.dsg._setup_loo import SetupLOOAhead, select_setup_loo
+from ooc_kernels.families.dsg.solver import DSGConfig
+from ooc_kernels.features import ard
+from ooc_kernels.features.ard import grid_errors, validation_error
+
+
+def _criterion_inputs(seed=3, n=200, d=3, D=64):
+    rng = np.random.default_rng(seed)
+    X, T, w = rng.normal(size=(n, d)), rng.normal(size=(n, 2)), rng.uniform(0.5, 2, n)
+    k = (2 * n) // 3
+    parts = (X[:k], T[:k], w[:k], X[k:], T[k:], w[k:])
+    return rng, parts, rng.normal(size=(d, D)), rng.uniform(0, 2 * np.pi, D)
+
+
+@pytest.mark.parametrize("narrow", [0.0, 6.0])
+def test_the_float32_cosines_give_the_float64_criterion_and_gradient(narrow):
+    """Widths ``exp(-narrow)``: phases up to about 10 (``narrow=0``) and 3,500 (``6``), where
+    casting unreduced phases to float32 would lose 2e-5 of the gradient."""
+    rng, parts, omega, phase = _criterion_inputs()
+    log_s = np.full(3, -narrow) + 0.1 * rng.normal(size=3)
+    e64, g64, l64 = validation_error(log_s, -3.0, parts, omega, phase)
+    e32, g32, l32 = validation_error(log_s, -3.0, parts, omega, phase, fast_trig=True)
+    assert e32 == pytest.approx(e64, rel=1e-8)
+    np.testing.assert_allclose(g32, g64, rtol=0, atol=1e-6 * np.abs(g64).max())
+    assert l32 == pytest.approx(l64, rel=1e-6)
+
+
+@pytest.mark.parametrize("fast_trig", [False, True])
+def test_the_grid_is_the_criterion_at_every_pair(fast_trig):
+    _, parts, omega, phase = _criterion_inputs(seed=5)
+    log_widths, log_lams = [-0.5, 0.0, 1.0], np.log([1e-2, 1e-3, 1e-4])
+    E = grid_errors(log_widths, log_lams, parts, omega, phase, fast_trig=fast_trig)
+    for i, log_width in enumerate(log_widths):
+        for j, log_lam in enumerate(log_lams):
+            assert E[i, j] == pytest.approx(validation_error(
+                np.full(3, log_width), log_lam, parts, omega, phase, gradient=False,
+                fast_trig=fast_trig), rel=1e-12)
+
+
+def _config(d, x_scale):
+    return DSGConfig(loss_id=1, target="binary", n_outputs=1, n_features_in=d, block_size=64,
+                     n_blocks=16, bandwidth=1.0, feature_seed=3, alpha=0.0, batch_size=32,
+                     learning_rate="constant", eta0=1.0, t0=0.0, dtype="float64",
+                     classes=(0, 1), x_shift=(0.0,) * d, x_scale=x_scale)
+
+
+def _same(a, b):
+    """Two answers of select_setup_loo: the same configuration, width, factor, scores."""
+    assert a[0] == b[0] and a[1:4] == b[1:4] and a[4] == b[4]
+
+
+def test_the_scan_run_ahead_answers_what_the_scan_answers(monkeypatch):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 2)) * np.array([1.0, 4.0])
+    y = (np.sin(2.0 * X[:, 0]) + 0.1 * X[:, 1] > 0).astype(int)
+    w = rng.uniform(0.5, 2.0, size=120)
+    base = _config(2, (1.0, 4.0))
+    common, other = _bandwidth.common_scale(base), _config(2, (2.0, 1.0))
+    kw = dict(classes=np.array([0, 1]), alpha=None, alpha_factors=(1.0, 0.1), seed=5)
+    direct = select_setup_loo(base, common, X, y, w, **kw)
+    runs = []
+    real = _setup_loo.select_setup_loo
+
+    def counted(*args, **kwargs):
+        runs.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_setup_loo, "select_setup_loo", counted)
+    for threads in (1, 2):
+        runs.clear()
+        _same(SetupLOOAhead(threads, base, common, X, y, w, **kw).result(base, common),
+              direct)
+        assert len(runs) == 1  # run once: ahead (2 threads) or when asked (1)
+    runs.clear()  # other configurations asked: the early answer is not the one returned
+    got = SetupLOOAhead(2, base, common, X, y, w, **kw).result(other, None)
+    _same(got, real(other, None, X, y, w, **kw))
+    assert runs == [base, other]
+
+
+def test_the_decision_on_two_threads_is_the_decision_on_one():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    t = np.where(np.sin(2 * X[:, :1]) > 0, 1.0, -1.0)
+    one = _ard.auto_ard(X, t, np.ones(400), seed=0, classification=True, threads=1)
+    two = _ard.auto_ard(X, t, np.ones(400), seed=0, classification=True, threads=2)
+    np.testing.assert_array_equal(one[0], two[0])
+    assert one[1] == two[1]
+    # 400 rows: the comparison's rows are all of them, in order
+    assert two[1]["one width"] == ard.loo_score(X, t, np.ones(400), classification=True)
+
+
+def test_a_default_fit_chooses_the_same_set_up_on_one_and_two_threads():
+    """Inputs 2 and 3 carry nothing: per-input widths are taken, so the scan run ahead
+    (one width) is not the one used, and the fit on two threads must not use it."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1200, 4))
+    y = (np.sin(2 * X[:, 0]) * X[:, 1] > 0).astype(int)
+    kw = dict(random_state=0, tol=None, max_iter=1, n_features=256, block_size=64,
+              progress=False, scheduler="sync")
+    fits = [ok.DSGClassifier(n_jobs=n, **kw).fit(X, y) for n in (1, 2)]
+    assert np.shape(fits[0].bandwidth_) == (4,) and fits[0].setup_scores_ is not None
+    for name in ("bandwidth_", "bandwidth_scores_", "setup_scores_", "alpha_"):
+        a, b = (getattr(f, name, None) for f in fits)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, name
