@@ -19,11 +19,19 @@ it is the number of passes or the cost of one that stands in the way.
 ``--part kernel`` times the iteration kernel alone for one epoch on rows of the same shape
 (squared and logistic loss): the floor of an epoch's cost.
 
+``--part profile`` splits the CPU seconds of one default fit per problem (``tol = 1e-4``,
+medians of ``--repeats`` fits after a warm-up) into parts: the functions that make a part
+are wrapped in timers of the thread's CPU clock, a part's time without the parts that run
+inside it (Dask's hashing of the input inside the validation), "Python and the rest" being
+the fit's time outside every part (the rounds' bookkeeping, the uniforms, the callbacks).
+
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         python benchmarks/dspdc_in_memory.py --repeats 3 \\
         --out benchmarks/results/dspdc_in_memory_passes.json
     python benchmarks/dspdc_in_memory.py --part kernel --repeats 5 \\
         --out benchmarks/results/dspdc_in_memory_kernel.json
+    python benchmarks/dspdc_in_memory.py --part profile --repeats 3 \\
+        --out benchmarks/results/dspdc_in_memory_profile.json
 """
 
 from __future__ import annotations
@@ -161,6 +169,99 @@ def kernel_epochs(args) -> dict:
     return out
 
 
+#: Parts of ``--part profile``: (name, functions as ``module:qualified name``).
+PROFILE_PARTS = [
+    ("input validation and conversion",
+     ["ooc_kernels.estimators.base:ChunkedEstimator._fit_data"]),
+    ("  of which Dask's hashing of the input", ["dask.array.core:tokenize"]),
+    ("set-up statistics (classes, weights' sums, moments, Lambda)",
+     ["ooc_kernels.families.dspdc.estimators:_DSPDCEstimator._initialize"]),
+    ("solver's rows built once", ["ooc_kernels.families.dspdc._direct:MemoryRows.__init__"]),
+    ("kernel (iterations)", ["ooc_kernels.families.dspdc.kernels:_all_columns_one_row"]),
+    ("fused sweep (products, lagged gap's losses, conjugates)",
+     ["ooc_kernels.families.dspdc.kernels_memory:task_sweep"]),
+    ("primal value's losses (final gap)",
+     ["ooc_kernels.families.dspdc._memory_task:MemoryTasks.primal_loss"]),
+]
+
+
+class _PartTimers:
+    """Module attributes and methods of :data:`PROFILE_PARTS` wrapped with timers of the
+    thread's CPU clock (the in-memory path imports its kernels when a task runs, so the
+    module attribute is the one it calls); :attr:`seconds` excludes nested parts."""
+
+    def __init__(self):
+        import functools
+        import importlib
+
+        self.seconds = {name: 0.0 for name, _ in PROFILE_PARTS}
+        self._stack, self._undo = [], []
+        for part, specs in PROFILE_PARTS:
+            for spec in specs:
+                module, qual = spec.split(":")
+                owner = importlib.import_module(module)
+                *path, attr = qual.split(".")
+                for name in path:
+                    owner = getattr(owner, name)
+                original = owner.__dict__[attr] if isinstance(owner, type) else \
+                    getattr(owner, attr)
+
+                def timed(*a, _fn=original, _part=part, **k):
+                    start = time.thread_time()
+                    self._stack.append(0.0)
+                    try:
+                        return _fn(*a, **k)
+                    finally:
+                        spent = time.thread_time() - start
+                        self.seconds[_part] += spent - self._stack.pop()
+                        if self._stack:
+                            self._stack[-1] += spent
+
+                self._undo.append((owner, attr, original))
+                setattr(owner, attr, functools.wraps(original)(timed))
+
+    def close(self):
+        for owner, attr, original in reversed(self._undo):
+            setattr(owner, attr, original)
+
+
+def profile(args) -> dict:
+    """The parts of one default fit per problem (medians of ``--repeats``)."""
+    sys.path.insert(0, str(HERE))
+    import dspdc_peers as peers
+
+    import ooc_kernels as ok
+
+    tmp = Path(tempfile.mkdtemp(prefix="dspdc-in-memory-"))
+    out = {}
+    for name, loss, l1_ratio in [pr for pr in PROBLEMS if pr[0] in args.problems]:
+        task = "regression" if loss == "squared" else "classification"
+        store = peers.write_store(tmp / f"{name}.zarr", args.n, args.p, args.chunk_size,
+                                  task, 1 if task == "regression" else 2)
+        _, X, y = peers.load(store)
+        Est = ok.DSPDCRegressor if loss == "squared" else ok.DSPDCClassifier
+        kw = {} if l1_ratio == 0 else {"l1_ratio": l1_ratio}
+        Est(random_state=0, progress=False, tol=1e-4, **kw).fit(X, y)      # warm-up
+        runs = []
+        for r in range(args.repeats):
+            timers = _PartTimers()
+            try:
+                cpu, est = _cpu(lambda r=r: Est(random_state=r, progress=False, tol=1e-4,
+                                                **kw).fit(X, y))
+            finally:
+                timers.close()
+            parts = dict(timers.seconds)
+            parts["Python and the rest"] = cpu - sum(parts.values())
+            runs.append({"cpu_seconds": cpu, "epochs": int(est.n_iter_), "parts": parts})
+        med = {k: float(np.median([r["parts"][k] for r in runs])) for k in runs[0]["parts"]}
+        out[name] = {"runs": runs, "median_cpu_seconds": float(np.median(
+            [r["cpu_seconds"] for r in runs])), "median_parts": med,
+            "epochs": [r["epochs"] for r in runs]}
+        print(json.dumps({"problem": name, "cpu": out[name]["median_cpu_seconds"],
+                          "epochs": out[name]["epochs"], "parts": med}), flush=True)
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=[p[0] for p in PROBLEMS])
@@ -169,11 +270,16 @@ def main(argv=None) -> None:
     parser.add_argument("--chunk-size", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--part", choices=["peers", "kernel"], default="peers",
+    parser.add_argument("--part", choices=["peers", "kernel", "profile"], default="peers",
                         help="peers: DSPDC against scikit-learn's best; kernel: the "
-                             "iteration kernel alone, one epoch")
+                             "iteration kernel alone, one epoch; profile: a fit's parts")
     args = parser.parse_args(argv)
-    results = run(args) if args.part == "peers" else {"kernel": kernel_epochs(args)}
+    if args.part == "peers":
+        results = run(args)
+    elif args.part == "kernel":
+        results = {"kernel": kernel_epochs(args)}
+    else:
+        results = {"profile": profile(args)}
     results["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(),
                           "load": os.getloadavg()}
     if args.out is not None:
