@@ -46,7 +46,7 @@ from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 
 __all__ = ["ARD_COMPONENTS", "ARD_STEPS", "ARD_LEARNING_RATE", "ARD_MAX_RATIO",
            "ARD_MIN_GAIN", "LOO_MULTIPLES", "ard_scales", "validation_error", "grid_errors",
-           "loo_score",
+           "loo_score", "solve_spd",
            "check_bandwidth_vector"]
 
 #: Random features of the ridge model that scores a choice of widths.
@@ -343,26 +343,33 @@ def ard_scales(X, targets, weights, *, start: float, seed: int = 0,
                            patience=patience)
 
 
-def _inverse_spd(M: np.ndarray) -> np.ndarray:
-    """The inverse of a symmetric positive definite matrix (one Cholesky factorization,
-    inverted in place; ``scipy``'s factorization and solve when LAPACK's in-place inverse
-    reports a failure).
+def solve_spd(M: np.ndarray, U: np.ndarray):
+    """``(M^-1 U, diag(M^-1))`` of a symmetric positive definite matrix ``M``, or None when
+    ``M`` is not positive definite in floating point: one Cholesky factorization
+    ``M = L L^T``, two triangular solves, and ``diag(M^-1)`` as the squared column norms of
+    ``L^-1`` (one triangular inverse: a third less work than the whole inverse).  What an
+    exact leave-one-out prediction needs of kernel ridge regression.
 
     Examples
     --------
-    >>> bool(np.allclose(_inverse_spd(np.array([[2.0, 1.0], [1.0, 2.0]])),
-    ...                  [[2 / 3, -1 / 3], [-1 / 3, 2 / 3]]))
+    >>> M = np.array([[2.0, 1.0], [1.0, 2.0]])
+    >>> X, diag = solve_spd(M, np.array([[1.0], [0.0]]))
+    >>> bool(np.allclose(X[:, 0], [2 / 3, -1 / 3])), bool(np.allclose(diag, [2 / 3, 2 / 3]))
+    (True, True)
+    >>> solve_spd(np.array([[1.0, 2.0], [2.0, 1.0]]), np.ones((2, 1))) is None
     True
     """
     from scipy.linalg import lapack
 
-    factor, info = lapack.dpotrf(np.array(M, dtype=np.float64, order="F"), lower=1,
-                                 overwrite_a=1)
-    if info == 0:
-        B, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
-        if info == 0:
-            return np.tril(B) + np.tril(B, -1).T
-    return cho_solve(cho_factor(M), np.eye(len(M)))
+    L, info = lapack.dpotrf(np.array(M, dtype=np.float64, order="F"), lower=1, clean=1,
+                            overwrite_a=1)
+    if info != 0:
+        return None
+    X, info = lapack.dpotrs(L, np.asarray(U, dtype=np.float64), lower=1)
+    inverse, info_inv = lapack.dtrtri(L, lower=1, overwrite_c=1)
+    if info != 0 or info_inv != 0:
+        return None
+    return X, np.einsum("ij,ij->j", inverse, inverse)
 
 
 def loo_score(Z, targets, weights, *, classification: bool,
@@ -373,7 +380,7 @@ def loo_score(Z, targets, weights, *, classification: bool,
     With row weights ``w`` (scaled to mean 1), ``M = D^1/2 K D^1/2`` and ``B = (M + I)^-1``
     (a ridge of 1 in the units of ``K``: ``alpha = 1 / sum(w)``, the fit's ``alpha="auto"``),
     the leave-one-out residual of row ``i`` is ``(B D^1/2 t)_i / (sqrt(w_i) B_ii)`` exactly
-    (one Cholesky factorization per width, no refit).  The score is the weighted accuracy of
+    (one Cholesky factorization per width, no refit: :func:`solve_spd`).  The score is the weighted accuracy of
     the leave-one-out predictions (``classification``: the sign of a single column, else the
     largest column) or their weighted ``R^2``.
 
@@ -424,8 +431,13 @@ def loo_score(Z, targets, weights, *, classification: bool,
             M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) \
                 * root[None, :]
             M[np.diag_indices_from(M)] += 1.0
-            B = _inverse_spd(M)
-            residual = (B @ U) / (root * np.diag(B))[:, None]    # t_i - f_(-i)(x_i)
+            solved = solve_spd(M, U)
+            if solved is None:
+                raise np.linalg.LinAlgError(
+                    "the kernel matrix plus the ridge is not positive definite in floating "
+                    "point")
+            BU, diag = solved
+            residual = BU / (root * diag)[:, None]    # t_i - f_(-i)(x_i)
             loo = T - residual
             if classification:
                 pred = loo.argmax(axis=1) if T.shape[1] > 1 else loo[:, 0] > 0

@@ -54,6 +54,7 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.families.dsg._bandwidth import (CANDIDATES, TIE, _standardized,
                                                  class_row_weights, gcv_targets, score)
 from ooc_kernels.families.dsg import _large_data
+from ooc_kernels.features.ard import solve_spd
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.maps import get_feature_map
 
@@ -105,7 +106,9 @@ def loo_predictions(M: np.ndarray, targets: np.ndarray, weights: np.ndarray, *,
 
     Kernel ridge regression minimizing ``sum_i w_i (t_i - f(x_i))^2 + ridge ||f||^2``,
     refitted without row ``i``, predicts ``t_i - (B D^1/2 t)_i / (w_i^1/2 B_ii)`` there,
-    with ``B = (M + ridge I)^-1`` (one Cholesky factorization and its inverse).
+    with ``B = (M + ridge I)^-1`` (one Cholesky factorization, two triangular solves and the
+    factor's triangular inverse for ``diag(B)``:
+    :func:`~ooc_kernels.features.ard.solve_spd`).
 
     Parameters
     ----------
@@ -120,20 +123,17 @@ def loo_predictions(M: np.ndarray, targets: np.ndarray, weights: np.ndarray, *,
     -------
     ndarray of shape (n, c)
     """
-    from scipy.linalg import lapack
-
     A = np.array(M, dtype=np.float64, order="F")
     A[np.diag_indices_from(A)] += ridge
-    factor, info = lapack.dpotrf(A, lower=1, overwrite_a=1)
-    if info == 0:
-        B, info = lapack.dpotri(factor, lower=1, overwrite_c=1)
-    if info != 0:  # not positive definite in floating point: the spectrum, clipped at 0
+    root = np.sqrt(weights)
+    U = root[:, None] * targets
+    solved = solve_spd(A, U)
+    if solved is None:  # not positive definite in floating point: the spectrum, clipped at 0
         lam, Q = np.linalg.eigh(np.asarray(M, dtype=np.float64))
         B = (Q / (np.clip(lam, 0.0, None) + ridge)) @ Q.T
-    B = np.tril(B) + np.tril(B, -1).T
-    root = np.sqrt(weights)
-    residual = (B @ (root[:, None] * targets)) / (root * np.diag(B))[:, None]
-    return targets - residual
+        solved = B @ U, np.diag(B)
+    BU, diag = solved
+    return targets - BU / (root * diag)[:, None]
 
 
 def random_feature_gram(fmap, Z: np.ndarray, bandwidth: float, *, feature_seed: int,
