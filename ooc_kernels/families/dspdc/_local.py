@@ -204,9 +204,10 @@ def steps_lambda(config, m: int) -> float:
     itself (the theorems' steps), or, while the adaptive steps run with
     ``config.mean_lambda`` on standardized columns, the smaller of ``Lambda`` and the mean of
     ``||A_I^J||_F^2`` over the uniformly sampled blocks, ``(m q / p) (p_A + c^2)``: a
-    standardized column has mean square 1 (0 for a column without spread), so the mean
-    squared norm of a row is at most ``p_A + c^2`` (``p_A`` columns of ``A``, the intercept's
-    column of value ``c``), with or without weights (they have mean 1).  ``Lambda`` of the
+    standardized column has mean square 1 (0 for a column without spread, not counted:
+    ``config.x_spread``), so the mean squared norm of a row is ``p_A + c^2`` (``p_A``
+    columns of ``A`` with a spread, the intercept's column of value ``c``), with or without
+    weights (they have mean 1).  ``Lambda`` of the
     theorems is the worst block's norm (``max_i ||a_i||^2`` for ``m = 1``, ``q = p``); the
     rate of the primal-dual coordinate method with rows sampled by their norms is set by
     the mean instead (Zhang and Xiao 2017; Chambolle et al. 2018), and the adaptive steps
@@ -226,8 +227,9 @@ def steps_lambda(config, m: int) -> float:
     if not getattr(config, "mean_lambda", False) or x_scale is None:
         return Lambda
     c = float(config.intercept_scaling)
-    mean = m * config.q / config.n_features * (len(x_scale) + c * c)
-    return min(Lambda, mean)
+    spread = getattr(config, "x_spread", None)
+    columns = len(x_scale) if spread is None else int(spread)
+    return min(Lambda, m * config.q / config.n_features * (columns + c * c))
 
 
 def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,

@@ -117,6 +117,7 @@ _CONFIG_FIELDS = {
     "x_scale": ("None or a list of finite numbers > 0",
                 lambda v: _reals(v, positive=True)),
     "step_boost": ("a finite number >= 1", lambda v: is_real(v, 1.0)),
+    "x_spread": ("None or an integer >= 0", lambda v: v is None or is_int(v, 0)),
     "mean_lambda": ("true or false", lambda v: isinstance(v, bool)),
 }
 

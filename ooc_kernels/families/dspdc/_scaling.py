@@ -75,7 +75,9 @@ def combine_moments(*parts):
 def standardization(moments, center: bool, V=None) -> dict:
     """``{"x_shift": ..., "x_scale": ...}`` of the configuration from the merged moments:
     the means (``center``) or zeros, and the standard deviations about them (the root mean
-    squares when not centred); a column with no spread keeps the scale 1.  For factorized
+    squares when not centred); a column with no spread keeps the scale 1, and
+    ``"x_spread"`` counts the others (the standardized columns of mean square 1).  For
+    factorized
     data (``V`` given, the moments those of ``U``) the moments of ``A = U V``'s columns."""
     W, mean, m2 = moments
     W = max(float(W), np.finfo(float).tiny)
@@ -93,9 +95,11 @@ def standardization(moments, center: bool, V=None) -> dict:
         var = var + mean_a ** 2
     scale = np.sqrt(var)
     tiny = np.finfo(float).eps * np.abs(mean_a)   # relative: small units keep their scale
-    scale[~(scale > tiny)] = 1.0   # constant columns: left as they are
+    spread = scale > tiny
+    scale[~spread] = 1.0   # constant columns: left as they are
     return {"x_shift": tuple(float(v) for v in shift),
-            "x_scale": tuple(float(v) for v in scale)}
+            "x_scale": tuple(float(v) for v in scale),
+            "x_spread": int(np.count_nonzero(spread))}
 
 
 def model_rows(config, rows) -> np.ndarray:

@@ -25,7 +25,7 @@ __all__ = ["STALL_PATIENCE", "RATE_FRACTION", "RATE_WINDOW", "gap_stalled", "pre
 STALL_PATIENCE = 3
 #: Adaptive steps shrink when the gap fell by less than this fraction of the e-folds that
 #: the theorems promise for them (where that promise is about the gap: one task, all rows).
-RATE_FRACTION = 0.5
+RATE_FRACTION = 0.75
 #: E-folds of promised progress over which the rate test judges the gap.
 RATE_WINDOW = 1.0
 

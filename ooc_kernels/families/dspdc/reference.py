@@ -201,7 +201,8 @@ def sequential_dspdc(case, n_epochs: int = 1):
             Lam = cfg.Lambda
             if getattr(cfg, "mean_lambda", False) and cfg.x_scale is not None:
                 # the mean ||A_I^J||_F^2 of standardized rows: 1 per column, c^2 the intercept's
-                Lam = min(Lam, m * cfg.q / p * (len(cfg.x_scale) + cfg.intercept_scaling ** 2))
+                cols = len(cfg.x_scale) if cfg.x_spread is None else cfg.x_spread
+                Lam = min(Lam, m * cfg.q / p * (cols + cfg.intercept_scaling ** 2))
             if cfg.Lambda <= n_k * c * cfg.lam2 * _GAMMA[loss]:   # no boost: kappa/n <= 1
                 boost, Lam = 1.0, cfg.Lambda
             par = dspdc_parameters(n_k, p, m, cfg.q, Lam, c * cfg.lam2 * boost,

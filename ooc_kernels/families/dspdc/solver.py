@@ -111,6 +111,9 @@ class DSPDCConfig:
         ``s`` times the local problem's (``1``: the theorems' safe steps;
         :func:`~ooc_kernels.families.dspdc._local.local_parameters`).  The proximal steps
         keep the true regularizer; the duality gap certifies the result either way.
+    x_spread : int or None
+        How many of the standardized columns have a spread (mean square 1; the others are
+        constant); None: all of ``x_scale``'s.
     mean_lambda : bool
         The step sizes use the mean squared norm of a sampled block of the standardized rows
         in place of ``Lambda`` when it is smaller
@@ -141,6 +144,7 @@ class DSPDCConfig:
     x_shift: tuple | None = None
     x_scale: tuple | None = None
     step_boost: float = 1.0
+    x_spread: int | None = None
     mean_lambda: bool = False
 
     @property
