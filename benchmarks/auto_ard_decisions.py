@@ -10,10 +10,14 @@ and of the whole setup, and the widths the fit uses.  Problems:
   varied;
 * ``binary10``: ``nonlinear_binary`` with 10 inputs of which 5 carry the label, ``--n``
   rows drawn with the seed;
-* ``iso10``: the same with all 10 inputs carrying the label (nothing to switch off).
+* ``iso10``: the same with all 10 inputs carrying the label (nothing to switch off);
+* ``binary32``, ``binary64``: ``nonlinear_binary`` with 32 or 64 inputs of which 5 carry
+  the label (with ``--n 1347``, digits' rows: few rows for many widths).
 
     python benchmarks/auto_ard_decisions.py --n 10000 --seeds 3 \\
         --out benchmarks/results/auto_ard_decisions.json
+    python benchmarks/auto_ard_decisions.py --problems binary64 binary32 --n 1347 \\
+        --seeds 3 --out benchmarks/results/auto_ard_decisions_few_rows.json
 """
 
 from __future__ import annotations
@@ -35,14 +39,16 @@ def _problem(name: str, n: int, seed: int):
         return train_test_split(X, y, test_size=0.25, random_state=0)[0::2]
     from ooc_kernels.data.generators import nonlinear_binary_label
 
-    X = np.random.default_rng(seed).normal(size=(n, 10))
-    return X, nonlinear_binary_label(X, 5 if name == "binary10" else 10)
+    d = 10 if name in ("binary10", "iso10") else int(name[len("binary"):])
+    X = np.random.default_rng(seed).normal(size=(n, d))
+    return X, nonlinear_binary_label(X, 10 if name == "iso10" else 5)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--problems", nargs="+", default=["digits", "binary10", "iso10"])
-    p.add_argument("--n", type=int, default=10_000, help="rows of binary10 and iso10")
+    p.add_argument("--n", type=int, default=10_000,
+                   help="rows of binary10, iso10, binary32 and binary64")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)

@@ -19,9 +19,9 @@ selection for kernel ridge regression (Chapelle, Vapnik, Bousquet & Mukherjee 20
    ``log s`` and ``log lam`` is exact (:func:`validation_error`), and ``steps`` Adam steps
    (Kingma & Ba 2015) move the log-widths from the best isotropic start.
 
-Cost: about 50 evaluations of the criterion, each a few ``n x D`` cosines and an
-``n x D x D`` product (1 to 3 s of one core for 1,500 rows and 256 features), independent of
-the data set's size.
+Cost: about 50 evaluations of the criterion, each a few ``n x D`` cosines (in float32, of
+phases reduced to ``[-pi, pi]``: :func:`_features`) and an ``n x D x D`` product,
+independent of the data set's size.
 
 Examples
 --------

@@ -1,0 +1,195 @@
+"""Where the set-up of ``DSGClassifier()`` goes on small data: CPU seconds of each step of
+``bandwidth="auto"``'s set-up on digits (1,347 rows, 64 inputs, in memory) and ``binary10``
+(``--n`` rows of 10 inputs of which 5 carry the label, a Zarr store): the problems of
+:mod:`dsg_defaults_suite`.
+
+Every fit is ``DSGClassifier(random_state=seed, max_iter=1, tol=None)``, the second and
+later fits of the process (the first, seed 0, warms the compiled kernels and is not
+recorded; every seed is then fitted ``--repeats`` times).  The steps are timed by wrapping
+the functions that run them: the per-input width decision, the leave-one-out scan and
+their parts count the CPU seconds of the thread that ran them (``time.thread_time``: with
+2 threads or more the scan runs on a thread of its own beside the decision), the other
+steps, the set-up (``_initialize``) and the fit those of the whole process; every step
+also has its wall seconds.  Each record also holds the choices
+(widths, ``alpha``, the scaling, the leave-one-out scores) and the test accuracy, to
+compare two versions of the library: run the script of one tree with the library of the
+other first on ``PYTHONPATH``.
+
+    python benchmarks/setup_steps_small.py --problems digits binary10 --n 20000 --seeds 3 \\
+        --out benchmarks/results/setup_steps_small_after.json
+    python benchmarks/setup_steps_small.py --parts --repeats 41 \\
+        --out benchmarks/results/setup_small_data_parts.json
+
+``--parts`` times instead (CPU milliseconds under one BLAS thread, medians) the operations
+the set-up's choices rest on: NumPy's cosine of the quick ARD search's 1,000 x 256 phases
+in float64 and float32, and on a 500-row kernel matrix one symmetric eigendecomposition
+(which would score every ``alpha`` at once), a Cholesky factorization with the whole
+inverse, and the factorization with two triangular solves and the triangular inverse
+(:func:`~ooc_kernels.features.ard.solve_spd`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+#: ``(module attribute path, step name)`` of the wrapped functions.
+STEPS = [
+    ("estimators._DSGEstimator._initialize", "set-up"),
+    ("estimators._DSGEstimator._sample", "sampled rows"),
+    ("estimators.per_input_shape", "per-input width decision"),
+    ("_ard.ard_scales", "  its quick ARD search"),
+    ("_ard.loo_score", "  its leave-one-out comparison"),
+    ("_setup_loo.select_setup_loo", "leave-one-out scan"),
+    ("_setup_loo.random_feature_gram", "  its Gram matrices"),
+    ("_setup_loo.loo_predictions", "  its factorizations"),
+    ("_setup_loo.median_heuristic", "  its median distances"),
+    ("estimators.growth_step_eigenvalue", "step size's eigenvalue"),
+    ("estimators._DSGEstimator._curvature", "curvature's eigenvalue"),
+]
+
+#: Steps that may run beside one another (CPU seconds of their own thread); the others
+#: count the whole process's.
+SIDE_BY_SIDE = {name for _, name in STEPS[2:9]}
+
+
+def _wrap(clock: dict) -> None:
+    from ooc_kernels.families.dsg import _ard, _setup_loo, estimators
+
+    modules = {"estimators": estimators, "_ard": _ard, "_setup_loo": _setup_loo}
+    for path, name in STEPS:
+        module, *attrs = path.split(".")
+        owner = modules[module]
+        if attrs == ["select_setup_loo"] and hasattr(estimators, "select_setup_loo"):
+            owner = estimators  # a version whose estimator calls it by its own name
+        for attr in attrs[:-1]:
+            owner = getattr(owner, attr)
+        real = getattr(owner, attrs[-1])
+        cpu = time.thread_time if name in SIDE_BY_SIDE else time.process_time
+
+        def timed(*args, _real=real, _name=name, _cpu=cpu, **kwargs):
+            start, wall = _cpu(), time.perf_counter()
+            try:
+                return _real(*args, **kwargs)
+            finally:
+                entry = clock.setdefault(_name, [0.0, 0.0])
+                entry[0] += _cpu() - start
+                entry[1] += time.perf_counter() - wall
+
+        setattr(owner, attrs[-1], timed)
+
+
+def _fit(problem, seed, clock):
+    import ooc_kernels as ok
+
+    X, y, Xt, yt, store = problem
+    clock.clear()
+    clf = ok.DSGClassifier(random_state=seed, max_iter=1, tol=None, progress=False)
+    cpu, wall = time.process_time(), time.perf_counter()
+    with warnings.catch_warnings():  # one epoch does not converge
+        warnings.simplefilter("ignore")
+        clf.fit(store) if store is not None else clf.fit(X, y)
+    out = {"seed": seed, "fit_cpu_seconds": time.process_time() - cpu,
+           "fit_seconds": time.perf_counter() - wall,
+           "steps": {k: {"cpu_seconds": round(v[0], 4), "seconds": round(v[1], 4)}
+                     for k, v in clock.items()}}
+    config = clf._config
+    out.update(bandwidth=np.round(np.atleast_1d(clf.bandwidth_), 4).tolist(),
+               alpha=config.alpha, x_scale=list(config.x_scale[:4]),
+               bandwidth_scores={str(k): v for k, v in (clf.bandwidth_scores_ or {}).items()},
+               setup_scores={str(k): v for k, v in (clf.setup_scores_ or {}).items()},
+               accuracy=float(clf.score(Xt, yt)))
+    return out
+
+
+def _parts(repeats: int) -> dict:
+    """Milliseconds (CPU, one BLAS thread, medians of ``repeats``) of the operations the
+    set-up's choices rest on, each against its alternative."""
+    from scipy.linalg import lapack
+
+    from ooc_kernels._blas import single_threaded_blas
+    from ooc_kernels.features.ard import solve_spd
+
+    rng = np.random.default_rng(0)
+    U = rng.uniform(-np.pi, np.pi, size=(1000, 256))  # the quick search's phases
+    U32 = U.astype(np.float32)
+    A = rng.normal(size=(500, 500))
+    M = A @ A.T / 500 + np.eye(500)  # a leave-one-out scan's kernel matrix plus ridge
+    T = rng.normal(size=(500, 10))
+
+    def potri():
+        factor, _ = lapack.dpotrf(np.array(M, order="F"), lower=1, overwrite_a=1)
+        B, _ = lapack.dpotri(factor, lower=1, overwrite_c=1)
+        B = np.tril(B) + np.tril(B, -1).T
+        return B @ T, np.diag(B)
+
+    ops = {"cosine float64 (1000 x 256)": lambda: np.cos(U),
+           "cosine float32 (1000 x 256)": lambda: np.cos(U32),
+           "eigendecomposition (500 rows)": lambda: np.linalg.eigh(M),
+           "Cholesky factorization and inverse (500 rows)": potri,
+           "Cholesky factorization, solves, triangular inverse (500 rows)":
+               lambda: solve_spd(M, T)}
+    out = {}
+    with single_threaded_blas():
+        for name, op in ops.items():
+            op()
+            times = []
+            for _ in range(repeats):
+                start = time.process_time()
+                op()
+                times.append(1e3 * (time.process_time() - start))
+            out[name] = round(statistics.median(times), 3)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--problems", nargs="+", default=["digits", "binary10"])
+    p.add_argument("--n", type=int, default=20_000, help="training rows of binary10")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--parts", action="store_true",
+                   help="time the operations the set-up rests on instead (_parts)")
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    if args.parts:
+        parts = _parts(max(args.repeats, 21))
+        print(json.dumps(parts, indent=1))
+        if args.out:
+            args.out.write_text(json.dumps({"milliseconds": parts}, indent=1))
+        return
+    sys.path.insert(0, str(Path(__file__).parent))
+    import ooc_kernels
+    import dsg_defaults_suite as suite
+
+    clock: dict = {}
+    _wrap(clock)
+    results = {"library": str(Path(ooc_kernels.__file__).parent), "problems": {}}
+    with tempfile.TemporaryDirectory() as work:
+        problems = suite.problems(args.problems, args.n, args.n, Path(work))
+        for name in args.problems:
+            _fit(problems[name], 0, clock)  # warm-up: compiled kernels, caches
+            runs = []
+            for _ in range(args.repeats):
+                for seed in range(args.seeds):
+                    runs.append(_fit(problems[name], seed, clock))
+                    print(name, json.dumps(runs[-1]), flush=True)
+            steps = {k: statistics.median(r["steps"].get(k, {"cpu_seconds": 0.0})
+                                          ["cpu_seconds"] for r in runs)
+                     for _, k in STEPS}
+            results["problems"][name] = {"median_step_cpu_seconds": steps, "runs": runs}
+            print(name, "median CPU seconds per step:", json.dumps(steps, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
