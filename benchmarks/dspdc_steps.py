@@ -74,7 +74,7 @@ def _passes(history, tol):
 
 
 def run(n: int, p: int, seeds: int, alpha: float, max_iter: int,
-        first_seed: int = 0) -> list[dict]:
+        first_seed: int = 0, extra: dict | None = None) -> list[dict]:
     folder = Path(tempfile.mkdtemp(prefix="dspdc-steps-"))
     out = []
     for seed in range(first_seed, first_seed + seeds):
@@ -88,7 +88,7 @@ def run(n: int, p: int, seeds: int, alpha: float, max_iter: int,
                         warnings.simplefilter("ignore")
                         est = Est(alpha=alpha, tol=1e-6, max_iter=max_iter, random_state=0,
                                   scheduler="sync", progress=False,
-                                  **SETTINGS[setting]).fit(X, target)
+                                  **SETTINGS[setting], **(extra or {})).fit(X, target)
                     h = est.gap_history_
                     row = {"seed": seed, "data": kind, "problem": problem, "setting": setting,
                            "n": n, "p": p, "alpha": alpha, "max_iter": max_iter,
@@ -189,6 +189,8 @@ def main(argv=None) -> None:
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--sweep", type=float, nargs="+", default=None)
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--local-passes", type=float, default=None,
+                        help="local_passes of every fit (default: the estimators' default)")
     parser.add_argument("--merge", type=Path, nargs="+", default=None,
                         help="summarize (and plot) the runs of these result files")
     args = parser.parse_args(argv)
@@ -209,7 +211,9 @@ def main(argv=None) -> None:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps({"sweep": rows}, indent=1) + "\n")
         return
-    results = run(args.n, args.p, args.seeds, args.alpha, args.max_iter, args.first_seed)
+    extra = {} if args.local_passes is None else {"local_passes": args.local_passes}
+    results = run(args.n, args.p, args.seeds, args.alpha, args.max_iter, args.first_seed,
+                  extra)
     table = summary(results)
     for row in table:
         print(json.dumps(row))

@@ -37,9 +37,11 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         ``"theorem"``: the step parameters of the theorems, safe for any data.
         ``"adaptive"``: those of a problem 100 (squared loss) or 30 (logistic, smoothed
         hinge) times more strongly convex (larger primal-dual coupling steps, as the strong
-        convexity that the data add to ``alpha`` allows: Wang and Xiao 2017), divided by 10
-        whenever the duality gap stops falling, down to the theorems'; the gap certifies the
-        result either way (``docs/dspdc.md``).
+        convexity that the data add to ``alpha`` allows: Wang and Xiao 2017), with the mean
+        squared norm of a standardized row in place of ``Lambda`` (the largest), brought
+        one step towards the theorems' whenever the duality gap stops falling or, where one
+        task holds all the rows, falls slower than the theorems promise for them; the gap
+        certifies the result either way (``docs/dspdc.md``).
     theta, tau, sigma : float or None, default=None
         Manual overrides of the step parameters of every local problem.
     tol : float or None, default=1e-6
@@ -74,7 +76,10 @@ _ATTRIBUTES_DOC = """
     gap_history_ : list of dict
         One entry per gap evaluation: ``iterations``, ``passes``, ``seconds``, ``primal``,
         ``dual``, ``gap``, ``relative_gap``, ``step_boost`` (the strong convexity factor of
-        the steps the epoch ran with; 1: the theorems').
+        the steps the epoch ran with), ``mean_lambda`` (whether they used the mean squared
+        norm of a standardized row in place of ``Lambda``; ``step_boost`` 1 without it: the
+        theorems' steps) and ``rate`` (the e-folds of the gap per pass that Theorem 2
+        promises for those steps where one task holds all the rows, else None).
     duality_gap_ : float
         The last evaluated gap ``P(coef_) - D(y)`` (of the returned model).
     Lambda_ : float

@@ -55,6 +55,7 @@ from ooc_kernels.families.dspdc._saved import (
     _saved_loss_id,
     _start_arrays,
 )
+from ooc_kernels.families.dspdc._step_rule import gap_stalled, predicted_rate
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
@@ -105,46 +106,6 @@ _CONSTRAINTS.pop("on_invalid")
 #: loss) or 30 times more strongly convex (``benchmarks/dspdc_steps.py --sweep``,
 #: ``benchmarks/dspdc_first_boost.py``).
 STEP_BOOST = {"squared": 100.0, "logistic": 30.0, "smoothed_hinge": 30.0}
-#: Gap evaluations without progress after which adaptive steps shrink.
-STALL_PATIENCE = 3
-
-
-def gap_stalled(history, patience=STALL_PATIENCE) -> bool:
-    """Whether the duality gap stopped falling under the current steps.  Among the
-    evaluations run with the last entry's ``step_boost``: the last gap is 10 times the
-    smallest before it (divergence); or none of the last ``patience`` went below the
-    smallest gap before them; or the relative gap is still at least 1 (no better than the
-    certificate of the zero model) and did not halve over the last ``patience``
-    evaluations.  One noisy evaluation does not count.
-
-    Examples
-    --------
-    >>> def run(*gaps):
-    ...     return [{"gap": g, "relative_gap": g, "step_boost": 30.0} for g in gaps]
-    >>> gap_stalled(run(0.9, 0.5, 0.6, 0.55, 0.7)), gap_stalled(run(0.9, 0.5, 0.6))
-    (True, False)
-    >>> gap_stalled(run(0.9, 0.5, 6.0)), gap_stalled(run(90, 80, 70, 60)), gap_stalled(run(90, 40, 20, 9))
-    (True, True, False)
-    """
-    boost = history[-1]["step_boost"]
-    run = []
-    for entry in reversed(history):
-        if entry.get("step_boost") != boost:
-            break
-        run.append(entry)
-    run.reverse()
-    gaps = [e["gap"] for e in run]
-    if len(gaps) < 2:
-        return False
-    if gaps[-1] > 10.0 * min(gaps[:-1]):
-        return True
-    if len(gaps) <= patience:
-        return False
-    if min(gaps[-patience:]) >= min(gaps[:-patience]):
-        return True
-    return run[-1]["relative_gap"] >= 1.0 and gaps[-1] > 0.5 * gaps[-1 - patience]
-
-
 class _DSPDCEstimator(ChunkedEstimator):
     """Shared machinery of the DSPDC estimators."""
 
@@ -293,7 +254,8 @@ class _DSPDCEstimator(ChunkedEstimator):
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
             intercept_scaling=scaling, **weighting, **scaled,
-            step_boost=STEP_BOOST[self.loss] if self.steps == "adaptive" else 1.0)
+            step_boost=STEP_BOOST[self.loss] if self.steps == "adaptive" else 1.0,
+            mean_lambda=self.steps == "adaptive")
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
@@ -473,22 +435,28 @@ class _DSPDCEstimator(ChunkedEstimator):
                  "passes": state.n_dual_updates / cfg.n_samples,
                  "seconds": time.perf_counter() - self._fit_start, "primal": primal,
                  "dual": dual, "gap": gap, "relative_gap": rel,
-                 "step_boost": float(state.step_boost if state.n_rounds else cfg.step_boost)}
+                 "step_boost": float(state.step_boost if state.n_rounds else cfg.step_boost),
+                 "mean_lambda": bool(cfg.mean_lambda),
+                 "rate": None if cfg.theta is not None else predicted_rate(
+                     cfg.n_samples, cfg.n_features, cfg.m, cfg.q, cfg.mode, (later or state).local_steps)}
         self.gap_history_ = list(self.gap_history_) + [entry]
         self.duality_gap_ = gap
-        if cfg.step_boost > 1.0 and entry["step_boost"] == cfg.step_boost \
+        if (cfg.step_boost > 1.0 or cfg.mean_lambda) and entry["step_boost"] == cfg.step_boost \
                 and gap_stalled(self.gap_history_):
             self._shrink_steps()   # the gap stopped falling: steps closer to the theorems'
         return {"gap_epoch": int(epoch), "primal": primal, "dual": dual,
                 "relative_gap": rel}, rel
 
     def _shrink_steps(self) -> None:
-        """Divide ``step_boost`` by 10 (at least 1: the theorems' steps) for the next
-        rounds."""
+        """Divide ``step_boost`` by 10 (at least 1) for the next rounds; once it is 1, turn
+        ``mean_lambda`` off (the theorems' steps)."""
         import dataclasses
 
-        boost = max(1.0, self._config.step_boost / 10.0)
-        self._config = dataclasses.replace(self._config, step_boost=boost)
+        cfg = self._config
+        if cfg.step_boost > 1.0:
+            self._config = dataclasses.replace(cfg, step_boost=max(1.0, cfg.step_boost / 10.0))
+        else:
+            self._config = dataclasses.replace(cfg, mean_lambda=False)
         if getattr(self, "_algorithm", None) is not None:
             self._algorithm.config = self._config
 

@@ -1,0 +1,116 @@
+"""DSPDC at its defaults on small data: passes to a certified relative gap of 1e-4 and 1e-6.
+
+The data sets that scikit-learn ships (no download): breast cancer (569 x 30, binary),
+wine (178 x 13, class 0 against the rest), digits (1,797 x 64, digits 0-4 against 5-9), iris
+(150 x 4, class 1 against the rest), diabetes (442 x 10, regression) and linnerud (20 x 3,
+the first target), all with raw columns; and two synthetic ill-conditioned problems (2,000
+rows, 20 correlated raw columns whose covariance has eigenvalues from 1 to 1e-4, a ridge and
+a logistic target).  Every fit is the estimator's defaults (``alpha = 1e-4``, standardized
+columns, ``tol`` below the targets so that the fit runs on) with ``random_state`` = the seed;
+a pass is ``n`` dual coordinate updates (``gap_history_``'s ``passes``).
+
+    python benchmarks/dspdc_small_data.py --max-iter 100 --seeds 0 1 2 \\
+        --out benchmarks/results/dspdc_small_data.json
+
+``--rate-fraction F`` runs the rate test of the adaptive steps with the fraction ``F`` (the
+sweep that chose the default).  ``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of an
+older commit unpacked in FOLDER).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+def use_checkout(path: str | None) -> None:
+    """Import ``ooc_kernels`` from the checkout at ``path`` (another version of the library)
+    instead of the installed one: its folder goes first on ``sys.path`` and an editable
+    install's import hook is set aside."""
+    if not path:
+        return
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, str(Path(path).resolve()))
+
+
+def problems():
+    """``(name, kind, X, y)`` of every problem."""
+    from sklearn import datasets
+
+    bc, wine, digits = datasets.load_breast_cancer(), datasets.load_wine(), datasets.load_digits()
+    iris, diab, linn = datasets.load_iris(), datasets.load_diabetes(), datasets.load_linnerud()
+    rng = np.random.default_rng(0)
+    n, p = 2000, 20
+    Q, _ = np.linalg.qr(rng.normal(size=(p, p)))
+    Z = rng.normal(size=(n, p)) * np.sqrt(np.logspace(0, -4, p)) @ Q.T
+    X_ill = Z * np.logspace(-2, 2, p) + 50.0      # correlated, raw scales and offsets
+    beta = rng.normal(size=p)
+    y_ridge = Z @ beta + 0.1 * rng.normal(size=n)
+    y_logit = (Z @ beta + 0.3 * rng.normal(size=n) > 0).astype(int)
+    return [("breast_cancer", "classifier", bc.data, bc.target),
+            ("wine", "classifier", wine.data, (wine.target == 0).astype(int)),
+            ("digits", "classifier", digits.data, (digits.target >= 5).astype(int)),
+            ("iris", "classifier", iris.data, (iris.target == 1).astype(int)),
+            ("diabetes", "regressor", diab.data, diab.target),
+            ("linnerud", "regressor", linn.data, linn.target[:, 0]),
+            ("ill_conditioned_ridge", "regressor", X_ill, y_ridge),
+            ("ill_conditioned_logistic", "classifier", X_ill, y_logit)]
+
+
+def first_pass(history, target):
+    """Passes of the first evaluated iterate whose relative gap is at most ``target``."""
+    return next((float(e["passes"]) for e in history if e["relative_gap"] <= target), None)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-iter", type=int, default=100)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--only", nargs="+", default=None, help="problem names")
+    parser.add_argument("--rate-fraction", type=float, default=None,
+                        help="the rate test's fraction (_step_rule.RATE_FRACTION; the sweep "
+                             "that chose the default)")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--checkout", default=None,
+                        help="a folder holding another version of the library to measure")
+    args = parser.parse_args(argv)
+    use_checkout(args.checkout)
+    import ooc_kernels as ok
+
+    if args.rate_fraction is not None:
+        from ooc_kernels.families.dspdc import _step_rule
+
+        _step_rule.RATE_FRACTION = args.rate_fraction
+    rows = []
+    for name, kind, X, y in problems():
+        if args.only and name not in args.only:
+            continue
+        for seed in args.seeds:
+            cls = ok.DSPDCClassifier if kind == "classifier" else ok.DSPDCRegressor
+            est = cls(random_state=seed, max_iter=args.max_iter, tol=1e-7)
+            cpu = time.process_time()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X, y)
+            h = est.gap_history_
+            row = {"problem": name, "n": int(X.shape[0]), "p": int(X.shape[1]), "seed": seed,
+                   "passes_1e-4": first_pass(h, 1e-4), "passes_1e-6": first_pass(h, 1e-6),
+                   "final_relative_gap": float(h[-1]["relative_gap"]),
+                   "epochs": int(est.n_iter_), "cpu_seconds": time.process_time() - cpu,
+                   "stop_reason": est.stop_reason_}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"args": vars(args) | {"out": str(args.out)},
+                                        "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
