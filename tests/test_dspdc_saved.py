@@ -53,8 +53,9 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
     assert (tmp_path / "run" / "ckpt.zarr" / "zarr.json").is_file()  # the fixture is there
     expected = np.load(tmp_path / "run" / "expected.npz")
     clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
-                             max_iter=5, standardize=False,   # 0.2.0: raw columns and
-                             steps="theorem")                 # the theorems' steps
+                             max_iter=5, standardize=False,   # 0.2.0: raw columns,
+                             steps="theorem",                 # the theorems' steps and
+                             local_passes=1.0)                # the value it recorded
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                # tol=1e-12 is not reached: warns
         clf.fit(expected["X"], expected["y"], checkpoint=tmp_path / "run" / "ckpt.zarr",
@@ -62,6 +63,20 @@ def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
     assert clf.n_iter_ == 5
     np.testing.assert_array_equal(clf.coef_, expected["coef"])
     np.testing.assert_array_equal(clf.intercept_, expected["intercept"])
+
+
+def test_a_checkpoint_of_0_2_0_names_the_local_passes_to_resume_with(tmp_path):
+    """The checkpoint recorded ``local_passes=1.0``; the default ``"auto"`` is another
+    hyperparameter, and the refusal says which value the checkpoint needs."""
+    shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
+    expected = np.load(tmp_path / "run" / "expected.npz")
+    clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
+                             max_iter=5, standardize=False, steps="theorem")
+    with pytest.raises(CheckpointMismatchError,
+                       match="hyperparameter local_passes: checkpoint has 1.0, this fit has "
+                             "'auto'"):
+        clf.fit(expected["X"], expected["y"], checkpoint=tmp_path / "run" / "ckpt.zarr",
+                resume=True)
 
 
 def test_a_checkpoint_of_0_2_0_refuses_a_standardized_resume(tmp_path):

@@ -25,8 +25,14 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         Primal coordinates sampled per iteration; ``"auto"``: all of them (the SPDC-type
         setting, the fewest passes; ``specs/dspdc.md`` 2.4).  ``q = 1`` with factorized data
         is the paper's Table 1 setting (cheaper iterations, more of them).
-    local_passes : float, default=1.0
-        Iterations of a task: ``local_passes * rows / m``.
+    local_passes : float or "auto", default="auto"
+        Passes over a task's duals per read of its rows: a task runs ``local_passes * rows
+        / m`` iterations.  ``"auto"``: 3 when the input is read from a store or a lazy
+        collection (not held in memory) and a task's group holds several chunks drawn anew
+        every epoch (``shuffle=True``, more than one group, ``shuffle_chunks_ > 1``), where
+        an epoch's cost is mostly the read; else 1 (in memory, or a task that keeps the same
+        chunks every epoch, where more passes do not pay or slow the fit down).  The value
+        used is ``local_passes_`` (``docs/dspdc.md``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
         ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
         pass: exact where cheap, a safe upper bound, the paper's heuristic ``m q R^2 / p``
@@ -84,6 +90,8 @@ _ATTRIBUTES_DOC = """
         The last evaluated gap ``P(coef_) - D(y)`` (of the returned model).
     Lambda_ : float
         The scale constant ``Lambda`` of the step sizes.
+    local_passes_ : float
+        The ``local_passes`` the tasks ran with (``"auto"`` resolved).
     theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)
         The step parameters the tasks ran with, one entry per kind of local problem the fit
         solved: a task's local problem depends on its rows ``local_rows_[i]`` and on the

@@ -40,8 +40,6 @@ from ooc_kernels.families.dspdc._chunk_tasks import (
     _delayed_weights,
     _factorized_block,
     _is_lazy,
-    _lambda_stats,
-    _moments_chunk,
     _sum_loss_chunk,
 )
 from ooc_kernels.families.dspdc._direct import held_in_memory
@@ -55,6 +53,7 @@ from ooc_kernels.families.dspdc._saved import (
     _saved_loss_id,
     _start_arrays,
 )
+from ooc_kernels.families.dspdc._setup_pass import resolve_local_passes, setup_statistics
 from ooc_kernels.families.dspdc._step_rule import gap_stalled, predicted_rate
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
@@ -87,7 +86,7 @@ _CONSTRAINTS = {
     "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
     "m": [Interval(Integral, 1, None, closed="left")],
     "q": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
-    "local_passes": [Interval(Real, 0, None, closed="neither")],
+    "local_passes": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
     "Lambda": [Interval(Real, 0, None, closed="neither"),
                StrOptions({"exact", "upper_bound", "heuristic"})],
     "mode": [StrOptions({"gap", "distance"})],
@@ -213,8 +212,6 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     def _initialize(self, data, sched, classes=None) -> None:
         from ooc_kernels.families.dspdc.solver import LOSSES, DSPDCConfig, init_state
-        from ooc_kernels.families.dspdc.lambda_stats import combine_lambda_stats, lambda_from_stats
-        from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
 
         factorized = self._factorized(data)
         p = data.n_features + (1 if self.fit_intercept else 0)
@@ -233,23 +230,14 @@ class _DSPDCEstimator(ChunkedEstimator):
         V = None
         if factorized:
             V = np.asarray(dask.compute(whole["V"], scheduler=sched)[0], dtype=np.float64)
-        scaled = {}
-        if self.standardize:   # one streaming pass: the column moments
-            parts = [defer(_moments_chunk)(c, V, rw) for c, rw in zip(chunks[name], row_w)]
-            moments = value(defer(combine_moments)(*parts))
-            scaled = standardization(moments, center=bool(self.fit_intercept), V=V)
-        if isinstance(self.Lambda, str):   # one streaming pass: per-chunk statistics
-            stats = [defer(_lambda_stats)(
-                c, V, m, q, scaling, factorized, rw, scaled.get("x_shift"),
-                scaled.get("x_scale")) for c, rw in zip(chunks[name], row_w)]
-            merged = value(defer(combine_lambda_stats)(*stats))
-            Lambda = lambda_from_stats(merged, self.Lambda)
-        else:
-            Lambda = float(self.Lambda)
+        # the column moments and Lambda's statistics: one read of the rows, or two
+        scaled, Lambda, self._setup_reads = setup_statistics(
+            self, chunks[name], row_w, defer, value, V=V, n_features=data.n_features, m=m,
+            q=q, scaling=scaling, factorized=factorized)
         self._config = DSPDCConfig(
             loss_id=LOSSES[self.loss], n_samples=data.n_samples, n_features=p,
             lam1=self.alpha * self.l1_ratio, lam2=self.alpha * (1 - self.l1_ratio),
-            Lambda=float(Lambda), m=m, q=q, local_passes=float(self.local_passes),
+            Lambda=float(Lambda), m=m, q=q, local_passes=resolve_local_passes(self, data),
             mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
@@ -467,7 +455,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             self._state, self._certified = self._certified, None  # the fit: the model
         cfg, state = self._config, self._state
         self.coef_, self.intercept_ = raw_coefficients(cfg, state.x)
-        self.Lambda_ = cfg.Lambda
+        self.Lambda_, self.local_passes_ = cfg.Lambda, cfg.local_passes
         keys = sorted(self._local_problems)
         values = np.array([self._local_problems[key] for key in keys],
                           dtype=np.float64).reshape(-1, 3)
@@ -638,7 +626,7 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
                                 partial_fit=False, tol=True)
 
     def __init__(self, loss="squared", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
-                 intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes=1.0,
+                 intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes="auto",
                  Lambda="upper_bound", mode="gap", steps="adaptive", theta=None, tau=None,
                  sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
@@ -689,7 +677,7 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
                               "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, loss="logistic", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
-                 intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes=1.0,
+                 intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes="auto",
                  Lambda="upper_bound", mode="gap", steps="adaptive", theta=None, tau=None,
                  sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,

@@ -1,0 +1,194 @@
+"""The set-up of a DSPDC fit: ``local_passes="auto"``, and the column moments and ``Lambda``
+from one read of the data where that gives the same ``Lambda`` as two.
+
+``Lambda`` is a statistic of the rows the solver sees, standardized with the column moments
+of the whole data, so in general it needs a second pass after the moments' pass.  With one
+dual and every primal coordinate per iteration (``m = 1``, ``q = p``: the defaults) and a
+string ``Lambda`` mode, ``Lambda`` is a function of one number only, the largest squared
+norm of a standardized row ``R^2 = max_i w_i ||a'_i||^2`` (``Lambda_{p,1} = R^2``: the
+``"exact"`` and ``"upper_bound"`` values, and the ``"heuristic"`` ``m q R^2 / p``).  One
+pass then gathers, per chunk, the column moments and the rows that can hold that maximum:
+
+* a chunk standardizes its rows with its own moments (``shift_k``, ``scale_k``) and keeps
+  the ``T`` rows of the largest weighted squared norms ``h_i = w_i ||(a_i - shift_k) /
+  scale_k||^2``, with ``tau_k``, the largest ``h_i`` of the rows it drops, and its largest
+  weight ``w_k``;
+* with the final ``shift`` and ``scale`` (the merged moments), a dropped row has
+  ``w_i ||(a_i - shift) / scale||^2 <= rho_k (sqrt(tau_k) + sqrt(w_k) delta_k)^2``, where
+  ``rho_k = max_j (scale_kj / scale_j)^2`` and ``delta_k = ||(shift - shift_k) / scale_k||``
+  (the triangle inequality in the norm scaled by ``scale_k``), plus ``w_k c^2`` for the
+  intercept's column of value ``c``;
+* the kept rows are standardized with the final moments exactly as the second pass would
+  (the same functions, row by row), and if the largest of them exceeds every chunk's bound,
+  it is ``R^2``, the value of the second pass.  Otherwise (a chunk whose moments are far
+  from the whole data's), the second pass runs as before.
+
+Other ``m`` and ``q`` (their ``Lambda`` depends on more of the rows than one maximum),
+factorized data and ``Lambda`` given as a number keep the passes they need: the moments'
+pass and, for a string ``Lambda``, the statistics' pass.
+
+Examples
+--------
+>>> import numpy as np
+>>> from ooc_kernels.families.dspdc._setup_pass import candidate_rows, lambda_from_candidates
+>>> from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
+>>> rng = np.random.default_rng(0); X = rng.normal(size=(300, 4))
+>>> parts = [candidate_rows(X[:150], None, True, 8), candidate_rows(X[150:], None, True, 8)]
+>>> scaled = standardization(combine_moments(*[m for m, _ in parts]), center=True)
+>>> R2 = lambda_from_candidates([c for _, c in parts], scaled, 1.0, 1, 5, 5, "exact")
+>>> A = np.hstack([(X - scaled["x_shift"]) / scaled["x_scale"], np.ones((300, 1))])
+>>> bool(R2 == (A ** 2).sum(axis=1).max())
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["AUTO_LOCAL_PASSES", "resolve_local_passes", "candidate_rows",
+           "lambda_from_candidates", "setup_statistics"]
+
+#: Passes over a task's duals per read of its rows that ``local_passes="auto"`` takes out of
+#: core when a task's group draws its rows from several chunks, new every epoch: the best of
+#: 1 to 4 on the peer table's stores (``benchmarks/dspdc_reads.py``, docs/benchmarks.md).
+AUTO_LOCAL_PASSES = 3.0
+#: Most rows a chunk keeps for the one-read ``Lambda``; fewer when the store has many chunks.
+KEEP_ROWS = 256
+#: Fewest rows a chunk keeps: below it (many chunks of wide rows) the second pass runs.
+MIN_KEEP_ROWS = 16
+#: Values (float64) that all the chunks' kept rows may hold together: 32 MiB.
+KEEP_VALUES = 1 << 22
+
+
+def resolve_local_passes(estimator, data) -> float:
+    """The ``local_passes`` a fit runs with (its ``local_passes_``): the parameter when it is a
+    number; for ``"auto"``, :data:`AUTO_LOCAL_PASSES` when the input is read from a store or
+    a lazy collection (not held in memory) and a task's group holds several chunks drawn
+    anew every epoch (``shuffle=True``, more than one group per epoch, ``shuffle_chunks_ >
+    1``), else 1.  In memory an epoch costs its iterations, not a read, and a task that
+    keeps the same rows every epoch converges slower with more passes over them
+    (docs/benchmarks.md, "A task that keeps one fixed chunk")."""
+    from ooc_kernels.parallel.plan import plan_epoch
+
+    if not isinstance(estimator.local_passes, str):
+        return float(estimator.local_passes)
+    if getattr(estimator, "_in_memory_input", False) or not estimator.shuffle:
+        return 1.0
+    shuffle_chunks = estimator._resolve_shuffle_chunks(data)
+    rounds = plan_epoch(data.n_chunks, chunks_per_round=estimator._tasks_per_round, seed=0,
+                        epoch=0, shuffle=False, shuffle_chunks=shuffle_chunks)
+    groups = [group for r in rounds for group in r]
+    redrawn = len(groups) > 1 and max(len(group) for group in groups) > 1
+    return AUTO_LOCAL_PASSES if redrawn else 1.0
+
+
+def candidate_rows(rows, weights, center: bool, keep: int):
+    """One chunk's column moments (:func:`~ooc_kernels.families.dspdc._scaling.chunk_moments`)
+    and the rows that may hold the largest standardized norm: ``(moments, candidates)``,
+    ``candidates`` a dict (the ``keep`` rows, their weights, the chunk's shift and scale,
+    ``tau`` and the largest weight), or None when a norm is not finite."""
+    from ooc_kernels.families.dspdc._scaling import chunk_moments, standardization
+
+    moments = chunk_moments(rows, weights, None)
+    raw = np.asarray(rows)
+    rows64 = np.asarray(raw, dtype=np.float64)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    own = standardization(moments, center=center)
+    shift, scale = np.asarray(own["x_shift"]), np.asarray(own["x_scale"])
+    h = np.square((rows64 - shift) / scale).sum(axis=1)
+    if w is not None:
+        h = w * h
+    if not np.all(np.isfinite(h)):
+        return moments, None
+    n = len(h)
+    if n > keep:
+        idx = np.argpartition(h, n - keep)
+        kept, dropped = np.sort(idx[n - keep:]), idx[:n - keep]
+        tau = float(h[dropped].max())
+    else:
+        kept, tau = np.arange(n), -np.inf
+    return moments, {"rows": np.ascontiguousarray(raw[kept]),
+                     "weights": None if w is None else w[kept].copy(),
+                     "shift": shift, "scale": scale, "tau": tau,
+                     "wmax": 1.0 if w is None else float(w.max(initial=0.0))}
+
+
+def _combine(*parts):
+    """The merged moments of the chunks and the list of their candidates."""
+    from ooc_kernels.families.dspdc._scaling import combine_moments
+
+    return combine_moments(*[m for m, _ in parts]), [c for _, c in parts]
+
+
+def lambda_from_candidates(candidates, scaled: dict, scaling: float, m: int, q: int, p: int,
+                           mode: str) -> float | None:
+    """``Lambda`` (``m = 1``, ``q = p``, ``p`` the solver's columns) from the chunks'
+    candidates under the final standardization ``scaled``, or None when a chunk's bound
+    does not exclude its dropped rows (then the statistics' pass decides)."""
+    from ooc_kernels.families.dspdc._scaling import model_rows
+    from ooc_kernels.families.dspdc.solver import DSPDCConfig
+
+    if m != 1 or q < p or any(c is None for c in candidates):
+        return None
+    shift, scale = np.asarray(scaled["x_shift"]), np.asarray(scaled["x_scale"])
+    cfg = DSPDCConfig(loss_id=0, n_samples=1, n_features=1, lam1=0.0, lam2=1.0, Lambda=1.0,
+                      intercept_scaling=scaling, factorized=False,
+                      x_shift=scaled["x_shift"], x_scale=scaled["x_scale"])
+    best = 0.0
+    for c in candidates:   # the kept rows as the statistics' pass computes them
+        if not len(c["rows"]):
+            continue
+        rows = model_rows(cfg, c["rows"])
+        if c["weights"] is not None:
+            rows = np.sqrt(c["weights"])[:, None] * rows
+        best = max(best, float(np.square(rows, dtype=np.float64).sum(axis=1).max()))
+    for c in candidates:   # what a dropped row can reach under the final moments
+        if c["tau"] == -np.inf:
+            continue
+        rho = float(np.max((c["scale"] / scale) ** 2))
+        delta = float(np.sqrt(np.sum(((shift - c["shift"]) / c["scale"]) ** 2)))
+        bound = rho * (np.sqrt(c["tau"]) + np.sqrt(c["wmax"]) * delta) ** 2 \
+            + c["wmax"] * scaling ** 2
+        if not bound * (1.0 + 1e-6) < best:
+            return None
+    if not np.isfinite(best):
+        return None
+    return m * q * best / p if mode == "heuristic" else best
+
+
+def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: int, m: int,
+                     q: int, scaling: float, factorized: bool) -> tuple[dict, float, int]:
+    """``(scaled, Lambda, reads)``: the standardization fields of the configuration, the
+    ``Lambda`` of the steps and the passes over the rows that gave them (0, 1 or 2).
+    ``chunks``: the rows (``X`` or ``U``) chunk by chunk, of ``n_features`` columns (those of
+    ``A``); ``row_w``: their row weights
+    (None entries when unweighted); ``defer``/``value`` as in
+    :func:`~ooc_kernels.families.dspdc._memory_inputs.setup_calls`."""
+    from ooc_kernels.families.dspdc._chunk_tasks import _lambda_stats, _moments_chunk
+    from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
+    from ooc_kernels.families.dspdc.lambda_stats import combine_lambda_stats, \
+        lambda_from_stats
+
+    p = n_features + (1 if scaling else 0)
+    center = bool(estimator.fit_intercept)
+    keep = min(KEEP_ROWS, KEEP_VALUES // max(1, len(chunks) * n_features))
+    one_read = (estimator.standardize and isinstance(estimator.Lambda, str) and not factorized
+                and m == 1 and q >= p and keep >= MIN_KEEP_ROWS)
+    scaled, reads = {}, 0
+    if one_read:   # the moments and the rows that may hold the largest norm
+        parts = [defer(candidate_rows)(c, rw, center, keep) for c, rw in zip(chunks, row_w)]
+        moments, candidates = value(defer(_combine)(*parts))
+        scaled, reads = standardization(moments, center=center), 1
+        Lambda = lambda_from_candidates(candidates, scaled, scaling, m, q, p, estimator.Lambda)
+        if Lambda is not None:
+            return scaled, float(Lambda), reads
+    elif estimator.standardize:   # one streaming pass: the column moments
+        parts = [defer(_moments_chunk)(c, V, rw) for c, rw in zip(chunks, row_w)]
+        moments = value(defer(combine_moments)(*parts))
+        scaled, reads = standardization(moments, center=center, V=V), 1
+    if not isinstance(estimator.Lambda, str):
+        return scaled, float(estimator.Lambda), reads
+    stats = [defer(_lambda_stats)(c, V, m, q, scaling, factorized, rw, scaled.get("x_shift"),
+                                  scaled.get("x_scale")) for c, rw in zip(chunks, row_w)]
+    merged = value(defer(combine_lambda_stats)(*stats))
+    return scaled, float(lambda_from_stats(merged, estimator.Lambda)), reads + 1
