@@ -11,8 +11,15 @@ steps of 0.3, early stopping after 5 steps without a 0.1% gain, 256 random featu
 (``ooc_kernels/families/dsg/_ard.py``); ``"ard"`` 1,500 rows, 40 steps of 0.15, no early
 stopping.
 
+With ``--decision`` it runs instead ``bandwidth="auto"``'s whole per-input width decision
+(``ooc_kernels.families.dsg._ard.auto_ard`` on 3,000 rows drawn with the seed, as a fit
+samples them) and records its two leave-one-out scores, whether it took the widths and the
+widths of the signal inputs.
+
     python benchmarks/dsg_binary100_search.py --seeds 0 1 2 \\
         --out benchmarks/results/dsg_binary100_search.json
+    python benchmarks/dsg_binary100_search.py --decision --seeds 0 1 2 3 4 5 \\
+        --out benchmarks/results/dsg_binary100_decision.json
 """
 
 from __future__ import annotations
@@ -36,16 +43,43 @@ SETTINGS = [(1000, 30, 0.3, 5, 256), (1000, 30, 0.3, None, 256), (1500, 40, 0.15
             (1000, 30, 0.3, 5, 1024), (3000, 120, 0.3, None, 1024)]
 
 
+def _decisions(X, y, args):
+    from ooc_kernels.families.dsg._ard import auto_ard
+
+    out = []
+    for seed in args.seeds:
+        take = np.random.default_rng(seed).choice(len(X), 3000, replace=False)
+        cpu = time.process_time()
+        shape, scores = auto_ard(X[take], (2.0 * y[take] - 1.0)[:, None], np.ones(len(take)),
+                                 seed=seed, classification=True)
+        r = {"seed": seed, "cpu_seconds": time.process_time() - cpu, "scores": scores,
+             "taken": shape is not None, "load": os.getloadavg()[0]}
+        if shape is not None:
+            r["signal_widths"] = np.round(shape[:INFORMATIVE], 3).tolist()
+            r["noise_width_median"] = float(np.median(shape[INFORMATIVE:]))
+            r["kept"] = int(np.sum(shape[:INFORMATIVE] < r["noise_width_median"]))
+        out.append(r)
+        print(r, flush=True)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--pool", type=int, default=10_000)
+    p.add_argument("--decision", action="store_true",
+                   help="run bandwidth='auto''s per-input width decision instead")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     chunk = generate_chunk("nonlinear_binary", 0, args.pool, random_state=0, n_features=100,
                            n_informative=INFORMATIVE)
     X, y = chunk["X"].astype(np.float64), chunk["y"]
     X = (X - X.mean(axis=0)) / X.std(axis=0)
+    if args.decision:
+        return _decisions(X, y, args)
     out = []
     for seed in args.seeds:
         for rows, steps, lr, patience, components in SETTINGS:
