@@ -215,14 +215,17 @@ def variant(name: str):
     of its rows on the calling thread whatever ``n_jobs`` (the shuffle of a group in place)."""
     from ooc_kernels.families.dsg import solver
 
-    saved = solver.current_threads, solver.take_rows, solver.all_finite
+    one = {"gathers_on_threads": lambda X: False, "take_rows": _take,
+           "all_finite": _isfinite_all}
+    saved = {k: getattr(solver, k) for k in one}
     if name == "rows-one-thread":
-        solver.current_threads, solver.take_rows, solver.all_finite = (
-            lambda: 1, _take, _isfinite_all)
+        for k, f in one.items():
+            setattr(solver, k, f)
     try:
         yield
     finally:
-        solver.current_threads, solver.take_rows, solver.all_finite = saved
+        for k, f in saved.items():
+            setattr(solver, k, f)
 
 
 def fit_once(clock: Clock, X, y, kw: dict) -> dict:
@@ -244,7 +247,9 @@ def main() -> None:
     ap.add_argument("--bandwidth-file", type=Path, default=None,
                     help="JSON whose 'bandwidth' (a float or one width per input, as "
                          "threads_scaling.py --bandwidth-file writes it) replaces --bandwidth")
-    ap.add_argument("--n-features", type=int, default=4096)
+    ap.add_argument("--n-features", default="4096",
+                    help="n_features of every fit: a number, or 'auto' (the classifier's "
+                         "default, as threads_scaling.py runs it)")
     ap.add_argument("--scheduler", default="threads", choices=["threads", "sync"])
     ap.add_argument("--data-dir", type=Path, default=Path("data/bench_threads"))
     ap.add_argument("--json", type=Path, default=None)
@@ -265,7 +270,8 @@ def main() -> None:
     install(clock)
     kw = dict(bandwidth=bandwidth, max_iter=2, tol=None, random_state=0,
               progress=False, chunks_per_round=1, scheduler=args.scheduler,
-              n_features=args.n_features)
+              n_features=args.n_features if args.n_features == "auto"
+              else int(args.n_features))
     for t in args.threads:  # compile every kernel, off the clock
         ok.DSGClassifier(**{**kw, "max_iter": 1, "n_jobs": t}).fit(X[:40_000], y[:40_000])
     runs, first = [], None

@@ -97,3 +97,33 @@ def test_unit_weights_take_the_plain_median_of_the_distances(monkeypatch, n):
     w = np.ones(n)
     w[3] = 0.0
     assert median_heuristic(X, sample_weight=w) == np.median(pdist(np.delete(X, 3, axis=0)))
+
+
+def test_growth_step_eigenvalue_is_the_same_on_every_thread_count(monkeypatch):
+    """The draws of the first step size's operator share the threads; each is computed
+    alone and the largest taken, so every thread count gives the one-thread value bit for
+    bit, and it is the top eigenvalue of each draw's features (singular values, NumPy)."""
+    from ooc_kernels.features.blocks import rff_map
+    from ooc_kernels.families.dsg import _schedule
+
+    rng = np.random.default_rng(3)
+    Z, w = rng.normal(size=(700, 5)), rng.uniform(0.5, 1.5, 700)
+    kw = dict(bandwidth=1.3, feature_seed=17, block_size=32, batch_size=64, seed=5)
+    started = []
+    pool = _schedule.ThreadPoolExecutor
+
+    def spy(workers, **kwargs):
+        started.append(workers)
+        return pool(workers, **kwargs)
+
+    monkeypatch.setattr(_schedule, "ThreadPoolExecutor", spy)
+    values = [_schedule.growth_step_eigenvalue(Z, w, threads=t, **kw) for t in (1, 2, 3)]
+    assert started == [2, 3]
+    assert values[1] == values[0] and values[2] == values[0]
+    picks = np.random.default_rng(5)
+    want = 0.0
+    for j in range(_schedule.STEP_DRAWS):
+        rows = np.sort(picks.choice(700, size=64, replace=False))
+        F = np.sqrt(w[rows])[:, None] * rff_map(Z[rows], 17, [j], 1.3, 32, np.float64)
+        want = max(want, np.linalg.svd(F, compute_uv=False)[0] ** 2 / 64)
+    assert values[0] == pytest.approx(want, rel=1e-10)

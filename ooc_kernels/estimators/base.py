@@ -76,6 +76,7 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._seeds import derive_seed
+from ooc_kernels._threads import kernel_threads, task_threads
 from ooc_kernels.data.inputs import as_chunked
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import validate_params
@@ -340,8 +341,10 @@ class ChunkedEstimator(BaseEstimator):
             self.classes_ = self._resolve_classes(data, classes, sched)
         # one BLAS thread for the whole set-up, not only inside each of its steps: with two
         # fits in threads of one process, a limit that ends between two steps lets the
-        # other fit's BLAS calls run multi-threaded against it (OpenBLAS then spins)
-        with single_threaded_blas():
+        # other fit's BLAS calls run multi-threaded against it (OpenBLAS then spins); the
+        # set-up's own kernels use the fit's threads (``n_jobs``, where the estimator has it)
+        threads = task_threads(self.n_jobs) if "n_jobs" in self.get_params() else 1
+        with single_threaded_blas(), kernel_threads(threads):
             self._initialize(data, sched, classes=getattr(self, "classes_", None))
 
     def _resolve_shuffle_chunks(self, data: ChunkedData) -> int:

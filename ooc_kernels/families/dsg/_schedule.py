@@ -88,11 +88,13 @@ from __future__ import annotations
 
 import math
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._threads import current_threads
 from ooc_kernels.exceptions import StepSizeWarning, ValidationError
 from ooc_kernels.losses import get_loss, losses_for
 
@@ -190,7 +192,7 @@ STEP_DRAWS = 8
 def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: float,
                            feature_seed: int, block_size: int, batch_size: int,
                            draws: int = STEP_DRAWS, seed: int = 0,
-                           kernel="rbf") -> float:
+                           kernel="rbf", threads: int | None = None) -> float:
     """Largest eigenvalue of the operator ``A = Z Z^T D / nb`` of a growth step (see the
     module docstring), the largest over the fit's first ``draws`` feature blocks.
 
@@ -216,6 +218,11 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
     kernel : str or FeatureMap
         The fit's feature map (:mod:`ooc_kernels.features.maps`); ``bandwidth`` is its
         parameter.
+    threads : int, optional
+        Threads the draws share (default: the enclosing
+        :func:`~ooc_kernels._threads.kernel_threads` block's count, 1 outside one).  Each
+        draw's eigenvalue is computed alone, from batches drawn in order beforehand, and the
+        largest is taken: the same value for any thread count.
 
     Returns
     -------
@@ -245,18 +252,25 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
     nb = min(int(batch_size), n)
     scale = fmap.feature_scale(block_size)
     rng = np.random.default_rng(seed % 2**63)
-    top = 0.0
-    with single_threaded_blas():
-        for j in range(int(draws)):
-            pick = np.sort(rng.choice(n, size=nb, replace=False)) if nb < n \
-                else np.arange(n)
-            W, phase = fmap.block(feature_seed, j, X.shape[1], block_size, bandwidth)
-            P = X[pick] @ W
-            features_inplace_ref(fmap.nonlinearity, P, phase, scale)
-            Z = np.sqrt(w[pick])[:, None] * P
-            gram = Z.T @ Z if Z.shape[1] <= Z.shape[0] else Z @ Z.T
-            top = max(top, float(np.linalg.eigvalsh(gram)[-1]) / nb)
-    return top
+    picks = [np.sort(rng.choice(n, size=nb, replace=False)) if nb < n else np.arange(n)
+             for _ in range(int(draws))]
+
+    def draw(j: int) -> float:
+        W, phase = fmap.block(feature_seed, j, X.shape[1], block_size, bandwidth)
+        P = X[picks[j]] @ W
+        features_inplace_ref(fmap.nonlinearity, P, phase, scale)
+        Z = np.sqrt(w[picks[j]])[:, None] * P
+        gram = Z.T @ Z if Z.shape[1] <= Z.shape[0] else Z @ Z.T
+        return float(np.linalg.eigvalsh(gram)[-1]) / nb
+
+    workers = min(current_threads() if threads is None else int(threads), len(picks))
+    with single_threaded_blas():  # NumPy's products and LAPACK release the GIL
+        if workers > 1:
+            with ThreadPoolExecutor(workers, thread_name_prefix="ooc-kernels-setup") as pool:
+                values = list(pool.map(draw, range(len(picks))))
+        else:
+            values = [draw(j) for j in range(len(picks))]
+    return max([0.0, *values])
 
 
 #: Rows of the sample on which :func:`top_eigenvalue` estimates the kernel operator's largest
