@@ -42,6 +42,9 @@ import xarray as xr
 import ooc_kernels as ok
 
 INFORMATIVE = 5
+#: The fits the script knows (``--fits``).
+FITS = ("default", "ard", "5 inputs", "oracle widths", "search 256", "search 1024",
+        "features 16384", "no stopping, 40 epochs")
 
 
 def _fit(store, Xt, yt, seed, **params):
@@ -85,9 +88,9 @@ def main(argv=None):
     p.add_argument("--n-test", type=int, default=20_000)
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
                    help="random_state of the fits (one round of --fits per seed)")
-    p.add_argument("--fits", nargs="+", default=["default", "ard", "5 inputs",
-                                                  "oracle widths", "features 16384",
-                                                  "no stopping, 40 epochs"])
+    p.add_argument("--fits", nargs="+", choices=FITS, default=[
+        "default", "ard", "5 inputs", "oracle widths", "features 16384",
+        "no stopping, 40 epochs"], help="the fits of every seed, in this order")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="dsg_binary100_"))
@@ -132,10 +135,8 @@ def main(argv=None):
                     r["search_cpu_seconds"] = search_cpu
                 elif name == "features 16384":
                     r, _ = _fit(store, Xt, yt, seed, n_features=16384)
-                elif name == "no stopping, 40 epochs":
+                else:  # "no stopping, 40 epochs"
                     r, _ = _fit(store, Xt, yt, seed, max_iter=40, tol=None)
-                else:
-                    raise SystemExit(f"unknown fit {name!r}")
                 results["runs"].setdefault(name, []).append(r)
                 print(seed, name, r, flush=True)
                 if args.out:
