@@ -35,6 +35,7 @@ import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -57,13 +58,70 @@ STEPS = [
 ]
 
 #: Steps that may run beside one another (CPU seconds of their own thread); the others
-#: count the whole process's.
+#: count the whole process's when they run on the main thread, their thread's elsewhere
+#: (the eigenvalues on the scan's thread).
 SIDE_BY_SIDE = {name for _, name in STEPS[2:9]}
+
+#: Per-thread CPU seconds of the current fit's set-up: the main thread's over the whole
+#: set-up, before the scan's thread starts and after its answer is taken, and each other
+#: thread's (the outermost timed steps run on it).
+THREADS: dict = {}
+_depth = threading.local()
+
+
+def _critical_path(threads: dict) -> dict:
+    """The estimate of the set-up's wall seconds on 2 idle threads: the main thread's CPU
+    (with half the step eigenvalue's when its draws ran on 2 threads), or the main thread's part before the fork, the longest other thread and the main
+    thread's part after the join, whichever is longer, and never under half the set-up's
+    CPU seconds over all threads."""
+    main = threads.get("main", 0.0)
+    others = {k: v for k, v in threads.items() if k not in ("main", "before", "after")}
+    longest = max(others.values(), default=0.0)
+    path = max(main, threads.get("before", 0.0) + longest + threads.get("after", 0.0))
+    return {"main": round(main, 4), "longest other": round(longest, 4),
+            "other threads": {k: round(v, 4) for k, v in others.items()},
+            "estimate": round(max(path, (main + sum(others.values())) / 2), 4)}
+
+
+def _wrap_threads() -> None:
+    from ooc_kernels.families.dsg import _setup_loo, estimators
+
+    ahead, init = _setup_loo.SetupLOOAhead, estimators._DSGEstimator._initialize
+
+    def initialize(*args, **kwargs):
+        THREADS.clear()
+        start = time.thread_time()
+        try:
+            return init(*args, **kwargs)
+        finally:
+            # the main thread's, with the step eigenvalue's draws when they ran on a pool of
+            # 2 threads after the join (half their CPU seconds)
+            pool = THREADS.pop("pool", 0.0)
+            THREADS["main"] = time.thread_time() - start + pool
+            THREADS["after"] = time.thread_time() - THREADS.pop(
+                "_joined", time.thread_time()) + pool
+            THREADS["before"] = THREADS.pop("_forked", start) - start
+
+    real_new, real_result = ahead.__init__, ahead.result
+
+    def new(self, *args, **kwargs):
+        THREADS["_forked"] = time.thread_time()
+        real_new(self, *args, **kwargs)
+
+    def result(self, *args, **kwargs):
+        try:
+            return real_result(self, *args, **kwargs)
+        finally:
+            THREADS["_joined"] = time.thread_time()
+
+    estimators._DSGEstimator._initialize = initialize
+    ahead.__init__, ahead.result = new, result
 
 
 def _wrap(clock: dict) -> None:
     from ooc_kernels.families.dsg import _ard, _setup_loo, estimators
 
+    _wrap_threads()
     modules = {"estimators": estimators, "_ard": _ard, "_setup_loo": _setup_loo}
     for path, name in STEPS:
         module, *attrs = path.split(".")
@@ -73,16 +131,27 @@ def _wrap(clock: dict) -> None:
         for attr in attrs[:-1]:
             owner = getattr(owner, attr)
         real = getattr(owner, attrs[-1])
-        cpu = time.thread_time if name in SIDE_BY_SIDE else time.process_time
 
-        def timed(*args, _real=real, _name=name, _cpu=cpu, **kwargs):
-            start, wall = _cpu(), time.perf_counter()
+        def timed(*args, _real=real, _name=name, **kwargs):
+            main = threading.current_thread() is threading.main_thread()
+            _cpu = time.process_time if main and _name not in SIDE_BY_SIDE \
+                else time.thread_time
+            outermost = not main and not getattr(_depth, "n", 0)
+            _depth.n = getattr(_depth, "n", 0) + 1
+            start, wall, own = _cpu(), time.perf_counter(), time.thread_time()
             try:
                 return _real(*args, **kwargs)
             finally:
+                _depth.n -= 1
                 entry = clock.setdefault(_name, [0.0, 0.0])
                 entry[0] += _cpu() - start
                 entry[1] += time.perf_counter() - wall
+                if outermost:
+                    key = threading.current_thread().name
+                    THREADS[key] = THREADS.get(key, 0.0) + time.thread_time() - own
+                elif main and _name == "step size's eigenvalue":  # its draws on 2 threads
+                    pool = (_cpu() - start) - (time.thread_time() - own)
+                    THREADS["pool"] = THREADS.get("pool", 0.0) + pool / 2
 
         setattr(owner, attrs[-1], timed)
 
@@ -100,7 +169,8 @@ def _fit(problem, seed, clock):
     out = {"seed": seed, "fit_cpu_seconds": time.process_time() - cpu,
            "fit_seconds": time.perf_counter() - wall,
            "steps": {k: {"cpu_seconds": round(v[0], 4), "seconds": round(v[1], 4)}
-                     for k, v in clock.items()}}
+                     for k, v in clock.items()},
+           "set_up_threads_cpu_seconds": _critical_path(THREADS)}
     config = clf._config
     out.update(bandwidth=np.round(np.atleast_1d(clf.bandwidth_), 4).tolist(),
                alpha=config.alpha, x_scale=list(config.x_scale[:4]),
@@ -185,8 +255,13 @@ def main(argv=None):
             steps = {k: statistics.median(r["steps"].get(k, {"cpu_seconds": 0.0})
                                           ["cpu_seconds"] for r in runs)
                      for _, k in STEPS}
-            results["problems"][name] = {"median_step_cpu_seconds": steps, "runs": runs}
+            path = {k: statistics.median(r["set_up_threads_cpu_seconds"][k] for r in runs)
+                    for k in ("main", "longest other", "estimate")}
+            results["problems"][name] = {"median_step_cpu_seconds": steps,
+                                         "median_set_up_threads_cpu_seconds": path,
+                                         "runs": runs}
             print(name, "median CPU seconds per step:", json.dumps(steps, indent=1))
+            print(name, "median set-up CPU seconds by thread:", json.dumps(path))
     if args.out:
         args.out.write_text(json.dumps(results, indent=1, default=str))
 

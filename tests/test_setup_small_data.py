@@ -112,3 +112,40 @@ def test_a_default_fit_chooses_the_same_set_up_on_one_and_two_threads():
     for name in ("bandwidth_", "bandwidth_scores_", "setup_scores_", "alpha_"):
         a, b = (getattr(f, name, None) for f in fits)
         assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, name
+
+
+def test_the_eigenvalues_computed_on_the_scans_thread_are_those_of_the_main_thread(
+        monkeypatch):
+    """One width and one common scale kept: the fit on two threads takes the step size's and the curvature's
+    eigenvalues its scan's thread computed once the scan's answer was known, and its
+    configuration (step size, curvature, every choice) is the one of the fit on one
+    thread, which computes them after the scan."""
+    import threading
+    from dataclasses import replace
+
+    from ooc_kernels.families.dsg import estimators
+
+    rng = np.random.default_rng(4)
+    rng.normal(size=(2400, 3))
+    # inputs 2 and 3 carry nothing on a small spread: one common scale wins, one width
+    X = rng.normal(size=(1200, 4)) * np.array([2.0, 2.0, 0.02, 0.02])
+    y = (np.sin(2 * X[:, 0]) * np.sin(2 * X[:, 1]) > 0).astype(int)
+    kw = dict(random_state=0, tol=None, max_iter=1, n_features=256, block_size=64,
+              progress=False, scheduler="sync")
+    where = []
+    for name in ("growth_step_eigenvalue", "curvature_estimate"):
+        real = getattr(estimators, name)
+
+        def recorded(*args, _real=real, **kwargs):
+            where.append(threading.current_thread() is threading.main_thread())
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(estimators, name, recorded)
+    fits = []
+    for n_jobs in (1, 2):
+        where.clear()
+        fits.append(ok.DSGClassifier(n_jobs=n_jobs, **kw).fit(X, y))
+        assert where == [n_jobs == 1] * 2  # once each: after the scan, or on its thread
+    assert np.ndim(fits[0].bandwidth_) == 0 and fits[0].setup_scores_ is not None
+    assert max(fits[0].setup_scores_, key=fits[0].setup_scores_.get)[0] == "common"
+    assert fits[0]._config == replace(fits[1]._config, n_jobs=1)

@@ -102,7 +102,7 @@ __all__ = ["Schedule", "resolve_schedule", "resolve_average", "AVERAGED_LOSSES",
            "BOUNDED_LOSSES", "SMALL_DATA_ROWS", "SMALL_DATA_STEP_FACTOR",
            "small_data_step_factor",
            "stable_step", "theory_range",
-           "growth_step_eigenvalue", "top_eigenvalue", "CURVATURE", "STEP_DRAWS",
+           "growth_step_eigenvalue", "top_eigenvalue", "curvature_estimate", "CURVATURE", "STEP_DRAWS",
            "CURVATURE_ROWS"]
 
 #: Upper bound of the loss's second derivative in the decision value, per loss of the family
@@ -316,6 +316,37 @@ def top_eigenvalue(gram: np.ndarray, weights: np.ndarray, *, tol: float = 1e-6,
                 break
             value = new
     return value / total
+
+
+def curvature_estimate(loss: str, n_outputs: int, seen: np.ndarray, weights: np.ndarray,
+                       bandwidth: float, *, seed: int, kernel="rbf") -> float:
+    """Largest eigenvalue of the data term's expected Hessian, ``L`` times that of the
+    weighted kernel operator, estimated on up to :data:`CURVATURE_ROWS` sampled rows (drawn
+    with ``seed``); it sets how the tasks of a round with ``chunks_per_round > 1`` are
+    combined (:meth:`~ooc_kernels.families.dsg.solver.DSGAlgorithm.mixing_weight`).  ``L``
+    is the loss's curvature bound, except for the softmax, whose Hessian at the starting
+    model (uniform probabilities over ``C`` classes) has largest eigenvalue ``1 / C``.
+    Without a sample: ``L`` (``k(x, x) = 1`` bounds the kernel operator).
+
+    Examples
+    --------
+    >>> seen = np.zeros((4, 2))                  # one point: the kernel operator's is 1
+    >>> round(curvature_estimate("logistic", 1, seen, np.ones(4), 1.0, seed=0), 6)
+    0.25
+    """
+    from ooc_kernels.features.maps import get_feature_map
+
+    w = np.asarray(weights, dtype=np.float64)
+    curv = 1.0 / n_outputs if loss == "softmax" and n_outputs > 1 else CURVATURE[loss]
+    if len(seen) < 2 or not (w > 0).any():
+        return float(curv)
+    if len(seen) > CURVATURE_ROWS:
+        pick = np.random.default_rng(seed).choice(len(seen), CURVATURE_ROWS, replace=False)
+        seen, w = seen[np.sort(pick)], w[np.sort(pick)]
+    # the Gram matrix in float32 (4 MB at 1,000 rows): the estimate only sets the
+    # weight of a round, and the setup stays within a few MB of the chunks
+    gram = get_feature_map(kernel).gram(seen, seen, bandwidth, np.float32)
+    return float(curv) * top_eigenvalue(gram, w)
 
 
 def stable_step(*, loss: str, eigenvalue: float) -> float:

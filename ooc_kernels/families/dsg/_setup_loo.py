@@ -300,7 +300,11 @@ class SetupLOOAhead:
 
     :meth:`result` returns the early run's answer when it is asked for the same
     configurations, else runs :func:`select_setup_loo` for the ones asked: the answer is
-    the same either way, and with ``threads=1`` nothing runs early.
+    the same either way, and with ``threads=1`` nothing runs early.  ``then`` (a function
+    of the answer) runs on the same thread as soon as the early answer is known (the
+    estimators: the step size's and the curvature's eigenvalues); :attr:`then_value` is
+    its value when :meth:`result` returned the early answer, else None (nothing of a
+    discarded early run reaches the caller: ``then`` must compute, not warn or log).
 
     Examples
     --------
@@ -313,22 +317,30 @@ class SetupLOOAhead:
     ...                    alpha=0.0, batch_size=64, learning_rate="constant", eta0=1.0,
     ...                    t0=0.0, dtype="float64", classes=(0, 1))
     >>> kw = dict(classes=np.array([0, 1]), alpha=None, seed=0)
-    >>> ahead = SetupLOOAhead(2, config, None, X, y, np.ones(300), **kw)
+    >>> ahead = SetupLOOAhead(2, config, None, X, y, np.ones(300), then=lambda a: a[1], **kw)
     >>> early = ahead.result(config, None)
     >>> early[1:4] == select_setup_loo(config, None, X, y, np.ones(300), **kw)[1:4]
     True
+    >>> ahead.then_value == early[1]
+    True
     """
 
-    def __init__(self, threads: int, base_config, common_config, *args, **kwargs):
+    def __init__(self, threads: int, base_config, common_config, *args, then=None,
+                 **kwargs):
         self._configs = (base_config, common_config)
         self._args, self._kwargs = args, kwargs
         self._pool = self._future = None
+        self.then_value = None
         if int(threads) > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(max_workers=1)
-            self._future = self._pool.submit(select_setup_loo, base_config, common_config,
-                                             *args, **kwargs)
+            self._future = self._pool.submit(self._run, then)
+
+    def _run(self, then):
+        """The early run and ``then`` of its answer, on the pool's thread."""
+        answer = select_setup_loo(*self._configs, *self._args, **self._kwargs)
+        return answer, None if then is None else then(answer)
 
     def result(self, base_config, common_config):
         """:func:`select_setup_loo` for these configurations (the early run's answer when
@@ -337,5 +349,6 @@ class SetupLOOAhead:
             self._pool.shutdown(wait=True)
             self._pool = None
             if (base_config, common_config) == self._configs:
-                return self._future.result()
+                answer, self.then_value = self._future.result()
+                return answer
         return select_setup_loo(base_config, common_config, *self._args, **self._kwargs)

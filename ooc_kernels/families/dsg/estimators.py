@@ -49,9 +49,8 @@ from ooc_kernels.families.dsg._loss_params import (EPSILON, LOSS_PARAM_CONSTRAIN
                                                     LOSS_PARAMS_DOC, QUANTILE, loss_param)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._saved_config import check_saved_config
-from ooc_kernels.families.dsg._schedule import (CURVATURE, CURVATURE_ROWS,
-                                                  growth_step_eigenvalue, resolve_schedule,
-                                                  small_data_step_factor, top_eigenvalue)
+from ooc_kernels.families.dsg._schedule import (curvature_estimate, growth_step_eigenvalue,
+                                                  resolve_schedule, small_data_step_factor)
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators._stopping import LOSS_SCALED_TOL_DOC, TOL_DOC, TOL_LOSS_SCALE
 from ooc_kernels.estimators.base import (
@@ -398,10 +397,24 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         # Every row was read (a small data set): bandwidth by GCV on all of them.
         every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
         threads = task_threads(getattr(self, "n_jobs", None))
+
+        def step_eigenvalue(rows, bandwidth, batch_size):
+            # the operator of the fit's first growth steps, on batches of the sampled rows
+            # (all of them when the data is one batch) as ``rows`` shows them
+            return growth_step_eigenvalue(
+                rows, row_w / mean_w, bandwidth=bandwidth, feature_seed=base.feature_seed,
+                block_size=self.block_size, batch_size=batch_size,
+                seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
+
+        def eigenvalues(answer):  # on the scan's thread, once its answer is known
+            rows = _standardized(answer[0], sample)
+            return (step_eigenvalue(rows, answer[1], self.batch_size),
+                    self._curvature(loss_name, n_outputs, rows, row_w, answer[1]))
         loo = None if mode not in ("auto", "ard") or every_row or not use_loo_setup(
             data.n_samples, len(positive)) else SetupLOOAhead(  # beside the width decision
             threads if mode == "auto" else 1, base, self._common(base, None), sample,
-            y_sample, w_sample, classes=None if classes is None else np.asarray(classes),
+            y_sample, w_sample, then=eigenvalues,
+            classes=None if classes is None else np.asarray(classes),
             alpha=None if isinstance(self.alpha, str) else float(self.alpha),
             alpha_factors=ALPHA_FACTORS if isinstance(self.alpha, str) else (1.0,),
             seed=derive_seed(self.random_seed_, 6), kernel=kernel_spec(self.kernel, self.kernel_params))
@@ -412,15 +425,13 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         if shape is not None:
             base, seen = fold_scales(base, shape), seen / shape
 
-        def schedule(bandwidth, n_samples, batch_size, alpha_factor=1.0, rows=None):
-            # the operator of the fit's first growth steps, on batches of the sampled rows
-            # (all of them when the data is one batch), as ``rows`` (default: the fit's
-            # standardization) shows them; ``alpha_factor`` scales alpha="auto"
-            eigenvalue = growth_step_eigenvalue(
-                seen if rows is None else rows, row_w / mean_w, bandwidth=bandwidth,
-                feature_seed=base.feature_seed,
-                block_size=self.block_size, batch_size=batch_size,
-                seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params)) if sampled else None
+        def schedule(bandwidth, n_samples, batch_size, alpha_factor=1.0, rows=None,
+                     eigenvalue=None):
+            # ``rows`` default: the fit's standardization; ``alpha_factor`` scales
+            # alpha="auto"; ``eigenvalue``: the step's, when computed already
+            if eigenvalue is None:
+                eigenvalue = step_eigenvalue(seen if rows is None else rows, bandwidth,
+                                             batch_size)
             alpha = self.alpha if alpha_factor == 1.0 else \
                 alpha_factor / max(n_samples * mean_w, 1e-12)
             return resolve_schedule(
@@ -474,14 +485,16 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                                          % 2**32, sample_weight=row_w)
         else:
             bandwidth = 1.0 if mode == "array" else float(self.bandwidth)
-        plan = schedule(bandwidth, data.n_samples, self.batch_size, alpha_factor)
+        early = None if loo is None else loo.then_value  # the scan's thread computed them
+        plan = schedule(bandwidth, data.n_samples, self.batch_size, alpha_factor,
+                        eigenvalue=None if early is None else early[0])
         self._config = replace(base, bandwidth=bandwidth, alpha=plan.alpha,
                                input_bandwidths=None if shape is None else
                                tuple(float(v) for v in bandwidth * shape),
                                learning_rate=plan.learning_rate, eta0=plan.eta0, t0=plan.t0,
-                               average=plan.average,
-                               curvature=self._curvature(loss_name, n_outputs, seen, row_w,
-                                                         bandwidth))
+                               average=plan.average, curvature=self._curvature(
+                                   loss_name, n_outputs, seen, row_w, bandwidth)
+                               if early is None else early[1])
         check_fit_memory(self, n_outputs=n_outputs, n_features_in=data.n_features,
                          n_samples=data.n_samples, average=bool(self._config.average),
                          n_features=n_features)
@@ -527,25 +540,10 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
 
     def _curvature(self, loss: str, n_outputs: int, seen: np.ndarray, weights: np.ndarray,
                    bandwidth: float) -> float:
-        """Largest eigenvalue of the data term's expected Hessian, ``L`` times that of the
-        weighted kernel operator, estimated on up to ``CURVATURE_ROWS`` sampled rows; it
-        sets how the tasks of a round with ``chunks_per_round > 1`` are combined
-        (:meth:`~ooc_kernels.families.dsg.solver.DSGAlgorithm.mixing_weight`).  ``L`` is the
-        loss's curvature bound, except for the softmax, whose Hessian at the starting
-        model (uniform probabilities over ``C`` classes) has largest eigenvalue ``1 / C``.
-        Without a sample: ``L`` (``k(x, x) = 1`` bounds the kernel operator)."""
-        w = np.asarray(weights, dtype=np.float64)
-        curv = 1.0 / n_outputs if loss == "softmax" and n_outputs > 1 else CURVATURE[loss]
-        if len(seen) < 2 or not (w > 0).any():
-            return float(curv)
-        if len(seen) > CURVATURE_ROWS:
-            pick = np.random.default_rng(derive_seed(self.random_seed_, 8)).choice(
-                len(seen), CURVATURE_ROWS, replace=False)
-            seen, w = seen[np.sort(pick)], w[np.sort(pick)]
-        # the Gram matrix in float32 (4 MB at 1,000 rows): the estimate only sets the
-        # weight of a round, and the setup stays within a few MB of the chunks
-        gram = get_feature_map(kernel_spec(self.kernel, self.kernel_params)).gram(seen, seen, bandwidth, np.float32)
-        return float(curv) * top_eigenvalue(gram, w)
+        """:func:`~ooc_kernels.families.dsg._schedule.curvature_estimate` of the fit."""
+        return curvature_estimate(loss, n_outputs, seen, weights, bandwidth,
+                                  seed=derive_seed(self.random_seed_, 8),
+                                  kernel=kernel_spec(self.kernel, self.kernel_params))
 
     def _class_weights(self, data, classes, sched):
         return None
