@@ -156,16 +156,20 @@ def _data(n=600, p=5, seed=0):
     (True, {"shuffle_chunks": 3}, 3.0),                 # 2 groups of 3 chunks, redrawn
     (True, {"shuffle_chunks": 2, "chunks_per_round": 2}, 3.0),
     (True, {"shuffle_chunks": 1}, 1.0),                 # a task keeps one chunk
-    (True, {"shuffle_chunks": 6}, 1.0),                 # one group: the same rows
+    (True, {"shuffle_chunks": 6}, 3.0),                 # one group: the whole problem
+    (True, {"shuffle_chunks": 6, "shuffle": False}, 3.0),
     (True, {"shuffle_chunks": 3, "shuffle": False}, 1.0),   # the same groups every epoch
+    (True, {"shuffle_chunks": 1, "chunk_size": 600}, 3.0),  # one chunk: the whole problem
     (False, {"shuffle_chunks": 3}, 1.0),                # in memory
     (True, {"shuffle_chunks": 3, "local_passes": 2.0}, 2.0),
 ])
 def test_auto_local_passes_follow_the_rule(lazy, params, expected):
     X, y = _data()
-    inputs = (da.from_array(X, chunks=(100, 5)), da.from_array(y, chunks=100)) if lazy \
+    params = dict(params)
+    rows = params.pop("chunk_size", 100)
+    inputs = (da.from_array(X, chunks=(rows, 5)), da.from_array(y, chunks=rows)) if lazy \
         else (X, y)
-    kw = dict(alpha=1e-2, max_iter=2, tol=None, chunk_size=100, **FAST)
+    kw = dict(alpha=1e-2, max_iter=2, tol=None, chunk_size=rows, **FAST)
     reg = ok.DSPDCRegressor(**kw, **params).fit(*inputs)
     assert reg.local_passes_ == expected
     same = ok.DSPDCRegressor(**kw, **{**params, "local_passes": expected}).fit(*inputs)

@@ -28,11 +28,12 @@ _PARAMS_DOC = """alpha : float, default=1e-4
     local_passes : float or "auto", default="auto"
         Passes over a task's duals per read of its rows: a task runs ``local_passes * rows
         / m`` iterations.  ``"auto"``: 3 when the input is read from a store or a lazy
-        collection (not held in memory) and a task's group holds several chunks drawn anew
-        every epoch (``shuffle=True``, more than one group, ``shuffle_chunks_ > 1``), where
-        an epoch's cost is mostly the read; else 1 (in memory, or a task that keeps the same
-        chunks every epoch, where more passes do not pay or slow the fit down).  The value
-        used is ``local_passes_`` (``docs/dspdc.md``).
+        collection (not held in memory), where an epoch's cost is mostly the read, and one
+        group holds all the chunks or a task's group holds several chunks drawn anew every
+        epoch (``shuffle=True``, more than one group, ``shuffle_chunks_ > 1``); else 1 (in
+        memory, or a task that keeps the same part of the rows every epoch, where more
+        passes do not pay or slow the fit down).  The value used is ``local_passes_``
+        (``docs/dspdc.md``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
         ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
         pass: exact where cheap, a safe upper bound, the paper's heuristic ``m q R^2 / p``

@@ -63,23 +63,26 @@ KEEP_VALUES = 1 << 22
 def resolve_local_passes(estimator, data) -> float:
     """The ``local_passes`` a fit runs with (its ``local_passes_``): the parameter when it is a
     number; for ``"auto"``, :data:`AUTO_LOCAL_PASSES` when the input is read from a store or
-    a lazy collection (not held in memory) and a task's group holds several chunks drawn
-    anew every epoch (``shuffle=True``, more than one group per epoch, ``shuffle_chunks_ >
-    1``), else 1.  In memory an epoch costs its iterations, not a read, and a task that
-    keeps the same rows every epoch converges slower with more passes over them
+    a lazy collection (not held in memory) and either one group holds all the chunks (one
+    task per epoch on the whole problem) or a task's group holds several chunks drawn anew
+    every epoch (``shuffle=True``, more than one group per epoch, ``shuffle_chunks_ > 1``);
+    else 1.  In memory an epoch costs its iterations, not a read, and a task that keeps the
+    same part of the rows every epoch converges slower with more passes over them
     (docs/benchmarks.md, "A task that keeps one fixed chunk")."""
     from ooc_kernels.parallel.plan import plan_epoch
 
     if not isinstance(estimator.local_passes, str):
         return float(estimator.local_passes)
-    if getattr(estimator, "_in_memory_input", False) or not estimator.shuffle:
+    if getattr(estimator, "_in_memory_input", False):
         return 1.0
     shuffle_chunks = estimator._resolve_shuffle_chunks(data)
     rounds = plan_epoch(data.n_chunks, chunks_per_round=estimator._tasks_per_round, seed=0,
                         epoch=0, shuffle=False, shuffle_chunks=shuffle_chunks)
     groups = [group for r in rounds for group in r]
-    redrawn = len(groups) > 1 and max(len(group) for group in groups) > 1
-    return AUTO_LOCAL_PASSES if redrawn else 1.0
+    whole = len(groups) == 1
+    redrawn = bool(estimator.shuffle) and len(groups) > 1 \
+        and max(len(group) for group in groups) > 1
+    return AUTO_LOCAL_PASSES if whole or redrawn else 1.0
 
 
 def candidate_rows(rows, weights, center: bool, keep: int):
