@@ -17,6 +17,7 @@ from ooc_kernels.parallel.checkpoint import CheckpointMismatchError, read_checkp
 
 from _tamper import edit_attrs, set_at
 from _interrupt import _interrupt_after, _Stop
+from _side_by_side import run_side_by_side
 
 # 12 chunks in groups of 2 (rows mixed across chunks), 2 groups per round: 3 rounds/epoch
 PARAMS = dict(n_features=256, block_size=32, batch_size=16, max_iter=3, tol=None, chunks_per_round=2,
@@ -165,11 +166,11 @@ def test_sigkill_then_same_command_resumes_to_the_uninterrupted_model(tmp_path):
     at_kill = _position(ck)
     assert at_kill is not None and at_kill["epoch"] < 4       # killed part way
     assert not (tmp_path / "killed" / "model.zarr").exists()
-    again = subprocess.run(cmd + [str(killed)], env=env, capture_output=True, text=True,
-                           timeout=300)
+    # the resumed and the uninterrupted runs side by side (the data is there: neither
+    # writes it; each writes its own output folder)
+    again, straight = run_side_by_side([cmd + [str(killed)],
+                                         cmd + [str(_pipeline(tmp_path, "straight"))]], env)
     assert again.returncode == 0, again.stderr
-    straight = subprocess.run(cmd + [str(_pipeline(tmp_path, "straight"))], env=env,
-                              capture_output=True, text=True, timeout=300)
     assert straight.returncode == 0, straight.stderr
     resumed = ok.load(tmp_path / "killed" / "model.zarr")
     reference = ok.load(tmp_path / "straight" / "model.zarr")

@@ -459,16 +459,18 @@ def test_cli_param_in_exponent_notation(tmp_path):
         "train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb", "-p", "eta0=2e5",
         "-p", "learning_rate=inverse", "-p", "t0=1E+3", "-p", "alpha=1e-6", "-p", "n_features=1e3", "-p", "block_size=8",
         "-p", "batch_size=16", "-p", "bandwidth=median", "-p", "random_state=0",
-        "--out", str(tmp_path / "m.zarr"), "--scheduler", "sync", "-q"])
+        "-p", "max_iter=3", "--out", str(tmp_path / "m.zarr"), "--scheduler", "sync", "-q"])
     assert r.exit_code == 0, r.output
     model = ok.load(tmp_path / "m.zarr")
     params = model.get_params()
     assert (params["eta0"], params["t0"], params["alpha"]) == (200000, 1000, 1e-6)
-    assert params["bandwidth"] == "median"
+    assert params["n_features"] == 1000 and isinstance(params["n_features"], int)
+    assert params["bandwidth"] == "median" and params["max_iter"] == 3
+    # 3 epochs (the default runs 27 here): the values parsed, not convergence, are tested
     reference = ok.DSGClassifier(learning_rate="inverse", eta0=200000.0, t0=1000.0,
                                  alpha=0.000001, n_features=1000, block_size=8,
                                  batch_size=16, bandwidth="median", random_state=0,
-                                 scheduler="sync", progress=False)
+                                 max_iter=3, scheduler="sync", progress=False)
     reference.fit(ok.open_dataset(tmp_path / "c.yaml", "nb"))
     np.testing.assert_array_equal(model.coef_, reference.coef_)
     # generator parameters too

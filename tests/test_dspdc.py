@@ -18,6 +18,7 @@ from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
 
 import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidParameterError, SchemaError, ValidationError
+from _side_by_side import run_side_by_side
 
 # the raw problem, whose exact solutions the references below compute (the standardized
 # problem of the default standardize=True is tested in tests/test_dspdc_scaling.py)
@@ -244,11 +245,11 @@ def test_sigkill_then_resume_gives_the_uninterrupted_dspdc_model(tmp_path):
     proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
     assert not (tmp_path / "killed" / "model.zarr").exists()
-    again = subprocess.run(cmd + [str(_pipeline(tmp_path, "killed"))], env=env,
-                           capture_output=True, text=True, timeout=300)
+    # the resumed and the uninterrupted runs side by side (the data is there: neither
+    # writes it; each writes its own output folder)
+    again, straight = run_side_by_side([cmd + [str(_pipeline(tmp_path, "killed"))],
+                                        cmd + [str(_pipeline(tmp_path, "straight"))]], env)
     assert again.returncode == 0, again.stderr
-    straight = subprocess.run(cmd + [str(_pipeline(tmp_path, "straight"))], env=env,
-                              capture_output=True, text=True, timeout=300)
     assert straight.returncode == 0, straight.stderr
     resumed = ok.load(tmp_path / "killed" / "model.zarr")
     reference = ok.load(tmp_path / "straight" / "model.zarr")

@@ -120,13 +120,13 @@ def _fit(scheduler):
 
 
 @pytest.mark.slow
-def test_bit_identical_on_sync_threads_and_distributed():
+def test_bit_identical_on_sync_threads_and_distributed(dask_client):
     distributed = pytest.importorskip("distributed")
     ref = _fit("sync")
     threads = _fit("threads")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    # the session's cluster of 2 worker processes, through a Client of this test that is
+    # Dask's default while it is open
+    with distributed.Client(dask_client.scheduler.address) as client:
         dist = _fit(client)
         dist_default = _fit(None)  # the active client is Dask's default
     assert ref.coef_.shape[0] > 0
