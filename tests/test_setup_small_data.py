@@ -1,5 +1,7 @@
 """The set-up of ``bandwidth="auto"`` on small data: the quick ARD search's float32 cosines
-against the float64 criterion, its isotropic grid against the criterion at every pair,
+against the float64 criterion, its isotropic grid (on 1 and 2 threads) against the
+criterion at every pair, the search and the leave-one-out score on 2 threads against 1,
+the eigenvalues computed on the scan's thread against those computed after it,
 the leave-one-out scan run ahead on a second thread against the scan run when asked, and
 the per-input decision on two threads against the decision on one."""
 
@@ -35,11 +37,12 @@ def test_the_float32_cosines_give_the_float64_criterion_and_gradient(narrow):
     assert l32 == pytest.approx(l64, rel=1e-6)
 
 
-@pytest.mark.parametrize("fast_trig", [False, True])
-def test_the_grid_is_the_criterion_at_every_pair(fast_trig):
+@pytest.mark.parametrize("fast_trig,threads", [(False, 1), (True, 1), (True, 2)])
+def test_the_grid_is_the_criterion_at_every_pair(fast_trig, threads):
     _, parts, omega, phase = _criterion_inputs(seed=5)
     log_widths, log_lams = [-0.5, 0.0, 1.0], np.log([1e-2, 1e-3, 1e-4])
-    E = grid_errors(log_widths, log_lams, parts, omega, phase, fast_trig=fast_trig)
+    E = grid_errors(log_widths, log_lams, parts, omega, phase, fast_trig=fast_trig,
+                    threads=threads)
     for i, log_width in enumerate(log_widths):
         for j, log_lam in enumerate(log_lams):
             assert E[i, j] == pytest.approx(validation_error(
@@ -149,3 +152,23 @@ def test_the_eigenvalues_computed_on_the_scans_thread_are_those_of_the_main_thre
     assert np.ndim(fits[0].bandwidth_) == 0 and fits[0].setup_scores_ is not None
     assert max(fits[0].setup_scores_, key=fits[0].setup_scores_.get)[0] == "common"
     assert fits[0]._config == replace(fits[1]._config, n_jobs=1)
+
+
+def test_the_quick_search_and_its_scores_on_two_threads_are_those_on_one():
+    """The isotropic starts shared by 2 threads give the widths of 1 thread; the
+    leave-one-out score on 2 threads is the best of each width's score alone."""
+    from ooc_kernels._threads import kernel_threads
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 3))
+    t = np.where(np.sin(2 * X[:, :1]) + 0.3 * X[:, 1:2] > 0, 1.0, -1.0)
+    w = rng.uniform(0.5, 2.0, size=300)
+    kw = dict(start=2.0, seed=1, steps=4)
+    one = ard.ard_scales(X, t, w, threads=1, **kw)
+    with kernel_threads(2):  # threads=None: the block's count
+        two = ard.ard_scales(X, t, w, **kw)
+    np.testing.assert_array_equal(one, two)
+    alone = [ard.loo_score(X, t, w, classification=True, multiples=(m,), threads=1)
+             for m in ard.LOO_MULTIPLES]
+    assert len(set(alone)) > 1  # the widths score differently: the best is a choice
+    assert ard.loo_score(X, t, w, classification=True, threads=2) == max(alone)

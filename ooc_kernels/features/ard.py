@@ -125,12 +125,31 @@ def _features(X, log_s, omega, phase, fast_trig=False):
 _TWO_PI = 2.0 * np.pi
 
 
-def grid_errors(log_widths, log_lams, parts, omega, phase, *, fast_trig=False) -> np.ndarray:
+def _in_order(function, items, threads: int | None) -> list:
+    """``[function(item) for item in items]``, the items shared by up to ``threads`` threads
+    (None: the enclosing :func:`~ooc_kernels._threads.kernel_threads` block's count, 1
+    outside one; each value computed alone: the same list on any thread count)."""
+    from ooc_kernels._threads import current_threads
+
+    workers = min(current_threads() if threads is None else int(threads), len(items))
+    if workers <= 1:
+        return [function(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="ooc-kernels-ard") as pool:
+        return list(pool.map(function, items))
+
+
+def grid_errors(log_widths, log_lams, parts, omega, phase, *, fast_trig=False,
+                threads: int | None = 1) -> np.ndarray:
     """:func:`validation_error` without gradient at every pair of an isotropic log-width of
     ``log_widths`` and a log-ridge of ``log_lams``, shape ``(len(log_widths),
     len(log_lams))``: the
     features and ``Z^T D Z`` once per width, one Cholesky factorization per pair (the same
-    operations as :func:`validation_error`, so the same values).
+    operations as :func:`validation_error`, so the same values).  The widths are shared by
+    up to ``threads`` threads (None: the enclosing
+    :func:`~ooc_kernels._threads.kernel_threads` block's count; the same values on any
+    thread count).
 
     Examples
     --------
@@ -146,16 +165,20 @@ def grid_errors(log_widths, log_lams, parts, omega, phase, *, fast_trig=False) -
     Xf, Tf, wf, Xv, Tv, wv = parts
     Wf, Wv = float(wf.sum()), float(wv.sum())
     d = Xf.shape[1]
-    out = np.empty((len(log_widths), len(log_lams)))
-    for i, log_width in enumerate(log_widths):
+
+    def row(log_width):
         log_s = np.full(d, float(log_width))
         Zf, _, _ = _features(Xf, log_s, omega, phase, fast_trig)
         Zv, _, _ = _features(Xv, log_s, omega, phase, fast_trig)
         gram, right = _normal_equations(Zf, Tf, wf, Wf)
-        for j, log_lam in enumerate(log_lams):
+        out = []
+        for log_lam in log_lams:
             beta = cho_solve(_factor(gram, float(np.exp(log_lam))), right)
-            out[i, j] = float(np.sum(wv[:, None] * (Zv @ beta - Tv) ** 2)) / Wv
-    return out
+            out.append(float(np.sum(wv[:, None] * (Zv @ beta - Tv) ** 2)) / Wv)
+        return out
+
+    return np.array(_in_order(row, list(log_widths), threads), dtype=np.float64).reshape(
+        len(log_widths), len(log_lams))
 
 
 def _normal_equations(Zf, Tf, wf, Wf):
@@ -244,7 +267,7 @@ def validation_error(log_s, log_lam, parts, omega, phase, *, gradient=True,
 def _ard_scales(X, targets, weights, *, start: float, seed: int = 0,
                n_components: int = ARD_COMPONENTS, steps: int = ARD_STEPS,
                learning_rate: float = ARD_LEARNING_RATE, return_history: bool = False,
-               patience: int | None = None):
+               patience: int | None = None, threads: int | None = None):
     """The search of :func:`ard_scales`."""
     X = np.asarray(X, dtype=np.float64)  # the setup sample (at most 1,500 rows), already in memory
     T = np.asarray(targets, dtype=np.float64)
@@ -270,7 +293,7 @@ def _ard_scales(X, targets, weights, *, start: float, seed: int = 0,
     # the start: the best isotropic width and ridge of a small grid, by the same criterion
     multiples, lams = (0.25, 0.5, 1.0, 2.0), (1e-2, 1e-3, 1e-4)
     errors = grid_errors([np.log(m * start) for m in multiples], np.log(lams), parts, omega,
-                         phase, fast_trig=True)
+                         phase, fast_trig=True, threads=threads)
     i, j = np.unravel_index(int(np.argmin(errors)), errors.shape)
     m, lam = multiples[i], lams[j]
     theta = np.append(np.full(d, np.log(m * start)), np.log(lam))
@@ -306,7 +329,7 @@ def _ard_scales(X, targets, weights, *, start: float, seed: int = 0,
 def ard_scales(X, targets, weights, *, start: float, seed: int = 0,
                n_components: int = ARD_COMPONENTS, steps: int = ARD_STEPS,
                learning_rate: float = ARD_LEARNING_RATE, return_history: bool = False,
-               patience: int | None = None):
+               patience: int | None = None, threads: int | None = None):
     """Per-input widths chosen by gradient descent on a held-out ridge error (see the module
     docstring).
 
@@ -329,6 +352,10 @@ def ard_scales(X, targets, weights, *, start: float, seed: int = 0,
     patience : int or None
         Stop early once this many steps in a row have not lowered the best error by more
         than :data:`ARD_MIN_GAIN` (relative); None: all ``steps`` steps.
+    threads : int or None
+        Threads the isotropic starts share (:func:`grid_errors`; None: the enclosing
+        :func:`~ooc_kernels._threads.kernel_threads` block's count, 1 outside one; the
+        same widths on any thread count).
 
     Returns
     -------
@@ -340,7 +367,7 @@ def ard_scales(X, targets, weights, *, start: float, seed: int = 0,
         return _ard_scales(X, targets, weights, start=start, seed=seed,
                            n_components=n_components, steps=steps,
                            learning_rate=learning_rate, return_history=return_history,
-                           patience=patience)
+                           patience=patience, threads=threads)
 
 
 def solve_spd(M: np.ndarray, U: np.ndarray):
@@ -373,7 +400,7 @@ def solve_spd(M: np.ndarray, U: np.ndarray):
 
 
 def loo_score(Z, targets, weights, *, classification: bool,
-              multiples=LOO_MULTIPLES) -> float:
+              multiples=LOO_MULTIPLES, threads: int | None = None) -> float:
     """The best leave-one-out score of exact Gaussian kernel ridge regression on the rows
     ``Z``, over widths ``multiples`` times their median pairwise distance.
 
@@ -394,6 +421,11 @@ def loo_score(Z, targets, weights, *, classification: bool,
         Positive row weights.
     classification : bool
     multiples : tuple of float
+    threads : int or None
+        Threads the widths share (None: the enclosing
+        :func:`~ooc_kernels._threads.kernel_threads` block's count, 1 outside one; each
+        scored alone, the best taken in the widths' order: the same score on any thread
+        count).
 
     Returns
     -------
@@ -425,25 +457,27 @@ def loo_score(Z, targets, weights, *, classification: bool,
     else:
         mean = np.average(T, axis=0, weights=w)
         total = float(np.sum(w[:, None] * (T - mean) ** 2))
+
+    def score_at(multiple):
+        M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) \
+            * root[None, :]
+        M[np.diag_indices_from(M)] += 1.0
+        solved = solve_spd(M, U)
+        if solved is None:
+            raise np.linalg.LinAlgError(
+                "the kernel matrix plus the ridge is not positive definite in floating "
+                "point")
+        BU, diag = solved
+        residual = BU / (root * diag)[:, None]    # t_i - f_(-i)(x_i)
+        loo = T - residual
+        if classification:
+            pred = loo.argmax(axis=1) if T.shape[1] > 1 else loo[:, 0] > 0
+            return float(np.average(pred == labels, weights=w))
+        return 1.0 - float(np.sum(w[:, None] * residual ** 2)) / total \
+            if total > 0 else 0.0
+
     best = -np.inf
     with single_threaded_blas():  # a few hundred rows: threads only spin on busy cores
-        for multiple in multiples:
-            M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) \
-                * root[None, :]
-            M[np.diag_indices_from(M)] += 1.0
-            solved = solve_spd(M, U)
-            if solved is None:
-                raise np.linalg.LinAlgError(
-                    "the kernel matrix plus the ridge is not positive definite in floating "
-                    "point")
-            BU, diag = solved
-            residual = BU / (root * diag)[:, None]    # t_i - f_(-i)(x_i)
-            loo = T - residual
-            if classification:
-                pred = loo.argmax(axis=1) if T.shape[1] > 1 else loo[:, 0] > 0
-                score = float(np.average(pred == labels, weights=w))
-            else:
-                score = 1.0 - float(np.sum(w[:, None] * residual ** 2)) / total \
-                    if total > 0 else 0.0
+        for score in _in_order(score_at, list(multiples), threads):
             best = max(best, score)
     return best
