@@ -1,0 +1,131 @@
+"""The check of the inputs ``bandwidth="auto"``'s quick per-input width search switched off
+(:mod:`ooc_kernels.families.dsg._ard_refine`): its leave-one-out scores and residuals
+against refits without each row, its screening statistic against a least-squares fit, and
+planted problems whose signal inputs it must bring back."""
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+from ooc_kernels.families.dsg._ard import auto_ard
+from ooc_kernels.families.dsg._ard_refine import (REFINE_GAIN, REFINE_WIDE, loo_fit,
+                                                  refine_widths, residual_statistics)
+from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES
+
+
+def _direct_loo(Z, T, w, classification):
+    """Every row's prediction by kernel ridge regression refitted without it (weights
+    scaled to mean 1 over all rows, ridge 1: ``f = K (K + W^-1)^-1 t``), at each width."""
+    w = w / w.mean()
+    sq = cdist(Z, Z, "sqeuclidean")
+    median = np.median(np.sqrt(sq[np.triu_indices(len(Z), 1)]))
+    out = []
+    for m in LOO_MULTIPLES:
+        K = np.exp(-sq / (2.0 * (m * median) ** 2))
+        pred = np.empty_like(T)
+        for i in range(len(Z)):
+            o = np.delete(np.arange(len(Z)), i)
+            A = K[np.ix_(o, o)] + np.diag(1.0 / w[o])
+            pred[i] = K[i, o] @ np.linalg.solve(A, T[o])
+        residual = T - pred
+        if classification:
+            hit = (pred.argmax(1) == T.argmax(1)) if T.shape[1] > 1 else \
+                ((pred[:, 0] > 0) == (T[:, 0] > 0))
+            score = np.average(hit, weights=w)
+        else:
+            mean = np.average(T, axis=0, weights=w)
+            score = 1 - np.sum(w[:, None] * residual ** 2) / np.sum(w[:, None] * (T - mean) ** 2)
+        out.append((score, residual))
+    return out
+
+
+@pytest.mark.parametrize("case", ["binary", "three classes", "regression"])
+def test_loo_fit_matches_refits_without_each_row(case):
+    rng = np.random.default_rng(3)
+    n = 60
+    Z = rng.normal(size=(n, 3))
+    w = rng.uniform(0.5, 2.0, n)
+    if case == "binary":
+        T = np.where(Z[:, :1] * Z[:, 1:2] > 0, 1.0, -1.0)
+    elif case == "three classes":
+        T = -np.ones((n, 3))
+        T[np.arange(n), (Z[:, 0] > 0.5).astype(int) + (Z[:, 1] > 0)] = 1.0
+    else:
+        T = (np.sin(2 * Z[:, :1]) + 0.1 * rng.normal(size=(n, 1)))
+    classification = case != "regression"
+    direct = _direct_loo(Z, T, w, classification)
+    score, residual = loo_fit(cdist(Z, Z, "sqeuclidean"), T, w,
+                              classification=classification)
+    best = max(s for s, _ in direct)
+    first = next(r for s, r in direct if s == best)
+    assert score == pytest.approx(best, abs=1e-12)
+    np.testing.assert_allclose(residual, first, rtol=1e-8, atol=1e-10)
+
+
+def test_residual_statistics_match_least_squares():
+    rng = np.random.default_rng(4)
+    n = 300
+    Z = rng.normal(size=(n, 4)) * [1.0, 2.0, 0.5, 3.0] + [0.0, 1.0, -2.0, 0.5]
+    Z[:, 3] = np.abs(Z[:, 3])                      # skewed: z^2 correlates with z
+    R = np.column_stack([Z[:, 1] ** 2 + rng.normal(size=n), rng.normal(size=n)])
+    w = rng.uniform(0.2, 1.0, n)
+    stat = residual_statistics(Z, R, w)
+    expected = np.zeros(4)
+    for j in range(4):
+        A = np.column_stack([np.ones(n), Z[:, j], Z[:, j] ** 2]) * np.sqrt(w)[:, None]
+        for c in range(R.shape[1]):
+            b = R[:, c] * np.sqrt(w)
+            coef = np.linalg.lstsq(A, b, rcond=None)[0]
+            total = np.sum(w * (R[:, c] - np.average(R[:, c], weights=w)) ** 2)
+            expected[j] += n * (1.0 - np.sum((b - A @ coef) ** 2) / total)
+    np.testing.assert_allclose(stat, expected, rtol=1e-9)
+
+
+def _planted(n, d, informative, seed):
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, d))
+    radius = (Z[:, :informative] ** 2).sum(axis=1)
+    return Z, np.where(radius > np.median(radius), 1.0, -1.0)[:, None]
+
+
+def test_screened_widths_replace_search_widths_that_lose_signal_inputs():
+    Z, T = _planted(500, 40, 4, seed=5)
+    shape = np.full(40, 2.0)                      # noise left narrow
+    shape[:2] = 1.0
+    shape[2:4] = 3e3                             # two signal inputs switched off
+    new, score = refine_widths(Z, T, np.ones(500), shape, classification=True)
+    assert new[:4].max() < REFINE_WIDE * new[:4].min()
+    assert new[4:].min() > 100 * new[:4].max()
+    sq = cdist(Z / new, Z / new, "sqeuclidean")
+    assert score == loo_fit(sq, T, np.ones(500), classification=True)[0]
+
+
+def test_forward_check_brings_back_a_wide_input():
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(400, 6))
+    t = (Z ** 2).sum(axis=1)                      # every input carries signal
+    T = ((t - t.mean()) / t.std())[:, None]
+    shape = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 5.0])
+    new, score = refine_widths(Z, T, np.ones(400), shape, classification=False)
+    np.testing.assert_allclose(new, np.ones(6))
+    sq = cdist(Z, Z, "sqeuclidean")
+    assert score == pytest.approx(loo_fit(sq, T, np.ones(400), classification=False)[0],
+                                  rel=1e-10, abs=0)
+    before = loo_fit(cdist(Z / shape, Z / shape, "sqeuclidean"), T, np.ones(400),
+                     classification=False)[0]
+    assert score > before + REFINE_GAIN
+
+
+def test_refine_keeps_widths_without_signal_to_bring_back():
+    Z, T = _planted(400, 12, 2, seed=6)
+    shape = np.full(12, ARD_MAX_RATIO)
+    shape[:2] = 1.0
+    new, _ = refine_widths(Z, T, np.ones(400), shape, classification=True)
+    np.testing.assert_allclose(new, shape / np.exp(np.mean(np.log(shape))))
+
+
+def test_auto_keeps_every_signal_input_of_a_planted_problem():
+    Z, T = _planted(2000, 40, 4, seed=1)
+    shape, scores = auto_ard(Z, T, np.ones(2000), seed=1, classification=True)
+    assert shape is not None and "refined" in scores
+    assert shape[:4].max() < 0.25 * np.median(shape[4:])
