@@ -71,7 +71,8 @@ _depth = threading.local()
 
 def _critical_path(threads: dict) -> dict:
     """The estimate of the set-up's wall seconds on 2 idle threads: the main thread's CPU
-    (with half the step eigenvalue's when its draws ran on 2 threads), or the main thread's part before the fork, the longest other thread and the main
+    (with half the step eigenvalue's when its draws ran on 2 threads, and the longest
+    thread of each evaluation the quick search or a leave-one-out score shared), or the main thread's part before the fork, the longest other thread and the main
     thread's part after the join, whichever is longer, and never under half the set-up's
     CPU seconds over all threads."""
     main = threads.get("main", 0.0)
@@ -97,7 +98,7 @@ def _wrap_threads() -> None:
             # the main thread's, with the step eigenvalue's draws when they ran on a pool of
             # 2 threads after the join (half their CPU seconds)
             pool = THREADS.pop("pool", 0.0)
-            THREADS["main"] = time.thread_time() - start + pool
+            THREADS["main"] = time.thread_time() - start + pool + THREADS.pop("shared", 0.0)
             THREADS["after"] = time.thread_time() - THREADS.pop(
                 "_joined", time.thread_time()) + pool
             THREADS["before"] = THREADS.pop("_forked", start) - start
@@ -116,6 +117,34 @@ def _wrap_threads() -> None:
 
     estimators._DSGEstimator._initialize = initialize
     ahead.__init__, ahead.result = new, result
+    from ooc_kernels.features import ard
+
+    real_in_order = getattr(ard, "_in_order", None)
+    if real_in_order is None:  # a library whose quick search runs on one thread
+        return
+
+    def in_order(function, items, threads):
+        """The longest of the threads a shared evaluation ran on, other than the calling
+        thread (whose CPU seconds its own clock counts), as the main thread's."""
+        if threading.current_thread() is not threading.main_thread():
+            return real_in_order(function, items, threads)
+        spent: dict = {}
+
+        def timed(item):
+            start = time.thread_time()
+            try:
+                return function(item)
+            finally:
+                name = threading.current_thread().name
+                spent[name] = spent.get(name, 0.0) + time.thread_time() - start
+
+        try:
+            return real_in_order(timed, items, threads)
+        finally:
+            spent.pop(threading.main_thread().name, None)
+            THREADS["shared"] = THREADS.get("shared", 0.0) + max(spent.values(), default=0.0)
+
+    ard._in_order = in_order
 
 
 def _wrap(clock: dict) -> None:
