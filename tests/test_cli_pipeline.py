@@ -138,7 +138,7 @@ def test_train_on_a_remote_scheduler_address(tmp_path):
     register_dataset(tmp_path / "c.yaml", "nb", store)
     args = ["train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb",
             "-p", "n_features=256", "-p", "block_size=32", "-p", "batch_size=16",
-            "-p", "random_state=0", "-p", "chunks_per_round=2", "-q"]
+            "-p", "random_state=0", "-p", "chunks_per_round=2", "-p", "max_iter=3", "-q"]
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster:
         r = CliRunner().invoke(main, args + ["--out", str(tmp_path / "remote.zarr"),
@@ -277,9 +277,10 @@ def test_deeply_nested_pipeline_is_a_clear_error(tmp_path):
 def test_long_values_are_quoted_briefly_in_pipeline_errors(tmp_path):
     path = _pipeline(tmp_path)
     spec = yaml.safe_load(path.read_text())
-    spec["name"] = ["n" * 100] * 10_000                       # 1 MB where a string is expected
-    spec["fit"] = {"checkpoint_every": "x" * 1_000_000}
-    spec["model"]["params"]["scheduler"] = "tcp://" + "h" * 1_000_000
+    # values 10 times the messages' bound (a value quoted whole fails the bounds below)
+    spec["name"] = ["n" * 100] * 100                          # 10 kB where a string is expected
+    spec["fit"] = {"checkpoint_every": "x" * 10_000}
+    spec["model"]["params"]["scheduler"] = "tcp://" + "h" * 10_000
     path.write_text(yaml.safe_dump(spec))
     with pytest.raises(PipelineConfigError, match=r"'model.params.scheduler' \(= 'tcp://hhh.*"
                                                   r"characters in all\)\) cannot be set") as err:
