@@ -177,6 +177,19 @@ def test_auto_local_passes_follow_the_rule(lazy, params, expected):
     assert reg.gap_history_[-1]["passes"] == pytest.approx(2 * expected)
 
 
+@pytest.mark.parametrize("lazy, expected", [(False, 1.0), (True, 3.0)])
+def test_auto_local_passes_of_factorized_rows(lazy, expected):
+    """``ok.Factorized(U, V)`` with ``U`` in memory is data held in memory; with ``U`` a
+    Dask array, rows read chunk by chunk."""
+    rng = np.random.default_rng(0)
+    U, V = rng.normal(size=(600, 3)), rng.normal(size=(3, 8))
+    y = U @ V @ rng.normal(size=8) + 0.1 * rng.normal(size=600)
+    rows = da.from_array(U, chunks=(100, 3)) if lazy else U
+    reg = ok.DSPDCRegressor(alpha=1e-2, max_iter=1, tol=None, chunk_size=100,
+                            shuffle_chunks=3, **FAST).fit(ok.Factorized(rows, V), y)
+    assert reg.local_passes_ == expected
+
+
 def test_auto_resumes_from_its_checkpoint_and_refuses_another_value(tmp_path):
     X, y = _data()
     inputs = (da.from_array(X, chunks=(100, 5)), da.from_array(y, chunks=100))

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["AUTO_LOCAL_PASSES", "resolve_local_passes", "candidate_rows",
+__all__ = ["AUTO_LOCAL_PASSES", "rows_in_memory", "resolve_local_passes", "candidate_rows",
            "lambda_from_candidates", "setup_statistics"]
 
 #: Passes over a task's duals per read of its rows that ``local_passes="auto"`` takes out of
@@ -58,6 +58,23 @@ KEEP_ROWS = 256
 MIN_KEEP_ROWS = 16
 #: Values (float64) that all the chunks' kept rows may hold together: 32 MiB.
 KEEP_VALUES = 1 << 22
+
+
+def rows_in_memory(X, y, sample_weight) -> bool:
+    """Whether a fit's rows are held in memory (NumPy or pandas ``X``, or a
+    :class:`~ooc_kernels.data.factorized.Factorized` whose ``U`` is, with ``y`` and the
+    weights likewise), not read from a store or a lazy collection.
+
+    >>> import dask.array as da
+    >>> rows_in_memory(np.zeros((3, 2)), np.zeros(3), None)
+    True
+    >>> rows_in_memory(da.zeros((3, 2)), np.zeros(3), None)
+    False
+    """
+    from ooc_kernels.data.factorized import Factorized
+    from ooc_kernels.families.dspdc._direct import held_in_memory
+
+    return held_in_memory(X.U if isinstance(X, Factorized) else X, y, sample_weight)
 
 
 def resolve_local_passes(estimator, data) -> float:
@@ -73,7 +90,7 @@ def resolve_local_passes(estimator, data) -> float:
 
     if not isinstance(estimator.local_passes, str):
         return float(estimator.local_passes)
-    if getattr(estimator, "_in_memory_input", False):
+    if getattr(estimator, "_rows_in_memory", False):
         return 1.0
     shuffle_chunks = estimator._resolve_shuffle_chunks(data)
     rounds = plan_epoch(data.n_chunks, chunks_per_round=estimator._tasks_per_round, seed=0,

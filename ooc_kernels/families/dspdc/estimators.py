@@ -53,7 +53,11 @@ from ooc_kernels.families.dspdc._saved import (
     _saved_loss_id,
     _start_arrays,
 )
-from ooc_kernels.families.dspdc._setup_pass import resolve_local_passes, setup_statistics
+from ooc_kernels.families.dspdc._setup_pass import (
+    resolve_local_passes,
+    rows_in_memory,
+    setup_statistics,
+)
 from ooc_kernels.families.dspdc._step_rule import gap_stalled, predicted_rate
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
@@ -166,6 +170,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._fit_start = time.perf_counter()
         self._work = WorkStores(self.work_dir, checkpoint)
         self._in_memory_input = held_in_memory(X, y, sample_weight)
+        self._rows_in_memory = rows_in_memory(X, y, sample_weight)   # local_passes="auto"
         self._memory_inputs = (X, y, sample_weight) if self._in_memory_input else None
         try:
             if checkpoint is not None:
