@@ -82,7 +82,8 @@ def test_train_evaluate_predict_commands(tmp_path):
     model = tmp_path / "m.zarr"
     r = runner.invoke(main, ["train", "--catalog", str(cat), "--entry", "synthetic_krr_2d",
                              "--estimator", "DSGRegressor", "-p", "batch_size=8",
-                             "-p", "n_features=256", "-p", "random_state=0", "--out",
+                             "-p", "n_features=256", "-p", "random_state=0",
+                             "-p", "max_iter=3", "--out",
                              str(model), "--scheduler", "sync", "--quiet"])
     assert r.exit_code == 0, r.output
     r = runner.invoke(main, ["evaluate", str(model), "--catalog", str(cat), "--entry",
