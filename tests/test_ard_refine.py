@@ -98,6 +98,12 @@ def test_screened_widths_replace_search_widths_that_lose_signal_inputs():
     assert new[4:].min() > 100 * new[:4].max()
     sq = cdist(Z / new, Z / new, "sqeuclidean")
     assert score == loo_fit(sq, T, np.ones(500), classification=True)[0]
+    known = loo_fit(cdist(Z / shape, Z / shape, "sqeuclidean"), T, np.ones(500),
+                    classification=True)[0]
+    again, score_again = refine_widths(Z, T, np.ones(500), shape, classification=True,
+                                       score=known)
+    np.testing.assert_array_equal(again, new)
+    assert score_again == score
 
 
 def test_forward_check_brings_back_a_wide_input():
@@ -106,13 +112,14 @@ def test_forward_check_brings_back_a_wide_input():
     t = (Z ** 2).sum(axis=1)                      # every input carries signal
     T = ((t - t.mean()) / t.std())[:, None]
     shape = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 5.0])
-    new, score = refine_widths(Z, T, np.ones(400), shape, classification=False)
+    before = loo_fit(cdist(Z / shape, Z / shape, "sqeuclidean"), T, np.ones(400),
+                     classification=False)[0]
+    new, score = refine_widths(Z, T, np.ones(400), shape, classification=False,
+                               score=before)
     np.testing.assert_allclose(new, np.ones(6))
     sq = cdist(Z, Z, "sqeuclidean")
     assert score == pytest.approx(loo_fit(sq, T, np.ones(400), classification=False)[0],
                                   rel=1e-10, abs=0)
-    before = loo_fit(cdist(Z / shape, Z / shape, "sqeuclidean"), T, np.ones(400),
-                     classification=False)[0]
     assert score > before + REFINE_GAIN
 
 

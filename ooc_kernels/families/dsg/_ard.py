@@ -185,7 +185,7 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
               "per-input": loo_score(Z / shape, T, wd, classification=classification)}
     taken = scores["per-input"] > scores["one width"] + AUTO_MARGIN
     if taken:  # bring back the inputs the search switched off that carry signal
-        shape, scores["refined"] = refine_widths(Z, T, wd, shape,
+        shape, scores["refined"] = refine_widths(Z, T, wd, shape, score=scores["per-input"],
                                                  classification=classification)
     return (shape if taken else None), scores
 

@@ -160,7 +160,7 @@ def residual_statistics(Z, residual, weights) -> np.ndarray:
                 + ((w[:, None] * second).T @ R) ** 2).sum(axis=1)
 
 
-def refine_widths(Z, targets, weights, shape, *, classification: bool):
+def refine_widths(Z, targets, weights, shape, *, classification: bool, score=None):
     """``(widths, score)``: ``shape``, or the screened widths when they score higher, with
     the wide inputs that raise the leave-one-out score brought back to the narrow inputs'
     width (see the module docstring), normalized to a geometric mean of 1, and its
@@ -178,13 +178,19 @@ def refine_widths(Z, targets, weights, shape, *, classification: bool):
         The per-input widths taken.
     classification : bool
         Whether the score is the leave-one-out accuracy (else ``R^2``).
+    score : float or None
+        The leave-one-out score of ``shape`` on these rows when known
+        (:func:`~ooc_kernels.features.ard.loo_score`): its leave-one-out fit is then
+        computed only when the screened widths do not replace it.
     """
     Z = np.asarray(Z, dtype=np.float64)
     shape = np.asarray(shape, dtype=np.float64).copy()
     T = np.asarray(targets, dtype=np.float64).reshape(len(Z), -1)
     d = Z.shape[1]
-    squared = _squared_distances(Z / shape)
-    score, residual = loo_fit(squared, T, weights, classification=classification)
+    squared = residual = None
+    if score is None:
+        squared = _squared_distances(Z / shape)
+        score, residual = loo_fit(squared, T, weights, classification=classification)
     relevant = residual_statistics(Z, T, weights) \
         > float(chi2.isf(REFINE_LEVEL / d, 2 * T.shape[1]))
     if 0 < relevant.sum() < d:
@@ -195,6 +201,9 @@ def refine_widths(Z, targets, weights, shape, *, classification: bool):
         if screened_score > score:
             shape, squared = screened, screened_squared
             score, residual = screened_score, screened_residual
+    if squared is None:
+        squared = _squared_distances(Z / shape)
+        score, residual = loo_fit(squared, T, weights, classification=classification)
     narrowest = float(shape.min())
     reference = float(np.median(shape[shape <= REFINE_WIDE * narrowest]))
     candidates = np.flatnonzero(shape > REFINE_WIDE * reference)
