@@ -172,3 +172,32 @@ def test_the_quick_search_and_its_scores_on_two_threads_are_those_on_one():
              for m in ard.LOO_MULTIPLES]
     assert len(set(alone)) > 1  # the widths score differently: the best is a choice
     assert ard.loo_score(X, t, w, classification=True, threads=2) == max(alone)
+
+
+def test_a_discarded_early_scan_is_not_waited_for_and_its_follow_up_never_runs(monkeypatch):
+    """Other configurations asked: the scan for them runs at once (the early run, held
+    back here, is still running when the answer comes), and ``then`` of the early answer
+    is skipped."""
+    import threading
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 2))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    base, other = _config(2, (1.0, 1.0)), _config(2, (2.0, 1.0))
+    kw = dict(classes=np.array([0, 1]), alpha=None, seed=5)
+    release, followed = threading.Event(), []
+    real = _setup_loo.select_setup_loo
+
+    def held(config, *args, **kwargs):
+        if config == base:
+            release.wait(timeout=10)
+        return real(config, *args, **kwargs)
+
+    monkeypatch.setattr(_setup_loo, "select_setup_loo", held)
+    ahead = SetupLOOAhead(2, base, None, X, y, np.ones(120), then=followed.append, **kw)
+    got = ahead.result(other, None)
+    assert not ahead._future.done()  # answered while the early run was held back
+    release.set()
+    ahead._future.result(timeout=30)
+    _same(got, real(other, None, X, y, np.ones(120), **kw))
+    assert followed == [] and ahead.then_value is None

@@ -338,17 +338,23 @@ class SetupLOOAhead:
             self._future = self._pool.submit(self._run, then)
 
     def _run(self, then):
-        """The early run and ``then`` of its answer, on the pool's thread."""
+        """The early run and ``then`` of its answer (unless the answer is no longer
+        wanted), on the pool's thread."""
         answer = select_setup_loo(*self._configs, *self._args, **self._kwargs)
-        return answer, None if then is None else then(answer)
+        return answer, None if then is None or self._discarded else then(answer)
+
+    _discarded = False
 
     def result(self, base_config, common_config):
         """:func:`select_setup_loo` for these configurations (the early run's answer when
-        they are the ones it ran with)."""
+        they are the ones it ran with; else the scan runs at once, without waiting for the
+        early run, whose ``then`` is skipped)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            wanted = (base_config, common_config) == self._configs
+            self._discarded = not wanted
+            self._pool.shutdown(wait=wanted)
             self._pool = None
-            if (base_config, common_config) == self._configs:
+            if wanted:
                 answer, self.then_value = self._future.result()
                 return answer
         return select_setup_loo(base_config, common_config, *self._args, **self._kwargs)
