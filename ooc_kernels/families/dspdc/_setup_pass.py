@@ -60,21 +60,23 @@ MIN_KEEP_ROWS = 16
 KEEP_VALUES = 1 << 22
 
 
-def rows_in_memory(X, y, sample_weight) -> bool:
-    """Whether a fit's rows are held in memory (NumPy or pandas ``X``, or a
-    :class:`~ooc_kernels.data.factorized.Factorized` whose ``U`` is, with ``y`` and the
-    weights likewise), not read from a store or a lazy collection.
+def rows_in_memory(X) -> bool:
+    """Whether a fit's rows ``X`` are held in memory (NumPy, pandas, lists and other
+    array-likes, or a :class:`~ooc_kernels.data.factorized.Factorized` whose ``U`` is), not
+    read from a store or a lazy collection (Dask, xarray, an Intake reader).
 
     >>> import dask.array as da
-    >>> rows_in_memory(np.zeros((3, 2)), np.zeros(3), None)
-    True
-    >>> rows_in_memory(da.zeros((3, 2)), np.zeros(3), None)
+    >>> rows_in_memory(np.zeros((3, 2))), rows_in_memory([[0.0, 1.0]])
+    (True, True)
+    >>> rows_in_memory(da.zeros((3, 2)))
     False
     """
     from ooc_kernels.data.factorized import Factorized
-    from ooc_kernels.families.dspdc._direct import held_in_memory
+    from ooc_kernels.data.inputs import is_lazy_input
 
-    return held_in_memory(X.U if isinstance(X, Factorized) else X, y, sample_weight)
+    rows = X.U if isinstance(X, Factorized) else X
+    reader = callable(getattr(rows, "read", None)) and not hasattr(rows, "shape")
+    return not (is_lazy_input(rows) or reader)
 
 
 def resolve_local_passes(estimator, data) -> float:

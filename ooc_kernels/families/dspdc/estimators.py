@@ -170,7 +170,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._fit_start = time.perf_counter()
         self._work = WorkStores(self.work_dir, checkpoint)
         self._in_memory_input = held_in_memory(X, y, sample_weight)
-        self._rows_in_memory = rows_in_memory(X, y, sample_weight)   # local_passes="auto"
+        self._rows_in_memory = rows_in_memory(X)   # local_passes="auto"
         self._memory_inputs = (X, y, sample_weight) if self._in_memory_input else None
         try:
             if checkpoint is not None:
