@@ -8,7 +8,8 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from ooc_kernels.families.dsg._ard import auto_ard
-from ooc_kernels.families.dsg._ard_refine import (REFINE_GAIN, REFINE_WIDE, loo_fit,
+from ooc_kernels.families.dsg._ard_refine import (REFINE_CHANCE, REFINE_GAIN, REFINE_WIDE,
+                                                  chance_score, check_widths, loo_fit,
                                                   refine_widths, residual_statistics)
 from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES
 
@@ -136,3 +137,31 @@ def test_auto_keeps_every_signal_input_of_a_planted_problem():
     shape, scores = auto_ard(Z, T, np.ones(2000), seed=1, classification=True)
     assert shape is not None and "refined" in scores
     assert shape[:4].max() < 0.25 * np.median(shape[4:])
+
+
+def test_near_chance_one_width_takes_the_screened_widths():
+    Z, T = _planted(500, 40, 4, seed=8)
+    w = np.ones(500)
+    one = loo_fit(cdist(Z, Z, "sqeuclidean"), T, w, classification=True)[0]
+    assert one < chance_score(T, w, classification=True) + REFINE_CHANCE
+    scores = {"one width": one, "per-input": one - 0.1}
+    shape = check_widths(Z, T, w, None, scores, classification=True, margin=0.015)
+    assert shape is not None and scores["screened"] > one + 0.015
+    assert shape[:4].max() < REFINE_WIDE * shape[:4].min()
+    assert shape[4:].min() > 100 * shape[:4].max()
+    # screened widths not above one width by the margin: one width
+    assert check_widths(Z, T, w, None, {"one width": one, "per-input": 0.0},
+                        classification=True, margin=1.0) is None
+    # one width far from chance: nothing is tried, whatever the screened widths would score
+    scores = {"one width": chance_score(T, w, classification=True) + REFINE_CHANCE + 0.01,
+              "per-input": 0.0}
+    assert check_widths(Z, T, w, None, scores, classification=True, margin=0.015) is None
+    assert "screened" not in scores
+
+
+def test_chance_score_is_the_largest_weighted_class_share():
+    T = -np.ones((5, 3))
+    T[[0, 1, 2, 3, 4], [0, 1, 1, 2, 2]] = 1.0
+    w = np.array([5.0, 1.0, 1.0, 1.0, 1.0])
+    assert chance_score(T, w, classification=True) == pytest.approx(5 / 9)
+    assert chance_score(T, w, classification=False) == 0.0

@@ -34,7 +34,7 @@ from numbers import Real
 import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.families.dsg._ard_refine import refine_widths
+from ooc_kernels.families.dsg._ard_refine import check_widths
 from ooc_kernels.features.ard import ard_scales, check_bandwidth_vector, loo_score
 from ooc_kernels.features.bandwidth import median_heuristic
 
@@ -130,9 +130,10 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
     of 4 overall widths) on up to :data:`AUTO_DECISION_ROWS` rows, those the search did not
     use first.  The widths are taken only when they score more than :data:`AUTO_MARGIN`
     above one width; they are then checked
-    (:func:`~ooc_kernels.families.dsg._ard_refine.refine_widths`: screened widths when
-    they score higher, wide inputs that raise the score brought back) and are the fit's
-    relative widths (no further search).  The
+    (:func:`~ooc_kernels.families.dsg._ard_refine.check_widths`: screened widths when
+    they score higher, wide inputs that raise the score brought back; when they are not
+    taken and one width is near chance, the screened widths when they score more than the
+    margin above it) and are the fit's relative widths (no further search).  The
     search's ridge models have :data:`AUTO_ARD_COMPONENTS` random features (128 halve the
     search's cost on 64 inputs, but took one width on one of two seeds of the 10-input
     problem with 5 noise inputs, where 256 take per-input widths).  Nothing is searched with fewer than 2 inputs or fewer than
@@ -184,10 +185,9 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
               if one is None else one.result(),
               "per-input": loo_score(Z / shape, T, wd, classification=classification)}
     taken = scores["per-input"] > scores["one width"] + AUTO_MARGIN
-    if taken:  # bring back the inputs the search switched off that carry signal
-        shape, scores["refined"] = refine_widths(Z, T, wd, shape, score=scores["per-input"],
-                                                 classification=classification)
-    return (shape if taken else None), scores
+    shape = check_widths(Z, T, wd, shape if taken else None, scores, margin=AUTO_MARGIN,
+                         classification=classification)
+    return shape, scores
 
 
 def per_input_shape(bandwidth, seen: np.ndarray, targets, weights, *, seed: int,

@@ -26,8 +26,12 @@ of kernel ridge regression (:func:`loo_fit`):
    after :data:`REFINE_PATIENCE` rejections in a row, :data:`REFINE_MAX_CHECKS` checks, or
    when no candidate's statistic is significant.
 
-Nothing runs when one width was chosen.  The cost is one or two leave-one-out fits (about
-0.03 CPU seconds each on 500 rows) and one more per candidate checked.
+When the search's widths were not taken, :func:`check_widths` tries the screened widths
+only if one width scores within :data:`REFINE_CHANCE` of a constant prediction (then the
+comparison had nothing to compare with), and takes them when they score more than the
+decision's margin above one width; otherwise nothing runs.  The cost is one or two
+leave-one-out fits (about 0.03 CPU seconds each on 500 rows) and one more per candidate
+checked.
 
 Examples
 --------
@@ -50,7 +54,8 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES, solve_spd
 
 __all__ = ["REFINE_WIDE", "REFINE_LEVEL", "REFINE_GAIN", "REFINE_PATIENCE",
-           "REFINE_MAX_CHECKS", "loo_fit", "residual_statistics", "refine_widths"]
+           "REFINE_MAX_CHECKS", "REFINE_CHANCE", "loo_fit", "residual_statistics",
+           "refine_widths", "screened_widths", "chance_score", "check_widths"]
 
 #: An input is narrow when its width is within this factor of the narrowest, a candidate
 #: when it is more than this factor above the narrow inputs' median width.
@@ -63,6 +68,9 @@ REFINE_GAIN = 0.01
 REFINE_PATIENCE = 2
 #: Most candidates checked.
 REFINE_MAX_CHECKS = 12
+#: When per-input widths are not taken, the screened widths are tried only if one width
+#: scores at most this much above a constant prediction.
+REFINE_CHANCE = 0.1
 
 
 def loo_fit(squared, targets, weights, *, classification: bool, multiples=LOO_MULTIPLES):
@@ -186,15 +194,12 @@ def refine_widths(Z, targets, weights, shape, *, classification: bool, score=Non
     Z = np.asarray(Z, dtype=np.float64)
     shape = np.asarray(shape, dtype=np.float64).copy()
     T = np.asarray(targets, dtype=np.float64).reshape(len(Z), -1)
-    d = Z.shape[1]
     squared = residual = None
     if score is None:
         squared = _squared_distances(Z / shape)
         score, residual = loo_fit(squared, T, weights, classification=classification)
-    relevant = residual_statistics(Z, T, weights) \
-        > float(chi2.isf(REFINE_LEVEL / d, 2 * T.shape[1]))
-    if 0 < relevant.sum() < d:
-        screened = np.where(relevant, 1.0, ARD_MAX_RATIO)
+    screened = screened_widths(Z, T, weights)
+    if screened is not None:
         screened_squared = _squared_distances(Z / screened)
         screened_score, screened_residual = loo_fit(screened_squared, T, weights,
                                                     classification=classification)
@@ -204,6 +209,13 @@ def refine_widths(Z, targets, weights, shape, *, classification: bool, score=Non
     if squared is None:
         squared = _squared_distances(Z / shape)
         score, residual = loo_fit(squared, T, weights, classification=classification)
+    return _forward_check(Z, T, weights, shape, squared, score, residual,
+                          classification=classification)
+
+
+def _forward_check(Z, T, weights, shape, squared, score, residual, *, classification):
+    """Step 3 of the module docstring from widths ``shape`` of squared distances
+    ``squared``, leave-one-out score ``score`` and residuals ``residual``."""
     narrowest = float(shape.min())
     reference = float(np.median(shape[shape <= REFINE_WIDE * narrowest]))
     candidates = np.flatnonzero(shape > REFINE_WIDE * reference)
@@ -233,6 +245,80 @@ def refine_widths(Z, targets, weights, shape, *, classification: bool, score=Non
         else:
             misses += 1
     return shape / np.exp(np.mean(np.log(shape))), score
+
+
+def screened_widths(Z, targets, weights):
+    """The screened widths of ``Z``'s columns (1 on the inputs whose targets' statistic,
+    :func:`residual_statistics`, exceeds the Bonferroni level :data:`REFINE_LEVEL` / d,
+    :data:`~ooc_kernels.features.ard.ARD_MAX_RATIO` on the others), or None when no input
+    or every input is relevant.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.normal(size=(300, 4))
+    >>> screened_widths(Z, Z[:, 1:2] ** 2, np.ones(300)).tolist()
+    [1000.0, 1.0, 1000.0, 1000.0]
+    """
+    T = np.asarray(targets, dtype=np.float64).reshape(len(Z), -1)
+    d = Z.shape[1]
+    relevant = residual_statistics(Z, T, weights) \
+        > float(chi2.isf(REFINE_LEVEL / d, 2 * T.shape[1]))
+    if not 0 < relevant.sum() < d:
+        return None
+    return np.where(relevant, 1.0, ARD_MAX_RATIO)
+
+
+def chance_score(targets, weights, *, classification: bool) -> float:
+    """The leave-one-out score of a constant prediction, about: the weighted share of the
+    most frequent class (``classification``), else 0 (``R^2``).
+
+    Examples
+    --------
+    >>> chance_score(np.array([[1.0], [-1.0], [1.0]]), np.ones(3), classification=True)
+    0.6666666666666666
+    """
+    if not classification:
+        return 0.0
+    T = np.asarray(targets, dtype=np.float64).reshape(len(weights), -1)
+    w = np.asarray(weights, dtype=np.float64)
+    labels = T.argmax(axis=1) if T.shape[1] > 1 else (T[:, 0] > 0).astype(int)
+    return float(np.bincount(labels, weights=w).max() / w.sum())
+
+
+def check_widths(Z, targets, weights, shape, scores: dict, *, classification: bool,
+                 margin: float):
+    """The last step of :func:`~ooc_kernels.families.dsg._ard.auto_ard`: the relative widths
+    a fit uses, or None (one width).
+
+    ``shape`` (the proposed widths when taken, else None) and ``scores`` (``"one width"``
+    and ``"per-input"``, leave-one-out scores on the rows ``Z``) are the decision's.  Widths
+    taken are checked by :func:`refine_widths` (``scores["refined"]``).  When they are not
+    taken and one width scores within :data:`REFINE_CHANCE` of a constant prediction
+    (:func:`chance_score`: nothing to compare with), the screened widths
+    (:func:`screened_widths`, ``scores["screened"]``) are taken when they score more than
+    ``margin`` above one width, then checked forward as :func:`refine_widths` does.
+    """
+    T = np.asarray(targets, dtype=np.float64).reshape(len(Z), -1)
+    if shape is not None:
+        shape, scores["refined"] = refine_widths(Z, T, weights, shape,
+                                                 score=scores["per-input"],
+                                                 classification=classification)
+        return shape
+    chance = chance_score(T, weights, classification=classification)
+    if scores["one width"] > chance + REFINE_CHANCE:
+        return None
+    screened = screened_widths(Z, T, weights)
+    if screened is None:
+        return None
+    squared = _squared_distances(Z / screened)
+    score, residual = loo_fit(squared, T, weights, classification=classification)
+    scores["screened"] = score
+    if not score > scores["one width"] + margin:
+        return None
+    shape, scores["refined"] = _forward_check(Z, T, weights, screened, squared, score,
+                                              residual, classification=classification)
+    return shape
 
 
 def _squared_distances(X):
