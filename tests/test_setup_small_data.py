@@ -175,9 +175,9 @@ def test_the_quick_search_and_its_scores_on_two_threads_are_those_on_one():
 
 
 def test_a_discarded_early_scan_is_not_waited_for_and_its_follow_up_never_runs(monkeypatch):
-    """Other configurations asked: the scan for them runs at once (the early run, held
-    back here, is still running when the answer comes), and ``then`` of the early answer
-    is skipped."""
+    """Other configurations asked: the scan for them starts at once (the early run, held
+    back here until then, is still running), ``then`` of the early answer is skipped, and
+    the early run has ended when the answer is returned."""
     import threading
 
     rng = np.random.default_rng(3)
@@ -185,19 +185,25 @@ def test_a_discarded_early_scan_is_not_waited_for_and_its_follow_up_never_runs(m
     y = (X[:, 0] * X[:, 1] > 0).astype(int)
     base, other = _config(2, (1.0, 1.0)), _config(2, (2.0, 1.0))
     kw = dict(classes=np.array([0, 1]), alpha=None, seed=5)
-    release, followed = threading.Event(), []
+    release, answered, order, followed = threading.Event(), threading.Event(), [], []
     real = _setup_loo.select_setup_loo
 
     def held(config, *args, **kwargs):
-        if config == base:
-            release.wait(timeout=10)
+        if config != base:
+            order.append("asked")
+            release.set()
+            try:
+                return real(config, *args, **kwargs)
+            finally:
+                answered.set()
+        release.wait(timeout=10)
+        order.append("early")
+        answered.wait(timeout=10)  # the early run ends after the asked scan
         return real(config, *args, **kwargs)
 
     monkeypatch.setattr(_setup_loo, "select_setup_loo", held)
     ahead = SetupLOOAhead(2, base, None, X, y, np.ones(120), then=followed.append, **kw)
     got = ahead.result(other, None)
-    assert not ahead._future.done()  # answered while the early run was held back
-    release.set()
-    ahead._future.result(timeout=30)
+    assert order == ["asked", "early"] and ahead._future.done()
     _same(got, real(other, None, X, y, np.ones(120), **kw))
     assert followed == [] and ahead.then_value is None

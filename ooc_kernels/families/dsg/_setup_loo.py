@@ -347,14 +347,19 @@ class SetupLOOAhead:
 
     def result(self, base_config, common_config):
         """:func:`select_setup_loo` for these configurations (the early run's answer when
-        they are the ones it ran with; else the scan runs at once, without waiting for the
-        early run, whose ``then`` is skipped)."""
-        if self._pool is not None:
-            wanted = (base_config, common_config) == self._configs
-            self._discarded = not wanted
-            self._pool.shutdown(wait=wanted)
-            self._pool = None
-            if wanted:
-                answer, self.then_value = self._future.result()
-                return answer
-        return select_setup_loo(base_config, common_config, *self._args, **self._kwargs)
+        they are the ones it ran with; else the scan runs at once, beside the rest of the
+        early run, whose ``then`` is skipped, and the early run has ended when the answer
+        is returned)."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return select_setup_loo(base_config, common_config, *self._args, **self._kwargs)
+        wanted = (base_config, common_config) == self._configs
+        self._discarded = not wanted
+        if wanted:
+            pool.shutdown(wait=True)
+            answer, self.then_value = self._future.result()
+            return answer
+        try:
+            return select_setup_loo(base_config, common_config, *self._args, **self._kwargs)
+        finally:
+            pool.shutdown(wait=True)  # no thread of the set-up outlives it
