@@ -25,6 +25,13 @@ keeps that thread in charge for good.  Here the thread that sets or restores the
 takes charge first and gives it up afterwards, so the limit holds whichever thread enters it
 and the caller's setting comes back whichever thread leaves it last.
 
+Finding the BLAS libraries a process has loaded (threadpoolctl's ``ThreadpoolController``)
+opens and queries every one of them: about 1 to 4 ms, paid at every outermost limit (three
+in a small fit, a few percent of it).  The controller is kept and made anew only when the
+process's set of loaded shared objects has changed (:func:`loaded_objects`, the dynamic
+linker's own count on Linux; everywhere else it is made anew every time), so a library
+loaded since the last limit is always found.
+
 Examples
 --------
 >>> from ooc_kernels._blas import single_threaded_blas
@@ -35,11 +42,13 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import sys
 import threading
 from collections.abc import Iterator
 
 import threadpoolctl
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["single_threaded_blas"]
 
@@ -47,6 +56,55 @@ _lock = threading.Lock()
 _depth = 0
 _limiter = None
 _kernels_blas_loaded = False
+_controller: ThreadpoolController | None = None
+_controller_objects: int | None = None
+
+
+class _DlPhdrInfo(ctypes.Structure):
+    _fields_ = [("dlpi_addr", ctypes.c_void_p), ("dlpi_name", ctypes.c_char_p),
+                ("dlpi_phdr", ctypes.c_void_p), ("dlpi_phnum", ctypes.c_uint16)]
+
+
+_DL_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_DlPhdrInfo), ctypes.c_size_t,
+                                ctypes.c_void_p)
+
+
+def loaded_objects() -> int | None:
+    """The number of shared objects loaded in this process (``dl_iterate_phdr``), or
+    ``None`` where it cannot be counted (not Linux, or no ``dl_iterate_phdr``).
+
+    A library loaded since an earlier call raises the count; unloading and loading one
+    between two calls could leave it equal, which CPython's extension modules and the BLAS
+    libraries never do (they are not unloaded).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        iterate = ctypes.CDLL(None).dl_iterate_phdr
+    except (OSError, AttributeError):
+        return None
+    count = 0
+
+    def one(info, size, data):
+        nonlocal count
+        count += 1
+        return 0
+
+    iterate.argtypes = [_DL_CALLBACK, ctypes.c_void_p]
+    iterate.restype = ctypes.c_int
+    iterate(_DL_CALLBACK(one), None)
+    return count
+
+
+def _blas_controller() -> ThreadpoolController:
+    """The process's threadpoolctl controller, made anew when a shared object was loaded
+    since it was made (call with ``_lock`` held)."""
+    global _controller, _controller_objects
+    objects = loaded_objects()
+    if _controller is None or objects is None or objects != _controller_objects:
+        _controller = ThreadpoolController()
+        _controller_objects = objects
+    return _controller
 
 
 def _load_kernels_blas() -> None:
@@ -81,7 +139,7 @@ def single_threaded_blas() -> Iterator[None]:
         if _depth == 0:
             _load_kernels_blas()  # before the limit: a library loaded later escapes it
             _release_openblas_control()
-            _limiter = threadpool_limits(limits=1, user_api="blas")
+            _limiter = _blas_controller().limit(limits=1, user_api="blas")
         _depth += 1
     try:
         yield

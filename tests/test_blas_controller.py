@@ -1,0 +1,69 @@
+"""The BLAS limit keeps threadpoolctl's controller while no shared object is loaded, and
+makes it anew as soon as one is (so a BLAS library loaded since the last limit is limited
+too)."""
+
+import subprocess
+import sys
+
+import pytest
+from threadpoolctl import threadpool_info
+
+from ooc_kernels import _blas
+
+LOAD_ONE = r"""
+import ctypes, sys
+from ooc_kernels._blas import loaded_objects
+before = loaded_objects()
+import _bz2   # an extension module (a shared object) that a bare interpreter has not loaded
+after = loaded_objects()
+print(before, after)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dl_iterate_phdr is Linux's")
+def test_loaded_objects_counts_a_newly_loaded_shared_object():
+    assert "_bz2" not in sys.builtin_module_names
+    out = subprocess.run([sys.executable, "-c", LOAD_ONE], capture_output=True, text=True,
+                         check=True).stdout.split()
+    before, after = int(out[0]), int(out[1])
+    assert after > before   # the module, and the library it links (libbz2) if not loaded yet
+
+
+@pytest.fixture
+def counting(monkeypatch):
+    """Count the controllers made (each still a real one)."""
+    made = []
+    real = _blas.ThreadpoolController
+
+    def make():
+        made.append(1)
+        return real()
+
+    monkeypatch.setattr(_blas, "ThreadpoolController", make)
+    monkeypatch.setattr(_blas, "_controller", None)
+    monkeypatch.setattr(_blas, "_controller_objects", None)
+    return made
+
+
+def _enter_once():
+    with _blas.single_threaded_blas():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_the_controller_is_kept_while_nothing_is_loaded_and_made_anew_after(counting,
+                                                                            monkeypatch):
+    count = {"n": 100}
+    monkeypatch.setattr(_blas, "loaded_objects", lambda: count["n"])
+    assert set(_enter_once()) == {1}
+    assert set(_enter_once()) == {1}
+    assert len(counting) == 1            # the same objects: the same controller
+    count["n"] = 101                     # a shared object was loaded since
+    assert set(_enter_once()) == {1}
+    assert len(counting) == 2
+
+
+def test_without_a_count_the_controller_is_made_at_every_limit(counting, monkeypatch):
+    monkeypatch.setattr(_blas, "loaded_objects", lambda: None)
+    for _ in range(3):
+        assert set(_enter_once()) == {1}
+    assert len(counting) == 3
