@@ -46,7 +46,7 @@ from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 
 __all__ = ["ARD_COMPONENTS", "ARD_STEPS", "ARD_LEARNING_RATE", "ARD_MAX_RATIO",
            "ARD_MIN_GAIN", "LOO_MULTIPLES", "ard_scales", "validation_error", "grid_errors",
-           "loo_score", "solve_spd",
+           "loo_score", "loo_at", "solve_spd",
            "check_bandwidth_vector"]
 
 #: Random features of the ridge model that scores a choice of widths.
@@ -399,6 +399,42 @@ def solve_spd(M: np.ndarray, U: np.ndarray):
     return X, np.einsum("ij,ij->j", inverse, inverse)
 
 
+def loo_at(squared, median: float, T, w, *, classification: bool, multiple: float):
+    """``(score, residuals)`` of exact Gaussian kernel ridge regression at the width
+    ``multiple * median``, from the rows' pairwise squared distances ``squared`` (shape
+    ``(n, n)``), targets ``T`` (shape ``(n, c)``) and row weights ``w`` of mean 1: the
+    leave-one-out score of :func:`loo_score` and the residuals ``t_i - f_(-i)(x_i)``.
+
+    Examples
+    --------
+    >>> from scipy.spatial.distance import pdist, squareform
+    >>> rng = np.random.default_rng(0)
+    >>> Z = rng.normal(size=(60, 2)); T = np.sign(Z[:, :1])
+    >>> score, residual = loo_at(squareform(pdist(Z) ** 2), 1.0, T, np.ones(60),
+    ...                          classification=True, multiple=1.0)
+    >>> residual.shape, 0.5 < score <= 1.0
+    ((60, 1), True)
+    """
+    root = np.sqrt(w)
+    M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) * root[None, :]
+    M[np.diag_indices_from(M)] += 1.0
+    solved = solve_spd(M, root[:, None] * T)
+    if solved is None:
+        raise np.linalg.LinAlgError(
+            "the kernel matrix plus the ridge is not positive definite in floating point")
+    BU, diag = solved
+    residual = BU / (root * diag)[:, None]    # t_i - f_(-i)(x_i)
+    if classification:
+        loo = T - residual
+        pred = loo.argmax(axis=1) if T.shape[1] > 1 else loo[:, 0] > 0
+        labels = T.argmax(axis=1) if T.shape[1] > 1 else T[:, 0] > 0
+        return float(np.average(pred == labels, weights=w)), residual
+    mean = np.average(T, axis=0, weights=w)
+    total = float(np.sum(w[:, None] * (T - mean) ** 2))
+    score = 1.0 - float(np.sum(w[:, None] * residual ** 2)) / total if total > 0 else 0.0
+    return score, residual
+
+
 def loo_score(Z, targets, weights, *, classification: bool,
               multiples=LOO_MULTIPLES, threads: int | None = None) -> float:
     """The best leave-one-out score of exact Gaussian kernel ridge regression on the rows
@@ -445,36 +481,15 @@ def loo_score(Z, targets, weights, *, classification: bool,
     T = np.asarray(targets, dtype=np.float64).reshape(len(Z), -1)
     w = np.asarray(weights, dtype=np.float64)
     w = w / w.mean()
-    root = np.sqrt(w)
     distances = pdist(Z)
     squared = squareform(distances ** 2)
     median = float(np.median(distances))
     if not median > 0:
         median = 1.0
-    U = root[:, None] * T
-    if classification:
-        labels = T.argmax(axis=1) if T.shape[1] > 1 else T[:, 0] > 0
-    else:
-        mean = np.average(T, axis=0, weights=w)
-        total = float(np.sum(w[:, None] * (T - mean) ** 2))
 
     def score_at(multiple):
-        M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) \
-            * root[None, :]
-        M[np.diag_indices_from(M)] += 1.0
-        solved = solve_spd(M, U)
-        if solved is None:
-            raise np.linalg.LinAlgError(
-                "the kernel matrix plus the ridge is not positive definite in floating "
-                "point")
-        BU, diag = solved
-        residual = BU / (root * diag)[:, None]    # t_i - f_(-i)(x_i)
-        loo = T - residual
-        if classification:
-            pred = loo.argmax(axis=1) if T.shape[1] > 1 else loo[:, 0] > 0
-            return float(np.average(pred == labels, weights=w))
-        return 1.0 - float(np.sum(w[:, None] * residual ** 2)) / total \
-            if total > 0 else 0.0
+        return loo_at(squared, median, T, w, classification=classification,
+                      multiple=multiple)[0]
 
     best = -np.inf
     with single_threaded_blas():  # a few hundred rows: threads only spin on busy cores

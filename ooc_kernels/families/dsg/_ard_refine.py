@@ -51,7 +51,7 @@ import numpy as np
 from scipy.stats import chi2
 
 from ooc_kernels._blas import single_threaded_blas
-from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES, solve_spd
+from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES, loo_at
 
 __all__ = ["REFINE_WIDE", "REFINE_LEVEL", "REFINE_GAIN", "REFINE_PATIENCE",
            "REFINE_MAX_CHECKS", "REFINE_CHANCE", "loo_fit", "residual_statistics",
@@ -97,37 +97,15 @@ def loo_fit(squared, targets, weights, *, classification: bool, multiples=LOO_MU
     T = np.asarray(targets, dtype=np.float64).reshape(len(squared), -1)
     w = np.asarray(weights, dtype=np.float64)
     w = w / w.mean()
-    root = np.sqrt(w)
     upper = np.triu_indices(len(squared), 1)
     median = float(np.median(np.sqrt(squared[upper])))
     if not median > 0:
         median = 1.0
-    U = root[:, None] * T
-    if classification:
-        labels = T.argmax(axis=1) if T.shape[1] > 1 else T[:, 0] > 0
-    else:
-        mean = np.average(T, axis=0, weights=w)
-        total = float(np.sum(w[:, None] * (T - mean) ** 2))
     best, best_residual = -np.inf, None
     with single_threaded_blas():  # a few hundred rows: threads only spin on busy cores
         for multiple in multiples:
-            M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) \
-                * root[None, :]
-            M[np.diag_indices_from(M)] += 1.0
-            solved = solve_spd(M, U)
-            if solved is None:
-                raise np.linalg.LinAlgError(
-                    "the kernel matrix plus the ridge is not positive definite in floating "
-                    "point")
-            BU, diag = solved
-            residual = BU / (root * diag)[:, None]
-            if classification:
-                loo = T - residual
-                pred = loo.argmax(axis=1) if T.shape[1] > 1 else loo[:, 0] > 0
-                score = float(np.average(pred == labels, weights=w))
-            else:
-                score = 1.0 - float(np.sum(w[:, None] * residual ** 2)) / total \
-                    if total > 0 else 0.0
+            score, residual = loo_at(squared, median, T, w, classification=classification,
+                                     multiple=multiple)
             if score > best:
                 best, best_residual = score, residual
     return best, best_residual
