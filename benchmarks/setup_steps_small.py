@@ -119,11 +119,14 @@ def _wrap_threads() -> None:
     ahead.__init__, ahead.result = new, result
     from ooc_kernels.features import ard
 
-    real_in_order = getattr(ard, "_in_order", None)
-    if real_in_order is None:  # a library whose quick search runs on one thread
+    # the name the quick search calls its shared evaluations by (older libraries:
+    # ``_in_order``; none: a library whose quick search runs on one thread)
+    name = next((n for n in ("map_in_order", "_in_order") if hasattr(ard, n)), None)
+    if name is None:
         return
+    real_in_order = getattr(ard, name)
 
-    def in_order(function, items, threads):
+    def in_order(function, items, threads=None):
         """The longest of the threads a shared evaluation ran on, other than the calling
         thread (whose CPU seconds its own clock counts), as the main thread's."""
         if threading.current_thread() is not threading.main_thread():
@@ -144,7 +147,7 @@ def _wrap_threads() -> None:
             spent.pop(threading.main_thread().name, None)
             THREADS["shared"] = THREADS.get("shared", 0.0) + max(spent.values(), default=0.0)
 
-    ard._in_order = in_order
+    setattr(ard, name, in_order)
 
 
 def _wrap(clock: dict) -> None:

@@ -56,8 +56,8 @@ from numbers import Integral
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["available_threads", "current_threads", "kernel_threads", "launch",
-           "launcher_threads", "parallel_launch", "prediction_threads", "task_threads",
-           "threading_layer"]
+           "launcher_threads", "map_in_order", "parallel_launch", "prediction_threads",
+           "task_threads", "threading_layer"]
 
 _local = threading.local()
 _launch_lock = threading.Lock()
@@ -171,6 +171,27 @@ def current_threads() -> int:
     """The thread count the enclosing :func:`kernel_threads` block set in this thread (1
     outside one): what the kernel dispatchers read."""
     return getattr(_local, "threads", 1)
+
+
+def map_in_order(function, items, threads: int | None = None) -> list:
+    """``[function(item) for item in items]``, the items shared by up to ``threads`` threads
+    (None: the enclosing :func:`kernel_threads` block's count, 1 outside one).  Each value is
+    computed alone and the list keeps the items' order, so it is the same on any thread
+    count; NumPy's products and LAPACK release the GIL, so set-up work of this kind runs in
+    parallel.
+
+    Examples
+    --------
+    >>> map_in_order(lambda x: x * x, [1, 2, 3], threads=2)
+    [1, 4, 9]
+    """
+    items = list(items)
+    workers = min(current_threads() if threads is None else int(threads), len(items))
+    if workers <= 1:
+        return [function(item) for item in items]
+    with concurrent.futures.ThreadPoolExecutor(
+            workers, thread_name_prefix="ooc-kernels-setup") as pool:
+        return list(pool.map(function, items))
 
 
 def _numba_limit(n: int) -> int:

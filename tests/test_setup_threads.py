@@ -109,14 +109,16 @@ def test_growth_step_eigenvalue_is_the_same_on_every_thread_count(monkeypatch):
     rng = np.random.default_rng(3)
     Z, w = rng.normal(size=(700, 5)), rng.uniform(0.5, 1.5, 700)
     kw = dict(bandwidth=1.3, feature_seed=17, block_size=32, batch_size=64, seed=5)
-    started = []
-    pool = _schedule.ThreadPoolExecutor
+    import concurrent.futures
 
-    def spy(workers, **kwargs):
+    started = []
+    pool = concurrent.futures.ThreadPoolExecutor
+
+    def spy(workers, **kwargs):   # the pools of ooc_kernels._threads.map_in_order
         started.append(workers)
         return pool(workers, **kwargs)
 
-    monkeypatch.setattr(_schedule, "ThreadPoolExecutor", spy)
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", spy)
     values = [_schedule.growth_step_eigenvalue(Z, w, threads=t, **kw) for t in (1, 2, 3)]
     assert started == [2, 3]
     assert values[1] == values[0] and values[2] == values[0]

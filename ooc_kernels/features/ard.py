@@ -41,6 +41,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._threads import map_in_order
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 
@@ -125,21 +126,6 @@ def _features(X, log_s, omega, phase, fast_trig=False):
 _TWO_PI = 2.0 * np.pi
 
 
-def _in_order(function, items, threads: int | None) -> list:
-    """``[function(item) for item in items]``, the items shared by up to ``threads`` threads
-    (None: the enclosing :func:`~ooc_kernels._threads.kernel_threads` block's count, 1
-    outside one; each value computed alone: the same list on any thread count)."""
-    from ooc_kernels._threads import current_threads
-
-    workers = min(current_threads() if threads is None else int(threads), len(items))
-    if workers <= 1:
-        return [function(item) for item in items]
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(workers, thread_name_prefix="ooc-kernels-ard") as pool:
-        return list(pool.map(function, items))
-
-
 def grid_errors(log_widths, log_lams, parts, omega, phase, *, fast_trig=False,
                 threads: int | None = 1) -> np.ndarray:
     """:func:`validation_error` without gradient at every pair of an isotropic log-width of
@@ -177,7 +163,7 @@ def grid_errors(log_widths, log_lams, parts, omega, phase, *, fast_trig=False,
             out.append(float(np.sum(wv[:, None] * (Zv @ beta - Tv) ** 2)) / Wv)
         return out
 
-    return np.array(_in_order(row, list(log_widths), threads), dtype=np.float64).reshape(
+    return np.array(map_in_order(row, log_widths, threads), dtype=np.float64).reshape(
         len(log_widths), len(log_lams))
 
 
@@ -493,6 +479,6 @@ def loo_score(Z, targets, weights, *, classification: bool,
 
     best = -np.inf
     with single_threaded_blas():  # a few hundred rows: threads only spin on busy cores
-        for score in _in_order(score_at, list(multiples), threads):
+        for score in map_in_order(score_at, multiples, threads):
             best = max(best, score)
     return best

@@ -88,13 +88,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
-from ooc_kernels._threads import current_threads
+from ooc_kernels._threads import map_in_order
 from ooc_kernels.exceptions import StepSizeWarning, ValidationError
 from ooc_kernels.losses import get_loss, losses_for
 
@@ -263,13 +262,8 @@ def growth_step_eigenvalue(rows: np.ndarray, weights: np.ndarray, *, bandwidth: 
         gram = Z.T @ Z if Z.shape[1] <= Z.shape[0] else Z @ Z.T
         return float(np.linalg.eigvalsh(gram)[-1]) / nb
 
-    workers = min(current_threads() if threads is None else int(threads), len(picks))
-    with single_threaded_blas():  # NumPy's products and LAPACK release the GIL
-        if workers > 1:
-            with ThreadPoolExecutor(workers, thread_name_prefix="ooc-kernels-setup") as pool:
-                values = list(pool.map(draw, range(len(picks))))
-        else:
-            values = [draw(j) for j in range(len(picks))]
+    with single_threaded_blas():
+        values = map_in_order(draw, range(len(picks)), threads)
     return max([0.0, *values])
 
 
