@@ -35,16 +35,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _checkout import use_checkout  # noqa: E402
 from dspdc_peers import load, write_store  # noqa: E402
-
-def use_checkout(path: str | None) -> None:
-    """Import ``ooc_kernels`` from the checkout at ``path`` (another version of the library)
-    instead of the installed one: its folder goes first on ``sys.path`` and an editable
-    install's import hook is set aside."""
-    if not path:
-        return
-    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-    sys.path.insert(0, str(Path(path).resolve()))
 
 
 PROBLEMS = {"ridge": ("squared", 0.0), "elastic_net": ("squared", 0.5),
