@@ -149,7 +149,7 @@ def non_numeric_frame_error(X: Any) -> ValidationError | None:
             continue
         try:
             # one column of the caller's in-memory pandas frame (already in memory)
-            np.asarray(X.iloc[:, position], dtype=np.float64)
+            np.asarray(X.iloc[:, position], dtype=np.float64)  # one column, held already
         except (TypeError, ValueError) as err:
             bad.append(f"{name!r} ({dt}: {err})")
     if not bad:

@@ -450,9 +450,9 @@ def kernel_settings() -> list[str]:
         if not row.kernel_params:
             out.append(name)
             continue
-        # every combination of the parameters' allowed values (short tuples, not data)
-        finite = [p for p in row.kernel_params if p.values is not None]
-        for values in itertools.product(*(p.values for p in finite)):
+        # every combination of the parameters' allowed values
+        finite = [p for p in row.kernel_params if p.values is not None]  # short tuples
+        for values in itertools.product(*(p.values for p in finite)):  # not data
             out.append(kernel_spec(name, dict(zip((p.name for p in finite), values))))
         for p in row.kernel_params:  # the listed examples of a checked parameter
             out.extend(kernel_spec(name, {p.name: value}) for value in p.examples)

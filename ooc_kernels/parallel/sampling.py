@@ -106,7 +106,7 @@ def sample_dictionary(X, n_components: int, *, seed: int, scheduler: Any = None,
         np.sort(rng.choice(n, size=int(n_components), replace=False))
     if isinstance(X, np.ndarray):
         # the caller's in-memory rows: only the n_components drawn ones are copied
-        D = np.asarray(X[rows], dtype=np.float64)
+        D = np.asarray(X[rows], dtype=np.float64)  # n_components rows, not the data
     else:
         starts = np.concatenate([[0], np.cumsum(X.chunks[0])])
         chunk_of = np.searchsorted(starts, rows, side="right") - 1

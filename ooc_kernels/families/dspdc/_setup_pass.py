@@ -112,7 +112,7 @@ def candidate_rows(rows, weights, center: bool, keep: int):
     from ooc_kernels.families.dspdc._scaling import chunk_moments, standardization
 
     moments = chunk_moments(rows, weights, None)
-    raw = np.asarray(rows)
+    raw = np.asarray(rows)  # one chunk of the rows (a task reads no more)
     rows64 = np.asarray(raw, dtype=np.float64)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     own = standardization(moments, center=center)
