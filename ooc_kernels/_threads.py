@@ -180,6 +180,10 @@ def map_in_order(function, items, threads: int | None = None) -> list:
     count; NumPy's products and LAPACK release the GIL, so set-up work of this kind runs in
     parallel.
 
+    When an item raises (or the caller is interrupted), the items not started are
+    dropped, the running ones end, and the error of the first failed item in the items'
+    order is raised in the caller.
+
     Examples
     --------
     >>> map_in_order(lambda x: x * x, [1, 2, 3], threads=2)
@@ -189,9 +193,14 @@ def map_in_order(function, items, threads: int | None = None) -> list:
     workers = min(current_threads() if threads is None else int(threads), len(items))
     if workers <= 1:
         return [function(item) for item in items]
-    with concurrent.futures.ThreadPoolExecutor(
-            workers, thread_name_prefix="ooc-kernels-setup") as pool:
-        return list(pool.map(function, items))
+    pool = concurrent.futures.ThreadPoolExecutor(workers,
+                                                 thread_name_prefix="ooc-kernels-setup")
+    try:
+        futures = [pool.submit(function, item) for item in items]
+        concurrent.futures.wait(futures, return_when=concurrent.futures.FIRST_EXCEPTION)
+    finally:   # after an error or an interrupt, the items not started never run
+        pool.shutdown(wait=True, cancel_futures=True)
+    return [future.result() for future in futures if not future.cancelled()]
 
 
 def _numba_limit(n: int) -> int:

@@ -363,3 +363,14 @@ class SetupLOOAhead:
             return select_setup_loo(base_config, common_config, *self._args, **self._kwargs)
         finally:
             pool.shutdown(wait=True)  # no thread of the set-up outlives it
+
+    def close(self) -> None:
+        """Discard the early run (its ``then`` is skipped unless it already started) and
+        wait for it to end: what a caller that will not ask :meth:`result` calls (a set-up
+        that failed or was interrupted), so no thread of the set-up outlives it and none
+        holds the BLAS limit after the fit has ended.  Nothing happens after
+        :meth:`result` or with ``threads=1``."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            self._discarded = True
+            pool.shutdown(wait=True)

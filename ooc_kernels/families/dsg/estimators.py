@@ -418,10 +418,15 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             alpha=None if isinstance(self.alpha, str) else float(self.alpha),
             alpha_factors=ALPHA_FACTORS if isinstance(self.alpha, str) else (1.0,),
             seed=derive_seed(self.random_seed_, 6), kernel=kernel_spec(self.kernel, self.kernel_params))
-        shape = per_input_shape(self.bandwidth, seen, targets, row_w,
-                                seed=derive_seed(self.random_seed_, 9),
-                                kernel=kernel_spec(self.kernel, self.kernel_params),
-                                classification=classes is not None, threads=threads)
+        try:
+            shape = per_input_shape(self.bandwidth, seen, targets, row_w,
+                                    seed=derive_seed(self.random_seed_, 9),
+                                    kernel=kernel_spec(self.kernel, self.kernel_params),
+                                    classification=classes is not None, threads=threads)
+        except BaseException:  # an error or Ctrl-C: the early scan ends with the fit
+            if loo is not None:
+                loo.close()
+            raise
         if shape is not None:
             base, seen = fold_scales(base, shape), seen / shape
 
