@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["STALL_PATIENCE", "RATE_FRACTION", "RATE_WINDOW", "gap_stalled", "predicted_rate"]
+__all__ = ["STALL_PATIENCE", "RATE_FRACTION", "RATE_WINDOW", "gap_stalled", "predicted_rate",
+           "judged_entries", "final_entries"]
 
 #: Gap evaluations without progress after which adaptive steps shrink.
 STALL_PATIENCE = 3
@@ -110,3 +111,41 @@ def _slower_than_promised(run, patience: int) -> bool:
                 return best >= start
             return math.log(start / best) < RATE_FRACTION * promised
     return False
+
+
+def judged_entries(history, final) -> list:
+    """The evaluations of ``history`` that :func:`gap_stalled` judges: all but those at the
+    indices ``final``, the final iterates' own evaluations (a fit's last epoch, or
+    ``max_time``).  A fit that runs on from that iterate (resumed from the checkpoint of a
+    fit with a smaller ``max_iter``) evaluates it again one epoch later, as the fit that
+    never stopped there does, so the steps it runs are those of the fit that never stopped.
+
+    >>> judged_entries([{"gap": 3.0}, {"gap": 2.0}, {"gap": 1.0}], [1])
+    [{'gap': 3.0}, {'gap': 1.0}]
+    """
+    skip = set(final)
+    return [entry for i, entry in enumerate(history) if i not in skip]
+
+
+def final_entries(value, n_entries: int, where: str) -> list:
+    """The indices of the final iterates' own evaluations among a saved fit's
+    ``n_entries`` gap evaluations (its metadata's ``final_gaps``; absent: none), checked.
+
+    >>> final_entries([2], 3, "model.zarr"), final_entries(None, 3, "model.zarr")
+    ([2], [])
+    >>> final_entries([3], 3, "model.zarr")
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ModelFormatError: model.zarr: final_gaps [3] is not a list of distinct indices of the 3 gap evaluations; the model file is damaged.
+    """
+    from ooc_kernels.exceptions import ModelFormatError
+
+    if value is None:
+        return []
+    if not (isinstance(value, list) and len(set(value)) == len(value) and all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_entries
+            for i in value)):
+        raise ModelFormatError(
+            f"{where}: final_gaps {str(value)[:80]} is not a list of distinct indices of the "
+            f"{n_entries} gap evaluations; the model file is damaged.")
+    return list(value)
