@@ -172,6 +172,13 @@ def test_auto_local_passes_follow_the_rule(lazy, params, expected):
     kw = dict(alpha=1e-2, max_iter=2, tol=None, chunk_size=rows, **FAST)
     reg = ok.DSPDCRegressor(**kw, **params).fit(*inputs)
     assert reg.local_passes_ == expected
+    if "local_passes" not in params and expected == 3.0:   # 3 passes and more by the rule
+        from ooc_kernels.families.dspdc._pass_rule import AUTO_MAX_LOCAL_PASSES
+
+        assert reg.max_local_passes_ == AUTO_MAX_LOCAL_PASSES
+        assert 2 * 3.0 < reg.gap_history_[-1]["passes"] <= 2 * AUTO_MAX_LOCAL_PASSES
+        return
+    assert reg.max_local_passes_ == expected
     same = ok.DSPDCRegressor(**kw, **{**params, "local_passes": expected}).fit(*inputs)
     np.testing.assert_array_equal(reg.coef_, same.coef_)          # the same fit, bit for bit
     assert reg.gap_history_[-1]["passes"] == pytest.approx(2 * expected)

@@ -32,8 +32,10 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         group holds all the chunks or a task's group holds several chunks drawn anew every
         epoch (``shuffle=True``, more than one group, ``shuffle_chunks_ > 1``); else 1 (in
         memory, or a task that keeps the same part of the rows every epoch, where more
-        passes do not pay or slow the fit down).  The value used is ``local_passes_``
-        (``docs/dspdc.md``).
+        passes do not pay or slow the fit down).  Where ``"auto"`` takes 3, a task goes on
+        passing over the rows it holds, up to 10 passes, while a pass still raises its
+        subproblem's dual value by more than 2 % of the rise since the task started.  The
+        values used are ``local_passes_`` and ``max_local_passes_`` (``docs/dspdc.md``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
         ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
         pass: exact where cheap, a safe upper bound, the paper's heuristic ``m q R^2 / p``
@@ -92,7 +94,12 @@ _ATTRIBUTES_DOC = """
     Lambda_ : float
         The scale constant ``Lambda`` of the step sizes.
     local_passes_ : float
-        The ``local_passes`` the tasks ran with (``"auto"`` resolved).
+        The ``local_passes`` the tasks ran with (``"auto"`` resolved): the passes per read
+        every task runs.
+    max_local_passes_ : float
+        The most passes per read a task may run: ``local_passes_`` when the passes are
+        fixed; with ``"auto"`` resolved to 3 (out of core), 10, a task going on pass by pass
+        while its passes still raise its subproblem's dual value (``docs/dspdc.md``).
     theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)
         The step parameters the tasks ran with, one entry per kind of local problem the fit
         solved: a task's local problem depends on its rows ``local_rows_[i]`` and on the

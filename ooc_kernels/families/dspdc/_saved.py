@@ -100,6 +100,7 @@ _CONFIG_FIELDS = {
     "m": ("an integer >= 1", lambda v: is_int(v, 1)),
     "q": ("an integer >= 1", lambda v: is_int(v, 1)),
     "local_passes": ("a finite number > 0", lambda v: is_real(v, 0.0, strict=True)),
+    "max_local_passes": ("None or a finite number > 0", _optional_positive),
     "mode": ("'gap' or 'distance'", lambda v: v in ("gap", "distance")),
     "theta": ("None or a finite number > 0", _optional_positive),
     "tau": ("None or a finite number > 0", _optional_positive),

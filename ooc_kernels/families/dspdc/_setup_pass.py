@@ -45,7 +45,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["AUTO_LOCAL_PASSES", "rows_in_memory", "resolve_local_passes", "candidate_rows",
+__all__ = ["AUTO_LOCAL_PASSES", "rows_in_memory", "resolve_local_passes",
+           "resolve_max_local_passes", "candidate_rows",
            "lambda_from_candidates", "setup_statistics"]
 
 #: Passes over a task's duals per read of its rows that ``local_passes="auto"`` takes out of
@@ -102,6 +103,19 @@ def resolve_local_passes(estimator, data) -> float:
     redrawn = bool(estimator.shuffle) and len(groups) > 1 \
         and max(len(group) for group in groups) > 1
     return AUTO_LOCAL_PASSES if whole or redrawn else 1.0
+
+
+def resolve_max_local_passes(estimator, local_passes: float) -> float | None:
+    """The ``max_local_passes`` of a fit's configuration: for ``local_passes="auto"`` that
+    resolved to :data:`AUTO_LOCAL_PASSES` (out of core, one group or groups drawn anew),
+    :data:`~ooc_kernels.families.dspdc._pass_rule.AUTO_MAX_LOCAL_PASSES`: a task runs 3
+    passes per read and more while they still raise its subproblem's dual value
+    (:mod:`ooc_kernels.families.dspdc._pass_rule`); else None (``local_passes`` passes)."""
+    from ooc_kernels.families.dspdc import _pass_rule
+
+    if estimator.local_passes == "auto" and local_passes == AUTO_LOCAL_PASSES:
+        return _pass_rule.AUTO_MAX_LOCAL_PASSES
+    return None
 
 
 def candidate_rows(rows, weights, center: bool, keep: int):

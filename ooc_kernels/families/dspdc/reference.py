@@ -60,6 +60,12 @@ __all__ = ["sequential_dspdc", "dual_argmax"]
 _GAMMA = {"squared": 1.0, "smoothed_hinge": 1.0, "logistic": 4.0}
 
 
+def _PASS_GAIN() -> float:
+    from ooc_kernels.families.dspdc import _pass_rule
+
+    return _pass_rule.PASS_GAIN
+
+
 def _conj(loss: str, beta: np.ndarray, b: np.ndarray) -> np.ndarray:
     """phi*(beta) written from the table of ``specs/dspdc.md`` 7.2."""
     if loss == "squared":
@@ -102,13 +108,15 @@ def _weighted_argmax(loss, c, y, b, sigma, n, s):
 
 
 def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, col_u,
-                 loss, s):
+                 loss, s, abar=None):
     """Algorithm 1 on the chunk's saddle problem: regularizer ``c g(a) + r^T a / n_k``;
-    ``A`` holds the scaled rows ``s_i a_i`` and ``s`` the scales."""
+    ``A`` holds the scaled rows ``s_i a_i`` and ``s`` the scales.  ``abar``: the
+    extrapolated primal to go on from (updated in place; None: ``x``, a new start)."""
     from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
 
     n_k, p = A.shape
-    beta, a, abar = y0.copy(), x.copy(), x.copy()
+    beta, a = y0.copy(), x.copy()
+    abar = x.copy() if abar is None else abar
     for t in range(len(row_u)):
         I = sample_without_replacement_ref(n_k, m, row_u[t])
         J = sample_without_replacement_ref(p, q, col_u[t])
@@ -124,8 +132,29 @@ def _local_solve(A, b, y0, x, c, lam1, lam2, r, m, q, theta, tau, sigma, row_u, 
             #          + (u - (a_j - tau g_j / n_k))^2 / (2 tau)
             v = a[j] - tau * (g[j] + r[j]) / n_k
             a[j] = np.sign(v) * max(abs(v) - tau * c * lam1, 0.0) / (1 + tau * c * lam2)
-        abar = a_prev + (theta + 1) * (a - a_prev)
+        abar[:] = a_prev + (theta + 1) * (a - a_prev)
     return beta, a, len(row_u) * m
+
+
+def _block_dual(loss, A, b, s, beta, r, n, lam1, lam2) -> float:
+    """The dual objective of the round's problem as a function of the chunk's duals
+    ``beta`` (module docstring): ``-g*(-(r + A_k^T beta) / n) - (1/n) sum psi_i*(beta_i)``,
+    with ``g*(v) = sum_j max(|v_j| - lam1, 0)^2 / (2 lam2)`` and ``psi* = s^2 phi*(beta / s)``
+    (0 where ``s = 0``)."""
+    v = -(r + A.T @ beta) / n
+    live = s > 0
+    conj = np.sum(s[live] ** 2 * _conj(loss, beta[live] / s[live], b[live]))
+    return float(-np.sum(np.maximum(np.abs(v) - lam1, 0.0) ** 2) / (2 * lam2) - conj / n)
+
+
+def _passes(cfg, n_k, m):
+    """``(T_min, T_max, per_pass)``: the iterations a task always runs, the most it may run
+    (``max_local_passes``; ``T_min`` when there is none) and the iterations of a pass."""
+    t_min = max(1, math.ceil(cfg.local_passes * n_k / m))
+    most = getattr(cfg, "max_local_passes", None)
+    if most is None or most <= cfg.local_passes:
+        return t_min, t_min, max(1, math.ceil(n_k / m))
+    return t_min, max(t_min, math.ceil(most * n_k / m)), max(1, math.ceil(n_k / m))
 
 
 def _rows(cfg, chunk, V):
@@ -208,13 +237,33 @@ def sequential_dspdc(case, n_epochs: int = 1):
             par = dspdc_parameters(n_k, p, m, cfg.q, Lam, c * cfg.lam2 * boost,
                                    _GAMMA[loss], mode=cfg.mode, theta=cfg.theta,
                                    tau=cfg.tau, sigma=cfg.sigma)
-            row_u, col_u = task_uniforms(cfg, case.seed, epoch, k, k, n_k, m)
-            T = math.ceil(cfg.local_passes * n_k / m)
-            assert len(row_u) == T, "the task's uniforms are one pair per iteration"
-            duals[k], x, updates = _local_solve(
-                A, b, duals[k], x, c, cfg.lam1, cfg.lam2, r, m, cfg.q, par.theta, par.tau,
-                par.sigma, row_u, col_u, loss, s)
-            n_iter, n_updates = n_iter + T, n_updates + updates
+            t_min, t_max, per_pass = _passes(cfg, n_k, m)
+            row_u, col_u = task_uniforms(replace(cfg, local_passes=cfg.max_local_passes)
+                                         if t_max > t_min else cfg,
+                                         case.seed, epoch, k, k, n_k, m)
+            assert len(row_u) == t_max, "the task's uniforms are one pair per iteration"
+            # the first t_min iterations, then pass by pass while the pass raised the
+            # round's dual by more than PASS_GAIN of its rise since the round started
+            first = previous = _block_dual(loss, A, b, s, duals[k], r, n, cfg.lam1, cfg.lam2)
+            bounds = [t_min] + list(range(t_min + per_pass, t_max, per_pass)) + [t_max]
+            if t_min - per_pass > 0 and t_max > t_min:
+                bounds = [t_min - per_pass] + bounds
+            abar, T, y_k = x.copy(), 0, duals[k]
+            for stop in bounds:
+                if stop <= T:
+                    continue
+                y_k, x, updates = _local_solve(
+                    A, b, y_k, x, c, cfg.lam1, cfg.lam2, r, m, cfg.q, par.theta, par.tau,
+                    par.sigma, row_u[T:stop], col_u[T:stop], loss, s, abar)
+                T, n_updates = stop, n_updates + updates
+                if t_max == t_min or T >= t_max:
+                    break
+                dual = _block_dual(loss, A, b, s, y_k, r, n, cfg.lam1, cfg.lam2)
+                if T >= t_min and not dual - previous > _PASS_GAIN() * (dual - first):
+                    break
+                previous = dual
+            duals[k] = y_k
+            n_iter += T
             versions = versions.updated([k], (epoch, k))
     w = sum(rows.T @ y for (rows, _, _, _), y in zip(data, duals))
     conj_sum = 0.0

@@ -22,6 +22,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -31,6 +32,8 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc._pass_rule import local_dual_value, pass_checkpoints, \
+    stop_after
 from ooc_kernels.families.dspdc._reduced import ReducedRows, data_boost, reduced_applies
 from ooc_kernels.families.dspdc._scaling import model_rows, model_V
 from ooc_kernels.families.dspdc._local import (
@@ -75,6 +78,11 @@ class DSPDCConfig:
         Dual and primal coordinates per iteration (``m`` is capped at a chunk's rows).
     local_passes : float
         Iterations per task: ``ceil(local_passes * n_k / m)``.
+    max_local_passes : float or None
+        None: every task runs ``local_passes`` passes.  A number: a task runs at least
+        ``local_passes`` passes and goes on pass by pass, at most ``max_local_passes`` in
+        all, while its passes still raise its subproblem's dual value
+        (:mod:`ooc_kernels.families.dspdc._pass_rule`).
     mode : {"gap", "distance"}
         ``theta`` of Theorem 2 (18) or Theorem 1 (14).
     theta, tau, sigma : float or None
@@ -130,6 +138,7 @@ class DSPDCConfig:
     m: int = 1
     q: int = 1
     local_passes: float = 1.0
+    max_local_passes: float | None = None
     mode: str = "gap"
     theta: float | None = None
     tau: float | None = None
@@ -364,6 +373,7 @@ class DSPDCAlgorithm:
             aty_k = rows.T.astype(np.float64, copy=False) @ wy_old  # A_k^T y_k (rows: no copy)
             aty = state.w                                          # A^T y
         lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
+        tilt = shift   # the reduced rows below take its projection
         reduced = ReducedRows(rows, V) if reduced_applies(cfg) else None
         if reduced is not None and cfg.loss_id == LOSSES["squared"]:
             boost = data_boost(cfg.step_boost, lam2, reduced.smallest_curvature(weights))
@@ -380,23 +390,35 @@ class DSPDCAlgorithm:
             vbar = v.copy()
         else:
             z = aty_k.copy()
+        t_max, checks = pass_checkpoints(cfg.local_passes, cfg.max_local_passes, n_k, m)
+        rule = _PassReferee(cfg, n_k, m, checks, b, weights, (lam1, lam2, tilt), y_new,
+                            z if reduced is None and not cfg.factorized else None, rows, V)
         T = 0
-        for row_u, col_u in task_uniform_blocks(cfg, task.seed, epoch, round_,
-                                                task.chunks[0], n_k, m):
-            T += len(row_u)
-            if reduced is not None:
-                kern.dspdc_dense_iterations(
-                    reduced.rows, b, y_new, a, abar, z, n_k, row_u,
-                    np.zeros((len(row_u), len(a))), m, len(a), theta, tau, sigma,
-                    cfg.loss_id, lam1, lam2, shift, weights)
-            elif cfg.factorized:
-                kern.dspdc_factorized_iterations(
-                    rows, V, b, y_new, a, u, v, vbar, n_k, row_u, col_u, m, cfg.q, theta,
-                    tau, sigma, cfg.loss_id, lam1, lam2, shift, weights)
-            else:
-                kern.dspdc_dense_iterations(
-                    rows, b, y_new, a, abar, z, n_k, row_u, col_u, m, cfg.q, theta, tau,
-                    sigma, cfg.loss_id, lam1, lam2, shift, weights)
+        for row_u, col_u in task_uniform_blocks(
+                replace(cfg, local_passes=cfg.max_local_passes) if checks else cfg,
+                task.seed, epoch, round_, task.chunks[0], n_k, m):
+            done = False
+            for lo, hi in rule.segments(T, len(row_u)):
+                ru, cu = row_u[lo:hi], col_u[lo:hi]
+                if reduced is not None:
+                    kern.dspdc_dense_iterations(
+                        reduced.rows, b, y_new, a, abar, z, n_k, ru,
+                        np.zeros((len(ru), len(a))), m, len(a), theta, tau, sigma,
+                        cfg.loss_id, lam1, lam2, shift, weights)
+                elif cfg.factorized:
+                    kern.dspdc_factorized_iterations(
+                        rows, V, b, y_new, a, u, v, vbar, n_k, ru, cu, m, cfg.q, theta,
+                        tau, sigma, cfg.loss_id, lam1, lam2, shift, weights)
+                else:
+                    kern.dspdc_dense_iterations(
+                        rows, b, y_new, a, abar, z, n_k, ru, cu, m, cfg.q, theta, tau,
+                        sigma, cfg.loss_id, lam1, lam2, shift, weights)
+                T += hi - lo
+                if rule.stop(T):
+                    done = True
+                    break
+            if done or T >= t_max:
+                break
         if reduced is not None:
             a = reduced.join(a, x_perp, (1.0 + tau * lam2) ** -float(T))
         dy = y_new - y_old
@@ -447,6 +469,53 @@ class DSPDCAlgorithm:
                        n_rounds=state.n_rounds + 1, local_steps=delta.steps,
                        step_boost=self.config.step_boost, epoch_start=start,
                        start_loss=loss, start_rows=rows)
+
+
+class _PassReferee:
+    """The pass rule of a task (:mod:`~ooc_kernels.families.dspdc._pass_rule`): where its
+    iterations are cut into passes and, after each, whether it stops.  ``z``: the kernels'
+    running ``A_k^T (w * y)`` (dense rows), else None and the product is formed from ``U``
+    and ``V``.  Inactive (one segment per block, never a stop) without checkpoints."""
+
+    def __init__(self, cfg, n_k, m, checks, b, weights, problem, y, z, rows, V):
+        self.cfg, self.n_k, self.checks = cfg, n_k, checks
+        self.t_min = max(1, math.ceil(cfg.local_passes * n_k / m))
+        self.b, self.weights, self.problem, self.y, self.z = b, weights, problem, y, z
+        self.rows, self.V = rows, V
+        self.next = 0
+        if checks:
+            self.first = self.previous = self.dual()
+
+    def dual(self) -> float:
+        if self.z is not None:
+            aty = self.z
+        else:
+            wy = self.y if self.weights is None else self.weights * self.y
+            aty = self.V.T @ (self.rows.T.astype(np.float64, copy=False) @ wy)
+        lam1, lam2, tilt = self.problem
+        return local_dual_value(self.cfg.loss_id, self.y, self.b, self.weights, aty, lam1,
+                                lam2, tilt, self.n_k)
+
+    def segments(self, done: int, length: int):
+        """``(lo, hi)`` slices of a block of ``length`` iterations that starts after
+        ``done``, cut at the checkpoints."""
+        lo = 0
+        for t in self.checks[self.next:]:
+            if t >= done + length:
+                break
+            if t > done + lo:
+                yield lo, t - done
+                lo = t - done
+        yield lo, length
+
+    def stop(self, done: int) -> bool:
+        """Called after ``done`` iterations: whether the task stops there."""
+        if self.next >= len(self.checks) or done != self.checks[self.next]:
+            return False
+        self.next += 1
+        dual, previous = self.dual(), self.previous
+        self.previous = dual
+        return done >= self.t_min and stop_after(dual, previous, self.first)
 
 
 def rows_loss(cfg: DSPDCConfig, rows: np.ndarray, V: np.ndarray | None, x: np.ndarray,
