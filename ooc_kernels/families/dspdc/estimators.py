@@ -55,11 +55,11 @@ from ooc_kernels.families.dspdc._saved import (
 )
 from ooc_kernels.families.dspdc._setup_pass import (
     resolve_local_passes,
-    resolve_max_local_passes,
     rows_in_memory,
     setup_statistics,
 )
-from ooc_kernels.families.dspdc._step_rule import gap_stalled, predicted_rate
+from ooc_kernels.families.dspdc._step_rule import (final_entries, gap_stalled,
+                                                   judged_entries, predicted_rate)
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
@@ -240,12 +240,10 @@ class _DSPDCEstimator(ChunkedEstimator):
         scaled, Lambda, self._setup_reads = setup_statistics(
             self, chunks[name], row_w, defer, value, V=V, n_features=data.n_features, m=m,
             q=q, scaling=scaling, factorized=factorized)
-        local_passes = resolve_local_passes(self, data)
         self._config = DSPDCConfig(
             loss_id=LOSSES[self.loss], n_samples=data.n_samples, n_features=p,
             lam1=self.alpha * self.l1_ratio, lam2=self.alpha * (1 - self.l1_ratio),
-            Lambda=float(Lambda), m=m, q=q, local_passes=local_passes,
-            max_local_passes=resolve_max_local_passes(self, local_passes),
+            Lambda=float(Lambda), m=m, q=q, local_passes=resolve_local_passes(self, data),
             mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
@@ -255,7 +253,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
-        self.gap_history_ = []
+        self.gap_history_, self._final_gaps = [], []
         self._local_problems = {}
         self._certified = None
 
@@ -437,8 +435,10 @@ class _DSPDCEstimator(ChunkedEstimator):
                      cfg.n_samples, cfg.n_features, cfg.m, cfg.q, cfg.mode, (later or state).local_steps)}
         self.gap_history_ = list(self.gap_history_) + [entry]
         self.duality_gap_ = gap
-        if (cfg.step_boost > 1.0 or cfg.mean_lambda) and entry["step_boost"] == cfg.step_boost \
-                and gap_stalled(self.gap_history_):
+        if later is None:   # the final iterate's own evaluation: not judged (judged_entries)
+            self._final_gaps = [*self._final_gaps, len(self.gap_history_) - 1]
+        elif (cfg.step_boost > 1.0 or cfg.mean_lambda) and entry["step_boost"] == cfg.step_boost \
+                and gap_stalled(judged_entries(self.gap_history_, self._final_gaps)):
             self._shrink_steps()   # the gap stopped falling: steps closer to the theorems'
         return {"gap_epoch": int(epoch), "primal": primal, "dual": dual,
                 "relative_gap": rel}, rel
@@ -464,8 +464,6 @@ class _DSPDCEstimator(ChunkedEstimator):
         cfg, state = self._config, self._state
         self.coef_, self.intercept_ = raw_coefficients(cfg, state.x)
         self.Lambda_, self.local_passes_ = cfg.Lambda, cfg.local_passes
-        self.max_local_passes_ = float(getattr(cfg, "max_local_passes", None)
-                                       or cfg.local_passes)
         keys = sorted(self._local_problems)
         values = np.array([self._local_problems[key] for key in keys],
                           dtype=np.float64).reshape(-1, 3)
@@ -533,6 +531,7 @@ class _DSPDCEstimator(ChunkedEstimator):
                           "start_rows": int(state.start_rows)},
                 "epoch_start": None if start is None else _counters(start),
                 "gap_history": list(getattr(self, "gap_history_", [])),
+                "final_gaps": list(getattr(self, "_final_gaps", [])),
                 "local_problems": [[int(n_k), int(k), *params] for (n_k, k), params
                                    in sorted(self._local_problems.items())]}
 
@@ -568,6 +567,7 @@ class _DSPDCEstimator(ChunkedEstimator):
                                  **meta["state"])
         self._certified = None
         self.gap_history_ = list(meta.get("gap_history") or [])
+        self._final_gaps = final_entries(meta.get("final_gaps"), len(self.gap_history_), where)
         self._local_problems = _local_problems(meta.get("local_problems"), where)
         self._checkpointed = self._state.versions   # a resumed fit keeps what it came from
         self._publish()
