@@ -55,6 +55,7 @@ from ooc_kernels.families.dspdc._saved import (
 )
 from ooc_kernels.families.dspdc._setup_pass import (
     resolve_local_passes,
+    resolve_max_local_passes,
     rows_in_memory,
     setup_statistics,
 )
@@ -240,10 +241,12 @@ class _DSPDCEstimator(ChunkedEstimator):
         scaled, Lambda, self._setup_reads = setup_statistics(
             self, chunks[name], row_w, defer, value, V=V, n_features=data.n_features, m=m,
             q=q, scaling=scaling, factorized=factorized)
+        local_passes = resolve_local_passes(self, data)
         self._config = DSPDCConfig(
             loss_id=LOSSES[self.loss], n_samples=data.n_samples, n_features=p,
             lam1=self.alpha * self.l1_ratio, lam2=self.alpha * (1 - self.l1_ratio),
-            Lambda=float(Lambda), m=m, q=q, local_passes=resolve_local_passes(self, data),
+            Lambda=float(Lambda), m=m, q=q, local_passes=local_passes,
+            max_local_passes=resolve_max_local_passes(self, local_passes),
             mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             work_store=self._work_store(), factorized=factorized,
@@ -464,6 +467,8 @@ class _DSPDCEstimator(ChunkedEstimator):
         cfg, state = self._config, self._state
         self.coef_, self.intercept_ = raw_coefficients(cfg, state.x)
         self.Lambda_, self.local_passes_ = cfg.Lambda, cfg.local_passes
+        self.max_local_passes_ = float(getattr(cfg, "max_local_passes", None)
+                                       or cfg.local_passes)
         keys = sorted(self._local_problems)
         values = np.array([self._local_problems[key] for key in keys],
                           dtype=np.float64).reshape(-1, 3)
