@@ -14,6 +14,13 @@ seed by seed (A, B, A, B ...) so that a loaded machine slows them alike.
         --setting '{"n_features": 16384, "alpha": 3.3333e-07, "bandwidth_multiple": 0.35}' \\
         --out benchmarks/results/dsg_hard_signal.json
 
+``--seeds N`` runs the seeds 0 to N - 1 (the classifier's ``random_state``: its features,
+the order of its rows; the rows are the same), ``--seed S`` (repeatable) the seeds given:
+
+    python benchmarks/dsg_hard_signal.py --n 300000 --max-epochs 5 --seed 1 --seed 2 \\
+        --setting '{"n_features": 16384, "alpha": 3.3333e-07, "bandwidth_multiple": 0.35}' \\
+        --out benchmarks/results/dsg_hard_signal_tuned_seeds12.json
+
 Every epoch's line (``EPOCH k [cpu_seconds, test_accuracy]``) and the setup's choices
 (``SETUP``) are printed as the fit runs, so a run stopped early still leaves its curve.
 """
@@ -99,7 +106,11 @@ def main(argv=None):
                    help="a folder holding an ooc_kernels package (repeat to compare "
                         "versions; default: this checkout)")
     p.add_argument("--n", type=int, default=300_000)
-    p.add_argument("--seeds", type=int, default=1)
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, default=1,
+                       help="run the seeds 0 to SEEDS - 1 (the classifier's random_state)")
+    seeds.add_argument("--seed", type=int, action="append",
+                       help="run this seed only (repeat for several), e.g. --seed 1 --seed 2")
     p.add_argument("--setting", action="append", type=json.loads,
                    help="parameters on top of the default (JSON); 'bandwidth_multiple' "
                         "multiplies the median distance of the standardized rows")
@@ -113,7 +124,7 @@ def main(argv=None):
         for i, tree in enumerate(trees):  # compile each version's kernels: not counted
             (Path(tmp) / f"warm{i}").mkdir()
             _fit(tree, 2000, Path(tmp) / f"warm{i}", 0, {}, 1)
-        for seed in range(args.seeds):
+        for seed in args.seed or range(args.seeds):
             for tree in trees:
                 for params in settings:
                     key = f"{tree} {json.dumps(params, sort_keys=True)}"
