@@ -103,7 +103,7 @@ def test_out_of_core_equals_in_memory_bit_for_bit():
     (at the same local passes: ``"auto"`` takes 3 for the Dask array)."""
     X, y = _binary_problem(n=240)
     params = dict(alpha=0.05, chunk_size=40, max_iter=5, tol=None, chunks_per_round=2,
-                  local_passes=1.0)
+                  local_passes=1.0, sampling="permutation")   # "auto": by input
     memory = ok.DSPDCClassifier(**params, **FAST).fit(X, y)
     lazy = ok.DSPDCClassifier(**params, **FAST).fit(
         da.from_array(X, chunks=(40, 6)), da.from_array(y, chunks=40))
@@ -111,24 +111,31 @@ def test_out_of_core_equals_in_memory_bit_for_bit():
     assert memory.intercept_ == lazy.intercept_
 
 
-def test_one_chunk_k1_is_algorithm_1_of_the_paper():
+@pytest.mark.parametrize("sampling", ["uniform", "permutation"])
+def test_one_chunk_k1_is_algorithm_1_of_the_paper(sampling):
     """One chunk and K = 1: a round is n/m iterations of Algorithm 1 on the whole problem
     (the local problem has no tilt), continuing from the previous round's iterates; checked
-    against the independent in-memory reference, round by round."""
+    against the independent in-memory reference, round by round, with the rows drawn
+    independently or visited in a random permutation per round."""
     from ooc_kernels._seeds import task_rng
     from ooc_kernels.families.dspdc.params import dspdc_parameters
     from ooc_kernels.families.dspdc.in_memory.paper import dspdc_reference
 
     X, y = _ridge_problem(n=120, p=4)
     est = ok.DSPDCRegressor(alpha=0.1, fit_intercept=False, max_iter=3, tol=None,
-                            shuffle=False, steps="theorem", **FAST).fit(X, y)
+                            shuffle=False, steps="theorem", sampling=sampling,
+                            **FAST).fit(X, y)
     n, p = X.shape
     par = dspdc_parameters(n, p, 1, p, est.Lambda_, 0.1, 1.0, mode="gap")
     x, yy = np.zeros(p), np.zeros(n)
     seed = est._data_seed
     for epoch in range(3):
         rng = task_rng(seed, epoch, 0, 0)
-        row_u, col_u = rng.random((n, 1)), rng.random((n, p))
+        if sampling == "uniform":
+            row_u = rng.random((n, 1))
+        else:                        # row pi_t at iteration t: u in [pi_t, pi_t + 1) / n
+            row_u = ((rng.permutation(n) + 0.5) / n)[:, None]
+        col_u = rng.random((n, p))
         x, yy = dspdc_reference(X, y, loss="squared", lam1=0.0, lam2=0.1, m=1, q=p,
                                 theta=par.theta, tau=par.tau, sigma=par.sigma, n_iter=n,
                                 seed=0, x0=x, y0=yy, uniforms=(row_u, col_u))

@@ -45,7 +45,8 @@ def test_in_memory_fit_gives_the_out_of_core_iterates(Est, params, classify, wei
     X, y, w = _data(classify=classify)
     sw = w if weighted else None
     common = dict(params, tol=1e-5, max_iter=60, chunk_size=100, shuffle_chunks=2,
-                  random_state=3, progress=False, m=m, local_passes=1.0)
+                  random_state=3, progress=False, m=m, local_passes=1.0,
+                  sampling="permutation" if m == 1 else "uniform")   # "auto" in memory
     mem = Est(**common).fit(X, y, sample_weight=sw)
     ooc = Est(**common).fit(da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100),
                             sample_weight=None if sw is None else da.from_array(sw, 100))
@@ -75,7 +76,8 @@ def test_in_memory_fit_stops_and_warns_as_out_of_core():
     fits = []
     for data, target in ((X, y), (da.from_array(X, chunks=(200, -1)), da.from_array(y, 200))):
         est = ok.DSPDCRegressor(alpha=1e-4, tol=1e-12, max_iter=2, chunk_size=200,
-                                random_state=0, progress=False, local_passes=1.0)
+                                random_state=0, progress=False, local_passes=1.0,
+                                sampling="permutation")
         with pytest.warns(ConvergenceWarning, match="relative duality gap"):
             est.fit(data, target)
         fits.append(est)
@@ -90,7 +92,7 @@ def test_in_memory_path_is_not_taken_where_the_duals_must_be_on_disk(tmp_path):
     out-of-core path; the checkpointed fit still equals the in-memory one."""
     X, y, _ = _data(2)
     kw = dict(alpha=1e-3, tol=1e-6, chunk_size=150, random_state=1, progress=False,
-              local_passes=1.0)
+              local_passes=1.0, sampling="permutation")   # "auto": none with a checkpoint
     plain = ok.DSPDCRegressor(**kw).fit(X, y)
     saved = ok.DSPDCRegressor(**kw).fit(X, y, checkpoint=str(tmp_path / "ck"))
     two = ok.DSPDCRegressor(chunks_per_round=2, **kw).fit(X, y)

@@ -185,19 +185,20 @@ def fused_tasks(monkeypatch):
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("weighted, fit_intercept", [(False, True), (True, True),
-                                                     (True, False)])
+@pytest.mark.parametrize("weighted, fit_intercept, sampling", [
+    (False, True, "permutation"), (True, True, "uniform"), (True, False, "permutation")])
 def test_fused_fit_gives_the_out_of_core_model_to_rounding(name, weighted, fit_intercept,
-                                                          fused_tasks):
+                                                          sampling, fused_tasks):
     """NumPy input (the fused tasks) against the same data as Dask arrays (the out-of-core
-    tasks and their duals store), several chunks per task and several tasks per epoch: the
-    same epochs, passes and step boosts; coefficients, primal and dual values equal up to
-    the order of the sums (relative 1e-9)."""
+    tasks and their duals store), several chunks per task and several tasks per epoch, the
+    rows sampled independently or in permutations: the same epochs, passes and step boosts;
+    coefficients, primal and dual values equal up to the order of the sums (relative
+    1e-9)."""
     Est, params, classify = CASES[name]
     X, y, w = _problem(classify)
     sw = w if weighted else None
     common = dict(params, alpha=1e-3, tol=1e-5, max_iter=80, chunk_size=80,
-                  shuffle_chunks=2, random_state=4, progress=False,
+                  shuffle_chunks=2, random_state=4, progress=False, sampling=sampling,
                   fit_intercept=fit_intercept, local_passes=1.0)   # the same in both paths
     mem = Est(**common).fit(X, y, sample_weight=sw)
     assert len(fused_tasks) == 3 * mem.n_iter_ > 0     # 6 chunks in groups of 2

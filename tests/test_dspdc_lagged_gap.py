@@ -102,7 +102,7 @@ def test_the_certified_gap_is_the_gap_of_the_returned_model(name, tmp_path):
     sw = rng.integers(0, 4, size=len(y)).astype(float) if weighted else None
     Est = ok.DSPDCRegressor if kind == "regression" else ok.DSPDCClassifier
     est = Est(chunk_size=chunk, random_state=0, tol=1e-5, max_iter=40, progress=False,
-              **params)
+              sampling="permutation", **params)   # "auto": none with a checkpoint
     est.fit(X, y, sample_weight=sw, checkpoint=tmp_path / "ck.zarr", checkpoint_every=10**6)
     assert est.stop_reason_.startswith("tol:")
     assert est.n_iter_ < 40                          # stopped on the lagged certificate
@@ -114,7 +114,8 @@ def test_the_certified_gap_is_the_gap_of_the_returned_model(name, tmp_path):
     # the dual value is the better of the returned duals' and those at the end of the
     # last epoch run (the same path stopped there: its last entry is that state's own D)
     end = Est(chunk_size=chunk, random_state=0, tol=None, max_iter=est.n_iter_,
-              progress=False, **params).fit(X, y, sample_weight=sw)
+              progress=False, sampling="permutation", shuffle_chunks=est.shuffle_chunks_,
+              **params).fit(X, y, sample_weight=sw)
     assert last["dual"] == pytest.approx(max(dual, end.gap_history_[-1]["dual"]), rel=1e-11,
                                          abs=1e-13)
     assert primal - last["dual"] <= 1e-5 * abs(primal) * (1 + 1e-6)

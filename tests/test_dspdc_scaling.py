@@ -194,7 +194,8 @@ def test_factorized_standardized_equals_the_materialized_matrix():
 def test_lazy_input_is_standardized_like_memory():
     X, Z, rng = _raw_columns(n=240)
     y = np.where(Z[:, 1] + Z[:, 2] > 0, 1, 0)
-    params = dict(alpha=0.05, chunk_size=40, max_iter=4, tol=None, local_passes=1.0)
+    params = dict(alpha=0.05, chunk_size=40, max_iter=4, tol=None, local_passes=1.0,
+                  sampling="permutation", shuffle_chunks=6)   # "auto": by input
     memory = ok.DSPDCClassifier(**params, **FAST).fit(X, y)
     lazy = ok.DSPDCClassifier(**params, **FAST).fit(
         da.from_array(X, chunks=(40, X.shape[1])), da.from_array(y, chunks=40))

@@ -155,7 +155,10 @@ PASSES_TO_1E4 = {0.0: 16, 0.5: 20}
 def test_squared_loss_first_boost_reaches_1e4_within_the_documented_passes(monkeypatch,
                                                                            l1_ratio):
     alpha, bound = 1e-4, PASSES_TO_1E4[l1_ratio]
-    kw = dict(alpha=alpha, l1_ratio=l1_ratio, tol=1e-6, max_iter=40, **FAST)
+    # the boosts were chosen with rows drawn independently; in permutations a boost of 30
+    # reaches 1e-4 within the bound too (docs/benchmarks.md)
+    kw = dict(alpha=alpha, l1_ratio=l1_ratio, tol=1e-6, max_iter=40, sampling="uniform",
+              **FAST)
     for seed in range(3):
         X, y = _small_problem(seed)
         est = ok.DSPDCRegressor(**kw).fit(X, y)

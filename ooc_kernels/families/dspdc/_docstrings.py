@@ -51,6 +51,14 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         one step towards the theorems' whenever the duality gap stops falling or, where one
         task holds all the rows, falls slower than the theorems promise for them; the gap
         certifies the result either way (``docs/dspdc.md``).
+    sampling : {"auto", "uniform", "permutation"}, default="auto"
+        How a task with ``m = 1`` picks its rows: ``"uniform"``, independently at random
+        (the theorems' sampling); ``"permutation"``, every pass over the task's rows in a
+        new random order (random reshuffling; ``m = 1`` only), which reaches a given gap in
+        fewer passes on the benchmarks (``docs/dspdc.md``); ``"auto"``: ``"permutation"``
+        when the rows are held in memory, ``m = 1`` and the fit has no ``checkpoint``,
+        else ``"uniform"``.  The gap certifies the result either way.  The value used is
+        ``sampling_``.
     theta, tau, sigma : float or None, default=None
         Manual overrides of the step parameters of every local problem.
     tol : float or None, default=1e-6
@@ -100,6 +108,8 @@ _ATTRIBUTES_DOC = """
         The most passes per read a task may run: ``local_passes_`` when the passes are
         fixed; with ``"auto"`` resolved to 3 (out of core), 10, a task going on pass by pass
         while its passes still raise its subproblem's dual value (``docs/dspdc.md``).
+    sampling_ : str
+        The ``sampling`` the tasks ran with (``"auto"`` resolved).
     theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)
         The step parameters the tasks ran with, one entry per kind of local problem the fit
         solved: a task's local problem depends on its rows ``local_rows_[i]`` and on the
@@ -128,8 +138,11 @@ _BASE_DOC = """    chunks_per_round : int or "auto", default=1
         Chunks one task solves together: their rows are one local problem, sampled as one.
         Larger groups converge faster (with all the rows in one group, a round is
         Algorithm 1 on the whole problem; ``docs/algorithms/dspdc_rounds.md`` has the
-        measurements); ``"auto"``: the largest groups within 8 MiB of data per task that keep
-        ``chunks_per_round`` tasks per round.
+        measurements); ``"auto"``: one group of all the chunks when the rows are held in
+        memory (NumPy or pandas, dense, ``chunks_per_round=1``, ``shuffle=True``, no
+        ``checkpoint``), else the
+        largest groups within 8 MiB of data per task that keep ``chunks_per_round`` tasks
+        per round.
     random_state : int, RandomState instance or None, default=None
         Seeds the chunk order and every task's sampling of coordinates.
     scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client

@@ -26,8 +26,8 @@ from ooc_kernels._seeds import task_rng
 from ooc_kernels.exceptions import InvalidDataError
 
 __all__ = ["UNIFORM_BLOCK", "encode_labels", "local_problem", "local_regularization",
-           "local_parameters", "local_step_parameters", "row_weights", "steps_lambda",
-           "task_uniform_blocks", "task_uniforms"]
+           "local_parameters", "local_step_parameters", "permuted_rows", "row_weights",
+           "steps_lambda", "task_uniform_blocks", "task_uniforms"]
 
 #: Uniforms drawn at a time by a task (8 MiB of float64): a task's memory for its random
 #: numbers stays bounded whatever its number of iterations, rows or columns.
@@ -251,6 +251,12 @@ def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, 
     ``(min(T, block), m)``) receives the row uniforms instead of a new array per block:
     the same stream, the same values.
 
+    With ``config.permuted_rows`` and ``m = 1`` the rows are visited in random
+    permutations instead of drawn independently (random reshuffling): every ``n_k``
+    iterations are a new permutation ``pi`` of the task's rows (:func:`permuted_rows`), and
+    the row uniform of iteration ``t`` is ``(pi_t + 1/2) / n_k``, which the samplers map to
+    row ``pi_t`` (``floor(u n_k)``).
+
     Examples
     --------
     >>> from types import SimpleNamespace
@@ -264,12 +270,36 @@ def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, 
     block = max(1, UNIFORM_BLOCK // (m + (0 if full else q)))
     rng = task_rng(seed, epoch, round_, chunk)
     zeros = np.zeros((min(block, T), q)) if full and columns else None
+    order = None
+    if m == 1 and getattr(config, "permuted_rows", False):
+        order = permuted_rows(rng, n_k, T)
     done = 0
     while done < T:
         t = min(block, T - done)
-        rows = rng.random((t, m)) if out is None else rng.random((t, m), out=out[:t])
+        if order is not None:
+            rows = np.empty((t, 1)) if out is None else out[:t]
+            np.add(order[done:done + t, None], 0.5, out=rows)
+            rows /= n_k
+        else:
+            rows = rng.random((t, m)) if out is None else rng.random((t, m), out=out[:t])
         yield rows, ((zeros[:t] if columns else None) if full else rng.random((t, q)))
         done += t
+
+
+def permuted_rows(rng, n_k: int, T: int) -> np.ndarray:
+    """The rows of ``T`` iterations that visit ``n_k`` rows in random permutations: one
+    new permutation of ``0 .. n_k - 1`` from ``rng`` per ``n_k`` iterations (the last one
+    cut at ``T``), as int64.
+
+    >>> rows = permuted_rows(np.random.default_rng(0), 4, 10)
+    >>> sorted(rows[:4].tolist()), sorted(rows[4:8].tolist()), len(rows)
+    ([0, 1, 2, 3], [0, 1, 2, 3], 10)
+    """
+    order = np.empty(T, dtype=np.int64)
+    for start in range(0, T, n_k):
+        stop = min(start + n_k, T)
+        order[start:stop] = rng.permutation(n_k)[:stop - start]
+    return order
 
 
 def task_uniforms(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,

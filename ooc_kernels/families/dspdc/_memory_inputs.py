@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fit_memory_chunks", "memory_chunks", "memory_classes", "setup_calls",
-           "setup_inputs", "weight_sums"]
+__all__ = ["fit_memory_chunks", "memory_chunks", "memory_classes", "one_group_in_memory",
+           "resolve_sampling", "setup_calls", "setup_inputs", "weight_sums"]
 
 
 def memory_chunks(data, X, y, sample_weight, *, regression: bool) -> dict | None:
@@ -140,3 +140,58 @@ def weight_sums(estimator, data, classes, sched) -> np.ndarray:
     parts = [defer(_weight_sums)(sw, yk, pos, k)
              for k, (sw, yk) in enumerate(zip(sws, chunks["y"]))]
     return np.asarray(value(defer(sum)(parts)), dtype=np.float64)
+
+
+def one_group_in_memory(estimator, data) -> bool:
+    """Whether ``shuffle_chunks="auto"`` puts every chunk in one group, so that a round is
+    one task on the whole problem: the rows are held in memory (``_rows_in_memory``: no
+    read to bound), dense, shuffled, one task per round, no checkpoint (a checkpoint
+    resumes the groups it was written with), and the solver's float64 rows fit the
+    in-memory path (:data:`~ooc_kernels.families.dspdc._direct.DIRECT_BYTES`).
+
+    >>> from types import SimpleNamespace
+    >>> from ooc_kernels.data.inputs import as_chunked
+    >>> data = as_chunked(np.zeros((6, 2)), np.zeros(6), chunk_size=2)
+    >>> est = SimpleNamespace(shuffle_chunks="auto", shuffle=True, _rows_in_memory=True,
+    ...                       _tasks_per_round=1, fit_intercept=True,
+    ...                       _checkpoint_path=None, _factorized=lambda data: False)
+    >>> one_group_in_memory(est, data), one_group_in_memory(
+    ...     SimpleNamespace(**{**vars(est), "_rows_in_memory": False}), data)
+    (True, False)
+    """
+    from ooc_kernels.families.dspdc._direct import DIRECT_BYTES
+
+    width = data.n_features + (1 if estimator.fit_intercept else 0)
+    return (estimator.shuffle_chunks == "auto" and bool(estimator.shuffle)
+            and bool(getattr(estimator, "_rows_in_memory", False))
+            and getattr(estimator, "_checkpoint_path", None) is None
+            and estimator._tasks_per_round == 1 and not estimator._factorized(data)
+            and data.n_samples * width * 8 <= DIRECT_BYTES)
+
+
+def resolve_sampling(estimator) -> bool:
+    """Whether the fit's tasks visit their rows in random permutations
+    (``DSPDCConfig.permuted_rows``): ``sampling="permutation"``, or ``"auto"`` with the
+    rows held in memory (``_rows_in_memory``), ``m = 1`` and no checkpoint (the fits of
+    checkpoints written before ``sampling`` existed drew their rows independently).
+
+    Raises
+    ------
+    ValidationError
+        ``sampling="permutation"`` with ``m > 1`` (a permutation orders single rows).
+
+    >>> from types import SimpleNamespace
+    >>> resolve_sampling(SimpleNamespace(sampling="auto", m=1, _rows_in_memory=True,
+    ...                                  _checkpoint_path=None))
+    True
+    """
+    from ooc_kernels.exceptions import ValidationError
+
+    if estimator.sampling == "permutation" and int(estimator.m) != 1:
+        raise ValidationError(
+            f"sampling='permutation' visits one row per iteration, but m={estimator.m}: "
+            "set m=1, or sampling='uniform' (or 'auto') to sample m rows at random.")
+    if estimator.sampling == "auto":
+        return (int(estimator.m) == 1 and bool(getattr(estimator, "_rows_in_memory", False))
+                and getattr(estimator, "_checkpoint_path", None) is None)
+    return estimator.sampling == "permutation"

@@ -120,6 +120,7 @@ _CONFIG_FIELDS = {
     "step_boost": ("a finite number >= 1", lambda v: is_real(v, 1.0)),
     "x_spread": ("None or an integer >= 0", lambda v: v is None or is_int(v, 0)),
     "mean_lambda": ("true or false", lambda v: isinstance(v, bool)),
+    "permuted_rows": ("true or false", lambda v: isinstance(v, bool)),
 }
 
 

@@ -97,6 +97,7 @@ _CONSTRAINTS = {
                StrOptions({"exact", "upper_bound", "heuristic"})],
     "mode": [StrOptions({"gap", "distance"})],
     "steps": [StrOptions({"adaptive", "theorem"})],
+    "sampling": [StrOptions({"auto", "uniform", "permutation"})],
     "theta": [Interval(Real, 0, None, closed="left"), None],
     "tau": [Interval(Real, 0, None, closed="neither"), None],
     "sigma": [Interval(Real, 0, None, closed="neither"), None],
@@ -116,9 +117,10 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     _sgd_stopping = False
     _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
-    # checkpoints and models written before ``standardize`` and ``steps`` existed solved
-    # the raw problem with the theorems' steps
-    _absent_params = {"standardize": False, "steps": "theorem"}
+    # checkpoints and models written before ``standardize``, ``steps`` and ``sampling``
+    # existed solved the raw problem with the theorems' steps, rows drawn independently
+    # (what ``sampling="auto"`` gives a checkpointed fit)
+    _absent_params = {"standardize": False, "steps": "theorem", "sampling": "auto"}
     _saved_arrays = {"x": True, "w": True, "versions": True, "V": False, "start_x": False,
                      "start_w": False, "start_versions": False}
     # the contract suite's small problems, solved to tol within max_iter (no warning)
@@ -129,6 +131,11 @@ class _DSPDCEstimator(ChunkedEstimator):
     # ------------------------------------------------------------------ set-up
     def _factorized(self, data) -> bool:
         return "U" in data
+
+    def _resolve_shuffle_chunks(self, data) -> int:
+        if _inputs.one_group_in_memory(self, data):   # rows in memory: one task per round
+            return int(data.n_chunks)
+        return super()._resolve_shuffle_chunks(data)
 
     def _work_store(self) -> str:
         return self._work.new_store()
@@ -252,7 +259,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             work_store=self._work_store(), factorized=factorized,
             intercept_scaling=scaling, **weighting, **scaled,
             step_boost=STEP_BOOST[self.loss] if self.steps == "adaptive" else 1.0,
-            mean_lambda=self.steps == "adaptive")
+            mean_lambda=self.steps == "adaptive", permuted_rows=_inputs.resolve_sampling(self))
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
@@ -469,6 +476,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         self.Lambda_, self.local_passes_ = cfg.Lambda, cfg.local_passes
         self.max_local_passes_ = float(getattr(cfg, "max_local_passes", None)
                                        or cfg.local_passes)
+        self.sampling_ = "permutation" if cfg.permuted_rows and cfg.m == 1 else "uniform"
         keys = sorted(self._local_problems)
         values = np.array([self._local_problems[key] for key in keys],
                           dtype=np.float64).reshape(-1, 3)
@@ -579,9 +587,9 @@ class _DSPDCEstimator(ChunkedEstimator):
 
 
 def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, standardize,
-                 m, q, local_passes, Lambda, mode, steps, theta, tau, sigma, tol, max_iter,
-                 max_time, gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
-                 shuffle_chunks, random_state, scheduler, progress):
+                 m, q, local_passes, Lambda, mode, steps, sampling, theta, tau, sigma, tol,
+                 max_iter, max_time, gap_every, work_dir, chunks_per_round, chunk_size,
+                 shuffle, shuffle_chunks, random_state, scheduler, progress):
     self.loss = loss
     self.alpha = alpha
     self.l1_ratio = l1_ratio
@@ -594,6 +602,7 @@ def _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling, 
     self.Lambda = Lambda
     self.mode = mode
     self.steps = steps
+    self.sampling = sampling
     self.theta = theta
     self.tau = tau
     self.sigma = sigma
@@ -642,15 +651,15 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
 
     def __init__(self, loss="squared", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
                  intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes="auto",
-                 Lambda="upper_bound", mode="gap", steps="adaptive", theta=None, tau=None,
-                 sigma=None,
+                 Lambda="upper_bound", mode="gap", steps="adaptive", sampling="auto",
+                 theta=None, tau=None, sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
                  chunks_per_round=1, chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  random_state=None, scheduler=None, progress=None):
         _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling,
                      standardize, m, q,
-                     local_passes, Lambda, mode, steps, theta, tau, sigma, tol, max_iter,
-                     max_time,
+                     local_passes, Lambda, mode, steps, sampling, theta, tau, sigma, tol,
+                     max_iter, max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
 
@@ -693,15 +702,15 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
 
     def __init__(self, loss="logistic", *, alpha=1e-4, l1_ratio=0.0, fit_intercept=True,
                  intercept_scaling=1.0, standardize=True, m=1, q="auto", local_passes="auto",
-                 Lambda="upper_bound", mode="gap", steps="adaptive", theta=None, tau=None,
-                 sigma=None,
+                 Lambda="upper_bound", mode="gap", steps="adaptive", sampling="auto",
+                 theta=None, tau=None, sigma=None,
                  tol=1e-6, max_iter=100, max_time=None, gap_every=1, work_dir=None,
                  class_weight=None, chunks_per_round=1, chunk_size=10_000, shuffle=True,
                  shuffle_chunks="auto", random_state=None, scheduler=None, progress=None):
         _init_params(self, loss, alpha, l1_ratio, fit_intercept, intercept_scaling,
                      standardize, m, q,
-                     local_passes, Lambda, mode, steps, theta, tau, sigma, tol, max_iter,
-                     max_time,
+                     local_passes, Lambda, mode, steps, sampling, theta, tau, sigma, tol,
+                     max_iter, max_time,
                      gap_every, work_dir, chunks_per_round, chunk_size, shuffle,
                      shuffle_chunks, random_state, scheduler, progress)
         self.class_weight = class_weight

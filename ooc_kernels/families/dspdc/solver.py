@@ -127,6 +127,10 @@ class DSPDCConfig:
         in place of ``Lambda`` when it is smaller
         (:func:`~ooc_kernels.families.dspdc._local.steps_lambda`; adaptive steps only, turned
         off by the stall rule once ``step_boost`` is 1).
+    permuted_rows : bool
+        With ``m = 1``, a task visits its rows in random permutations (a new one every
+        ``n_k`` iterations) instead of sampling them independently
+        (:func:`~ooc_kernels.families.dspdc._local.task_uniform_blocks`).
     """
 
     loss_id: int
@@ -155,6 +159,7 @@ class DSPDCConfig:
     step_boost: float = 1.0
     x_spread: int | None = None
     mean_lambda: bool = False
+    permuted_rows: bool = False
 
     @property
     def store(self) -> ChunkStore:
