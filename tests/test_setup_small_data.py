@@ -1,5 +1,6 @@
 """The set-up of ``bandwidth="auto"`` on small data: the quick ARD search's float32 cosines
-against the float64 criterion, its isotropic grid (on 1 and 2 threads) against the
+and float32 products against the float64 criterion, its criterion object evaluated again
+and again against fresh ones, its isotropic grid (on 1 and 2 threads) against the
 criterion at every pair, the search and the leave-one-out score on 2 threads against 1,
 the eigenvalues computed on the scan's thread against those computed after it,
 the leave-one-out scan run ahead on a second thread against the scan run when asked, and
@@ -37,17 +38,47 @@ def test_the_float32_cosines_give_the_float64_criterion_and_gradient(narrow):
     assert l32 == pytest.approx(l64, rel=1e-6)
 
 
-@pytest.mark.parametrize("fast_trig,threads", [(False, 1), (True, 1), (True, 2)])
-def test_the_grid_is_the_criterion_at_every_pair(fast_trig, threads):
+@pytest.mark.parametrize("narrow", [0.0, 6.0])
+def test_the_float32_products_give_the_float64_criterion_and_gradient(narrow):
+    """The search's setting: the features' products in float32 too (phases, factorization
+    and solves in float64); 256 features of 1,000 rows, as the quick search has them."""
+    rng, parts, omega, phase = _criterion_inputs(seed=4, n=1000, d=6, D=256)
+    log_s = np.full(6, -narrow) + 0.1 * rng.normal(size=6)
+    e64, g64, l64 = validation_error(log_s, -5.0, parts, omega, phase)
+    e32, g32, l32 = validation_error(log_s, -5.0, parts, omega, phase, float32=True)
+    assert e32 == pytest.approx(e64, rel=1e-7)
+    np.testing.assert_allclose(g32, g64, rtol=0, atol=1e-5 * np.abs(g64).max())
+    assert l32 == pytest.approx(l64, rel=1e-6)
+
+
+def test_the_float32_criterion_keeps_no_state_between_evaluations():
+    """The search evaluates one criterion object at every step, writing its arrays in
+    place: each evaluation is the one a fresh object gives, whatever came before."""
+    rng, parts, omega, phase = _criterion_inputs(seed=6, n=150, d=4, D=32)
+    points = [(0.3 * rng.normal(size=4), lam) for lam in (-2.0, -4.0, -3.0)]
+    fresh = [validation_error(s, lam, parts, omega, phase, float32=True) for s, lam in points]
+    criterion = ard._Float32Criterion(parts, omega, phase)
+    for _ in range(2):
+        for (log_s, lam), (e, g, gl) in zip(points, fresh):
+            assert criterion(log_s, lam, gradient=False) == e
+            e2, g2, gl2 = criterion(log_s, lam)
+            assert (e2, gl2) == (e, gl)
+            np.testing.assert_array_equal(g2, g)
+
+
+@pytest.mark.parametrize("precision,threads", [("float64", 1), ("fast_trig", 1),
+                                               ("fast_trig", 2), ("float32", 1),
+                                               ("float32", 2)])
+def test_the_grid_is_the_criterion_at_every_pair(precision, threads):
     _, parts, omega, phase = _criterion_inputs(seed=5)
+    kw = {"fast_trig": precision == "fast_trig", "float32": precision == "float32"}
     log_widths, log_lams = [-0.5, 0.0, 1.0], np.log([1e-2, 1e-3, 1e-4])
-    E = grid_errors(log_widths, log_lams, parts, omega, phase, fast_trig=fast_trig,
-                    threads=threads)
+    E = grid_errors(log_widths, log_lams, parts, omega, phase, threads=threads, **kw)
     for i, log_width in enumerate(log_widths):
         for j, log_lam in enumerate(log_lams):
             assert E[i, j] == pytest.approx(validation_error(
                 np.full(3, log_width), log_lam, parts, omega, phase, gradient=False,
-                fast_trig=fast_trig), rel=1e-12)
+                **kw), rel=1e-12)
 
 
 def _config(d, x_scale):
