@@ -136,3 +136,41 @@ def test_auto_out_of_core_is_deterministic():
         np.testing.assert_array_equal(other.coef_, fits[0].coef_)
         assert [h["passes"] for h in other.gap_history_] == \
             [h["passes"] for h in fits[0].gap_history_]
+
+
+@pytest.mark.parametrize("shuffle_chunks", [3, 12])
+def test_the_certifying_round_runs_no_iterations(shuffle_chunks, monkeypatch):
+    """The task that completes the losses of a certified epoch start runs none of its
+    iterations (the fit stops and returns that start): the same model, gaps and stop as the
+    fit whose tasks all iterate, and the check said yes once, in the last epoch (groups of 3
+    chunks drawn anew).  With one group of all 12 chunks the only duals the task has are the
+    start's own, which do not certify it: the check says no and the task iterates."""
+    from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
+
+    _, _, lazy = _lazy_ridge(seed=2)
+    kw = dict(alpha=1e-3, tol=1e-6, max_iter=40, shuffle_chunks=shuffle_chunks,
+              scheduler="sync", random_state=1, progress=False)
+    real, said = DSPDCAlgorithm.certifies_start, []
+
+    def recording(self, state, task, start_loss, n_k):
+        yes = real(self, state, task, start_loss, n_k)
+        said.append((task.write[0], yes))
+        return yes
+
+    monkeypatch.setattr(DSPDCAlgorithm, "certifies_start", recording)
+    skipped = ok.DSPDCRegressor(**kw).fit(*lazy)
+    assert [e for e, yes in said if yes] == ([skipped.n_iter_ - 1] if shuffle_chunks < 12
+                                             else [])
+    monkeypatch.setattr(DSPDCAlgorithm, "certifies_start", lambda *a: False)
+    full = ok.DSPDCRegressor(**kw).fit(*lazy)
+    assert skipped.stop_reason_.startswith("tol:") and full.stop_reason_.startswith("tol:")
+    assert skipped.n_iter_ == full.n_iter_
+    np.testing.assert_array_equal(skipped.coef_, full.coef_)
+    assert skipped.gap_history_[:-1] == [{**h, "seconds": s["seconds"]} for h, s in
+                                          zip(full.gap_history_[:-1], skipped.gap_history_)]
+    last, last_full = skipped.gap_history_[-1], full.gap_history_[-1]
+    assert last["primal"] == last_full["primal"]
+    # the later duals are those before the skipped task's iterations: no better than the
+    # full fit's, and still within tol
+    assert last["dual"] <= last_full["dual"]
+    assert last["relative_gap"] <= 1e-6

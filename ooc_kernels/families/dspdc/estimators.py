@@ -304,6 +304,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
 
         self._algorithm = DSPDCAlgorithm(self._config, V=self._augmented_V())
+        self._algorithm.stop_rule = (self.tol, self.gap_every)
         return self._algorithm
 
     def _augmented_V(self):

@@ -320,6 +320,12 @@ class DSPDCAlgorithm:
         The whole factor of factorized data (needed by :meth:`apply` for ``x = x(y)``).
     """
 
+    #: ``(tol, gap_every)`` of the fit's stopping rule, or None: a task that completes the
+    #: sums of its epoch's start skips its iterations when that start is certified
+    #: (:meth:`certifies_start`).  Not part of the configuration: ``tol`` may change when a
+    #: fit resumes.
+    stop_rule: tuple | None = None
+
     def __init__(self, config: DSPDCConfig, V: np.ndarray | None = None):
         if config.lam2 <= 0:
             raise ValidationError(
@@ -396,10 +402,11 @@ class DSPDCAlgorithm:
         else:
             z = aty_k.copy()
         t_max, checks = pass_checkpoints(cfg.local_passes, cfg.max_local_passes, n_k, m)
+        certified = self.certifies_start(state, task, start_loss, n_k)
         rule = _PassReferee(cfg, n_k, m, checks, b, weights, (lam1, lam2, tilt), y_new,
                             z if reduced is None and not cfg.factorized else None, rows, V)
         T = 0
-        for row_u, col_u in task_uniform_blocks(
+        for row_u, col_u in () if certified else task_uniform_blocks(
                 replace(cfg, local_passes=cfg.max_local_passes) if checks else cfg,
                 task.seed, epoch, round_, task.chunks[0], n_k, m):
             done = False
@@ -445,6 +452,36 @@ class DSPDCAlgorithm:
                           steps=((n_k, task.sigma_prime, float(theta), float(tau),
                                   float(sigma)),),
                           start_loss=start_loss, start_rows=0 if x0 is None else n_k)
+
+    def certifies_start(self, state: DSPDCState, task: DSPDCTask, start_loss: float,
+                        n_k: int) -> bool:
+        """Whether this task completes the losses of its epoch's start (it is the only
+        task left that reads rows the epoch has not summed) and the start's duality gap,
+        against the duals of the state the task received, is within ``tol``: the fit
+        stops at the end of this round and returns that start, so the task's iterations
+        would be thrown away and it runs none (its duals, ``w`` and ``sum phi*`` stay as
+        they are, so the estimator computes the same gap from the state after the round).
+        Only at the epochs where the estimator evaluates the gap (``gap_every``)."""
+        if self.stop_rule is None or self.stop_rule[0] is None:
+            return False
+        tol, every = self.stop_rule
+        cfg = self.config
+        epoch, round_ = task.write
+        if epoch < 1 or epoch % every:
+            return False
+        if round_ == 0:             # the epoch's first round: its start is this state
+            start, loss, rows = state, start_loss, n_k
+        else:
+            start = state.epoch_start
+            loss, rows = state.start_loss + start_loss, state.start_rows + n_k
+        if start is None or rows != cfg.n_samples:
+            return False
+        summed = replace(state, epoch_start=start, start_loss=loss, start_rows=rows)
+        primal = summed.start_primal_value(cfg)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dual = start.best_dual_value(cfg, self.V, later=state)
+            rel = (primal - dual) / max(abs(primal), np.finfo(float).tiny)
+        return bool(np.isfinite(primal) and np.isfinite(dual) and rel <= tol)
 
     def combine(self, a: DSPDCDelta, b: DSPDCDelta) -> DSPDCDelta:
         return DSPDCDelta(dw=a.dw + b.dw, x_sum=a.x_sum + b.x_sum,
