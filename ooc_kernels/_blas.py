@@ -28,8 +28,8 @@ and the caller's setting comes back whichever thread leaves it last.
 Finding the BLAS libraries a process has loaded (threadpoolctl's ``ThreadpoolController``)
 opens and queries every one of them: about 1 to 4 ms, paid at every outermost limit (three
 in a small fit, a few percent of it).  The controller is kept and made anew only when the
-process's set of loaded shared objects has changed (:func:`loaded_objects`, the dynamic
-linker's own count on Linux; everywhere else it is made anew every time), so a library
+process's set of loaded shared objects has changed (:func:`loaded_objects`, the count of
+file-backed mappings on Linux; everywhere else it is made anew every time), so a library
 loaded since the last limit is always found.
 
 Examples
@@ -42,7 +42,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
-import ctypes
+import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -60,40 +60,27 @@ _controller: ThreadpoolController | None = None
 _controller_objects: int | None = None
 
 
-class _DlPhdrInfo(ctypes.Structure):
-    _fields_ = [("dlpi_addr", ctypes.c_void_p), ("dlpi_name", ctypes.c_char_p),
-                ("dlpi_phdr", ctypes.c_void_p), ("dlpi_phnum", ctypes.c_uint16)]
-
-
-_DL_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_DlPhdrInfo), ctypes.c_size_t,
-                                ctypes.c_void_p)
-
-
 def loaded_objects() -> int | None:
-    """The number of shared objects loaded in this process (``dl_iterate_phdr``), or
-    ``None`` where it cannot be counted (not Linux, or no ``dl_iterate_phdr``).
+    """A count that changes when a shared object is loaded into this process: its
+    file-backed memory mappings (the entries of ``/proc/self/map_files``, each shared object
+    maps several), or ``None`` where it cannot be read (not Linux, no procfs, or not
+    permitted there).
 
-    A library loaded since an earlier call raises the count; unloading and loading one
-    between two calls could leave it equal, which CPython's extension modules and the BLAS
-    libraries never do (they are not unloaded).
+    The kernel lists the mappings without the dynamic linker's lock.  ``dl_iterate_phdr``
+    holds that lock while it calls back into Python, and the callback needs the GIL, which
+    a thread importing an extension module holds inside ``dlopen`` while it waits for the
+    same lock: the process hangs (threadpoolctl reads ``/proc/self/maps`` on Linux for that
+    reason).  A file mapped or unmapped meanwhile also changes the count (the controller is
+    then made anew for nothing); a library loaded while as many file mappings are removed
+    leaves it equal, which CPython's extension modules and the BLAS libraries never do
+    (they are not unloaded).
     """
     if not sys.platform.startswith("linux"):
         return None
     try:
-        iterate = ctypes.CDLL(None).dl_iterate_phdr
-    except (OSError, AttributeError):
+        return len(os.listdir("/proc/self/map_files"))
+    except OSError:
         return None
-    count = 0
-
-    def one(info, size, data):
-        nonlocal count
-        count += 1
-        return 0
-
-    iterate.argtypes = [_DL_CALLBACK, ctypes.c_void_p]
-    iterate.restype = ctypes.c_int
-    iterate(_DL_CALLBACK(one), None)
-    return count
 
 
 def _blas_controller() -> ThreadpoolController:

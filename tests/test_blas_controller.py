@@ -20,13 +20,48 @@ print(before, after)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="dl_iterate_phdr is Linux's")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="procfs is Linux's")
 def test_loaded_objects_counts_a_newly_loaded_shared_object():
     assert "_bz2" not in sys.builtin_module_names
     out = subprocess.run([sys.executable, "-c", LOAD_ONE], capture_output=True, text=True,
                          check=True).stdout.split()
     before, after = int(out[0]), int(out[1])
     assert after > before   # the module, and the library it links (libbz2) if not loaded yet
+
+
+IMPORT_BESIDE = r"""
+import importlib, threading, warnings
+from ooc_kernels._blas import loaded_objects, single_threaded_blas
+warnings.simplefilter("ignore")
+with single_threaded_blas():   # its imports done before the other thread imports
+    pass
+done, counts = threading.Event(), [0]
+def count():
+    while not done.is_set():
+        for _ in range(20):
+            loaded_objects()
+        with single_threaded_blas():
+            counts[0] += 1
+worker = threading.Thread(target=count, daemon=True)
+worker.start()
+for name in ("_bz2", "_lzma", "_decimal", "_csv", "mmap", "_sqlite3", "_multibytecodec",
+             "scipy.signal", "scipy.ndimage", "scipy.interpolate", "scipy.integrate",
+             "scipy.io", "scipy.cluster", "sklearn.svm", "sklearn.ensemble"):
+    importlib.import_module(name)   # dlopen calls while the other thread counts
+done.set()
+worker.join()
+print(counts[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="procfs is Linux's")
+def test_counting_beside_an_import_in_another_thread_does_not_hang():
+    """A thread entering the limit (which counts the loaded objects) while another imports
+    extension modules: a count taken under the dynamic linker's lock with a callback into
+    Python hangs both (the importing thread holds the GIL inside dlopen)."""
+    out = subprocess.run([sys.executable, "-c", IMPORT_BESIDE], capture_output=True,
+                         text=True, check=True, timeout=120).stdout
+    assert int(out) > 0
 
 
 @pytest.fixture
