@@ -53,6 +53,11 @@ def kernels() -> dict:
     p80 = (0.01, b, 0, feature_scale(80), 0.0)
     problems = [(W, ph, coef, avg, params, buffer) for buffer in (1 << 26, 2 * b * r * 4)]
     problems += [(W80, ph80, c80, a80, p80, buffer) for buffer in (1 << 26, 1)]
+    # 16 blocks of 128 columns: 64 tasks of 32 columns, which the threads take from a
+    # shared counter (3 threads on fewer cores take them unevenly)
+    W16, ph16 = stacked_block_params(5, np.arange(16), d, 128, 1.2, np.float32)
+    c16, a16 = 0.1 * rng.normal(size=(16, 128, C)), 0.1 * rng.normal(size=(16, 128, C))
+    problems += [(W16, ph16, c16, a16, (0.01, b, 0, feature_scale(128), 0.0), 1 << 26)]
     for Wp, php, cp, ap, pp, buffer in problems:  # features kept, or recomputed
         out["full_seq"].append(_digest(*dsg_full_update(X, Y, np.ones(n), Wp, php, cp, ap,
                                                         2, steps, pp, buffer)[:3]))

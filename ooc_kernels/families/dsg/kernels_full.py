@@ -35,8 +35,7 @@ from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses.reference import loss_grad_value_ref
 from ooc_kernels.families.dsg.kernels import _features_ref, _tile_rows
-from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient, step_task,
-                                                    tile_block)
+from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
 
 __all__ = ["dsg_full_update", "dsg_full_update_ref", "dsg_superstep", "dsg_superstep_ref",
            "dsg_tile_apply", "dsg_tile_apply_ref", "dsg_tile_forward", "dsg_tile_forward_ref"]
@@ -141,9 +140,6 @@ def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     low = out.astype(X.dtype)  # its rounding to X's dtype, for the GEMMs
     tiles, bufs = full_buffers(X, W, C, b, max_buffer_bytes, kind)
     n_tasks = m * tiles[0]
-    if tiles[0] > 1:
-        for j in range(m):
-            tile_block(W, bufs[0], j, tiles[0], tiles[1])
     model = (out, low, mean)
     prev = (1.0, 0.0, 0.0)
     for s in range(n_steps + 1):  # pass s: step s - 1's updates, step s's features

@@ -39,7 +39,7 @@ from ooc_kernels._jit.losses import loss_grad_value
 from ooc_kernels._jit.rff import COS_AFFINE, COS_WIDE, RELU, RELU_SQUARED, STEP, features_inplace
 
 __all__ = ["STEP_TASKS", "full_buffers", "full_tile_width", "step_gradient", "step_task",
-           "tile_block"]
+           "tile_copy"]
 
 #: Tasks a full-phase step is cut into at least (when the blocks' columns can be split and
 #: hold at least 32 columns a tile): enough for 16 threads to get 4 each.
@@ -85,7 +85,7 @@ def full_buffers(X, W, C, batch_size, max_buffer_bytes, kind):
     whether every task's features are kept between its partial prediction and its update:
     when ``m min(b, n) r`` features fit in ``max_buffer_bytes``; else a task recomputes
     them); ``bufs = (Wt, Zt, P, D, F, G)``: the tiles of ``W``, each contiguous (filled by
-    :func:`tile_block`; empty when ``nf = 1``, where the blocks of ``W`` are used), the kept
+    :func:`tile_copy`; empty when ``nf = 1``, where the blocks of ``W`` are used), the kept
     features, the partial predictions, the products ``Z_t^T G``, the prediction and the
     gradient of a step.
     """
@@ -96,7 +96,7 @@ def full_buffers(X, W, C, batch_size, max_buffer_bytes, kind):
     nf = 1 if w == 0 else (r + w - 1) // w
     nbmax = min(batch_size, n)
     keep = m * nbmax * r * X.itemsize <= max_buffer_bytes
-    Wt = np.empty(m * d * r if nf > 1 else 0, dtype=X.dtype)  # filled by tile_block
+    Wt = np.empty(m * d * r if nf > 1 else 0, dtype=X.dtype)  # filled by tile_copy
     Zt = np.empty(m * nbmax * r if keep else 0, dtype=X.dtype)
     P = np.empty((m * nf, nbmax, C), dtype=X.dtype)
     D = np.empty((m * nf, w, C), dtype=X.dtype)
@@ -106,26 +106,27 @@ def full_buffers(X, W, C, batch_size, max_buffer_bytes, kind):
 
 
 @njit(cache=True, nogil=True)
-def tile_block(W, Wt, j, nf, w):
-    """Copy block ``j`` of ``W`` (m, d, r) into its ``nf`` column tiles of ``Wt`` (the
-    buffer of :func:`full_buffers`, used when ``nf > 1``), each tile ``(d, c1 - c0)``
-    contiguous."""
+def tile_copy(W, Wt, j, c0, c1):
+    """Copy the columns ``[c0, c1)`` of block ``j`` of ``W`` (m, d, r) into their tile of
+    ``Wt`` (the buffer of :func:`full_buffers`, used when a block has more than one tile),
+    ``(d, c1 - c0)`` contiguous; the task that owns the tile makes its copy in the first
+    pass of a kernel call (:func:`step_task`)."""
     d = W.shape[1]
     r = W.shape[2]
-    for f in range(nf):
-        c0 = f * w
-        c1 = min(c0 + w, r)
-        base = j * d * r + c0 * d
-        for k in range(d):
-            for q in range(c1 - c0):
-                Wt[base + k * (c1 - c0) + q] = W[j, k, c0 + q]
+    base = j * d * r + c0 * d
+    for k in range(d):
+        for q in range(c1 - c0):
+            Wt[base + k * (c1 - c0) + q] = W[j, k, c0 + q]
 
 
 @njit(cache=True, nogil=True)
 def step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, prev):
     """Task ``t`` (:mod:`module docstring <ooc_kernels.families.dsg.kernels_tasks>`) of
     step ``s``: step ``s - 1``'s update of its coefficients (when ``s > 0``), then step
-    ``s``'s features and partial prediction ``P[t]`` (when ``s < n_steps``).
+    ``s``'s features and partial prediction ``P[t]`` (when ``s < n_steps``).  In pass 0 the
+    task first copies its columns of ``W`` into its contiguous tile (:func:`tile_copy`, when
+    a block has more than one tile), so a kernel call needs no pass of its own for the
+    copies.
 
     ``model = (out, low, mean)``: the float64 coefficients, their rounding to X's dtype,
     the float64 average (``(0, r, C)`` without averaging); ``prev = (factor, step, w)`` of
@@ -145,6 +146,8 @@ def step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, pr
     if nf == 1:
         Wj = W[j]
     else:
+        if s == 0:
+            tile_copy(W, Wt, j, c0, c1)
         Wj = Wt[j * d * r + c0 * d:j * d * r + c1 * d].reshape((d, wt))
     ph = phase[j, c0:c1]
     nbmax = min(b, n)

@@ -11,7 +11,9 @@ sequential kernel's for 1, 2, 3 ... threads (``docs/threads.md``):
   blocks): each applies the previous step's update to its coefficients (``Z_t^T G``, a sum
   over all the step's rows in one product) and computes its features and partial
   prediction ``P_t``; one thread sums ``F = P_0 + P_1 + ...`` in task order (the sequential
-  kernel's order) and takes the loss gradient.  One parallel region per step;
+  kernel's order) and takes the loss gradient.  One parallel region per step (the first
+  also copies each task's columns of ``W`` into its tile), in which the threads take the
+  tasks one at a time from a shared counter;
 * :func:`dsg_predict_threads` (twin of :func:`~ooc_kernels.families.dsg.kernels.dsg_predict`):
   the threads share the sequential kernel's row tiles; a row's value depends on its tile only;
 * :func:`take_rows_threads` (``X[order]``) and :func:`count_nonfinite_threads` (the NaN and
@@ -41,13 +43,13 @@ import numpy as np
 from numba import prange
 
 from ooc_kernels._jit._cache import njit
+from ooc_kernels._jit.atomic import claim
 from ooc_kernels._jit.rff import COS_AFFINE
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import _tile_rows, add_tile_predictions, dsg_predict
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    dsg_full_update)
-from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient, step_task,
-                                                    tile_block)
+from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
 from ooc_kernels._threads import current_threads, launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict",
@@ -70,7 +72,11 @@ def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
 
     One parallel region per step: task ``t`` applies the previous step's update to its
     coefficients, then computes its features and partial prediction of this step; then one
-    thread sums the partial predictions in task order and takes the loss gradient.
+    thread sums the partial predictions in task order and takes the loss gradient.  The
+    threads take the tasks of a region one at a time from a shared counter
+    (:func:`~ooc_kernels._jit.atomic.claim`), so a thread held up by another job takes
+    fewer; a task writes only its own columns and buffers, so which thread runs it changes
+    no value.
     """
     scale = params[3]
     b = params[1]
@@ -86,14 +92,18 @@ def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     low = out.astype(X.dtype)
     tiles, bufs = full_buffers(X, W, C, b, max_buffer_bytes, kind)
     n_tasks = m * tiles[0]
-    if tiles[0] > 1:
-        for j in prange(m):
-            tile_block(W, bufs[0], j, tiles[0], tiles[1])
     model = (out, low, mean)
     prev = (1.0, 0.0, 0.0)
+    claims = np.zeros(n_steps + 1, dtype=np.int64)  # the next task of each pass
     for s in range(n_steps + 1):  # pass s: step s - 1's updates, step s's features
-        for t in prange(n_tasks):
-            step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, prev)
+        # a thread's first iteration takes the pass's tasks until none is left, its other
+        # iterations find none (one claim each)
+        for k in prange(n_tasks):
+            t = claim(claims, s)
+            while t < n_tasks:
+                step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model,
+                          prev)
+                t = claim(claims, s)
         if s < n_steps:
             totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
     loss_sum, weight_sum, n_avg = totals
