@@ -53,6 +53,28 @@ def test_permuted_uniforms_visit_every_row_once_per_pass(monkeypatch, q):
         assert ca.shape == (len(a), q) and (q == 3 or 0 < ca.min() < ca.max() < 1)
 
 
+def test_a_permutation_of_many_rows_orders_blocks_of_consecutive_rows():
+    """5,003 rows: blocks of 4 consecutive rows (the last one 3 rows) in a random order,
+    every pass a permutation of the rows, the passes different."""
+    from ooc_kernels.families.dspdc._local import permuted_rows
+
+    rows = permuted_rows(np.random.default_rng(1), 5003, 2 * 5003)
+    for one in (rows[:5003], rows[5003:]):
+        np.testing.assert_array_equal(np.sort(one), np.arange(5003))
+        pos, firsts = 0, []
+        while pos < 5003:                        # block after block
+            first = int(one[pos])
+            size = min(4, 5003 - first)
+            assert first % 4 == 0
+            np.testing.assert_array_equal(one[pos:pos + size], np.arange(first, first + size))
+            firsts.append(first)
+            pos += size
+        assert sorted(firsts) == list(range(0, 5003, 4)) and firsts != sorted(firsts)
+    assert not np.array_equal(rows[:5003], rows[5003:])
+    small = permuted_rows(np.random.default_rng(1), 2047, 2047)      # one row per block
+    np.testing.assert_array_equal(small, np.random.default_rng(1).permutation(2047))
+
+
 def test_permuted_uniforms_map_exactly_on_many_rows():
     """``(pi + 1/2) / n_k`` maps back to ``pi`` for every row of a large task."""
     n_k = 1_000_003
