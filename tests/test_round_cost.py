@@ -37,7 +37,7 @@ def _graphs(monkeypatch):
 
 
 FITS = [
-    (ok.DSPDCRegressor, {"alpha": 1e-3, "tol": 1e-3, "max_iter": 40}, False),
+    (ok.DSPDCRegressor, {"alpha": 1e-3, "tol": 1e-5, "max_iter": 40}, False),
     (ok.DSPDCClassifier, {"alpha": 1e-3, "l1_ratio": 0.3, "tol": 1e-3, "max_iter": 40}, True),
 ]
 
