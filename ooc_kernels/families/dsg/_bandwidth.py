@@ -372,7 +372,10 @@ def common_scale(config):
     (5.0, 5.0)
     """
     scale = np.asarray(config.x_scale, dtype=np.float64)
-    value = float(np.sqrt(np.mean(scale ** 2)))
+    with np.errstate(over="ignore"):
+        value = float(np.sqrt(np.mean(scale ** 2)))
+    if not np.isfinite(value):   # scales beyond about 1e154: their squares overflow
+        value = float(scale.max() * np.sqrt(np.mean((scale / scale.max()) ** 2)))
     return replace(config, x_scale=(value,) * len(scale))
 
 

@@ -37,7 +37,7 @@ from ooc_kernels.features.maps import kernel_spec
 
 __all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMixin",
            "check_bandwidth_sample", "check_whole_blocks", "describe_steps",
-           "finite_sample_rows", "with_threads"]
+           "finite_sample_rows", "weighted_moments", "with_threads"]
 
 
 def check_whole_blocks(name: str, value: int, block_size: int, why: str) -> None:
@@ -77,6 +77,36 @@ def finite_sample_rows(sample, y, chunk_of, row_of, on_invalid: str):
     raise non_finite_error(var, np.asarray(value).item(), int(chunk_of[i]), int(row_of[i]),
                            feature, context=" (found while sampling rows for the bandwidth "
                                             "and the step size)")
+
+
+def weighted_moments(values, weights=None):
+    """``(mean, std)`` of ``values`` along its first axis, rows weighted by ``weights``
+    (None: unweighted): the standardization of a fit's inputs and regression target.
+
+    A column whose sums overflow (finite values beyond about 1e154, whose squares do not
+    fit a float64) gets the moments of its values divided by their largest magnitude,
+    multiplied back, so every finite column has finite moments; the other columns the
+    plain formula's, bit for bit.
+
+    Examples
+    --------
+    >>> weighted_moments(np.array([[1.0, 0.0], [3.0, 0.0]]))
+    (array([2., 0.]), array([1., 0.]))
+    >>> [float(v[0]) for v in weighted_moments(np.array([[1e300], [-1e300]]))]
+    [0.0, 1e+300]
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = np.average(values, axis=0, weights=weights)
+        sd = np.sqrt(np.average((values - mean) ** 2, axis=0, weights=weights))
+        if np.all(np.isfinite(mean)) and np.all(np.isfinite(sd)):
+            return mean, sd
+        big = np.max(np.abs(values), axis=0)
+        big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
+        scaled = values / big
+        mean_s = np.average(scaled, axis=0, weights=weights)
+        sd_s = np.sqrt(np.average((scaled - mean_s) ** 2, axis=0, weights=weights))
+        plain = np.isfinite(mean) & np.isfinite(sd)
+        return np.where(plain, mean, mean_s * big), np.where(plain, sd, sd_s * big)
 
 
 def describe_steps(config: DSGConfig) -> str:

@@ -33,7 +33,8 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
                                                N_JOBS_DOC, DSGModelMixin,
                                                check_bandwidth_sample,
-                                               finite_sample_rows, with_threads)
+                                               finite_sample_rows, weighted_moments,
+                                               with_threads)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
 from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SAMPLE_ROWS,
@@ -314,16 +315,11 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         w = np.asarray(weights, dtype=np.float64)
         if not (w > 0).any() or (w == w[0]).all():
             w = None  # unweighted: the plain mean and standard deviation
-
-        def moments(values):
-            mean = np.average(values, axis=0, weights=w)
-            return mean, np.sqrt(np.average((values - mean) ** 2, axis=0, weights=w))
-
-        shift, scale = moments(X)
+        shift, scale = weighted_moments(X, w)   # finite for every finite column
         scale[~(scale > 0)] = 1.0  # constant features: left as they are
         out = {"x_shift": tuple(shift.tolist()), "x_scale": tuple(scale.tolist())}
         if target == "regression":
-            mean, sd = moments(np.asarray(y, dtype=np.float64))
+            mean, sd = weighted_moments(np.asarray(y, dtype=np.float64), w)
             out.update(y_shift=float(mean), y_scale=float(sd) if sd > 0 else 1.0)
         return out
 

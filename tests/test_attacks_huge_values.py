@@ -1,0 +1,67 @@
+"""Attack on the DSG estimators' standardization with finite values whose squares overflow
+(beyond about 1e154, with ``dtype="float64"``): the column's standard deviation must stay
+finite, so that the column is standardized like any other instead of being divided by
+infinity (every value 0: an input carrying the label silently dropped)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ooc_kernels as ok
+from ooc_kernels.families.dsg._bandwidth import common_scale
+from ooc_kernels.families.dsg._common import weighted_moments
+from ooc_kernels.families.dsg.solver import DSGConfig
+
+
+def _exact_moments(column, weights):
+    """Mean and variance in exact rational arithmetic."""
+    v = [Fraction(float(x)) for x in column]
+    w = [Fraction(float(x)) for x in weights]
+    mean = sum(a * b for a, b in zip(w, v)) / sum(w)
+    var = sum(b * (a - mean) ** 2 for a, b in zip(v, w)) / sum(w)
+    return mean, var
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_weighted_moments_of_huge_columns_are_finite_and_exact(weighted):
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.normal(size=7) * 1e300, rng.normal(size=7) * 1e155,
+                         rng.normal(size=7)])
+    w = rng.random(7) + 0.5 if weighted else np.ones(7)
+    mean, sd = weighted_moments(X, w if weighted else None)
+    for j in range(3):
+        m, var = _exact_moments(X[:, j], w)
+        assert float((Fraction(float(mean[j])) - m) / Fraction(float(sd[j]))) == \
+            pytest.approx(0.0, abs=1e-12)
+        assert float(Fraction(float(sd[j])) ** 2 / var) == pytest.approx(1.0, rel=1e-12)
+    # an ordinary column: the plain formula, bit for bit
+    plain = X[:, 2]
+    w_ = w if weighted else None
+    plain_mean = np.average(plain, weights=w_)
+    assert mean[2] == plain_mean
+    assert sd[2] == np.sqrt(np.average((plain - plain_mean) ** 2, weights=w_))
+
+
+def test_common_scale_of_huge_scales_is_their_root_mean_square():
+    c = DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=2,
+                  block_size=4, n_blocks=1, bandwidth=1.0, feature_seed=0, alpha=0.1,
+                  batch_size=4, learning_rate="constant", eta0=0.1, t0=0.0,
+                  dtype="float64", x_shift=(0.0, 0.0), x_scale=(3e200, 4e200))
+    assert common_scale(c).x_scale == pytest.approx((12.5 ** 0.5 * 1e200,) * 2, rel=1e-15)
+
+
+def test_an_input_of_huge_values_that_carries_the_label_is_used():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 2] > 0).astype(int)            # only the last input carries the label
+    huge = X.copy()
+    huge[:, 2] *= 1e200                      # finite in float64; its square is not
+    kw = dict(dtype="float64", max_iter=2, n_features=256, block_size=128, progress=False,
+              random_state=0)
+    with np.errstate(over="raise", invalid="raise"):   # no overflow in the set-up
+        model = ok.DSGClassifier(**kw).fit(huge, y)
+    assert np.isfinite(model._config.x_scale).all() and model._config.x_scale[2] > 1e199
+    assert model.score(huge, y) > 0.9        # dropped, the label is at chance (0.5)
