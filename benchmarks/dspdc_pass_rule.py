@@ -10,9 +10,10 @@ excluded) and then the fits to ``1e-4`` and ``1e-6``; the trees alternated run a
 A, B ...), ``--repeats`` runs each, medians of the CPU seconds of the fits
 (``time.process_time``: every thread, the read ahead included), with the epochs and the
 passes over the duals of the certified iterate.  ``--rule GAIN:MAX`` (a tree name suffix
-``NAME@GAIN:MAX``) sets ``PASS_GAIN``, ``LOGISTIC_PASS_GAIN`` (both to ``GAIN``) and
-``AUTO_MAX_LOCAL_PASSES`` of ``ooc_kernels.families.dspdc._pass_rule`` in that child (a sweep
-of the rule's constants; ``MAX`` = 3 gives 3 passes per read).
+``NAME@GAIN:MAX``) sets ``PASS_GAIN`` and ``AUTO_MAX_LOCAL_PASSES`` of
+``ooc_kernels.families.dspdc._pass_rule`` in that child (a sweep of the rule's constants;
+``MAX`` = 3 gives 3 passes per read), and ``NAME@GAIN:MAX:all`` runs the rule for every
+loss (``AUTO_RULE_LOSSES``).
 
     git archive <commit> ooc_kernels | tar -x -C /tmp/before
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
@@ -51,9 +52,10 @@ def child(spec: dict) -> dict:
     if spec.get("rule"):
         from ooc_kernels.families.dspdc import _pass_rule
 
-        gain, most = spec["rule"]
+        gain, most, *every = spec["rule"]
         _pass_rule.PASS_GAIN, _pass_rule.AUTO_MAX_LOCAL_PASSES = float(gain), float(most)
-        _pass_rule.LOGISTIC_PASS_GAIN = float(gain)
+        if every:
+            _pass_rule.AUTO_RULE_LOSSES = ("squared", "logistic", "smoothed_hinge")
     task, params = PROBLEMS[spec["problem"]]
     Est = ok.DSPDCRegressor if task == "regression" else ok.DSPDCClassifier
     ds = xr.open_zarr(spec["store"])

@@ -32,9 +32,10 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         group holds all the chunks or a task's group holds several chunks drawn anew every
         epoch (``shuffle=True``, more than one group, ``shuffle_chunks_ > 1``); else 1 (in
         memory, or a task that keeps the same part of the rows every epoch, where more
-        passes do not pay or slow the fit down).  Where ``"auto"`` takes 3, a task goes on
-        passing over the rows it holds, up to 10 passes, while a pass still raises its
-        subproblem's dual value by more than 2 % of the rise since the task started.  The
+        passes do not pay or slow the fit down).  Where ``"auto"`` takes 3 and the loss is
+        ``"squared"``, a task goes on passing over the rows it holds, up to 10 passes, while a
+        pass still raises its subproblem's dual value by more than 2 % of the rise since the
+        task started.  The
         values used are ``local_passes_`` and ``max_local_passes_`` (``docs/dspdc.md``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
         ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
@@ -106,8 +107,9 @@ _ATTRIBUTES_DOC = """
         every task runs.
     max_local_passes_ : float
         The most passes per read a task may run: ``local_passes_`` when the passes are
-        fixed; with ``"auto"`` resolved to 3 (out of core), 10, a task going on pass by pass
-        while its passes still raise its subproblem's dual value (``docs/dspdc.md``).
+        fixed; with ``"auto"`` resolved to 3 (out of core) and the squared loss, 10, a task
+        going on pass by pass while its passes still raise its subproblem's dual value
+        (``docs/dspdc.md``).
     sampling_ : str
         The ``sampling`` the tasks ran with (``"auto"`` resolved).
     theta_, tau_, sigma_ : ndarray of shape (n_local_problems,)

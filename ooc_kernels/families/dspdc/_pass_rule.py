@@ -12,8 +12,7 @@ with ``g'_j(a) = lam1' |a| + lam2' / 2 a^2 - s_j a`` the task's tilted regulariz
 ``g'_j*(v) = g_j*(v + s_j)``.  After every pass from pass ``local_passes`` on, the task stops
 when the last pass raised ``D_k`` by at most :data:`PASS_GAIN` of the rise since the task
 started (or did not raise it: the boosted steps are not monotone), or when the next pass would
-go beyond ``max_local_passes``; the share is :data:`LOGISTIC_PASS_GAIN` for the logistic loss,
-whose passes cost more (:func:`pass_gain`).  A task converging geometrically by ``r`` per pass gains
+go beyond ``max_local_passes``.  A task converging geometrically by ``r`` per pass gains
 ``r^(j-1) (1 - r) / (1 - r^j)`` of its rise in pass ``j``: the rule stops once that is small,
 that is once the task's subproblem is nearly solved and further passes would only polish a
 subproblem that the next round changes.
@@ -37,28 +36,21 @@ import math
 
 import numpy as np
 
-__all__ = ["AUTO_MAX_LOCAL_PASSES", "LOGISTIC_PASS_GAIN", "PASS_GAIN", "local_dual_value",
-           "pass_checkpoints", "pass_gain", "stop_after"]
+__all__ = ["AUTO_MAX_LOCAL_PASSES", "AUTO_RULE_LOSSES", "PASS_GAIN", "local_dual_value",
+           "pass_checkpoints", "stop_after"]
 
 #: The most passes per read that ``local_passes="auto"`` runs (out of core, where it takes
 #: ``local_passes_ = 3`` passes at least).
 AUTO_MAX_LOCAL_PASSES = 10.0
 #: A pass that raised the task's dual by at most this share of its rise so far is the last.
 PASS_GAIN = 0.02
-#: The share for the logistic loss (id 2), whose dual steps solve a one-dimensional equation
-#: by Newton's method: a pass over rows in memory costs about 2.5 times a pass of the squared
-#: loss, so it must gain 2.5 times as much to pay.
-LOGISTIC_PASS_GAIN = 0.05
-
-
-def pass_gain(loss_id: int) -> float:
-    """The share of :func:`stop_after` for a loss: :data:`LOGISTIC_PASS_GAIN` for the
-    logistic loss, :data:`PASS_GAIN` for the others (closed-form dual steps).
-
-    >>> pass_gain(0), pass_gain(2)
-    (0.02, 0.05)
-    """
-    return LOGISTIC_PASS_GAIN if int(loss_id) == 2 else PASS_GAIN
+#: The losses for which ``local_passes="auto"`` runs the rule (elsewhere 3 passes per read):
+#: the squared loss, where the epoch it saves costs fewer CPU seconds than its extra passes.
+#: A logistic pass (Newton's method for every dual step) costs about 2.5 times a squared one,
+#: and on the peer table's problems the rule took as many CPU seconds to ``1e-4`` as 3
+#: passes and 25 % more to ``1e-6`` (docs/benchmarks.md, "DSPDC out of core: passes per
+#: read from the task's progress"); the smoothed hinge was not measured.
+AUTO_RULE_LOSSES = ("squared",)
 
 
 def stop_after(dual: float, previous: float, first: float, gain: float | None = None) -> bool:

@@ -107,13 +107,15 @@ def resolve_local_passes(estimator, data) -> float:
 
 def resolve_max_local_passes(estimator, local_passes: float) -> float | None:
     """The ``max_local_passes`` of a fit's configuration: for ``local_passes="auto"`` that
-    resolved to :data:`AUTO_LOCAL_PASSES` (out of core, one group or groups drawn anew),
-    :data:`~ooc_kernels.families.dspdc._pass_rule.AUTO_MAX_LOCAL_PASSES`: a task runs 3
-    passes per read and more while they still raise its subproblem's dual value
+    resolved to :data:`AUTO_LOCAL_PASSES` (out of core, one group or groups drawn anew) and a
+    loss of :data:`~ooc_kernels.families.dspdc._pass_rule.AUTO_RULE_LOSSES` (the squared
+    loss), :data:`~ooc_kernels.families.dspdc._pass_rule.AUTO_MAX_LOCAL_PASSES`: a task runs
+    3 passes per read and more while they still raise its subproblem's dual value
     (:mod:`ooc_kernels.families.dspdc._pass_rule`); else None (``local_passes`` passes)."""
     from ooc_kernels.families.dspdc import _pass_rule
 
-    if estimator.local_passes == "auto" and local_passes == AUTO_LOCAL_PASSES:
+    if estimator.local_passes == "auto" and local_passes == AUTO_LOCAL_PASSES \
+            and estimator.loss in _pass_rule.AUTO_RULE_LOSSES:
         return _pass_rule.AUTO_MAX_LOCAL_PASSES
     return None
 

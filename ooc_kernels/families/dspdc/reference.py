@@ -60,12 +60,12 @@ __all__ = ["sequential_dspdc", "dual_argmax"]
 _GAMMA = {"squared": 1.0, "smoothed_hinge": 1.0, "logistic": 4.0}
 
 
-def _pass_gain(loss: str) -> float:
+def _pass_gain() -> float:
     """The share of the round's dual rise below which a pass is the last (the rule's
-    constants, not its code)."""
+    constant, not its code)."""
     from ooc_kernels.families.dspdc import _pass_rule
 
-    return _pass_rule.LOGISTIC_PASS_GAIN if loss == "logistic" else _pass_rule.PASS_GAIN
+    return _pass_rule.PASS_GAIN
 
 
 def _conj(loss: str, beta: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -245,7 +245,7 @@ def sequential_dspdc(case, n_epochs: int = 1):
                                          case.seed, epoch, k, k, n_k, m)
             assert len(row_u) == t_max, "the task's uniforms are one pair per iteration"
             # the first t_min iterations, then pass by pass while the pass raised the
-            # round's dual by more than the loss's share of its rise since the round started
+            # round's dual by more than PASS_GAIN of its rise since the round started
             first = previous = _block_dual(loss, A, b, s, duals[k], r, n, cfg.lam1, cfg.lam2)
             bounds = [t_min] + list(range(t_min + per_pass, t_max, per_pass)) + [t_max]
             if t_min - per_pass > 0 and t_max > t_min:
@@ -261,7 +261,7 @@ def sequential_dspdc(case, n_epochs: int = 1):
                 if t_max == t_min or T >= t_max:
                     break
                 dual = _block_dual(loss, A, b, s, y_k, r, n, cfg.lam1, cfg.lam2)
-                if T >= t_min and not dual - previous > _pass_gain(loss) * (dual - first):
+                if T >= t_min and not dual - previous > _pass_gain() * (dual - first):
                     break
                 previous = dual
             duals[k] = y_k

@@ -33,7 +33,7 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc._pass_rule import local_dual_value, pass_checkpoints, \
-    pass_gain, stop_after
+    stop_after
 from ooc_kernels.families.dspdc._reduced import ReducedRows, data_boost, reduced_applies
 from ooc_kernels.families.dspdc._scaling import model_rows, model_V
 from ooc_kernels.families.dspdc._local import (
@@ -557,8 +557,7 @@ class _PassReferee:
         self.next += 1
         dual, previous = self.dual(), self.previous
         self.previous = dual
-        return done >= self.t_min and stop_after(dual, previous, self.first,
-                                                 pass_gain(self.cfg.loss_id))
+        return done >= self.t_min and stop_after(dual, previous, self.first)
 
 
 def rows_loss(cfg: DSPDCConfig, rows: np.ndarray, V: np.ndarray | None, x: np.ndarray,
