@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
+from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc import _memory_task
 from ooc_kernels.families.dspdc._local import task_uniform_blocks
 from ooc_kernels.families.dspdc.kernels import _all_columns_one_row, dspdc_dense_iterations
@@ -24,6 +25,8 @@ from ooc_kernels.families.dspdc.kernels_memory import (
     rows_loss_sum_ref,
     task_sweep,
     task_sweep_ref,
+    visits_once,
+    visits_once_ref,
 )
 from ooc_kernels.losses.reference import loss_conjugate_ref
 
@@ -73,6 +76,56 @@ def test_iterations_on_mapped_rows_equal_those_on_the_gathered_rows(loss, lam1, 
     np.testing.assert_array_equal(y[others], y0[others])     # rows outside the task
     for got, want in zip(mapped, gathered):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("loss", sorted(LOSSES.values()))
+@pytest.mark.parametrize("lam1", [0.0, 0.03])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_visits_once_equals_its_numpy_twin_and_the_iterations_then_the_sweep(loss, lam1,
+                                                                             weighted):
+    """The rows of two chunks visited once in a permutation (two blocks of uniforms, 23 of
+    the 25 rows): the NumPy twin's duals, iterates, products, losses and conjugates (to
+    rounding), the iterates of the kernel and the sums of the sweep run after it (bit for
+    bit, to rounding); the twin refuses uniforms that visit a row twice."""
+    rng, A, b = _rows(7 + loss, loss=loss)
+    row_map = np.concatenate([np.arange(25, 40), np.arange(5, 15)]).astype(np.int64)
+    segment = np.repeat(np.arange(2), [15, 10]).astype(np.int64)
+    weights = rng.uniform(0.0, 2.0, size=len(A)) if weighted else None
+    weights = None if weights is None else np.where(weights < 0.3, 0.0, weights)
+    y0, shift = _duals(rng, b, loss), rng.normal(size=A.shape[1])
+    start = [rng.normal(size=A.shape[1]) for _ in range(3)]
+    x0 = rng.normal(size=A.shape[1])
+    u = ((rng.permutation(25)[:23] + 0.5) / 25)[:, None]
+    args = (0.8, 0.2, 1.5, loss, lam1, 0.1, shift, weights, row_map)
+    conj0 = np.empty(len(A))
+    row_conjugates(y0, b, loss, conj0)
+    runs = {}
+    for name, fn in (("numba", visits_once), ("numpy", visits_once_ref)):
+        y, it, dw, conj = y0.copy(), [v.copy() for v in start], np.zeros((2, 6)), conj0.copy()
+        sums = [fn(A, b, y, *it, 25, part, *args, segment, x0, True, dw, conj)
+                for part in (u[:9], u[9:])]
+        runs[name] = (y, it, dw, conj, np.sum(sums, axis=0))
+    (y, it, dw, conj, sums), (y_r, it_r, dw_r, conj_r, sums_r) = runs["numba"], runs["numpy"]
+    for got, want in zip([y, *it, dw, conj, sums], [y_r, *it_r, dw_r, conj_r, sums_r]):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    y_k, plain = y0.copy(), [v.copy() for v in start]
+    _all_columns_one_row(A, b, y_k, *plain, 25, u, *args)
+    for got, want in zip([y, *it], [y_k, *plain]):
+        np.testing.assert_array_equal(got, want)
+    dw_s, conj_s = np.empty((2, 6)), conj0.copy()
+    swept = task_sweep(A, row_map, np.array([15, 25]), b, y_k, y0[row_map], weights, x0,
+                       True, loss, dw_s, conj_s)
+    missed = np.setdiff1d(np.arange(25), np.minimum((u[:, 0] * 25).astype(int), 24))
+    unvisited = rows_loss_sum_ref(A[row_map[missed]], b[row_map[missed]],
+                                  None if weights is None else weights[row_map[missed]], x0,
+                                  loss)
+    np.testing.assert_allclose([sums[0] + unvisited, sums[1]], swept, rtol=1e-10)
+    np.testing.assert_allclose(dw, dw_s, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(conj, conj_s)
+    with pytest.raises(ValidationError, match="visit each row at most once"):
+        visits_once_ref(A, b, y0.copy(), *[v.copy() for v in start], 25,
+                        np.array([[0.1], [0.11]]), *args, segment, x0, True,
+                        np.zeros((2, 6)), conj0.copy())
 
 
 @pytest.mark.parametrize("loss", sorted(LOSSES.values()))

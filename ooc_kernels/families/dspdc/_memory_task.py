@@ -16,6 +16,11 @@ whole data are one array, the duals, labels and row weights one vector each, and
    gap) and the change of ``sum_i w_i phi_i*(y_i)`` (the conjugates of every row are kept
    with the duals, so only the changed duals' are evaluated).
 
+With its rows in a permutation and one pass (``permuted_rows``, ``local_passes = 1``: every
+row visited once), steps 2 and 3 are one numba call
+(:func:`~ooc_kernels.families.dspdc.kernels_memory.visits_once`): the sweep's sums are
+added at each row's visit, and the rows are read once per epoch instead of twice.
+
 ``A_k^T (w * y_k)`` of a task is the sum of its chunks' products, kept up to date from the
 sweeps, not a product of its own.  The out-of-core task computes these sums with BLAS
 products and NumPy reductions over its gathered rows, so the iterates of the two paths agree
@@ -112,7 +117,7 @@ class MemoryTasks:
         fields as :meth:`~ooc_kernels.families.dspdc.solver.DSPDCAlgorithm.chunk_step`
         returns (the duals are updated here, in :attr:`y`)."""
         from ooc_kernels.families.dspdc.kernels import _all_columns_one_row
-        from ooc_kernels.families.dspdc.kernels_memory import task_sweep
+        from ooc_kernels.families.dspdc.kernels_memory import task_sweep, visits_once
         from ooc_kernels.families.dspdc.solver import DSPDCDelta
 
         group = task.chunks
@@ -127,25 +132,42 @@ class MemoryTasks:
             aty_k += self.products[c]
         lam1, lam2, shift = local_problem(config, state.w, aty_k, n_k, task.sigma_prime)
         m, theta, tau, sigma = local_step_parameters(config, n_k, task.sigma_prime)
+        # rows in a permutation, one pass: each row visited once, the sweep at its visit
+        once = bool(getattr(config, "permuted_rows", False)) and \
+            math.ceil(config.local_passes * n_k) == n_k
         y_old = self._y_old[:n_k]
-        np.take(self.y, row_map, out=y_old)
+        if not once:
+            np.take(self.y, row_map, out=y_old)
         a = np.array(state.x, dtype=np.float64)
         abar, z = a.copy(), aty_k
-        T = 0
+        if len(self._dw) < len(group):
+            self._dw = np.empty((len(group), self.rows.shape[1]))
+        dw_parts = self._dw[:len(group)]
+        start = a if x0 is None else np.ascontiguousarray(x0, dtype=np.float64)
+        if once:
+            dw_parts[:] = 0.0
+            segment = np.repeat(np.arange(len(group), dtype=np.int64),
+                                np.diff(seg_ends, prepend=0))
+        T, start_loss, dconj = 0, 0.0, 0.0
         for row_u, _ in task_uniform_blocks(config, task.seed, epoch, round_, group[0], n_k,
                                             m, columns=False, out=self._uniform_buffer(
                                                 config, n_k, m)):
             T += len(row_u)
-            _all_columns_one_row(self.rows, self.b, self.y, a, abar, z,
-                                 n_k, row_u, theta, tau, sigma,
-                                 config.loss_id, lam1, lam2, shift, self.weights, row_map)
-        if len(self._dw) < len(group):
-            self._dw = np.empty((len(group), self.rows.shape[1]))
-        dw_parts = self._dw[:len(group)]
-        start_loss, dconj = task_sweep(
-            self.rows, row_map, seg_ends, self.b, self.y, y_old, self.weights,
-            a if x0 is None else np.ascontiguousarray(x0, dtype=np.float64),
-            x0 is not None, config.loss_id, dw_parts, self.conj)
+            if once:
+                loss, change = visits_once(
+                    self.rows, self.b, self.y, a, abar, z, n_k, row_u, theta, tau, sigma,
+                    config.loss_id, lam1, lam2, shift, self.weights, row_map, segment,
+                    start, x0 is not None, dw_parts, self.conj)
+                start_loss, dconj = start_loss + loss, dconj + change
+            else:
+                _all_columns_one_row(self.rows, self.b, self.y, a, abar, z,
+                                     n_k, row_u, theta, tau, sigma,
+                                     config.loss_id, lam1, lam2, shift, self.weights,
+                                     row_map)
+        if not once:
+            start_loss, dconj = task_sweep(
+                self.rows, row_map, seg_ends, self.b, self.y, y_old, self.weights, start,
+                x0 is not None, config.loss_id, dw_parts, self.conj)
         dw = dw_parts[0].copy()
         for s, c in enumerate(group):
             self.products[c] += dw_parts[s]

@@ -33,11 +33,14 @@ from __future__ import annotations
 import numpy as np
 
 from ooc_kernels._jit._cache import njit
-from ooc_kernels._jit.losses import loss_conjugate, loss_value
+from ooc_kernels._jit.losses import dual_prox, loss_conjugate, loss_value
+from ooc_kernels._jit.prefetch import prefetch_row
+from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.families.dspdc.kernels import PREFETCH_AHEAD, _one_row
 from ooc_kernels.losses.reference import loss_conjugate_ref, loss_value_ref
 
 __all__ = ["task_sweep", "task_sweep_ref", "rows_loss_sum", "rows_loss_sum_ref",
-           "row_conjugates", "row_conjugates_ref"]
+           "row_conjugates", "row_conjugates_ref", "visits_once", "visits_once_ref"]
 
 
 @njit(cache=True, nogil=True)
@@ -181,3 +184,164 @@ def row_conjugates_ref(y, b, loss_id, out):
     """NumPy twin of :func:`row_conjugates`."""
     with np.errstate(over="ignore", invalid="ignore"):
         out[:] = loss_conjugate_ref(loss_id, np.asarray(y), np.asarray(b))
+
+
+@njit(cache=True, nogil=True)
+def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
+                lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj):
+    """The iterations of a task that visits each of its rows at most once (``m = 1``,
+    ``q = p``, its rows in a permutation, one pass), with the task's sweep
+    (:func:`task_sweep`) done at each row's visit: every row is read once per epoch, not
+    twice.
+
+    The iterates are those of
+    :func:`~ooc_kernels.families.dspdc.kernels._all_columns_one_row` with ``row_map`` (the
+    same operations on the same values, bit for bit); the sums of :func:`task_sweep` over
+    the visited rows are added in the order of the visits instead of the rows' (equal to
+    rounding).  A block of the task's uniforms per call: ``dw`` and ``conj`` accumulate
+    over the calls, the returned sums are the block's.
+
+    Parameters
+    ----------
+    A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id, lam1, lam2, shift,
+    weights, row_map
+        As :func:`~ooc_kernels.families.dspdc.kernels._all_columns_one_row`.
+    segment : ndarray (n_k,) int64
+        The chunk (row of ``dw``) of each of the task's rows, indexed like ``row_map``.
+    x0, with_loss
+        The epoch's first iterate and whether its losses are summed (:func:`task_sweep`).
+    dw : ndarray (n_seg, p) float64, updated
+        ``+= w_i (y_i - y_old_i) a_i`` of every visited row, in its chunk's row.
+    conj : ndarray (n,) float64, updated
+        ``phi_i*(y_i)`` where a visit changed ``y_i``.
+
+    Returns
+    -------
+    (float, float)
+        ``sum w_i phi_i(a_i^T x0)`` over the visited rows (0 without ``with_loss``) and
+        ``sum w_i (phi_i*(y_i) - phi_i*(y_old_i))``, over the rows of weight ``> 0`` when
+        weighted.
+    """
+    p = A.shape[1]
+    n_rows = row_map.shape[0]
+    T = row_uniforms.shape[0]
+    nt = np.float64(n_total)
+    ext = np.float64(n_rows)
+    theta1 = theta + 1.0
+    thr = tau * lam1
+    den = 1.0 + tau * lam2
+    smooth = lam1 == 0.0
+    loss = 0.0
+    dconj = 0.0
+    k = _one_row(row_uniforms[0, 0], n_rows) if T > 0 else 0
+    for t in range(1, min(PREFETCH_AHEAD, T)):
+        prefetch_row(A, row_map[_one_row(row_uniforms[t, 0], n_rows)])
+    for t in range(T):
+        if t + PREFETCH_AHEAD < T:
+            prefetch_row(A, row_map[_one_row(row_uniforms[t + PREFETCH_AHEAD, 0], n_rows)])
+        k_next = k
+        if t + 1 < T:
+            k_next = _one_row(row_uniforms[t + 1, 0], n_rows)
+        i = row_map[k]
+        s = segment[k]
+        c = 0.0
+        c0 = 0.0
+        for j in range(p):
+            a = np.float64(A[i, j])
+            c += a * xbar[j]
+            c0 += a * x0[j]
+        bi = np.float64(b[i])
+        y_old = y[i]
+        y_new = dual_prox(loss_id, c, y_old, bi, sigma, nt)
+        d = y_new - y_old
+        y[i] = y_new
+        wi = 1.0
+        if weights is not None:
+            wi = weights[i]
+            d *= wi
+        if y_new != y_old:
+            after = loss_conjugate(loss_id, y_new, bi)
+            change = after - conj[i]
+            conj[i] = after
+            if weights is not None:
+                change = wi * change if wi > 0.0 else 0.0
+            dconj += change
+        if with_loss:
+            value = loss_value(loss_id, c0, bi)
+            if weights is not None:
+                value = wi * value if wi > 0.0 else 0.0
+            loss += value
+        if smooth:
+            for j in range(p):
+                a = np.float64(A[i, j])
+                zj = z[j]
+                xold = x[j]
+                vj = xold - tau * (zj + ext * (a * d)) / nt
+                if shift is not None:
+                    vj += tau * shift[j]
+                xj = vj / den
+                x[j] = xj
+                xbar[j] = xold + theta1 * (xj - xold)
+                z[j] = zj + a * d
+                dw[s, j] += a * d
+        else:
+            for j in range(p):
+                a = np.float64(A[i, j])
+                zj = z[j]
+                xold = x[j]
+                vj = xold - tau * (zj + ext * (a * d)) / nt
+                if shift is not None:
+                    vj += tau * shift[j]
+                v = vj - thr if vj > thr else (vj + thr if vj < -thr else 0.0)
+                xj = v / den
+                x[j] = xj
+                xbar[j] = xold + theta1 * (xj - xold)
+                z[j] = zj + a * d
+                dw[s, j] += a * d
+        k = k_next
+    return loss, dconj
+
+
+def visits_once_ref(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
+                    lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj):
+    """NumPy twin of :func:`visits_once` (same contract): the iterations of
+    :func:`~ooc_kernels.families.dspdc.kernels.dspdc_dense_iterations_ref` on the gathered
+    rows, then the sums of :func:`task_sweep_ref` over the visited rows.
+
+    Raises
+    ------
+    ValidationError
+        The uniforms visit a row twice."""
+    from ooc_kernels.families.dspdc.kernels import dspdc_dense_iterations_ref
+
+    row_u = np.asarray(row_uniforms, dtype=np.float64)
+    n_k, p = len(row_map), np.asarray(A).shape[1]
+    visited = np.minimum((row_u[:, 0] * n_k).astype(np.int64), n_k - 1)
+    if len(np.unique(visited)) != len(visited):
+        raise ValidationError("visits_once needs uniforms that visit each row at most once")
+    rows = np.asarray(A, dtype=np.float64)[row_map]
+    bk = np.asarray(b, dtype=np.float64)[row_map]
+    yk = np.asarray(y)[row_map].copy()
+    y_old = yk.copy()
+    wk = None if weights is None else np.asarray(weights, dtype=np.float64)[row_map]
+    dspdc_dense_iterations_ref(rows, bk, yk, x, xbar, z, n_total, row_u,
+                               np.zeros((len(row_u), p)), 1, p, theta, tau, sigma, loss_id,
+                               lam1, lam2, shift, wk)
+    y[row_map] = yk
+    seen = np.sort(visited)
+    d = yk[seen] - y_old[seen]
+    with np.errstate(over="ignore", invalid="ignore"):
+        after = loss_conjugate_ref(loss_id, yk[seen], bk[seen])
+        change = np.where(d != 0, after - conj[row_map[seen]], 0.0)
+        conj[row_map[seen]] = np.where(d != 0, after, conj[row_map[seen]])
+        if wk is not None:
+            d = wk[seen] * d
+            change = np.where(wk[seen] > 0, wk[seen] * change, 0.0)
+        np.add.at(dw, segment[seen], d[:, None] * rows[seen])
+        loss = 0.0
+        if with_loss:
+            values = loss_value_ref(loss_id, rows[seen] @ x0, bk[seen])
+            if wk is not None:
+                values = np.where(wk[seen] > 0, wk[seen] * values, 0.0)
+            loss = float(np.sum(values))
+        return loss, float(np.sum(change))
