@@ -21,7 +21,8 @@ other first on ``PYTHONPATH``.
         --out benchmarks/results/setup_small_data_parts.json
 
 ``--parts`` times instead (CPU milliseconds under one BLAS thread, medians) the operations
-the set-up's choices rest on: NumPy's cosine of the quick ARD search's 1,000 x 256 phases
+the set-up's choices rest on: one evaluation of the quick ARD search's criterion and its
+gradient with float64 products and with the search's float32 criterion object, NumPy's cosine of the quick ARD search's 1,000 x 256 phases
 in float64 and float32, and on a 500-row kernel matrix one symmetric eigendecomposition
 (which would score every ``alpha`` at once), a Cholesky factorization with the whole
 inverse, and the factorization with two triangular solves and the triangular inverse
@@ -227,13 +228,30 @@ def _parts(repeats: int) -> dict:
     M = A @ A.T / 500 + np.eye(500)  # a leave-one-out scan's kernel matrix plus ridge
     T = rng.normal(size=(500, 10))
 
+    # one evaluation of the quick ARD search's criterion with its gradient: 1,000 rows of 64
+    # inputs (2/3 fit, 1/3 validate), 10 classes, 256 features, float64 products (the
+    # cosines in float32) against the search's float32 criterion object, called again
+    from ooc_kernels.features import ard
+
+    Xa = rng.normal(size=(1000, 64))
+    Ta = np.where(rng.integers(0, 10, 1000)[:, None] == np.arange(10), 1.0, -1.0)
+    wa = np.ones(1000)
+    parts = (Xa[:666], Ta[:666], wa[:666], Xa[666:], Ta[666:], wa[666:])
+    omega, phase = rng.normal(size=(64, 256)), rng.uniform(0, 2 * np.pi, 256)
+    log_s = np.full(64, np.log(8.0))
+    criterion = ard._Float32Criterion(parts, omega, phase)
+
     def potri():
         factor, _ = lapack.dpotrf(np.array(M, order="F"), lower=1, overwrite_a=1)
         B, _ = lapack.dpotri(factor, lower=1, overwrite_c=1)
         B = np.tril(B) + np.tril(B, -1).T
         return B @ T, np.diag(B)
 
-    ops = {"cosine float64 (1000 x 256)": lambda: np.cos(U),
+    ops = {"ARD criterion and gradient, float64 products (1000 x 64, 256 features)":
+               lambda: ard.validation_error(log_s, -7.0, parts, omega, phase, fast_trig=True),
+           "ARD criterion and gradient, float32 criterion object (1000 x 64, 256 features)":
+               lambda: criterion(log_s, -7.0),
+           "cosine float64 (1000 x 256)": lambda: np.cos(U),
            "cosine float32 (1000 x 256)": lambda: np.cos(U32),
            "eigendecomposition (500 rows)": lambda: np.linalg.eigh(M),
            "Cholesky factorization and inverse (500 rows)": potri,
