@@ -566,7 +566,11 @@ def loo_at(squared, median: float, T, w, *, classification: bool, multiple: floa
     ((60, 1), True)
     """
     root = np.sqrt(w)
-    M = root[:, None] * np.exp(-squared / (2.0 * (multiple * median) ** 2)) * root[None, :]
+    # root_i exp(-d_ij^2 / (2 h^2)) root_j in one array, written in place
+    M = np.divide(squared, -(2.0 * (multiple * median) ** 2))
+    np.exp(M, out=M)
+    M *= root[:, None]
+    M *= root[None, :]
     M[np.diag_indices_from(M)] += 1.0
     solved = solve_spd(M, root[:, None] * T)
     if solved is None:
