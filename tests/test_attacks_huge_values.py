@@ -65,3 +65,32 @@ def test_an_input_of_huge_values_that_carries_the_label_is_used():
         model = ok.DSGClassifier(**kw).fit(huge, y)
     assert np.isfinite(model._config.x_scale).all() and model._config.x_scale[2] > 1e199
     assert model.score(huge, y) > 0.9        # dropped, the label is at chance (0.5)
+
+
+def test_r2_score_of_huge_targets_is_that_of_the_targets_scaled_down():
+    from types import SimpleNamespace
+
+    from ooc_kernels.families.dsg._bandwidth import LOSS_SQUARED, score
+
+    rng = np.random.default_rng(1)
+    y, F, w = rng.normal(size=50), rng.normal(size=(50, 1)), rng.random(50)
+    config = SimpleNamespace(loss_id=LOSS_SQUARED, class_weight=None)
+    plain = 1.0 - np.sum(w * (y - F[:, 0]) ** 2) / np.sum(w * (y - np.average(y, weights=w)) ** 2)
+    assert score(config, F, y, w, None) == pytest.approx(plain, rel=1e-12)
+    assert score(config, F * 1e200, y * 1e200, w, None) == pytest.approx(plain, rel=1e-12)
+
+
+def test_a_regression_target_of_huge_values_is_fitted_as_the_same_target_scaled_down():
+    """Above 1,000 rows the width is chosen by leave-one-out scores, R^2 on the targets'
+    own scale: finite for targets whose squares overflow, and the same choice."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1100, 2))
+    y = np.sin(2 * X[:, 0])
+    kw = dict(dtype="float64", max_iter=1, n_features=256, block_size=128, progress=False,
+              random_state=0)
+    small = ok.DSGRegressor(**kw).fit(X, y)
+    huge = ok.DSGRegressor(**kw).fit(X, y * 1e200)
+    assert huge.bandwidth_ == small.bandwidth_
+    assert huge.bandwidth_scores_ == pytest.approx(small.bandwidth_scores_, rel=1e-9)
+    np.testing.assert_allclose(huge.predict(X) / 1e200, small.predict(X), rtol=1e-6,
+                               atol=1e-9)

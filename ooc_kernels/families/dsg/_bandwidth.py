@@ -254,9 +254,16 @@ def score(config, F: np.ndarray, yv: np.ndarray, wv: np.ndarray, classes) -> flo
         return 1.0 - float(np.sum(wv * loss.value(z, t))) / base if base > 0 else 0.0
     if classes is None:  # R^2
         pred = F[:, 0].astype(np.float64)
-        mean = np.average(yv, weights=wv)
-        total = float(np.sum(wv * (yv - mean) ** 2))
-        return 1.0 - float(np.sum(wv * (yv - pred) ** 2)) / total if total > 0 else 0.0
+        big = 1.0
+        for _ in range(2):   # again on the values over the largest where squares overflow
+            with np.errstate(over="ignore", invalid="ignore"):
+                mean = np.average(yv / big, weights=wv)
+                total = float(np.sum(wv * (yv / big - mean) ** 2))
+                error = float(np.sum(wv * (yv / big - pred / big) ** 2))
+            big = float(max(np.max(np.abs(yv)), np.max(np.abs(pred)), 1.0))
+            if (np.isfinite(total) and np.isfinite(error)) or not np.isfinite(big):
+                break
+        return 1.0 - error / total if total > 0 else 0.0
     wv = class_row_weights(config, yv, wv, classes)
     if F.shape[1] == 1:
         labels = classes[(F[:, 0] > 0).astype(np.intp)]
