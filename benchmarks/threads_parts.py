@@ -38,6 +38,16 @@ check of its rows on its threads, ``kernels_threads.take_rows`` / ``all_finite``
 ``rows-one-thread`` (both on the calling thread, the shuffle of a group in place, as the
 one-thread path does), interleaved.  Prints a markdown table per thread count and writes
 ``benchmarks/results/threads_parts_<rows>.json`` (or ``--json``).
+
+Per fit it also counts the step kernel's parallel regions (with ``n_jobs > 1``: one per
+pass of a kernel call, the call's steps and one more, and one more per call in versions
+that copy the column tiles of ``W`` in a region of their own), the parallel kernels
+launched (``kernels_threads.launch``: the step kernel, the rows' shuffle and finite check)
+and the voluntary context switches of the kernel's threads during the kernel (a thread
+that sleeps at a region's end and is woken for the next one counts one each time).
+``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of a
+commit, unpacked): its ``ooc_kernels`` is imported instead of this one, timed by this
+script.
 """
 
 from __future__ import annotations
@@ -52,11 +62,30 @@ import threading
 import time
 from pathlib import Path
 
-import dask
-import numpy as np
+import sys
 
-import ooc_kernels as ok
-from ooc_kernels.data.schema import open_zarr_dataset
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _checkout import use_checkout  # noqa: E402
+
+
+def _checkout_arg(argv: list[str]) -> str | None:
+    """The value of ``--checkout`` in ``argv`` (read before the library is imported)."""
+    for i, a in enumerate(argv):
+        if a == "--checkout" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--checkout="):
+            return a.split("=", 1)[1]
+    return None
+
+
+if __name__ == "__main__":
+    use_checkout(_checkout_arg(sys.argv))
+
+import dask  # noqa: E402
+import numpy as np  # noqa: E402
+
+import ooc_kernels as ok  # noqa: E402
+from ooc_kernels.data.schema import open_zarr_dataset  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -85,6 +114,38 @@ def thread_cpu() -> dict[int, float]:
     return out
 
 
+def thread_sleeps() -> dict[int, int]:
+    """Voluntary context switches (the thread blocked: a sleep at a synchronisation, a
+    wait) of every live thread of this process, by thread id."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        out[int(tid)] = int(line.split()[1])
+        except OSError:  # the thread ended
+            pass
+    return out
+
+
+def kernel_regions(args) -> int:
+    """The parallel regions of one ``full_update`` call with ``n_jobs > 1``: one per pass
+    (the steps of the call, and one more for the last step's updates), and one more where
+    the library copies the column tiles of ``W`` in a region of its own (versions with
+    ``kernels_tasks.tile_block``)."""
+    from ooc_kernels.families.dsg import kernels_tasks
+
+    X, W, params = args[0], args[3], args[9]
+    b = int(params[1])
+    regions = -(-X.shape[0] // b) + 1
+    kind = args[11] if len(args) > 11 else kernels_tasks.COS_AFFINE
+    w = kernels_tasks.full_tile_width(W.shape[0], W.shape[2], kind)
+    if hasattr(kernels_tasks, "tile_block") and w < W.shape[2]:
+        regions += 1
+    return regions
+
+
 class Clock:
     """Wall-clock and thread-CPU seconds per key, summed over calls (thread-safe)."""
 
@@ -97,6 +158,9 @@ class Clock:
         self.cpu = {k: 0.0 for k in _RAW}
         self.kernel_caller = 0.0   # the kernel's CPU seconds on the calling thread
         self.in_compute = False
+        self.regions = 0           # the step kernel's parallel regions (n_jobs > 1)
+        self.kernel_sleeps = 0     # voluntary context switches of its threads
+        self.launches = 0          # parallel kernels launched (each one region or more)
 
     def add(self, key, wall, cpu):
         with self.lock:
@@ -118,6 +182,7 @@ class Clock:
         def wrapper(*args, **kwargs):
             skip = {t.native_id for t in threading.enumerate()
                     if t.name.startswith("ooc-kernels-read-ahead")}
+            sleeps = thread_sleeps()
             before, t, c = thread_cpu(), time.perf_counter(), time.thread_time()
             try:
                 return fn(*args, **kwargs)
@@ -126,6 +191,13 @@ class Clock:
                 with self.lock:
                     self.kernel_caller += time.thread_time() - c
                 after = thread_cpu()
+                slept = sum(v - sleeps.get(tid, 0) for tid, v in thread_sleeps().items()
+                            if tid not in skip)
+                from ooc_kernels._threads import current_threads
+                with self.lock:
+                    self.kernel_sleeps += slept
+                    if current_threads() > 1:
+                        self.regions += kernel_regions(args)
                 self.add("kernel", wall, sum(v - before.get(tid, 0.0)
                                              for tid, v in after.items() if tid not in skip))
         return wrapper
@@ -173,6 +245,16 @@ def install(clock: Clock) -> None:
     solver.DSGAlgorithm.apply = clock.timed(solver.DSGAlgorithm.apply, "apply")
     solver.run_growth = clock.timed(solver.run_growth, "growth")
     _full_phase.full_update = clock.kernel(_full_phase.full_update)
+    from ooc_kernels.families.dsg import kernels_threads
+
+    launch = kernels_threads.launch
+
+    def counted(*args, **kwargs):
+        with clock.lock:
+            clock.launches += 1
+        return launch(*args, **kwargs)
+
+    kernels_threads.launch = counted
     read_ahead._read_round = clock.timed(read_ahead._read_round, "ahead")
     read_ahead.ReadAhead.take = clock.timed(read_ahead.ReadAhead.take, "take")
 
@@ -234,7 +316,9 @@ def fit_once(clock: Clock, X, y, kw: dict) -> dict:
     clf = ok.DSGClassifier(**kw).fit(X, y)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     return {"wall_s": wall, "cpu_s": cpu, "parts": parts(clock, wall, cpu),
-            "serial_wall_s": wall - clock.wall["kernel"], "coef": clf.coef_.copy()}
+            "serial_wall_s": wall - clock.wall["kernel"], "coef": clf.coef_.copy(),
+            "kernel_regions": clock.regions, "launches": clock.launches,
+            "kernel_sleeps": clock.kernel_sleeps}
 
 
 def main() -> None:
@@ -255,6 +339,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--variants", nargs="*", default=["now"],
                     choices=["now", "rows-one-thread"])
+    ap.add_argument("--checkout", default=None,
+                    help="a folder holding another version of the library to measure (e.g. "
+                         "git archive of a commit, unpacked), imported instead of this one")
     args = ap.parse_args()
     path = ok.make_dataset("nonlinear_binary",
                            args.data_dir / f"nonlinear_binary32_train_{args.rows}.zarr",
@@ -298,6 +385,9 @@ def main() -> None:
     summary = {t: {"wall_s": med(t, lambda r: r["wall_s"]),
                    "cpu_s": med(t, lambda r: r["cpu_s"]),
                    "serial_wall_s": med(t, lambda r: r["serial_wall_s"]),
+                   "kernel_regions": med(t, lambda r: r["kernel_regions"]),
+                   "launches": med(t, lambda r: r["launches"]),
+                   "kernel_sleeps": med(t, lambda r: r["kernel_sleeps"]),
                    "bit_identical": all(r["bit_identical"] for r in runs
                                         if r["setting"] == t),
                    "parts": {p: {k: med(t, lambda r, p=p, k=k: r["parts"][p][k])
@@ -323,6 +413,9 @@ def main() -> None:
                                         for t in keys) + " |")
     print("| serial wall (fit less the kernel) | | " + " | ".join(
         f"{summary[t]['serial_wall_s']:.2f} | " for t in keys) + " |")
+    print("| step kernel's parallel regions / launches / its threads' sleeps | | " + " | ".join(
+        f"{summary[t]['kernel_regions']} / {summary[t]['launches']} / "
+        f"{summary[t]['kernel_sleeps']} | " for t in keys) + " |")
     print("\nbit-identical to the first fit:", {t: summary[t]["bit_identical"] for t in keys})
     out = args.json or RESULTS / f"threads_parts_{args.rows}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,10 @@ when that exists), and ``max_iter=2, tol=None``.
   ``--max-epochs``); the time to the target is the sum of those fits' wall-clocks (scoring
   off the clock), the speed-up is against the median ``n_jobs=1`` fit.
 
-Prints a markdown table and writes ``benchmarks/results/threads_scaling_<rows>.json``.
+Prints a markdown table and writes ``benchmarks/results/threads_scaling_<rows>.json`` (or
+``--json``).  ``--checkout FOLDER`` measures another version of the library (``git archive``
+of a commit, unpacked into FOLDER: its ``ooc_kernels`` is imported instead of this one), to
+compare two versions in alternating runs on the same machine.
 On a 16-core machine, threads only, 2,000,000 rows, one repeat (about 4 minutes; the workers
 add about 2 minutes each)::
 
@@ -42,13 +45,22 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _checkout import use_checkout  # noqa: E402
 
-import ooc_kernels as ok
-from ooc_kernels.data.schema import open_zarr_dataset
+if __name__ == "__main__":  # --checkout FOLDER: import that version of the library instead
+    _argv = sys.argv
+    use_checkout(next((_argv[i + 1] for i, a in enumerate(_argv[:-1]) if a == "--checkout"),
+                      None))
+
+import numpy as np  # noqa: E402
+
+import ooc_kernels as ok  # noqa: E402
+from ooc_kernels.data.schema import open_zarr_dataset  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 N_FEATURES = 32
@@ -171,6 +183,12 @@ def main() -> None:
                     help="JSON with the bandwidth 'auto' chose: read when it exists (no "
                          "probe fit), else written after the probe fit (for a second run "
                          "on the same data, e.g. pinned to fewer cores)")
+    ap.add_argument("--checkout", default=None,
+                    help="a folder holding another version of the library (e.g. git archive "
+                         "of a commit, unpacked), imported instead of this one")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="where to write the results (default: "
+                         "benchmarks/results/threads_scaling_<rows>.json)")
     args = ap.parse_args()
     global N_RANDOM_FEATURES
     N_RANDOM_FEATURES = args.n_features if args.n_features == "auto" else int(args.n_features)
@@ -228,7 +246,8 @@ def main() -> None:
         print(f"| {name} | {v['wall_s']:.2f} | {v['speedup']:.2f} | {cpu} | "
               f"{v['accuracy']:.4f} | {v.get('epochs', 2)} | {v.get('bit_identical', '-')} |")
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"threads_scaling_{args.rows}.json"
+    out = args.json or RESULTS / f"threads_scaling_{args.rows}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "command": "python benchmarks/threads_scaling.py " + " ".join(
             f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
