@@ -9,6 +9,13 @@ try:
 except ImportError:  # Windows
     fcntl = None
 
+# The suite runs on two processes (README) whose parallel kernels each start a team of
+# OpenMP threads: more threads than cores.  GNU OpenMP's default spinning at the end of
+# every parallel region then burns the core the partner thread waits for; sleeping at once
+# costs the tests nothing (docs/threads.md, "On a shared machine").  Read by the runtime
+# when numba loads it, at the first parallel kernel; it changes no value.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 @pytest.fixture(scope="session")
 def dask_client():
