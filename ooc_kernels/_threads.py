@@ -20,9 +20,9 @@ threading layer:
   first round on a pool thread, the rounds read ahead in the main thread), would make more
   than one team; once the process holds more OpenMP threads than cores, the runtime stops
   spinning between regions and every region wakes its team from sleep (measured on 2
-  cores: 36 to 65 microseconds a region, against about 2 with one team).  The launchers
-  keep the teams at one per chunk task running at once (one with ``K = 1``), whichever
-  thread runs the task.
+  cores, ``benchmarks/threads_regions.py``: about 30 microseconds a region, against 1 to 3
+  with one team).  The launchers keep the teams at one per chunk task running at once (one
+  with ``K = 1``), whichever thread runs the task.
 * :func:`parallel_launch` wraps every call of a parallel kernel.  numba's ``omp`` and ``tbb``
   layers accept launches from several threads at once (Dask's threaded scheduler runs tasks
   side by side); its ``workqueue`` fallback (no OpenMP or TBB library) does not (numba aborts
