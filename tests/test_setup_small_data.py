@@ -51,6 +51,24 @@ def test_the_float32_products_give_the_float64_criterion_and_gradient(narrow):
     assert l32 == pytest.approx(l64, rel=1e-6)
 
 
+def test_a_nearly_singular_float32_update_is_factored_in_float64():
+    """Very wide widths make the features nearly collinear: with the smallest ridge the
+    search allows (1e-8), the float32 ``Z^T D Z`` is indefinite; the criterion then
+    factors the same features' ``Z^T D Z`` formed in float64, as the float64 one does."""
+    rng = np.random.default_rng(0)
+    X, T = rng.normal(size=(600, 5)), np.sign(rng.normal(size=(600, 1)))
+    parts = (X[:400], T[:400], np.ones(400), X[400:], T[400:], np.ones(200))
+    omega, phase = rng.normal(size=(5, 256)), rng.uniform(0, 2 * np.pi, 256)
+    log_s, log_lam = np.full(5, np.log(2000.0)), np.log(1e-8)
+    criterion = ard._Float32Criterion(parts, omega, phase)
+    criterion.prepare(log_s)
+    upper = np.triu(criterion.gram)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        np.linalg.cholesky(upper + np.triu(upper, 1).T + 1e-8 * np.eye(256))
+    e64 = validation_error(log_s, log_lam, parts, omega, phase, gradient=False)
+    assert criterion(log_s, log_lam, gradient=False) == pytest.approx(e64, rel=1e-5)
+
+
 def test_the_float32_criterion_keeps_no_state_between_evaluations():
     """The search evaluates one criterion object at every step, writing its arrays in
     place: each evaluation is the one a fresh object gives, whatever came before."""

@@ -304,6 +304,7 @@ class _Float32Criterion:
         self.omega_t = np.ascontiguousarray(omega.T, dtype=np.float32)
         self.scale = np.float32(np.sqrt(2.0 / omega.shape[1]))
         self.root_f = np.sqrt(wf).astype(np.float32)[:, None]
+        self.root_f64 = np.sqrt(wf)[:, None]
         self.wT_f = (wf[:, None] * Tf).astype(np.float32)
         self.T_f = Tf.astype(np.float32)
         self.w_f = (wf / self.Wf).astype(np.float32)[:, None]
@@ -317,7 +318,7 @@ class _Float32Criterion:
         self.gram = np.empty((D, D), order="F")
         self.A = np.empty((D, D), order="F")
         self.diagonal = np.diag_indices(D)
-        self.right = self.factor = None
+        self.right = self.factor = self.exact_gram = None
 
     @staticmethod
     def _arrays(n, d, D):
@@ -362,21 +363,36 @@ class _Float32Criterion:
         gram = blas.ssyrk(1.0 / self.Wf, self.f.H.T, beta=0.0, c=self.gram32, trans=0,
                           lower=0, overwrite_c=1)
         self.gram[...] = gram
+        self.exact_gram = None
         self.right = (self.f.Z.T @ self.wT_f).astype(np.float64) / self.Wf
 
     def solve(self, log_lam):
-        """``beta`` at the ridge ``exp(log_lam)`` (the factor is kept for the gradient)."""
-        from scipy.linalg import lapack
+        """``beta`` at the ridge ``exp(log_lam)`` (the factor is kept for the gradient).
 
-        self.A[...] = self.gram
-        self.A[self.diagonal] += float(np.exp(log_lam))
-        factor, info = lapack.dpotrf(self.A, lower=0, clean=0, overwrite_a=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(
-                f"{info}-th leading minor of the ridge's normal equations is not positive "
-                "definite")
-        self.factor = factor
-        return self._solve(self.right)
+        The float32 rank-k update is the Gram matrix of the features to about 1e-7 of its
+        largest eigenvalue, so with a ridge below that a nearly singular ``Z^T D Z`` can
+        come out indefinite; the factorization then uses ``Z^T D Z`` formed in float64
+        from the same features (positive semidefinite, as with float64 products), the
+        same choice whichever ridges were solved before."""
+        from scipy.linalg import blas, lapack
+
+        lam = float(np.exp(log_lam))
+        for gram in (self.gram, None):
+            if gram is None:
+                if self.exact_gram is None:
+                    Z = self.f.Z.astype(np.float64)
+                    Z *= self.root_f64
+                    self.exact_gram = blas.dsyrk(1.0 / self.Wf, Z.T, trans=0, lower=0)
+                gram = self.exact_gram
+            self.A[...] = gram
+            self.A[self.diagonal] += lam
+            factor, info = lapack.dpotrf(self.A, lower=0, clean=0, overwrite_a=1)
+            if info == 0:
+                self.factor = factor
+                return self._solve(self.right)
+        raise np.linalg.LinAlgError(
+            f"{info}-th leading minor of the ridge's normal equations is not positive "
+            "definite")
 
     def _solve(self, B):
         from scipy.linalg import lapack
