@@ -180,6 +180,8 @@ PROFILE_PARTS = [
     ("kernel (iterations)", ["ooc_kernels.families.dspdc.kernels:_all_columns_one_row"]),
     ("fused sweep (products, lagged gap's losses, conjugates)",
      ["ooc_kernels.families.dspdc.kernels_memory:task_sweep"]),
+    ("kernel with the sweep at each row's visit (one read per epoch)",
+     ["ooc_kernels.families.dspdc.kernels_memory:visits_once"]),
     ("primal value's losses (final gap)",
      ["ooc_kernels.families.dspdc._memory_task:MemoryTasks.primal_loss"]),
 ]
@@ -188,7 +190,8 @@ PROFILE_PARTS = [
 class _PartTimers:
     """Module attributes and methods of :data:`PROFILE_PARTS` wrapped with timers of the
     thread's CPU clock (the in-memory path imports its kernels when a task runs, so the
-    module attribute is the one it calls); :attr:`seconds` excludes nested parts."""
+    module attribute is the one it calls; one that a version of the library lacks counts
+    0); :attr:`seconds` excludes nested parts."""
 
     def __init__(self):
         import functools
@@ -203,6 +206,8 @@ class _PartTimers:
                 *path, attr = qual.split(".")
                 for name in path:
                     owner = getattr(owner, name)
+                if not hasattr(owner, attr):
+                    continue
                 original = owner.__dict__[attr] if isinstance(owner, type) else \
                     getattr(owner, attr)
 

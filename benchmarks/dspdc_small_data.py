@@ -13,7 +13,9 @@ a pass is ``n`` dual coordinate updates (``gap_history_``'s ``passes``).
         --out benchmarks/results/dspdc_small_data.json
 
 ``--rate-fraction F`` runs the rate test of the adaptive steps with the fraction ``F`` (the
-sweep that chose the default).  ``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of an
+sweep that chose the default); ``--first-boost SQUARED OTHER`` starts the adaptive steps at
+other boosts (``estimators.STEP_BOOST``: the squared loss's, then the logistic and
+smoothed-hinge losses').  ``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of an
 older commit unpacked in FOLDER).
 """
 
@@ -70,6 +72,9 @@ def main(argv=None):
     parser.add_argument("--rate-fraction", type=float, default=None,
                         help="the rate test's fraction (_step_rule.RATE_FRACTION; the sweep "
                              "that chose the default)")
+    parser.add_argument("--first-boost", type=float, nargs=2, default=None,
+                        metavar=("SQUARED", "OTHER"),
+                        help="the adaptive steps' first boosts (estimators.STEP_BOOST)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--checkout", default=None,
                         help="a folder holding another version of the library to measure")
@@ -81,6 +86,11 @@ def main(argv=None):
         from ooc_kernels.families.dspdc import _step_rule
 
         _step_rule.RATE_FRACTION = args.rate_fraction
+    if args.first_boost is not None:
+        from ooc_kernels.families.dspdc import estimators
+
+        squared, other = args.first_boost
+        estimators.STEP_BOOST.update(squared=squared, logistic=other, smoothed_hinge=other)
     rows = []
     for name, kind, X, y in problems():
         if args.only and name not in args.only:

@@ -16,7 +16,9 @@ with ``random_state`` = each of ``--seeds``.
         python benchmarks/dspdc_step_passes.py --seeds 0 1 2 \\
         --out benchmarks/results/dspdc_step_passes_after.json
 
-``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of an
+``--first-boost SQUARED OTHER`` starts the adaptive steps at other boosts
+(``estimators.STEP_BOOST``: the squared loss's, then the logistic and smoothed-hinge
+losses').  ``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of an
 older commit unpacked in FOLDER; the script itself and ``dspdc_peers.py`` come from this
 folder).
 """
@@ -59,12 +61,21 @@ def main(argv=None):
     parser.add_argument("--data", nargs="+", default=["conditioned", "raw"])
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--where", nargs="+", default=["in_memory", "out_of_core"])
+    parser.add_argument("--first-boost", type=float, nargs=2, default=None,
+                        metavar=("SQUARED", "OTHER"),
+                        help="the adaptive steps' first boosts (estimators.STEP_BOOST)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--checkout", default=None,
                         help="a folder holding another version of the library to measure")
     args = parser.parse_args(argv)
     use_checkout(args.checkout)
     import ooc_kernels as ok
+
+    if args.first_boost is not None:
+        from ooc_kernels.families.dspdc import estimators
+
+        squared, other = args.first_boost
+        estimators.STEP_BOOST.update(squared=squared, logistic=other, smoothed_hinge=other)
 
     tmp = Path(tempfile.mkdtemp(prefix="dspdc-step-passes-"))
     rows = []
