@@ -6,10 +6,11 @@ import numba
 import numpy as np
 from numba import prange
 
+from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.atomic import claim
 
 
-@numba.njit(parallel=True)
+@njit(parallel=True)   # cached with the library's kernels: compiled once, not every run
 def _take_all(n_items, n_iterations, counter, taken):
     """Every iteration takes items until none is left; ``taken[t]`` counts the takes of t
     (each take with a little work, so that the threads overlap)."""
