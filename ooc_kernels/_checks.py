@@ -21,16 +21,19 @@ from ooc_kernels.exceptions import InvalidDataError
 
 __all__ = ["RowOrigin", "SampleOrigin", "check_finite", "non_finite_error"]
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 
 def non_finite_error(var: str, value, chunk, row: int, feature: int | None = None,
-                     context: str = "") -> InvalidDataError:
-    """The error for a NaN/inf ``value`` of variable ``var`` at ``chunk``/``row``."""
+                     context: str = "", hint: str = "") -> InvalidDataError:
+    """The error for a NaN/inf ``value`` of variable ``var`` at ``chunk``/``row`` (``hint``:
+    a sentence added at the end)."""
     where = f"chunk {chunk}, row {row}" + ("" if feature is None else f", feature {feature}")
     shown = "" if value is None else f" ({value!r})"
     what = "targets" if var == "y" else "values"
     return InvalidDataError(
         f"{var} has a non-finite value{shown} in {where}{context}; remove or impute the "
-        f"invalid {what} before fitting."
+        f"invalid {what} before fitting.{hint}"
     )
 
 
@@ -111,5 +114,11 @@ def check_finite(values: np.ndarray, var: str, chunk) -> None:
     row = pos[0]
     if isinstance(chunk, RowOrigin):
         chunk, row = chunk.locate(row)
-    raise non_finite_error(var, values[pos].item(), chunk, row,
-                           pos[1] if len(pos) > 1 else None)
+    value = values[pos].item()
+    hint = ""
+    if values.dtype == np.float32 and value in (np.inf, -np.inf):  # perhaps a finite input cast
+        hint = (f" A finite value beyond float32's range (about {_FLOAT32_MAX:.1e} in "
+                "magnitude) becomes inf when cast to float32: fit with dtype='float64' to "
+                "keep such values, or rescale them.")
+    raise non_finite_error(var, value, chunk, row, pos[1] if len(pos) > 1 else None,
+                           hint=hint)
