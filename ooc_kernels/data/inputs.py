@@ -36,7 +36,7 @@ from ooc_kernels.data._frames import (
 )
 from ooc_kernels.data.factorized import Factorized
 from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
-from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.chunked import ChunkedData, ContentName
 
 __all__ = ["as_chunked", "is_lazy_input", "model_input", "pair_samples", "wrap_prediction",
            "SUPERVISED_DIMS", "TWO_SAMPLE_DIMS"]
@@ -179,7 +179,7 @@ def _unwrap_y(y: Any) -> Any:
 def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
                require_y: bool = False, check_y: bool = True,
                variables: Mapping[str, str] | None = None,
-               schema: Any = None) -> ChunkedData:
+               schema: Any = None, lazy_token: bool = False) -> ChunkedData:
     """Wrap any accepted input as :class:`ChunkedData` without reading it.
 
     Parameters
@@ -211,6 +211,12 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         Default: the Dataset's ``ooc_kernels_schema`` attribute, else ``"supervised"``.
         Other schemas (``"factorized"``, ``"triplets"``) take Datasets only; their whole
         variables become :attr:`ChunkedData.whole`.
+    lazy_token : bool
+        For an in-memory ``X`` (NumPy, pandas, lists): name its Dask array without hashing
+        its contents, and hash them only when :attr:`ChunkedData.token` is asked for (a
+        checkpoint, a Dask graph of rounds); the token is the same either way.  For callers
+        that use the array only as it is (the Dask array of ``X`` is not derived into
+        another one whose name would carry the unhashed name).
 
     Notes
     -----
@@ -314,8 +320,13 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
             if named is not None:
                 raise named from err
             raise ValidationError(f"invalid input: {err}") from err
-        data = _from_dask(da.from_array(X_np, chunks=(chunk_size, X_np.shape[1])), y,
-                          chunk_size, check_y)
+        blocks = (chunk_size, X_np.shape[1])
+        if lazy_token:       # named without hashing X: the token hashes it when asked for
+            Xd = da.from_array(X_np, chunks=blocks, name=False)
+            data = _from_dask(Xd, y, chunk_size, check_y).replace(
+                identities={Xd.name: ContentName(X_np, blocks)})
+        else:
+            data = _from_dask(da.from_array(X_np, chunks=blocks), y, chunk_size, check_y)
     if data.n_samples == 0:
         raise ValidationError(
             "the dataset is empty (0 samples); give at least one sample."

@@ -128,6 +128,10 @@ class ChunkedEstimator(BaseEstimator):
     #: The arrays of a fitted model (name -> whether every model has it).
     _saved_arrays: dict = {}
     _is_classifier = False
+    #: Whether an in-memory ``X`` is named without hashing its contents until the data's
+    #: token is asked for (``as_chunked(lazy_token=True)``): for families that use ``X``'s
+    #: Dask array only as it is, never a Dask array derived from it.
+    _lazy_data_token = False
     #: Whether ``tol`` / ``n_iter_no_change`` are scikit-learn's SGD rule on the epoch loss.
     _sgd_stopping = True
     #: The training-loss rule's tolerance is ``tol * max(1, best_loss / _tol_loss_scale)``
@@ -274,7 +278,8 @@ class ChunkedEstimator(BaseEstimator):
             X = da.from_array(X, chunks=(chunk, X.shape[1]))
             if y is not None:
                 y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
-        return as_chunked(X, y, chunk_size=chunk, require_y=supervised, check_y=not skip)
+        return as_chunked(X, y, chunk_size=chunk, require_y=supervised, check_y=not skip,
+                          lazy_token=self._lazy_data_token)
 
     def _check_lazy_features(self, data: ChunkedData) -> None:
         """A lazy input after fit: its number of features, and its column names when both

@@ -32,7 +32,28 @@ import numpy as np
 
 from ooc_kernels.exceptions import SchemaError
 
-__all__ = ["ChunkedData", "ChunkReader"]
+__all__ = ["ChunkedData", "ChunkReader", "ContentName"]
+
+
+class ContentName:
+    """The name ``dask.array.from_array(array, chunks=chunks)`` gives ``array`` (a hash of
+    its contents), computed when first called and kept.
+
+    >>> import numpy as np
+    >>> X = np.arange(6.0).reshape(3, 2)
+    >>> ContentName(X, (2, 2))() == da.from_array(X, chunks=(2, 2)).name
+    True
+    """
+
+    __slots__ = ("array", "chunks", "_name")
+
+    def __init__(self, array: np.ndarray, chunks: tuple):
+        self.array, self.chunks, self._name = array, chunks, None
+
+    def __call__(self) -> str:
+        if self._name is None:
+            self._name = da.from_array(self.array, chunks=self.chunks).name
+        return self._name
 
 
 class ChunkReader:
@@ -81,6 +102,12 @@ class ChunkedData:
         Dataset attributes (``task``, ``classes`` ...) when the input carried them.
     feature_names : tuple of str, optional
         Column names of ``X`` when the input had them (a DataFrame).
+    identities : mapping of str to callable, optional
+        Variables named without hashing their contents (``dask.array.from_array(...,
+        name=False)``): their name -> a function returning the name that hashing gives
+        (:class:`ContentName`).  :attr:`token` uses those names, so it is the same as for
+        the arrays named by hashing, and the hashing is done only when the token is asked
+        for (a checkpoint, a Dask graph of rounds).
     """
 
     variables: Mapping[str, da.Array]
@@ -88,6 +115,7 @@ class ChunkedData:
     whole: Mapping[str, Any] = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
     feature_names: tuple[str, ...] | None = None
+    identities: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.variables:
@@ -174,8 +202,11 @@ class ChunkedData:
 
     @property
     def token(self) -> str:
-        """Deterministic identity of the data (Dask names hash the source and the graph)."""
-        return dask.base.tokenize(sorted((k, v.name) for k, v in self.variables.items()),
+        """Deterministic identity of the data (Dask names hash the source and the graph;
+        a variable named without hashing is hashed here, see ``identities``)."""
+        names = {k: self.identities[v.name]() if v.name in self.identities else v.name
+                 for k, v in self.variables.items()}
+        return dask.base.tokenize(sorted(names.items()),
                                   sorted((k, dask.base.tokenize(v))
                                          for k, v in self.whole.items()))
 

@@ -116,6 +116,7 @@ class _DSPDCEstimator(ChunkedEstimator):
     """Shared machinery of the DSPDC estimators."""
 
     _sgd_stopping = False
+    _lazy_data_token = True      # a fit on rows held in memory never asks for the token
     _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
     # checkpoints and models written before ``standardize``, ``steps`` and ``sampling``
     # existed solved the raw problem with the theorems' steps, rows drawn independently
