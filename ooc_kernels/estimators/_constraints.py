@@ -24,9 +24,11 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any
 
+import numpy as np
+
 from sklearn.utils._param_validation import (
     HasMethods,
-    Interval,
+    Interval as _SklearnInterval,
     InvalidParameterError as _SklearnInvalidParameterError,
     Options,
     StrOptions as _SklearnStrOptions,
@@ -37,6 +39,24 @@ from ooc_kernels.exceptions import InvalidParameterError
 
 __all__ = ["HasMethods", "Integral", "Interval", "Options", "Real", "SchedulerSpec",
            "StrOptions", "validate_params"]
+
+
+class Interval(_SklearnInterval):
+    """scikit-learn's ``Interval``, refusing ``True`` and ``False``: a bool is an ``int`` to
+    Python, so ``max_iter=True`` would otherwise be read as 1.
+
+    Examples
+    --------
+    >>> Interval(Integral, 1, None, closed="left").is_satisfied_by(True)
+    False
+    >>> Interval(Real, 0, None, closed="neither").is_satisfied_by(2)
+    True
+    """
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        if isinstance(val, (bool, np.bool_)):
+            return False
+        return super().is_satisfied_by(val)
 
 
 class StrOptions(_SklearnStrOptions):
