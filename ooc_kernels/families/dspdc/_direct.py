@@ -169,7 +169,7 @@ class MemoryRows:
             if name == "X":     # one array of every row; a chunk's rows are a view of it
                 self.rows = np.empty((int(bounds[-1]), self.width))
                 for lo, hi, block in zip(bounds[:-1], bounds[1:], values):
-                    self.rows[lo:hi] = model_rows(config, block)
+                    model_rows(config, block, out=self.rows[lo:hi])   # written in place
                 self.blocks = [self.rows[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
             else:
                 self.variables[name] = [np.asarray(v) for v in values]

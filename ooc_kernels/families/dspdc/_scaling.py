@@ -39,20 +39,23 @@ def chunk_moments(rows, weights, V=None):
     and the weighted sums of squares about them (``M2`` the diagonal, shape ``(p,)``).  For
     factorized rows ``U`` with ``V`` given, the moments of ``U`` (``M2`` the scatter
     matrix ``(d, d)``), from which those of ``A = U V`` follow (:func:`standardization`)."""
-    rows = np.asarray(rows, dtype=np.float64)
-    w = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=np.float64)
-    W = float(w.sum())
-    if W <= 0:
-        k = rows.shape[1]
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    if (len(rows) if w is None else float(w.sum())) <= 0:
+        k = np.shape(rows)[1]
         return 0.0, np.zeros(k), np.zeros((k, k) if V is not None else k)
     # about the first row (the shifted-data algorithm): a constant column has the mean of
     # its value exactly and no spread, which a weighted sum of the values would round
+    if V is None:   # two reads of the chunk in numba, no temporaries
+        from ooc_kernels.families.dspdc.kernels_scaling import column_moments
+
+        return column_moments(np.asarray(rows), w)
+    rows = np.asarray(rows, dtype=np.float64)
+    w = np.ones(len(rows)) if w is None else w
+    W = float(w.sum())
     first = rows[0]
     mean = first + w @ (rows - first) / W
     centred = rows - mean
-    if V is not None:
-        return W, mean, (w[:, None] * centred).T @ centred
-    return W, mean, w @ centred ** 2
+    return W, mean, (w[:, None] * centred).T @ centred
 
 
 def combine_moments(*parts):
@@ -102,22 +105,27 @@ def standardization(moments, center: bool, V=None) -> dict:
             "x_spread": int(np.count_nonzero(spread))}
 
 
-def model_rows(config, rows) -> np.ndarray:
+def model_rows(config, rows, out: np.ndarray | None = None) -> np.ndarray:
     """The rows of the problem the solver sees, float64: dense rows standardized (when the
     configuration has a scale), then the intercept's constant column; factorized rows ``U``
-    only get the intercept's column (their standardization is in :func:`model_V`)."""
+    only get the intercept's column (their standardization is in :func:`model_V`).
+    ``out``: a C-ordered float64 array of their shape to write them into (returned)."""
     rows = np.asarray(rows)
     standardize = config.x_scale is not None and not config.factorized
     if not (standardize or config.intercept_scaling):
-        return np.ascontiguousarray(rows, dtype=np.float64)
+        if out is None:
+            return np.ascontiguousarray(rows, dtype=np.float64)
+        out[...] = rows
+        return out
     n, p = rows.shape
     if standardize and rows.dtype in _kernel_dtypes() and rows.flags.c_contiguous:
         from ooc_kernels.families.dspdc.kernels_scaling import standardize_rows
 
         return standardize_rows(rows, np.asarray(config.x_shift),
-                                np.asarray(config.x_scale), config.intercept_scaling)
+                                np.asarray(config.x_scale), config.intercept_scaling, out=out)
     # one float64 array written once: the columns (standardized in place), then the constant
-    out = np.empty((n, p + (1 if config.intercept_scaling else 0)))
+    if out is None:
+        out = np.empty((n, p + (1 if config.intercept_scaling else 0)))
     body = out[:, :p]
     if standardize:
         np.subtract(rows, np.asarray(config.x_shift), out=body)

@@ -126,16 +126,14 @@ def candidate_rows(rows, weights, center: bool, keep: int):
     ``candidates`` a dict (the ``keep`` rows, their weights, the chunk's shift and scale,
     ``tau`` and the largest weight), or None when a norm is not finite."""
     from ooc_kernels.families.dspdc._scaling import chunk_moments, standardization
+    from ooc_kernels.families.dspdc.kernels_scaling import standardized_norms
 
-    moments = chunk_moments(rows, weights, None)
     raw = np.asarray(rows)  # one chunk of the rows (a task reads no more)
-    rows64 = np.asarray(raw, dtype=np.float64)
+    moments = chunk_moments(raw, weights, None)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     own = standardization(moments, center=center)
     shift, scale = np.asarray(own["x_shift"]), np.asarray(own["x_scale"])
-    h = np.square((rows64 - shift) / scale).sum(axis=1)
-    if w is not None:
-        h = w * h
+    h = standardized_norms(raw, w, shift, scale)
     if not np.all(np.isfinite(h)):
         return moments, None
     n = len(h)
