@@ -8,6 +8,7 @@ import dask
 import dask.array.core
 import numpy as np
 import pytest
+from dask.core import flatten
 
 import ooc_kernels as ok
 from ooc_kernels.data.inputs import as_chunked
@@ -25,7 +26,8 @@ def _problem(n=300, p=5, seed=0):
 
 def test_lazy_token_equals_the_hashed_names_token():
     """The lazily named data's token is the token of the data named by Dask's hashing (its
-    Dask name is not), for float64 and float32 rows, and changes with one value of X."""
+    Dask name is not), for float64 and float32 rows, and changes with one value of X; its
+    chunks are those of ``from_array``, without a copy of X."""
     for dtype in (np.float64, np.float32):
         X, y = _problem()
         X = X.astype(dtype)
@@ -33,7 +35,10 @@ def test_lazy_token_equals_the_hashed_names_token():
         lazy = as_chunked(X, y, chunk_size=70, lazy_token=True)
         assert lazy.X.name != eager.X.name
         assert lazy.token == eager.token
+        assert lazy.X.chunks == eager.X.chunks and lazy.X.dtype == eager.X.dtype == dtype
         assert np.array_equal(lazy.X.compute(), eager.X.compute())
+        graph = lazy.X.__dask_graph__()            # its blocks are views of X, not copies
+        assert all(np.shares_memory(graph[key], X) for key in flatten(lazy.X.__dask_keys__()))
         X2 = X.copy()
         X2[17, 3] += 1
         assert as_chunked(X2, y, chunk_size=70, lazy_token=True).token != eager.token

@@ -322,7 +322,7 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
             raise ValidationError(f"invalid input: {err}") from err
         blocks = (chunk_size, X_np.shape[1])
         if lazy_token:       # named without hashing X: the token hashes it when asked for
-            Xd = da.from_array(X_np, chunks=blocks, name=False)
+            Xd = _unhashed_rows(X_np, chunk_size)
             data = _from_dask(Xd, y, chunk_size, check_y).replace(
                 identities={Xd.name: ContentName(X_np, blocks)})
         else:
@@ -336,6 +336,23 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
             "no targets: pass y, or a Dataset with a 'y' variable."
         )
     return data
+
+
+def _unhashed_rows(X: np.ndarray, chunk_size: int) -> da.Array:
+    """A Dask array of ``X``'s rows in chunks of ``chunk_size``, named at random, whose
+    blocks are views of ``X``: neither hashed nor copied (``dask.array.from_array`` copies
+    its input), for callers that read ``X`` while it is unchanged (a fit)."""
+    import uuid
+
+    from dask.highlevelgraph import HighLevelGraph
+
+    name = f"array-{uuid.uuid4().hex}"
+    bounds = list(range(0, X.shape[0], chunk_size)) + [X.shape[0]]
+    graph = {(name, k, 0): X[lo:hi] for k, (lo, hi) in enumerate(zip(bounds[:-1],
+                                                                        bounds[1:]))}
+    sizes = tuple(hi - lo for lo, hi in zip(bounds[:-1], bounds[1:]))
+    return da.Array(HighLevelGraph.from_collections(name, graph, dependencies=()), name,
+                    (sizes, (X.shape[1],)), dtype=X.dtype, meta=X[:0, :0])
 
 
 def _read_entry(reader: Any) -> Any:
