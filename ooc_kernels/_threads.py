@@ -12,17 +12,14 @@ threading layer:
 * :func:`kernel_threads` sets that count for the kernels called in its block (numba's count
   is per calling thread, so each Dask task sets its own), and :func:`current_threads` is
   what the kernel dispatchers read (1 outside any block: the sequential kernels);
-* :func:`launch` calls a parallel kernel on one of the process's *launcher* threads, which
-  are reused, whichever thread calls it (the main thread, a Dask pool thread, a
-  ``distributed`` worker thread).  GNU OpenMP gives every thread that starts a parallel
-  region a team of its own, so kernels started from the threads of a Dask pool in turn, or
-  from a pool thread and the main thread in turn (the threaded scheduler runs a fit's
-  first round on a pool thread, the rounds read ahead in the main thread), would make more
-  than one team; once the process holds more OpenMP threads than cores, the runtime stops
-  spinning between regions and every region wakes its team from sleep (measured on 2
-  cores, ``benchmarks/threads_regions.py``: about 30 microseconds a region, against 1 to 3
-  with one team).  The launchers keep the teams at one per chunk task running at once (one
-  with ``K = 1``), whichever thread runs the task.
+* :func:`launch` calls a parallel kernel: from the main thread in that thread, from any
+  other thread (a Dask pool thread, a ``distributed`` worker thread) on one of the process's
+  *launcher* threads, which are reused.  GNU OpenMP gives every thread that starts a
+  parallel region a team of its own, so kernels started from the threads of a Dask pool in
+  turn would create one team per pool thread; once the process holds more OpenMP threads
+  than cores, the runtime stops spinning between regions and every region wakes its team
+  from sleep.  The launchers keep the teams at one per chunk task running at once (one with
+  ``K = 1``), whichever thread runs the task.
 * :func:`parallel_launch` wraps every call of a parallel kernel.  numba's ``omp`` and ``tbb``
   layers accept launches from several threads at once (Dask's threaded scheduler runs tasks
   side by side); its ``workqueue`` fallback (no OpenMP or TBB library) does not (numba aborts
@@ -304,7 +301,8 @@ def _launcher_pool() -> concurrent.futures.ThreadPoolExecutor:
 
 
 def launcher_threads() -> int:
-    """How many launcher threads this process started (0 before its first launch)."""
+    """How many launcher threads this process started (0 before the first launch from a
+    thread other than the main thread)."""
     pool = _launchers["pool"]
     if pool is None or _launchers["pid"] != os.getpid():
         return 0
@@ -318,26 +316,52 @@ def _launched(n: int, kernel, args: tuple):
 
 def launch(kernel, *args):
     """``kernel(*args)`` (a parallel numba kernel) on :func:`current_threads` threads,
-    started from a launcher thread (see the module docstring) whichever thread calls it;
-    waits for the result and raises what the kernel raised.  A ``KeyboardInterrupt`` in the
-    main thread while the kernel runs is raised once the kernel has ended (a numba kernel
-    cannot be stopped; its launcher is then free for the next launch).
+    started from the main thread when called from it and from a launcher thread otherwise
+    (see the module docstring); waits for the result and raises what the kernel raised.
 
     Examples
     --------
     >>> import threading
     >>> def where(x):
     ...     return threading.current_thread().name.startswith("ooc-kernels-launcher"), x
-    >>> launch(where, 1)                  # from the main thread: on a launcher
-    (True, 1)
+    >>> launch(where, 1)                  # the main thread launches itself
+    (False, 1)
     >>> out = []
     >>> t = threading.Thread(target=lambda: out.append(launch(where, 2))); t.start(); t.join()
     >>> out
     [(True, 2)]
     """
-    future = _launcher_pool().submit(_launched, current_threads(), kernel, args)
-    try:
-        return future.result()
-    except KeyboardInterrupt:
-        concurrent.futures.wait([future])
-        raise
+    if threading.current_thread() is threading.main_thread():
+        try:
+            with parallel_launch():
+                return kernel(*args)
+        except SystemError as exc:
+            raise _interrupt_of(exc) from None
+    return _launcher_pool().submit(_launched, current_threads(), kernel, args).result()
+
+
+def _interrupt_of(exc: SystemError) -> BaseException:
+    """The ``KeyboardInterrupt`` behind ``exc``, else ``exc``.
+
+    Ctrl-C during a parallel kernel started from the main thread: the threading layer
+    or numba's own calls back into Python check for signals, Python's handler sets
+    ``KeyboardInterrupt`` then, and the kernel still returns, which CPython turns into a
+    ``SystemError`` with the interrupt in its chain of causes and contexts.  The interrupt is
+    what the user did.
+
+    Examples
+    --------
+    >>> err = SystemError("returned a result with an exception set")
+    >>> err.__cause__ = KeyboardInterrupt()
+    >>> type(_interrupt_of(err)).__name__
+    'KeyboardInterrupt'
+    >>> type(_interrupt_of(SystemError("other"))).__name__
+    'SystemError'
+    """
+    seen, link = set(), exc
+    while link is not None and id(link) not in seen:   # the chain of causes and contexts
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return exc
