@@ -513,15 +513,14 @@ def test_a_kernel_error_raised_on_a_launcher_reaches_the_calling_thread():
 def test_kernels_called_from_the_main_thread_run_there_and_from_a_pool_thread_on_a_launcher():
     """The main thread launches its kernels itself (its OpenMP team, which the runtime
     throttles when the process holds more OpenMP threads than cores); any other thread
-    launches on a reused launcher thread."""
+    launches on a launcher thread (reused: the test above)."""
     def where():
         return threading.current_thread().name
 
     from_main = _threads.launch(where)
     out: list = []
-    for _ in range(2):
-        t = threading.Thread(target=lambda: out.append(_threads.launch(where)))
-        t.start()
-        t.join()
+    t = threading.Thread(target=lambda: out.append(_threads.launch(where)))
+    t.start()
+    t.join()
     assert from_main == threading.main_thread().name
-    assert out[0].startswith("ooc-kernels-launcher") and out == [out[0], out[0]]
+    assert len(out) == 1 and out[0].startswith("ooc-kernels-launcher")
