@@ -16,7 +16,12 @@ rows:
   multiple over ``sqrt(2)``: halfway, on the log scale, to that narrower candidate;
 * with ``alpha="auto"``, ``alpha / 10`` is kept unless the trials score it more than
   :data:`~ooc_kernels.families.dsg._bandwidth.TIE` below ``alpha`` (ties go to the lighter
-  regularization, which more rows support).
+  regularization, which more rows support);
+* with ``average="auto"`` and the logistic or softmax loss, the model predicts with the mean
+  of the iterates from epoch :data:`AVERAGE_FROM_EPOCH` + 1 on (suffix averaging: Rakhlin,
+  Shamir and Sridharan 2012): on many rows the last iterate's test accuracy moves from
+  epoch to epoch by up to about half a percent once the training loss levels off, and the
+  stopping rule, which watches the loss, can end a fit on a low epoch.
 
 ``docs/defaults.md`` ("Many rows") gives the measurements behind each rule.
 
@@ -32,8 +37,9 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["LARGE_DATA_ROWS", "BASE_FEATURES", "MAX_AUTO_FEATURES", "auto_n_features",
-           "large_data_multiple", "large_data_alpha_factor"]
+__all__ = ["LARGE_DATA_ROWS", "BASE_FEATURES", "MAX_AUTO_FEATURES", "AVERAGE_FROM_EPOCH",
+           "auto_n_features", "large_data_multiple", "large_data_alpha_factor",
+           "large_data_average"]
 
 #: Rows above which the rules of this module apply.
 LARGE_DATA_ROWS = 50_000
@@ -41,6 +47,10 @@ LARGE_DATA_ROWS = 50_000
 BASE_FEATURES = 4096
 #: The most features ``n_features="auto"`` gives.
 MAX_AUTO_FEATURES = 16_384
+#: Epochs after which ``average="auto"`` averages the iterates on many rows.
+AVERAGE_FROM_EPOCH = 8
+#: The losses whose iterates :func:`large_data_average` averages on many rows.
+SUFFIX_AVERAGED_LOSSES = frozenset({"logistic", "softmax"})
 
 
 def auto_n_features(n_rows: int, block_size: int) -> int:
@@ -99,3 +109,26 @@ def large_data_alpha_factor(setup_scores: dict | None, factor: float, *, scaling
     if base is None or light is None:
         return factor
     return 0.1 if light >= base - tie else factor
+
+
+def large_data_average(average, n_rows: int, *, loss: str):
+    """``average`` for a fit with the many-row rules (``n_features="auto"``) on ``n_rows``
+    rows: with ``"auto"``, more than :data:`LARGE_DATA_ROWS` rows and a loss of
+    :data:`SUFFIX_AVERAGED_LOSSES`, the number of samples seen before averaging starts,
+    :data:`AVERAGE_FROM_EPOCH` epochs (an ``int`` for ``average``); ``average`` otherwise.
+
+    Examples
+    --------
+    >>> large_data_average("auto", 300_000, loss="softmax")
+    2400000
+    >>> large_data_average("auto", 50_000, loss="softmax")
+    'auto'
+    >>> large_data_average(False, 300_000, loss="logistic")
+    False
+    >>> large_data_average("auto", 300_000, loss="squared")
+    'auto'
+    """
+    many = int(n_rows) > LARGE_DATA_ROWS and loss in SUFFIX_AVERAGED_LOSSES
+    if isinstance(average, str) and average == "auto" and many:
+        return AVERAGE_FROM_EPOCH * int(n_rows)
+    return average

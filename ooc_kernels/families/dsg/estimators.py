@@ -43,9 +43,8 @@ from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SA
                                                    select_bandwidth, select_bandwidth_gcv,
                                                    select_scale_and_alpha)
 from ooc_kernels.families.dsg._setup_loo import SetupLOOAhead, use_loo_setup
-from ooc_kernels.families.dsg._large_data import (auto_n_features,
-                                                   large_data_alpha_factor,
-                                                   large_data_multiple)
+from ooc_kernels.families.dsg._large_data import (auto_n_features, large_data_alpha_factor,
+                                                   large_data_average, large_data_multiple)
 from ooc_kernels.families.dsg._loss_params import (EPSILON, LOSS_PARAM_CONSTRAINTS,
                                                     LOSS_PARAMS_DOC, QUANTILE, loss_param)
 from ooc_kernels.families.dsg._memory import check_fit_memory
@@ -195,8 +194,10 @@ _PARAMS_DOC = """
         Corollary 13): the mean of the models after every step (``True``), or after the
         step at which ``average`` samples have been seen (an int).  ``"auto"``: ``True``
         for the huber, epsilon-insensitive and quantile losses (a derivative that is not
-        Lipschitz, or does not shrink on outliers: their last iterate stays noisy),
-        ``False`` for the others (measured in ``docs/machines/regression.md``).
+        Lipschitz, or does not shrink on outliers: their last iterate stays noisy); with
+        ``n_features="auto"`` on more than 50,000 rows, the mean of the iterates after 8
+        epochs for the logistic and softmax losses; ``False`` otherwise (measured in
+        ``docs/machines/regression.md`` and ``docs/defaults.md``, "Many rows").
 """ + STOPPING_PARAMS_DOC + BASE_PARAMS_DOC
 
 #: The classifier's and the regressor's ``standardize`` (``"auto"``).
@@ -427,7 +428,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             base, seen = fold_scales(base, shape), seen / shape
 
         def schedule(bandwidth, n_samples, batch_size, alpha_factor=1.0, rows=None,
-                     eigenvalue=None):
+                     eigenvalue=None, average=None):
             # ``rows`` default: the fit's standardization; ``alpha_factor`` scales
             # alpha="auto"; ``eigenvalue``: the step's, when computed already
             if eigenvalue is None:
@@ -437,7 +438,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                 alpha_factor / max(n_samples * mean_w, 1e-12)
             return resolve_schedule(
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
-                alpha=alpha, average=self.average, loss=loss_name,
+                alpha=alpha, average=self.average if average is None else average, loss=loss_name,
                 eigenvalue=eigenvalue, batch_size=batch_size, n_samples=n_samples * mean_w,
                 owner=type(self).__name__, step_factor=step_factor,
                 min_t0=base.n_blocks)
@@ -488,7 +489,9 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             bandwidth = 1.0 if mode == "array" else float(self.bandwidth)
         early = None if loo is None else loo.then_value  # the scan's thread computed them
         plan = schedule(bandwidth, data.n_samples, self.batch_size, alpha_factor,
-                        eigenvalue=None if early is None else early[0])
+                        eigenvalue=None if early is None else early[0], average=self.average
+                        if self.n_features != "auto" else large_data_average(
+                            self.average, data.n_samples, loss=loss_name))
         self._config = replace(base, bandwidth=bandwidth, alpha=plan.alpha,
                                input_bandwidths=None if shape is None else
                                tuple(float(v) for v in bandwidth * shape),
