@@ -103,9 +103,9 @@ class ChunkedData:
     feature_names : tuple of str, optional
         Column names of ``X`` when the input had them (a DataFrame).
     identities : mapping of str to callable, optional
-        Variables named without hashing their contents (``dask.array.from_array(...,
-        name=False)``): their name -> a function returning the name that hashing gives
-        (:class:`ContentName`).  :attr:`token` uses those names, so it is the same as for
+        Variables named at random, without hashing their contents (the in-memory rows of
+        ``as_chunked(..., lazy_token=True)``): their name -> a function returning the name
+        that ``dask.array.from_array`` gives by hashing them (:class:`ContentName`).  :attr:`token` uses those names, so it is the same as for
         the arrays named by hashing, and the hashing is done only when the token is asked
         for (a checkpoint, a Dask graph of rounds).
     """
