@@ -35,6 +35,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _results import run_or_table
 
 TARGETS = (1e-4, 1e-6)
 #: name: (task, estimator parameters)
@@ -157,14 +158,7 @@ def main(argv=None) -> None:
     if args.child is not None:
         print(json.dumps(child(json.loads(args.child))))
         return
-    if args.table is not None:
-        print(table(json.loads(args.table.read_text())))
-        return
-    result = run(args)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
-    print(table(result))
+    run_or_table(args, run, table)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ from contextlib import contextmanager  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _results import run_or_table  # noqa: E402
 
 TARGETS = (1e-4, 1e-6)
 #: name: (task, estimator parameters)
@@ -202,14 +203,7 @@ def main(argv=None) -> None:
     parser.add_argument("--table", type=Path, default=None,
                         help="print the Markdown table of a result file and exit")
     args = parser.parse_args(argv)
-    if args.table is not None:
-        print(table(json.loads(args.table.read_text())))
-        return
-    result = run(args)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
-    print(table(result))
+    run_or_table(args, run, table)
 
 
 if __name__ == "__main__":

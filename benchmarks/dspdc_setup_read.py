@@ -40,6 +40,7 @@ import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from _results import run_or_table  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 TARGETS = (1e-4, 1e-6)
@@ -161,14 +162,7 @@ def main(argv=None) -> None:
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return
-    if args.table is not None:
-        print(table(json.loads(args.table.read_text())))
-        return
-    result = run(args)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1))
-    print(table(result))
+    run_or_table(args, run, table)
 
 
 if __name__ == "__main__":
