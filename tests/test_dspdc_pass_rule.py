@@ -174,3 +174,18 @@ def test_the_certifying_round_runs_no_iterations(shuffle_chunks, monkeypatch):
     # full fit's, and still within tol
     assert last["dual"] <= last_full["dual"]
     assert last["relative_gap"] <= 1e-6
+
+
+@pytest.mark.parametrize("max_block", [1, 7, 10, 1000])
+def test_blocks_of_a_pass_draw_the_same_row_uniforms(max_block):
+    """With every column updated (``q = n_features``), the blocks the pass rule draws one
+    pass at a time split the stream of one draw: the same uniforms in the same order."""
+    from types import SimpleNamespace
+
+    from ooc_kernels.families.dspdc._local import task_uniform_blocks
+
+    cfg = SimpleNamespace(local_passes=10.0, q=5, n_features=5)
+    whole = [r for r, _ in task_uniform_blocks(cfg, 3, 1, 2, 0, 30, 1)]
+    split = [r for r, _ in task_uniform_blocks(cfg, 3, 1, 2, 0, 30, 1, max_block=max_block)]
+    assert all(len(r) <= max_block for r in split)
+    np.testing.assert_array_equal(np.concatenate(split), np.concatenate(whole))

@@ -239,7 +239,8 @@ def steps_lambda(config, m: int) -> float:
 
 
 def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, n_k: int,
-                        m: int, *, columns: bool = True, out: np.ndarray | None = None):
+                        m: int, *, columns: bool = True, out: np.ndarray | None = None,
+                        max_block: int | None = None):
     """Yield ``(row_uniforms (t, m), col_uniforms (t, q))`` blocks of the uniforms that draw
     ``I`` and ``J`` of every local iteration of the task whose first chunk is ``chunk``.
 
@@ -255,7 +256,10 @@ def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, 
     ``columns=False`` yields None instead of that block of zeros (for a caller that runs
     the all-columns kernel directly), and ``out`` (float64, C-ordered, at least
     ``(min(T, block), m)``) receives the row uniforms instead of a new array per block:
-    the same stream, the same values.
+    the same stream, the same values.  ``max_block`` caps the iterations of a block where
+    no column uniform is drawn (``q = n_features``: the blocks then split one stream of row
+    uniforms, the same values whatever their size), so that a task that may stop early
+    draws one block at a time (the pass rule: one pass per block).
 
     With ``config.permuted_rows`` and ``m = 1`` the rows are visited in random
     permutations instead of drawn independently (random reshuffling): every ``n_k``
@@ -274,6 +278,8 @@ def task_uniform_blocks(config, seed: int, epoch: int, round_: int, chunk: int, 
     q = int(config.q)
     full = q >= int(config.n_features)
     block = max(1, UNIFORM_BLOCK // (m + (0 if full else q)))
+    if full and max_block is not None:
+        block = min(block, max(1, int(max_block)))
     rng = task_rng(seed, epoch, round_, chunk)
     zeros = np.zeros((min(block, T), q)) if full and columns else None
     order = None

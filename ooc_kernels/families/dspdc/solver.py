@@ -408,7 +408,8 @@ class DSPDCAlgorithm:
         T = 0
         for row_u, col_u in () if certified else task_uniform_blocks(
                 replace(cfg, local_passes=cfg.max_local_passes) if checks else cfg,
-                task.seed, epoch, round_, task.chunks[0], n_k, m):
+                task.seed, epoch, round_, task.chunks[0], n_k, m,
+                max_block=-(-n_k // m) if checks else None):  # a pass a block: drawn as run
             done = False
             for lo, hi in rule.segments(T, len(row_u)):
                 ru, cu = row_u[lo:hi], col_u[lo:hi]
