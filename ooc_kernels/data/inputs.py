@@ -179,7 +179,8 @@ def _unwrap_y(y: Any) -> Any:
 def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
                require_y: bool = False, check_y: bool = True,
                variables: Mapping[str, str] | None = None,
-               schema: Any = None, lazy_token: bool = False) -> ChunkedData:
+               schema: Any = None, lazy_token: bool = False,
+               ensure_all_finite: bool = True) -> ChunkedData:
     """Wrap any accepted input as :class:`ChunkedData` without reading it.
 
     Parameters
@@ -217,6 +218,9 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         checkpoint, a Dask graph of rounds); the token is the same either way.  For callers
         that use the array only as it is (the Dask array of ``X`` is not derived into
         another one whose name would carry the unhashed name).
+    ensure_all_finite : bool
+        For an in-memory ``X``: check it for NaN and inf (True), or not (False: the caller
+        checked it already, as the estimators' scikit-learn validation does).
 
     Notes
     -----
@@ -308,8 +312,8 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
 
         y = None if y is None else _unwrap_y(y)
         try:  # scikit-learn's checks (NaN/inf, dtype, dimensions), in the library's hierarchy
-            X_np = check_array(X, dtype=[np.float64, np.float32], ensure_all_finite=True,
-                               accept_sparse=False)
+            X_np = check_array(X, dtype=[np.float64, np.float32],
+                               ensure_all_finite=ensure_all_finite, accept_sparse=False)
             if y is not None and not isinstance(y, da.Array):
                 y = np.asarray(y)
                 check_consistent_length(X_np, y)
