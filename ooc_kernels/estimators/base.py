@@ -278,11 +278,9 @@ class ChunkedEstimator(BaseEstimator):
             X = da.from_array(X, chunks=(chunk, X.shape[1]))
             if y is not None:
                 y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
-        # X in memory was checked for NaN and inf above, and y with it when validate_data
-        # took it: not checked twice (with "skip" the solver drops invalid rows)
-        y_checked = supervised and reset is not None
-        return as_chunked(X, y, chunk_size=chunk, require_y=supervised,
-                          check_y=not skip and not y_checked,
+        # X in memory was checked for NaN and inf above: not twice (y keeps its lazy check,
+        # whose name is part of the data's token in checkpoints written before)
+        return as_chunked(X, y, chunk_size=chunk, require_y=supervised, check_y=not skip,
                           lazy_token=self._lazy_data_token, ensure_all_finite=False)
 
     def _check_lazy_features(self, data: ChunkedData) -> None:
