@@ -44,6 +44,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -78,6 +79,12 @@ def load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident set size so far, MB (``ru_maxrss``: it only grows, so
+    a fit that raises it is the fit that set it)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def model(bandwidth, **kw) -> ok.DSGClassifier:
     params = dict(bandwidth=bandwidth, max_iter=2, tol=None, random_state=0, progress=False,
                   n_features=N_RANDOM_FEATURES)
@@ -101,10 +108,12 @@ def same_model(a, b) -> bool:
                                                   for k in ours)
 
 
-def threads_runs(args, X, y, Xt, yt, bandwidth, target_clf):
-    runs = []
+def threads_runs(args, X, y, Xt, yt, bandwidth, target_clf, first=None, save=None):
+    runs = [first] if first is not None else []
     for rep in range(args.repeats):
         for t in args.threads:
+            if first is not None and rep == 0 and t == 1:
+                continue        # the target fit is this run (--reuse-target)
             seen = load()
             clf = model(bandwidth, n_jobs=t, chunks_per_round=1, scheduler="threads")
             cpu: list = []
@@ -113,13 +122,15 @@ def threads_runs(args, X, y, Xt, yt, bandwidth, target_clf):
             run = {"setting": f"n_jobs={t}", "threads": t, "repeat": rep, "wall_s": wall,
                    "cpu_s": cpu[0],
                    "accuracy": acc, "bit_identical": same_model(clf, target_clf),
-                   "load_before": seen}
+                   "load_before": seen, "peak_rss_mb": peak_rss_mb()}
             runs.append(run)
             print(json.dumps(run), flush=True)
+            if save is not None:
+                save(runs, [])
     return runs
 
 
-def worker_runs(args, X, y, Xt, yt, bandwidth, target):
+def worker_runs(args, X, y, Xt, yt, bandwidth, target, thread_runs=(), save=None):
     import distributed
 
     runs = []
@@ -146,6 +157,8 @@ def worker_runs(args, X, y, Xt, yt, bandwidth, target):
                        "accuracy": acc, "reached": acc >= target, "load_before": seen}
                 runs.append(run)
                 print(json.dumps(run), flush=True)
+                if save is not None:
+                    save(list(thread_runs), runs)
     return runs
 
 
@@ -183,6 +196,10 @@ def main() -> None:
                     help="JSON with the bandwidth 'auto' chose: read when it exists (no "
                          "probe fit), else written after the probe fit (for a second run "
                          "on the same data, e.g. pinned to fewer cores)")
+    ap.add_argument("--reuse-target", action="store_true",
+                    help="count the target fit as the first repeat's n_jobs=1 run instead "
+                         "of fitting that setting again (saves one one-thread fit where the "
+                         "machine is lent for minutes)")
     ap.add_argument("--checkout", default=None,
                     help="a folder holding another version of the library (e.g. git archive "
                          "of a commit, unpacked), imported instead of this one")
@@ -222,20 +239,44 @@ def main() -> None:
     setup_s = time.perf_counter() - t0
     seen = load()
     target_clf = model(bandwidth, n_jobs=1, chunks_per_round=1, scheduler="threads")
-    target_wall = timed(target_clf, X, y)
+    target_cpu: list = []
+    target_wall = timed(target_clf, X, y, target_cpu)
     target = float(target_clf.score(Xt, yt))
     print(json.dumps({"bandwidth": bw_json, "probe_s": setup_s, "target_accuracy": target,
-                      "target_wall_s": target_wall, "load_before": seen}), flush=True)
+                      "target_wall_s": target_wall, "load_before": seen,
+                      "peak_rss_mb": peak_rss_mb()}), flush=True)
+    first = ({"setting": "n_jobs=1", "threads": 1, "repeat": 0, "wall_s": target_wall,
+              "cpu_s": target_cpu[0], "accuracy": target, "bit_identical": True,
+              "load_before": seen, "peak_rss_mb": peak_rss_mb()}
+             if args.reuse_target else None)
+    out = args.json or RESULTS / f"threads_scaling_{args.rows}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = "python benchmarks/threads_scaling.py " + " ".join(
+        f"--{k.replace('_', '-')}" + (
+            "" if v is True else
+            f" {' '.join(map(str, v)) if isinstance(v, list) else v}")
+        for k, v in vars(args).items() if v not in (None, [], False))
 
-    thread_runs = threads_runs(args, X, y, Xt, yt, bandwidth, target_clf)
-    cluster_runs = worker_runs(args, X, y, Xt, yt, bandwidth, target) if args.workers else []
-    threads = summarize(thread_runs, "setting")
-    base = threads["n_jobs=1"]["wall_s"]
-    for v in threads.values():
-        v["speedup"] = base / v["wall_s"]
-    workers = summarize(cluster_runs, "setting") if cluster_runs else {}
-    for v in workers.values():
-        v["speedup"] = base / v["wall_s"]
+    def save(thread_runs, cluster_runs):
+        """Write the results so far (a run cut short keeps every finished setting)."""
+        threads = summarize(thread_runs, "setting") if thread_runs else {}
+        base = threads.get("n_jobs=1", {}).get("wall_s")
+        workers = summarize(cluster_runs, "setting") if cluster_runs else {}
+        for v in (*threads.values(), *workers.values()):
+            v["speedup"] = base / v["wall_s"] if base else None
+        out.write_text(json.dumps({
+            "command": command,
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+            "rows": args.rows, "n_features": N_RANDOM_FEATURES,
+            "bandwidth": bw_json, "probe_s": setup_s, "target_accuracy": target,
+            "target_wall_s": target_wall, "threads": threads, "workers": workers,
+            "runs": thread_runs + cluster_runs}, indent=1))
+        return threads, workers
+
+    thread_runs = threads_runs(args, X, y, Xt, yt, bandwidth, target_clf, first, save)
+    cluster_runs = (worker_runs(args, X, y, Xt, yt, bandwidth, target, thread_runs, save)
+                    if args.workers else [])
+    threads, workers = save(thread_runs, cluster_runs)
 
     print(f"\nrows={args.rows}, target accuracy {target:.4f} (n_jobs=1, K=1, 2 epochs), "
           f"medians of {args.repeats}, load {[r['load_before'] for r in thread_runs]}\n")
@@ -245,18 +286,6 @@ def main() -> None:
         cpu = f"{v['cpu_s']:.2f}" if "cpu_s" in v else "-"
         print(f"| {name} | {v['wall_s']:.2f} | {v['speedup']:.2f} | {cpu} | "
               f"{v['accuracy']:.4f} | {v.get('epochs', 2)} | {v.get('bit_identical', '-')} |")
-    RESULTS.mkdir(exist_ok=True)
-    out = args.json or RESULTS / f"threads_scaling_{args.rows}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "command": "python benchmarks/threads_scaling.py " + " ".join(
-            f"--{k.replace('_', '-')} {' '.join(map(str, v)) if isinstance(v, list) else v}"
-            for k, v in vars(args).items() if v not in (None, [])),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "rows": args.rows, "n_features": N_RANDOM_FEATURES,
-        "bandwidth": bw_json, "target_accuracy": target,
-        "target_wall_s": target_wall, "threads": threads, "workers": workers,
-        "runs": thread_runs + cluster_runs}, indent=1))
     print(f"\nwrote {out}")
 
 
