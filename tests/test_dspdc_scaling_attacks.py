@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.families.dspdc._scaling import chunk_moments, combine_moments, standardization
 from ooc_kernels.families.dspdc.kernels_scaling import standardize_rows, standardize_rows_ref
 
@@ -128,3 +128,31 @@ def test_a_weighted_fit_with_a_constant_column_is_the_fit_without_it():
     assert with_const.coef_[2] == 0.0
     np.testing.assert_allclose(with_const.coef_[:2], without.coef_, rtol=1e-12)
     np.testing.assert_allclose(with_const.intercept_, without.intercept_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("unit", [1e160, 1e250])
+@pytest.mark.parametrize("chunk_size", [50, 1000])
+def test_a_column_whose_spread_overflows_is_refused_not_zeroed(unit, chunk_size):
+    """A finite column whose squares overflow float64 (values beyond about 1e154) has no
+    finite standard deviation in the streaming moments: the fit names the column and the
+    fix instead of dividing it by infinity (a coefficient of exactly 0, the column's signal
+    silently dropped), in memory and out of core."""
+    rng = np.random.default_rng(8)
+    Z = rng.normal(size=(200, 3))
+    y = Z @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=200)
+    with pytest.raises(InvalidDataError, match=r"column 1 of X .*overflow.*rescale"):
+        ok.DSPDCRegressor(alpha=1e-3, chunk_size=chunk_size, **FAST).fit(
+            Z * [1.0, unit, 1.0], y)
+    import dask.array as da
+    with pytest.raises(InvalidDataError, match=r"column 1 of X .*overflow.*rescale"):
+        ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(
+            da.from_array(Z * [1.0, unit, 1.0], chunks=(chunk_size, 3)),
+            da.from_array(y, chunks=chunk_size))
+
+
+def test_the_standardization_of_overflowed_moments_is_refused():
+    """The merged moments of a column whose sum of squares overflowed (M2 = inf, or NaN
+    from inf - inf) never give a scale of inf."""
+    for m2 in (np.inf, np.nan):
+        with pytest.raises(InvalidDataError, match=r"column 0 of X .*overflow.*rescale"):
+            standardization((10.0, np.array([1e200, 0.0]), np.array([m2, 1.0])), center=True)

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ooc_kernels.exceptions import InvalidDataError
+
 __all__ = ["chunk_moments", "combine_moments", "standardization", "model_rows", "model_V",
            "raw_coefficients", "raw_x"]
 
@@ -75,6 +77,22 @@ def combine_moments(*parts):
     return W, mean, m2
 
 
+def _check_finite_moments(mean, var, name: str) -> None:
+    """Refuse a column whose merged moments are not finite: finite values whose squares
+    overflow float64 (beyond about 1e154) give a sum of squares of inf, or NaN, which would
+    divide the column by infinity (every value 0) or leave it unscaled."""
+    bad = np.flatnonzero(~(np.isfinite(mean) & np.isfinite(var)))
+    if bad.size:
+        j = int(bad[0])
+        raise InvalidDataError(
+            f"column {j} of {name} has a mean {float(mean[j])!r} and a variance "
+            f"{float(var[j])!r}: its values (beyond about 1e154) have squares that overflow "
+            "float64, so it cannot be standardized; rescale that column (for instance "
+            f"divide it by 1e150): standardization makes the model independent of the "
+            "column's unit, only its coefficient changes by the same factor"
+            + (f" ({bad.size} columns overflow: {bad[:10].tolist()})" if bad.size > 1 else ""))
+
+
 def standardization(moments, center: bool, V=None) -> dict:
     """``{"x_shift": ..., "x_scale": ...}`` of the configuration from the merged moments:
     the means (``center``) or zeros, and the standard deviations about them (the root mean
@@ -90,6 +108,7 @@ def standardization(moments, center: bool, V=None) -> dict:
         var = np.einsum("ij,ik,kj->j", V, m2 / W, V)
     else:
         mean_a, var = np.asarray(mean), np.asarray(m2) / W
+    _check_finite_moments(mean_a, var, "X" if V is None else "A = U V")
     var = np.maximum(var, 0.0)
     if center:
         shift = mean_a
