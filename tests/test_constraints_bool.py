@@ -48,3 +48,26 @@ def test_a_fit_with_a_bool_number_is_refused_before_any_work():
     X = np.random.default_rng(0).normal(size=(50, 3))
     with pytest.raises(InvalidParameterError, match="'local_passes' parameter"):
         ok.DSPDCRegressor(local_passes=True).fit(X, X[:, 0])
+
+
+RANDOM_STATE = [name for name in ok._ESTIMATORS + ("MultiTaskLMNN",)
+                if "random_state" in getattr(ok, name)._parameter_constraints]
+
+
+def test_every_estimator_with_a_random_state_is_listed():
+    assert {"DSGClassifier", "DSPDCRegressor", "MultiTaskLMNN",
+            "OnlineKernelRidge"} <= set(RANDOM_STATE)
+
+
+@pytest.mark.parametrize("name", RANDOM_STATE)
+def test_a_bool_random_state_is_refused_and_a_seed_taken(name):
+    """``random_state=True`` is not a seed (Python reads it as 1): refused like every other
+    number-valued parameter; a seed, a ``RandomState`` and None are taken."""
+    cls = getattr(ok, name)
+    for value in (True, False):
+        with pytest.raises(InvalidParameterError, match=f"'random_state' parameter of {name}"):
+            validate_params(cls(random_state=value))
+    for value in (0, 2**32 - 1, np.int64(7), np.random.RandomState(0), None):
+        validate_params(cls(random_state=value))
+    with pytest.raises(InvalidParameterError, match="'random_state' parameter"):
+        validate_params(cls(random_state=-1))

@@ -37,8 +37,8 @@ from sklearn.utils._param_validation import (
 
 from ooc_kernels.exceptions import InvalidParameterError
 
-__all__ = ["HasMethods", "Integral", "Interval", "Options", "Real", "SchedulerSpec",
-           "StrOptions", "validate_params"]
+__all__ = ["HasMethods", "Integral", "Interval", "Options", "RANDOM_STATE", "Real",
+           "SchedulerSpec", "StrOptions", "validate_params"]
 
 
 class Interval(_SklearnInterval):
@@ -57,6 +57,12 @@ class Interval(_SklearnInterval):
         if isinstance(val, (bool, np.bool_)):
             return False
         return super().is_satisfied_by(val)
+
+
+#: The constraints of a ``random_state`` parameter: scikit-learn's ``"random_state"`` (a
+#: seed in ``[0, 2**32 - 1]``, a ``RandomState`` or None) with this module's
+#: :class:`Interval`, so that ``random_state=True`` is refused instead of read as the seed 1.
+RANDOM_STATE = [Interval(Integral, 0, 2**32 - 1, closed="both"), np.random.RandomState, None]
 
 
 class StrOptions(_SklearnStrOptions):

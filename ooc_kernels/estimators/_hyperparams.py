@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-from ooc_kernels.estimators._constraints import Interval, SchedulerSpec, StrOptions
+from ooc_kernels.estimators._constraints import (RANDOM_STATE, Interval, SchedulerSpec,
+                                                 StrOptions)
 
 __all__ = ["BASE_CONSTRAINTS", "BASE_PARAMS_DOC", "ORDER_PARAMS", "SEQUENTIAL_CONSTRAINTS",
            "SHUFFLE_BYTES", "STOPPING_CONSTRAINTS", "STOPPING_PARAMS_DOC"]
@@ -52,7 +53,7 @@ BASE_CONSTRAINTS: dict = {
     "shuffle": ["boolean"],
     "shuffle_chunks": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
     "on_invalid": [StrOptions({"error", "skip"})],
-    "random_state": ["random_state"],
+    "random_state": RANDOM_STATE,
     "scheduler": [None, SchedulerSpec()],
     "progress": ["boolean", None],
 }

@@ -39,7 +39,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
-from ooc_kernels.estimators._constraints import Interval, StrOptions, validate_params
+from ooc_kernels.estimators._constraints import (RANDOM_STATE, Interval, StrOptions,
+                                                 validate_params)
 from ooc_kernels.estimators.base import sklearn_validated
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc.in_memory.mtlmnn import build_triplets, mtlmnn_dspdc
@@ -137,7 +138,7 @@ class MultiTaskLMNN(ClassifierMixin, TransformerMixin, BaseEstimator):
                    Interval(Real, 0, None, closed="neither")],
         "standardize": ["boolean"],
         "max_time": [Interval(Real, 0, None, closed="neither"), None],
-        "random_state": ["random_state"],
+        "random_state": RANDOM_STATE,
     }
 
     def __init__(self, n_neighbors=3, lambda0=0.01, lambda_task=0.1, m=None, q=None, tol=1e-6,
