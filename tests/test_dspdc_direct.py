@@ -123,3 +123,21 @@ def test_held_in_memory_knows_arrays_frames_and_lazy_inputs():
     assert held_in_memory(pd.DataFrame(X), pd.Series(np.zeros(4)))
     assert not held_in_memory(X, da.zeros(4))
     assert not held_in_memory(da.from_array(X))
+
+
+@pytest.mark.parametrize("Est, classify", [(ok.DSPDCRegressor, False),
+                                           (ok.DSPDCClassifier, True)])
+def test_lists_fit_the_model_of_the_same_arrays(Est, classify):
+    """Rows, targets and weights given as Python lists are held in memory as NumPy arrays
+    are: the fit takes the same path and gives the arrays' model bit for bit."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.3 * rng.normal(size=120)
+    y = (y > 0).astype(int) if classify else y
+    w = rng.uniform(0.5, 2.0, size=120)
+    params = dict(alpha=0.05, max_iter=4, tol=None, random_state=0, progress=False)
+    arrays = Est(**params).fit(X, y, sample_weight=w)
+    lists = Est(**params).fit(X.tolist(), y.tolist(), sample_weight=w.tolist())
+    assert np.array_equal(lists.coef_, arrays.coef_)
+    assert lists.intercept_ == arrays.intercept_
+    assert held_in_memory(X.tolist(), tuple(y), None)

@@ -58,8 +58,9 @@ DIRECT_BYTES = 1 << 30
 
 
 def held_in_memory(*arrays) -> bool:
-    """True when every given input (None: absent) is a NumPy array or a pandas object:
-    data the process holds whole, not a lazy collection or a store read chunk by chunk.
+    """True when every given input (None: absent) is a NumPy array, a pandas object or a
+    Python list or tuple: data the process holds whole, not a lazy collection or a store
+    read chunk by chunk.
 
     Examples
     --------
@@ -68,7 +69,7 @@ def held_in_memory(*arrays) -> bool:
     (True, False)
     """
     def whole(a) -> bool:
-        if a is None or isinstance(a, np.ndarray):
+        if a is None or isinstance(a, (np.ndarray, list, tuple)):
             return True
         return type(a).__module__.split(".")[0] == "pandas"
 
