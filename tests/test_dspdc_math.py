@@ -298,6 +298,47 @@ def test_logistic_dual_prox_stays_strictly_inside_in_extreme_cases():
         assert np.isfinite(loss_conjugate(2, b * w, b))
 
 
+def _logistic_root(c, y, b, sigma, n):
+    """The logistic dual step's root ``w = b beta`` by Brent on ``w`` (None where it lies
+    beyond the floats the solve keeps), and its ``t = log((1 + w) / (-w))``."""
+    def f(ww):
+        return b * c / n - (math.log1p(ww) - math.log(-ww)) / n - (ww - b * y) / sigma
+
+    lo, hi = -1.0 + 2.0 ** -52, -1e-300
+    if f(lo) * f(hi) > 0.0:
+        return None, None
+    w = brentq(f, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=2000)
+    return w, math.log1p(w) - math.log(-w)
+
+
+def test_logistic_dual_prox_reaches_the_root_from_any_start():
+    """From the current dual, from 0 and from duals next to the ends of the domain, with
+    wide brackets (``n / sigma`` up to ``1e14``) and large margins: ``t`` within the
+    solve's tolerance ``1e-13 max(1, |t|)`` of the root.  The first case is one where
+    Newton steps cycle across the root inside the bracket for all 200 iterations."""
+    cases = [(6.617036438502039, 0.0, -1.0, 1.0, 50.0),
+             (2.9829508982305493, 2.198457111931394e-121, -1.0, 1.0, 5e4)]
+    rng = np.random.default_rng(7)
+    for sigma, n in [(0.01, 1.0), (1.0, 50.0), (30.0, 3.0), (1.0, 5e4), (1e-8, 1e6)]:
+        for scale in (0.1, 3.0, 50.0):
+            for _ in range(12):
+                b = float(rng.choice([-1.0, 1.0]))
+                u = rng.random()
+                y = -b * (u if u < 0.6 else (0.0 if u < 0.8 else 1.0 - 10 ** rng.uniform(-16, -1)))
+                cases.append((float(rng.normal(scale=scale)), y, b, sigma, n))
+    checked = 0
+    for c, y, b, sigma, n in cases:
+        w_star, t = _logistic_root(c, y, b, sigma, n)
+        if w_star is None:
+            continue
+        w = b * dual_prox(LOSS_LOGISTIC, c, y, b, sigma, n)
+        # |dt| <= 1e-13 max(1, |t|) moves w by that times 1 + w, relative; plus rounding
+        allowed = 1e-13 * max(1.0, abs(t)) * (1.0 + w_star) + 4e-16 * (1.0 + abs(t))
+        assert abs(w - w_star) <= allowed * abs(w_star), (c, y, b, sigma, n, w, w_star)
+        checked += 1
+    assert checked > 0.9 * len(cases)
+
+
 def test_primal_prox_is_optimal():
     rng = np.random.default_rng(4)
     for _ in range(300):

@@ -59,7 +59,8 @@ _HUBER = 6
 _EPSILON_INSENSITIVE = 7
 _QUANTILE = 8
 
-#: Logistic dual prox: Newton stops when the step is below ``NEWTON_RTOL * max(1, |t|)``.
+#: Logistic dual prox: ``t`` within ``NEWTON_RTOL * max(1, |t|)`` of the root (the last step
+#: ``h`` has ``h^3`` below it, or ``h`` itself is).
 NEWTON_RTOL = 1e-13
 NEWTON_MAX_ITER = 200
 #: Largest float64 below 1 and the smallest normal float64: the logistic dual stays in
@@ -343,40 +344,52 @@ def _logistic_dual_prox(c, y, b, sigma, n):
     hi = lo + n / sigma
     t = 0.5 * (lo + hi)
     sm = -1.0                   # sigmoid(-t) where known without an exp, else -1
-    if -1.0 < by < 0.0:  # warm start from the current dual: sigmoid(-t0) = -b y
-        t0 = math.log((1.0 + by) / -by)
-        if lo < t0 < hi:
-            t = t0
-            sm = -by
-    # A Newton step below the tolerance ends the solve at once: the root is within the
-    # step, and the step may land on the bracket's end that t just became (then bisecting
-    # would find the same root again, a bit at a time).  sigmoid(-t) after that step is
-    # its first-order update from sm (the error is of the order of the step squared), so
-    # the solve costs one exp per Newton iteration after the first.
+    if -1.0 < by < 0.0:
+        # Warm start from the current dual, sigmoid(-t0) = -b y: the first step needs no
+        # exp.  Outside the bracket t0 is only a point to step from: G(t0) has the sign of
+        # G at the nearer end, and the max / min below keep the bracket.
+        t = math.log((1.0 + by) / -by)
+        sm = -by
+    # Halley steps.  |G''| and |G'''| are at most |G'|, so a step h leaves an error below
+    # (5/12) h^3: a step with h^3 below the tolerance is the last one, and sigmoid(-t)
+    # after it is its second-order update from sm (a relative error below h^3 / 6), so
+    # the solve costs one exp per step after the first.  Far from the root (where the
+    # correction would more than double the step) the step is Newton's; a step that
+    # leaves the bracket, or turns back by more than half the previous change of t (steps
+    # that cycle across the root), is replaced by the bracket's midpoint.
+    prev = 0.0
     for _ in range(NEWTON_MAX_ITER):
         if sm < 0.0:
             sm = _sigmoid(-t)
         g = sigma * (cb - t) + n * (sm + by)
         if g > 0.0:
-            lo = t
+            lo = max(lo, t)
         elif g < 0.0:
-            hi = t
+            hi = min(hi, t)
         else:
             break
         ds = sm * (1.0 - sm)
-        newton = g / (-sigma - n * ds)
-        t_new = t - newton
-        if abs(newton) <= NEWTON_RTOL * max(1.0, abs(t_new)):
+        d1 = -sigma - n * ds
+        den = 2.0 * d1 * d1 - g * (n * (1.0 - 2.0 * sm) * ds)
+        if den >= d1 * d1:
+            step = 2.0 * g * d1 / den
+        else:
+            step = g / d1
+        t_new = t - step
+        h = abs(step)
+        tol = NEWTON_RTOL * max(1.0, abs(t_new))
+        if h * h * h <= tol and (h <= tol or lo < t_new < hi):
+            sm = sm + ds * step + 0.5 * (1.0 - 2.0 * sm) * ds * step * step
             t = t_new
-            sm = sm + ds * newton
             break
-        if not (lo < t_new < hi):
+        if not (lo < t_new < hi) or (step * prev > 0.0 and h > 0.5 * abs(prev)):
             t_new = 0.5 * (lo + hi)
-        step = abs(t_new - t)
+        prev = t_new - t
+        h = abs(prev)
         t = t_new
         sm = -1.0
         tol = NEWTON_RTOL * max(1.0, abs(t))
-        if step <= tol or hi - lo <= tol:
+        if h <= tol or hi - lo <= tol:
             break
     w = -sm if sm >= 0.0 else -_sigmoid(-t)
     if w < -W_HIGH:
@@ -419,9 +432,10 @@ def dual_prox(loss_id, c, y, b, sigma, n, param=0.0):
         ``sigma param / n`` and clipped to ``[-1, 1]``; quantile
         ``clip(v, -param, 1 - param)``;
         logistic: the root of ``c/n - (b/n) log((1 + b beta)/(-b beta)) - (beta - y)/sigma``,
-        by safeguarded Newton (bisection fallback) on ``t = log((1 + b beta)/(-b beta))``
-        until the step is below ``1e-13 max(1, |t|)``; ``b beta`` is kept strictly inside
-        ``(-1, 0)``.
+        by safeguarded Halley steps (bisection fallback) on
+        ``t = log((1 + b beta)/(-b beta))`` from the current dual, until ``t`` is within
+        ``1e-13 max(1, |t|)`` of the root (a step ``h`` with ``h^3`` below that is the
+        last); ``b beta`` is kept strictly inside ``(-1, 0)``.
 
     Examples
     --------

@@ -171,48 +171,52 @@ def logistic_conjugate(beta, b):
 
 
 def logistic_dual_prox(c, y, b, sigma, n):
-    """Safeguarded Newton on ``t = log((1 + b beta) / (-b beta))``, vectorised (see
-    :func:`ooc_kernels._jit.losses.dual_prox`)."""
+    """Safeguarded Halley steps on ``t = log((1 + b beta) / (-b beta))`` from the current
+    dual, vectorised (see :func:`ooc_kernels._jit.losses.dual_prox`)."""
     c, y, b = np.broadcast_arrays(*_f64(c, y, b))
     sigma = float(sigma)
     n = float(n)
     cb, by = c * b, b * y
     lo = cb + n * by / sigma
     hi = lo + n / sigma
-    t = 0.5 * (lo + hi)
+    warm = (by > -1.0) & (by < 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t0 = np.log((1.0 + by) / -by)
-    warm = (by > -1.0) & (by < 0.0) & (t0 > lo) & (t0 < hi)
-    t = np.where(warm, t0, t)
+        t = np.where(warm, np.log((1.0 + by) / -by), 0.5 * (lo + hi))
+    known = warm.copy()                  # sigmoid(-t) known without an exp
+    sm = np.where(warm, -by, 0.0)        # the warm start's sigmoid(-t0) is -b y
     active = np.ones(t.shape, dtype=bool)
-    s_end = np.full(t.shape, -1.0)       # sigmoid(-t) where the solve ended on it, else -1
-    first = True
+    prev = np.zeros(t.shape)             # the last change of t
     for _ in range(NEWTON_MAX_ITER):
         if not active.any():
             break
-        sm = sigmoid(-t)
-        if first:                        # the warm start's sigmoid(-t0) is -b y
-            sm = np.where(warm, -by, sm)
-            first = False
+        sm = np.where(known, sm, sigmoid(-t))
         g = sigma * (cb - t) + n * (sm + by)
-        lo = np.where(active & (g > 0.0), t, lo)
-        hi = np.where(active & (g < 0.0), t, hi)
+        lo = np.where(active & (g > 0.0), np.maximum(lo, t), lo)
+        hi = np.where(active & (g < 0.0), np.minimum(hi, t), hi)
         done = g == 0.0
         ds = sm * (1.0 - sm)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            newton = g / (-sigma - n * ds)
-        t_newton = t - newton
-        # a Newton step below the tolerance ends the solve (sigmoid updated to first order)
-        small = ~done & (np.abs(newton) <= NEWTON_RTOL * np.maximum(1.0, np.abs(t_newton)))
-        t_new = np.where((t_newton > lo) & (t_newton < hi), t_newton, 0.5 * (lo + hi))
-        t_new = np.where(done | small, np.where(small, t_newton, t), t_new)
-        step = np.abs(t_new - t)
-        s_end = np.where(active & done, sm, np.where(active & small, sm + ds * newton,
-                                                     np.where(active, -1.0, s_end)))
-        t = np.where(active, t_new, t)
-        tol = NEWTON_RTOL * np.maximum(1.0, np.abs(t))
-        active = active & ~done & ~small & ~((step <= tol) | (hi - lo <= tol))
-    w = np.clip(np.where(s_end >= 0.0, -s_end, -sigmoid(-t)), -W_HIGH, -W_LOW)
+        d1 = -sigma - n * ds
+        den = 2.0 * d1 * d1 - g * (n * (1.0 - 2.0 * sm) * ds)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            step = np.where(den >= d1 * d1, 2.0 * g * d1 / den, g / d1)
+        t_step = t - step
+        h = np.abs(step)
+        inside = (t_step > lo) & (t_step < hi)
+        tol = NEWTON_RTOL * np.maximum(1.0, np.abs(t_step))
+        with np.errstate(over="ignore", invalid="ignore"):
+            # the last step: sigmoid(-t) to second order in it
+            last = ~done & (h * h * h <= tol) & ((h <= tol) | inside)
+            sm_last = sm + ds * step + 0.5 * (1.0 - 2.0 * sm) * ds * step * step
+        back = (step * prev > 0.0) & (h > 0.5 * np.abs(prev))     # turns back: cycles
+        t_new = np.where(inside & ~back, t_step, 0.5 * (lo + hi))
+        tol = NEWTON_RTOL * np.maximum(1.0, np.abs(t_new))
+        ended = (np.abs(t_new - t) <= tol) | (hi - lo <= tol)
+        prev = np.where(active, t_new - t, prev)
+        t = np.where(active & ~done, np.where(last, t_step, t_new), t)
+        sm = np.where(active & last, sm_last, sm)
+        known = np.where(active, done | last, known)
+        active = active & ~done & ~last & ~ended
+    w = np.clip(np.where(known, -sm, -sigmoid(-t)), -W_HIGH, -W_LOW)
     return b * w
 
 
