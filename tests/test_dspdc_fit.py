@@ -159,6 +159,20 @@ def test_a_checkpoint_work_folder_that_is_not_the_librarys_is_never_touched(tmp_
     assert not ck.exists()
 
 
+
+@pytest.mark.parametrize("below", [False, True])
+def test_a_work_dir_that_is_a_file_is_refused_and_kept(tmp_path, below):
+    """``work_dir`` naming a file (or a folder under a file) is the library's
+    ``ForeignPathError`` naming the path, and the file is left as it was."""
+    X, y = _binary_problem(n=80)
+    afile = tmp_path / "notes.txt"
+    afile.write_text("mine")
+    work = afile / "work" if below else afile
+    with pytest.raises(ForeignPathError, match=r"work_dir '.*notes\.txt.*' .*not a folder"):
+        ok.DSPDCClassifier(max_iter=2, tol=None, work_dir=str(work), **FAST).fit(*_lazy(X, y))
+    assert afile.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
 # --------------------------------------------------------------------------- parameters
 def test_published_step_parameters_are_those_the_tasks_use(monkeypatch, tmp_path):
     """theta_, tau_, sigma_ list the parameters the kernels received, one entry per local

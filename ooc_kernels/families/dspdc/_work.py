@@ -158,7 +158,15 @@ class WorkStores:
         """A new store for a fresh fit: a unique folder in the parent folder, marked and
         locked."""
         parent = self._parent
-        parent.mkdir(parents=True, exist_ok=True)
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):   # a file on the way
+            blocking = next(p for p in (parent, *parent.parents) if p.exists())
+            raise ForeignPathError(
+                f"work_dir {str(parent)!r} is not a folder: {str(blocking)!r} is a file; a "
+                "DSPDC fit keeps the duals of its rows in a new folder inside work_dir and "
+                "never replaces a file. Give work_dir a folder (it is created when missing)."
+            ) from None
         store = Path(tempfile.mkdtemp(prefix=self._prefix, dir=parent))
         mark_work_folder(store)
         self._lock(store)
