@@ -179,7 +179,7 @@ def test_a_fit_resumed_within_the_certifying_epoch_stops_where_the_uninterrupted
     y = np.where(X @ rng.normal(size=6) + 0.5 * rng.normal(size=240) > 0, "yes", "no")
     Xd, yd = da.from_array(X, chunks=(40, 6)), da.from_array(y, chunks=40)
     params = dict(alpha=0.1, max_iter=20, tol=1e-2, shuffle_chunks=1, scheduler="sync",
-                  random_state=0, progress=False)
+                  random_state=0, progress=False, sampling="uniform")   # 5 epochs
     reference = ok.DSPDCClassifier(**params).fit(Xd, yd)
     assert reference.stop_reason_.startswith("tol:") and reference.n_iter_ == 5
     real = CheckpointWriter.__call__

@@ -158,6 +158,14 @@ def _counters(state) -> dict:
             "step_boost": float(state.step_boost)}
 
 
+def _tail_sums(state) -> dict:
+    """The losses an epoch's first round summed at its tail (``DSPDCState.tail_state``
+    None: the state itself), as a checkpoint between the two rounds keeps them."""
+    if state.tail_state is not None or not state.tail_rows:
+        return {}
+    return {"tail_loss": float(state.tail_loss), "tail_rows": int(state.tail_rows)}
+
+
 def _start_arrays(state) -> dict:
     """The arrays of ``state.epoch_start`` a checkpoint keeps (none when there is none)."""
     start = state.epoch_start

@@ -52,10 +52,12 @@ from ooc_kernels.families.dspdc._saved import (
     _restored_start,
     _saved_loss_id,
     _start_arrays,
+    _tail_sums,
 )
 from ooc_kernels.families.dspdc._setup_pass import (
     resolve_local_passes,
     resolve_max_local_passes,
+    resolve_permuted_rows,
     rows_in_memory,
     setup_statistics,
 )
@@ -260,7 +262,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             work_store=self._work_store(), factorized=factorized,
             intercept_scaling=scaling, **weighting, **scaled,
             step_boost=STEP_BOOST[self.loss] if self.steps == "adaptive" else 1.0,
-            mean_lambda=self.steps == "adaptive", permuted_rows=_inputs.resolve_sampling(self))
+            mean_lambda=self.steps == "adaptive", permuted_rows=resolve_permuted_rows(self))
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)
@@ -410,6 +412,11 @@ class _DSPDCEstimator(ChunkedEstimator):
             if self.tol is not None and rel <= self.tol:
                 self._certified = start
                 return report, f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
+        tail = state.tail_gap(cfg, self._augmented_V()) if self.tol is not None else None
+        if tail is not None and tail[2] <= self.tol:   # the tail of an epoch of two rounds
+            report, rel = self._record_gap(tail[0], tail[1], epoch, later=state, judged=False)
+            self._certified = tail[0]
+            return report, f"tol: relative duality gap {rel:.3g} <= tol={self.tol}"
         finite = np.all(np.isfinite(state.x)) and np.isfinite(state.conj_sum)
         if timed_out or last or not finite:   # the final iterate: a pass of its own (which
             report, rel = self._record_gap(   # reports a divergence with the steps' values)
@@ -420,11 +427,12 @@ class _DSPDCEstimator(ChunkedEstimator):
             return report, f"max_time: {elapsed:.3g} s >= max_time={self.max_time}"
         return report, None
 
-    def _record_gap(self, state, primal: float, epoch: int, later=None):
+    def _record_gap(self, state, primal: float, epoch: int, later=None, judged=True):
         """Record the duality gap of ``state`` (the iterate after ``epoch``) in
         ``gap_history_``, and shrink the adaptive steps when the gap stalled under the steps
         running now; return ``(the figures for history_, the relative gap)``.  ``later``:
-        a later state whose duals also bound ``P*`` from below (the larger ``D`` is used)."""
+        a later state whose duals bound ``P*`` too (the larger ``D`` is used); not ``judged``:
+        not an evaluation for the step rule (an epoch's tail)."""
         cfg = self._config
         with np.errstate(over="ignore", invalid="ignore"):
             dual = state.best_dual_value(cfg, self._augmented_V(), later)
@@ -447,7 +455,7 @@ class _DSPDCEstimator(ChunkedEstimator):
                      cfg.n_samples, cfg.n_features, cfg.m, cfg.q, cfg.mode, (later or state).local_steps)}
         self.gap_history_ = list(self.gap_history_) + [entry]
         self.duality_gap_ = gap
-        if later is None:   # the final iterate's own evaluation: not judged (judged_entries)
+        if later is None or not judged:   # the final iterate's own evaluation, or a tail
             self._final_gaps = [*self._final_gaps, len(self.gap_history_) - 1]
         elif (cfg.step_boost > 1.0 or cfg.mean_lambda) and entry["step_boost"] == cfg.step_boost \
                 and gap_stalled(judged_entries(self.gap_history_, self._final_gaps)):
@@ -543,7 +551,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         start = state.epoch_start
         return {"config": config,
                 "state": {**_counters(state), "start_loss": float(state.start_loss),
-                          "start_rows": int(state.start_rows)},
+                          "start_rows": int(state.start_rows), **_tail_sums(state)},
                 "epoch_start": None if start is None else _counters(start),
                 "gap_history": list(getattr(self, "gap_history_", [])),
                 "final_gaps": list(getattr(self, "_final_gaps", [])),

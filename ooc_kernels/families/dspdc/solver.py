@@ -201,6 +201,13 @@ class DSPDCState:
         the ``x_0 = epoch_start.x``, and how many rows that is.  Once ``start_rows = n``,
         ``P(x_0) = start_loss / n + g(x_0)``: the duality gap of ``epoch_start`` without a
         pass of its own (:meth:`start_primal_value`).
+    tail_state, tail_loss, tail_rows : DSPDCState or None, float, int
+        The epoch's *tail* in an epoch of two rounds of one task each: the state after the
+        first round, whose losses the two tasks sum on the rows they read anyway (the
+        first at its final iterate, which is that state's ``x``; the second at its start),
+        so that its gap is known at the epoch's end (:meth:`tail_primal_value`) instead of
+        during the next epoch.  After the first round the tail is this state
+        (``tail_state`` None), after the second the state it started from.
     """
 
     x: np.ndarray
@@ -215,6 +222,32 @@ class DSPDCState:
     epoch_start: DSPDCState | None = None
     start_loss: float = 0.0
     start_rows: int = 0
+    tail_state: DSPDCState | None = None
+    tail_loss: float = 0.0
+    tail_rows: int = 0
+
+    def tail_primal_value(self, config: DSPDCConfig):
+        """``(tail, P(tail.x))`` of the epoch's tail (see ``tail_state``) once its rounds
+        have summed the losses of every row at it, else None."""
+        from ooc_kernels.families.dspdc.kernels_objective import reg_value_ref
+
+        if self.tail_rows != config.n_samples:
+            return None
+        tail = self if self.tail_state is None else self.tail_state
+        with np.errstate(over="ignore", invalid="ignore"):
+            return tail, float(self.tail_loss / config.n_samples + np.sum(
+                reg_value_ref(tail.x, config.lam1, config.lam2)))
+
+    def tail_gap(self, config: DSPDCConfig, V: np.ndarray | None = None):
+        """``(tail, P(tail.x), relative gap)`` of the epoch's tail against the better of its
+        duals and this state's, or None while its losses are not summed over every row."""
+        found = self.tail_primal_value(config)
+        if found is None:
+            return None
+        tail, primal = found
+        with np.errstate(over="ignore", invalid="ignore"):
+            dual = tail.best_dual_value(config, V, later=self)
+            return tail, primal, (primal - dual) / max(abs(primal), np.finfo(float).tiny)
 
     def start_primal_value(self, config: DSPDCConfig) -> float | None:
         """``P(epoch_start.x)`` from the losses the epoch's tasks summed, or None while
@@ -277,6 +310,7 @@ class DSPDCTask:
     write: tuple[int, int]
     seed: int
     sigma_prime: int
+    tail: str = ""      # "end": sum the losses at the final iterate; "start": at the start
 
 
 @dataclass(frozen=True)
@@ -295,6 +329,8 @@ class DSPDCDelta:
     steps: tuple = ()
     start_loss: float = 0.0
     start_rows: int = 0
+    tail_loss: float = 0.0
+    tail_rows: int = 0
 
 
 def augment_V(V: np.ndarray, config: DSPDCConfig) -> np.ndarray:
@@ -336,10 +372,14 @@ class DSPDCAlgorithm:
         self.V = None if V is None else np.ascontiguousarray(V, dtype=np.float64)
 
     def make_tasks(self, state: DSPDCState, info) -> list[DSPDCTask]:
-        k = len(info.groups)
+        k, rounds = len(info.groups), info.n_rounds_in_epoch
+        rule = self.stop_rule
+        tail = "" if k > 1 or rule is None or rule[0] is None or info.epoch % rule[1] \
+            or rounds != 2 else ("end", "start")[info.round]
         return [DSPDCTask(chunks=tuple(g), sizes=tuple(s),
                           read=tuple(state.versions[c] for c in g),
-                          write=(info.epoch, info.round), seed=info.seed, sigma_prime=k)
+                          write=(info.epoch, info.round), seed=info.seed, sigma_prime=k,
+                          tail=tail)
                 for g, s in zip(info.groups, info.sizes)]
 
     def _rows(self, batch: dict):
@@ -402,7 +442,10 @@ class DSPDCAlgorithm:
         else:
             z = aty_k.copy()
         t_max, checks = pass_checkpoints(cfg.local_passes, cfg.max_local_passes, n_k, m)
-        certified = self.certifies_start(state, task, start_loss, n_k)
+        tail_loss = rows_loss(cfg, rows, V, state.x, b, weights) if task.tail == "start" \
+            else 0.0
+        certified = self.certifies_start(state, task, start_loss, n_k) or (
+            task.tail == "start" and self.certifies_tail(state, tail_loss, n_k))
         rule = _PassReferee(cfg, n_k, m, checks, b, weights, (lam1, lam2, tilt), y_new,
                             z if reduced is None and not cfg.factorized else None, rows, V)
         T = 0
@@ -434,6 +477,8 @@ class DSPDCAlgorithm:
                 break
         if reduced is not None:
             a = reduced.join(a, x_perp, (1.0 + tau * lam2) ** -float(T))
+        if task.tail == "end" and not certified:     # the round's iterate is this ``a``
+            tail_loss = rows_loss(cfg, rows, V, a, b, weights)
         dy = y_new - y_old
         if weights is not None:
             dy = weights * dy
@@ -452,7 +497,8 @@ class DSPDCAlgorithm:
                           n_dual_updates=T * m, chunks=task.chunks,
                           steps=((n_k, task.sigma_prime, float(theta), float(tau),
                                   float(sigma)),),
-                          start_loss=start_loss, start_rows=0 if x0 is None else n_k)
+                          start_loss=start_loss, start_rows=0 if x0 is None else n_k,
+                          tail_loss=tail_loss, tail_rows=n_k if task.tail else 0)
 
     def certifies_start(self, state: DSPDCState, task: DSPDCTask, start_loss: float,
                         n_k: int) -> bool:
@@ -484,6 +530,22 @@ class DSPDCAlgorithm:
             rel = (primal - dual) / max(abs(primal), np.finfo(float).tiny)
         return bool(np.isfinite(primal) and np.isfinite(dual) and rel <= tol)
 
+    def certifies_tail(self, state: DSPDCState, tail_loss: float, n_k: int) -> bool:
+        """Whether the epoch's tail (``state``: the second of two rounds' start), with the
+        losses the first round summed at it and ``tail_loss`` on this task's rows, is
+        within ``tol`` against its own duals: the fit then stops and returns it (the
+        estimator finds the same gap, or a smaller one against the round's later duals),
+        so this task runs no iterations."""
+        cfg = self.config
+        if state.tail_rows + n_k != cfg.n_samples:
+            return False
+        _, primal = replace(state, tail_loss=state.tail_loss + tail_loss,
+                            tail_rows=cfg.n_samples).tail_primal_value(cfg)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dual = state.dual_value(cfg, self.V)
+            rel = (primal - dual) / max(abs(primal), np.finfo(float).tiny)
+        return bool(np.isfinite(primal) and np.isfinite(dual) and rel <= self.stop_rule[0])
+
     def combine(self, a: DSPDCDelta, b: DSPDCDelta) -> DSPDCDelta:
         return DSPDCDelta(dw=a.dw + b.dw, x_sum=a.x_sum + b.x_sum,
                           n_tasks=a.n_tasks + b.n_tasks, dconj=a.dconj + b.dconj,
@@ -491,7 +553,9 @@ class DSPDCAlgorithm:
                           n_dual_updates=a.n_dual_updates + b.n_dual_updates,
                           chunks=a.chunks + b.chunks, steps=a.steps + b.steps,
                           start_loss=a.start_loss + b.start_loss,
-                          start_rows=a.start_rows + b.start_rows)
+                          start_rows=a.start_rows + b.start_rows,
+                          tail_loss=a.tail_loss + b.tail_loss,
+                          tail_rows=a.tail_rows + b.tail_rows)
 
     def apply(self, state: DSPDCState, delta: DSPDCDelta, info=None) -> DSPDCState:
         versions = state.versions
@@ -500,18 +564,24 @@ class DSPDCAlgorithm:
         x = delta.x_sum / delta.n_tasks if delta.n_tasks else state.x
         if info is not None and info.round == 0:   # a new epoch: its start is this state
             start = replace(state, epoch_start=None, start_loss=0.0, start_rows=0,
-                            local_steps=())
+                            local_steps=(), tail_state=None, tail_loss=0.0, tail_rows=0)
             loss, rows = delta.start_loss, delta.start_rows
+            tail = (None, delta.tail_loss, delta.tail_rows)     # at the new iterate
         else:
             start = state.epoch_start
             loss, rows = state.start_loss + delta.start_loss, state.start_rows + delta.start_rows
+            tail = (replace(state, epoch_start=None, start_loss=0.0, start_rows=0,  # the
+                            tail_state=None, tail_loss=0.0, tail_rows=0)      # state after
+                    if delta.tail_rows else state.tail_state,                 # round 0
+                    state.tail_loss + delta.tail_loss, state.tail_rows + delta.tail_rows)
         return replace(state, w=state.w + delta.dw, x=x,
                        conj_sum=state.conj_sum + delta.dconj, versions=versions,
                        n_iter=state.n_iter + delta.n_iter,
                        n_dual_updates=state.n_dual_updates + delta.n_dual_updates,
                        n_rounds=state.n_rounds + 1, local_steps=delta.steps,
                        step_boost=self.config.step_boost, epoch_start=start,
-                       start_loss=loss, start_rows=rows)
+                       start_loss=loss, start_rows=rows, tail_state=tail[0],
+                       tail_loss=tail[1], tail_rows=tail[2])
 
 
 class _PassReferee:
