@@ -55,11 +55,12 @@ _PARAMS_DOC = """alpha : float, default=1e-4
     sampling : {"auto", "uniform", "permutation"}, default="auto"
         How a task with ``m = 1`` picks its rows: ``"uniform"``, independently at random
         (the theorems' sampling); ``"permutation"``, every pass over the task's rows in a
-        new random order (random reshuffling; ``m = 1`` only), which reaches a given gap in
-        fewer passes on the benchmarks (``docs/dspdc.md``); ``"auto"``: ``"permutation"``
-        when the rows are held in memory, ``m = 1`` and the fit has no ``checkpoint``,
-        else ``"uniform"``.  The gap certifies the result either way.  The value used is
-        ``sampling_``.
+        new random order (random reshuffling; ``m = 1`` only; with the pass rule of
+        ``local_passes="auto"``, one permutation per pass), which reaches a given gap in
+        fewer passes on the benchmarks, in memory and out of core (``docs/dspdc.md``);
+        ``"auto"``: ``"permutation"`` when ``m = 1``, else ``"uniform"``.  A checkpoint
+        resumes with the sampling its fit ran.  The gap certifies the result either way.
+        The value used is ``sampling_``.
     theta, tau, sigma : float or None, default=None
         Manual overrides of the step parameters of every local problem.
     tol : float or None, default=1e-6
