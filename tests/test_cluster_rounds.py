@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import re
 import time
 
 import dask
@@ -312,6 +313,43 @@ def test_chunk_tasks_keep_their_worker_and_read_their_next_group_ahead(client, m
             where.setdefault(slot[int(e[1:]), int(r[1:]), int(c[1:])], set()).add(t["worker"])
     assert len(where) == 2 and all(len(w) == 1 for w in where.values())
     assert where[0] != where[1]
+
+
+def test_a_round_of_one_task_is_one_task_on_a_client(client, monkeypatch):
+    """K = 1: the chunk step and apply run in one task a round (named as the chunk task),
+    the state is the local schedulers', the next group is read ahead, and the workers are
+    asked for once an epoch, not once a round."""
+    from ooc_kernels.parallel import cluster as cl
+
+    asked, loads, real_workers, real_load = [], [], cl._workers, cl._load
+
+    def workers(c):
+        asked.append(1)
+        return real_workers(c)
+
+    def load(readers):
+        with cl._PREFETCH_LOCK:
+            loads.append(cl._group_key(readers) in cl._PREFETCHED)
+        return real_load(readers)
+
+    monkeypatch.setattr(cl, "_workers", workers)
+    monkeypatch.setattr(cl, "_load", load)
+    cl._PREFETCHED.clear()
+    ref = _run("sync", chunks_per_round=1, shuffle_chunks=2)
+    with distributed.get_task_stream(client) as ts:
+        got = _run(client, chunks_per_round=1, shuffle_chunks=2)
+    assert np.array_equal(ref.state, got.state) and got.n_rounds == ref.n_rounds == 15
+    keys = [t["key"] for t in ts.data if isinstance(t["key"], str)
+            and t["key"].startswith("mean-")]
+    per_round = {}
+    for k in keys:
+        if key_split(k) != "mean-state":
+            per_round.setdefault(re.search(r"-e\d+-r\d+-", k).group(), []).append(
+                key_split(k))
+    assert len(per_round) == 15
+    assert all(v == ["mean-chunk-step"] for v in per_round.values())
+    assert len(asked) == 3                       # one look at the workers an epoch
+    assert len(loads) == 15 and loads.count(False) == 1    # all but the first read ahead
 
 
 # ---------------------------------------------------------------------- progress

@@ -11,7 +11,8 @@ delta, ``apply`` on the client, and only then send the next round.  Instead, whe
   that state's future as input, so the state crosses the network worker to worker, and
   each chunk task runs ``make_tasks`` (small and pure) itself: a round is two steps of
   tasks on the cluster, the chunk tasks and the new state (plus ``log2(K) - 1`` levels of
-  ``combine`` when ``K > 2``);
+  ``combine`` when ``K > 2``), and a round of one task (``K = 1``) is one task that runs
+  the chunk step and ``apply`` (no hand-off through the scheduler between the two);
 * keeps ``lookahead`` rounds queued ahead of the client: while round ``r`` runs, round
   ``r + 1`` is already on the scheduler, so its chunks are read as soon as a worker has a
   free slot and its tasks start the moment ``apply`` of round ``r`` returns;
@@ -275,6 +276,14 @@ def _apply(algorithm, state, info, *operands):
         return algorithm.apply(state, delta, info)
 
 
+def _chunk_apply(algorithm, state, readers, whole, info, upcoming):
+    """A round of one task (``K = 1``) as one task: :func:`_chunk_step` then :func:`_apply`
+    of its delta (the same calls in the same order, so the same state), without a second
+    task and the scheduler's hand-off between the two."""
+    delta = _chunk_step(algorithm, state, readers, whole, info, 0, upcoming)
+    return _apply(algorithm, state, info, delta)
+
+
 @dataclass
 class _Round:
     info: Any
@@ -283,9 +292,21 @@ class _Round:
     weights: list       # chunks per task
 
 
-def _submit(client, graph, head, head_token, info, upcoming) -> _Round:
+def _workers(client) -> list:
+    """The addresses of the Client's workers now (one round trip to the scheduler)."""
+    if scheduler_lost(client):
+        raise _lost_error(client)
+    return sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
+
+
+def _submit(client, graph, head, head_token, info, upcoming, workers) -> _Round:
     """Submit one round starting from ``head`` (a concrete state or a Future);
-    ``upcoming``: the groups of the round after it (read ahead), or None."""
+    ``upcoming``: the groups of the round after it (read ahead), or None; ``workers``: the
+    addresses of the workers (:func:`_workers`) that the task slots are placed on.
+
+    A round of one task (``K = 1``) is one task, :func:`_chunk_apply`, named as its chunk
+    task; with ``K > 1`` the chunk tasks, the ``combine`` levels below the root and
+    :func:`_apply`."""
     if scheduler_lost(client):  # nothing is submitted to a Client without a scheduler
         raise _lost_error(client)
     algorithm = graph.algorithm
@@ -296,7 +317,6 @@ def _submit(client, graph, head, head_token, info, upcoming) -> _Round:
         state_d = dask.delayed(head, traverse=False, name=names.state())
     # task slot i runs on worker i (mod W) every round, so the group it reads ahead is read
     # where it will be used; loose restrictions: any worker if that one is gone
-    workers = sorted(client.scheduler_info(n_workers=-1).get("workers", {}))
     parts = []
     for i, g in enumerate(info.groups):
         nxt = None
@@ -305,6 +325,11 @@ def _submit(client, graph, head, head_token, info, upcoming) -> _Round:
         where = (dask.annotate(workers=[workers[i % len(workers)]], allow_other_workers=True)
                  if workers else contextlib.nullcontext())
         with where:
+            if len(info.groups) == 1:
+                (new,) = client.compute([dask.delayed(_chunk_apply)(
+                    algorithm, state_d, graph.group_readers(g), graph.whole, info, nxt,
+                    dask_key_name=names.chunk_step(g))])
+                return _Round(info=info, state=new, steps=[new], weights=[len(g)])
             parts.append(dask.delayed(_chunk_step)(
                 algorithm, state_d, graph.group_readers(g), graph.whole, info, i, nxt,
                 dask_key_name=names.chunk_step(g)))
@@ -443,7 +468,7 @@ def _await(client, rnd: _Round, bar) -> Any:
 
 
 def _cancel(client, rounds) -> None:
-    futures = [f for r in rounds for f in (r.state, *r.steps)]
+    futures = list({f.key: f for r in rounds for f in (r.state, *r.steps)}.values())
     if futures and not scheduler_lost(client):  # a lost scheduler cancelled them already
         client.cancel(futures)
 
@@ -483,6 +508,7 @@ def run_on_client(client, graph, state: Any, *, plan_of: Callable, round_info: C
                 callback(state, info)
 
         try:
+            workers = _workers(client)  # once an epoch: a round trip to the scheduler
             for r in range(first, len(plan)):
                 if chained >= chain:  # a synchronization point: cut the lineage
                     while queued:
@@ -493,7 +519,7 @@ def run_on_client(client, graph, state: Any, *, plan_of: Callable, round_info: C
                 else:  # the next epoch's first round (its plan depends on the seed only)
                     upcoming = plan_of(epoch + 1)[0] if epoch + 1 < n_epochs else None
                 rnd = _submit(client, graph, head, head_token, round_info(plan, epoch, r),
-                              upcoming)
+                              upcoming, workers)
                 queued.append(rnd)
                 head, head_token, chained = rnd.state, rnd.state.key, chained + 1
                 while len(queued) > lookahead:
