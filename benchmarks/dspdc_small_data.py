@@ -5,17 +5,25 @@ wine (178 x 13, class 0 against the rest), digits (1,797 x 64, digits 0-4 agains
 (150 x 4, class 1 against the rest), diabetes (442 x 10, regression) and linnerud (20 x 3,
 the first target), all with raw columns; and two synthetic ill-conditioned problems (2,000
 rows, 20 correlated raw columns whose covariance has eigenvalues from 1 to 1e-4, a ridge and
-a logistic target).  Every fit is the estimator's defaults (``alpha = 1e-4``, standardized
+a logistic target); and five tiny problems (``tiny_ridge_N``: ``N`` = 1, 2, 3 rows of 3 raw
+columns on scales 1 to 100, offset by 5, with a noisy linear target; ``tiny_logistic_N``: 2
+and 3 such rows with alternating labels).  Every fit is the estimator's defaults (``alpha = 1e-4``, standardized
 columns, ``tol`` below the targets so that the fit runs on) with ``random_state`` = the seed;
 a pass is ``n`` dual coordinate updates (``gap_history_``'s ``passes``).
 
     python benchmarks/dspdc_small_data.py --max-iter 100 --seeds 0 1 2 \\
         --out benchmarks/results/dspdc_small_data.json
 
+``--checkout`` with ``--out`` names the library measured in the results; CPU seconds of two
+versions are compared by alternating whole runs (``--out`` of each run its own file) and
+taking the medians per problem and seed (``--median FILE ...`` prints them: the table of
+passes and the median CPU seconds of the runs given).
+
 ``--rate-fraction F`` runs the rate test of the adaptive steps with the fraction ``F`` (the
 sweep that chose the default); ``--first-boost SQUARED OTHER`` starts the adaptive steps at
 other boosts (``estimators.STEP_BOOST``: the squared loss's, then the logistic and
-smoothed-hinge losses').  ``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of an
+smoothed-hinge losses'); ``--min-epoch-iterations N`` gives an epoch at least ``N``
+iterations where one task holds all the rows (the sweep that chose 128).  ``--checkout FOLDER`` measures another version of the library (e.g. ``git archive`` of an
 older commit unpacked in FOLDER).
 """
 
@@ -56,7 +64,45 @@ def problems():
             ("diabetes", "regressor", diab.data, diab.target),
             ("linnerud", "regressor", linn.data, linn.target[:, 0]),
             ("ill_conditioned_ridge", "regressor", X_ill, y_ridge),
-            ("ill_conditioned_logistic", "classifier", X_ill, y_logit)]
+            ("ill_conditioned_logistic", "classifier", X_ill, y_logit)] + tiny_problems()
+
+
+def tiny_problems():
+    """``(name, kind, X, y)`` of 1 to 3 rows (the rows of ``tests/test_dspdc_tiny.py``)."""
+    out = []
+    for n in (1, 2, 3):
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n, 3)) * np.array([1.0, 10.0, 100.0]) + 5.0
+        out.append((f"tiny_ridge_{n}", "regressor", X,
+                    X @ np.array([0.3, -0.02, 0.01]) + rng.normal(size=n)))
+    for n in (2, 3):
+        rng = np.random.default_rng(1)
+        X = rng.normal(size=(n, 3)) * np.array([1.0, 10.0, 100.0]) + 5.0
+        out.append((f"tiny_logistic_{n}", "classifier", X, np.arange(n) % 2))
+    return out
+
+
+def median_table(paths):
+    """Per problem: the median over seeds of the passes to 1e-4 / 1e-6 and of the final
+    gap in the first file, and the median CPU seconds per fit over every file and seed
+    (whole runs of one version, alternated with another's)."""
+    runs = [json.loads(Path(p).read_text())["rows"] for p in paths]
+    names = list(dict.fromkeys(r["problem"] for r in runs[0]))
+    print("| problem | passes to 1e-4 / 1e-6 (gap at the end) | epochs | CPU s per fit |")
+    print("|---|---|---|---|")
+
+    def med(values):
+        values = [np.inf if v is None else v for v in values]
+        m = float(np.median(values))
+        return "> max_iter" if m == np.inf else f"{m:g}"
+
+    for name in names:
+        first = [r for r in runs[0] if r["problem"] == name]
+        cpu = [r["cpu_seconds"] for rows in runs for r in rows if r["problem"] == name]
+        print(f"| {name} | {med([r['passes_1e-4'] for r in first])} / "
+              f"{med([r['passes_1e-6'] for r in first])} "
+              f"({float(np.median([r['final_relative_gap'] for r in first])):.2g}) | "
+              f"{med([r['epochs'] for r in first])} | {float(np.median(cpu)):.4f} |")
 
 
 def first_pass(history, target):
@@ -75,10 +121,19 @@ def main(argv=None):
     parser.add_argument("--first-boost", type=float, nargs=2, default=None,
                         metavar=("SQUARED", "OTHER"),
                         help="the adaptive steps' first boosts (estimators.STEP_BOOST)")
+    parser.add_argument("--min-epoch-iterations", type=int, default=None,
+                        help="the fewest iterations of an epoch where one task holds all "
+                             "the rows (_setup_pass.MIN_EPOCH_ITERATIONS; the sweep that "
+                             "chose the default)")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--median", type=Path, nargs="+", default=None, metavar="FILE",
+                        help="print the medians of these results files and exit")
     parser.add_argument("--checkout", default=None,
                         help="a folder holding another version of the library to measure")
     args = parser.parse_args(argv)
+    if args.median:
+        median_table(args.median)
+        return
     use_checkout(args.checkout)
     import ooc_kernels as ok
 
@@ -86,6 +141,10 @@ def main(argv=None):
         from ooc_kernels.families.dspdc import _step_rule
 
         _step_rule.RATE_FRACTION = args.rate_fraction
+    if args.min_epoch_iterations is not None:
+        from ooc_kernels.families.dspdc import _setup_pass
+
+        _setup_pass.MIN_EPOCH_ITERATIONS = args.min_epoch_iterations
     if args.first_boost is not None:
         from ooc_kernels.families.dspdc import estimators
 

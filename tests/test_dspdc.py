@@ -124,7 +124,7 @@ def test_one_chunk_k1_is_algorithm_1_of_the_paper(sampling):
     X, y = _ridge_problem(n=120, p=4)
     est = ok.DSPDCRegressor(alpha=0.1, fit_intercept=False, max_iter=3, tol=None,
                             shuffle=False, steps="theorem", sampling=sampling,
-                            **FAST).fit(X, y)
+                            local_passes=1, **FAST).fit(X, y)
     n, p = X.shape
     par = dspdc_parameters(n, p, 1, p, est.Lambda_, 0.1, 1.0, mode="gap")
     x, yy = np.zeros(p), np.zeros(n)

@@ -35,7 +35,9 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         passes do not pay or slow the fit down).  Where ``"auto"`` takes 3 and the loss is
         ``"squared"``, a task goes on passing over the rows it holds, up to 10 passes, while a
         pass still raises its subproblem's dual value by more than 2 % of the rise since the
-        task started.  The
+        task started.  Where one task holds all the rows, ``"auto"`` takes at least
+        ``ceil(128 * m / n_samples)`` passes, so that an epoch runs at least 128 iterations
+        (a problem of a few rows).  The
         values used are ``local_passes_`` and ``max_local_passes_`` (``docs/dspdc.md``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
         ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming

@@ -43,6 +43,8 @@ True
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["AUTO_LOCAL_PASSES", "rows_in_memory", "resolve_local_passes",
@@ -57,6 +59,14 @@ AUTO_LOCAL_PASSES = 3.0
 KEEP_ROWS = 256
 #: Fewest rows a chunk keeps: below it (many chunks of wide rows) the second pass runs.
 MIN_KEEP_ROWS = 16
+#: The fewest iterations an epoch of ``local_passes="auto"`` runs where one task holds all
+#: the rows: a problem of fewer rows takes more passes per epoch.  With one iteration per
+#: epoch (1 to 3 rows) the extrapolation restarts and the adaptive steps are judged after
+#: every iteration, and the defaults ended 100 epochs at relative gaps of 0.14 to 12; any
+#: minimum from 32 to 1,024 iterations per epoch certified every one of them at ``1e-6``
+#: (docs/benchmarks.md, "DSPDC on small real data").
+MIN_EPOCH_ITERATIONS = 128
+
 #: Values (float64) that all the chunks' kept rows may hold together: 32 MiB.
 KEEP_VALUES = 1 << 22
 
@@ -88,13 +98,26 @@ def resolve_local_passes(estimator, data) -> float:
     every epoch (``shuffle=True``, more than one group per epoch, ``shuffle_chunks_ > 1``);
     else 1.  In memory an epoch costs its iterations, not a read, and a task that keeps the
     same part of the rows every epoch converges slower with more passes over them
-    (docs/benchmarks.md, "A task that keeps one fixed chunk")."""
+    (docs/benchmarks.md, "A task that keeps one fixed chunk").  Where one task holds all
+    the rows, an epoch runs at least :data:`MIN_EPOCH_ITERATIONS` iterations: ``"auto"``
+    takes at least ``ceil(MIN_EPOCH_ITERATIONS m / n)`` passes, so that a problem of a few
+    rows is not one with a restart of the extrapolation and a judgement of the steps after
+    every iteration (docs/dspdc.md, "Parameters of the method").
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> est = SimpleNamespace(local_passes="auto", _rows_in_memory=True, m=1,
+    ...                       _tasks_per_round=1, shuffle=True,
+    ...                       _resolve_shuffle_chunks=lambda data: data.n_chunks)
+    >>> [resolve_local_passes(est, SimpleNamespace(n_chunks=1, n_samples=n))
+    ...  for n in (1, 3, 100, 128, 5000)]
+    [128.0, 43.0, 2.0, 1.0, 1.0]
+    """
     from ooc_kernels.parallel.plan import plan_epoch
 
     if not isinstance(estimator.local_passes, str):
         return float(estimator.local_passes)
-    if getattr(estimator, "_rows_in_memory", False):
-        return 1.0
     shuffle_chunks = estimator._resolve_shuffle_chunks(data)
     rounds = plan_epoch(data.n_chunks, chunks_per_round=estimator._tasks_per_round, seed=0,
                         epoch=0, shuffle=False, shuffle_chunks=shuffle_chunks)
@@ -102,7 +125,15 @@ def resolve_local_passes(estimator, data) -> float:
     whole = len(groups) == 1
     redrawn = bool(estimator.shuffle) and len(groups) > 1 \
         and max(len(group) for group in groups) > 1
-    return AUTO_LOCAL_PASSES if whole or redrawn else 1.0
+    if getattr(estimator, "_rows_in_memory", False):
+        passes = 1.0
+    else:
+        passes = AUTO_LOCAL_PASSES if whole or redrawn else 1.0
+    if whole:
+        n = int(data.n_samples)
+        least = math.ceil(MIN_EPOCH_ITERATIONS * min(int(estimator.m), n) / n)
+        passes = max(passes, float(least))
+    return passes
 
 
 def resolve_max_local_passes(estimator, local_passes: float) -> float | None:
