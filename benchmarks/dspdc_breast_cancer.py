@@ -5,7 +5,9 @@ Every figure of docs/dspdc.md's "Breast cancer: what limits it" (and the benchma
 
 * ``optimum``: the standardized problem's optimum by Newton's method in NumPy (gradient
   below 1e-14): ``P*``, ``||x*||``, the Hessian's extreme eigenvalues, the rows whose
-  ``p (1 - p)`` is below 1e-3 there, and the standardized columns' covariance eigenvalues;
+  ``p (1 - p)`` is below 1e-3 there, the standardized columns' covariance eigenvalues, and
+  the rows' mean squared norm and squared mean norm (the constants of uniform sampling and
+  of sampling by norm);
 * ``sides``: the default fit's ``P - P*`` and ``D* - D`` at every evaluation;
 * ``rates``: the default fit's e-folds of the gap per pass between evaluations, with the
   ``step_boost`` and the rate the theorems promise;
@@ -153,7 +155,9 @@ def main(argv=None):
                        "flat_rows": int((curv < 1e-3).sum()), "rows": n,
                        "covariance_eigenvalues": [float(cov[0]), float(cov[1]),
                                                   float(cov[-1])],
-                       "mean_squared_row_norm": float((A ** 2).sum(axis=1).mean())}}
+                       "mean_squared_row_norm": float((A ** 2).sum(axis=1).mean()),
+                       "squared_mean_row_norm": float(np.sqrt((A ** 2).sum(axis=1)).mean()
+                                                      ** 2)}}
     default = fit(X, y)
     h = default.gap_history_
     out["sides"] = [{"passes": e["passes"], "P-P*": e["primal"] - p_star,
