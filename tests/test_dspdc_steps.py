@@ -288,7 +288,9 @@ def test_standardization_counts_the_columns_with_a_spread():
 
 def test_small_data_at_the_defaults_breast_cancer(monkeypatch):
     """scikit-learn's breast cancer (569 x 30, raw columns), ``DSPDCClassifier()``: within
-    ``max_iter=100`` the certified gap falls below 1e-3 (above 1e-2 without the rate test),
+    ``max_iter=100`` the certified gap falls below 2.5e-4 (1.9e-4 measured: the steps' rate on
+    this nearly separable problem, docs/dspdc.md "Breast cancer: what limits it"; above
+    1e-2 without the rate test),
     the fit warns that it stopped above ``tol``, naming the gap it reached, and that gap
     bounds the distance to the optimum that scipy finds on the same problem."""
     from scipy.optimize import minimize
@@ -300,7 +302,7 @@ def test_small_data_at_the_defaults_breast_cancer(monkeypatch):
                                                 r"epochs .*relative duality gap") as record:
         est = ok.DSPDCClassifier(**FAST).fit(X, y)
     rel = est.gap_history_[-1]["relative_gap"]
-    assert rel < 1e-3 and f"is {rel:.3g} " in str(record[0].message)
+    assert rel < 2.5e-4 and f"is {rel:.3g} " in str(record[0].message)
     A, mean, scale = _standardized(X)
     b, alpha, n = np.where(y == 1, 1.0, -1.0), 1e-4, len(y)
 
