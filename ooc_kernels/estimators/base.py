@@ -407,6 +407,10 @@ class ChunkedEstimator(BaseEstimator):
         else:
             monitor.begin_epoch(totals)
         self._monitor_state = monitor.to_json()  # checkpoints of this epoch carry its start
+        if resumed and stopping and start[1] == 0 and monitor.stop_reason is not None \
+                and not self._stop_holds(monitor.stop_reason):
+            monitor.stop_reason = None    # tol lowered, or a time limit: the fit goes on
+            self._monitor_state = monitor.to_json()
         if resumed and stopping and start[1] == 0 and monitor.stop_reason is not None:
             # the checkpoint was written when the stopping rule ended the fit: it is final
             self.shuffle_chunks_ = self._resolve_shuffle_chunks(data)
@@ -459,6 +463,12 @@ class ChunkedEstimator(BaseEstimator):
         self.stop_reason_ = monitor.stop_reason if result.stopped else (
             f"max_iter={end_epoch} epochs reached" if stopping else None)
         self._end_fit(data, sched, writer, finish)
+
+    def _stop_holds(self, reason: str) -> bool:
+        """Whether the stop that ended a checkpoint's fit (its ``stop_reason_``) still ends
+        a fit resumed from it with this estimator's parameters; families whose stopping
+        parameters may change on resume (``_resumable_params``) judge it again."""
+        return True
 
     def _end_fit(self, data: ChunkedData, sched, writer, finish: bool) -> None:
         """After the engine's last round: the last checkpoint (of the rounds' state, so a

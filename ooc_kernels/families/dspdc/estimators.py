@@ -427,6 +427,17 @@ class _DSPDCEstimator(ChunkedEstimator):
             return report, f"max_time: {elapsed:.3g} s >= max_time={self.max_time}"
         return report, None
 
+    def _stop_holds(self, reason: str) -> bool:
+        """Whether a checkpoint written when its fit stopped is final for this fit: a stop
+        at ``max_time`` never is (the limit is on one call's time: a resumed fit has its
+        own), a stop on the gap for a ``tol`` that the certified gap (the last of
+        ``gap_history_``) also meets; with a smaller ``tol``, or none, the fit goes on."""
+        if reason.startswith("max_time"):
+            return False
+        if not reason.startswith("tol") or not self.gap_history_:
+            return True
+        return self.tol is not None and self.gap_history_[-1]["relative_gap"] <= self.tol
+
     def _record_gap(self, state, primal: float, epoch: int, later=None, judged=True):
         """Record the duality gap of ``state`` (the iterate after ``epoch``) in
         ``gap_history_``, and shrink the adaptive steps when the gap stalled under the steps
