@@ -18,7 +18,10 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc import _memory_task
 from ooc_kernels.families.dspdc._local import task_uniform_blocks
 from ooc_kernels.families.dspdc.kernels import _all_columns_one_row, dspdc_dense_iterations
+from ooc_kernels._jit.losses import W_HIGH, W_LOW, dual_prox, loss_conjugate
 from ooc_kernels.families.dspdc.kernels_memory import (
+    logistic_dual_step,
+    logistic_dual_step_ref,
     row_conjugates,
     row_conjugates_ref,
     rows_loss_sum,
@@ -121,11 +124,43 @@ def test_visits_once_equals_its_numpy_twin_and_the_iterations_then_the_sweep(los
                                   loss)
     np.testing.assert_allclose([sums[0] + unvisited, sums[1]], swept, rtol=1e-10)
     np.testing.assert_allclose(dw, dw_s, rtol=1e-10, atol=1e-12)
-    np.testing.assert_array_equal(conj, conj_s)
+    if loss == LOSSES["logistic"]:   # from the dual step's t (logistic_dual_step): ~1e-14
+        np.testing.assert_allclose(conj, conj_s, rtol=0.0, atol=1e-14)
+        assert not np.array_equal(y_k, y0)
+    else:
+        np.testing.assert_array_equal(conj, conj_s)
     with pytest.raises(ValidationError, match="visit each row at most once"):
         visits_once_ref(A, b, y0.copy(), *[v.copy() for v in start], 25,
                         np.array([[0.1], [0.11]]), *args, segment, x0, True,
                         np.zeros((2, 6)), conj0.copy())
+
+
+def test_logistic_dual_step_is_the_dual_step_and_its_conjugate():
+    """The in-memory logistic step: the dual of ``dual_prox`` bit for bit, the conjugate at
+    it within 1e-14 of ``loss_conjugate``'s two logarithms (both forms of the one-log
+    formula, ``w`` above and below -1/2, duals clipped to both ends), and its NumPy twin."""
+    rng = np.random.default_rng(3)
+    k = 400
+    b = np.where(rng.random(k) < 0.5, -1.0, 1.0)
+    c = rng.normal(scale=4.0, size=k)
+    y = -b * rng.random(k)
+    y[:50] = 0.0
+    cases = [(ci, yi, bi, sigma, n) for sigma, n in [(1.0, 50.0), (0.3, 2.0), (50.0, 1e4)]
+             for ci, yi, bi in zip(c, y, b)] + [(800.0, -0.5, 1.0, 1e5, 1.0),
+                                                (-1e4, 0.0, 1.0, 1e3, 1.0)]
+    w = []
+    for ci, yi, bi, sigma, n in cases:
+        beta, conj = logistic_dual_step(ci, yi, bi, sigma, n)
+        assert beta == dual_prox(2, ci, yi, bi, sigma, n)
+        assert abs(conj - loss_conjugate(2, beta, bi)) <= 1e-14
+        w.append(bi * beta)
+    assert any(-0.5 < v < -1e-3 for v in w) and any(-0.9 > v > -W_HIGH for v in w)
+    assert max(w) == -W_LOW and min(w) == -W_HIGH              # both ends: clipped duals
+    for sigma, n in [(1.0, 50.0), (50.0, 1e4)]:
+        got = np.array([logistic_dual_step(ci, yi, bi, sigma, n) for ci, yi, bi in
+                        zip(c, y, b)])
+        want = np.array(logistic_dual_step_ref(c, y, b, sigma, n)).T
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("loss", sorted(LOSSES.values()))

@@ -333,7 +333,9 @@ def loss_conjugate(loss_id, beta, b, param=0.0):
 
 
 @njit(cache=True, nogil=True)
-def _logistic_dual_prox(c, y, b, sigma, n):
+def _logistic_solve(c, y, b, sigma, n):
+    # The logistic dual step as (w, t): w = b beta, t = log((1 + w) / (-w)) where the solve
+    # ended (w is -sigmoid(-t) to a relative 1e-14 unless it was clipped).
     # With w = b beta = -sigmoid(-t) (t = log((1 + w) / (-w))), the optimality condition
     # c/n - (b/n) log((1 + w)/(-w)) - (beta - y)/sigma = 0 times n sigma b reads
     # G(t) = sigma (c b - t) + n (sigmoid(-t) + b y) = 0, G strictly decreasing, and
@@ -396,7 +398,12 @@ def _logistic_dual_prox(c, y, b, sigma, n):
         w = -W_HIGH
     elif w > -W_LOW:
         w = -W_LOW
-    return b * w
+    return w, t
+
+
+@njit(cache=True, nogil=True)
+def _logistic_dual_prox(c, y, b, sigma, n):
+    return b * _logistic_solve(c, y, b, sigma, n)[0]
 
 
 @njit(cache=True, nogil=True)
