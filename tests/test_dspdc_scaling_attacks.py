@@ -156,3 +156,25 @@ def test_the_standardization_of_overflowed_moments_is_refused():
     for m2 in (np.inf, np.nan):
         with pytest.raises(InvalidDataError, match=r"column 0 of X .*overflow.*rescale"):
             standardization((10.0, np.array([1e200, 0.0]), np.array([m2, 1.0])), center=True)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_targets_whose_squared_loss_overflows_are_refused_by_name(lazy):
+    """A finite regression target beyond about 1e150 makes the squared loss overflow float64:
+    the fit names the target, its chunk and row, and the fix (rescale y) instead of
+    reporting a divergence of the steps; targets up to 1e140 give the model of the targets
+    scaled down."""
+    import dask.array as da
+
+    rng = np.random.default_rng(9)
+    Z = rng.normal(size=(200, 3))
+    y = Z @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=200)
+    big = y * 1e160
+    X_in, y_in = (da.from_array(Z, chunks=(50, 3)), da.from_array(big, chunks=50)) if lazy \
+        else (Z, big)
+    with pytest.raises(InvalidDataError, match=r"target -?[0-9.]+e\+160 in chunk \d+, row "
+                                               r"\d+ is beyond 1e\+150 .*overflow.*Rescale y"):
+        ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(X_in, y_in)
+    a = ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(Z, y)
+    b = ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(Z, y * 1e140)
+    np.testing.assert_allclose(b.predict(Z) / 1e140, a.predict(Z), rtol=1e-9, atol=1e-12)

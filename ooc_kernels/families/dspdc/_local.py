@@ -38,6 +38,9 @@ UNIFORM_BLOCK = 1 << 20
 #: consecutive rows, and at least :data:`PERMUTED_BLOCKS` blocks.
 PERMUTED_ROWS = 64
 PERMUTED_BLOCKS = 1024
+#: The largest regression target in magnitude: beyond it the squared loss's squares (about
+#: ``4 * MAX_TARGET ** 2`` per row) come near float64's largest value.
+MAX_TARGET = 1e150
 
 
 def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
@@ -47,8 +50,9 @@ def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
     Raises
     ------
     InvalidDataError
-        A regression target that is not a number or not finite, or a label outside the two
-        classes; the message names the value, its chunk and its row.
+        A regression target that is not a number, not finite or beyond :data:`MAX_TARGET`
+        in magnitude, or a label outside the two classes; the message names the value, its
+        chunk and its row.
     """
     y = np.asarray(y).reshape(-1)
 
@@ -68,6 +72,14 @@ def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
                 "y.astype('float32'), or use a classifier for labels."
             ) from None
         bad = ~np.isfinite(b)
+        huge = ~bad & (np.abs(b) > MAX_TARGET)
+        if huge.any() and not bad.any():
+            row = int(np.flatnonzero(huge)[0])
+            raise InvalidDataError(
+                f"target {float(b[row])!r} in {location(row)} is beyond {MAX_TARGET:.0e} in "
+                "magnitude: the squared loss of such targets overflows float64. Rescale y "
+                "(for instance y / 1e150) and the predictions back."
+            )
     else:
         neg, pos = config.classes
         b = np.where(y == pos, 1.0, -1.0)
