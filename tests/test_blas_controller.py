@@ -102,3 +102,24 @@ def test_without_a_count_the_controller_is_made_at_every_limit(counting, monkeyp
     for _ in range(3):
         assert set(_enter_once()) == {1}
     assert len(counting) == 3
+
+
+@pytest.mark.parametrize("error", [FileNotFoundError, PermissionError])
+def test_without_procfs_the_limit_still_holds(counting, monkeypatch, error):
+    """``/proc/self/map_files`` missing (no procfs) or not readable: no count, and every
+    limit makes its controller anew and still sets BLAS to one thread."""
+    import os
+
+    real = os.listdir
+
+    def listdir(path="."):
+        if str(path).startswith("/proc/self/map_files"):
+            raise error(f"simulated: {path}")
+        return real(path)
+
+    monkeypatch.setattr(_blas.os, "listdir", listdir)
+    monkeypatch.setattr(_blas.sys, "platform", "linux")
+    assert _blas.loaded_objects() is None
+    for _ in range(2):
+        assert set(_enter_once()) == {1}
+    assert len(counting) == 2
