@@ -296,10 +296,10 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             n_rows = max(data.chunk_sizes) * data.n_chunks
         seed = derive_seed(self.random_seed_, 3)
         kw = dict(n_rows=n_rows, max_chunks=max_chunks, seed=seed, scheduler=sched)
-        sample, chunk_of, row_of = sample_rows(data, return_index=True, **kw)
-        y = sample_rows(data, var="y", **kw)
-        w = np.ones(len(sample)) if "sample_weight" not in data else np.asarray(
-            sample_rows(data, var="sample_weight", **kw), dtype=np.float64)
+        names = ("X", "y", "sample_weight") if "sample_weight" in data else ("X", "y")
+        rows, chunk_of, row_of = sample_rows(data, return_index=True, var=names, **kw)
+        sample, y = rows[:2]   # every variable in one computation: one round trip
+        w = np.asarray(rows[2], dtype=np.float64) if len(rows) > 2 else np.ones(len(sample))
         origin = SampleOrigin(chunk_of, row_of,
                               "the rows sampled for the bandwidth and the step size")
         keep = finite_sample_rows(sample, y, chunk_of, row_of, self.on_invalid)

@@ -395,9 +395,11 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
             n_rows, max_chunks = data.n_samples, data.n_chunks
         kw = dict(n_rows=n_rows, max_chunks=max_chunks, seed=derive_seed(self.random_seed_, 3),
                   scheduler=sched)
-        sample, chunk_of, row_of = sample_rows(data, return_index=True, **kw)
-        w = np.ones(len(sample)) if "sample_weight" not in data else np.asarray(
-            sample_rows(data, var="sample_weight", **kw), dtype=np.float64)
+        weighted = "sample_weight" in data
+        rows, chunk_of, row_of = sample_rows(
+            data, return_index=True, var=("X", "sample_weight") if weighted else ("X",), **kw)
+        sample = rows[0]   # the rows and their weights in one computation: one round trip
+        w = np.asarray(rows[1], dtype=np.float64) if weighted else np.ones(len(sample))
         keep = finite_sample_rows(sample, None, chunk_of, row_of, self.on_invalid)
         return (sample, w) if keep is None else (sample[keep], w[keep])
 
