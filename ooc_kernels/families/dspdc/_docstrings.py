@@ -66,11 +66,14 @@ _PARAMS_DOC = """alpha : float, default=1e-4
     theta, tau, sigma : float or None, default=None
         Manual overrides of the step parameters of every local problem.
     tol : float or None, default=1e-6
-        Stop when the relative duality gap ``(P - D) / |P|`` is at most ``tol``.
+        Stop when the relative duality gap ``(P - D) / |P|`` is at most ``tol``.  A fit
+        resumed from the checkpoint of a fit that stopped on ``tol`` goes on when its own
+        ``tol`` is below the certified gap.
     max_iter : int, default=100
         Most epochs (passes over the duals).
     max_time : float or None, default=None
-        Stop after this many seconds (checked at every gap evaluation).
+        Stop after this many seconds of this call (checked at every gap evaluation); a fit
+        resumed from the checkpoint of a fit that stopped there goes on.
     gap_every : int, default=1
         Epochs between gap evaluations.  The gap of an epoch's end costs no pass of its
         own: the next epoch's tasks sum the losses of the rows they read at that iterate,
