@@ -32,7 +32,7 @@ from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
                                                N_JOBS_DOC, DSGModelMixin,
-                                               check_bandwidth_sample,
+                                               check_bandwidth_sample, checked_class_weights,
                                                finite_sample_rows, weighted_moments,
                                                with_threads)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
@@ -696,7 +696,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
                 f"class_weight names label(s) {unknown} that are not classes "
                 f"{classes.tolist()}; use the labels of y."
             )
-        return tuple(float(self.class_weight.get(c, 1.0)) for c in classes.tolist())
+        return checked_class_weights(self.class_weight, classes.tolist())
 
     # the loss rule's tolerance grows with the loss above 0.1 (docs/defaults.md, "Stopping")
     _tol_loss_scale = TOL_LOSS_SCALE
