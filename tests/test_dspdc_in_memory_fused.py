@@ -138,7 +138,9 @@ def test_visits_once_equals_its_numpy_twin_and_the_iterations_then_the_sweep(los
 def test_logistic_dual_step_is_the_dual_step_and_its_conjugate():
     """The in-memory logistic step: the dual of ``dual_prox`` bit for bit, the conjugate at
     it within 1e-14 of ``loss_conjugate``'s two logarithms (both forms of the one-log
-    formula, ``w`` above and below -1/2, duals clipped to both ends), and its NumPy twin."""
+    formula, ``w`` above and below -1/2, duals clipped to both ends), the ``t`` of the new
+    dual (NaN where clipped); a next step started from that ``t`` reaches the root of the
+    step started from the dual; and its NumPy twin."""
     rng = np.random.default_rng(3)
     k = 400
     b = np.where(rng.random(k) < 0.5, -1.0, 1.0)
@@ -148,19 +150,62 @@ def test_logistic_dual_step_is_the_dual_step_and_its_conjugate():
     cases = [(ci, yi, bi, sigma, n) for sigma, n in [(1.0, 50.0), (0.3, 2.0), (50.0, 1e4)]
              for ci, yi, bi in zip(c, y, b)] + [(800.0, -0.5, 1.0, 1e5, 1.0),
                                                 (-1e4, 0.0, 1.0, 1e3, 1.0)]
-    w = []
+    w, kept = [], 0
     for ci, yi, bi, sigma, n in cases:
-        beta, conj = logistic_dual_step(ci, yi, bi, sigma, n)
+        beta, conj, t = logistic_dual_step(ci, yi, bi, sigma, n, np.nan)
         assert beta == dual_prox(2, ci, yi, bi, sigma, n)
         assert abs(conj - loss_conjugate(2, beta, bi)) <= 1e-14
         w.append(bi * beta)
+        if w[-1] in (-W_HIGH, -W_LOW):
+            assert np.isnan(t)
+            continue
+        # w = -sigmoid(-t) to the last step's second-order update: h^3 / 6 <= 1e-13 |t| / 6
+        assert abs(-1.0 / (1.0 + np.exp(t)) - w[-1]) <= 3e-14 * max(1.0, abs(t)) * abs(w[-1])
+        c_next = ci + rng.normal(scale=0.5)      # the row's next visit, from the kept t
+        again, conj2, _ = logistic_dual_step(c_next, beta, bi, sigma, n, t)
+        fresh = dual_prox(2, c_next, beta, bi, sigma, n)
+        assert abs(again - fresh) <= 1e-12 * abs(fresh)
+        assert abs(conj2 - loss_conjugate(2, again, bi)) <= 1e-14
+        kept += 1
+    assert kept > 0.9 * len(cases)
     assert any(-0.5 < v < -1e-3 for v in w) and any(-0.9 > v > -W_HIGH for v in w)
     assert max(w) == -W_LOW and min(w) == -W_HIGH              # both ends: clipped duals
     for sigma, n in [(1.0, 50.0), (50.0, 1e4)]:
-        got = np.array([logistic_dual_step(ci, yi, bi, sigma, n) for ci, yi, bi in
-                        zip(c, y, b)])
-        want = np.array(logistic_dual_step_ref(c, y, b, sigma, n)).T
+        got = np.array([logistic_dual_step(ci, yi, bi, sigma, n, np.nan)
+                        for ci, yi, bi in zip(c, y, b)])
+        want = np.array(logistic_dual_step_ref(c, y, b, sigma, n, np.nan)).T
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def test_visits_once_keeps_the_logistic_steps_t():
+    """Four passes of a task's rows in permutations, each after the first starting its
+    logistic dual steps from the ``t`` the one before kept: the duals and iterates of the
+    steps started from the duals (``tdual=None``, the kernel's bit for bit) to rounding (and
+    not bit for bit: the kept ``t`` are read), the NumPy twin's duals and ``t`` to rounding,
+    and no ``t`` kept outside the task's rows."""
+    rng, A, b = _rows(11, loss=2)
+    row_map = np.concatenate([np.arange(25, 40), np.arange(5, 15)]).astype(np.int64)
+    segment = np.repeat(np.arange(2), [15, 10]).astype(np.int64)
+    start = [rng.normal(size=A.shape[1]) for _ in range(3)]
+    x0 = rng.normal(size=A.shape[1])
+    args = (0.8, 0.2, 1.5, 2, 0.0, 0.1, None, None, row_map, segment, x0, True)
+    runs = {}
+    for name, fn, tdual in (("kept", visits_once, np.full(len(A), np.nan)),
+                            ("fresh", visits_once, None),
+                            ("numpy", visits_once_ref, np.full(len(A), np.nan))):
+        y, it = np.zeros(len(A)), [v.copy() for v in start]
+        conj, dw = np.zeros(len(A)), np.zeros((2, 6))
+        for r in range(4):
+            u = ((np.random.default_rng(r).permutation(25) + 0.5) / 25)[:, None]
+            fn(A, b, y, *it, 25, u, *args, dw, conj, tdual)
+        runs[name] = (y, it, tdual)
+    (y, it, t), (y_f, it_f, _), (y_r, it_r, t_r) = runs["kept"], runs["fresh"], runs["numpy"]
+    assert not np.array_equal(y, y_f)             # the kept t's were used: other rounding
+    for got, want in zip([y, *it], [y_f, *it_f]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(y, y_r, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(t[row_map], t_r[row_map], rtol=1e-10)
+    assert np.isnan(np.delete(t, row_map)).all() and not np.isnan(t[row_map]).any()
 
 
 @pytest.mark.parametrize("loss", sorted(LOSSES.values()))

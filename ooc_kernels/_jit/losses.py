@@ -333,9 +333,11 @@ def loss_conjugate(loss_id, beta, b, param=0.0):
 
 
 @njit(cache=True, nogil=True)
-def _logistic_solve(c, y, b, sigma, n):
+def _logistic_solve(c, y, b, sigma, n, t0):
     # The logistic dual step as (w, t): w = b beta, t = log((1 + w) / (-w)) where the solve
-    # ended (w is -sigmoid(-t) to a relative 1e-14 unless it was clipped).
+    # ended (w is -sigmoid(-t) to a relative 2e-14 max(1, |t|) unless it was clipped).
+    # t0: the current dual's t where the caller kept it from the step that gave the dual
+    # (NaN: unknown).
     # With w = b beta = -sigmoid(-t) (t = log((1 + w) / (-w))), the optimality condition
     # c/n - (b/n) log((1 + w)/(-w)) - (beta - y)/sigma = 0 times n sigma b reads
     # G(t) = sigma (c b - t) + n (sigmoid(-t) + b y) = 0, G strictly decreasing, and
@@ -350,7 +352,7 @@ def _logistic_solve(c, y, b, sigma, n):
         # Warm start from the current dual, sigmoid(-t0) = -b y: the first step needs no
         # exp.  Outside the bracket t0 is only a point to step from: G(t0) has the sign of
         # G at the nearer end, and the max / min below keep the bracket.
-        t = math.log((1.0 + by) / -by)
+        t = t0 if t0 == t0 else math.log((1.0 + by) / -by)
         sm = -by
     # Halley steps.  |G''| and |G'''| are at most |G'|, so a step h leaves an error below
     # (5/12) h^3: a step with h^3 below the tolerance is the last one, and sigmoid(-t)
@@ -403,7 +405,7 @@ def _logistic_solve(c, y, b, sigma, n):
 
 @njit(cache=True, nogil=True)
 def _logistic_dual_prox(c, y, b, sigma, n):
-    return b * _logistic_solve(c, y, b, sigma, n)[0]
+    return b * _logistic_solve(c, y, b, sigma, n, np.nan)[0]
 
 
 @njit(cache=True, nogil=True)

@@ -19,7 +19,11 @@ whole data are one array, the duals, labels and row weights one vector each, and
 With its rows in a permutation and one pass (``permuted_rows``, ``local_passes = 1``: every
 row visited once), steps 2 and 3 are one numba call
 (:func:`~ooc_kernels.families.dspdc.kernels_memory.visits_once`): the sweep's sums are
-added at each row's visit, and the rows are read once per epoch instead of twice.
+added at each row's visit, and the rows are read once per epoch instead of twice.  There the
+logistic loss's dual step also gives the conjugate at the new dual and its
+``t = log((1 + b y) / (-b y))``, kept for every row (:attr:`MemoryTasks.tdual`), so that the
+row's next step starts from it without a logarithm (the same root to the step's tolerance;
+the iterates agree with the non-fused kernel's to rounding).
 
 ``A_k^T (w * y_k)`` of a task is the sum of its chunks' products, kept up to date from the
 sweeps, not a product of its own.  The out-of-core task computes these sums with BLAS
@@ -51,6 +55,7 @@ from ooc_kernels.families.dspdc._local import (
     row_weights,
     task_uniform_blocks,
 )
+from ooc_kernels.losses import LOSS_LOGISTIC as LOGISTIC
 
 __all__ = ["MemoryTasks", "fused_applies"]
 
@@ -97,6 +102,9 @@ class MemoryTasks:
 
         self.conj = np.empty(n)                   # phi_i*(y_i) of every row, kept with y
         row_conjugates(self.y, self.b, int(config.loss_id), self.conj)
+        #: The logistic dual steps' t = log((1 + b y) / (-b y)) of every row, kept with y
+        #: by the fused visits (NaN: unknown), so that a step need not take its log.
+        self.tdual = np.full(n, np.nan) if int(config.loss_id) == LOGISTIC else None
         self.products = np.zeros((len(self.sizes), p))   # A_c^T (w * y_c) of every chunk
         self._index = np.arange(n, dtype=np.int64)
         self._row_map = np.empty(n, dtype=np.int64)
@@ -157,13 +165,15 @@ class MemoryTasks:
                 loss, change = visits_once(
                     self.rows, self.b, self.y, a, abar, z, n_k, row_u, theta, tau, sigma,
                     config.loss_id, lam1, lam2, shift, self.weights, row_map, segment,
-                    start, x0 is not None, dw_parts, self.conj)
+                    start, x0 is not None, dw_parts, self.conj, self.tdual)
                 start_loss, dconj = start_loss + loss, dconj + change
             else:
                 _all_columns_one_row(self.rows, self.b, self.y, a, abar, z,
                                      n_k, row_u, theta, tau, sigma,
                                      config.loss_id, lam1, lam2, shift, self.weights,
                                      row_map)
+                if self.tdual is not None:      # these duals' t are not kept
+                    self.tdual[row_map] = np.nan
         if not once:
             start_loss, dconj = task_sweep(
                 self.rows, row_map, seg_ends, self.b, self.y, y_old, self.weights, start,

@@ -58,53 +58,66 @@ _LOGISTIC = 2       # the loss table's id of the logistic loss
 
 
 @njit(cache=True, nogil=True)
-def logistic_dual_step(c, y, b, sigma, n):
-    """The logistic loss's dual step (:func:`~ooc_kernels._jit.losses.dual_prox`, the same
-    number) and the conjugate at the new dual, from the solve's ``t = log((1 + w) / (-w))``
-    (``w = b beta``): one ``log`` instead of the two of ``loss_conjugate``.
+def logistic_dual_step(c, y, b, sigma, n, t0):
+    """The logistic loss's dual step (:func:`~ooc_kernels._jit.losses.dual_prox`) and the
+    conjugate at the new dual, from the solve's ``t = log((1 + w) / (-w))`` (``w = b beta``):
+    one ``log`` instead of the two of ``loss_conjugate``; and that ``t``, for the next step
+    of the same dual.
 
     ``phi*(beta) = (-w) log(-w) + (1 + w) log(1 + w)`` equals ``log(1 + w) + w t`` and
     ``log(-w) + (1 + w) t``; the first is used for ``w > -1/2``, the second below, so that
-    the solve's ``t`` (``-sigmoid(-t)`` is ``w`` to about ``1e-14`` relative) moves the value
-    by about ``1e-14`` absolute.  A dual clipped to an end of the domain gets the two
-    logarithms.
+    the solve's ``t`` (``-sigmoid(-t)`` is ``w`` to a relative ``2e-14 max(1, |t|) (1 + w)``,
+    the last step's second-order update) moves the value by about ``1e-14`` absolute.  A
+    dual clipped to an end of the domain gets the two logarithms.
 
     Parameters
     ----------
     c, y, b, sigma, n : float
         As :func:`~ooc_kernels._jit.losses.dual_prox`.
+    t0 : float
+        The ``t`` this function returned with the dual ``y`` (the solve starts there
+        instead of at ``log((1 + b y) / (-b y))``: one ``log`` less), or NaN.  With NaN
+        the dual is ``dual_prox``'s bit for bit; with the kept ``t``, the same root to the
+        solve's tolerance.
 
     Returns
     -------
-    (float, float)
-        ``beta`` and ``phi*(beta)``.
+    (float, float, float)
+        ``beta``, ``phi*(beta)`` and the solve's ``t`` (NaN where the dual was clipped).
 
     Examples
     --------
+    >>> import math
     >>> from ooc_kernels._jit.losses import dual_prox, loss_conjugate
-    >>> beta, conj = logistic_dual_step(0.3, -0.5, 1.0, 2.0, 10.0)
+    >>> beta, conj, t = logistic_dual_step(0.3, -0.5, 1.0, 2.0, 10.0, math.nan)
     >>> beta == dual_prox(2, 0.3, -0.5, 1.0, 2.0, 10.0)
     True
     >>> abs(conj - loss_conjugate(2, beta, 1.0)) < 1e-15
     True
+    >>> abs(t - math.log((1 - beta) / beta)) < 1e-14       # w = b beta = beta here
+    True
     """
     b = np.float64(b)
     w, t = _logistic_solve(np.float64(c), np.float64(y), b, np.float64(sigma),
-                           np.float64(n))
+                           np.float64(n), np.float64(t0))
     if w == -W_HIGH or w == -W_LOW:
-        conj = _xlogx(-w) + _xlogx(1.0 + w)
-    elif w > -0.5:
+        return b * w, _xlogx(-w) + _xlogx(1.0 + w), np.nan
+    if w > -0.5:
         conj = math.log(1.0 + w) + w * t
     else:
         conj = math.log(-w) + (1.0 + w) * t
-    return b * w, conj
+    return b * w, conj, t
 
 
-def logistic_dual_step_ref(c, y, b, sigma, n):
-    """NumPy twin of :func:`logistic_dual_step`, elementwise: the dual step's twin and the
-    conjugate's twin at it."""
+def logistic_dual_step_ref(c, y, b, sigma, n, t0):
+    """NumPy twin of :func:`logistic_dual_step`, elementwise: the dual step's twin (which
+    starts from ``y``; ``t0`` is not read), the conjugate's twin at it and
+    ``log((1 + w) / (-w))`` (NaN where ``w`` is clipped)."""
     beta = dual_prox_ref(_LOGISTIC, c, y, b, sigma, n)
-    return beta, loss_conjugate_ref(_LOGISTIC, beta, b)
+    w = np.asarray(b, dtype=np.float64) * beta
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where((w == -W_HIGH) | (w == -W_LOW), np.nan, np.log((1.0 + w) / -w))
+    return beta, loss_conjugate_ref(_LOGISTIC, beta, b), t
 
 
 @njit(cache=True, nogil=True)
@@ -252,7 +265,8 @@ def row_conjugates_ref(y, b, loss_id, out):
 
 @njit(cache=True, nogil=True)
 def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
-                lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj):
+                lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj,
+                tdual=None):
     """The iterations of a task that visits each of its rows at most once (``m = 1``,
     ``q = p``, its rows in a permutation, one pass), with the task's sweep
     (:func:`task_sweep`) done at each row's visit: every row is read once per epoch, not
@@ -260,7 +274,8 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
 
     The iterates are those of
     :func:`~ooc_kernels.families.dspdc.kernels._all_columns_one_row` with ``row_map`` (the
-    same operations on the same values, bit for bit); the sums of :func:`task_sweep` over
+    same operations on the same values, bit for bit, where no logistic dual step starts
+    from a kept ``t``: ``tdual``); the sums of :func:`task_sweep` over
     the visited rows are added in the order of the visits instead of the rows' (equal to
     rounding).  A block of the task's uniforms per call: ``dw`` and ``conj`` accumulate
     over the calls, the returned sums are the block's.
@@ -279,6 +294,10 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
     conj : ndarray (n,) float64, updated
         ``phi_i*(y_i)`` where a visit changed ``y_i`` (the logistic loss's from
         :func:`logistic_dual_step`).
+    tdual : ndarray (n,) float64 or None, updated
+        The logistic loss's ``t = log((1 + b y) / (-b y))`` of each row's dual as its last
+        step left it (NaN: unknown); a visit's step starts there and writes its own
+        (:func:`logistic_dual_step`).  Not read for other losses.
 
     Returns
     -------
@@ -318,7 +337,11 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
         bi = np.float64(b[i])
         y_old = y[i]
         if loss_id == _LOGISTIC:        # the conjugate from the step's own solve
-            y_new, after = logistic_dual_step(c, y_old, bi, sigma, nt)
+            if tdual is None:
+                y_new, after, _ = logistic_dual_step(c, y_old, bi, sigma, nt, np.nan)
+            else:
+                y_new, after, tdual[i] = logistic_dual_step(c, y_old, bi, sigma, nt,
+                                                            tdual[i])
         else:
             y_new = dual_prox(loss_id, c, y_old, bi, sigma, nt)
             after = 0.0
@@ -373,10 +396,13 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
 
 
 def visits_once_ref(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
-                    lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj):
+                    lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj,
+                    tdual=None):
     """NumPy twin of :func:`visits_once` (same contract): the iterations of
     :func:`~ooc_kernels.families.dspdc.kernels.dspdc_dense_iterations_ref` on the gathered
-    rows, then the sums of :func:`task_sweep_ref` over the visited rows.
+    rows (whose dual steps start from the duals, not from ``tdual``), then the sums of
+    :func:`task_sweep_ref` over the visited rows, and ``tdual`` of the logistic loss as
+    :func:`logistic_dual_step_ref` gives it.
 
     Raises
     ------
@@ -399,6 +425,11 @@ def visits_once_ref(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigm
                                lam1, lam2, shift, wk)
     y[row_map] = yk
     seen = np.sort(visited)
+    if tdual is not None and loss_id == _LOGISTIC:
+        w = bk[seen] * yk[seen]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tdual[row_map[seen]] = np.where((w == -W_HIGH) | (w == -W_LOW), np.nan,
+                                            np.log((1.0 + w) / -w))
     d = yk[seen] - y_old[seen]
     with np.errstate(over="ignore", invalid="ignore"):
         after = loss_conjugate_ref(loss_id, yk[seen], bk[seen])
