@@ -28,6 +28,16 @@ threading layer:
   process forked from one that had launched a parallel kernel uses the sequential kernels
   (GNU OpenMP's pool does not survive ``fork``); Dask's process pool and ``distributed``'s
   nanny start their workers with ``spawn``, which is not affected.
+* :func:`omp_spin_default`: GNU OpenMP keeps the threads of a team spinning for a while
+  after each parallel region (300,000 turns by default), but only while the process holds
+  no more OpenMP threads than cores (1,000 turns otherwise).  A parallel kernel runs one
+  region per step, and a chunk task's threads share the cores with the task's read ahead
+  and, on a ``distributed`` worker, the worker's own threads; a team that spins between
+  regions holds cores that those need.  Before numba starts its OpenMP runtime in a process,
+  ``GOMP_SPINCOUNT`` is set to 1,000 unless ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is set
+  already (the user's choice wins), so a worker with one team waits as the threaded
+  scheduler's process does (it holds two teams, the main thread's and a launcher's, so more
+  OpenMP threads than cores); no value of a result depends on it.
 
 No Dask here (the base layer): Dask and ``distributed`` are only read when already imported.
 
@@ -55,9 +65,13 @@ from numbers import Integral
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["available_threads", "current_threads", "kernel_threads", "launch",
-           "launcher_threads", "map_in_order", "parallel_launch", "prediction_threads",
-           "task_threads", "threading_layer"]
+__all__ = ["GOMP_SPIN_COUNT", "available_threads", "current_threads", "kernel_threads",
+           "launch", "launcher_threads", "map_in_order", "omp_spin_default",
+           "parallel_launch", "prediction_threads", "task_threads", "threading_layer"]
+
+#: The spin count that :func:`omp_spin_default` gives GNU OpenMP (its own value for a
+#: process holding more OpenMP threads than cores).
+GOMP_SPIN_COUNT = "1000"
 
 _local = threading.local()
 _launch_lock = threading.Lock()
@@ -203,6 +217,25 @@ def map_in_order(function, items, threads: int | None = None) -> list:
     return [future.result() for future in futures if not future.cancelled()]
 
 
+def omp_spin_default() -> str | None:
+    """Set ``GOMP_SPINCOUNT`` to :data:`GOMP_SPIN_COUNT` in this process's environment
+    unless ``GOMP_SPINCOUNT`` or ``OMP_WAIT_POLICY`` is set (see the module docstring);
+    returns the ``GOMP_SPINCOUNT`` in force (None: ``OMP_WAIT_POLICY`` decides).
+
+    GNU OpenMP reads it when it starts, so it counts only before numba's first parallel
+    launch in the process: :func:`kernel_threads` and :func:`parallel_launch` call it then.
+
+    Examples
+    --------
+    >>> import os
+    >>> omp_spin_default() == os.environ.get("GOMP_SPINCOUNT")
+    True
+    """
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ.setdefault("GOMP_SPINCOUNT", GOMP_SPIN_COUNT)
+    return os.environ.get("GOMP_SPINCOUNT")
+
+
 def _numba_limit(n: int) -> int:
     """``n`` capped by numba's pool (``NUMBA_NUM_THREADS``, the cores by default), and 1 in a
     process forked after a parallel launch (its OpenMP pool is unusable)."""
@@ -227,6 +260,8 @@ def kernel_threads(n: int) -> Iterator[int]:
     if n > 1:
         import numba
 
+        if _state["layer"] is None:  # numba's runtime may start here: its wait first
+            omp_spin_default()
         numba_previous = numba.get_num_threads()
         numba.set_num_threads(n)
     try:
@@ -277,6 +312,8 @@ def parallel_launch() -> Iterator[None]:
         yield
         return
     with _launch_lock:
+        if _state["layer"] is None:  # numba's runtime may start now: its wait first
+            omp_spin_default()
         yield
         if _state["layer"] is None:
             import numba

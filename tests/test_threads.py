@@ -149,6 +149,34 @@ def test_kernel_threads_sets_numba_in_the_block_and_restores_it():
         assert inner == 1  # a prediction inside a fit task keeps the task's count
 
 
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, "1000"),                                       # the default: GNU OpenMP's throttled
+    ({"GOMP_SPINCOUNT": "5"}, "5"),                     # the user's count is kept
+    ({"OMP_WAIT_POLICY": "active"}, None),              # the user's policy decides
+])
+def test_the_openmp_wait_is_set_before_numba_starts_its_runtime(monkeypatch, env, expected):
+    for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setitem(_threads._state, "layer", None)   # as in a process without a launch
+    seen = []
+    monkeypatch.setattr(numba, "get_num_threads",
+                        lambda: seen.append(os.environ.get("GOMP_SPINCOUNT")) or 1)
+    monkeypatch.setattr(numba, "set_num_threads", lambda n: None)
+    with kernel_threads(2):
+        pass
+    assert seen == [expected]          # in the environment before numba's first call
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    with _threads.parallel_launch():   # the first launch of a process sets it too
+        assert os.environ.get("GOMP_SPINCOUNT") == (None if env.get("OMP_WAIT_POLICY")
+                                                    else "1000")
+    monkeypatch.setitem(_threads._state, "layer", "omp")  # a started runtime: left alone
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    with kernel_threads(2), _threads.parallel_launch():
+        assert "GOMP_SPINCOUNT" not in os.environ
+
 # ---------------------------------------------------------------------------------------
 # the kernels: the sequential kernel's bits, close to the NumPy twin
 # ---------------------------------------------------------------------------------------
