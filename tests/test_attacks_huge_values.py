@@ -94,3 +94,87 @@ def test_a_regression_target_of_huge_values_is_fitted_as_the_same_target_scaled_
     assert huge.bandwidth_scores_ == pytest.approx(small.bandwidth_scores_, rel=1e-9)
     np.testing.assert_allclose(huge.predict(X) / 1e200, small.predict(X), rtol=1e-6,
                                atol=1e-9)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_weighted_moments_of_tiny_columns_are_exact_not_zero(weighted):
+    """Values below about 1e-154 have squares that underflow float64 (to subnormals, then
+    0): the standard deviation of such a column is computed on the values over the largest,
+    not returned as 0 (a column, or a regression target, then taken for a constant)."""
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.normal(size=7) * 1e-300, rng.normal(size=7) * 1e-160,
+                         1e-200 + rng.normal(size=7) * 1e-205, rng.normal(size=7)])
+    w = rng.random(7) + 0.5 if weighted else np.ones(7)
+    mean, sd = weighted_moments(X, w if weighted else None)
+    for j in range(3):
+        m, var = _exact_moments(X[:, j], w)
+        assert float((Fraction(float(mean[j])) - m) / Fraction(float(sd[j]))) == \
+            pytest.approx(0.0, abs=1e-9)
+        assert float(Fraction(float(sd[j])) ** 2 / var) == pytest.approx(1.0, rel=1e-9)
+    plain = X[:, 3]                          # an ordinary column: the plain formula
+    w_ = w if weighted else None
+    assert mean[3] == np.average(plain, weights=w_)
+    assert sd[3] == np.sqrt(np.average((plain - mean[3]) ** 2, weights=w_))
+
+
+def test_common_scale_of_tiny_scales_is_their_root_mean_square():
+    c = DSGConfig(loss_id=0, target="regression", n_outputs=1, n_features_in=2,
+                  block_size=4, n_blocks=1, bandwidth=1.0, feature_seed=0, alpha=0.1,
+                  batch_size=4, learning_rate="constant", eta0=0.1, t0=0.0,
+                  dtype="float64", x_shift=(0.0, 0.0), x_scale=(3e-200, 4e-200))
+    assert common_scale(c).x_scale == pytest.approx((12.5 ** 0.5 * 1e-200,) * 2, rel=1e-15,
+                                                     abs=0)
+
+
+@pytest.mark.parametrize("unit", [1e-200, 1e-300])
+def test_a_regression_target_of_tiny_values_is_fitted_as_the_same_target_scaled_up(unit):
+    """A target of values whose squares underflow is standardized like any other (not
+    taken for a constant, whose fit left the predictions NaN or wrong)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1]
+    kw = dict(dtype="float64", max_iter=2, n_features=256, block_size=128, progress=False,
+              random_state=0)
+    plain = ok.DSGRegressor(**kw).fit(X, y)
+    tiny = ok.DSGRegressor(**kw).fit(X, y * unit)
+    assert tiny._config.y_scale == pytest.approx(plain._config.y_scale * unit, rel=1e-12,
+                                                 abs=0)
+    np.testing.assert_allclose(tiny.predict(X) / unit, plain.predict(X), rtol=1e-6,
+                               atol=1e-9)
+
+
+def test_an_input_of_tiny_values_that_carries_the_label_is_used():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 2] > 0).astype(int)            # only the last input carries the label
+    tiny = X.copy()
+    tiny[:, 2] *= 1e-200                     # its square underflows float64
+    kw = dict(dtype="float64", max_iter=2, n_features=256, block_size=128, progress=False,
+              random_state=0)
+    model = ok.DSGClassifier(**kw).fit(tiny, y)
+    assert 0 < model._config.x_scale[2] < 1e-199
+    assert model.score(tiny, y) > 0.9        # taken for a constant, the label is at chance
+
+
+@pytest.mark.parametrize("where", ["y", "X"])
+def test_scales_below_float32s_range_are_refused_in_float32(where):
+    """In float32 (the default on many rows; asked for here) a target or an input whose
+    spread is below float32's smallest normal number would be cast to subnormals or 0:
+    the fit names it and the fix (dtype='float64') instead of diverging on NaN."""
+    from ooc_kernels.exceptions import InvalidDataError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1]
+    if where == "y":
+        y = y * 1e-100
+    else:
+        X[:, 1] *= 1e-100
+    kw = dict(max_iter=1, n_features=256, block_size=128, progress=False, random_state=0)
+    what = "the regression target y" if where == "y" else "column 1 of X"
+    with pytest.raises(InvalidDataError, match=rf"{what} has a standard deviation of .*e-10"
+                                               r"\d, below float32's smallest normal.*"
+                                               r"dtype='float64'"):
+        ok.DSGRegressor(dtype="float32", **kw).fit(X, y)
+    model = ok.DSGRegressor(dtype="float64", **kw).fit(X, y)
+    assert np.isfinite(model.predict(X)).all()

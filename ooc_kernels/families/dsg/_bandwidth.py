@@ -379,9 +379,10 @@ def common_scale(config):
     (5.0, 5.0)
     """
     scale = np.asarray(config.x_scale, dtype=np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         value = float(np.sqrt(np.mean(scale ** 2)))
-    if not np.isfinite(value):   # scales beyond about 1e154: their squares overflow
+    if not np.isfinite(value) or scale.max() < 1e-140:   # squares that overflow (scales
+        # beyond about 1e154) or underflow (below about 1e-154): on the scales over the largest
         value = float(scale.max() * np.sqrt(np.mean((scale / scale.max()) ** 2)))
     return replace(config, x_scale=(value,) * len(scale))
 

@@ -27,7 +27,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._checks import non_finite_error
 from ooc_kernels.estimators._constraints import Interval
-from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
+from ooc_kernels.exceptions import (DivergenceError, InvalidDataError, ModelFormatError,
+                                    ValidationError)
 from ooc_kernels.families.dsg._ard import published_bandwidth
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._large_data import auto_n_features
@@ -36,8 +37,9 @@ from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, 
 from ooc_kernels.features.maps import kernel_spec
 
 __all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMixin",
-           "check_bandwidth_sample", "check_whole_blocks", "checked_class_weights",
-           "describe_steps", "finite_sample_rows", "weighted_moments", "with_threads"]
+           "TINY_VALUES", "check_bandwidth_sample", "check_dtype_scales",
+           "check_whole_blocks", "checked_class_weights", "describe_steps",
+           "finite_sample_rows", "weighted_moments", "with_threads"]
 
 
 def check_whole_blocks(name: str, value: int, block_size: int, why: str) -> None:
@@ -79,13 +81,20 @@ def finite_sample_rows(sample, y, chunk_of, row_of, on_invalid: str):
                                             "and the step size)")
 
 
+#: The magnitude below which a column's squares lose precision in float64 (subnormal below
+#: about 2.2e-308): :func:`weighted_moments` computes such a column on its values scaled up.
+TINY_VALUES = 1e-140
+
+
 def weighted_moments(values, weights=None):
     """``(mean, std)`` of ``values`` along its first axis, rows weighted by ``weights``
     (None: unweighted): the standardization of a fit's inputs and regression target.
 
     A column whose sums overflow (finite values beyond about 1e154, whose squares do not
-    fit a float64) gets the moments of its values divided by their largest magnitude,
-    multiplied back, so every finite column has finite moments; the other columns the
+    fit a float64), or whose values are all below :data:`TINY_VALUES` in magnitude (their
+    squares underflow to subnormals or 0, a spread read as none), gets the moments of its
+    values divided by their largest magnitude, multiplied back, so every finite column has
+    finite moments and a column that is not constant a spread; the other columns the
     plain formula's, bit for bit.
 
     Examples
@@ -95,17 +104,17 @@ def weighted_moments(values, weights=None):
     >>> [float(v[0]) for v in weighted_moments(np.array([[1e300], [-1e300]]))]
     [0.0, 1e+300]
     """
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         mean = np.average(values, axis=0, weights=weights)
         sd = np.sqrt(np.average((values - mean) ** 2, axis=0, weights=weights))
-        if np.all(np.isfinite(mean)) and np.all(np.isfinite(sd)):
-            return mean, sd
         big = np.max(np.abs(values), axis=0)
+        plain = np.isfinite(mean) & np.isfinite(sd) & ~((big > 0) & (big < TINY_VALUES))
+        if np.all(plain):
+            return mean, sd
         big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
         scaled = values / big
         mean_s = np.average(scaled, axis=0, weights=weights)
         sd_s = np.sqrt(np.average((scaled - mean_s) ** 2, axis=0, weights=weights))
-        plain = np.isfinite(mean) & np.isfinite(sd)
         return np.where(plain, mean, mean_s * big), np.where(plain, sd, sd_s * big)
 
 
@@ -124,6 +133,32 @@ def checked_class_weights(class_weight: dict, labels: list) -> tuple:
             "numbers >= 0."
         )
     return weights
+
+
+def check_dtype_scales(standardization: dict, dtype) -> dict:
+    """``standardization`` (the fit's ``x_scale``, ``y_scale``), refused when the fit runs
+    in float32 and a scale is below float32's smallest normal number (about 1.2e-38): the
+    values cast to float32 would be subnormal or 0 (the standardized rows or targets NaN).
+
+    >>> check_dtype_scales({"y_scale": 1e-30}, "float32")
+    {'y_scale': 1e-30}
+    """
+    if np.dtype(dtype) != np.float32:
+        return standardization
+    tiny = float(np.finfo(np.float32).tiny)
+    for name in ("x_scale", "y_scale"):
+        scale = np.atleast_1d(np.asarray(standardization.get(name, ()), dtype=np.float64))
+        low = np.flatnonzero(scale < tiny)
+        if low.size:
+            what = "the regression target y" if name == "y_scale" else \
+                f"column {int(low[0])} of X"
+            raise InvalidDataError(
+                f"{what} has a standard deviation of {float(scale[low[0]])!r}, below "
+                f"float32's smallest normal number ({tiny:.3g}): its values cast to float32 "
+                "lose their digits or become 0. Fit with dtype='float64', or rescale those "
+                "values (for instance multiply them by 1e30)."
+            )
+    return standardization
 
 
 def describe_steps(config: DSGConfig) -> str:

@@ -31,7 +31,7 @@ from ooc_kernels._threads import task_threads
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
-                                               N_JOBS_DOC, DSGModelMixin,
+                                               N_JOBS_DOC, DSGModelMixin, check_dtype_scales,
                                                check_bandwidth_sample, checked_class_weights,
                                                finite_sample_rows, weighted_moments,
                                                with_threads)
@@ -381,7 +381,8 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             # the client's budget fixes every task's full-phase plan (not the workers')
             feature_budget=default_cache().max_bytes, kernel=kernel_spec(self.kernel, self.kernel_params),
             n_jobs=getattr(self, "n_jobs", None),
-            **self._standardization(sample, y_sample, target, row_w))
+            **check_dtype_scales(self._standardization(sample, y_sample, target, row_w),
+                                 self._resolve_dtype(data)))   # float32: scales it holds
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
         seen = _standardized(base, sample)
