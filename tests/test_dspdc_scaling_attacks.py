@@ -178,3 +178,40 @@ def test_targets_whose_squared_loss_overflows_are_refused_by_name(lazy):
     a = ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(Z, y)
     b = ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(Z, y * 1e140)
     np.testing.assert_allclose(b.predict(Z) / 1e140, a.predict(Z), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("unit", [1e-160, 1e-200, 1e-300])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_column_whose_spread_underflows_is_refused_not_dropped(unit, lazy):
+    """A column of values whose spread is below 1e-140 has squares that underflow float64
+    (subnormal, then 0): the standardization would take it for a constant and drop it
+    (a coefficient of 0) or lose its digits; the fit names the column and the fix."""
+    import dask.array as da
+
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(200, 3))
+    y = Z @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=200)
+    X = Z * [1.0, unit, 1.0]
+    X_in, y_in = (da.from_array(X, chunks=(50, 3)), da.from_array(y, chunks=50)) if lazy \
+        else (X, y)
+    with pytest.raises(InvalidDataError, match=r"column 1 of X .*spread.*underflow.*rescale"):
+        ok.DSPDCRegressor(alpha=1e-3, **FAST).fit(X_in, y_in)
+
+
+def test_chunks_each_constant_whose_means_differ_by_an_underflowing_spread_are_refused():
+    """Each chunk constant, the chunks' values 1e-200 apart: the merged spread underflows."""
+    X = np.repeat([[1e-200], [2e-200], [3e-200]], 10, axis=0)
+    parts = [chunk_moments(X[a:a + 10], None) for a in (0, 10, 20)]
+    with pytest.raises(InvalidDataError, match=r"column 0 of X .*spread.*underflow"):
+        standardization(combine_moments(*parts), center=True)
+
+
+def test_constant_columns_and_rows_of_weight_0_are_not_an_underflow():
+    """A constant column keeps the scale 1; one whose values differ only on rows of
+    weight 0 is constant under the weights."""
+    X = np.column_stack([np.full(40, 1e-200), np.r_[np.full(39, 5.0), 6.0],
+                         np.arange(40.0)])
+    w = np.r_[np.ones(39), 0.0]
+    scaled = standardization(combine_moments(chunk_moments(X[:20], w[:20]),
+                                             chunk_moments(X[20:], w[20:])), center=True)
+    assert scaled["x_scale"][:2] == (1.0, 1.0) and scaled["x_spread"] == 1

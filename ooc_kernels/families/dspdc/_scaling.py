@@ -50,7 +50,9 @@ def chunk_moments(rows, weights, V=None):
     if V is None:   # two reads of the chunk in numba, no temporaries
         from ooc_kernels.families.dspdc.kernels_scaling import column_moments
 
-        return column_moments(np.asarray(rows), w)
+        W, mean, m2 = column_moments(np.asarray(rows), w)
+        _check_spread_underflow(rows, w, W, m2)
+        return W, mean, m2
     rows = np.asarray(rows, dtype=np.float64)
     w = np.ones(len(rows)) if w is None else w
     W = float(w.sum())
@@ -60,20 +62,62 @@ def chunk_moments(rows, weights, V=None):
     return W, mean, (w[:, None] * centred).T @ centred
 
 
+#: The smallest spread (standard deviation) of a column that standardization takes: below
+#: it the squares of the values about their mean are subnormal in float64 (about 2.2e-308)
+#: or 0, their digits lost, a varying column read as a constant.
+MIN_SPREAD = 1e-152
+
+
+def _underflow_error(j: int, spread: float) -> InvalidDataError:
+    return InvalidDataError(
+        f"column {j} of X varies, but its spread (about {spread:.3g}) is below {MIN_SPREAD:g}: "
+        "the squares of its values about their mean underflow float64, so it cannot be "
+        "standardized (it would be taken for a constant and dropped); rescale that column "
+        "(for instance multiply it by 1e150): standardization makes the model independent of "
+        "the column's unit, only its coefficient changes by the same factor"
+    )
+
+
+def _check_spread_underflow(rows, w, W: float, m2: np.ndarray) -> None:
+    """Refuse a column of one chunk whose sum of squares is below the spread
+    :data:`MIN_SPREAD` while its values (on the rows of positive weight) are not all equal;
+    constant columns (rare) are the only ones read again."""
+    small = np.flatnonzero(m2 < MIN_SPREAD ** 2 * W)
+    if small.size == 0:
+        return
+    sub = np.asarray(rows)[:, small]
+    if w is not None:
+        sub = sub[np.asarray(w) > 0]
+    if len(sub) == 0:
+        return
+    varies = sub.max(axis=0) != sub.min(axis=0)
+    if varies.any():
+        k = int(np.flatnonzero(varies)[0])
+        raise _underflow_error(int(small[k]), float(sub[:, k].max()) - float(sub[:, k].min()))
+
+
 def combine_moments(*parts):
     """The moments of the union of the chunks of ``parts`` (Chan et al.'s pairwise update:
     no cancellation for columns whose mean is large against their spread)."""
     W, mean, m2 = parts[0]
     mean, m2 = np.array(mean, dtype=np.float64), np.array(m2, dtype=np.float64)
+    apart = np.zeros(mean.shape)     # the largest gap between the chunks' means
     for Wb, mean_b, m2_b in parts[1:]:
         if Wb <= 0:
             continue
         total = W + Wb
         delta = np.asarray(mean_b) - mean
-        outer = np.outer(delta, delta) if m2.ndim == 2 else delta ** 2
+        if W > 0:
+            apart = np.maximum(apart, np.abs(delta))
+        with np.errstate(under="ignore"):
+            outer = np.outer(delta, delta) if m2.ndim == 2 else delta ** 2
         m2 = m2 + np.asarray(m2_b) + outer * (W * Wb / total)
         mean = mean + delta * (Wb / total)
         W = total
+    if m2.ndim == 1:   # chunks apart by less than the smallest spread: their squares underflow
+        low = np.flatnonzero((apart > 0) & (m2 < MIN_SPREAD ** 2 * W))
+        if low.size:
+            raise _underflow_error(int(low[0]), float(apart[low[0]]))
     return W, mean, m2
 
 
