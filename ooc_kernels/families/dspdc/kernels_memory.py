@@ -94,7 +94,7 @@ def logistic_dual_step(c, y, b, sigma, n, t0):
     True
     >>> abs(conj - loss_conjugate(2, beta, 1.0)) < 1e-15
     True
-    >>> abs(t - math.log((1 - beta) / beta)) < 1e-14       # w = b beta = beta here
+    >>> abs(t - math.log((1 + beta) / -beta)) < 1e-14      # w = b beta = beta here
     True
     """
     b = np.float64(b)
