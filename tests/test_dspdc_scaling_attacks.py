@@ -215,3 +215,26 @@ def test_constant_columns_and_rows_of_weight_0_are_not_an_underflow():
     scaled = standardization(combine_moments(chunk_moments(X[:20], w[:20]),
                                              chunk_moments(X[20:], w[20:])), center=True)
     assert scaled["x_scale"][:2] == (1.0, 1.0) and scaled["x_spread"] == 1
+
+
+@pytest.mark.parametrize("unit", [1e-160, 1e-300])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_targets_whose_losses_underflow_get_no_certificate(unit, lazy):
+    """Every target below about 1e-155: the squared losses underflow float64, so the
+    duality gap is 0 or rounding at any iterate; the fit refuses to certify a model
+    (which was off by the whole signal) and names the fix, in memory and out of core.
+    Targets of 1e-150 still give the model of the targets scaled up."""
+    import dask.array as da
+
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(300, 3))
+    y = np.sin(Z[:, 0]) + 0.1 * Z[:, 1]
+    X_in, y_in = (da.from_array(Z, chunks=(100, 3)), da.from_array(y * unit, chunks=100)) \
+        if lazy else (Z, y * unit)
+    kw = dict(alpha=0.01, progress=False, random_state=0)
+    with pytest.raises(InvalidDataError, match=r"primal value .* below .*rescale y"):
+        ok.DSPDCRegressor(**kw).fit(X_in, y_in)
+    plain = ok.DSPDCRegressor(**kw).fit(Z, y)
+    small = ok.DSPDCRegressor(**kw).fit(Z, y * 1e-150)
+    np.testing.assert_allclose(small.predict(Z) / 1e-150, plain.predict(Z), rtol=1e-9,
+                               atol=1e-12)

@@ -19,8 +19,37 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["STALL_PATIENCE", "RATE_FRACTION", "RATE_WINDOW", "gap_stalled", "predicted_rate",
-           "judged_entries", "final_entries"]
+import numpy as np
+
+from ooc_kernels.exceptions import InvalidDataError
+
+__all__ = ["STALL_PATIENCE", "RATE_FRACTION", "RATE_WINDOW", "MIN_PRIMAL", "gap_stalled",
+           "predicted_rate", "judged_entries", "final_entries", "check_certifiable"]
+
+#: The smallest positive primal value whose duality gap a fit trusts: below it the terms of
+#: the losses are subnormal in float64 (about 2.2e-308) or 0, and the gap is rounding.
+MIN_PRIMAL = 1e-305
+
+
+def check_certifiable(primal: float, x, epoch: int) -> None:
+    """Refuse to certify an iterate whose primal value is below :data:`MIN_PRIMAL` (or 0 at
+    a nonzero ``x``): the losses of the targets underflow float64 (every target below about
+    1e-150), so a gap of 0 or rounding would certify any model.
+
+    >>> check_certifiable(0.0, [0.0, 0.0], 3)      # all targets 0: x = 0 is exact
+    >>> check_certifiable(1e-320, [1e-160], 3)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.InvalidDataError: after epoch 3 the primal value is 9.99989e-321, ...
+    """
+    if abs(primal) >= MIN_PRIMAL or (primal == 0.0 and not np.any(np.asarray(x) != 0)):
+        return
+    raise InvalidDataError(
+        f"after epoch {epoch} the primal value is {primal:.6g}, below {MIN_PRIMAL:g}: the "
+        "losses of the targets (every one below about 1e-150) underflow float64, so the "
+        "duality gap cannot certify a model; rescale y (for instance multiply it by 1e150) "
+        "and the predictions back."
+    )
 
 #: Gap evaluations without progress after which adaptive steps shrink.
 STALL_PATIENCE = 3

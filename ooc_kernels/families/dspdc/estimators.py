@@ -61,8 +61,8 @@ from ooc_kernels.families.dspdc._setup_pass import (
     rows_in_memory,
     setup_statistics,
 )
-from ooc_kernels.families.dspdc._step_rule import (final_entries, gap_stalled,
-                                                   judged_entries, predicted_rate)
+from ooc_kernels.families.dspdc._step_rule import (check_certifiable, final_entries,
+                                                   gap_stalled, judged_entries, predicted_rate)
 from ooc_kernels.families.dspdc._work import WorkStores
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import (
@@ -454,6 +454,7 @@ class _DSPDCEstimator(ChunkedEstimator):
                 f"{self.theta}, {self.tau}, {self.sigma}); leave theta, tau and sigma to the "
                 "theorems (None) or give Lambda a larger value."
             )
+        check_certifiable(primal, state.x, epoch)   # not losses in the subnormal range
         gap = primal - dual
         rel = gap / max(abs(primal), np.finfo(float).tiny)
         entry = {"iterations": int(state.n_iter),
