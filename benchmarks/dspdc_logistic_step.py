@@ -6,10 +6,11 @@ the in-memory kernel (``kernels_memory.visits_once``) first replayed on a copy o
 an instrumented copy of the library's logistic solve (its source, with counters at each
 ``exp``, ``log`` and iteration; where the solve starts from a ``t`` kept per row, the replay
 keeps one as the in-memory task does), so the counts are those of the dual steps the fit
-takes.  The
-library is the one on ``sys.path``: ``PYTHONPATH=<tree>`` measures another version (a
-``git archive`` of a commit; the solve is ``_logistic_solve``, or ``_logistic_dual_prox`` in
-versions without it).  The counts do not depend on the machine or its load.
+takes; ``exp_per_step_by_call`` gives them per call of the kernel (one epoch's block of
+uniforms).  The library is the one on ``sys.path``: ``PYTHONPATH=<tree>`` measures another
+version (a ``git archive`` of a commit; the solve is ``_logistic_solve``, or
+``_logistic_dual_prox`` in versions without it).  The counts do not depend on the machine or
+its load.
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         python benchmarks/dspdc_logistic_step.py --seeds 0 1 2 \\
@@ -133,6 +134,7 @@ def main(argv=None) -> None:
     stats = np.zeros(4, dtype=np.int64)
     real = km.visits_once
     tdual = np.full(args.n, np.nan)          # each row's t, where the library keeps it
+    calls: list = []                         # the counts of each call (a task's block)
 
     def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
                     lam1, lam2, shift, weights, row_map, *rest):
@@ -140,8 +142,10 @@ def main(argv=None) -> None:
             raise ValueError("the replay covers unweighted rows only")
         if not kept:
             tdual[:] = np.nan
+        before = stats.copy()
         run(A, b, y.copy(), x.copy(), xbar.copy(), z.copy(), n_total, row_uniforms, theta,
             tau, sigma, lam1, lam2, shift, row_map, tdual, stats)
+        calls.append([int(v) for v in stats - before])
         return real(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
                     lam1, lam2, shift, weights, row_map, *rest)
 
@@ -156,11 +160,13 @@ def main(argv=None) -> None:
         for seed in args.seeds:
             stats[:] = 0
             tdual[:] = np.nan
+            calls.clear()
             est = ok.DSPDCClassifier(random_state=seed, progress=False, tol=tol).fit(X, y)
             steps = int(stats[0])
             row = {"tol": tol, "seed": seed, "epochs": int(est.n_iter_), "dual_steps": steps,
                    "exp_per_step": stats[2] / steps, "log_per_step": stats[1] / steps,
-                   "iterations_per_step": stats[3] / steps}
+                   "iterations_per_step": stats[3] / steps,
+                   "exp_per_step_by_call": [c[2] / max(c[0], 1) for c in calls]}
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.out is not None:
