@@ -22,7 +22,8 @@ from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair
 from ooc_kernels.exceptions import InputTypeError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
-__all__ = ["sklearn_validated", "two_sample_data", "unsupervised_data"]
+__all__ = ["checked_class_weights", "sklearn_validated", "two_sample_data",
+           "unsupervised_data"]
 
 
 def sklearn_validated(func, *args, **kwargs):
@@ -117,3 +118,22 @@ def two_sample_data(first: ChunkedData, second: ChunkedData) -> ChunkedData:
     (['X_p', 'X_q'], (2, 2))
     """
     return pair_samples(unsupervised_data(first), unsupervised_data(second))
+
+
+def checked_class_weights(class_weight: dict, labels: list) -> tuple:
+    """The weights of ``labels`` from a ``class_weight`` dict (1 for a label it does not
+    name), refused unless every one is a finite number >= 0.
+
+    Examples
+    --------
+    >>> checked_class_weights({1: 3}, [0, 1])
+    (1.0, 3.0)
+    """
+    weights = tuple(float(class_weight.get(c, 1.0)) for c in labels)
+    bad = [w for w in weights if not (np.isfinite(w) and w >= 0)]
+    if bad:
+        raise ValidationError(
+            f"class_weight {class_weight!r} holds {bad[0]!r}; class weights must be finite "
+            "numbers >= 0."
+        )
+    return weights

@@ -38,7 +38,7 @@ from ooc_kernels.features.maps import kernel_spec
 
 __all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMixin",
            "TINY_VALUES", "check_bandwidth_sample", "check_dtype_scales",
-           "check_whole_blocks", "checked_class_weights", "describe_steps",
+           "check_whole_blocks", "describe_steps",
            "finite_sample_rows", "weighted_moments", "with_threads"]
 
 
@@ -116,23 +116,6 @@ def weighted_moments(values, weights=None):
         mean_s = np.average(scaled, axis=0, weights=weights)
         sd_s = np.sqrt(np.average((scaled - mean_s) ** 2, axis=0, weights=weights))
         return np.where(plain, mean, mean_s * big), np.where(plain, sd, sd_s * big)
-
-
-def checked_class_weights(class_weight: dict, labels: list) -> tuple:
-    """The weights of ``labels`` from a ``class_weight`` dict (1 for a label it does not
-    name), refused unless every one is a finite number >= 0.
-
-    >>> checked_class_weights({1: 3}, [0, 1])
-    (1.0, 3.0)
-    """
-    weights = tuple(float(class_weight.get(c, 1.0)) for c in labels)
-    bad = [w for w in weights if not (np.isfinite(w) and w >= 0)]
-    if bad:
-        raise ValidationError(
-            f"class_weight {class_weight!r} holds {bad[0]!r}; class weights must be finite "
-            "numbers >= 0."
-        )
-    return weights
 
 
 def check_dtype_scales(standardization: dict, dtype) -> dict:

@@ -30,11 +30,11 @@ from ooc_kernels._seeds import derive_seed
 from ooc_kernels._threads import task_threads
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._inputs import checked_class_weights
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
                                                N_JOBS_DOC, DSGModelMixin, check_dtype_scales,
-                                               check_bandwidth_sample, checked_class_weights,
-                                               finite_sample_rows, weighted_moments,
-                                               with_threads)
+                                               check_bandwidth_sample, finite_sample_rows,
+                                               weighted_moments, with_threads)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
 from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SAMPLE_ROWS,

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._inputs import checked_class_weights
 from ooc_kernels.families.dspdc._chunk_tasks import (
     _chunk_weights,
     _delayed_weights,
@@ -754,14 +755,7 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
                 f"class_weight names label(s) {unknown} that are not classes {labels}; "
                 "use the labels of y."
             )
-        weights = tuple(float(self.class_weight.get(c, 1.0)) for c in labels)
-        bad = [w for w in weights if not (np.isfinite(w) and w >= 0)]
-        if bad:
-            raise ValidationError(
-                f"class_weight {self.class_weight!r} holds {bad[0]!r}; class weights must "
-                "be finite numbers >= 0."
-            )
-        return weights
+        return checked_class_weights(self.class_weight, labels)
 
     def _publish(self) -> None:
         super()._publish()
