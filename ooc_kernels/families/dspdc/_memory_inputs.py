@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["fit_memory_chunks", "memory_chunks", "memory_classes", "one_group_in_memory",
-           "resolve_sampling", "setup_calls", "setup_inputs", "weight_sums"]
+           "setup_calls", "setup_inputs", "weight_sums"]
 
 
 def memory_chunks(data, X, y, sample_weight, *, regression: bool) -> dict | None:
@@ -167,31 +167,3 @@ def one_group_in_memory(estimator, data) -> bool:
             and getattr(estimator, "_checkpoint_path", None) is None
             and estimator._tasks_per_round == 1 and not estimator._factorized(data)
             and data.n_samples * width * 8 <= DIRECT_BYTES)
-
-
-def resolve_sampling(estimator) -> bool:
-    """Whether the fit's tasks visit their rows in random permutations
-    (``DSPDCConfig.permuted_rows``): ``sampling="permutation"``, or ``"auto"`` with the
-    rows held in memory (``_rows_in_memory``), ``m = 1`` and no checkpoint (the fits of
-    checkpoints written before ``sampling`` existed drew their rows independently).
-
-    Raises
-    ------
-    ValidationError
-        ``sampling="permutation"`` with ``m > 1`` (a permutation orders single rows).
-
-    >>> from types import SimpleNamespace
-    >>> resolve_sampling(SimpleNamespace(sampling="auto", m=1, _rows_in_memory=True,
-    ...                                  _checkpoint_path=None))
-    True
-    """
-    from ooc_kernels.exceptions import ValidationError
-
-    if estimator.sampling == "permutation" and int(estimator.m) != 1:
-        raise ValidationError(
-            f"sampling='permutation' visits one row per iteration, but m={estimator.m}: "
-            "set m=1, or sampling='uniform' (or 'auto') to sample m rows at random.")
-    if estimator.sampling == "auto":
-        return (int(estimator.m) == 1 and bool(getattr(estimator, "_rows_in_memory", False))
-                and getattr(estimator, "_checkpoint_path", None) is None)
-    return estimator.sampling == "permutation"

@@ -171,10 +171,14 @@ def resolve_permuted_rows(estimator) -> bool:
     ...                                       _checkpoint_path="fit.ckpt"))
     True
     """
-    from ooc_kernels.families.dspdc._memory_inputs import resolve_sampling
+    from ooc_kernels.exceptions import ValidationError
 
-    chosen = resolve_sampling(estimator)          # checks sampling="permutation" with m > 1
-    return chosen or (estimator.sampling == "auto" and int(estimator.m) == 1)
+    if estimator.sampling == "permutation" and int(estimator.m) != 1:
+        raise ValidationError(
+            f"sampling='permutation' visits one row per iteration, but m={estimator.m}: "
+            "set m=1, or sampling='uniform' (or 'auto') to sample m rows at random.")
+    return estimator.sampling == "permutation" or (estimator.sampling == "auto"
+                                                   and int(estimator.m) == 1)
 
 
 def candidate_rows(rows, weights, center: bool, keep: int):
