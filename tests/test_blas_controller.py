@@ -123,3 +123,30 @@ def test_without_procfs_the_limit_still_holds(counting, monkeypatch, error):
     for _ in range(2):
         assert set(_enter_once()) == {1}
     assert len(counting) == 2
+
+
+def test_a_dspdc_fit_lists_the_loaded_objects_once(monkeypatch):
+    """The set-up's and the rounds' limits nest inside one limit held for the whole fit, so
+    a fit (in memory, and out of core from a Dask array) looks up the loaded libraries once,
+    outside any other limit, and the limit ends with the fit."""
+    import dask.array as da
+    import numpy as np
+
+    import ooc_kernels as ok
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=200) > 0).astype(int)
+    listed = []
+    real = _blas.loaded_objects
+
+    def counted():
+        listed.append(_blas._depth)
+        return real()
+
+    monkeypatch.setattr(_blas, "loaded_objects", counted)
+    for data in (X, da.from_array(X, chunks=50)):
+        listed.clear()
+        ok.DSPDCClassifier(alpha=1e-2, tol=1e-4, progress=False).fit(data, y)
+        assert listed == [0]           # one outermost limit: one listing
+        assert _blas._depth == 0       # and it ended with the fit

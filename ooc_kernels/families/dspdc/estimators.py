@@ -33,6 +33,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._inputs import checked_class_weights
@@ -188,8 +189,11 @@ class _DSPDCEstimator(ChunkedEstimator):
         try:
             if checkpoint is not None:
                 self._work.claim_checkpoint()
-            super().fit(X, y, sample_weight=sample_weight, checkpoint=checkpoint,
-                        checkpoint_every=checkpoint_every, resume=resume)
+            # one BLAS limit for the set-up and the rounds: their own limits are then
+            # nested, and the loaded libraries are looked up once per fit, not twice
+            with single_threaded_blas():
+                super().fit(X, y, sample_weight=sample_weight, checkpoint=checkpoint,
+                            checkpoint_every=checkpoint_every, resume=resume)
         finally:
             self._work.close()
             self._work = None
