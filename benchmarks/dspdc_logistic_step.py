@@ -59,9 +59,10 @@ def counted_solve():
         st[2] += 1
         return L._sigmoid(z)
 
-    namespace = dict(math=math, np=np, NEWTON_MAX_ITER=L.NEWTON_MAX_ITER,
-                     NEWTON_RTOL=L.NEWTON_RTOL, W_HIGH=L.W_HIGH, W_LOW=L.W_LOW, _log=_log,
-                     _sig=_sig)
+    namespace = dict(math=math, np=np, _log=_log, _sig=_sig,
+                     **{k: getattr(L, k) for k in ("NEWTON_MAX_ITER", "NEWTON_RTOL", "W_HIGH",
+                                                   "W_LOW", "HOUSEHOLDER_BELOW")
+                        if hasattr(L, k)})     # the constants of the tree's version
     exec(src, namespace)    # noqa: S102 - the library's own source, instrumented
     return njit(namespace["counted"]), kept
 

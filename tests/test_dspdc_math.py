@@ -339,6 +339,34 @@ def test_logistic_dual_prox_reaches_the_root_from_any_start():
     assert checked > 0.9 * len(cases)
 
 
+def test_logistic_dual_prox_from_next_to_the_root_ends_on_it():
+    """A current dual next to the step's root (a later epoch's dual steps: ``c b`` within
+    1e-6 .. 1e-2 of the dual's ``t``, so that ``G`` there is that small): the first step
+    is the third-order one, and the solve ends on the root to its tolerance (Brent's
+    root), in the kernel and in its NumPy twin."""
+    rng = np.random.default_rng(11)
+    cases = []
+    for sigma, n in [(0.01, 1.0), (1.0, 50.0), (30.0, 3.0), (1.0, 5e4), (1e-3, 1e5)]:
+        for _ in range(40):
+            b = float(rng.choice([-1.0, 1.0]))
+            t0 = float(rng.normal(scale=4.0))   # the current dual's t: b y = -sigmoid(-t0)
+            y = -b / (1.0 + math.exp(t0))
+            c = b * (t0 + rng.choice([-1.0, 1.0]) * 10 ** rng.uniform(-6, -2)
+                     * max(1.0, abs(t0)))
+            w_star, t = _logistic_root(c, y, b, sigma, n)
+            if w_star is not None:
+                cases.append((c, y, b, sigma, n, w_star, t))
+    assert len(cases) > 150
+    c, y, b, sigma, n, w_star, t = (np.array(v) for v in zip(*cases))
+    for k in range(len(cases)):
+        w = b[k] * dual_prox(LOSS_LOGISTIC, c[k], y[k], b[k], sigma[k], n[k])
+        twin = b[k] * dual_prox_ref(LOSS_LOGISTIC, c[k:k + 1], y[k:k + 1], b[k:k + 1],
+                                    sigma[k], n[k])[0]
+        allowed = 1e-13 * max(1.0, abs(t[k])) * (1.0 + w_star[k]) + 4e-16 * (1.0 + abs(t[k]))
+        for got in (w, twin):
+            assert abs(got - w_star[k]) <= allowed * abs(w_star[k]), (cases[k], got)
+        assert twin == pytest.approx(w, rel=1e-14)
+
 def test_primal_prox_is_optimal():
     rng = np.random.default_rng(4)
     for _ in range(300):

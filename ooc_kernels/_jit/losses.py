@@ -60,9 +60,13 @@ _EPSILON_INSENSITIVE = 7
 _QUANTILE = 8
 
 #: Logistic dual prox: ``t`` within ``NEWTON_RTOL * max(1, |t|)`` of the root (the last step
-#: ``h`` has ``h^3`` below it, or ``h`` itself is).
+#: ``h`` has ``h^3`` below it, ``h^4`` for a third-order step, or ``h`` itself is).
 NEWTON_RTOL = 1e-13
 NEWTON_MAX_ITER = 200
+#: Logistic dual prox: a Halley step below this (times ``max(1, |t|)``) is replaced by the
+#: third-order (Householder) step from the same point, which ends the solve when ``h^4`` is
+#: below the tolerance.
+HOUSEHOLDER_BELOW = 1e-2
 #: Largest float64 below 1 and the smallest normal float64: the logistic dual stays in
 #: ``b * beta in [-W_HIGH, -W_LOW]``, strictly inside ``(-1, 0)``.
 W_HIGH = 1.0 - 2.0 ** -53
@@ -357,10 +361,15 @@ def _logistic_solve(c, y, b, sigma, n, t0):
     # Halley steps.  |G''| and |G'''| are at most |G'|, so a step h leaves an error below
     # (5/12) h^3: a step with h^3 below the tolerance is the last one, and sigmoid(-t)
     # after it is its second-order update from sm (a relative error below h^3 / 6), so
-    # the solve costs one exp per step after the first.  Far from the root (where the
-    # correction would more than double the step) the step is Newton's; a step that
-    # leaves the bracket, or turns back by more than half the previous change of t (steps
-    # that cycle across the root), is replaced by the bracket's midpoint.
+    # the solve costs one exp per step after the first.  Near the root (a Halley step
+    # below HOUSEHOLDER_BELOW max(1, |t|)) the step is the third-order Householder step
+    # (G''' = -n ds (1 - 6 sm + 6 sm^2), from the same sm): its error is below h^4 / 50
+    # (measured in 60 digits over sigma in 1e-8 .. 1e2, n in 1 .. 1e6), so a step with
+    # h^4 below the tolerance is the last, with sigmoid(-t) updated to third order (a
+    # relative error below h^4 / 24).  Far from the root (where the correction would
+    # more than double the step) the step is Newton's; a step that leaves the bracket, or
+    # turns back by more than half the previous change of t (steps that cycle across the
+    # root), is replaced by the bracket's midpoint.
     prev = 0.0
     for _ in range(NEWTON_MAX_ITER):
         if sm < 0.0:
@@ -374,11 +383,24 @@ def _logistic_solve(c, y, b, sigma, n, t0):
             break
         ds = sm * (1.0 - sm)
         d1 = -sigma - n * ds
-        den = 2.0 * d1 * d1 - g * (n * (1.0 - 2.0 * sm) * ds)
+        d2 = n * (1.0 - 2.0 * sm) * ds
+        den = 2.0 * d1 * d1 - g * d2
         if den >= d1 * d1:
             step = 2.0 * g * d1 / den
         else:
             step = g / d1
+        if abs(step) <= HOUSEHOLDER_BELOW * max(1.0, abs(t)):
+            p3 = (1.0 - 6.0 * sm + 6.0 * sm * sm) * ds
+            step = (6.0 * g * d1 * d1 - 3.0 * g * g * d2) / (
+                6.0 * d1 * d1 * d1 - 6.0 * g * d1 * d2 - g * g * n * p3)
+            t_new = t - step
+            h = abs(step)
+            tol = NEWTON_RTOL * max(1.0, abs(t_new))
+            if h * h * h * h <= tol and (h <= tol or lo < t_new < hi):
+                sm = sm + step * (ds + step * (0.5 * (1.0 - 2.0 * sm) * ds
+                                               + step * p3 / 6.0))
+                t = t_new
+                break
         t_new = t - step
         h = abs(step)
         tol = NEWTON_RTOL * max(1.0, abs(t_new))
@@ -441,10 +463,11 @@ def dual_prox(loss_id, c, y, b, sigma, n, param=0.0):
         ``sigma param / n`` and clipped to ``[-1, 1]``; quantile
         ``clip(v, -param, 1 - param)``;
         logistic: the root of ``c/n - (b/n) log((1 + b beta)/(-b beta)) - (beta - y)/sigma``,
-        by safeguarded Halley steps (bisection fallback) on
-        ``t = log((1 + b beta)/(-b beta))`` from the current dual, until ``t`` is within
-        ``1e-13 max(1, |t|)`` of the root (a step ``h`` with ``h^3`` below that is the
-        last); ``b beta`` is kept strictly inside ``(-1, 0)``.
+        by safeguarded Halley steps (bisection fallback; third-order Householder steps
+        near the root) on ``t = log((1 + b beta)/(-b beta))`` from the current dual, until
+        ``t`` is within ``1e-13 max(1, |t|)`` of the root (a step ``h`` with ``h^3`` below
+        that is the last, or a third-order one with ``h^4`` below it); ``b beta`` is kept
+        strictly inside ``(-1, 0)``.
 
     Examples
     --------

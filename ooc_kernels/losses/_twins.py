@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ooc_kernels._jit.losses import NEWTON_MAX_ITER, NEWTON_RTOL, W_HIGH, W_LOW
+from ooc_kernels._jit.losses import (HOUSEHOLDER_BELOW, NEWTON_MAX_ITER, NEWTON_RTOL, W_HIGH,
+                                     W_LOW)
 
 __all__ = [
     "sigmoid", "softmax", "logsumexp", "identity", "logistic_mean", "binary_or_ovr_proba",
@@ -172,7 +173,8 @@ def logistic_conjugate(beta, b):
 
 def logistic_dual_prox(c, y, b, sigma, n):
     """Safeguarded Halley steps on ``t = log((1 + b beta) / (-b beta))`` from the current
-    dual, vectorised (see :func:`ooc_kernels._jit.losses.dual_prox`)."""
+    dual, third-order (Householder) steps near the root, vectorised (see
+    :func:`ooc_kernels._jit.losses.dual_prox`)."""
     c, y, b = np.broadcast_arrays(*_f64(c, y, b))
     sigma = float(sigma)
     n = float(n)
@@ -196,17 +198,29 @@ def logistic_dual_prox(c, y, b, sigma, n):
         done = g == 0.0
         ds = sm * (1.0 - sm)
         d1 = -sigma - n * ds
-        den = 2.0 * d1 * d1 - g * (n * (1.0 - 2.0 * sm) * ds)
+        d2 = n * (1.0 - 2.0 * sm) * ds
+        den = 2.0 * d1 * d1 - g * d2
+        p3 = (1.0 - 6.0 * sm + 6.0 * sm * sm) * ds
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             step = np.where(den >= d1 * d1, 2.0 * g * d1 / den, g / d1)
+            # near the root: the third-order step from the same point
+            near = np.abs(step) <= HOUSEHOLDER_BELOW * np.maximum(1.0, np.abs(t))
+            step = np.where(near, (6.0 * g * d1 * d1 - 3.0 * g * g * d2) / (
+                6.0 * d1 * d1 * d1 - 6.0 * g * d1 * d2 - g * g * n * p3), step)
         t_step = t - step
         h = np.abs(step)
         inside = (t_step > lo) & (t_step < hi)
         tol = NEWTON_RTOL * np.maximum(1.0, np.abs(t_step))
         with np.errstate(over="ignore", invalid="ignore"):
-            # the last step: sigmoid(-t) to second order in it
-            last = ~done & (h * h * h <= tol) & ((h <= tol) | inside)
-            sm_last = sm + ds * step + 0.5 * (1.0 - 2.0 * sm) * ds * step * step
+            # the last step: sigmoid(-t) to third order in a third-order step whose h^4 is
+            # below the tolerance, else to second order in one whose h^3 is
+            ok_side = ~done & ((h <= tol) | inside)
+            last3 = ok_side & near & (h * h * h * h <= tol)
+            last = last3 | (ok_side & (h * h * h <= tol))
+            sm_last = np.where(
+                last3, sm + step * (ds + step * (0.5 * (1.0 - 2.0 * sm) * ds
+                                                 + step * p3 / 6.0)),
+                sm + ds * step + 0.5 * (1.0 - 2.0 * sm) * ds * step * step)
         back = (step * prev > 0.0) & (h > 0.5 * np.abs(prev))     # turns back: cycles
         t_new = np.where(inside & ~back, t_step, 0.5 * (lo + hi))
         tol = NEWTON_RTOL * np.maximum(1.0, np.abs(t_new))
