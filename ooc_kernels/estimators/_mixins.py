@@ -14,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 from sklearn.utils.metaestimators import available_if
@@ -27,7 +28,7 @@ from ooc_kernels.estimators._inputs import (
 )
 from ooc_kernels.exceptions import InputTypeError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.scheduler import scheduler_context
+from ooc_kernels.parallel.scheduler import local_scheduler, scheduler_context
 
 __all__ = ["ChunkedClassifierMixin", "ChunkedRegressorMixin"]
 
@@ -69,7 +70,7 @@ class ChunkedClassifierMixin:
             elif "classes" in data.attrs:
                 found = np.asarray(data.attrs["classes"])
             else:  # a small reduction over y (never X): the distinct labels
-                found = np.asarray(da.unique(data.y).compute(scheduler=sched))
+                found = self._read_classes(data, sched)
         except TypeError as err:  # labels that cannot be ordered: dicts, None, str and int
             raise InputTypeError(
                 f"the class labels cannot be sorted ({err}); labels must be all numbers or "
@@ -84,6 +85,22 @@ class ChunkedClassifierMixin:
                 "least two classes."
             )
         return found
+
+    def _read_classes(self, data: ChunkedData, sched) -> np.ndarray:
+        """The distinct labels of ``y``, and in the same ``dask.compute`` the rows the
+        set-up samples (:meth:`_setup_draw`), kept in ``_setup_rows`` for the set-up, and
+        under ``class_weight="balanced"`` the count of every label (``_setup_counts``):
+        one round trip to a ``distributed`` scheduler instead of two or three."""
+        draw = self._setup_draw(data)
+        if draw is None:
+            return np.asarray(da.unique(data.y).compute(scheduler=sched))
+        counted = isinstance(getattr(self, "class_weight", None), str)  # "balanced"
+        lazy = da.unique(data.y, return_counts=True) if counted else (da.unique(data.y),)
+        got = dask.compute(*lazy, *draw.parts, scheduler=local_scheduler(sched))
+        self._setup_rows = draw.rows(got[len(lazy):], return_index=True)
+        if counted:
+            self._setup_counts = got[:2]   # (labels, counts)
+        return np.asarray(got[0])
 
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes, else (n_samples, n_classes).

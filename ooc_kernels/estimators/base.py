@@ -344,15 +344,28 @@ class ChunkedEstimator(BaseEstimator):
 
     def _start(self, data: ChunkedData, sched, classes=None) -> None:
         """The family's model for ``data`` (after :meth:`_seed`)."""
-        if self._is_classifier:
-            self.classes_ = self._resolve_classes(data, classes, sched)
-        # one BLAS thread for the whole set-up, not only inside each of its steps: with two
-        # fits in threads of one process, a limit that ends between two steps lets the
-        # other fit's BLAS calls run multi-threaded against it (OpenBLAS then spins); the
-        # set-up's own kernels use the fit's threads (``n_jobs``, where the estimator has it)
-        threads = task_threads(self.n_jobs) if "n_jobs" in self.get_params() else 1
-        with single_threaded_blas(), kernel_threads(threads):
-            self._initialize(data, sched, classes=getattr(self, "classes_", None))
+        try:  # the classes of y are read with the rows of _setup_draw, in one computation
+            if self._is_classifier:
+                self.classes_ = self._resolve_classes(data, classes, sched)
+            # one BLAS thread for the whole set-up, not only inside each of its steps: with
+            # two fits in threads of one process, a limit that ends between two steps lets
+            # the other fit's BLAS calls run multi-threaded against it (OpenBLAS then
+            # spins); the set-up's own kernels use the fit's threads (``n_jobs``, where the
+            # estimator has it)
+            threads = task_threads(self.n_jobs) if "n_jobs" in self.get_params() else 1
+            with single_threaded_blas(), kernel_threads(threads):
+                self._initialize(data, sched, classes=getattr(self, "classes_", None))
+        finally:
+            for name in ("_setup_rows", "_setup_counts"):  # read for this set-up only
+                self.__dict__.pop(name, None)
+
+    def _setup_draw(self, data: ChunkedData):
+        """The rows the family's set-up samples, as a
+        :class:`~ooc_kernels.parallel.sampling.RowDraw` (unread), for a classifier to read
+        them with the classes of ``y`` in one computation (``_setup_rows``, and the labels'
+        counts ``_setup_counts``, which the family's set-up takes); None (here): the family
+        reads its own."""
+        return None
 
     def _resolve_shuffle_chunks(self, data: ChunkedData) -> int:
         """Chunks whose rows one task mixes (see the ``shuffle_chunks`` parameter); 1 in the

@@ -14,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
@@ -24,11 +25,69 @@ from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.scheduler import local_scheduler
 
-__all__ = ["sample_dictionary", "sample_rows"]
+__all__ = ["RowDraw", "draw_rows", "sample_dictionary", "sample_rows"]
 
 
 def _take(X, rows):
     return np.asarray(X)[rows]  # one chunk -> a few rows
+
+
+@dataclass(frozen=True)
+class RowDraw:
+    """The rows :func:`sample_rows` reads, drawn but not read: ``parts``, one ``Delayed``
+    per variable and chosen chunk (variables in ``names``' order), to compute together with
+    other small reads in one ``dask.compute``; :meth:`rows` assembles their results.
+    Made by :func:`draw_rows`."""
+
+    names: tuple
+    single: bool          # ``var`` was one name: :meth:`rows` returns one array
+    n_rows: int
+    chosen: np.ndarray    # the chunks read, in order
+    picks: tuple          # the rows read in each chosen chunk
+    parts: tuple
+
+    def rows(self, got, return_index: bool = False):
+        """:func:`sample_rows`' result from the computed ``parts`` (``got``, in order)."""
+        k = len(self.chosen)
+        arrays = tuple(np.concatenate(got[i * k:(i + 1) * k])[:self.n_rows]
+                       for i in range(len(self.names)))
+        rows = arrays[0] if self.single else arrays
+        if not return_index:
+            return rows
+        chunk_of = np.concatenate([np.full(len(p), c)
+                                   for c, p in zip(self.chosen, self.picks)])[:self.n_rows]
+        return rows, chunk_of, np.concatenate(self.picks)[:self.n_rows]
+
+
+def draw_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, seed: int = 0,
+              var: str | tuple = "X") -> RowDraw:
+    """The draw of :func:`sample_rows` (the same arguments but the scheduler), not read.
+
+    Examples
+    --------
+    >>> import dask
+    >>> import dask.array as da
+    >>> from ooc_kernels.parallel.chunked import ChunkedData
+    >>> data = ChunkedData({"X": da.arange(40.0, chunks=10).reshape(20, 2),
+    ...                     "y": da.arange(20.0, chunks=5)})
+    >>> draw = draw_rows(data, n_rows=4, max_chunks=2, seed=0, var=("X", "y"))
+    >>> total, *got = dask.compute(data["y"].sum(), *draw.parts, scheduler="sync")
+    >>> X, y = draw.rows(got)
+    >>> float(total), bool((X[:, 0] == 2 * y).all())
+    (190.0, True)
+    """
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x5A,)))
+    n_chunks = data.n_chunks
+    chosen = np.sort(rng.choice(n_chunks, size=min(max_chunks, n_chunks), replace=False))
+    sizes = np.array([data.chunk_sizes[c] for c in chosen])
+    per_chunk = np.minimum(sizes, int(np.ceil(n_rows / len(chosen))))
+    names = (var,) if isinstance(var, str) else tuple(var)
+    delayed = data.delayed_chunks()
+    picks = tuple(np.sort(rng.choice(s, size=k, replace=False))
+                  for s, k in zip(sizes, per_chunk))
+    parts = tuple(dask.delayed(_take)(delayed[name][c], p) for name in names
+                  for c, p in zip(chosen, picks))
+    return RowDraw(names, isinstance(var, str), int(n_rows), chosen, picks, parts)
 
 
 def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, seed: int = 0,
@@ -41,7 +100,7 @@ def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, s
     variable), returned as a tuple in ``var``'s order.  The draw depends on ``seed`` and the
     chunk sizes only, so a variable's rows are the same read alone or with others.  With
     ``return_index``, also returns the chunk and the row inside the chunk of every sampled
-    row.
+    row.  :func:`draw_rows` gives the same draw unread, to read with other computations.
 
     Examples
     --------
@@ -54,24 +113,9 @@ def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, s
     >>> bool((X[:, 0] == 2 * y).all())
     True
     """
-    rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(0x5A,)))
-    n_chunks = data.n_chunks
-    chosen = np.sort(rng.choice(n_chunks, size=min(max_chunks, n_chunks), replace=False))
-    sizes = np.array([data.chunk_sizes[c] for c in chosen])
-    per_chunk = np.minimum(sizes, int(np.ceil(n_rows / len(chosen))))
-    names = (var,) if isinstance(var, str) else tuple(var)
-    delayed = data.delayed_chunks()
-    picks = [np.sort(rng.choice(s, size=k, replace=False)) for s, k in zip(sizes, per_chunk)]
-    parts = [dask.delayed(_take)(delayed[name][c], p) for name in names
-             for c, p in zip(chosen, picks)]
-    got = dask.compute(*parts, scheduler=local_scheduler(scheduler))
-    k = len(chosen)
-    arrays = tuple(np.concatenate(got[i * k:(i + 1) * k])[:n_rows] for i in range(len(names)))
-    rows = arrays[0] if isinstance(var, str) else arrays
-    if not return_index:
-        return rows
-    chunk_of = np.concatenate([np.full(len(p), c) for c, p in zip(chosen, picks)])[:n_rows]
-    return rows, chunk_of, np.concatenate(picks)[:n_rows]
+    draw = draw_rows(data, n_rows=n_rows, max_chunks=max_chunks, seed=seed, var=var)
+    got = dask.compute(*draw.parts, scheduler=local_scheduler(scheduler))
+    return draw.rows(got, return_index)
 
 
 def sample_dictionary(X, n_components: int, *, seed: int, scheduler: Any = None,

@@ -24,7 +24,6 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 
-from ooc_kernels._checks import SampleOrigin
 from ooc_kernels._progress import logger
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels._threads import task_threads
@@ -33,11 +32,11 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._inputs import checked_class_weights
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
                                                N_JOBS_DOC, DSGModelMixin, check_dtype_scales,
-                                               check_bandwidth_sample, finite_sample_rows,
-                                               weighted_moments, with_threads)
+                                               check_bandwidth_sample, weighted_moments,
+                                               with_threads)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
-from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS, SAMPLE_ROWS,
+from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS,
                                                    TIE, _standardized, common_scale,
                                                    gcv_targets, scales_differ,
                                                    select_bandwidth, select_bandwidth_gcv,
@@ -70,7 +69,7 @@ from ooc_kernels.features import Kernel
 from ooc_kernels.features.maps import available_kernels, get_feature_map, kernel_spec
 from ooc_kernels.losses import get_loss, losses_for
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.sampling import sample_rows
+from ooc_kernels.families.dsg._setup_sample import sample_draw, setup_sample
 from ooc_kernels.families.dsg._update_param import (UPDATE_CONSTRAINTS, UPDATE_DOC,
                                                    UpdateMixin)
 from ooc_kernels.families.dsg.solver import (DSGAlgorithm, DSGConfig, encode_targets,
@@ -285,27 +284,13 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         loss_param(self.loss, self)  # the loss's parameter in its range, before any data
 
     # ------------------------------------------------------------------ model setup
+    def _setup_draw(self, data: ChunkedData):
+        return sample_draw(self, data) if self._needs_sample(data) else None
+
     def _sample(self, data: ChunkedData, sched):
-        """Rows from up to 8 random chunks, with their targets and weights (bandwidth,
-        standardization and step size); every row of a small data set (at most
-        ``GCV_MAX_ROWS`` rows, whatever its chunks)."""
-        n_rows = SAMPLE_ROWS if bandwidth_mode(self.bandwidth) in ("auto", "ard") else 2000
-        max_chunks = 8
-        if data.n_samples <= GCV_MAX_ROWS:
-            max_chunks = data.n_chunks
-            n_rows = max(data.chunk_sizes) * data.n_chunks
-        seed = derive_seed(self.random_seed_, 3)
-        kw = dict(n_rows=n_rows, max_chunks=max_chunks, seed=seed, scheduler=sched)
-        names = ("X", "y", "sample_weight") if "sample_weight" in data else ("X", "y")
-        rows, chunk_of, row_of = sample_rows(data, return_index=True, var=names, **kw)
-        sample, y = rows[:2]   # every variable in one computation: one round trip
-        w = np.asarray(rows[2], dtype=np.float64) if len(rows) > 2 else np.ones(len(sample))
-        origin = SampleOrigin(chunk_of, row_of,
-                              "the rows sampled for the bandwidth and the step size")
-        keep = finite_sample_rows(sample, y, chunk_of, row_of, self.on_invalid)
-        if keep is not None:
-            return sample[keep], y[keep], w[keep], origin.keep(keep)
-        return sample, y, w, origin
+        """The set-up's sample (:func:`~ooc_kernels.families.dsg._setup_sample.setup_sample`),
+        read with the classes when :meth:`_start` read them together."""
+        return setup_sample(self, data, sched, read=self.__dict__.pop("_setup_rows", None))
 
     def _standardization(self, sample, y, target, weights) -> dict:
         """Shifts and scales of X (and y for regression) from the sample, the rows weighted
@@ -685,8 +670,9 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
         if isinstance(self.class_weight, str):  # "balanced": one pass over y (not X)
             import dask.array as da
 
-            labels, counts = da.compute(*da.unique(data.y, return_counts=True),
-                                        scheduler=sched)
+            read = self.__dict__.pop("_setup_counts", None)   # read with the classes
+            labels, counts = read if read is not None else da.compute(
+                *da.unique(data.y, return_counts=True), scheduler=sched)
             count = dict(zip(np.asarray(labels).tolist(), np.asarray(counts).tolist()))
             n = sum(count.values())
             return tuple(float(n / (len(classes) * count[c])) if count.get(c) else 1.0

@@ -1,0 +1,52 @@
+"""The rows a DSG estimator's set-up samples (bandwidth, standardization, step size): the
+draw, which :meth:`~ooc_kernels.estimators.base.ChunkedEstimator._start` reads in one
+computation with the classes of ``y``, and the sample made from the rows read."""
+
+from __future__ import annotations
+
+import dask
+import numpy as np
+
+from ooc_kernels._checks import SampleOrigin
+from ooc_kernels._seeds import derive_seed
+from ooc_kernels.families.dsg._ard import bandwidth_mode
+from ooc_kernels.families.dsg._bandwidth import GCV_MAX_ROWS, SAMPLE_ROWS
+from ooc_kernels.families.dsg._common import finite_sample_rows
+from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.sampling import RowDraw, draw_rows
+from ooc_kernels.parallel.scheduler import local_scheduler
+
+__all__ = ["sample_draw", "setup_sample"]
+
+
+def sample_draw(est, data: ChunkedData) -> RowDraw:
+    """Rows from up to 8 random chunks of ``X``, ``y`` (and ``sample_weight``), unread;
+    every row of a small data set (at most ``GCV_MAX_ROWS`` rows, whatever its chunks)."""
+    n_rows = SAMPLE_ROWS if bandwidth_mode(est.bandwidth) in ("auto", "ard") else 2000
+    max_chunks = 8
+    if data.n_samples <= GCV_MAX_ROWS:
+        max_chunks = data.n_chunks
+        n_rows = max(data.chunk_sizes) * data.n_chunks
+    names = ("X", "y", "sample_weight") if "sample_weight" in data else ("X", "y")
+    return draw_rows(data, n_rows=n_rows, max_chunks=max_chunks,
+                     seed=derive_seed(est.random_seed_, 3), var=names)
+
+
+def setup_sample(est, data: ChunkedData, sched, read=None):
+    """``(X rows, y rows, row weights, origin)`` of :func:`sample_draw`'s rows, the rows
+    with NaN or inf left out under ``on_invalid="skip"``.  ``read``: the rows as
+    :meth:`RowDraw.rows` returned them (``return_index=True``) when they were read with
+    other computations; otherwise they are read here, every variable in one computation."""
+    if read is None:
+        draw = sample_draw(est, data)
+        read = draw.rows(dask.compute(*draw.parts, scheduler=local_scheduler(sched)),
+                         return_index=True)
+    rows, chunk_of, row_of = read
+    sample, y = rows[:2]
+    w = np.asarray(rows[2], dtype=np.float64) if len(rows) > 2 else np.ones(len(sample))
+    origin = SampleOrigin(chunk_of, row_of,
+                          "the rows sampled for the bandwidth and the step size")
+    keep = finite_sample_rows(sample, y, chunk_of, row_of, est.on_invalid)
+    if keep is not None:
+        return sample[keep], y[keep], w[keep], origin.keep(keep)
+    return sample, y, w, origin
