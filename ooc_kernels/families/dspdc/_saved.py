@@ -158,6 +158,13 @@ def _counters(state) -> dict:
             "step_boost": float(state.step_boost)}
 
 
+def _saved_state(estimator):
+    """The state a checkpoint holds: the iterate whose gap stopped the fit (the model the
+    fit returns, so that a fit resumed from a checkpoint written at its stop returns it
+    too), else the rounds' state."""
+    return getattr(estimator, "_certified", None) or estimator._state
+
+
 def _tail_sums(state) -> dict:
     """The losses an epoch's first round summed at its tail (``DSPDCState.tail_state``
     None: the state itself), as a checkpoint between the two rounds keeps them."""

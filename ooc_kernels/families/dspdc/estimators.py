@@ -53,6 +53,7 @@ from ooc_kernels.families.dspdc._saved import (
     _local_problems,
     _restored_start,
     _saved_loss_id,
+    _saved_state,
     _start_arrays,
     _tail_sums,
 )
@@ -328,9 +329,9 @@ class _DSPDCEstimator(ChunkedEstimator):
                 "values, or give Lambda a larger value or smaller tau and sigma."
             )
         self._record_local_problems(info, state)
-        keep = [state.versions]
-        if state.epoch_start is not None:   # the iterate whose gap this epoch computes
-            keep.append(state.epoch_start.versions)
+        # duals kept: the state's, the epoch start's, the tail's, a stopped fit's model's
+        keep = [s.versions for s in (state, state.epoch_start, state.tail_state,
+                                     getattr(self, "_certified", None)) if s is not None]
         if getattr(self, "_checkpointed", None) is not None:
             keep.append(self._checkpointed)
         if not getattr(self, "_direct_fit", False):   # in memory: the store holds nothing
@@ -353,7 +354,7 @@ class _DSPDCEstimator(ChunkedEstimator):
                 self._local_problems[(n_k, k)] = (float(theta), float(tau), float(sigma))
 
     def _on_checkpoint(self, state) -> None:
-        self._checkpointed = state.versions
+        self._checkpointed = _saved_state(self).versions
         if getattr(self, "_work", None) is not None:
             self._work.checkpoint_written()
 
@@ -547,7 +548,7 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     # ------------------------------------------------------------------ persistence
     def _fitted_arrays(self) -> dict:
-        state = self._state
+        state = _saved_state(self)
         arrays = {"x": np.asarray(state.x, dtype=np.float64),
                   "w": np.asarray(state.w, dtype=np.float64),
                   "versions": np.asarray(state.versions.table)}
@@ -564,7 +565,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         config["classes"] = None if config["classes"] is None else list(config["classes"])
         config["class_weight"] = None if config["class_weight"] is None \
             else list(config["class_weight"])
-        state = self._state
+        state = _saved_state(self)
         start = state.epoch_start
         return {"config": config,
                 "state": {**_counters(state), "start_loss": float(state.start_loss),
