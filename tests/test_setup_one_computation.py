@@ -1,6 +1,7 @@
-"""A classifier's set-up reads the classes of ``y`` and the rows it samples (bandwidth,
-standardization, step size) in one computation: one round trip to a ``distributed``
-scheduler instead of two, with the classes and the rows each gets read alone."""
+"""A classifier's set-up reads the classes of ``y`` (and the label counts of
+``class_weight="balanced"``) and the rows it samples (bandwidth, standardization, step size)
+in one computation of one task per chunk: one round trip to a ``distributed`` scheduler
+instead of two or three, with the classes, counts and rows each gets read alone."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from ooc_kernels import DSGClassifier
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.families.dsg import estimators
 from ooc_kernels.families.dsg._bandwidth import GCV_MAX_ROWS
-from ooc_kernels.parallel.sampling import sample_rows
+from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.sampling import draw_rows, labels_and_rows, sample_rows
 
 
 def _fit_counting(X, y, sample_weight=None, classes=None, **params):
@@ -96,3 +98,35 @@ def test_classes_given_or_nothing_sampled_each_read_alone():
     for a, b in zip(fitted[0][:3], given[0][:3]):
         assert np.array_equal(a, b)
     assert np.array_equal(given[0][0], Xn[given[0][3].chunk_of * 200 + given[0][3].row_of])
+
+
+def test_labels_and_rows_one_task_per_chunk_equal_unique_and_sample_rows():
+    rng = np.random.default_rng(2)
+    chunks = (40, 40, 25, 40, 40, 15)
+    X, w = rng.normal(size=(200, 3)), rng.uniform(size=200)
+    y = rng.choice(np.array(["x", "yy", "z"]), size=200, p=[0.7, 0.2, 0.1])
+    y[:40] = "x"                                    # a chunk without some of the labels
+    data = ChunkedData({"X": da.from_array(X, chunks=(chunks, 3)),
+                        "y": da.from_array(y, chunks=(chunks,)),
+                        "sample_weight": da.from_array(w, chunks=(chunks,))})
+    names = ("X", "y", "sample_weight")
+    kw = dict(n_rows=30, max_chunks=4, seed=5, var=names)
+    graphs = []
+
+    class Count(Callback):
+        def _start(self, dsk):
+            graphs.append(len(dsk))
+
+    with Count():
+        found, counts, (rows, chunk_of, row_of) = labels_and_rows(
+            data, draw_rows(data, **kw), counts=True, scheduler="sync")
+    assert graphs == [len(chunks)]                  # one computation, one task per chunk
+    labels, n = np.unique(y, return_counts=True)
+    assert found.tolist() == labels.tolist() and counts.tolist() == n.tolist()
+    (ax, ay, aw), a_chunk, a_row = sample_rows(data, scheduler="sync", return_index=True, **kw)
+    assert np.array_equal(chunk_of, a_chunk) and np.array_equal(row_of, a_row)
+    at = np.concatenate([[0], np.cumsum(chunks)])[chunk_of] + row_of
+    for got, alone, every in zip(rows, (ax, ay, aw), (X, y, w)):
+        assert np.array_equal(got, alone) and np.array_equal(got, every[at])
+    found, counts, _ = labels_and_rows(data, draw_rows(data, **kw), scheduler="sync")
+    assert found.tolist() == labels.tolist() and counts is None

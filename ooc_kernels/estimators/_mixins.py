@@ -14,7 +14,6 @@ Examples
 
 from __future__ import annotations
 
-import dask
 import dask.array as da
 import numpy as np
 from sklearn.utils.metaestimators import available_if
@@ -28,7 +27,8 @@ from ooc_kernels.estimators._inputs import (
 )
 from ooc_kernels.exceptions import InputTypeError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.scheduler import local_scheduler, scheduler_context
+from ooc_kernels.parallel.sampling import labels_and_rows
+from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["ChunkedClassifierMixin", "ChunkedRegressorMixin"]
 
@@ -87,20 +87,20 @@ class ChunkedClassifierMixin:
         return found
 
     def _read_classes(self, data: ChunkedData, sched) -> np.ndarray:
-        """The distinct labels of ``y``, and in the same ``dask.compute`` the rows the
-        set-up samples (:meth:`_setup_draw`), kept in ``_setup_rows`` for the set-up, and
-        under ``class_weight="balanced"`` the count of every label (``_setup_counts``):
-        one round trip to a ``distributed`` scheduler instead of two or three."""
+        """The distinct labels of ``y``, and in the same computation (one task per chunk,
+        :func:`~ooc_kernels.parallel.sampling.labels_and_rows`) the rows the set-up samples
+        (:meth:`_setup_draw`), kept in ``_setup_rows`` for the set-up, and under
+        ``class_weight="balanced"`` the count of every label (``_setup_counts``): one round
+        trip to a ``distributed`` scheduler instead of two or three."""
         draw = self._setup_draw(data)
         if draw is None:
             return np.asarray(da.unique(data.y).compute(scheduler=sched))
         counted = isinstance(getattr(self, "class_weight", None), str)  # "balanced"
-        lazy = da.unique(data.y, return_counts=True) if counted else (da.unique(data.y),)
-        got = dask.compute(*lazy, *draw.parts, scheduler=local_scheduler(sched))
-        self._setup_rows = draw.rows(got[len(lazy):], return_index=True)
+        found, counts, self._setup_rows = labels_and_rows(data, draw, counts=counted,
+                                                          scheduler=sched)
         if counted:
-            self._setup_counts = got[:2]   # (labels, counts)
-        return np.asarray(got[0])
+            self._setup_counts = (found, counts)
+        return found
 
     def decision_function(self, X):
         """Decision values: shape (n_samples,) for two classes, else (n_samples, n_classes).

@@ -25,7 +25,7 @@ from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.scheduler import local_scheduler
 
-__all__ = ["RowDraw", "draw_rows", "sample_dictionary", "sample_rows"]
+__all__ = ["RowDraw", "draw_rows", "labels_and_rows", "sample_dictionary", "sample_rows"]
 
 
 def _take(X, rows):
@@ -116,6 +116,71 @@ def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, s
     draw = draw_rows(data, n_rows=n_rows, max_chunks=max_chunks, seed=seed, var=var)
     got = dask.compute(*draw.parts, scheduler=local_scheduler(scheduler))
     return draw.rows(got, return_index)
+
+
+def _chunk_labels_rows(labels, readers, picks, y_at, counts):
+    """One chunk's distinct labels (with their counts) and, for a chunk of the draw, its
+    drawn rows of every variable (``labels`` read once when it is one of them)."""
+    y = np.asarray(labels())
+    found = np.unique(y, return_counts=True) if counts else (np.unique(y),)
+    return found, tuple((y if i == y_at else np.asarray(r()))[picks]
+                        for i, r in enumerate(readers))
+
+
+def labels_and_rows(data: ChunkedData, draw: RowDraw, *, labels: str = "y",
+                    counts: bool = False, scheduler: Any = None):
+    """The distinct values of ``data[labels]`` (the classes of ``y``), with the count of each
+    when ``counts``, and the rows of ``draw``, in one computation of one task per chunk.
+
+    Each task reads its chunk of ``labels`` once (and, for a chunk of the draw, that chunk of
+    every variable of the draw, keeping only the drawn rows), so the computation has as many
+    tasks as chunks: on a ``distributed`` scheduler, whose cost is per task and per round
+    trip, a fraction of ``da.unique`` and :func:`sample_rows` computed apart or together.
+    The values are those of ``da.unique(data[labels], return_counts=counts)`` and of
+    ``draw.rows(..., return_index=True)``.
+
+    Returns
+    -------
+    labels : ndarray
+        The distinct values, sorted.
+    counts : ndarray of int64 or None
+        How many times each value occurs (``counts=True``).
+    rows : tuple
+        ``(rows, chunk_of, row_of)`` as :meth:`RowDraw.rows` returns them.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from ooc_kernels.parallel.chunked import ChunkedData
+    >>> labels = np.array([0, 1, 1, 2] * 5)
+    >>> data = ChunkedData({"X": da.arange(40.0, chunks=10).reshape(20, 2),
+    ...                     "y": da.from_array(labels, chunks=5)})
+    >>> draw = draw_rows(data, n_rows=4, max_chunks=2, seed=0, var=("X", "y"))
+    >>> found, n, ((X, y), chunk_of, row_of) = labels_and_rows(data, draw, counts=True,
+    ...                                                        scheduler="sync")
+    >>> found.tolist(), n.tolist(), X.shape
+    ([0, 1, 2], [5, 10, 5], (4, 2))
+    >>> bool((y == labels[(X[:, 0] // 2).astype(int)]).all())  # X's row r is (2r, 2r + 1)
+    True
+    """
+    readers = data.chunk_readers()
+    picks = dict(zip(draw.chosen.tolist(), draw.picks))
+    y_at = draw.names.index(labels) if labels in draw.names else -1
+    parts = [dask.delayed(_chunk_labels_rows, pure=True)(
+        readers[labels][c], [readers[n][c] for n in draw.names] if c in picks else [],
+        picks.get(c), y_at, counts) for c in range(data.n_chunks)]
+    got = dask.compute(*parts, scheduler=local_scheduler(scheduler))
+    values = np.concatenate([found[0] for found, _ in got])
+    if counts:
+        found, where = np.unique(values, return_inverse=True)
+        total = np.zeros(len(found), dtype=np.int64)
+        np.add.at(total, where.ravel(), np.concatenate([f[1] for f, _ in got]))
+    else:
+        found, total = np.unique(values), None
+    chosen = draw.chosen.tolist()
+    read = [got[c][1][i] for i in range(len(draw.names)) for c in chosen]
+    return found, total, draw.rows(read, return_index=True)
 
 
 def sample_dictionary(X, n_components: int, *, seed: int, scheduler: Any = None,
