@@ -46,7 +46,7 @@ def _fit_counting(X, y, sample_weight=None, classes=None, **params):
             model.fit(X, y, sample_weight=sample_weight)
         else:
             model.partial_fit(X, y, classes=classes, sample_weight=sample_weight)
-    assert not hasattr(model, "_setup_rows")       # read for the set-up only
+    assert not hasattr(model, "_setup_sample_read")   # read for the set-up only
     return model, computations, samples
 
 

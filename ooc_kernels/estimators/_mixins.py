@@ -89,17 +89,17 @@ class ChunkedClassifierMixin:
     def _read_classes(self, data: ChunkedData, sched) -> np.ndarray:
         """The distinct labels of ``y``, and in the same computation (one task per chunk,
         :func:`~ooc_kernels.parallel.sampling.labels_and_rows`) the rows the set-up samples
-        (:meth:`_setup_draw`), kept in ``_setup_rows`` for the set-up, and under
-        ``class_weight="balanced"`` the count of every label (``_setup_counts``): one round
-        trip to a ``distributed`` scheduler instead of two or three."""
+        (:meth:`_setup_draw`), kept in ``_setup_sample_read`` for the set-up, and under
+        ``class_weight="balanced"`` the count of every label (``_setup_label_counts``): one
+        round trip to a ``distributed`` scheduler instead of two or three."""
         draw = self._setup_draw(data)
         if draw is None:
             return np.asarray(da.unique(data.y).compute(scheduler=sched))
         counted = isinstance(getattr(self, "class_weight", None), str)  # "balanced"
-        found, counts, self._setup_rows = labels_and_rows(data, draw, counts=counted,
-                                                          scheduler=sched)
+        found, counts, self._setup_sample_read = labels_and_rows(
+            data, draw, counts=counted, scheduler=sched)
         if counted:
-            self._setup_counts = (found, counts)
+            self._setup_label_counts = (found, counts)
         return found
 
     def decision_function(self, X):

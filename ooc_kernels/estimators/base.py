@@ -356,15 +356,16 @@ class ChunkedEstimator(BaseEstimator):
             with single_threaded_blas(), kernel_threads(threads):
                 self._initialize(data, sched, classes=getattr(self, "classes_", None))
         finally:
-            for name in ("_setup_rows", "_setup_counts"):  # read for this set-up only
+            # read for this set-up only
+            for name in ("_setup_sample_read", "_setup_label_counts"):
                 self.__dict__.pop(name, None)
 
     def _setup_draw(self, data: ChunkedData):
         """The rows the family's set-up samples, as a
         :class:`~ooc_kernels.parallel.sampling.RowDraw` (unread), for a classifier to read
-        them with the classes of ``y`` in one computation (``_setup_rows``, and the labels'
-        counts ``_setup_counts``, which the family's set-up takes); None (here): the family
-        reads its own."""
+        them with the classes of ``y`` in one computation (``_setup_sample_read``, and the
+        labels' counts ``_setup_label_counts``, which the family's set-up takes); None
+        (here): the family reads its own."""
         return None
 
     def _resolve_shuffle_chunks(self, data: ChunkedData) -> int:

@@ -290,7 +290,8 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
     def _sample(self, data: ChunkedData, sched):
         """The set-up's sample (:func:`~ooc_kernels.families.dsg._setup_sample.setup_sample`),
         read with the classes when :meth:`_start` read them together."""
-        return setup_sample(self, data, sched, read=self.__dict__.pop("_setup_rows", None))
+        read = self.__dict__.pop("_setup_sample_read", None)
+        return setup_sample(self, data, sched, read=read)
 
     def _standardization(self, sample, y, target, weights) -> dict:
         """Shifts and scales of X (and y for regression) from the sample, the rows weighted
@@ -670,7 +671,7 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
         if isinstance(self.class_weight, str):  # "balanced": one pass over y (not X)
             import dask.array as da
 
-            read = self.__dict__.pop("_setup_counts", None)   # read with the classes
+            read = self.__dict__.pop("_setup_label_counts", None)   # read with the classes
             labels, counts = read if read is not None else da.compute(
                 *da.unique(data.y, return_counts=True), scheduler=sched)
             count = dict(zip(np.asarray(labels).tolist(), np.asarray(counts).tolist()))
