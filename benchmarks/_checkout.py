@@ -15,3 +15,10 @@ def use_checkout(path: str | None) -> None:
         return
     sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
     sys.path.insert(0, str(Path(path).resolve()))
+
+
+def use_checkout_of_argv(argv: list[str]) -> None:
+    """:func:`use_checkout` of the folder after ``--checkout`` in ``argv`` (a script's
+    command line), if any."""
+    use_checkout(next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--checkout"),
+                      None))

@@ -51,12 +51,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _checkout import use_checkout  # noqa: E402
+from _checkout import use_checkout_of_argv  # noqa: E402
 
 if __name__ == "__main__":  # --checkout FOLDER: import that version of the library instead
-    _argv = sys.argv
-    use_checkout(next((_argv[i + 1] for i, a in enumerate(_argv[:-1]) if a == "--checkout"),
-                      None))
+    use_checkout_of_argv(sys.argv)
 
 import numpy as np  # noqa: E402
 
