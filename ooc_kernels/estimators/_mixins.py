@@ -94,6 +94,7 @@ class ChunkedClassifierMixin:
         round trip to a ``distributed`` scheduler instead of two or three."""
         draw = self._setup_draw(data)
         if draw is None:
+            # the distinct labels: a reduction whose result is a few values, not the data
             return np.asarray(da.unique(data.y).compute(scheduler=sched))
         counted = isinstance(getattr(self, "class_weight", None), str)  # "balanced"
         found, counts, self._setup_sample_read = labels_and_rows(

@@ -121,9 +121,9 @@ def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, s
 def _chunk_labels_rows(labels, readers, picks, y_at, counts):
     """One chunk's distinct labels (with their counts) and, for a chunk of the draw, its
     drawn rows of every variable (``labels`` read once when it is one of them)."""
-    y = np.asarray(labels())
+    y = np.asarray(labels())   # one chunk of y
     found = np.unique(y, return_counts=True) if counts else (np.unique(y),)
-    return found, tuple((y if i == y_at else np.asarray(r()))[picks]
+    return found, tuple((y if i == y_at else np.asarray(r()))[picks]   # one chunk's rows
                         for i, r in enumerate(readers))
 
 

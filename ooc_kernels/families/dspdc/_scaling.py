@@ -50,10 +50,10 @@ def chunk_moments(rows, weights, V=None):
     if V is None:   # two reads of the chunk in numba, no temporaries
         from ooc_kernels.families.dspdc.kernels_scaling import column_moments
 
-        W, mean, m2 = column_moments(np.asarray(rows), w)
+        W, mean, m2 = column_moments(np.asarray(rows), w)   # rows: one chunk
         _check_spread_underflow(rows, w, W, m2)
         return W, mean, m2
-    rows = np.asarray(rows, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float64)   # one chunk of U
     w = np.ones(len(rows)) if w is None else w
     W = float(w.sum())
     first = rows[0]
@@ -85,7 +85,7 @@ def _check_spread_underflow(rows, w, W: float, m2: np.ndarray) -> None:
     small = np.flatnonzero(m2 < MIN_SPREAD ** 2 * W)
     if small.size == 0:
         return
-    sub = np.asarray(rows)[:, small]
+    sub = np.asarray(rows)[:, small]   # one chunk's nearly constant columns
     if w is not None:
         sub = sub[np.asarray(w) > 0]
     if len(sub) == 0:

@@ -139,7 +139,7 @@ def column_moments(rows, weights):
 def column_moments_ref(rows, weights):
     """NumPy twin of :func:`column_moments` (BLAS products over the chunk's float64
     rows)."""
-    rows = np.asarray(rows, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float64)   # one chunk
     w = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=np.float64)
     W = float(len(rows) if weights is None else w.sum())
     first = rows[0]
@@ -173,6 +173,6 @@ def standardized_norms(rows, weights, shift, scale) -> np.ndarray:
 
 def standardized_norms_ref(rows, weights, shift, scale) -> np.ndarray:
     """NumPy twin of :func:`standardized_norms`."""
-    rows = np.asarray(rows, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float64)   # one chunk
     h = np.square((rows - np.asarray(shift)) / np.asarray(scale)).sum(axis=1)
     return h if weights is None else np.asarray(weights, dtype=np.float64) * h
