@@ -58,6 +58,12 @@ class RowDraw:
                                    for c, p in zip(self.chosen, self.picks)])[:self.n_rows]
         return rows, chunk_of, np.concatenate(self.picks)[:self.n_rows]
 
+    def read(self, scheduler: Any = None, return_index: bool = False):
+        """Read the drawn rows now, every variable in one computation: :func:`sample_rows`'
+        result."""
+        got = dask.compute(*self.parts, scheduler=local_scheduler(scheduler))
+        return self.rows(got, return_index)
+
 
 def draw_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, seed: int = 0,
               var: str | tuple = "X") -> RowDraw:
@@ -114,8 +120,7 @@ def sample_rows(data: ChunkedData, *, n_rows: int = 2000, max_chunks: int = 8, s
     True
     """
     draw = draw_rows(data, n_rows=n_rows, max_chunks=max_chunks, seed=seed, var=var)
-    got = dask.compute(*draw.parts, scheduler=local_scheduler(scheduler))
-    return draw.rows(got, return_index)
+    return draw.read(scheduler, return_index)
 
 
 def _chunk_labels_rows(labels, readers, picks, y_at, counts):

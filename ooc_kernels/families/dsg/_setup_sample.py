@@ -4,7 +4,6 @@ computation with the classes of ``y``, and the sample made from the rows read.""
 
 from __future__ import annotations
 
-import dask
 import numpy as np
 
 from ooc_kernels._checks import SampleOrigin
@@ -14,7 +13,6 @@ from ooc_kernels.families.dsg._bandwidth import GCV_MAX_ROWS, SAMPLE_ROWS
 from ooc_kernels.families.dsg._common import finite_sample_rows
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import RowDraw, draw_rows
-from ooc_kernels.parallel.scheduler import local_scheduler
 
 __all__ = ["sample_draw", "setup_sample"]
 
@@ -38,9 +36,7 @@ def setup_sample(est, data: ChunkedData, sched, read=None):
     :meth:`RowDraw.rows` returned them (``return_index=True``) when they were read with
     other computations; otherwise they are read here, every variable in one computation."""
     if read is None:
-        draw = sample_draw(est, data)
-        read = draw.rows(dask.compute(*draw.parts, scheduler=local_scheduler(sched)),
-                         return_index=True)
+        read = sample_draw(est, data).read(sched, return_index=True)
     rows, chunk_of, row_of = read
     sample, y = rows[:2]
     w = np.asarray(rows[2], dtype=np.float64) if len(rows) > 2 else np.ones(len(sample))
