@@ -246,8 +246,8 @@ class DSPDCState:
             return None
         tail, primal = found
         with np.errstate(over="ignore", invalid="ignore"):
-            dual = tail.best_dual_value(config, V, later=self)
-            return tail, primal, (primal - dual) / max(abs(primal), np.finfo(float).tiny)
+            return tail, primal, _relative_gap(primal, tail.best_dual_value(config, V,
+                                                                            later=self))
 
     def start_primal_value(self, config: DSPDCConfig) -> float | None:
         """``P(epoch_start.x)`` from the losses the epoch's tasks summed, or None while
@@ -331,6 +331,17 @@ class DSPDCDelta:
     start_rows: int = 0
     tail_loss: float = 0.0
     tail_rows: int = 0
+
+
+def _relative_gap(primal: float, dual: float) -> float:
+    """``(P - D) / |P|`` (``|P|`` at least the smallest positive float)."""
+    return (primal - dual) / max(abs(primal), np.finfo(float).tiny)
+
+
+def _certified(primal: float, dual: float, tol: float) -> bool:
+    """Whether finite ``primal`` and ``dual`` values certify a relative gap within ``tol``."""
+    return bool(np.isfinite(primal) and np.isfinite(dual)
+                and _relative_gap(primal, dual) <= tol)
 
 
 def augment_V(V: np.ndarray, config: DSPDCConfig) -> np.ndarray:
@@ -526,9 +537,7 @@ class DSPDCAlgorithm:
         summed = replace(state, epoch_start=start, start_loss=loss, start_rows=rows)
         primal = summed.start_primal_value(cfg)
         with np.errstate(over="ignore", invalid="ignore"):
-            dual = start.best_dual_value(cfg, self.V, later=state)
-            rel = (primal - dual) / max(abs(primal), np.finfo(float).tiny)
-        return bool(np.isfinite(primal) and np.isfinite(dual) and rel <= tol)
+            return _certified(primal, start.best_dual_value(cfg, self.V, later=state), tol)
 
     def certifies_tail(self, state: DSPDCState, tail_loss: float, n_k: int) -> bool:
         """Whether the epoch's tail (``state``: the second of two rounds' start), with the
@@ -542,9 +551,7 @@ class DSPDCAlgorithm:
         _, primal = replace(state, tail_loss=state.tail_loss + tail_loss,
                             tail_rows=cfg.n_samples).tail_primal_value(cfg)
         with np.errstate(over="ignore", invalid="ignore"):
-            dual = state.dual_value(cfg, self.V)
-            rel = (primal - dual) / max(abs(primal), np.finfo(float).tiny)
-        return bool(np.isfinite(primal) and np.isfinite(dual) and rel <= self.stop_rule[0])
+            return _certified(primal, state.dual_value(cfg, self.V), self.stop_rule[0])
 
     def combine(self, a: DSPDCDelta, b: DSPDCDelta) -> DSPDCDelta:
         return DSPDCDelta(dw=a.dw + b.dw, x_sum=a.x_sum + b.x_sum,
