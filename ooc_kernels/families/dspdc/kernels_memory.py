@@ -37,6 +37,7 @@ import numpy as np
 
 from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.losses import (
+    _LOGISTIC,
     W_HIGH,
     W_LOW,
     _logistic_solve,
@@ -53,9 +54,6 @@ from ooc_kernels.losses.reference import dual_prox_ref, loss_conjugate_ref, loss
 __all__ = ["task_sweep", "task_sweep_ref", "rows_loss_sum", "rows_loss_sum_ref",
            "row_conjugates", "row_conjugates_ref", "visits_once", "visits_once_ref",
            "logistic_dual_step", "logistic_dual_step_ref"]
-
-_LOGISTIC = 2       # the loss table's id of the logistic loss
-
 
 @njit(cache=True, nogil=True)
 def logistic_dual_step(c, y, b, sigma, n, t0):
