@@ -105,9 +105,10 @@ class ChunkedData:
     identities : mapping of str to callable, optional
         Variables named at random, without hashing their contents (the in-memory rows of
         ``as_chunked(..., lazy_token=True)``): their name -> a function returning the name
-        that ``dask.array.from_array`` gives by hashing them (:class:`ContentName`).  :attr:`token` uses those names, so it is the same as for
-        the arrays named by hashing, and the hashing is done only when the token is asked
-        for (a checkpoint, a Dask graph of rounds).
+        that ``dask.array.from_array`` gives by hashing them (:class:`ContentName`).
+        :attr:`token` uses those names, so it is the same as for the arrays named by
+        hashing, and the hashing is done only when the token is asked for (a checkpoint, a
+        Dask graph of rounds).
     """
 
     variables: Mapping[str, da.Array]

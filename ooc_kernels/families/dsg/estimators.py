@@ -425,7 +425,8 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                 alpha_factor / max(n_samples * mean_w, 1e-12)
             return resolve_schedule(
                 learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
-                alpha=alpha, average=self.average if average is None else average, loss=loss_name,
+                alpha=alpha, average=self.average if average is None else average,
+                loss=loss_name,
                 eigenvalue=eigenvalue, batch_size=batch_size, n_samples=n_samples * mean_w,
                 owner=type(self).__name__, step_factor=step_factor,
                 min_t0=base.n_blocks)
