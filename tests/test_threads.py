@@ -29,7 +29,7 @@ from ooc_kernels.exceptions import InvalidParameterError, ValidationError
 from ooc_kernels.families.dsg import kernels_threads
 from ooc_kernels.families.dsg.kernels import dsg_predict, dsg_predict_ref
 from ooc_kernels.families.dsg.kernels_full import dsg_full_update, dsg_full_update_ref
-from ooc_kernels.families.dsg.kernels_tasks import full_tile_width
+from ooc_kernels.families.dsg.kernels_tasks import full_tile_width, task_position
 from ooc_kernels.features.blocks import stacked_block_params
 from ooc_kernels.features.rbf import feature_scale
 
@@ -198,6 +198,25 @@ def test_full_update_threads_equals_the_sequential_kernel_bit_for_bit(dtype, los
     np.testing.assert_allclose(got[0], ref[0], **TOL[dtype])
     np.testing.assert_allclose(got[1], ref[1], **TOL[dtype])
     assert got[2] == ref[2]
+
+
+@pytest.mark.parametrize("lists", [1, 3, 7, 100])
+def test_full_update_with_any_number_of_task_lists_equals_the_sequential_kernel(lists):
+    """The tasks cut into lists that do not divide them, fewer or more lists than threads
+    or than tasks (100 lists of at most one task): every task runs once, the same bits."""
+    X, Y, sw, W, ph, coef, avg, steps, params = _problem(np.float32, 1)
+    seq = dsg_full_update(X, Y, sw, W, ph, coef, avg, 2, steps, params)
+    numba.set_num_threads(2)
+    got = kernels_threads._full_update_lists(X, Y, sw, W, ph, coef, avg, 2, steps, params,
+                                             1 << 26, COS_AFFINE, lists)
+    for a, b in zip(seq, got):
+        assert np.array_equal(a, b)
+    assert np.abs(got[0] - coef).max() > 1e-2
+
+
+def test_task_position_runs_a_list_forwards_then_backwards():
+    orders = [[task_position(p, 5, s) for p in range(5)] for s in range(4)]
+    assert orders == [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0]] * 2
 
 
 def test_full_update_threads_refuses_bad_shapes():

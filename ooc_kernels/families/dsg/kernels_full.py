@@ -35,7 +35,8 @@ from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses.reference import loss_grad_value_ref
 from ooc_kernels.families.dsg.kernels import _features_ref, _tile_rows
-from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
+from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient, step_task,
+                                                    task_position)
 
 __all__ = ["dsg_full_update", "dsg_full_update_ref", "dsg_superstep", "dsg_superstep_ref",
            "dsg_tile_apply", "dsg_tile_apply_ref", "dsg_tile_forward", "dsg_tile_forward_ref"]
@@ -143,8 +144,9 @@ def dsg_full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     model = (out, low, mean)
     prev = (1.0, 0.0, 0.0)
     for s in range(n_steps + 1):  # pass s: step s - 1's updates, step s's features
-        for t in range(n_tasks):
-            step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, prev)
+        for p in range(n_tasks):
+            step_task(task_position(p, n_tasks, s), s, n_steps, X, W, phase, scale, kind, b,
+                      tiles, bufs, model, prev)
         if s < n_steps:
             totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
     loss_sum, weight_sum, n_avg = totals

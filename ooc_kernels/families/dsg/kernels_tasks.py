@@ -39,7 +39,7 @@ from ooc_kernels._jit.losses import loss_grad_value
 from ooc_kernels._jit.rff import COS_AFFINE, COS_WIDE, RELU, RELU_SQUARED, STEP, features_inplace
 
 __all__ = ["STEP_TASKS", "full_buffers", "full_tile_width", "step_gradient", "step_task",
-           "tile_copy"]
+           "task_position", "tile_copy"]
 
 #: Tasks a full-phase step is cut into at least (when the blocks' columns can be split and
 #: hold at least 32 columns a tile): enough for 16 threads to get 4 each.
@@ -117,6 +117,24 @@ def tile_copy(W, Wt, j, c0, c1):
     for k in range(d):
         for q in range(c1 - c0):
             Wt[base + k * (c1 - c0) + q] = W[j, k, c0 + q]
+
+
+@njit(cache=True, nogil=True)
+def task_position(p, count, s):
+    """The ``p``-th task to run of a list of ``count`` tasks in pass ``s``: the list in
+    order in even passes and backwards in odd ones.
+
+    A task's features, written in one pass, are read by its update in the next; running a
+    list backwards after forwards starts each pass with the tasks whose features the
+    previous pass wrote last, still in the core's cache.  Tasks write only their own
+    columns and buffers, so the order changes no value.
+
+    Examples
+    --------
+    >>> [task_position(p, 4, 0) for p in range(4)], [task_position(p, 4, 1) for p in range(4)]
+    ([0, 1, 2, 3], [3, 2, 1, 0])
+    """
+    return count - 1 - p if s % 2 == 1 else p
 
 
 @njit(cache=True, nogil=True)

@@ -12,8 +12,8 @@ sequential kernel's for 1, 2, 3 ... threads (``docs/threads.md``):
   over all the step's rows in one product) and computes its features and partial
   prediction ``P_t``; one thread sums ``F = P_0 + P_1 + ...`` in task order (the sequential
   kernel's order) and takes the loss gradient.  One parallel region per step (the first
-  also copies each task's columns of ``W`` into its tile), in which the threads take the
-  tasks one at a time from a shared counter;
+  also copies each task's columns of ``W`` into its tile), in which each thread runs its
+  own list of tasks, the same list every step, then takes what is left of the others';
 * :func:`dsg_predict_threads` (twin of :func:`~ooc_kernels.families.dsg.kernels.dsg_predict`):
   the threads share the sequential kernel's row tiles; a row's value depends on its tile only;
 * :func:`take_rows_threads` (``X[order]``) and :func:`count_nonfinite_threads` (the NaN and
@@ -40,6 +40,7 @@ True
 from __future__ import annotations
 
 import numpy as np
+import numba
 from numba import prange
 
 from ooc_kernels._jit._cache import njit
@@ -49,7 +50,8 @@ from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import _tile_rows, add_tile_predictions, dsg_predict
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    dsg_full_update)
-from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
+from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient, step_task,
+                                                    task_position)
 from ooc_kernels._threads import current_threads, launch
 
 __all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict",
@@ -63,7 +65,6 @@ _ROWS_MIN = 4096
 SHUFFLE_COPY_BYTES = 64 * 2**20
 
 
-@njit(cache=True, nogil=True, parallel=True)
 def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                             max_buffer_bytes=_FULL_BUFFER_BYTES, kind=COS_AFFINE):
     """:func:`~ooc_kernels.families.dsg.kernels_full.dsg_full_update` with the tasks of
@@ -72,12 +73,27 @@ def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
 
     One parallel region per step: task ``t`` applies the previous step's update to its
     coefficients, then computes its features and partial prediction of this step; then one
-    thread sums the partial predictions in task order and takes the loss gradient.  The
-    threads take the tasks of a region one at a time from a shared counter
-    (:func:`~ooc_kernels._jit.atomic.claim`), so a thread held up by another job takes
-    fewer; a task writes only its own columns and buffers, so which thread runs it changes
-    no value.
+    thread sums the partial predictions in task order and takes the loss gradient.
+
+    The tasks are cut into one list per thread, ``ceil(tasks / threads)`` consecutive tasks
+    each.  In every region a thread runs its own list first, forwards in even steps and
+    backwards in odd ones (:func:`~ooc_kernels.families.dsg.kernels_tasks.task_position`):
+    a task's update reads the features its previous region wrote, so the same thread, on
+    the same core, finds the last of them still in its cache.  Then it takes what is left
+    of the other lists.  Each list hands its tasks out one at a time from its own counter
+    (:func:`~ooc_kernels._jit.atomic.claim`), so a thread held up by another job runs
+    fewer and its partners take the rest.  A task writes only its own columns and buffers,
+    so which thread runs it changes no value.
     """
+    return _full_update_lists(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
+                              max_buffer_bytes, kind, numba.get_num_threads())
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _full_update_lists(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, max_buffer_bytes,
+                       kind, lists):
+    """:func:`dsg_full_update_threads` with the tasks cut into ``lists`` lists, the thread
+    count of the region (any ``lists >= 1`` gives the same result)."""
     scale = params[3]
     b = params[1]
     n = X.shape[0]
@@ -94,16 +110,23 @@ def dsg_full_update_threads(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
     n_tasks = m * tiles[0]
     model = (out, low, mean)
     prev = (1.0, 0.0, 0.0)
-    claims = np.zeros(n_steps + 1, dtype=np.int64)  # the next task of each pass
+    T = max(lists, 1)
+    per = (n_tasks + T - 1) // T  # tasks of each list
+    claims = np.zeros((n_steps + 1) * T, dtype=np.int64)  # the next of each list, per pass
     for s in range(n_steps + 1):  # pass s: step s - 1's updates, step s's features
-        # a thread's first iteration takes the pass's tasks until none is left, its other
-        # iterations find none (one claim each)
-        for k in prange(n_tasks):
-            t = claim(claims, s)
-            while t < n_tasks:
-                step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model,
-                          prev)
-                t = claim(claims, s)
+        for me in prange(T):
+            # list `me` first (numba gives thread k the same iteration k in every region of
+            # a kernel call), then what is left of the others'
+            for v in range(T):
+                owner = (me + v) % T
+                first = owner * per
+                count = min(per, n_tasks - first)
+                p = claim(claims, s * T + owner)
+                while p < count:
+                    t = first + task_position(p, count, s)
+                    step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs,
+                              model, prev)
+                    p = claim(claims, s * T + owner)
         if s < n_steps:
             totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
     loss_sum, weight_sum, n_avg = totals
