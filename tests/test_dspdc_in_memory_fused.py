@@ -326,7 +326,11 @@ def test_fused_fit_gives_the_out_of_core_model_to_rounding(name, weighted, fit_i
     tasks and their duals store), several chunks per task and several tasks per epoch, the
     rows sampled independently or in permutations: the same epochs, passes and step boosts;
     coefficients, primal and dual values equal up to the order of the sums (relative
-    1e-9)."""
+    1e-9).  Out of core from the zero start, as in memory (the squared loss's ridge start
+    is the out-of-core path's, ``families/dspdc/_squared_start.py``)."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     Est, params, classify = CASES[name]
     X, y, w = _problem(classify)
     sw = w if weighted else None

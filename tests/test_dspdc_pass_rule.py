@@ -145,8 +145,11 @@ def test_the_certifying_round_runs_no_iterations(shuffle_chunks, monkeypatch):
     fit whose tasks all iterate, and the check said yes once, in the last epoch (groups of 3
     chunks drawn anew).  With one group of all 12 chunks the only duals the task has are the
     start's own, which do not certify it: the check says no and the task iterates."""
+    from ooc_kernels.families.dspdc import _squared_start
     from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
 
+    # from the zero start (the ridge start is certified in the first epoch)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     _, _, lazy = _lazy_ridge(seed=2)
     kw = dict(alpha=1e-3, tol=1e-6, max_iter=40, shuffle_chunks=shuffle_chunks,
               scheduler="sync", random_state=1, progress=False)

@@ -236,7 +236,11 @@ _RESUME = dict(alpha=1e-3, tol=1e-6, max_iter=12, shuffle_chunks=3, scheduler="s
 def test_a_resumed_fit_with_permuted_rows_is_the_uninterrupted_one(tmp_path, monkeypatch):
     """Out of core at the defaults: killed within its third epoch (two rounds an epoch)
     and resumed, the fit
-    returns the uninterrupted fit's model, gaps and passes bit for bit."""
+    returns the uninterrupted fit's model, gaps and passes bit for bit (from the zero
+    start: the squared loss's ridge start is certified in the first epoch)."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     lazy = _lazy(n=600, seed=2)
     whole = ok.DSPDCRegressor(**_RESUME).fit(*lazy)
     resumed = _interrupted_then_resumed(tmp_path, monkeypatch, _RESUME, lazy, 5)
@@ -252,9 +256,10 @@ def test_a_checkpoint_with_independent_draws_resumes_them(tmp_path, monkeypatch)
     """A checkpoint written by a fit whose ``sampling="auto"`` drew the rows independently
     out of core (as it did before "auto" took permutations there): resumed by this code it
     keeps drawing them independently, and returns that uninterrupted fit's model, not the
-    model of a fit in permutations."""
-    from ooc_kernels.families.dspdc import estimators
+    model of a fit in permutations (from the zero start, as the test above)."""
+    from ooc_kernels.families.dspdc import _squared_start, estimators
 
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     lazy = _lazy(n=600, seed=2)
     permuted = ok.DSPDCRegressor(**_RESUME).fit(*lazy)
     with monkeypatch.context() as m:       # the earlier "auto" out of core

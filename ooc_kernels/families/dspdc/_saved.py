@@ -121,6 +121,9 @@ _CONFIG_FIELDS = {
     "x_spread": ("None or an integer >= 0", lambda v: v is None or is_int(v, 0)),
     "mean_lambda": ("true or false", lambda v: isinstance(v, bool)),
     "permuted_rows": ("true or false", lambda v: isinstance(v, bool)),
+    "start_x": ("None or a list of finite numbers", _reals),
+    "start_w": ("None or a list of finite numbers", _reals),
+    "start_conj": ("None or a finite number", lambda v: v is None or is_real(v, -math.inf)),
 }
 
 

@@ -217,6 +217,19 @@ def _combine(*parts):
     return combine_moments(*[m for m, _ in parts]), [c for _, c in parts]
 
 
+def _combine_all(n_parts: int, *items):
+    """:func:`_combine` of the first ``n_parts`` items, and the merged scatter of the others
+    (None when there are none, or a chunk has none)."""
+    from ooc_kernels.families.dspdc._scaling import combine_moments
+
+    moments, candidates = _combine(*items[:n_parts])
+    rest = items[n_parts:]
+    if not rest or any(part is None for part in rest):
+        return moments, candidates, None
+    with np.errstate(all="ignore"):   # huge targets: inf, and no start (squared_start)
+        return moments, candidates, combine_moments(*rest)
+
+
 def lambda_from_candidates(candidates, scaled: dict, scaling: float, m: int, q: int, p: int,
                            mode: str) -> float | None:
     """``Lambda`` (``m = 1``, ``q = p``, ``p`` the solver's columns) from the chunks'
@@ -254,15 +267,21 @@ def lambda_from_candidates(candidates, scaled: dict, scaling: float, m: int, q: 
 
 
 def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: int, m: int,
-                     q: int, scaling: float, factorized: bool) -> tuple[dict, float, int]:
+                     q: int, scaling: float, factorized: bool,
+                     ys=None) -> tuple[dict, float, int]:
     """``(scaled, Lambda, reads)``: the standardization fields of the configuration, the
     ``Lambda`` of the steps and the passes over the rows that gave them (0, 1 or 2).
     ``chunks``: the rows (``X`` or ``U``) chunk by chunk, of ``n_features`` columns (those of
     ``A``); ``row_w``: their row weights
     (None entries when unweighted); ``defer``/``value`` as in
-    :func:`~ooc_kernels.families.dspdc._memory_inputs.setup_calls`."""
+    :func:`~ooc_kernels.families.dspdc._memory_inputs.setup_calls`.  ``ys``: the targets
+    chunk by chunk; where :func:`~ooc_kernels.families.dspdc._squared_start.start_applies`,
+    the one read also gathers their scatter with the rows and ``scaled`` holds the start
+    from the ridge solution (:mod:`~ooc_kernels.families.dspdc._squared_start`)."""
     from ooc_kernels.families.dspdc._chunk_tasks import _lambda_stats, _moments_chunk
     from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
+    from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start, \
+        start_applies
     from ooc_kernels.families.dspdc.lambda_stats import combine_lambda_stats, \
         lambda_from_stats
 
@@ -272,10 +291,17 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     one_read = (estimator.standardize and isinstance(estimator.Lambda, str) and not factorized
                 and m == 1 and q >= p and keep >= MIN_KEEP_ROWS)
     scaled, reads = {}, 0
+    start = one_read and ys is not None and start_applies(estimator, p, factorized)
     if one_read:   # the moments and the rows that may hold the largest norm
         parts = [defer(candidate_rows)(c, rw, center, keep) for c, rw in zip(chunks, row_w)]
-        moments, candidates = value(defer(_combine)(*parts))
+        scatters = [defer(chunk_scatter)(c, yk, rw)       # the same read of each chunk
+                    for c, yk, rw in zip(chunks, ys, row_w)] if start else []
+        moments, candidates, scatter = value(defer(_combine_all)(len(parts), *parts,
+                                                                 *scatters))
         scaled, reads = standardization(moments, center=center), 1
+        if scatter is not None:
+            scaled.update(squared_start(scatter, scaled, scaling, estimator.alpha * (
+                1.0 - estimator.l1_ratio), int(round(moments[0]))))
         Lambda = lambda_from_candidates(candidates, scaled, scaling, m, q, p, estimator.Lambda)
         if Lambda is not None:
             return scaled, float(Lambda), reads

@@ -256,7 +256,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         # the column moments and Lambda's statistics: one read of the rows, or two
         scaled, Lambda, self._setup_reads = setup_statistics(
             self, chunks[name], row_w, defer, value, V=V, n_features=data.n_features, m=m,
-            q=q, scaling=scaling, factorized=factorized)
+            q=q, scaling=scaling, factorized=factorized, ys=chunks["y"])
         local_passes = resolve_local_passes(self, data)
         self._config = DSPDCConfig(
             loss_id=LOSSES[self.loss], n_samples=data.n_samples, n_features=p,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
-from ooc_kernels._chunk_store import ChunkStore, ChunkVersions
+from ooc_kernels._chunk_store import INITIAL, ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc._pass_rule import local_dual_value, pass_checkpoints, \
     stop_after
@@ -131,6 +131,11 @@ class DSPDCConfig:
         With ``m = 1``, a task visits its rows in random permutations (a new one every
         ``n_k`` iterations) instead of sampling them independently
         (:func:`~ooc_kernels.families.dspdc._local.task_uniform_blocks`).
+    start_x, start_w, start_conj : tuple, tuple, float or None
+        The squared loss's start out of core
+        (:mod:`~ooc_kernels.families.dspdc._squared_start`): the first ``x``, ``A^T (w y)``
+        and ``sum_i w_i phi*(y_i)`` of the duals ``y_i = a_i^T start_x - b_i`` that a chunk
+        holds at its initial version; None: ``x = 0`` and zero duals.
     """
 
     loss_id: int
@@ -160,6 +165,14 @@ class DSPDCConfig:
     x_spread: int | None = None
     mean_lambda: bool = False
     permuted_rows: bool = False
+    start_x: tuple | None = None
+    start_w: tuple | None = None
+    start_conj: float | None = None
+
+    def __post_init__(self):
+        for key in ("start_x", "start_w"):      # a restored model's lists: hashable again
+            if isinstance(getattr(self, key), list):
+                object.__setattr__(self, key, tuple(getattr(self, key)))
 
     @property
     def store(self) -> ChunkStore:
@@ -351,8 +364,14 @@ def augment_V(V: np.ndarray, config: DSPDCConfig) -> np.ndarray:
 
 
 def init_state(config: DSPDCConfig, n_chunks: int, rank: int | None = None) -> DSPDCState:
-    """All duals zero (inside every loss's domain), so ``w = 0`` and ``x = 0``."""
+    """All duals zero (inside every loss's domain), so ``w = 0`` and ``x = 0``; or the
+    configuration's start (``start_x``: the duals its residuals)."""
     size = rank if config.factorized else config.n_features
+    if config.start_x is not None:
+        return DSPDCState(x=np.array(config.start_x, dtype=np.float64),
+                          w=np.array(config.start_w, dtype=np.float64),
+                          conj_sum=float(config.start_conj),
+                          versions=ChunkVersions.initial(n_chunks))
     return DSPDCState(x=np.zeros(config.n_features), w=np.zeros(int(size)), conj_sum=0.0,
                       versions=ChunkVersions.initial(n_chunks))
 
@@ -425,6 +444,8 @@ class DSPDCAlgorithm:
         store = cfg.store
         y_old = np.concatenate([store.read(DUALS, c, v, n_rows=s)
                                 for c, v, s in zip(task.chunks, task.read, task.sizes)])
+        if cfg.start_x is not None:     # chunks at their initial version: the start's duals
+            y_old = _start_duals(cfg, rows, b, y_old, task)
         x = np.array(state.x, dtype=np.float64)
         epoch, round_ = task.write
         wy_old = y_old if weights is None else weights * y_old     # the weighted duals
@@ -525,7 +546,7 @@ class DSPDCAlgorithm:
         tol, every = self.stop_rule
         cfg = self.config
         epoch, round_ = task.write
-        if epoch < 1 or epoch % every:
+        if (epoch < 1 and cfg.start_x is None) or epoch % every:
             return False
         if round_ == 0:             # the epoch's first round: its start is this state
             start, loss, rows = state, start_loss, n_k
@@ -589,6 +610,19 @@ class DSPDCAlgorithm:
                        step_boost=self.config.step_boost, epoch_start=start,
                        start_loss=loss, start_rows=rows, tail_state=tail[0],
                        tail_loss=tail[1], tail_rows=tail[2])
+
+
+def _start_duals(cfg, rows, b, y_old, task):
+    """``y_old`` with the rows of chunks at their initial version replaced by the start's
+    duals (:func:`~ooc_kernels.families.dspdc._squared_start.initial_duals`)."""
+    from ooc_kernels.families.dspdc._squared_start import initial_duals
+
+    start = 0
+    for v, s in zip(task.read, task.sizes):
+        if tuple(v) == INITIAL:
+            y_old[start:start + s] = initial_duals(cfg, rows[start:start + s], b[start:start + s])
+        start += s
+    return y_old
 
 
 class _PassReferee:

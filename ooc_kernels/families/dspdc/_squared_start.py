@@ -1,0 +1,131 @@
+"""The squared loss's start out of core: the ridge solution of the set-up's read.
+
+Out of core a DSPDC fit reads the store once for its set-up (the column moments and
+``Lambda``, :mod:`~ooc_kernels.families.dspdc._setup_pass`) and once per epoch.  For the
+squared loss with few columns the same set-up read also gathers the scatter matrix of the
+columns and the targets, ``[X, b]^T W [X, b]`` about their means (``(p + 1)^2`` numbers per
+chunk, merged by Chan et al.'s pairwise update like the moments), from which the solver's
+standardized problem ``A`` (with the intercept's column) gives
+
+    H = A^T W A / n,    c = A^T W b / n,    x_0 = (H + lam2 I)^{-1} c
+
+(``lam2`` the l2 part of ``alpha``; the ridge solution, and for ``l1_ratio > 0`` the
+solution of the problem without its l1 part).  The fit starts from ``x_0`` and from the duals
+that are optimal for it, ``y_i = phi'(a_i^T x_0) = a_i^T x_0 - b_i``; their sums follow from
+the same matrix without a pass:
+
+    A^T W y = n (H x_0 - c),    sum_i w_i phi*(y_i) = n/2 x_0^T H x_0 - 1/2 b^T W b.
+
+A chunk's duals at their initial version are computed by the task that first reads it,
+from its rows and ``x_0`` (:func:`initial_duals`), instead of the zeros of other fits.  The
+certificate is the duality gap of the user's problem as always; with ``x_0`` the ridge
+solution it certifies the epoch's start after one read of the store.  Only where the
+scatter costs little against an epoch: at most :data:`START_MAX_FEATURES` columns
+(``n p^2 / 2`` products per read, against ``n p`` per pass of an epoch).
+
+Examples
+--------
+One chunk holding a small ridge problem: ``x_0`` is the closed-form solution of the
+standardized problem.
+
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X, b = rng.normal(size=(200, 3)), rng.normal(size=200)
+>>> from ooc_kernels.families.dspdc._scaling import standardization
+>>> scatter = chunk_scatter(X, b, None)
+>>> scaled = standardization((scatter[0], scatter[1][:3], np.diag(scatter[2])[:3]), True)
+>>> start = squared_start(scatter, scaled, 1.0, 0.1, 200)
+>>> A = np.column_stack([(X - scaled["x_shift"]) / scaled["x_scale"], np.ones(200)])
+>>> exact = np.linalg.solve(A.T @ A / 200 + 0.1 * np.eye(4), A.T @ b / 200)
+>>> bool(np.allclose(start["start_x"], exact, rtol=1e-10, atol=1e-12))
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["START_MAX_FEATURES", "chunk_scatter", "initial_duals", "squared_start",
+           "start_applies"]
+
+#: The most columns of the solver (the intercept's included) for which the set-up gathers
+#: the scatter matrix and the fit starts from the ridge solution.
+START_MAX_FEATURES = 128
+
+
+def start_applies(estimator, p: int, factorized: bool) -> bool:
+    """Whether a fit of ``estimator`` on ``p`` solver columns starts from the set-up's ridge
+    solution: the squared loss, dense rows read out of core (rows held in memory take the
+    in-memory path), at most :data:`START_MAX_FEATURES` columns."""
+    return (getattr(estimator, "loss", None) == "squared" and not factorized
+            and not getattr(estimator, "_rows_in_memory", True)
+            and p <= START_MAX_FEATURES)
+
+
+def chunk_scatter(rows, y, weights):
+    """``(W, mean, M2)`` of one chunk's ``[X, b]``: the weight sum, the weighted means of the
+    columns and the targets, and their weighted scatter matrix about those means
+    (``(p + 1, p + 1)``); the moments' form that
+    :func:`~ooc_kernels.families.dspdc._scaling.combine_moments` merges.  None when a target
+    is not a number: no start, and the rounds name the value
+    (:func:`~ooc_kernels.families.dspdc._local.encode_labels`)."""
+    try:
+        b = np.asarray(y).reshape(-1).astype(np.float64)
+    except (TypeError, ValueError):
+        return None
+    Z = np.column_stack([np.asarray(rows, dtype=np.float64), b])   # one chunk, its targets
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    W = float(len(Z)) if w is None else float(w.sum())
+    if W <= 0:
+        k = Z.shape[1]
+        return 0.0, np.zeros(k), np.zeros((k, k))
+    with np.errstate(all="ignore"):   # huge values: inf, and no start (squared_start)
+        mean = (Z.sum(axis=0) if w is None else w @ Z) / W
+        centred = Z - mean
+        weighted = centred if w is None else w[:, None] * centred
+        return W, mean, weighted.T @ centred
+
+
+def squared_start(scatter, scaled: dict, scaling: float, lam2: float, n: int) -> dict:
+    """The configuration's start fields (``start_x``, ``start_w``, ``start_conj``: ``x_0``,
+    ``A^T W y`` and ``sum_i w_i phi*(y_i)`` of the module docstring) from the merged
+    scatter of ``[X, b]`` and the standardization ``scaled`` (``x_shift``, ``x_scale``),
+    ``scaling`` the intercept's column (0: none), ``n`` the rows; empty (the zero start)
+    when a value is not finite."""
+    W, mean, M2 = scatter
+    mean, M2 = np.asarray(mean, dtype=np.float64), np.asarray(M2, dtype=np.float64)
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(M2))):
+        return {}
+    p = len(mean) - 1
+    shift = np.asarray(scaled.get("x_shift") or np.zeros(p), dtype=np.float64)
+    scale = np.asarray(scaled.get("x_scale") or np.ones(p), dtype=np.float64)
+    with np.errstate(all="ignore"):
+        e = (mean[:p] - shift) / scale          # the standardized columns' weighted means
+        mb = mean[p]
+        G = M2[:p, :p] / np.outer(scale, scale) + W * np.outer(e, e)
+        c = M2[:p, p] / scale + W * e * mb
+        if scaling:
+            G = np.block([[G, (scaling * W * e)[:, None]],
+                          [scaling * W * e[None, :], np.array([[scaling ** 2 * W]])]])
+            c = np.append(c, scaling * W * mb)
+        bwb = M2[p, p] + W * mb ** 2
+        if not (np.all(np.isfinite(G)) and np.all(np.isfinite(c))):
+            return {}
+        try:
+            x0 = np.linalg.solve(G / n + lam2 * np.eye(len(c)), c / n)
+        except np.linalg.LinAlgError:
+            return {}
+        w0 = G @ x0 - c
+        conj = 0.5 * float(x0 @ G @ x0) - 0.5 * float(bwb)
+    if not (np.all(np.isfinite(x0)) and np.all(np.isfinite(w0)) and np.isfinite(conj)):
+        return {}
+    return {"start_x": tuple(float(v) for v in x0), "start_w": tuple(float(v) for v in w0),
+            "start_conj": conj}
+
+
+def initial_duals(config, rows: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The duals of rows whose chunk is at its initial version: ``a_i^T x_0 - b_i`` under a
+    start (``config.start_x``), else zeros."""
+    if config.start_x is None:
+        return np.zeros(len(rows))
+    return rows @ np.asarray(config.start_x, dtype=np.float64) - b
