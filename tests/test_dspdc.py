@@ -112,12 +112,17 @@ def test_out_of_core_equals_in_memory_bit_for_bit():
 
 
 @pytest.mark.parametrize("sampling", ["uniform", "permutation"])
-def test_one_chunk_k1_is_algorithm_1_of_the_paper(sampling):
+def test_one_chunk_k1_is_algorithm_1_of_the_paper(sampling, monkeypatch):
     """One chunk and K = 1: a round is n/m iterations of Algorithm 1 on the whole problem
     (the local problem has no tilt), continuing from the previous round's iterates; checked
     against the independent in-memory reference, round by round, with the rows drawn
-    independently or visited in a random permutation per round."""
+    independently or visited in a random permutation per round (without the in-memory
+    tasks' line of duals for the squared loss, which is not part of Algorithm 1:
+    tests/test_dspdc_squared_line.py)."""
     from ooc_kernels._seeds import task_rng
+    from ooc_kernels.families.dspdc import _memory_task
+
+    monkeypatch.setattr(_memory_task.MemoryTasks, "_line_start", lambda *args: None)
     from ooc_kernels.families.dspdc.params import dspdc_parameters
     from ooc_kernels.families.dspdc.in_memory.paper import dspdc_reference
 

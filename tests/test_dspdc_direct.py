@@ -1,7 +1,9 @@
 """DSPDC on data held in memory (``families/dspdc/_direct.py``): the rounds run without Dask
 and without the duals store, and give the iterates of the out-of-core path: bit for bit in
 general, to rounding with the fused tasks of ``m = 1, q = p`` (the defaults,
-``families/dspdc/_memory_task.py``), whose sums run in another order."""
+``families/dspdc/_memory_task.py``), whose sums run in another order.  The squared loss's
+line of duals, which only the in-memory tasks have (``tests/test_dspdc_squared_line.py``),
+is turned off where a fit is compared with its out-of-core twin (:func:`same_rounds`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,15 @@ def _data(seed=0, n=600, p=5, classify=False):
     return X, y, rng.uniform(0.0, 3.0, size=n)
 
 
+@pytest.fixture
+def same_rounds(monkeypatch):
+    """The in-memory tasks without the squared loss's line of duals: the out-of-core
+    rounds'."""
+    from ooc_kernels.families.dspdc import _memory_task
+
+    monkeypatch.setattr(_memory_task.MemoryTasks, "_line_start", lambda *args: None)
+
+
 CASES = [   # (estimator, parameters, classification, sample weights)
     (ok.DSPDCRegressor, {"alpha": 1e-3}, False, False),
     (ok.DSPDCRegressor, {"alpha": 1e-3, "l1_ratio": 0.5}, False, True),
@@ -36,7 +47,7 @@ CASES = [   # (estimator, parameters, classification, sample weights)
 @pytest.mark.parametrize("Est, params, classify, weighted", CASES)
 @pytest.mark.parametrize("m", [1, 2])
 def test_in_memory_fit_gives_the_out_of_core_iterates(Est, params, classify, weighted, m,
-                                                      monkeypatch):
+                                                      monkeypatch, same_rounds):
     """The same data as a NumPy array (in memory: no Dask round, duals in memory, the gap
     from the rows held) and as a Dask array (out of core): the same chunk plan, row
     sampling and steps, so the same epochs, passes and step boosts and the same
@@ -75,7 +86,7 @@ def _to_rounding(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
-def test_in_memory_fit_stops_and_warns_as_out_of_core():
+def test_in_memory_fit_stops_and_warns_as_out_of_core(same_rounds):
     """``max_iter`` reached above ``tol``: the same ConvergenceWarning, stop reason and
     history in both paths."""
     X, y, _ = _data(1)
@@ -93,7 +104,7 @@ def test_in_memory_fit_stops_and_warns_as_out_of_core():
     _to_rounding(fits[0].coef_, fits[1].coef_)
 
 
-def test_in_memory_path_is_not_taken_where_the_duals_must_be_on_disk(tmp_path):
+def test_in_memory_path_is_not_taken_where_the_duals_must_be_on_disk(tmp_path, same_rounds):
     """A checkpoint (and so a resume), several tasks per round or a lazy input keep the
     out-of-core path; the checkpointed fit still equals the in-memory one."""
     X, y, _ = _data(2)

@@ -58,9 +58,11 @@ DIRECT_BYTES = 1 << 30
 
 
 def held_in_memory(*arrays) -> bool:
-    """True when every given input (None: absent) is a NumPy array, a pandas object or a
-    Python list or tuple: data the process holds whole, not a lazy collection or a store
-    read chunk by chunk.
+    """True when every given input (None: absent) is a NumPy array, a pandas object, a
+    Python list or tuple, or another array-like (``__array__``) that is not a lazy
+    collection (Dask, xarray), a reader (``read()``) or factorized data: data the process
+    holds whole, which the estimators' validation converts to a NumPy array, not a lazy
+    collection or a store read chunk by chunk.
 
     Examples
     --------
@@ -68,10 +70,16 @@ def held_in_memory(*arrays) -> bool:
     >>> held_in_memory(np.zeros((3, 2)), np.zeros(3), None), held_in_memory(da.zeros(3))
     (True, False)
     """
+    from ooc_kernels.data.factorized import Factorized
+    from ooc_kernels.data.inputs import is_lazy_input
+
     def whole(a) -> bool:
         if a is None or isinstance(a, (np.ndarray, list, tuple)):
             return True
-        return type(a).__module__.split(".")[0] == "pandas"
+        if type(a).__module__.split(".")[0] == "pandas":
+            return True
+        return (hasattr(a, "__array__") and not isinstance(a, Factorized)
+                and not is_lazy_input(a) and not callable(getattr(a, "read", None)))
 
     return all(whole(a) for a in arrays)
 

@@ -56,6 +56,7 @@ from ooc_kernels.families.dspdc._local import (
     task_uniform_blocks,
 )
 from ooc_kernels.losses import LOSS_LOGISTIC as LOGISTIC
+from ooc_kernels.losses import LOSS_SQUARED as SQUARED
 
 __all__ = ["MemoryTasks", "fused_applies"]
 
@@ -111,6 +112,8 @@ class MemoryTasks:
         self._y_old = np.empty(n)
         self._uniforms = np.empty((0, 1))
         self._dw = np.empty((0, p))
+        self._dline: np.ndarray | None = None        # the squared loss's line (_line_start)
+        self._dwline = np.empty((0, p + 2))
 
     def primal_loss(self, config, x: np.ndarray) -> float:
         """``sum_i w_i phi_i(a_i^T x)`` over every row, in one numba pass."""
@@ -156,6 +159,8 @@ class MemoryTasks:
             dw_parts[:] = 0.0
             segment = np.repeat(np.arange(len(group), dtype=np.int64),
                                 np.diff(seg_ends, prepend=0))
+        xd = self._line_start(config, state, n_k, once, len(group))
+        dwline = self._dwline[:len(group)] if xd is not None else None
         T, start_loss, dconj = 0, 0.0, 0.0
         for row_u, _ in task_uniform_blocks(config, task.seed, epoch, round_, group[0], n_k,
                                             m, columns=False, out=self._uniform_buffer(
@@ -165,7 +170,8 @@ class MemoryTasks:
                 loss, change = visits_once(
                     self.rows, self.b, self.y, a, abar, z, n_k, row_u, theta, tau, sigma,
                     config.loss_id, lam1, lam2, shift, self.weights, row_map, segment,
-                    start, x0 is not None, dw_parts, self.conj, self.tdual)
+                    start, x0 is not None, dw_parts, self.conj, self.tdual, xd,
+                    self._dline if xd is not None else None, dwline)
                 start_loss, dconj = start_loss + loss, dconj + change
             else:
                 _all_columns_one_row(self.rows, self.b, self.y, a, abar, z,
@@ -178,6 +184,8 @@ class MemoryTasks:
             start_loss, dconj = task_sweep(
                 self.rows, row_map, seg_ends, self.b, self.y, y_old, self.weights, start,
                 x0 is not None, config.loss_id, dw_parts, self.conj)
+        if xd is not None:      # the duals to the line's best point (squared loss)
+            dconj += self._line_jump(config, state, dw_parts, dwline, dconj)
         dw = dw_parts[0].copy()
         for s, c in enumerate(group):
             self.products[c] += dw_parts[s]
@@ -189,6 +197,42 @@ class MemoryTasks:
                                   float(sigma)),),
                           start_loss=float(start_loss),
                           start_rows=0 if x0 is None else n_k)
+
+    def _line_start(self, config, state, n_k: int, once: bool, n_seg: int):
+        """The primal point ``x_D`` of the task's starting duals when the task moves its
+        duals along the squared loss's line (:mod:`~ooc_kernels.families.dspdc._line_dual`):
+        the squared loss with an l2 part, and a task that visits every row of the problem
+        once; else None."""
+        from ooc_kernels.families.dspdc._line_dual import duals_primal
+
+        if not (once and int(config.loss_id) == SQUARED and n_k == int(config.n_samples)
+                and float(config.lam2) > 0.0):
+            return None
+        if self._dline is None:
+            self._dline = np.empty(n_k)
+        if len(self._dwline) < n_seg:
+            self._dwline = np.empty((n_seg, self.rows.shape[1] + 2))
+        self._dwline[:n_seg] = 0.0
+        return duals_primal(state.w, n_k, float(config.lam1), float(config.lam2))
+
+    def _line_jump(self, config, state, dw_parts, dwline, dconj: float) -> float:
+        """Move every dual to the best point of the line ``y + t d`` (``d``: the visits'
+        :attr:`_dline`) when it raises the dual objective: the duals, their conjugates and
+        ``dw_parts`` (the chunks' ``A_c^T (w dy)``) updated; return the change of
+        ``sum_i w_i phi_i*(y_i)``."""
+        from ooc_kernels.families.dspdc._line_dual import line_dual_value
+        from ooc_kernels.families.dspdc.kernels_memory import move_duals
+
+        p = dw_parts.shape[1]
+        sums = dwline.sum(axis=0)       # A^T (w d), sum w (y + b) d, sum w d^2
+        _, t = line_dual_value(state.w + dw_parts.sum(axis=0), sums[:p],
+                               state.conj_sum + dconj, float(sums[p]), float(sums[p + 1]),
+                               int(config.n_samples), float(config.lam1), float(config.lam2))
+        if t == 0.0:
+            return 0.0
+        dw_parts += t * dwline[:, :p]
+        return float(move_duals(self.y, self.b, self._dline, self.weights, t,
+                                int(config.loss_id), self.conj))
 
     def _task_rows(self, group, n_k: int):
         """The group's row indices (chunk after chunk) in a buffer kept for the fit, and the

@@ -53,7 +53,7 @@ from ooc_kernels.losses.reference import dual_prox_ref, loss_conjugate_ref, loss
 
 __all__ = ["task_sweep", "task_sweep_ref", "rows_loss_sum", "rows_loss_sum_ref",
            "row_conjugates", "row_conjugates_ref", "visits_once", "visits_once_ref",
-           "logistic_dual_step", "logistic_dual_step_ref"]
+           "logistic_dual_step", "logistic_dual_step_ref", "move_duals", "move_duals_ref"]
 
 @njit(cache=True, nogil=True)
 def logistic_dual_step(c, y, b, sigma, n, t0):
@@ -262,9 +262,38 @@ def row_conjugates_ref(y, b, loss_id, out):
 
 
 @njit(cache=True, nogil=True)
+def move_duals(y, b, d, weights, t, loss_id, conj):
+    """``y += t d`` with the kept conjugates: ``conj[i] = phi_i*(y_i)`` at the moved duals;
+    returns ``sum_i w_i (phi_i*(y_i + t d_i) - phi_i*(y_i))`` over the rows of weight
+    ``> 0`` (all when ``weights`` is None): the squared loss's step along the line of
+    :mod:`~ooc_kernels.families.dspdc._line_dual`."""
+    change = 0.0
+    for i in range(y.shape[0]):
+        y[i] += t * d[i]
+        after = loss_conjugate(loss_id, y[i], b[i])
+        delta = after - conj[i]
+        conj[i] = after
+        if weights is not None:
+            delta = weights[i] * delta if weights[i] > 0.0 else 0.0
+        change += delta
+    return change
+
+
+def move_duals_ref(y, b, d, weights, t, loss_id, conj):
+    """NumPy twin of :func:`move_duals`."""
+    y += t * np.asarray(d)
+    after = loss_conjugate_ref(loss_id, y, b)
+    delta = after - conj
+    conj[:] = after
+    if weights is not None:
+        delta = np.where(weights > 0, weights * delta, 0.0)
+    return float(np.sum(delta))
+
+
+@njit(cache=True, nogil=True)
 def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
                 lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj,
-                tdual=None):
+                tdual=None, xd=None, dline=None, dwline=None):
     """The iterations of a task that visits each of its rows at most once (``m = 1``,
     ``q = p``, its rows in a permutation, one pass), with the task's sweep
     (:func:`task_sweep`) done at each row's visit: every row is read once per epoch, not
@@ -296,6 +325,16 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
         The logistic loss's ``t = log((1 + b y) / (-b y))`` of each row's dual as its last
         step left it (NaN: unknown); a visit's step starts there and writes its own
         (:func:`logistic_dual_step`).  Not read for other losses.
+    xd : ndarray (p,) float64 or None
+        The squared loss's line of dual points (:mod:`~ooc_kernels.families.dspdc.
+        _line_dual`): the primal point of the duals before the visits, or None (no line).
+    dline : ndarray (n,) float64 or None, written
+        With ``xd``, ``dline[i] = a_i^T xd - b_i - y_i`` at the dual ``y_i`` after each
+        visit (final for the task when every row is visited once): the line's direction.
+    dwline : ndarray (n_seg, p + 2) float64 or None, updated
+        With ``xd``, every visited row adds ``w_i d_i a_i`` into ``dwline[s, :p]``,
+        ``w_i (y_i + b_i) d_i`` into ``dwline[s, p]`` and ``w_i d_i^2`` into
+        ``dwline[s, p + 1]`` (``d_i = dline[i]``, ``s`` its chunk's row).
 
     Returns
     -------
@@ -328,10 +367,13 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
         s = segment[k]
         c = 0.0
         c0 = 0.0
+        cd = 0.0
         for j in range(p):
             a = np.float64(A[i, j])
             c += a * xbar[j]
             c0 += a * x0[j]
+            if xd is not None:
+                cd += a * xd[j]
         bi = np.float64(b[i])
         y_old = y[i]
         if loss_id == _LOGISTIC:        # the conjugate from the step's own solve
@@ -362,6 +404,13 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
             if weights is not None:
                 value = wi * value if wi > 0.0 else 0.0
             loss += value
+        wd = 0.0
+        if xd is not None:          # the line's direction at this row's final dual
+            dl = cd - bi - y_new
+            dline[i] = dl
+            wd = wi * dl
+            dwline[s, p] += wd * (y_new + bi)
+            dwline[s, p + 1] += wd * dl
         if smooth:
             for j in range(p):
                 a = np.float64(A[i, j])
@@ -375,6 +424,8 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
                 xbar[j] = xold + theta1 * (xj - xold)
                 z[j] = zj + a * d
                 dw[s, j] += a * d
+                if xd is not None:
+                    dwline[s, j] += a * wd
         else:
             for j in range(p):
                 a = np.float64(A[i, j])
@@ -389,18 +440,21 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
                 xbar[j] = xold + theta1 * (xj - xold)
                 z[j] = zj + a * d
                 dw[s, j] += a * d
+                if xd is not None:
+                    dwline[s, j] += a * wd
         k = k_next
     return loss, dconj
 
 
 def visits_once_ref(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, loss_id,
                     lam1, lam2, shift, weights, row_map, segment, x0, with_loss, dw, conj,
-                    tdual=None):
+                    tdual=None, xd=None, dline=None, dwline=None):
     """NumPy twin of :func:`visits_once` (same contract): the iterations of
     :func:`~ooc_kernels.families.dspdc.kernels.dspdc_dense_iterations_ref` on the gathered
     rows (whose dual steps start from the duals, not from ``tdual``), then the sums of
     :func:`task_sweep_ref` over the visited rows, and ``tdual`` of the logistic loss as
-    :func:`logistic_dual_step_ref` gives it.
+    :func:`logistic_dual_step_ref` gives it.  With ``xd``, the line's direction
+    (``dline``, ``dwline``) at the duals after the iterations.
 
     Raises
     ------
@@ -437,6 +491,12 @@ def visits_once_ref(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigm
             d = wk[seen] * d
             change = np.where(wk[seen] > 0, wk[seen] * change, 0.0)
         np.add.at(dw, segment[seen], d[:, None] * rows[seen])
+        if xd is not None:
+            dl = rows[seen] @ xd - bk[seen] - yk[seen]
+            dline[row_map[seen]] = dl
+            wd = dl if wk is None else wk[seen] * dl
+            np.add.at(dwline, segment[seen], np.column_stack(
+                [wd[:, None] * rows[seen], wd * (yk[seen] + bk[seen]), wd * dl]))
         loss = 0.0
         if with_loss:
             values = loss_value_ref(loss_id, rows[seen] @ x0, bk[seen])
