@@ -143,3 +143,34 @@ def test_a_fit_from_the_start_killed_and_resumed_is_the_uninterrupted_one(tmp_pa
     assert resumed.intercept_ == whole.intercept_
     assert [(h["passes"], h["primal"], h["dual"]) for h in resumed.gap_history_] == \
         [(h["passes"], h["primal"], h["dual"]) for h in whole.gap_history_]
+
+
+def test_a_fit_that_stops_reads_no_rows_for_a_round_it_never_runs(monkeypatch):
+    """The task that certifies the fit's stop does not start the read ahead of the next
+    round's rows (``DSPDCAlgorithm.starts_read_ahead``): the read ahead reads the second
+    round of the first epoch only, and the model is the one of a fit whose rounds start
+    every read before they run, bit for bit."""
+    from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
+    from ooc_kernels.parallel.read_ahead import ReadAhead
+
+    X, y, _ = _data(seed=4)
+    lazy = (da.from_array(X, chunks=(250, X.shape[1])), da.from_array(y, chunks=250))
+    kw = dict(alpha=1e-3, tol=1e-8, max_iter=30, shuffle_chunks=3, scheduler="sync",
+              random_state=1, progress=False)
+    real, started = ReadAhead.start, []
+
+    def start(self, groups):
+        if groups:
+            started.append(tuple(groups))
+        real(self, groups)
+
+    monkeypatch.setattr(ReadAhead, "start", start)
+    est = ok.DSPDCRegressor(**kw).fit(*lazy)
+    assert est.n_iter_ == 1 and len(started) == 1      # two rounds: one read ahead
+    monkeypatch.setattr(DSPDCAlgorithm, "starts_read_ahead", False)
+    started.clear()
+    every = ok.DSPDCRegressor(**kw).fit(*lazy)
+    assert len(started) == 2                            # and the next epoch's first round
+    np.testing.assert_array_equal(est.coef_, every.coef_)
+    assert [(h["passes"], h["primal"], h["dual"]) for h in est.gap_history_] == \
+        [(h["passes"], h["primal"], h["dual"]) for h in every.gap_history_]

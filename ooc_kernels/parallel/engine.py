@@ -339,13 +339,31 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
             ahead.close()
 
 
+def _next_read(ahead, groups):
+    """A call that starts reading ``groups`` ahead (the next round's; None: nothing
+    follows) the first time it is made, and does nothing after."""
+    started = []
+
+    def start() -> None:
+        if not started:
+            started.append(True)
+            ahead.start(groups)
+
+    return start
+
+
 def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_info, *,
                   n_epochs, start_epoch, start_round, bar, callback,
                   epoch_callback) -> RunResult:
     """The rounds run one ``dask.compute`` each (local schedulers, or a Client without
     pipelining); ``ahead`` reads the next round's groups while a round runs.  On the local
     schedulers a round of one task whose rows were read ahead runs that task in this thread
-    (:meth:`~ooc_kernels.parallel.graph.RoundGraph.run_here`: the same call, no graph)."""
+    (:meth:`~ooc_kernels.parallel.graph.RoundGraph.run_here`: the same call, no graph).
+    An algorithm with ``starts_read_ahead = True`` starts the next read itself from such a
+    task, through the batch's ``"read_ahead"`` call, once it knows that the fit goes on
+    (a task that certifies the fit's stop never starts it, so the store is not read for a
+    round that never runs); else, or when the task did not, the read starts before the
+    round, or after it when the fit goes on."""
     n_rounds = 0
     epoch, rnd = start_epoch, start_round
     for epoch in range(start_epoch, n_epochs):
@@ -356,14 +374,15 @@ def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_
         for rnd in range(first, len(plan)):
             info = round_info(plan, epoch, rnd)
             rows = ahead.take(info.groups)
-            if rnd + 1 < len(plan):
-                ahead.start(plan[rnd + 1])
-            elif epoch + 1 < n_epochs:  # the next epoch's first round
-                ahead.start(plan_of(epoch + 1)[0])
+            here = client is None and rows is not None and len(info.groups) == 1
+            start_next = _next_read(ahead, plan[rnd + 1] if rnd + 1 < len(plan) else
+                                    plan_of(epoch + 1)[0] if epoch + 1 < n_epochs else None)
+            if not (here and getattr(algorithm, "starts_read_ahead", False)):
+                start_next()
             if client is not None:  # bounded waits: a lost scheduler is reported
                 delta = compute_on_client(client, graph.local_round(state, info))
-            elif rows is not None and len(info.groups) == 1:  # one task, its rows read:
-                delta = graph.run_here(state, info, rows[0])  # no graph to schedule
+            elif here:  # one task, its rows read: no graph to schedule
+                delta = graph.run_here(state, info, rows[0], read_ahead=start_next)
             else:
                 (delta,) = dask.compute(graph.local_round(state, info, rows),
                                         scheduler=sched)
@@ -374,6 +393,7 @@ def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_
                          epoch_callback=epoch_callback, callback=callback):
                 return RunResult(state=state, epoch=epoch + 1, round=0,
                                  n_rounds=n_rounds, stopped=True)
+            start_next()   # when the task did not start it
     else:
         epoch, rnd = n_epochs, 0
     return RunResult(state=state, epoch=epoch, round=rnd, n_rounds=n_rounds)

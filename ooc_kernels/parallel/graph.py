@@ -166,13 +166,18 @@ class RoundGraph:
             (self._whole_values,) = dask.compute(self.whole, scheduler="sync")
         return self._whole_values
 
-    def run_here(self, state: Any, info, rows: dict) -> Any:
+    def run_here(self, state: Any, info, rows: dict, read_ahead=None) -> Any:
         """The delta of a round of one task whose rows were already read (``rows``, by
         variable), run in the calling thread: the call that :meth:`local_round`'s graph
         makes (the reduction of one part is that part), without building, tokenizing or
-        scheduling a graph."""
+        scheduling a graph.  ``read_ahead``: a call that starts reading the next round's
+        rows, given to the task as its batch's ``"read_ahead"`` when the algorithm has
+        ``starts_read_ahead``."""
         (task,) = self.algorithm.make_tasks(state, info)
-        return self.algorithm.chunk_step(state, {**rows, **self.whole_values()}, task)
+        batch = {**rows, **self.whole_values()}
+        if read_ahead is not None and getattr(self.algorithm, "starts_read_ahead", False):
+            batch["read_ahead"] = read_ahead
+        return self.algorithm.chunk_step(state, batch, task)
 
     def local_round(self, state: Any, info, rows: list[dict] | None = None) -> Any:
         """The delayed reduced delta of a round run by ``dask.compute`` (the state and the

@@ -391,6 +391,10 @@ class DSPDCAlgorithm:
     #: (:meth:`certifies_start`).  Not part of the configuration: ``tol`` may change when a
     #: fit resumes.
     stop_rule: tuple | None = None
+    #: A task run in the calling thread starts the read ahead of the next round's rows once
+    #: it knows it does not certify the fit's stop (:func:`ooc_kernels.parallel.engine.
+    #: run_rounds`): a fit that stops reads no rows for a round it never runs.
+    starts_read_ahead: bool = True
 
     def __init__(self, config: DSPDCConfig, V: np.ndarray | None = None):
         if config.lam2 <= 0:
@@ -478,6 +482,8 @@ class DSPDCAlgorithm:
             else 0.0
         certified = self.certifies_start(state, task, start_loss, n_k) or (
             task.tail == "start" and self.certifies_tail(state, tail_loss, n_k))
+        if not certified and "read_ahead" in batch:   # the fit goes on: read the next rows
+            batch["read_ahead"]()
         rule = _PassReferee(cfg, n_k, m, checks, b, weights, (lam1, lam2, tilt), y_new,
                             z if reduced is None and not cfg.factorized else None, rows, V)
         T = 0
