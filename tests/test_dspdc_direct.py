@@ -3,7 +3,9 @@ and without the duals store, and give the iterates of the out-of-core path: bit 
 general, to rounding with the fused tasks of ``m = 1, q = p`` (the defaults,
 ``families/dspdc/_memory_task.py``), whose sums run in another order.  The squared loss's
 line of duals, which only the in-memory tasks have (``tests/test_dspdc_squared_line.py``),
-is turned off where a fit is compared with its out-of-core twin (:func:`same_rounds`)."""
+and its ridge start, which only the out-of-core path has
+(``tests/test_dspdc_squared_start.py``), are turned off where a fit is compared with its
+out-of-core twin (:func:`same_rounds`)."""
 
 from __future__ import annotations
 
@@ -28,11 +30,13 @@ def _data(seed=0, n=600, p=5, classify=False):
 
 @pytest.fixture
 def same_rounds(monkeypatch):
-    """The in-memory tasks without the squared loss's line of duals: the out-of-core
-    rounds'."""
-    from ooc_kernels.families.dspdc import _memory_task
+    """The in-memory tasks without the squared loss's line of duals, and the out-of-core
+    rounds without the squared loss's ridge start (``families/dspdc/_squared_start.py``):
+    the same rounds from the same zero start."""
+    from ooc_kernels.families.dspdc import _memory_task, _squared_start
 
     monkeypatch.setattr(_memory_task.MemoryTasks, "_line_start", lambda *args: None)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
 
 
 CASES = [   # (estimator, parameters, classification, sample weights)
