@@ -368,11 +368,16 @@ def visits_once(A, b, y, x, xbar, z, n_total, row_uniforms, theta, tau, sigma, l
         c = 0.0
         c0 = 0.0
         cd = 0.0
-        for j in range(p):
-            a = np.float64(A[i, j])
-            c += a * xbar[j]
-            c0 += a * x0[j]
-            if xd is not None:
+        if xd is None:
+            for j in range(p):
+                a = np.float64(A[i, j])
+                c += a * xbar[j]
+                c0 += a * x0[j]
+        else:           # a loop of its own: a test inside the loop costs more than the dot
+            for j in range(p):
+                a = np.float64(A[i, j])
+                c += a * xbar[j]
+                c0 += a * x0[j]
                 cd += a * xd[j]
         bi = np.float64(b[i])
         y_old = y[i]
