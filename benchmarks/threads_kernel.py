@@ -76,6 +76,22 @@ def against(path: str, ref, call_args) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def problem(rows: int, blocks: int, batch: int) -> tuple:
+    """The arguments of a step kernel call: ``rows`` x 32 float32 rows, ``blocks`` blocks of
+    256 features, batches of ``batch`` rows, every step averaged."""
+    rng = np.random.default_rng(0)
+    n, d, m, r, b = rows, 32, blocks, 256, batch
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    Y = np.sign(rng.normal(size=(n, 1))).astype(np.float32)
+    sw = np.ones(n)
+    W = (rng.normal(size=(m, d, r)) / 4).astype(np.float32)
+    ph = rng.uniform(0, 2 * np.pi, (m, r)).astype(np.float32)
+    coef, avg = np.zeros((m, r, 1)), np.zeros((m, r, 1))
+    ns = -(-n // b)
+    steps = (np.full(ns, 0.1), np.ones(ns, dtype=bool))
+    return X, Y, sw, W, ph, coef, avg, 0, steps, (1e-5, b, 1, (2 / r) ** 0.5, 0.0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=20_000)
@@ -86,17 +102,9 @@ def main() -> None:
     ap.add_argument("--against", default=None,
                     help="another kernels_full.py whose dsg_full_update to time beside today's")
     args = ap.parse_args()
-    rng = np.random.default_rng(0)
-    n, d, m, r, b = args.rows, 32, args.blocks, 256, args.batch
-    X = rng.normal(size=(n, d)).astype(np.float32)
-    Y = np.sign(rng.normal(size=(n, 1))).astype(np.float32)
-    sw = np.ones(n)
-    W = (rng.normal(size=(m, d, r)) / 4).astype(np.float32)
-    ph = rng.uniform(0, 2 * np.pi, (m, r)).astype(np.float32)
-    coef, avg = np.zeros((m, r, 1)), np.zeros((m, r, 1))
-    ns = -(-n // b)
-    steps = (np.full(ns, 0.1), np.ones(ns, dtype=bool))
-    params = (1e-5, b, 1, (2 / r) ** 0.5, 0.0)
+    m, b = args.blocks, args.batch
+    X, Y, sw, W, ph, coef, avg, _, steps, params = problem(args.rows, m, b)
+    ns = len(steps[0])
     buf = np.zeros(m)
     with threadpool_limits(1, user_api="blas"):
         ref = dsg_full_update(X, Y, sw, W, ph, coef, avg, 0, steps, params)

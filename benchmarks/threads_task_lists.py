@@ -40,6 +40,8 @@ import numpy as np
 from numba import njit, prange
 from threadpoolctl import threadpool_limits
 
+from threads_kernel import problem
+
 from ooc_kernels._jit.atomic import claim
 from ooc_kernels._jit.rff import COS_AFFINE
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
@@ -123,17 +125,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, nargs="+", default=[2])
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    rng = np.random.default_rng(0)
-    n, d, m, r, b = args.rows, 32, args.blocks, 256, 256
-    X = rng.normal(size=(n, d)).astype(np.float32)
-    Y = np.sign(rng.normal(size=(n, 1))).astype(np.float32)
-    sw = np.ones(n)
-    W = (rng.normal(size=(m, d, r)) / 4).astype(np.float32)
-    ph = rng.uniform(0, 2 * np.pi, (m, r)).astype(np.float32)
-    coef, avg = np.zeros((m, r, 1)), np.zeros((m, r, 1))
-    ns = -(-n // b)
-    steps = (np.full(ns, 0.1), np.ones(ns, dtype=bool))
-    a = (X, Y, sw, W, ph, coef, avg, 0, steps, (1e-5, b, 1, (2 / r) ** 0.5, 0.0))
+    m, r, b = args.blocks, 256, 256
+    a = problem(args.rows, m, b)
+    ns = len(a[8][0])
     variants = {"sequential": (1, lambda: dsg_full_update(*a)),
                 "sequential forwards": (1, lambda: sequential_forwards(*a))}
     for k in args.threads:
