@@ -73,7 +73,10 @@ def chunk_scatter(rows, y, weights):
         b = np.asarray(y).reshape(-1).astype(np.float64)
     except (TypeError, ValueError):
         return None
-    Z = np.column_stack([np.asarray(rows, dtype=np.float64), b])   # one chunk, its targets
+    rows = np.asarray(rows)                    # one chunk and its targets, in one array
+    Z = np.empty((len(rows), rows.shape[1] + 1))
+    Z[:, :-1] = rows
+    Z[:, -1] = b
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     W = float(len(Z)) if w is None else float(w.sum())
     if W <= 0:
@@ -81,9 +84,9 @@ def chunk_scatter(rows, y, weights):
         return 0.0, np.zeros(k), np.zeros((k, k))
     with np.errstate(all="ignore"):   # huge values: inf, and no start (squared_start)
         mean = (Z.sum(axis=0) if w is None else w @ Z) / W
-        centred = Z - mean
-        weighted = centred if w is None else w[:, None] * centred
-        return W, mean, weighted.T @ centred
+        Z -= mean                              # centred in place
+        weighted = Z if w is None else w[:, None] * Z
+        return W, mean, weighted.T @ Z
 
 
 def squared_start(scatter, scaled: dict, scaling: float, lam2: float, n: int) -> dict:
