@@ -19,7 +19,7 @@ it is the number of passes or the cost of one that stands in the way.
 ``--part kernel`` times the iteration kernel alone for one epoch on rows of the same shape
 (squared and logistic loss): the floor of an epoch's cost.
 
-``--part profile`` splits the CPU seconds of one default fit per problem (``tol = 1e-4``,
+``--part profile`` splits the CPU seconds of one default fit per problem (``tol = --tol``,
 medians of ``--repeats`` fits after a warm-up) into parts: the functions that make a part
 are wrapped in timers of the thread's CPU clock, a part's time without the parts that run
 inside it (Dask's hashing of the input inside the validation), "Python and the rest" being
@@ -182,6 +182,8 @@ PROFILE_PARTS = [
      ["ooc_kernels.families.dspdc.kernels_memory:task_sweep"]),
     ("kernel with the sweep at each row's visit (one read per epoch)",
      ["ooc_kernels.families.dspdc.kernels_memory:visits_once"]),
+    ("the squared loss's line of duals (its best point, the duals moved)",
+     ["ooc_kernels.families.dspdc._memory_task:MemoryTasks._line_jump"]),
     ("primal value's losses (final gap)",
      ["ooc_kernels.families.dspdc._memory_task:MemoryTasks.primal_loss"]),
 ]
@@ -246,12 +248,12 @@ def profile(args) -> dict:
         _, X, y = peers.load(store)
         Est = ok.DSPDCRegressor if loss == "squared" else ok.DSPDCClassifier
         kw = {} if l1_ratio == 0 else {"l1_ratio": l1_ratio}
-        Est(random_state=0, progress=False, tol=1e-4, **kw).fit(X, y)      # warm-up
+        Est(random_state=0, progress=False, tol=args.tol, **kw).fit(X, y)      # warm-up
         runs = []
         for r in range(args.repeats):
             timers = _PartTimers()
             try:
-                cpu, est = _cpu(lambda r=r: Est(random_state=r, progress=False, tol=1e-4,
+                cpu, est = _cpu(lambda r=r: Est(random_state=r, progress=False, tol=args.tol,
                                                 **kw).fit(X, y))
             finally:
                 timers.close()
@@ -275,6 +277,7 @@ def main(argv=None) -> None:
     parser.add_argument("--chunk-size", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--tol", type=float, default=1e-4, help="the fits' tol (profile)")
     parser.add_argument("--part", choices=["peers", "kernel", "profile"], default="peers",
                         help="peers: DSPDC against scikit-learn's best; kernel: the "
                              "iteration kernel alone, one epoch; profile: a fit's parts")
