@@ -123,6 +123,9 @@ def test_one_chunk_k1_is_algorithm_1_of_the_paper(sampling, monkeypatch):
     from ooc_kernels.families.dspdc import _memory_task
 
     monkeypatch.setattr(_memory_task.MemoryTasks, "_line_start", lambda *args: None)
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)   # from x = 0, y = 0
     from ooc_kernels.families.dspdc.params import dspdc_parameters
     from ooc_kernels.families.dspdc.in_memory.paper import dspdc_reference
 
@@ -148,7 +151,11 @@ def test_one_chunk_k1_is_algorithm_1_of_the_paper(sampling, monkeypatch):
 
 
 # --------------------------------------------------------------------------- factorized
-def test_factorized_fit_equals_the_materialized_matrix(tmp_path):
+def test_factorized_fit_equals_the_materialized_matrix(tmp_path, monkeypatch):
+    from ooc_kernels.families.dspdc import _squared_start
+
+    # both from the zero start (factorized rows have no squared loss's start)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     rng = np.random.default_rng(1)
     U, V = rng.normal(size=(200, 3)), rng.normal(size=(3, 8))
     A = U @ V

@@ -309,9 +309,9 @@ def fused_tasks(monkeypatch):
     calls = []
     run = _memory_task.MemoryTasks.run
 
-    def counted(self, *args):
+    def counted(self, *args, **kwargs):
         calls.append(1)
-        return run(self, *args)
+        return run(self, *args, **kwargs)
 
     monkeypatch.setattr(_memory_task.MemoryTasks, "run", counted)
     return calls
@@ -326,8 +326,8 @@ def test_fused_fit_gives_the_out_of_core_model_to_rounding(name, weighted, fit_i
     tasks and their duals store), several chunks per task and several tasks per epoch, the
     rows sampled independently or in permutations: the same epochs, passes and step boosts;
     coefficients, primal and dual values equal up to the order of the sums (relative
-    1e-9).  Out of core from the zero start, as in memory (the squared loss's ridge start
-    is the out-of-core path's, ``families/dspdc/_squared_start.py``)."""
+    1e-9).  Both from the zero start (the squared loss's ridge start, out of core
+    ``families/dspdc/_squared_start.py`` and in memory ``_memory_start.py``, turned off)."""
     from ooc_kernels.families.dspdc import _squared_start
 
     monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)

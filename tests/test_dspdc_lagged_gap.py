@@ -99,6 +99,10 @@ def test_the_certified_gap_is_the_gap_of_the_returned_model(name, tmp_path, monk
     from ooc_kernels.families.dspdc import _memory_task
 
     monkeypatch.setattr(_memory_task.MemoryTasks, "_line_start", lambda *args: None)
+    from ooc_kernels.families.dspdc import _squared_start
+
+    # and from the zero start, as the checkpointed fit (NumPy input out of core: no start)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     kind, params, weighted, factorized = CASES[name]
     rng = np.random.default_rng(len(name))
     chunk = 150
@@ -149,10 +153,14 @@ def test_a_fit_that_runs_out_of_epochs_certifies_its_last_iterate(tmp_path):
     assert dual == pytest.approx(last["dual"], rel=1e-11)
 
 
-def test_the_lagged_gap_matches_a_separate_pass_at_every_epoch(tmp_path):
+def test_the_lagged_gap_matches_a_separate_pass_at_every_epoch(tmp_path, monkeypatch):
     """``gap_history_`` of a fit with ``tol=None`` has one entry per epoch end: the one of
     epoch ``e`` (computed by epoch ``e + 1``'s tasks) equals a fit stopped at ``max_iter =
-    e + 1``, whose last entry is a pass of its own."""
+    e + 1``, whose last entry is a pass of its own.  From the zero start (the squared
+    loss's start adds the start's own entry: tests/test_dspdc_memory_start.py)."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     rng = np.random.default_rng(4)
     A, y = _problem("regression", rng)
     params = dict(alpha=1e-3, chunk_size=150, random_state=0, tol=None, progress=False)
@@ -261,11 +269,15 @@ def _exact_optimum(kind, cfg, A, y, w):
 
 
 @pytest.mark.parametrize("kind, weighted", [("regression", False), ("classification", True)])
-def test_every_gap_bounds_the_true_suboptimality(kind, weighted):
+def test_every_gap_bounds_the_true_suboptimality(kind, weighted, monkeypatch):
     """Weak duality, checked against the exact optimum: at every epoch the reported dual
     value (the better of two dual points) is at most ``P*`` and the gap at least the true
     suboptimality ``P(x) - P*``; and the later duals do make some gaps smaller than the
-    returned duals' own."""
+    returned duals' own.  From the zero start (ridge's start is its optimum:
+    tests/test_dspdc_memory_start.py)."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     rng = np.random.default_rng(11)
     A, y = _problem(kind, rng)
     sw = rng.integers(1, 4, size=len(y)).astype(float) if weighted else None

@@ -181,9 +181,13 @@ def test_weights_standardize_as_copies_of_rows():
 def test_factorized_standardized_equals_the_materialized_matrix(monkeypatch):
     from ooc_kernels.families.dspdc import _memory_task
 
-    # the dense rows in memory without the squared loss's line of duals, which the
-    # factorized rounds do not have (tests/test_dspdc_squared_line.py)
+    from ooc_kernels.families.dspdc import _squared_start
+
+    # the dense rows in memory without the squared loss's line of duals and its start,
+    # which the factorized rounds do not have (tests/test_dspdc_squared_line.py,
+    # tests/test_dspdc_memory_start.py)
     monkeypatch.setattr(_memory_task.MemoryTasks, "_line_start", lambda *args: None)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     rng = np.random.default_rng(1)
     U = rng.normal(size=(200, 3)) + 2.0
     V = rng.normal(size=(3, 8)) * np.logspace(-2, 2, 8)

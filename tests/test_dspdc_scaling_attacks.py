@@ -126,8 +126,11 @@ def test_a_weighted_fit_with_a_constant_column_is_the_fit_without_it():
                                              sample_weight=w)
     without = ok.DSPDCRegressor(**kw).fit(Z, y, sample_weight=w)
     assert with_const.coef_[2] == 0.0
-    np.testing.assert_allclose(with_const.coef_[:2], without.coef_, rtol=1e-12)
-    np.testing.assert_allclose(with_const.intercept_, without.intercept_, rtol=1e-12)
+    # the same solution to rounding, relative to its norm (the squared loss's start is a
+    # product of the rows: its rounding depends on their number of columns)
+    found = np.append(with_const.coef_[:2], with_const.intercept_)
+    expected = np.append(without.coef_, without.intercept_)
+    assert np.linalg.norm(found - expected) <= 1e-12 * np.linalg.norm(expected)
 
 
 @pytest.mark.parametrize("unit", [1e160, 1e250])

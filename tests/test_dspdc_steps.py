@@ -11,6 +11,7 @@ import pytest
 
 import ooc_kernels as ok
 from ooc_kernels.families.dspdc import _local as dspdc_local
+from ooc_kernels.families.dspdc import _squared_start
 from ooc_kernels.families.dspdc import _step_rule as dspdc_step_rule
 from ooc_kernels.families.dspdc import estimators as dspdc_estimators
 from ooc_kernels.families.dspdc._local import local_parameters
@@ -90,7 +91,10 @@ def _passes(est, tol):
 
 
 @pytest.mark.slow
-def test_adaptive_steps_need_fewer_passes_and_solve_the_same_problem():
+def test_adaptive_steps_need_fewer_passes_and_solve_the_same_problem(monkeypatch):
+    # the step rule judged on iterations from the zero start (the squared loss's ridge
+    # start certifies ridge before its first iteration: tests/test_dspdc_memory_start.py)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     X, y = _ridge()
     alpha = 1e-3
     kw = dict(alpha=alpha, tol=1e-6, max_iter=30, **FAST)
@@ -111,6 +115,9 @@ def test_steps_too_large_shrink_and_the_fit_still_converges(monkeypatch):
     """A first boost far too large: the gap stops falling, the boost shrinks by 10 until it
     falls again, and the fit ends certified at the exact solution."""
     monkeypatch.setitem(dspdc_estimators.STEP_BOOST, "squared", 1e6)
+    # the step rule judged on iterations from the zero start (the squared loss's ridge
+    # start certifies ridge before its first iteration: tests/test_dspdc_memory_start.py)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     X, y = _ridge(n=400, p=5)
     alpha = 1e-2
     est = ok.DSPDCRegressor(alpha=alpha, tol=1e-8, max_iter=100, **FAST).fit(X, y)
@@ -155,6 +162,9 @@ PASSES_TO_1E4 = {0.0: 16, 0.5: 20}
 def test_squared_loss_first_boost_reaches_1e4_within_the_documented_passes(monkeypatch,
                                                                            l1_ratio):
     alpha, bound = 1e-4, PASSES_TO_1E4[l1_ratio]
+    # the step rule judged on iterations from the zero start (the squared loss's ridge
+    # start certifies ridge before its first iteration: tests/test_dspdc_memory_start.py)
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     # the boosts were chosen with rows drawn independently; in permutations a boost of 30
     # reaches 1e-4 within the bound too (docs/benchmarks.md)
     kw = dict(alpha=alpha, l1_ratio=l1_ratio, tol=1e-6, max_iter=40, sampling="uniform",

@@ -14,10 +14,11 @@ they compute).  The in-memory
 ``MultiTaskLMNN`` (not registered) is checked too, with the settings its comment below
 gives.  Estimators whose ``fit`` is not scikit-learn's ``fit(X, y)`` (the two-sample
 ``DSGDensityRatio``) are left out, with the reason in :data:`NOT_SCIKIT_LEARN_SHAPED`.  No check
-is skipped; one is expected to fail, for the DSPDC estimators only:
+is skipped; one is expected to fail, for the DSPDC classifiers only:
 ``check_sample_weight_equivalence_on_dense_data`` compares the predictions of a fit with
 integer weights and of a fit on the repeated rows to ``rtol=1e-7``, which two stochastic
-fits reach only at the optimum, and the default DSPDC fit does not reach it within
+fits reach only at the optimum (``DSPDCRegressor`` starts from the ridge solution, its
+optimum, and passes), and the default DSPDC classifier does not reach it within
 ``max_iter`` on that check's ill-conditioned 15 x 30 problem (scikit-learn lists the same
 check for its own SGD estimators).  ``tests/test_dspdc_weights.py`` tests that equivalence
 on converged fits.
@@ -73,7 +74,7 @@ def _estimators():
 # ConvergenceWarning, as scikit-learn's own solvers do, and scikit-learn's own test suite
 # ignores that warning in these checks too.  Any other warning still fails.
 def _expected_failures(estimator) -> dict:
-    if type(estimator).__name__.startswith("DSPDC"):
+    if type(estimator).__name__ == "DSPDCClassifier":
         return {"check_sample_weight_equivalence_on_dense_data":
                 "the weighted and the repeated fits agree to rtol=1e-7 only at the optimum, "
                 "which the default fit does not reach within max_iter on this problem"}

@@ -4,8 +4,10 @@ Every epoch the DSPDC estimators compute the primal value ``P(x)`` of the curren
 the dual value ``D(y)`` of the current duals; weak duality gives ``P(x) - P* <= P(x) - D(y)``,
 so the gap is a proven bound on how far the model is from the optimum (``gap_history_``).
 For ridge regression the optimum ``P*`` also has a closed form, so the figure shows the
-bound next to the true distance ``P(x) - P*`` it bounds; for logistic regression it shows
-the gap alone, the only certificate there is.
+bound next to the true distance ``P(x) - P*`` it bounds; the ridge fit starts from that
+solution (the squared loss's start), so its gap is at rounding from the first evaluation,
+the start's.  For logistic regression the figure shows the gap alone, the only certificate
+there is, falling with the epochs from the zero start.
 
 Run from the repository root (well under a minute on a laptop)::
 
@@ -81,9 +83,11 @@ def main(argv: list[str] | None = None) -> dict:
     y = X @ rng.normal(size=args.p) + 0.1 * rng.normal(size=args.n)
     labels = (X @ rng.normal(size=args.p) + rng.logistic(size=args.n) > 0).astype(int)
 
-    # tol=None: run every epoch, to draw the whole curve (a fit stops at its gap tol otherwise)
+    # tol=None: run every epoch, to draw the whole curve (a fit stops at its gap tol otherwise);
+    # standardize=False: the problem of the raw columns, whose ridge optimum is ridge_optimum's
     common = {"alpha": args.alpha, "chunk_size": args.chunk_size, "max_iter": args.epochs,
-              "fit_intercept": False, "tol": None, "random_state": 0, "progress": False}
+              "fit_intercept": False, "standardize": False, "tol": None, "random_state": 0,
+              "progress": False}
     ridge = ok.DSPDCRegressor(**common).fit(X, y)
     logistic = ok.DSPDCClassifier(**common).fit(X, labels)
     ridge_coef, ridge_primal = ridge_optimum(X, y, args.alpha)

@@ -259,6 +259,11 @@ class _DirectAlgorithm(DSPDCAlgorithm):
     def config(self, value: DSPDCConfig) -> None:
         self._base.config = value
 
+    @property
+    def stop_rule(self):
+        """The wrapped algorithm's ``(tol, gap_every)``: a task certifies as its does."""
+        return self._base.stop_rule
+
     def _rows(self, batch: dict):
         return batch["X"], None      # already the solver's rows (MemoryRows)
 
@@ -300,7 +305,8 @@ def direct_runner(rows: MemoryRows):
                     info = make_round_info(plan, epoch, rnd, sizes=sizes, seed=seed)
                     (task,) = direct.make_tasks(state, info)
                     if rows.fused is not None:     # m = 1, q = p: the fused task
-                        delta = rows.fused.run(algorithm.config, state, task)
+                        delta = rows.fused.run(algorithm.config, state, task,
+                                               certify=algorithm.certifies_start)
                     else:
                         delta = direct.chunk_step(state, rows.batch(info.groups[0]), task)
                     state = direct.apply(state, delta, info)

@@ -123,10 +123,33 @@ class MemoryTasks:
                                    np.ascontiguousarray(x, dtype=np.float64),
                                    int(config.loss_id)))
 
-    def run(self, config, state, task):
+    def start_at(self, x0: np.ndarray) -> dict:
+        """Set the duals to those optimal for ``x0`` under the squared loss, ``y_i = a_i^T
+        x_0 - b_i``, with their conjugates and every chunk's ``A_c^T (w y_c)``; return the
+        state's ``start_w`` and ``start_conj``, their sums (the squared loss's start,
+        :mod:`~ooc_kernels.families.dspdc._memory_start`)."""
+        from ooc_kernels.families.dspdc.kernels_memory import row_conjugates
+
+        np.matmul(self.rows, x0, out=self.y)
+        self.y -= self.b
+        row_conjugates(self.y, self.b, SQUARED, self.conj)
+        wy = self.y if self.weights is None else self.weights * self.y
+        for c in range(len(self.sizes)):
+            lo, hi = self.starts[c], self.starts[c + 1]
+            np.matmul(wy[lo:hi], self.rows[lo:hi], out=self.products[c])
+        conj = self.conj if self.weights is None else np.where(self.weights > 0.0,
+                                                                self.weights * self.conj, 0.0)
+        return {"start_w": tuple(float(v) for v in self.products.sum(axis=0)),
+                "start_conj": float(conj.sum())}
+
+    def run(self, config, state, task, certify=None):
         """The task's :class:`~ooc_kernels.families.dspdc.solver.DSPDCDelta`: the same
         fields as :meth:`~ooc_kernels.families.dspdc.solver.DSPDCAlgorithm.chunk_step`
-        returns (the duals are updated here, in :attr:`y`)."""
+        returns (the duals are updated here, in :attr:`y`).
+
+        ``certify``: :meth:`~ooc_kernels.families.dspdc.solver.DSPDCAlgorithm.certifies_start`;
+        the first task of a fit from the squared loss's start that holds every row sums the
+        start's losses before it iterates, and runs no iterations when they certify it."""
         from ooc_kernels.families.dspdc.kernels import _all_columns_one_row
         from ooc_kernels.families.dspdc.kernels_memory import task_sweep, visits_once
         from ooc_kernels.families.dspdc.solver import DSPDCDelta
@@ -138,6 +161,10 @@ class MemoryTasks:
         row_map, seg_ends = self._task_rows(group, n_k)
         epoch, round_ = task.write
         x0 = state.x if round_ == 0 else getattr(state.epoch_start, "x", None)
+        certified, summed = self._start_certified(config, state, task, n_k, certify)
+        if certified:
+            return self._no_iterations(config, state, task, n_k, summed)
+        with_loss = x0 is not None and summed is None     # else summed before
         aty_k = self.products[group[0]].copy()
         for c in group[1:]:
             aty_k += self.products[c]
@@ -170,7 +197,7 @@ class MemoryTasks:
                 loss, change = visits_once(
                     self.rows, self.b, self.y, a, abar, z, n_k, row_u, theta, tau, sigma,
                     config.loss_id, lam1, lam2, shift, self.weights, row_map, segment,
-                    start, x0 is not None, dw_parts, self.conj, self.tdual, xd,
+                    start, with_loss, dw_parts, self.conj, self.tdual, xd,
                     self._dline if xd is not None else None, dwline)
                 start_loss, dconj = start_loss + loss, dconj + change
             else:
@@ -183,9 +210,11 @@ class MemoryTasks:
         if not once:
             start_loss, dconj = task_sweep(
                 self.rows, row_map, seg_ends, self.b, self.y, y_old, self.weights, start,
-                x0 is not None, config.loss_id, dw_parts, self.conj)
+                with_loss, config.loss_id, dw_parts, self.conj)
         if xd is not None:      # the duals to the line's best point (squared loss)
             dconj += self._line_jump(config, state, dw_parts, dwline, dconj)
+        if summed is not None:      # the start's losses, summed before the iterations
+            start_loss = summed
         dw = dw_parts[0].copy()
         for s, c in enumerate(group):
             self.products[c] += dw_parts[s]
@@ -197,6 +226,28 @@ class MemoryTasks:
                                   float(sigma)),),
                           start_loss=float(start_loss),
                           start_rows=0 if x0 is None else n_k)
+
+    def _start_certified(self, config, state, task, n_k: int, certify):
+        """For the first task of a fit from the squared loss's start (``start_x``) that
+        holds every row: ``(whether the start's losses certify it (certify), their sum)``;
+        ``(False, None)`` for other tasks (their iterations sum the losses)."""
+        if certify is None or config.start_x is None or tuple(task.write) != (0, 0) \
+                or n_k != len(self.b):
+            return False, None
+        loss = self.primal_loss(config, state.x)
+        return bool(certify(state, task, loss, n_k)), loss
+
+    def _no_iterations(self, config, state, task, n_k: int, loss: float):
+        """The delta of a task that certified the start: no iterations, the start's losses."""
+        from ooc_kernels.families.dspdc._local import local_step_parameters
+        from ooc_kernels.families.dspdc.solver import DSPDCDelta
+
+        _, theta, tau, sigma = local_step_parameters(config, n_k, task.sigma_prime)
+        return DSPDCDelta(dw=np.zeros_like(state.w), x_sum=np.array(state.x, dtype=np.float64),
+                          n_tasks=1, chunks=task.chunks,
+                          steps=((n_k, task.sigma_prime, float(theta), float(tau),
+                                  float(sigma)),),
+                          start_loss=loss, start_rows=n_k)
 
     def _line_start(self, config, state, n_k: int, once: bool, n_seg: int):
         """The primal point ``x_D`` of the task's starting duals when the task moves its

@@ -361,16 +361,15 @@ class _DSPDCEstimator(ChunkedEstimator):
     def _rounds_runner(self, data, sched, *, writer, start):
         """The in-memory rounds (:mod:`ooc_kernels.families.dspdc._direct`) for data held in
         memory on a local scheduler, else the out-of-core engine."""
-        from ooc_kernels.families.dspdc._direct import MemoryRows, direct_applies, \
-            direct_runner
+        from ooc_kernels.families.dspdc._direct import direct_applies, direct_runner
+        from ooc_kernels.families.dspdc._memory_start import held_rows
         from ooc_kernels.parallel.cluster import active_client
 
         self._direct_rows, self._direct_fit = None, False
         if getattr(self, "_in_memory_input", False) and direct_applies(
                 self._config, data, self._state, tasks_per_round=self._tasks_per_round,
                 client=active_client(sched), writer=writer, start=start):
-            self._direct_rows = MemoryRows(self._config, data,
-                                           _inputs.fit_memory_chunks(self, data))
+            self._direct_rows = held_rows(self, data)   # with the squared loss's start
             self._direct_fit = True
             return direct_runner(self._direct_rows)
         return super()._rounds_runner(data, sched, writer=writer, start=start)
@@ -411,8 +410,8 @@ class _DSPDCEstimator(ChunkedEstimator):
         last = epoch + 1 >= self.max_iter
         report, rel = {}, None
         start = state.epoch_start
-        primal = state.start_primal_value(cfg) if epoch >= 1 and epoch % self.gap_every == 0 \
-            else None
+        primal = state.start_primal_value(cfg) if (epoch >= 1 or cfg.start_x is not None) \
+            and epoch % self.gap_every == 0 else None
         if primal is not None:      # the iterate of epoch - 1, against the best duals known
             report, rel = self._record_gap(start, primal, epoch - 1, later=state)
             if self.tol is not None and rel <= self.tol:

@@ -1,0 +1,117 @@
+"""The squared loss's start in memory: the ridge solution from one product of the rows held.
+
+Out of core the set-up's read gathers the scatter of ``[X, b]`` chunk by chunk and the fit
+starts from the ridge solution of the standardized problem and the duals optimal for it
+(:mod:`~ooc_kernels.families.dspdc._squared_start`).  In memory the solver's rows ``A``
+(standardized, with the intercept's column) are built once per fit
+(:class:`~ooc_kernels.families.dspdc._direct.MemoryRows`), so the same start costs one BLAS
+product of those rows, ``A^T W A`` (a symmetric rank-``n`` update), and ``A^T W b``:
+:func:`memory_start` hands them to
+:func:`~ooc_kernels.families.dspdc._squared_start.squared_start` as the scatter of
+``[A, b]`` about the origin (no shift, no scale, the intercept's column among the rows), which
+gives ``x_0 = (A^T W A / n + lam2 I)^{-1} A^T W b / n``.
+
+:func:`start_in_memory` then starts the fit there: the configuration's ``start_x``, the
+state at ``x_0``, and the fused tasks' duals ``y_i = a_i^T x_0 - b_i`` with their conjugates
+and the chunks' ``A_c^T (w y_c)`` computed from the rows (so the state's ``w`` and ``sum_i
+w_i phi*(y_i)`` are the sums the tasks keep, not the scatter's).  Other in-memory tasks
+(``m > 1`` or ``q < p``) take a chunk's initial duals from ``start_x`` as out of core.
+
+Where it applies: the squared loss with an l2 part (``alpha * (1 - l1_ratio) > 0``), dense
+rows of at most :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` solver
+columns.  With ``x_0`` the ridge solution the first task checks the start's certificate
+before it iterates (``DSPDCAlgorithm.certifies_start``).
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> A, b = rng.normal(size=(200, 4)), rng.normal(size=200)
+>>> start = memory_start(A, b, None, 0.1)
+>>> exact = np.linalg.solve(A.T @ A / 200 + 0.1 * np.eye(4), A.T @ b / 200)
+>>> bool(np.allclose(start["start_x"], exact, rtol=1e-12, atol=1e-14))
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ooc_kernels.losses import LOSS_SQUARED
+
+__all__ = ["held_rows", "memory_start", "memory_start_applies", "start_in_memory"]
+
+
+def held_rows(estimator, data):
+    """The in-memory rows of ``estimator``'s fit on ``data``
+    (:class:`~ooc_kernels.families.dspdc._direct.MemoryRows`), its configuration and state
+    started where :func:`memory_start_applies` (:func:`start_in_memory`)."""
+    from ooc_kernels.families.dspdc import _memory_inputs
+    from ooc_kernels.families.dspdc._direct import MemoryRows
+
+    rows = MemoryRows(estimator._config, data,
+                      _memory_inputs.fit_memory_chunks(estimator, data))
+    start_in_memory(estimator, rows)
+    return rows
+
+
+def memory_start_applies(config) -> bool:
+    """Whether a fit of ``config`` on rows held in memory starts from the ridge solution:
+    the squared loss, dense rows, an l2 part, at most ``START_MAX_FEATURES`` columns."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    return (int(config.loss_id) == LOSS_SQUARED and not config.factorized
+            and float(config.lam2) > 0.0
+            and int(config.n_features) <= _squared_start.START_MAX_FEATURES)
+
+
+def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float) -> dict:
+    """The start fields (``start_x``, ``start_w``, ``start_conj``) of the solver's rows
+    ``rows`` (``(n, p)`` float64), their targets ``b`` and row weights (None: ones), from
+    ``A^T W A``, ``A^T W b`` and ``b^T W b``; empty (the zero start) when a value is not
+    finite."""
+    from ooc_kernels.families.dspdc._squared_start import squared_start
+
+    n, p = rows.shape
+    M = np.empty((p + 1, p + 1))
+    with np.errstate(all="ignore"):           # huge values: inf, and no start
+        wb = b if weights is None else weights * b
+        M[:p, :p] = rows.T @ rows if weights is None else rows.T @ (weights[:, None] * rows)
+        M[:p, p] = M[p, :p] = rows.T @ wb
+        M[p, p] = float(b @ wb)
+    W = float(n) if weights is None else float(weights.sum())
+    return squared_start((W, np.zeros(p + 1), M), {}, 0.0, lam2, n)
+
+
+def start_in_memory(estimator, rows) -> None:
+    """Start ``estimator``'s in-memory fit (its ``_config`` and ``_state``) and its rows'
+    fused tasks (``rows``: :class:`~ooc_kernels.families.dspdc._direct.MemoryRows`) from
+    :func:`memory_start` where :func:`memory_start_applies`; else leave them at zero."""
+    from ooc_kernels.families.dspdc._local import encode_labels, row_weights
+    from ooc_kernels.families.dspdc.solver import init_state
+
+    cfg = estimator._config
+    if not memory_start_applies(cfg):
+        return
+    fused = rows.fused
+    if fused is not None:
+        b, weights = fused.b, fused.weights
+    else:
+        labels, parts = [], []
+        for k, block in enumerate(rows.blocks):
+            yk = encode_labels(cfg, rows.variables["y"][k], (k,), (len(block),))
+            sw = rows.variables.get("sample_weight")
+            labels.append(yk)
+            parts.append(row_weights(cfg, None if sw is None else sw[k], yk, (k,),
+                                     (len(block),)))
+        b = np.concatenate(labels).astype(np.float64)
+        weights = None if parts[0] is None else np.concatenate(parts)
+    start = memory_start(rows.rows, b, weights, float(cfg.lam2))
+    if not start:
+        return
+    if fused is not None:     # the tasks' duals, conjugates and products at the start
+        start.update(fused.start_at(np.asarray(start["start_x"], dtype=np.float64)))
+    estimator._config = dataclasses.replace(cfg, **start)
+    estimator._state = init_state(estimator._config, len(rows.blocks))
