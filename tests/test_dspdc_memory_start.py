@@ -12,6 +12,7 @@ import pytest
 import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError
 from ooc_kernels.families.dspdc import _memory_start, _memory_task, _squared_start
+from ooc_kernels.families.dspdc.kernels_start import gram_elastic_net, gram_elastic_net_ref
 
 
 def _data(n=600, p=5, seed=0):
@@ -56,6 +57,30 @@ def test_memory_start_is_numpys_ridge_solution_and_its_duals_sums(weighted):
                                                 rel=1e-10)
 
 
+@pytest.mark.parametrize("lam1", [0.0, 0.01, 0.3, 10.0])
+def test_gram_elastic_net_is_its_twin_and_elasticnets_solution(lam1):
+    """The kernel against its NumPy twin bit for bit, and its minimizer against
+    scikit-learn's ElasticNet on rows whose ``A^T A / n`` is the kernel's ``H`` (a large
+    ``lam1``: every coefficient 0)."""
+    from sklearn.linear_model import ElasticNet
+
+    rng = np.random.default_rng(int(lam1 * 100))
+    A = rng.normal(size=(400, 6)) @ rng.normal(size=(6, 6))
+    b = A @ rng.normal(size=6) + rng.normal(size=400)
+    lam2 = 0.05
+    Q, c = A.T @ A / 400 + lam2 * np.eye(6), A.T @ b / 400
+    x, x_ref = np.zeros(6), np.zeros(6)
+    sweeps = gram_elastic_net(Q, c, lam1, x, 5000, 1e-14)
+    assert sweeps < 5000 and gram_elastic_net_ref(Q, c, lam1, x_ref, 5000, 1e-14) == sweeps
+    np.testing.assert_array_equal(x, x_ref)
+    alpha = lam1 + lam2
+    ref = ElasticNet(alpha=alpha, l1_ratio=lam1 / alpha, fit_intercept=False, tol=1e-15,
+                     max_iter=1_000_000).fit(A, b).coef_
+    np.testing.assert_allclose(x, ref, rtol=1e-8, atol=1e-10)
+    if lam1 == 10.0:
+        assert not x.any()
+
+
 def test_memory_start_refuses_values_that_are_not_finite():
     A, b = np.ones((4, 2)), np.array([1.0, np.inf, 0.0, 2.0])
     assert _memory_start.memory_start(A, b, None, 0.1) == {}
@@ -75,7 +100,7 @@ def test_the_fused_tasks_start_at_the_ridge_duals(weighted, monkeypatch):
     monkeypatch.setattr(_memory_task.MemoryTasks, "__init__", kept)
     X, y, w = _data(seed=2)
     sw = w if weighted else None
-    est = ok.DSPDCRegressor(alpha=1e-2, l1_ratio=0.5, tol=None, max_iter=1, chunk_size=150,
+    est = ok.DSPDCRegressor(alpha=1e-2, tol=None, max_iter=1, chunk_size=150,
                             random_state=0, progress=False)
     tasks = []
     real = _memory_start.start_in_memory
@@ -140,6 +165,44 @@ def test_ridge_in_memory_is_certified_at_its_start(weighted, fit_intercept, m, m
     np.testing.assert_allclose(_solver_x(est), x, rtol=1e-10, atol=1e-12)
     P = np.sum(ww * 0.5 * (A @ x - y) ** 2) / n + 0.5e-3 * x @ x
     assert entry["primal"] == pytest.approx(P, rel=1e-12)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("m", [1, 2])
+def test_the_elastic_net_in_memory_is_certified_at_its_start(weighted, m, monkeypatch):
+    """The elastic net starts at its solution (coordinate descent on ``A^T W A / n``): no
+    iteration, one gap, ElasticNet's objective value."""
+    from sklearn.linear_model import ElasticNet
+
+    from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
+
+    iterations = []
+    apply = DSPDCAlgorithm.apply
+
+    def counted(self, state, delta, info=None):
+        iterations.append(delta.n_iter)
+        return apply(self, state, delta, info)
+
+    monkeypatch.setattr(DSPDCAlgorithm, "apply", counted)
+    X, y, w = _data(seed=9)
+    sw = w if weighted else None
+    est = ok.DSPDCRegressor(alpha=1e-2, l1_ratio=0.7, m=m, tol=1e-10, random_state=0,
+                            chunk_size=200, progress=False).fit(X, y, sample_weight=sw)
+    assert est.n_iter_ == 1 and iterations == [0] and len(est.gap_history_) == 1
+    n = len(y)
+    ww = np.ones(n) if sw is None else sw * n / sw.sum()
+    A = _rows(est, X)
+    ref = ElasticNet(alpha=1e-2, l1_ratio=0.7, fit_intercept=False, tol=1e-15,
+                     max_iter=1_000_000).fit(A, y, sample_weight=ww).coef_
+
+    def P(v):
+        return (np.sum(ww * 0.5 * (A @ v - y) ** 2) / n + 0.7e-2 * np.abs(v).sum()
+                + 0.15e-2 * v @ v)
+
+    x = _solver_x(est)
+    assert abs(P(x) - P(ref)) <= 1e-12 * P(ref)
+    assert est.gap_history_[0]["primal"] == pytest.approx(P(x), rel=1e-12)
+    np.testing.assert_allclose(x, ref, rtol=1e-7, atol=1e-9)
 
 
 def test_ridge_out_of_core_is_certified_at_its_start():

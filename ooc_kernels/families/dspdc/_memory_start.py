@@ -9,7 +9,12 @@ product of those rows, ``A^T W A`` (a symmetric rank-``n`` update), and ``A^T W 
 :func:`memory_start` hands them to
 :func:`~ooc_kernels.families.dspdc._squared_start.squared_start` as the scatter of
 ``[A, b]`` about the origin (no shift, no scale, the intercept's column among the rows), which
-gives ``x_0 = (A^T W A / n + lam2 I)^{-1} A^T W b / n``.
+gives ``x_0 = (A^T W A / n + lam2 I)^{-1} A^T W b / n``.  With an l1 part (``l1_ratio >
+0``) the squared loss's objective still depends on the rows only through that matrix, so
+the elastic net itself is solved in the ``p``-space from ``x_0`` by coordinate descent on
+``A^T W A / n + lam2 I`` (:func:`~ooc_kernels.families.dspdc.kernels_start.gram_elastic_net`,
+at most :data:`MAX_SWEEPS` sweeps of ``p^2`` products, no pass over the rows), and the fit
+starts from its solution instead.
 
 :func:`start_in_memory` then starts the fit there: the configuration's ``start_x``, the
 state at ``x_0``, and the fused tasks' duals ``y_i = a_i^T x_0 - b_i`` with their conjugates
@@ -19,8 +24,9 @@ w_i phi*(y_i)`` are the sums the tasks keep, not the scatter's).  Other in-memor
 
 Where it applies: the squared loss with an l2 part (``alpha * (1 - l1_ratio) > 0``), dense
 rows of at most :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` solver
-columns.  With ``x_0`` the ridge solution the first task checks the start's certificate
-before it iterates (``DSPDCAlgorithm.certifies_start``).
+columns.  The first task checks the start's certificate before it iterates
+(``DSPDCAlgorithm.certifies_start``): with ``x_0`` the solution to rounding, the fit ends
+there after summing the losses of its rows once.
 
 Examples
 --------
@@ -41,7 +47,14 @@ import numpy as np
 
 from ooc_kernels.losses import LOSS_SQUARED
 
-__all__ = ["held_rows", "memory_start", "memory_start_applies", "start_in_memory"]
+__all__ = ["MAX_SWEEPS", "held_rows", "memory_start", "memory_start_applies",
+           "start_in_memory"]
+
+#: The most sweeps of the elastic net's coordinate descent on the ``p x p`` matrix (``p^2``
+#: products each); it stops earlier once a sweep moves no coordinate by more than
+#: :data:`SWEEP_TOL` times the largest.
+MAX_SWEEPS = 1000
+SWEEP_TOL = 1e-13
 
 
 def held_rows(estimator, data):
@@ -67,12 +80,14 @@ def memory_start_applies(config) -> bool:
             and int(config.n_features) <= _squared_start.START_MAX_FEATURES)
 
 
-def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float) -> dict:
+def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
+                 lam1: float = 0.0) -> dict:
     """The start fields (``start_x``, ``start_w``, ``start_conj``) of the solver's rows
     ``rows`` (``(n, p)`` float64), their targets ``b`` and row weights (None: ones), from
-    ``A^T W A``, ``A^T W b`` and ``b^T W b``; empty (the zero start) when a value is not
-    finite."""
+    ``A^T W A``, ``A^T W b`` and ``b^T W b``: the ridge solution, or with ``lam1 > 0`` the
+    elastic net's from it; empty (the zero start) when a value is not finite."""
     from ooc_kernels.families.dspdc._squared_start import squared_start
+    from ooc_kernels.families.dspdc.kernels_start import gram_elastic_net
 
     n, p = rows.shape
     M = np.empty((p + 1, p + 1))
@@ -82,7 +97,18 @@ def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float) -> dict:
         M[:p, p] = M[p, :p] = rows.T @ wb
         M[p, p] = float(b @ wb)
     W = float(n) if weights is None else float(weights.sum())
-    return squared_start((W, np.zeros(p + 1), M), {}, 0.0, lam2, n)
+    start = squared_start((W, np.zeros(p + 1), M), {}, 0.0, lam2, n)
+    if not start or lam1 <= 0.0:
+        return start
+    x = np.array(start["start_x"], dtype=np.float64)      # from the ridge solution
+    gram_elastic_net(M[:p, :p] / n + lam2 * np.eye(p), M[:p, p] / n, float(lam1), x,
+                     MAX_SWEEPS, SWEEP_TOL)
+    w0 = M[:p, :p] @ x - M[:p, p]                          # A^T W y, y = A x - b
+    conj = 0.5 * float(x @ M[:p, :p] @ x) - 0.5 * float(M[p, p])
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(w0)) and np.isfinite(conj)):
+        return start
+    return {"start_x": tuple(float(v) for v in x), "start_w": tuple(float(v) for v in w0),
+            "start_conj": conj}
 
 
 def start_in_memory(estimator, rows) -> None:
@@ -108,7 +134,7 @@ def start_in_memory(estimator, rows) -> None:
                                      (len(block),)))
         b = np.concatenate(labels).astype(np.float64)
         weights = None if parts[0] is None else np.concatenate(parts)
-    start = memory_start(rows.rows, b, weights, float(cfg.lam2))
+    start = memory_start(rows.rows, b, weights, float(cfg.lam2), float(cfg.lam1))
     if not start:
         return
     if fused is not None:     # the tasks' duals, conjugates and products at the start
