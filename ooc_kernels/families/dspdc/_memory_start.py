@@ -47,13 +47,13 @@ import numpy as np
 
 from ooc_kernels.losses import LOSS_SQUARED
 
-__all__ = ["MAX_SWEEPS", "held_rows", "memory_start", "memory_start_applies",
+__all__ = ["MAX_SWEEPS", "SWEEP_TOL", "held_rows", "memory_start", "memory_start_applies",
            "start_in_memory"]
 
 #: The most sweeps of the elastic net's coordinate descent on the ``p x p`` matrix (``p^2``
-#: products each); it stops earlier once a sweep moves no coordinate by more than
-#: :data:`SWEEP_TOL` times the largest.
+#: products each).
 MAX_SWEEPS = 1000
+#: The descent stops once a sweep moves no coordinate by more than this times the largest.
 SWEEP_TOL = 1e-13
 
 
