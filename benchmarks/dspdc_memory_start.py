@@ -6,8 +6,8 @@ NumPy arrays, ``alpha = 1e-4``; ridge, the elastic net at ``l1_ratio = 0.5``, th
 loss), DSPDC at its defaults with ``tol`` = the target (1e-4, 1e-6).  Each repeat starts one
 process per tree, ``--before`` first, then the working tree (A, B, A, B ...); a process
 imports its tree's ``ooc_kernels`` (``PYTHONPATH``), makes one warm-up fit per problem and
-target (the numba caches of every kernel the fits call), then times one fit per problem and target (CPU seconds of the process,
-``time.process_time``) and scikit-learn's solver on the same standardized rows at the
+target (the numba caches of every kernel the fits call), then times one fit per problem and
+target (CPU seconds of the process, ``time.process_time``) and scikit-learn's solver on the same standardized rows at the
 loosest ``tol`` that reaches the target (chosen once, as ``dspdc_in_memory.py`` does; one
 warm-up fit, then one timed, in the working tree's processes).
 Medians over ``--repeats``; the load averages before and after.
@@ -113,7 +113,8 @@ def _peer_tols(problems, data) -> dict:
         def rel(c):
             args = dict(loss=loss, alpha=ALPHA, l1_ratio=l1_ratio)
             p_star = peers.objective(Xa[:, :-1], y, ref[:-1], ref[-1], **args)
-            return (peers.objective(Xa[:, :-1], y, c[:-1], c[-1], **args) - p_star) / abs(p_star)
+            value = peers.objective(Xa[:, :-1], y, c[:-1], c[-1], **args)
+            return (value - p_star) / abs(p_star)
 
         for target in TARGETS:
             for tol in peers.TOLS:

@@ -1,4 +1,5 @@
-"""In-memory DSPDC fits of two library versions against scikit-learn, alternated in fresh processes.
+"""In-memory DSPDC fits of two library versions against scikit-learn, in alternating fresh
+processes.
 
 The peer table's conditioned problems (``benchmarks/dspdc_peers.py``: 50,000 x 50 rows,
 ``alpha = 1e-4``; ridge, the elastic net at ``l1_ratio = 0.5`` and the logistic loss) as

@@ -626,7 +626,8 @@ def _start_duals(cfg, rows, b, y_old, task):
     start = 0
     for v, s in zip(task.read, task.sizes):
         if tuple(v) == INITIAL:
-            y_old[start:start + s] = initial_duals(cfg, rows[start:start + s], b[start:start + s])
+            stop = start + s
+            y_old[start:stop] = initial_duals(cfg, rows[start:stop], b[start:stop])
         start += s
     return y_old
 
