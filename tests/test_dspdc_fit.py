@@ -205,7 +205,12 @@ def test_published_step_parameters_are_those_the_tasks_use(monkeypatch, tmp_path
 
 
 # --------------------------------------------------------------------------- convergence
-def test_a_fit_stopped_by_max_iter_above_tol_warns_with_the_gap():
+def test_a_fit_stopped_by_max_iter_above_tol_warns_with_the_gap(monkeypatch):
+    from ooc_kernels.families.dspdc import _squared_start
+
+    # the zero start: the logistic loss's start in memory (Newton's) certifies tol=1e-12
+    # before an iteration (tests/test_dspdc_logistic_start.py), and no warning would be due
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     X, y = _binary_problem(n=200)
     with pytest.warns(ConvergenceWarning,
                       match=r"max_iter=1 .*relative duality gap .* above tol=1e-12.*max_iter"
@@ -217,7 +222,12 @@ def test_a_fit_stopped_by_max_iter_above_tol_warns_with_the_gap():
     assert rel > 1e-12
 
 
-def test_a_fit_stopped_by_max_time_above_tol_warns_with_the_gap():
+def test_a_fit_stopped_by_max_time_above_tol_warns_with_the_gap(monkeypatch):
+    from ooc_kernels.families.dspdc import _squared_start
+
+    # the zero start: the logistic loss's start in memory (Newton's) certifies tol=1e-12
+    # before an iteration (tests/test_dspdc_logistic_start.py), and no warning would be due
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     X, y = _binary_problem(n=200)
     with pytest.warns(ConvergenceWarning,
                       match=r"stopped \(.* s >= max_time=1e-06\) after 1 epochs .*"

@@ -253,12 +253,6 @@ def test_elastic_net_from_the_start_is_elasticnets_solution_in_fewer_epochs(weig
     assert started.n_iter_ < plain.n_iter_
 
 
-def test_no_start_for_the_logistic_loss():
-    X, y, _ = _data(seed=6)
-    clf = ok.DSPDCClassifier(alpha=1e-2, tol=1e-4, random_state=0, progress=False)
-    assert clf.fit(X, y > np.median(y))._config.start_x is None
-
-
 @pytest.mark.parametrize("start", [True, False])
 def test_tiny_targets_are_refused_with_or_without_the_start(start, monkeypatch):
     """Targets whose squares underflow float64: the start's certificate names the fix as

@@ -143,7 +143,9 @@ def test_dspdc_example_gap_bounds_the_distance_to_the_ridge_optimum(tmp_path):
     # the squared loss's start is the ridge solution: certified to rounding before an epoch
     assert history[0]["iterations"] == 0 and history[0]["relative_gap"] <= 1e-12
     logistic = result["logistic"].gap_history_
-    assert len(logistic) == 6
+    assert len(logistic) == 7           # the start's gap, then one per epoch
+    # the logistic loss's start is Newton's solution (tol=None: to a relative gap of 1e-10)
+    assert logistic[0]["iterations"] == 0 and 0.0 < logistic[0]["relative_gap"] <= 1e-10
     assert logistic[-1]["gap"] < logistic[0]["gap"] / 10
 
 

@@ -74,7 +74,9 @@ def _estimators():
 # ConvergenceWarning, as scikit-learn's own solvers do, and scikit-learn's own test suite
 # ignores that warning in these checks too.  Any other warning still fails.
 def _expected_failures(estimator) -> dict:
-    if type(estimator).__name__ == "DSPDCClassifier":
+    # the logistic loss passes: in memory both fits start at Newton's solution of the same
+    # problem (families/dspdc/_logistic_start.py), the same to rounding
+    if type(estimator).__name__ == "DSPDCClassifier" and estimator.loss != "logistic":
         return {"check_sample_weight_equivalence_on_dense_data":
                 "the weighted and the repeated fits agree to rtol=1e-7 only at the optimum, "
                 "which the default fit does not reach within max_iter on this problem"}

@@ -1,4 +1,6 @@
-"""The squared loss's start in memory: the ridge solution from one product of the rows held.
+"""The starts in memory: the squared loss's ridge solution from one product of the rows
+held, and the logistic loss's Newton solution
+(:mod:`~ooc_kernels.families.dspdc._logistic_start`).
 
 Out of core the set-up's read gathers the scatter of ``[X, b]`` chunk by chunk and the fit
 starts from the ridge solution of the standardized problem and the duals optimal for it
@@ -22,10 +24,18 @@ and the chunks' ``A_c^T (w y_c)`` computed from the rows (so the state's ``w`` a
 w_i phi*(y_i)`` are the sums the tasks keep, not the scatter's).  Other in-memory tasks
 (``m > 1`` or ``q < p``) take a chunk's initial duals from ``start_x`` as out of core.
 
-Where it applies: the squared loss with an l2 part (``alpha * (1 - l1_ratio) > 0``), dense
-rows of at most :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` solver
-columns.  The first task checks the start's certificate before it iterates
-(``DSPDCAlgorithm.certifies_start``): with ``x_0`` the solution to rounding, the fit ends
+The binary logistic loss with an l2 part and no l1 part starts likewise from Newton's
+solution of the standardized problem on the rows held
+(:func:`~ooc_kernels.families.dspdc._logistic_start.logistic_newton`, to the fit's ``tol``),
+with the duals ``y_i = phi_i'(a_i^T x_0)`` (:func:`logistic_memory_start`, and for the
+fused tasks ``MemoryTasks.start_at``).
+
+Where the squared loss's start applies: the squared loss with an l2 part (``alpha * (1 -
+l1_ratio) > 0``), dense rows of at most
+:data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` solver columns (the
+logistic loss's start has the same limit, and that switch turns both off).  The first task
+checks the start's certificate before it iterates (``DSPDCAlgorithm.certifies_start``): with
+``x_0`` the solution to rounding (or, for the logistic loss, within ``tol``), the fit ends
 there after summing the losses of its rows once.
 
 Examples
@@ -45,10 +55,10 @@ import dataclasses
 
 import numpy as np
 
-from ooc_kernels.losses import LOSS_SQUARED
+from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SQUARED
 
-__all__ = ["MAX_SWEEPS", "SWEEP_TOL", "held_rows", "memory_start", "memory_start_applies",
-           "start_in_memory"]
+__all__ = ["MAX_SWEEPS", "SWEEP_TOL", "held_rows", "logistic_memory_start", "memory_start",
+           "memory_start_applies", "start_in_memory"]
 
 #: The most sweeps of the elastic net's coordinate descent on the ``p x p`` matrix (``p^2``
 #: products each).
@@ -71,12 +81,15 @@ def held_rows(estimator, data):
 
 
 def memory_start_applies(config) -> bool:
-    """Whether a fit of ``config`` on rows held in memory starts from the ridge solution:
-    the squared loss, dense rows, an l2 part, at most ``START_MAX_FEATURES`` columns."""
+    """Whether a fit of ``config`` on rows held in memory starts from the solution of the
+    standardized problem: dense rows, an l2 part, at most ``START_MAX_FEATURES`` columns, and
+    the squared loss (the ridge solution) or the logistic loss without an l1 part (Newton's,
+    :mod:`~ooc_kernels.families.dspdc._logistic_start`)."""
     from ooc_kernels.families.dspdc import _squared_start
 
-    return (int(config.loss_id) == LOSS_SQUARED and not config.factorized
-            and float(config.lam2) > 0.0
+    loss = int(config.loss_id)
+    return ((loss == LOSS_SQUARED or (loss == LOSS_LOGISTIC and float(config.lam1) == 0.0))
+            and not config.factorized and float(config.lam2) > 0.0
             and int(config.n_features) <= _squared_start.START_MAX_FEATURES)
 
 
@@ -111,6 +124,33 @@ def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
             "start_conj": conj}
 
 
+def logistic_memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
+                          tol) -> dict:
+    """The start fields of the logistic loss (``start_x``, ``start_w``, ``start_conj``) on
+    the solver's rows ``rows``, labels ``b`` (``-1 / +1``) and row weights (None: ones):
+    Newton's ``x_0`` (:func:`~ooc_kernels.families.dspdc._logistic_start.logistic_newton`
+    to the fit's ``tol``), the duals ``y = phi'(A x_0)``, ``A^T (w y)`` and ``sum_i w_i
+    phi*(y_i)`` over the rows of weight ``> 0``; empty (the zero start) when a value is not
+    finite."""
+    from ooc_kernels.families.dspdc._logistic_start import logistic_duals, logistic_newton
+    from ooc_kernels.families.dspdc.kernels_memory import row_conjugates
+
+    x0, _ = logistic_newton(rows, b, weights, lam2, tol)
+    if x0 is None:
+        return {}
+    y = logistic_duals(rows @ x0, b)
+    conj = np.empty(len(y))
+    row_conjugates(y, b, LOSS_LOGISTIC, conj)
+    wy = y if weights is None else weights * y
+    if weights is not None:
+        conj = np.where(weights > 0.0, weights * conj, 0.0)
+    w0, total = wy @ rows, float(conj.sum())
+    if not (np.all(np.isfinite(w0)) and np.isfinite(total)):
+        return {}
+    return {"start_x": tuple(float(v) for v in x0), "start_w": tuple(float(v) for v in w0),
+            "start_conj": total}
+
+
 def start_in_memory(estimator, rows) -> None:
     """Start ``estimator``'s in-memory fit (its ``_config`` and ``_state``) and its rows'
     fused tasks (``rows``: :class:`~ooc_kernels.families.dspdc._direct.MemoryRows`) from
@@ -134,10 +174,20 @@ def start_in_memory(estimator, rows) -> None:
                                      (len(block),)))
         b = np.concatenate(labels).astype(np.float64)
         weights = None if parts[0] is None else np.concatenate(parts)
-    start = memory_start(rows.rows, b, weights, float(cfg.lam2), float(cfg.lam1))
+    tol = getattr(estimator, "tol", None)
+    if int(cfg.loss_id) == LOSS_LOGISTIC and fused is not None:   # the sums from the tasks
+        from ooc_kernels.families.dspdc._logistic_start import logistic_newton
+
+        x0, _ = logistic_newton(rows.rows, b, weights, float(cfg.lam2), tol)
+        start = {} if x0 is None else {"start_x": tuple(float(v) for v in x0)}
+    elif int(cfg.loss_id) == LOSS_LOGISTIC:
+        start = logistic_memory_start(rows.rows, b, weights, float(cfg.lam2), tol)
+    else:
+        start = memory_start(rows.rows, b, weights, float(cfg.lam2), float(cfg.lam1))
     if not start:
         return
     if fused is not None:     # the tasks' duals, conjugates and products at the start
-        start.update(fused.start_at(np.asarray(start["start_x"], dtype=np.float64)))
+        start.update(fused.start_at(np.asarray(start["start_x"], dtype=np.float64),
+                                    int(cfg.loss_id)))
     estimator._config = dataclasses.replace(cfg, **start)
     estimator._state = init_state(estimator._config, len(rows.blocks))

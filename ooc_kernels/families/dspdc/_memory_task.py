@@ -123,16 +123,25 @@ class MemoryTasks:
                                    np.ascontiguousarray(x, dtype=np.float64),
                                    int(config.loss_id)))
 
-    def start_at(self, x0: np.ndarray) -> dict:
-        """Set the duals to those optimal for ``x0`` under the squared loss, ``y_i = a_i^T
-        x_0 - b_i``, with their conjugates and every chunk's ``A_c^T (w y_c)``; return the
-        state's ``start_w`` and ``start_conj``, their sums (the squared loss's start,
+    def start_at(self, x0: np.ndarray, loss_id: int = SQUARED) -> dict:
+        """Set the duals to those optimal for ``x0``, ``y_i = phi_i'(a_i^T x_0)`` (the
+        squared loss: ``a_i^T x_0 - b_i``; the logistic loss:
+        :func:`~ooc_kernels.families.dspdc._logistic_start.logistic_duals`, their ``t``
+        marked unknown), with their conjugates and every chunk's ``A_c^T (w y_c)``; return
+        the state's ``start_w`` and ``start_conj``, their sums (the starts in memory,
         :mod:`~ooc_kernels.families.dspdc._memory_start`)."""
         from ooc_kernels.families.dspdc.kernels_memory import row_conjugates
 
         np.matmul(self.rows, x0, out=self.y)
-        self.y -= self.b
-        row_conjugates(self.y, self.b, SQUARED, self.conj)
+        if int(loss_id) == LOGISTIC:
+            from ooc_kernels.families.dspdc._logistic_start import logistic_duals
+
+            self.y[:] = logistic_duals(self.y, self.b)
+            if self.tdual is not None:
+                self.tdual[:] = np.nan
+        else:
+            self.y -= self.b
+        row_conjugates(self.y, self.b, int(loss_id), self.conj)
         wy = self.y if self.weights is None else self.weights * self.y
         for c in range(len(self.sizes)):
             lo, hi = self.starts[c], self.starts[c + 1]

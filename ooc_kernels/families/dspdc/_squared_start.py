@@ -127,8 +127,17 @@ def squared_start(scatter, scaled: dict, scaling: float, lam2: float, n: int) ->
 
 
 def initial_duals(config, rows: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The duals of rows whose chunk is at its initial version: ``a_i^T x_0 - b_i`` under a
-    start (``config.start_x``), else zeros."""
+    """The duals of rows whose chunk is at its initial version: under a start
+    (``config.start_x``) those optimal for ``x_0``, ``a_i^T x_0 - b_i`` (the squared loss)
+    or ``phi_i'(a_i^T x_0)`` (the logistic loss's start in memory,
+    :mod:`~ooc_kernels.families.dspdc._logistic_start`), else zeros."""
+    from ooc_kernels.losses import LOSS_LOGISTIC
+
     if config.start_x is None:
         return np.zeros(len(rows))
-    return rows @ np.asarray(config.start_x, dtype=np.float64) - b
+    z = rows @ np.asarray(config.start_x, dtype=np.float64)
+    if int(config.loss_id) == LOSS_LOGISTIC:
+        from ooc_kernels.families.dspdc._logistic_start import logistic_duals
+
+        return logistic_duals(z, b)
+    return z - b

@@ -133,8 +133,10 @@ class DSPDCConfig:
         (:func:`~ooc_kernels.families.dspdc._local.task_uniform_blocks`).
     start_x, start_w, start_conj : tuple, tuple, float or None
         The squared loss's start out of core
-        (:mod:`~ooc_kernels.families.dspdc._squared_start`): the first ``x``, ``A^T (w y)``
-        and ``sum_i w_i phi*(y_i)`` of the duals ``y_i = a_i^T start_x - b_i`` that a chunk
+        (:mod:`~ooc_kernels.families.dspdc._squared_start`) or a start in memory (the squared
+        loss's, :mod:`~ooc_kernels.families.dspdc._memory_start`, and the logistic loss's,
+        :mod:`~ooc_kernels.families.dspdc._logistic_start`): the first ``x``, ``A^T (w y)``
+        and ``sum_i w_i phi*(y_i)`` of the duals ``y_i = phi_i'(a_i^T start_x)`` that a chunk
         holds at its initial version; None: ``x = 0`` and zero duals.
     """
 

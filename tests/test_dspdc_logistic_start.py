@@ -1,0 +1,274 @@
+"""The logistic loss's start in memory (families/dspdc/_logistic_start.py): Newton's method in
+the ``p``-space against scipy's minimizer of the same objective, the duals optimal for its
+``x_0`` against NumPy, and fits (weighted, class-weighted, breast cancer) certified at that
+start before their first iteration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit
+
+import ooc_kernels as ok
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
+from ooc_kernels.families.dspdc import _logistic_start, _memory_start, _squared_start
+from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
+
+
+def _data(n=600, p=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * np.linspace(0.5, 3.0, p) + 2.0
+    y = (X @ rng.normal(size=p) + 1.5 * rng.normal(size=n) > 2.0 * X.mean()).astype(int)
+    w = rng.uniform(0.0, 3.0, size=n)
+    return X, y, w
+
+
+def _rows(est, X):
+    """The fit's standardized rows with the intercept's column, in NumPy."""
+    cfg = est._config
+    A = (X - np.asarray(cfg.x_shift)) / np.asarray(cfg.x_scale)
+    if cfg.intercept_scaling:
+        A = np.column_stack([A, np.full(len(X), cfg.intercept_scaling)])
+    return A
+
+
+def _solver_x(est):
+    cfg = est._config
+    x = est.coef_.ravel() * np.asarray(cfg.x_scale)
+    if cfg.intercept_scaling:
+        intercept = float(np.ravel(est.intercept_)[0])
+        x = np.append(x, (intercept + est.coef_.ravel() @ np.asarray(cfg.x_shift))
+                      / cfg.intercept_scaling)
+    return x
+
+
+def _reference(A, b, ww, lam2):
+    """The minimizer of ``P`` by scipy's L-BFGS-B with the exact gradient, to a gradient of
+    1e-13, and ``P``."""
+    n = len(b)
+
+    def P(v):
+        m = b * (A @ v)
+        g = A.T @ (ww * -b * expit(-m)) / n + lam2 * v
+        return np.sum(ww * np.logaddexp(0.0, -m)) / n + 0.5 * lam2 * v @ v, g
+
+    res = minimize(P, np.zeros(A.shape[1]), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-13, "ftol": 1e-16, "maxiter": 100_000})
+    return res.x, lambda v: P(v)[0]
+
+
+def _conjugate(y, b):
+    """``phi*(y) = (-b y) log(-b y) + (1 + b y) log(1 + b y)``."""
+    u = -b * y
+    return u * np.log(u) + (1.0 - u) * np.log1p(-u)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_newton_start_is_scipys_minimizer(weighted):
+    rng = np.random.default_rng(1)
+    n, p = 2000, 6         # enough rows that the first iterations take the subsampled Hessian
+    A = np.column_stack([rng.normal(size=(n, p - 1)) * 2.0, np.ones(n)])
+    b = np.sign(A @ rng.normal(size=p) + rng.normal(size=n))
+    w = rng.uniform(0.0, 2.0, size=n) if weighted else None
+    ww = np.ones(n) if w is None else w
+    x, iterations = _logistic_start.logistic_newton(A, b, w, 1e-3, 1e-14)
+    assert 0 < iterations < _logistic_start.MAX_NEWTON
+    ref, P = _reference(A, b, ww, 1e-3)
+    np.testing.assert_allclose(x, ref, rtol=1e-6, atol=1e-7)
+    assert P(x) <= P(ref) + 1e-15
+    # the gap at the duals phi'(A x): the iterations' stopping rule
+    g = A.T @ (ww * -b * expit(-b * (A @ x))) / n + 1e-3 * x
+    assert g @ g / 2e-3 <= _logistic_start.GAP_FRACTION * 1e-14 * P(x)
+
+
+def test_newton_start_backtracks_where_a_full_step_would_raise_the_objective():
+    """A problem (a tenth of the rows 20 times longer, labels noisy) where the pure Newton
+    iteration raises ``P`` at its fourth step: the backtracking keeps ``P`` from increasing
+    at every iteration and the start is scipy's minimizer."""
+    rng = np.random.default_rng(15)
+    n, p = 40, 2
+    A = rng.normal(size=(n, p)) * rng.choice([1, 20], size=(n, 1), p=[0.9, 0.1])
+    b = np.sign(rng.normal(size=n) + A[:, 0])
+    lam2 = 1e-4
+
+    def P(v):
+        return np.logaddexp(0.0, -b * (A @ v)).mean() + 0.5 * lam2 * v @ v
+
+    x = np.zeros(p)
+    for k in range(4):          # the pure Newton steps, in NumPy: the fourth raises P
+        s = expit(-b * (A @ x))
+        H = (A * (s * (1 - s))[:, None]).T @ A / n + lam2 * np.eye(p)
+        step = np.linalg.solve(H, A.T @ (-b * s) / n + lam2 * x)
+        assert (P(x - step) > P(x)) == (k == 3)
+        x = x - step
+    values = [P(_logistic_start.logistic_newton(A, b, None, lam2, 1e-14, max_iter=k)[0])
+              for k in range(12)]
+    assert all(later <= earlier for earlier, later in zip(values, values[1:]))
+    ref, _ = _reference(A, b, np.ones(n), lam2)
+    x, _ = _logistic_start.logistic_newton(A, b, None, lam2, 1e-14)
+    np.testing.assert_allclose(x, ref, rtol=1e-6, atol=1e-6)
+
+
+def test_newton_start_stops_at_the_tolerance_and_refuses_values_that_are_not_finite():
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(300, 3))
+    b = np.sign(A[:, 0] + rng.normal(size=300))
+    loose, k_loose = _logistic_start.logistic_newton(A, b, None, 1e-2, 1e-2)
+    tight, k_tight = _logistic_start.logistic_newton(A, b, None, 1e-2, 1e-12)
+    assert k_loose < k_tight
+    A[3, 1] = np.inf
+    assert _logistic_start.logistic_newton(A, b, None, 1e-2, 1e-6)[0] is None
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_logistic_memory_start_is_the_duals_optimal_for_x0(weighted):
+    """The non-fused tasks' start: ``A^T (w y)`` and ``sum w phi*(y)`` of ``y = phi'(A x_0)``
+    in NumPy."""
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(400, 4))
+    b = np.sign(A @ [1.0, -1.0, 0.5, 2.0] + rng.normal(size=400))
+    w = rng.uniform(0.0, 2.0, size=400) if weighted else None
+    ww = np.ones(400) if w is None else w
+    start = _memory_start.logistic_memory_start(A, b, w, 0.01, 1e-14)
+    x0 = np.asarray(start["start_x"])
+    y = -b * expit(-b * (A @ x0))
+    np.testing.assert_allclose(start["start_w"], A.T @ (ww * y), rtol=1e-12, atol=1e-14)
+    assert start["start_conj"] == pytest.approx(np.sum(ww * _conjugate(y, b)), rel=1e-12)
+    ref, _ = _reference(A, b, ww, 0.01)
+    np.testing.assert_allclose(x0, ref, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_fused_tasks_start_at_the_logistic_duals(weighted, monkeypatch):
+    """The duals, conjugates and chunk products the fused tasks hold at the start are those
+    of ``y = phi'(A x_0)`` in NumPy, and the state's ``w`` and ``sum w phi*`` their sums."""
+    X, y, w = _data(seed=4)
+    sw = w if weighted else None
+    est = ok.DSPDCClassifier(alpha=1e-2, tol=None, max_iter=1, chunk_size=150,
+                             random_state=0, progress=False)
+    tasks = []
+    real = _memory_start.start_in_memory
+
+    def spy(estimator, rows):      # the tasks' arrays right after the start, before epoch 0
+        real(estimator, rows)
+        f = rows.fused
+        tasks.append((f.y.copy(), f.conj.copy(), f.products.copy(), f.tdual.copy(),
+                      estimator._state))
+
+    monkeypatch.setattr(_memory_start, "start_in_memory", spy)
+    est.fit(X, y, sample_weight=sw)
+    duals, conj, products, tdual, state = tasks[0]
+    cfg = est._config
+    A, b = _rows(est, X), np.where(y == 1, 1.0, -1.0)
+    ww = np.ones(len(y)) if sw is None else sw * len(y) / sw.sum()
+    x0 = np.asarray(cfg.start_x)
+    np.testing.assert_allclose(duals, -b * expit(-b * (A @ x0)), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(conj, _conjugate(duals, b), rtol=1e-10, atol=1e-14)
+    assert np.isnan(tdual).all()           # their t unknown: the first steps take the log
+    for c in range(4):
+        lo, hi = 150 * c, 150 * (c + 1)
+        np.testing.assert_allclose(products[c], A[lo:hi].T @ (ww[lo:hi] * duals[lo:hi]),
+                                   rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(state.w, products.sum(axis=0), rtol=1e-12, atol=1e-12)
+    assert state.conj_sum == pytest.approx(np.sum(ww * conj), rel=1e-12)
+    np.testing.assert_array_equal(state.x, cfg.start_x)
+    ref, _ = _reference(A, b, ww, cfg.lam2)      # tol None: the start to a gap of 1e-10
+    np.testing.assert_allclose(x0, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("weights", ["none", "sample", "class"])
+@pytest.mark.parametrize("m", [1, 2])
+def test_logistic_in_memory_is_certified_at_its_start(weights, m, monkeypatch):
+    """The logistic loss starts at Newton's solution: the first task sums the start's losses,
+    certifies it and runs no iterations (the fused tasks with ``m = 1``, the solver's task
+    with ``m = 2``); one epoch, one gap, scipy's minimizer of the weighted objective."""
+    iterations = []
+    apply = DSPDCAlgorithm.apply
+
+    def counted(self, state, delta, info=None):     # the iterations every round ran
+        iterations.append(delta.n_iter)
+        return apply(self, state, delta, info)
+
+    monkeypatch.setattr(DSPDCAlgorithm, "apply", counted)
+    X, y, w = _data(seed=5)
+    sw = w if weights == "sample" else None
+    cw = {0: 1.0, 1: 3.0} if weights == "class" else None
+    est = ok.DSPDCClassifier(alpha=1e-3, m=m, tol=1e-8, max_iter=30, chunk_size=200,
+                             class_weight=cw, random_state=0,
+                             progress=False).fit(X, y, sample_weight=sw)
+    assert est._config.start_x is not None
+    assert est.stop_reason_.startswith("tol") and est.n_iter_ == 1
+    (entry,) = est.gap_history_
+    assert entry["iterations"] == 0 and entry["passes"] == 0.0 and iterations == [0]
+    assert entry["relative_gap"] <= 1e-8
+    n = len(y)
+    if sw is not None:
+        ww = sw * n / sw.sum()
+    elif cw is not None:
+        ww = np.where(y == 1, 3.0, 1.0)
+        ww = ww * n / ww.sum()
+    else:
+        ww = np.ones(n)
+    A, b = _rows(est, X), np.where(y == 1, 1.0, -1.0)
+    ref, P = _reference(A, b, ww, 1e-3)
+    x = _solver_x(est)
+    assert P(x) - P(ref) <= 1e-8 * P(ref)
+    assert entry["primal"] == pytest.approx(P(x), rel=1e-12)
+    np.testing.assert_allclose(x, ref, rtol=1e-3, atol=1e-4)
+
+
+def test_breast_cancer_is_certified_at_1e4_within_20_passes(monkeypatch):
+    """scikit-learn's breast cancer (569 x 30, raw columns, the defaults): Newton's
+    iterations (one Hessian pass each) and the fit's pass that sums the start's losses
+    certify ``1e-4`` in at most 20 passes, with no DSPDC iteration."""
+    from sklearn.datasets import load_breast_cancer
+
+    runs = []
+    real = _logistic_start.logistic_newton
+
+    def counted(*args, **kwargs):
+        x, k = real(*args, **kwargs)
+        runs.append(k)
+        return x, k
+
+    monkeypatch.setattr(_logistic_start, "logistic_newton", counted)
+    X, y = load_breast_cancer(return_X_y=True)
+    est = ok.DSPDCClassifier(tol=1e-4, random_state=0, progress=False).fit(X, y)
+    assert est.stop_reason_.startswith("tol")
+    (entry,) = est.gap_history_
+    assert entry["iterations"] == 0 and entry["relative_gap"] <= 1e-4
+    assert len(runs) == 1 and runs[0] + 1 <= 20
+    A, b = _rows(est, X), np.where(y == 1, 1.0, -1.0)
+    ref, P = _reference(A, b, np.ones(len(y)), est._config.lam2)
+    assert P(_solver_x(est)) - P(ref) <= 1e-4 * P(ref)
+
+
+def test_no_logistic_start_with_an_l1_part():
+    X, y, _ = _data(seed=6)
+    clf = ok.DSPDCClassifier(alpha=1e-2, l1_ratio=0.5, tol=1e-4, random_state=0,
+                             progress=False)
+    assert clf.fit(X, y)._config.start_x is None
+
+
+@pytest.mark.parametrize("start", [True, False])
+def test_tiny_and_huge_columns_raise_the_same_errors_with_or_without_the_start(start,
+                                                                              monkeypatch):
+    """Columns whose squares underflow or overflow float64: the same library errors with the
+    start and from the zero start (the set-up refuses them before the start); tiny raw
+    columns (``standardize=False``) are fitted to ``tol`` either way."""
+    if not start:
+        monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
+    X, y, _ = _data(seed=7)
+    kw = dict(alpha=1e-3, tol=1e-8, random_state=0, progress=False)
+    with pytest.raises(InvalidDataError, match="underflow float64"):
+        ok.DSPDCClassifier(**kw).fit(X * 1e-160, y)
+    with pytest.raises(InvalidDataError, match="overflow float64"):
+        ok.DSPDCClassifier(**kw).fit(X * 1e155, y)
+    # (np.errstate: the set-up's square of the rows warns of its overflow before it raises)
+    with pytest.raises(ValidationError, match="non-finite values"), np.errstate(over="ignore"):
+        ok.DSPDCClassifier(standardize=False, **kw).fit(X * 1e155, y)
+    tiny = ok.DSPDCClassifier(standardize=False, **kw).fit(X * 1e-160, y)
+    assert (tiny._config.start_x is not None) == start
+    assert tiny.stop_reason_.startswith("tol")
+    assert tiny.gap_history_[-1]["relative_gap"] <= 1e-8
