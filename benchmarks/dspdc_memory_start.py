@@ -24,6 +24,15 @@ product ``A^T A`` in it), medians of ``--repeats`` after a warm-up:
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \
         python benchmarks/dspdc_memory_start.py --part start --repeats 15 \
         --out benchmarks/results/dspdc_memory_start_cost.json
+
+``--part logistic_start`` times the logistic loss's start alone on the classification
+problem's standardized rows (``_logistic_start.logistic_newton`` to ``tol`` = 1e-4 and 1e-6,
+with its iterations, and one full Hessian of the rows), medians of ``--repeats`` after a
+warm-up:
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
+        python benchmarks/dspdc_memory_start.py --part logistic_start --repeats 15 \\
+        --out benchmarks/results/dspdc_logistic_start_cost.json
 """
 
 from __future__ import annotations
@@ -151,6 +160,40 @@ def start_cost(X, y, repeats: int) -> dict:
     return out
 
 
+def logistic_start_cost(X, y, repeats: int) -> dict:
+    """CPU milliseconds of the logistic loss's start alone (Newton's iterations to ``tol`` =
+    1e-4 and 1e-6, and one full Hessian of the rows) on the classification problem's
+    standardized rows with the intercept's column, medians of ``repeats`` after a warm-up."""
+    from ooc_kernels.families.dspdc._logistic_start import logistic_newton
+
+    A = np.column_stack([(X - X.mean(0)) / X.std(0), np.ones(len(X))])
+    b = np.where(np.asarray(y) == np.unique(y)[1], 1.0, -1.0)
+    scaled = np.empty_like(A)
+    h = np.full(len(b), 0.25)
+
+    def hessian():
+        np.multiply(A, np.sqrt(h)[:, None], out=scaled)
+        return scaled.T @ scaled
+
+    parts = {"logistic_newton, tol=1e-4": lambda: logistic_newton(A, b, None, ALPHA, 1e-4),
+             "logistic_newton, tol=1e-6": lambda: logistic_newton(A, b, None, ALPHA, 1e-6),
+             "one full Hessian (scaled rows, their product)": hessian}
+    out = {}
+    for name, fn in parts.items():
+        got = fn()
+        runs = []
+        for _ in range(repeats):
+            start = time.process_time()
+            fn()
+            runs.append(time.process_time() - start)
+        out[name] = {"cpu_ms": [1e3 * r for r in runs],
+                     "median_cpu_ms": 1e3 * float(np.median(runs))}
+        if name.startswith("logistic_newton"):
+            out[name]["iterations"] = int(got[1])
+        print(name, round(out[name]["median_cpu_ms"], 2), flush=True)
+    return out
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, default=None,
@@ -161,7 +204,7 @@ def main(argv=None) -> None:
     parser.add_argument("--chunk-size", type=int, default=10_000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--part", choices=["fits", "start"], default="fits")
+    parser.add_argument("--part", choices=["fits", "start", "logistic_start"], default="fits")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is not None:
@@ -171,12 +214,14 @@ def main(argv=None) -> None:
     import dspdc_peers as peers
 
     tmp = Path(tempfile.mkdtemp(prefix="dspdc-memory-start-"))
-    if args.part == "start":
-        store = peers.write_store(tmp / "regression.zarr", args.n, args.p, args.chunk_size,
-                                  "regression", 1)
+    if args.part in ("start", "logistic_start"):
+        task, seed = ("regression", 1) if args.part == "start" else ("classification", 2)
+        store = peers.write_store(tmp / f"{task}.zarr", args.n, args.p, args.chunk_size,
+                                  task, seed)
         _, X, y = peers.load(store)
+        cost = start_cost if args.part == "start" else logistic_start_cost
         out = {"n": args.n, "p": args.p, "repeats": args.repeats,
-               "load_before": os.getloadavg(), **start_cost(X, y, args.repeats),
+               "load_before": os.getloadavg(), **cost(X, y, args.repeats),
                "load_after": os.getloadavg()}
         if args.out is not None:
             args.out.write_text(json.dumps(out, indent=1) + "\n")

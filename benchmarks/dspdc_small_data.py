@@ -9,7 +9,11 @@ a logistic target); and five tiny problems (``tiny_ridge_N``: ``N`` = 1, 2, 3 ro
 columns on scales 1 to 100, offset by 5, with a noisy linear target; ``tiny_logistic_N``: 2
 and 3 such rows with alternating labels).  Every fit is the estimator's defaults (``alpha = 1e-4``, standardized
 columns, ``tol`` below the targets so that the fit runs on) with ``random_state`` = the seed;
-a pass is ``n`` dual coordinate updates (``gap_history_``'s ``passes``).
+a pass is ``n`` dual coordinate updates (``gap_history_``'s ``passes``).  Where the fit
+starts from Newton's solution (the logistic loss's start in memory,
+``families/dspdc/_logistic_start.py``), ``newton_iterations`` gives its iterations (each
+one Hessian of the rows), which the passes do not count; ``--zero-start`` turns the starts
+in memory off (DSPDC's own iterations from ``x = 0``).
 
     python benchmarks/dspdc_small_data.py --max-iter 100 --seeds 0 1 2 \\
         --out benchmarks/results/dspdc_small_data.json
@@ -110,6 +114,25 @@ def first_pass(history, target):
     return next((float(e["passes"]) for e in history if e["relative_gap"] <= target), None)
 
 
+def _count_newton() -> list:
+    """A list that receives the iterations of every Newton start (the logistic loss's start
+    in memory) that the fits run; empty for a library without that start."""
+    runs: list = []
+    try:
+        from ooc_kernels.families.dspdc import _logistic_start
+    except ImportError:
+        return runs
+    real = _logistic_start.logistic_newton
+
+    def counted(*args, **kwargs):
+        x, iterations = real(*args, **kwargs)
+        runs.append(iterations)
+        return x, iterations
+
+    _logistic_start.logistic_newton = counted
+    return runs
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-iter", type=int, default=100)
@@ -125,6 +148,9 @@ def main(argv=None):
                         help="the fewest iterations of an epoch where one task holds all "
                              "the rows (_setup_pass.MIN_EPOCH_ITERATIONS; the sweep that "
                              "chose the default)")
+    parser.add_argument("--zero-start", action="store_true",
+                        help="fit from x = 0: the starts in memory off "
+                             "(_squared_start.START_MAX_FEATURES = 0)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--median", type=Path, nargs="+", default=None, metavar="FILE",
                         help="print the medians of these results files and exit")
@@ -137,6 +163,10 @@ def main(argv=None):
     use_checkout(args.checkout)
     import ooc_kernels as ok
 
+    if args.zero_start:
+        from ooc_kernels.families.dspdc import _squared_start
+
+        _squared_start.START_MAX_FEATURES = 0
     if args.rate_fraction is not None:
         from ooc_kernels.families.dspdc import _step_rule
 
@@ -150,6 +180,7 @@ def main(argv=None):
 
         squared, other = args.first_boost
         estimators.STEP_BOOST.update(squared=squared, logistic=other, smoothed_hinge=other)
+    newton = _count_newton()
     rows = []
     for name, kind, X, y in problems():
         if args.only and name not in args.only:
@@ -157,6 +188,7 @@ def main(argv=None):
         for seed in args.seeds:
             cls = ok.DSPDCClassifier if kind == "classifier" else ok.DSPDCRegressor
             est = cls(random_state=seed, max_iter=args.max_iter, tol=1e-7)
+            newton.clear()
             cpu = time.process_time()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -166,7 +198,8 @@ def main(argv=None):
                    "passes_1e-4": first_pass(h, 1e-4), "passes_1e-6": first_pass(h, 1e-6),
                    "final_relative_gap": float(h[-1]["relative_gap"]),
                    "epochs": int(est.n_iter_), "cpu_seconds": time.process_time() - cpu,
-                   "stop_reason": est.stop_reason_}
+                   "stop_reason": est.stop_reason_,
+                   "newton_iterations": sum(newton) if newton else None}
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.out:
