@@ -82,6 +82,20 @@ def test_newton_start_is_scipys_minimizer(weighted):
     assert g @ g / 2e-3 <= _logistic_start.GAP_FRACTION * 1e-14 * P(x)
 
 
+@pytest.mark.parametrize("stride", [1, 4])
+@pytest.mark.parametrize("block", [7, 64, 1000])
+def test_hessian_by_blocks_is_numpys(stride, block):
+    """The Hessian of every ``stride``-th row, summed over blocks of scaled rows (a last
+    block shorter than the others), against NumPy's product of the rows it names."""
+    rng = np.random.default_rng(stride * 100 + block)
+    A = rng.normal(size=(203, 5))
+    rows = A[::stride]
+    h = rng.uniform(0.0, 0.25, size=len(rows))
+    H = _logistic_start.hessian(A, h, stride, 0.03, np.empty((block, 5)))
+    np.testing.assert_allclose(H, rows.T @ (h[:, None] * rows) / len(rows)
+                               + 0.03 * np.eye(5), rtol=1e-13, atol=1e-15)
+
+
 def test_newton_start_backtracks_where_a_full_step_would_raise_the_objective():
     """A problem (a tenth of the rows 20 times longer, labels noisy) where the pure Newton
     iteration raises ``P`` at its fourth step: the backtracking keeps ``P`` from increasing
