@@ -27,8 +27,8 @@ product ``A^T A`` in it), medians of ``--repeats`` after a warm-up:
 
 ``--part logistic_start`` times the logistic loss's start alone on the classification
 problem's standardized rows (``_logistic_start.logistic_newton`` to ``tol`` = 1e-4 and 1e-6,
-with its iterations, and one full Hessian of the rows), medians of ``--repeats`` after a
-warm-up:
+with its iterations, and one full Hessian of the rows, ``_logistic_start.hessian``), medians
+of ``--repeats`` after a warm-up:
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         python benchmarks/dspdc_memory_start.py --part logistic_start --repeats 15 \\
@@ -164,20 +164,20 @@ def logistic_start_cost(X, y, repeats: int) -> dict:
     """CPU milliseconds of the logistic loss's start alone (Newton's iterations to ``tol`` =
     1e-4 and 1e-6, and one full Hessian of the rows) on the classification problem's
     standardized rows with the intercept's column, medians of ``repeats`` after a warm-up."""
-    from ooc_kernels.families.dspdc._logistic_start import logistic_newton
+    from ooc_kernels.families.dspdc._logistic_start import (
+        HESSIAN_BLOCK,
+        hessian,
+        logistic_newton,
+    )
 
     A = np.column_stack([(X - X.mean(0)) / X.std(0), np.ones(len(X))])
     b = np.where(np.asarray(y) == np.unique(y)[1], 1.0, -1.0)
-    scaled = np.empty_like(A)
+    block = np.empty((HESSIAN_BLOCK, A.shape[1]))
     h = np.full(len(b), 0.25)
-
-    def hessian():
-        np.multiply(A, np.sqrt(h)[:, None], out=scaled)
-        return scaled.T @ scaled
-
     parts = {"logistic_newton, tol=1e-4": lambda: logistic_newton(A, b, None, ALPHA, 1e-4),
              "logistic_newton, tol=1e-6": lambda: logistic_newton(A, b, None, ALPHA, 1e-6),
-             "one full Hessian (scaled rows, their product)": hessian}
+             "one full Hessian (blocks of scaled rows, their products)":
+                 lambda: hessian(A, h, 1, ALPHA, block)}
     out = {}
     for name, fn in parts.items():
         got = fn()
