@@ -14,6 +14,7 @@ import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.families.dspdc import _logistic_start, _memory_start, _squared_start
 from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
+from tests._dspdc_solver_space import solver_rows, solver_x
 
 
 def _data(n=600, p=5, seed=0):
@@ -22,25 +23,6 @@ def _data(n=600, p=5, seed=0):
     y = (X @ rng.normal(size=p) + 1.5 * rng.normal(size=n) > 2.0 * X.mean()).astype(int)
     w = rng.uniform(0.0, 3.0, size=n)
     return X, y, w
-
-
-def _rows(est, X):
-    """The fit's standardized rows with the intercept's column, in NumPy."""
-    cfg = est._config
-    A = (X - np.asarray(cfg.x_shift)) / np.asarray(cfg.x_scale)
-    if cfg.intercept_scaling:
-        A = np.column_stack([A, np.full(len(X), cfg.intercept_scaling)])
-    return A
-
-
-def _solver_x(est):
-    cfg = est._config
-    x = est.coef_.ravel() * np.asarray(cfg.x_scale)
-    if cfg.intercept_scaling:
-        intercept = float(np.ravel(est.intercept_)[0])
-        x = np.append(x, (intercept + est.coef_.ravel() @ np.asarray(cfg.x_shift))
-                      / cfg.intercept_scaling)
-    return x
 
 
 def _reference(A, b, ww, lam2):
@@ -174,7 +156,7 @@ def test_the_fused_tasks_start_at_the_logistic_duals(weighted, monkeypatch):
     est.fit(X, y, sample_weight=sw)
     duals, conj, products, tdual, state = tasks[0]
     cfg = est._config
-    A, b = _rows(est, X), np.where(y == 1, 1.0, -1.0)
+    A, b = solver_rows(est, X), np.where(y == 1, 1.0, -1.0)
     ww = np.ones(len(y)) if sw is None else sw * len(y) / sw.sum()
     x0 = np.asarray(cfg.start_x)
     np.testing.assert_allclose(duals, -b * expit(-b * (A @ x0)), rtol=1e-12, atol=1e-15)
@@ -224,9 +206,9 @@ def test_logistic_in_memory_is_certified_at_its_start(weights, m, monkeypatch):
         ww = ww * n / ww.sum()
     else:
         ww = np.ones(n)
-    A, b = _rows(est, X), np.where(y == 1, 1.0, -1.0)
+    A, b = solver_rows(est, X), np.where(y == 1, 1.0, -1.0)
     ref, P = _reference(A, b, ww, 1e-3)
-    x = _solver_x(est)
+    x = solver_x(est)
     assert P(x) - P(ref) <= 1e-8 * P(ref)
     assert entry["primal"] == pytest.approx(P(x), rel=1e-12)
     np.testing.assert_allclose(x, ref, rtol=1e-3, atol=1e-4)
@@ -253,9 +235,9 @@ def test_breast_cancer_is_certified_at_1e4_within_20_passes(monkeypatch):
     (entry,) = est.gap_history_
     assert entry["iterations"] == 0 and entry["relative_gap"] <= 1e-4
     assert len(runs) == 1 and runs[0] + 1 <= 20
-    A, b = _rows(est, X), np.where(y == 1, 1.0, -1.0)
+    A, b = solver_rows(est, X), np.where(y == 1, 1.0, -1.0)
     ref, P = _reference(A, b, np.ones(len(y)), est._config.lam2)
-    assert P(_solver_x(est)) - P(ref) <= 1e-4 * P(ref)
+    assert P(solver_x(est)) - P(ref) <= 1e-4 * P(ref)
 
 
 def test_no_logistic_start_with_an_l1_part():

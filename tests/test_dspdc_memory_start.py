@@ -13,6 +13,7 @@ import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError
 from ooc_kernels.families.dspdc import _memory_start, _memory_task, _squared_start
 from ooc_kernels.families.dspdc.kernels_start import gram_elastic_net, gram_elastic_net_ref
+from tests._dspdc_solver_space import solver_rows, solver_x
 
 
 def _data(n=600, p=5, seed=0):
@@ -21,24 +22,6 @@ def _data(n=600, p=5, seed=0):
     y = X @ rng.normal(size=p) + 0.3 * rng.normal(size=n) - 1.0
     w = rng.uniform(0.0, 3.0, size=n)
     return X, y, w
-
-
-def _rows(est, X):
-    """The fit's standardized rows with the intercept's column, in NumPy."""
-    cfg = est._config
-    A = (X - np.asarray(cfg.x_shift)) / np.asarray(cfg.x_scale)
-    if cfg.intercept_scaling:
-        A = np.column_stack([A, np.full(len(X), cfg.intercept_scaling)])
-    return A
-
-
-def _solver_x(est):
-    cfg = est._config
-    x = est.coef_ * np.asarray(cfg.x_scale)
-    if cfg.intercept_scaling:
-        x = np.append(x, (est.intercept_ + est.coef_ @ np.asarray(cfg.x_shift))
-                      / cfg.intercept_scaling)
-    return x
 
 
 @pytest.mark.parametrize("weighted", [False, True])
@@ -114,7 +97,7 @@ def test_the_fused_tasks_start_at_the_ridge_duals(weighted, monkeypatch):
     est.fit(X, y, sample_weight=sw)
     duals, conj, products, state = tasks[0]
     cfg = est._config
-    A = _rows(est, X)
+    A = solver_rows(est, X)
     ww = np.ones(len(y)) if sw is None else sw * len(y) / sw.sum()
     x0 = np.linalg.solve(A.T @ (ww[:, None] * A) / len(y) + cfg.lam2 * np.eye(A.shape[1]),
                          A.T @ (ww * y) / len(y))
@@ -157,12 +140,12 @@ def test_ridge_in_memory_is_certified_at_its_start(weighted, fit_intercept, m, m
     (entry,) = est.gap_history_
     assert entry["iterations"] == 0 and entry["passes"] == 0.0 and iterations == [0]
     assert entry["relative_gap"] <= 1e-10
-    A = _rows(est, X)
+    A = solver_rows(est, X)
     n = len(y)
     ww = np.ones(n) if sw is None else sw * n / sw.sum()
     x = np.linalg.solve(A.T @ (ww[:, None] * A) / n + 1e-3 * np.eye(A.shape[1]),
                         A.T @ (ww * y) / n)
-    np.testing.assert_allclose(_solver_x(est), x, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(solver_x(est), x, rtol=1e-10, atol=1e-12)
     P = np.sum(ww * 0.5 * (A @ x - y) ** 2) / n + 0.5e-3 * x @ x
     assert entry["primal"] == pytest.approx(P, rel=1e-12)
 
@@ -191,7 +174,7 @@ def test_the_elastic_net_in_memory_is_certified_at_its_start(weighted, m, monkey
     assert est.n_iter_ == 1 and iterations == [0] and len(est.gap_history_) == 1
     n = len(y)
     ww = np.ones(n) if sw is None else sw * n / sw.sum()
-    A = _rows(est, X)
+    A = solver_rows(est, X)
     ref = ElasticNet(alpha=1e-2, l1_ratio=0.7, fit_intercept=False, tol=1e-15,
                      max_iter=1_000_000).fit(A, y, sample_weight=ww).coef_
 
@@ -199,7 +182,7 @@ def test_the_elastic_net_in_memory_is_certified_at_its_start(weighted, m, monkey
         return (np.sum(ww * 0.5 * (A @ v - y) ** 2) / n + 0.7e-2 * np.abs(v).sum()
                 + 0.15e-2 * v @ v)
 
-    x = _solver_x(est)
+    x = solver_x(est)
     assert abs(P(x) - P(ref)) <= 1e-12 * P(ref)
     assert est.gap_history_[0]["primal"] == pytest.approx(P(x), rel=1e-12)
     np.testing.assert_allclose(x, ref, rtol=1e-7, atol=1e-9)
@@ -230,14 +213,14 @@ def test_elastic_net_from_the_start_is_elasticnets_solution_in_fewer_epochs(weig
     assert started.gap_history_[0]["iterations"] == 0     # the start's own gap first
     n = len(y)
     ww = np.ones(n) if sw is None else sw * n / sw.sum()
-    A = _rows(started, X)
+    A = solver_rows(started, X)
     x0 = np.asarray(started._config.start_x)
     assert started.gap_history_[0]["primal"] == pytest.approx(
         np.sum(ww * 0.5 * (A @ x0 - y) ** 2) / n + 0.5e-2 * np.abs(x0).sum()
         + 0.25e-2 * x0 @ x0, rel=1e-12)
     ref = ElasticNet(alpha=1e-2, l1_ratio=0.5, fit_intercept=False, tol=1e-14,
                      max_iter=100_000).fit(A, y, sample_weight=ww)
-    x = _solver_x(started)
+    x = solver_x(started)
     lam1, lam2 = 0.5e-2, 0.5e-2
 
     def P(v):
