@@ -8,8 +8,9 @@ process per tree, ``--before`` first, then the working tree (A, B, A, B ...); a 
 imports its tree's ``ooc_kernels`` (``PYTHONPATH``), makes one warm-up fit per problem and
 target (the numba caches of every kernel the fits call), then times one fit per problem and
 target (CPU seconds of the process, ``time.process_time``) and scikit-learn's solver on
-the same standardized rows at the loosest ``tol`` that reaches the target (chosen once, as ``dspdc_in_memory.py`` does; one
-warm-up fit, then one timed, in the working tree's processes).
+the same standardized rows at the loosest ``tol`` that reaches the target (chosen once, as
+``dspdc_in_memory.py`` does; one warm-up fit, then one timed, in the working tree's
+processes).
 Medians over ``--repeats``; the load averages before and after.
 
     git archive HEAD ooc_kernels | tar -x -C /tmp/before
