@@ -1047,3 +1047,11 @@ def test_row_top_sums_equal_sorting_and_their_twin():
             np.testing.assert_allclose(row_top_sums_ref(S, q), brute, rtol=1e-13)
     with pytest.raises(ValidationError, match="1 <= q"):
         row_top_sums(np.ones((2, 3)), 4)
+
+
+def test_lambda_stats_of_rows_whose_squares_overflow_raise_without_a_warning():
+    """Entries of 1e200 square to inf: the library's error, and no numpy overflow warning
+    before it (pytest turns warnings into errors)."""
+    A = np.array([[1e200, 1.0], [2.0, 3.0]])
+    with pytest.raises(ValidationError, match="squares that overflow"):
+        chunk_lambda_stats(A, m=1, q=1)

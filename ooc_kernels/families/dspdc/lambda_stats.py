@@ -110,7 +110,8 @@ def chunk_lambda_stats(A, m, q, *, max_col_top=DEFAULT_MAX_COL_TOP):
     n_rows, p = A.shape
     q = _as_int("q", q, 1, p)
     m = _as_int("m", m, 1)
-    S = np.square(A, dtype=np.float64)
+    with np.errstate(over="ignore"):     # squares that overflow: the error below
+        S = np.square(A, dtype=np.float64)
     if not np.all(np.isfinite(S)):
         raise ValidationError("A holds non-finite values (NaN or inf, or squares that "
                               "overflow); clean the data before computing Lambda")
