@@ -22,6 +22,8 @@ from ooc_kernels._jit.losses import W_HIGH, W_LOW, dual_prox, loss_conjugate
 from ooc_kernels.families.dspdc.kernels_memory import (
     logistic_dual_step,
     logistic_dual_step_ref,
+    margins_loss_sum,
+    margins_loss_sum_ref,
     row_conjugates,
     row_conjugates_ref,
     rows_loss_sum,
@@ -269,6 +271,11 @@ def test_rows_loss_sum_equals_its_numpy_twin(loss, weighted):
     x = rng.normal(size=A.shape[1])
     assert rows_loss_sum(A, b, weights, x, loss) == pytest.approx(
         rows_loss_sum_ref(A, b, weights, x, loss), rel=1e-12)
+    z = A @ x
+    assert margins_loss_sum(z, b, weights, loss) == pytest.approx(
+        margins_loss_sum_ref(z, b, weights, loss), rel=1e-12)
+    assert margins_loss_sum(z, b, weights, loss) == pytest.approx(
+        rows_loss_sum(A, b, weights, x, loss), rel=1e-12)
 
 
 def test_uniforms_into_a_buffer_are_the_task_stream():

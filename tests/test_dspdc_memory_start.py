@@ -257,3 +257,35 @@ def test_huge_targets_are_refused_with_or_without_the_start(start, monkeypatch):
     with pytest.raises(InvalidDataError, match="Rescale y"):
         ok.DSPDCRegressor(alpha=1e-3, tol=1e-6, random_state=0,
                           progress=False).fit(X, y * 1e155)
+
+
+@pytest.mark.parametrize("cls, target", [(ok.DSPDCRegressor, "y"), (ok.DSPDCClassifier, "labels")])
+def test_the_first_task_certifies_the_start_from_its_own_losses_without_a_second_pass(
+        cls, target, monkeypatch):
+    """The start's losses are summed where the start's products are taken (``start_at``):
+    the first task certifies the start without summing them again, with the losses of
+    NumPy at ``x_0``."""
+    X, y, w = _data(seed=5)
+    if target == "labels":
+        y = (y > np.median(y)).astype(int)
+    seen = []
+    real = _memory_task.MemoryTasks._no_iterations
+
+    def no_iterations(self, config, state, task, n_k, loss):
+        seen.append((loss, np.array(state.x)))
+        return real(self, config, state, task, n_k, loss)
+
+    monkeypatch.setattr(_memory_task.MemoryTasks, "_no_iterations", no_iterations)
+    monkeypatch.setattr(_memory_task.MemoryTasks, "primal_loss",
+                        lambda *args: pytest.fail("the start's losses summed twice"))
+    est = cls(alpha=1e-2, tol=1e-4, random_state=0, progress=False).fit(
+        X, y, sample_weight=w)
+    (loss, x0), = seen
+    A = solver_rows(est, X)
+    z = A @ x0
+    if target == "labels":
+        values = np.logaddexp(0.0, -np.where(y == 1, 1.0, -1.0) * z)
+    else:
+        values = 0.5 * (z - y) ** 2
+    ww = w * len(y) / w.sum()        # the solver's weights: mean 1
+    assert loss == pytest.approx(float(ww @ values), rel=1e-10)

@@ -52,6 +52,7 @@ from ooc_kernels.families.dspdc.kernels import PREFETCH_AHEAD, _one_row
 from ooc_kernels.losses.reference import dual_prox_ref, loss_conjugate_ref, loss_value_ref
 
 __all__ = ["task_sweep", "task_sweep_ref", "rows_loss_sum", "rows_loss_sum_ref",
+           "margins_loss_sum", "margins_loss_sum_ref",
            "row_conjugates", "row_conjugates_ref", "visits_once", "visits_once_ref",
            "logistic_dual_step", "logistic_dual_step_ref", "move_duals", "move_duals_ref"]
 
@@ -240,8 +241,26 @@ def rows_loss_sum(A, b, weights, x, loss_id):
 
 def rows_loss_sum_ref(A, b, weights, x, loss_id):
     """NumPy twin of :func:`rows_loss_sum`."""
+    return margins_loss_sum_ref(np.asarray(A, dtype=np.float64) @ x, b, weights, loss_id)
+
+
+@njit(cache=True, nogil=True)
+def margins_loss_sum(z, b, weights, loss_id):
+    """``sum_i w_i phi_i(z_i)`` of the rows' products ``z_i = a_i^T x`` already taken
+    (rows of weight 0 add 0): :func:`rows_loss_sum` without its products."""
+    total = 0.0
+    for i in range(z.shape[0]):
+        value = loss_value(loss_id, z[i], b[i])
+        if weights is not None:
+            value = weights[i] * value if weights[i] > 0.0 else 0.0
+        total += value
+    return total
+
+
+def margins_loss_sum_ref(z, b, weights, loss_id):
+    """NumPy twin of :func:`margins_loss_sum`."""
     with np.errstate(over="ignore", invalid="ignore"):
-        values = loss_value_ref(loss_id, np.asarray(A, dtype=np.float64) @ x, b)
+        values = loss_value_ref(loss_id, np.asarray(z, dtype=np.float64), b)
         if weights is not None:
             values = np.where(weights > 0, weights * values, 0.0)
         return float(np.sum(values))
