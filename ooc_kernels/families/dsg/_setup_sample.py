@@ -39,6 +39,7 @@ def setup_sample(est, data: ChunkedData, sched, read=None):
         read = sample_draw(est, data).read(sched, return_index=True)
     rows, chunk_of, row_of = read
     sample, y = rows[:2]
+    # the sampled rows' weights (at most the set-up sample's rows), already read
     w = np.asarray(rows[2], dtype=np.float64) if len(rows) > 2 else np.ones(len(sample))
     origin = SampleOrigin(chunk_of, row_of,
                           "the rows sampled for the bandwidth and the step size")

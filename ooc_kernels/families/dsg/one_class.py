@@ -399,6 +399,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         rows, chunk_of, row_of = sample_rows(
             data, return_index=True, var=("X", "sample_weight") if weighted else ("X",), **kw)
         sample = rows[0]   # the rows and their weights in one computation: one round trip
+        # the sampled rows' weights, already read with them
         w = np.asarray(rows[1], dtype=np.float64) if weighted else np.ones(len(sample))
         keep = finite_sample_rows(sample, None, chunk_of, row_of, self.on_invalid)
         return (sample, w) if keep is None else (sample[keep], w[keep])

@@ -70,7 +70,7 @@ def chunk_scatter(rows, y, weights):
     is not a number: no start, and the rounds name the value
     (:func:`~ooc_kernels.families.dspdc._local.encode_labels`)."""
     try:
-        b = np.asarray(y).reshape(-1).astype(np.float64)
+        b = np.asarray(y).reshape(-1).astype(np.float64)   # one chunk's targets
     except (TypeError, ValueError):
         return None
     rows = np.asarray(rows)                    # one chunk and its targets, in one array
@@ -135,7 +135,7 @@ def initial_duals(config, rows: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     if config.start_x is None:
         return np.zeros(len(rows))
-    z = rows @ np.asarray(config.start_x, dtype=np.float64)
+    z = rows @ np.asarray(config.start_x, dtype=np.float64)   # rows: one task's chunks
     if int(config.loss_id) == LOSS_LOGISTIC:
         from ooc_kernels.families.dspdc._logistic_start import logistic_duals
 
