@@ -1,5 +1,6 @@
 """A fitted DSPDC estimator's problem in the solver's space, in NumPy: its standardized rows
-with the intercept's column and its coefficients there (the tests of the fits' starts)."""
+with the intercept's column and its coefficients there, and the fused tasks' arrays right
+after a start in memory (the tests of the fits' starts)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,22 @@ def solver_x(est):
         intercept = float(np.ravel(est.intercept_)[0])
         x = np.append(x, (intercept + coef @ np.asarray(cfg.x_shift)) / cfg.intercept_scaling)
     return x
+
+
+def record_start(monkeypatch) -> list:
+    """A list that receives, at every in-memory start of a fit, the fused tasks' duals,
+    conjugates, chunk products and kept ``t`` (None without) right after the start, before
+    epoch 0, with the estimator's state."""
+    from ooc_kernels.families.dspdc import _memory_start
+
+    seen = []
+    real = _memory_start.start_in_memory
+
+    def spy(estimator, rows):
+        real(estimator, rows)
+        f = rows.fused
+        seen.append((f.y.copy(), f.conj.copy(), f.products.copy(),
+                     None if f.tdual is None else f.tdual.copy(), estimator._state))
+
+    monkeypatch.setattr(_memory_start, "start_in_memory", spy)
+    return seen

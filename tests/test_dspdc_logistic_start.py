@@ -14,7 +14,7 @@ import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.families.dspdc import _logistic_start, _memory_start, _squared_start
 from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
-from tests._dspdc_solver_space import solver_rows, solver_x
+from tests._dspdc_solver_space import record_start, solver_rows, solver_x
 
 
 def _data(n=600, p=5, seed=0):
@@ -143,16 +143,7 @@ def test_the_fused_tasks_start_at_the_logistic_duals(weighted, monkeypatch):
     sw = w if weighted else None
     est = ok.DSPDCClassifier(alpha=1e-2, tol=None, max_iter=1, chunk_size=150,
                              random_state=0, progress=False)
-    tasks = []
-    real = _memory_start.start_in_memory
-
-    def spy(estimator, rows):      # the tasks' arrays right after the start, before epoch 0
-        real(estimator, rows)
-        f = rows.fused
-        tasks.append((f.y.copy(), f.conj.copy(), f.products.copy(), f.tdual.copy(),
-                      estimator._state))
-
-    monkeypatch.setattr(_memory_start, "start_in_memory", spy)
+    tasks = record_start(monkeypatch)
     est.fit(X, y, sample_weight=sw)
     duals, conj, products, tdual, state = tasks[0]
     cfg = est._config

@@ -13,7 +13,7 @@ import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError
 from ooc_kernels.families.dspdc import _memory_start, _memory_task, _squared_start
 from ooc_kernels.families.dspdc.kernels_start import gram_elastic_net, gram_elastic_net_ref
-from tests._dspdc_solver_space import solver_rows, solver_x
+from tests._dspdc_solver_space import record_start, solver_rows, solver_x
 
 
 def _data(n=600, p=5, seed=0):
@@ -73,29 +73,13 @@ def test_memory_start_refuses_values_that_are_not_finite():
 def test_the_fused_tasks_start_at_the_ridge_duals(weighted, monkeypatch):
     """The duals, conjugates and chunk products the fused tasks hold at the start are those
     of ``y = A x_0 - b`` in NumPy, and the state's ``w`` and ``sum w phi*`` their sums."""
-    held = []
-    init = _memory_task.MemoryTasks.__init__
-
-    def kept(self, *args):
-        init(self, *args)
-        held.append(self)
-
-    monkeypatch.setattr(_memory_task.MemoryTasks, "__init__", kept)
     X, y, w = _data(seed=2)
     sw = w if weighted else None
     est = ok.DSPDCRegressor(alpha=1e-2, tol=None, max_iter=1, chunk_size=150,
                             random_state=0, progress=False)
-    tasks = []
-    real = _memory_start.start_in_memory
-
-    def spy(estimator, rows):      # the tasks' arrays right after the start, before epoch 0
-        real(estimator, rows)
-        f = rows.fused
-        tasks.append((f.y.copy(), f.conj.copy(), f.products.copy(), estimator._state))
-
-    monkeypatch.setattr(_memory_start, "start_in_memory", spy)
+    tasks = record_start(monkeypatch)
     est.fit(X, y, sample_weight=sw)
-    duals, conj, products, state = tasks[0]
+    duals, conj, products, _, state = tasks[0]
     cfg = est._config
     A = solver_rows(est, X)
     ww = np.ones(len(y)) if sw is None else sw * len(y) / sw.sum()
