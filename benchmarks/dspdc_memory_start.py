@@ -28,8 +28,8 @@ product ``A^T A`` in it), medians of ``--repeats`` after a warm-up:
 
 ``--part logistic_start`` times the logistic loss's start alone on the classification
 problem's standardized rows (``_logistic_start.logistic_newton`` to ``tol`` = 1e-4 and 1e-6,
-with its iterations, and one full Hessian of the rows, ``_logistic_start.hessian``), medians
-of ``--repeats`` after a warm-up:
+with its iterations, and one pass of every row at ``x = 0``, ``_logistic_start.newton_pass``:
+the losses, the gradient and the Hessian), medians of ``--repeats`` after a warm-up:
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 \\
         python benchmarks/dspdc_memory_start.py --part logistic_start --repeats 15 \\
@@ -163,22 +163,23 @@ def start_cost(X, y, repeats: int) -> dict:
 
 def logistic_start_cost(X, y, repeats: int) -> dict:
     """CPU milliseconds of the logistic loss's start alone (Newton's iterations to ``tol`` =
-    1e-4 and 1e-6, and one full Hessian of the rows) on the classification problem's
-    standardized rows with the intercept's column, medians of ``repeats`` after a warm-up."""
+    1e-4 and 1e-6, and one pass of every row: losses, gradient and Hessian) on the
+    classification problem's standardized rows with the intercept's column, medians of
+    ``repeats`` after a warm-up."""
     from ooc_kernels.families.dspdc._logistic_start import (
         HESSIAN_BLOCK,
-        hessian,
         logistic_newton,
+        newton_pass,
     )
 
     A = np.column_stack([(X - X.mean(0)) / X.std(0), np.ones(len(X))])
     b = np.where(np.asarray(y) == np.unique(y)[1], 1.0, -1.0)
     block = np.empty((HESSIAN_BLOCK, A.shape[1]))
-    h = np.full(len(b), 0.25)
+    x, z = np.zeros(A.shape[1]), np.empty(len(b))
     parts = {"logistic_newton, tol=1e-4": lambda: logistic_newton(A, b, None, ALPHA, 1e-4),
              "logistic_newton, tol=1e-6": lambda: logistic_newton(A, b, None, ALPHA, 1e-6),
-             "one full Hessian (blocks of scaled rows, their products)":
-                 lambda: hessian(A, h, 1, ALPHA, block)}
+             "one pass of every row (losses, gradient, Hessian)":
+                 lambda: newton_pass(A, b, None, x, 1, z, block)}
     out = {}
     for name, fn in parts.items():
         got = fn()

@@ -18,6 +18,13 @@ in memory off (DSPDC's own iterations from ``x = 0``).
     python benchmarks/dspdc_small_data.py --max-iter 100 --seeds 0 1 2 \\
         --out benchmarks/results/dspdc_small_data.json
 
+``--count-reads`` fits the classification problems at ``tol`` = 1e-4 and 1e-6 and counts the
+reads of every row each fit made (Newton's start in memory, the duals at the start with the
+first task's certificate, DSPDC's passes: ``reads_1e-04``, ``reads_1e-06``, with the parts):
+
+    python benchmarks/dspdc_small_data.py --count-reads --seeds 0 \
+        --out benchmarks/results/dspdc_small_data_reads.json
+
 ``--checkout`` with ``--out`` names the library measured in the results; CPU seconds of two
 versions are compared by alternating whole runs (``--out`` of each run its own file) and
 taking the medians per problem and seed (``--median FILE ...`` prints them: the table of
@@ -133,6 +140,86 @@ def _count_newton() -> list:
     return runs
 
 
+def _count_reads() -> dict:
+    """Reads of every row (a read of all ``n`` rows counts 1, of a fraction of them that
+    fraction) by the logistic loss's start in memory, added up in the dict returned:
+    ``newton`` (Newton's iterations) and ``start`` (the duals at the start with their chunk
+    products, the first task's certificate summed from the same products).  With the
+    one-pass Newton (``kernels_newton``) every row its kernel visits counts; without it
+    (the library before) each iteration counts a read for its gradient, one for its
+    direction's margins and ``1 / stride`` for its Hessian, plus one for the last gradient.
+    ``MemoryTasks.start_at`` counts 1 where it receives Newton's margins, else 2 (the
+    product ``A x_0`` and the chunks' products)."""
+    counts = {"newton": 0.0, "start": 0.0}
+    try:
+        from ooc_kernels.families.dspdc import _logistic_start, _memory_task
+    except ImportError:
+        return counts
+    try:
+        from ooc_kernels.families.dspdc import kernels_newton
+    except ImportError:
+        kernels_newton = None
+    if kernels_newton is not None:
+        real_rows = kernels_newton.logistic_rows
+
+        def rows_counted(rows, lo, hi, *args):
+            counts["newton"] += (hi - lo) / len(rows)
+            return real_rows(rows, lo, hi, *args)
+
+        kernels_newton.logistic_rows = rows_counted
+    else:
+        real_hessian, real_newton = _logistic_start.hessian, _logistic_start.logistic_newton
+
+        def hessian_counted(rows, h, *args):
+            counts["newton"] += len(h) / len(rows)
+            return real_hessian(rows, h, *args)
+
+        def newton_counted(*args, **kwargs):
+            x, iterations = real_newton(*args, **kwargs)
+            counts["newton"] += 2 * iterations + 1
+            return x, iterations
+
+        _logistic_start.hessian = hessian_counted
+        _logistic_start.logistic_newton = newton_counted
+    real_start = _memory_task.MemoryTasks.start_at
+
+    def start_counted(self, *args, **kwargs):
+        counts["start"] += 2 if kwargs.get("margins") is None else 1
+        return real_start(self, *args, **kwargs)
+
+    _memory_task.MemoryTasks.start_at = start_counted
+    return counts
+
+
+def count_reads(ok, args) -> list:
+    """Per problem and seed: fits at ``tol`` = 1e-4 and 1e-6 (the defaults otherwise) and the
+    reads of every row each made: Newton's, the start's and DSPDC's passes (dual updates
+    over ``n``, each epoch's sweep in the same visit)."""
+    counts = _count_reads()
+    rows = []
+    for name, kind, X, y in problems():
+        if (args.only and name not in args.only) or kind != "classifier":
+            continue
+        for seed in args.seeds:
+            row = {"problem": name, "n": int(X.shape[0]), "p": int(X.shape[1]), "seed": seed}
+            for tol in (1e-4, 1e-6):
+                counts.update(newton=0.0, start=0.0)
+                est = ok.DSPDCClassifier(random_state=seed, max_iter=args.max_iter, tol=tol)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.fit(X, y)
+                last = est.gap_history_[-1]
+                reached = last["relative_gap"] <= tol
+                row[f"reads_{tol:g}"] = (counts["newton"] + counts["start"] + last["passes"]
+                                         if reached else None)
+                row[f"parts_{tol:g}"] = {"newton": counts["newton"], "start": counts["start"],
+                                         "dspdc": float(last["passes"]),
+                                         "relative_gap": float(last["relative_gap"])}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-iter", type=int, default=100)
@@ -151,6 +238,10 @@ def main(argv=None):
     parser.add_argument("--zero-start", action="store_true",
                         help="fit from x = 0: the starts in memory off "
                              "(_squared_start.START_MAX_FEATURES = 0)")
+    parser.add_argument("--count-reads", action="store_true",
+                        help="fits at tol = 1e-4 and 1e-6 of the classification problems and "
+                             "the reads of every row each made (Newton's start, the start's "
+                             "duals and certificate, DSPDC's passes)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--median", type=Path, nargs="+", default=None, metavar="FILE",
                         help="print the medians of these results files and exit")
@@ -180,6 +271,13 @@ def main(argv=None):
 
         squared, other = args.first_boost
         estimators.STEP_BOOST.update(squared=squared, logistic=other, smoothed_hinge=other)
+    if args.count_reads:
+        rows = count_reads(ok, args)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps({"args": vars(args) | {"out": str(args.out)},
+                                            "rows": rows}, indent=1))
+        return
     newton = _count_newton()
     rows = []
     for name, kind, X, y in problems():

@@ -64,21 +64,114 @@ def test_newton_start_is_scipys_minimizer(weighted):
     assert g @ g / 2e-3 <= _logistic_start.GAP_FRACTION * 1e-14 * P(x)
 
 
+def _separate(A, b, ww, x, stride):
+    """The losses, the gradient's sum and the Hessian's sum over every ``stride``-th row at
+    ``x``, each from its own NumPy expression (``ww`` the weights, zeros allowed)."""
+    m = b * (A @ x)
+    loss = np.sum(ww * np.logaddexp(0.0, -m))
+    s = expit(-m)
+    g = A.T @ (ww * -b * s)
+    keep = slice(None, None, stride)
+    H = A[keep].T @ ((ww * s * (1.0 - s))[keep][:, None] * A[keep])
+    return loss, g, H, len(A[keep])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("stride", [1, 4])
+def test_logistic_rows_is_its_twin_and_numpys_separate_sums(weighted, stride):
+    """The numba pass over a range of rows against its NumPy twin and against the losses,
+    gradient and Hessian each computed alone; margins of both signs and beyond exp's range,
+    weights of zero."""
+    from ooc_kernels.families.dspdc import kernels_newton
+
+    rng = np.random.default_rng(stride + 10 * weighted)
+    n, p = 203, 5
+    A = rng.normal(size=(n, p)) * rng.choice([1.0, 300.0], size=(n, 1), p=[0.9, 0.1])
+    b = np.sign(rng.normal(size=n))
+    w = rng.uniform(0.0, 2.0, size=n) if weighted else None
+    if weighted:
+        w[::7] = 0.0
+    ww = np.ones(n) if w is None else w
+    x = rng.normal(size=p)
+    lo, hi = 8, 190                     # a range: rows outside it are neither read nor written
+    outs = []
+    for kernel in (kernels_newton.logistic_rows, kernels_newton.logistic_rows_ref):
+        z, g, scaled = np.full(n, -1.0), np.full(p, 0.5), np.empty((n, p))
+        loss, count = kernel(A, lo, hi, b, w, x, stride, z, g, scaled)
+        outs.append((loss, count, z, g, scaled[:count]))
+    (loss, count, z, g, scaled), (loss_r, count_r, z_r, g_r, scaled_r) = outs
+    assert count == count_r
+    assert loss == pytest.approx(loss_r, rel=1e-13)
+    np.testing.assert_allclose(z, z_r, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(g, g_r, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(scaled, scaled_r, rtol=1e-13, atol=1e-15)
+    assert np.all(z[:lo] == -1.0) and np.all(z[hi:] == -1.0)
+    rows = np.arange(lo, hi)
+    sl, sg, sH, size = _separate(A[lo:hi], b[lo:hi], ww[lo:hi], x, 1)
+    keep = rows[rows % stride == 0]
+    _, _, sH, size = _separate(A[keep], b[keep], ww[keep], x, 1)
+    assert count == size
+    assert loss == pytest.approx(sl, rel=1e-12)
+    np.testing.assert_allclose(z[lo:hi], A[lo:hi] @ x, rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(g - 0.5, sg, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(scaled.T @ scaled, sH, rtol=1e-11, atol=1e-13)
+
+
 @pytest.mark.parametrize("stride", [1, 4])
 @pytest.mark.parametrize("block", [7, 64, 1000])
-def test_hessian_by_blocks_is_numpys(stride, block):
-    """The Hessian of every ``stride``-th row, summed over blocks of scaled rows (a last
-    block shorter than the others), against NumPy's product of the rows it names."""
+def test_newton_pass_by_blocks_is_numpys(stride, block):
+    """One read of the rows at ``x``, run by run of a block's scaled rows (a last run
+    shorter than the others), against NumPy's separate losses, gradient and Hessian of the
+    rows it names."""
     rng = np.random.default_rng(stride * 100 + block)
     A = rng.normal(size=(203, 5))
-    rows = A[::stride]
-    h = rng.uniform(0.0, 0.25, size=len(rows))
-    H = _logistic_start.hessian(A, h, stride, 0.03, np.empty((block, 5)))
-    np.testing.assert_allclose(H, rows.T @ (h[:, None] * rows) / len(rows)
-                               + 0.03 * np.eye(5), rtol=1e-13, atol=1e-15)
+    b = np.sign(rng.normal(size=203))
+    w = rng.uniform(0.0, 2.0, size=203)
+    x = rng.normal(size=5)
+    z = np.empty(203)
+    loss, g, H, count = _logistic_start.newton_pass(A, b, w, x, stride, z,
+                                                    np.empty((block, 5)))
+    sl, sg, sH, size = _separate(A, b, w, x, stride)
+    assert count == size and loss == pytest.approx(sl, rel=1e-12)
+    np.testing.assert_allclose(g, sg, rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(H, sH, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(z, A @ x, rtol=1e-13, atol=1e-13)
 
 
-def test_newton_start_backtracks_where_a_full_step_would_raise_the_objective():
+def _count_reads(monkeypatch):
+    """A list that receives the rows each call of the Newton kernel reads."""
+    from ooc_kernels.families.dspdc import kernels_newton
+
+    reads, real = [], kernels_newton.logistic_rows
+
+    def counted(rows, lo, hi, *args):
+        reads.append(hi - lo)
+        return real(rows, lo, hi, *args)
+
+    monkeypatch.setattr(kernels_newton, "logistic_rows", counted)
+    return reads
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_full_newton_step_reads_the_rows_once(weighted, monkeypatch):
+    """Every iteration whose full step is accepted reads each row once: the iterations and
+    the pass at ``x = 0`` read ``(k + 1) n`` rows, and the margins handed back are ``A x``."""
+    reads = _count_reads(monkeypatch)
+    rng = np.random.default_rng(1)
+    n, p = 3000, 6
+    A = np.column_stack([rng.normal(size=(n, p - 1)), np.ones(n)])
+    b = np.sign(A @ rng.normal(size=p) + rng.normal(size=n))
+    w = rng.uniform(0.0, 2.0, size=n) if weighted else None
+    margins = np.empty(n)
+    x, k = _logistic_start.logistic_newton(A, b, w, 1e-3, 1e-12, margins=margins)
+    assert k >= 4
+    assert sum(reads) == (k + 1) * n
+    np.testing.assert_allclose(margins, A @ x, rtol=1e-12, atol=1e-12)
+    ref, _ = _reference(A, b, np.ones(n) if w is None else w, 1e-3)
+    np.testing.assert_allclose(x, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_newton_start_backtracks_where_a_full_step_would_raise_the_objective(monkeypatch):
     """A problem (a tenth of the rows 20 times longer, labels noisy) where the pure Newton
     iteration raises ``P`` at its fourth step: the backtracking keeps ``P`` from increasing
     at every iteration and the start is scipy's minimizer."""
@@ -102,8 +195,11 @@ def test_newton_start_backtracks_where_a_full_step_would_raise_the_objective():
               for k in range(12)]
     assert all(later <= earlier for earlier, later in zip(values, values[1:]))
     ref, _ = _reference(A, b, np.ones(n), lam2)
-    x, _ = _logistic_start.logistic_newton(A, b, None, lam2, 1e-14)
+    reads = _count_reads(monkeypatch)
+    x, k = _logistic_start.logistic_newton(A, b, None, lam2, 1e-14)
     np.testing.assert_allclose(x, ref, rtol=1e-6, atol=1e-6)
+    # a rejected full step costs one more read: the pass at the step taken
+    assert (k + 1) * n < sum(reads) <= (2 * k + 1) * n
 
 
 def test_newton_start_stops_at_the_tolerance_and_refuses_values_that_are_not_finite():

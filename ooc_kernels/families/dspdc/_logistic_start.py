@@ -13,13 +13,19 @@ passes over the rows where DSPDC's coordinate steps take many: from ``x = 0``,
     x <- x - s H^{-1} g,
 
 ``s`` the largest of ``1, 1/2, 1/4, ...`` that decreases ``P`` by at least ``s g^T H^{-1} g
-/ 4`` (Armijo's backtracking; ``P`` never increases).  An iteration is BLAS over the rows:
-the gradient ``A^T r`` (the margins ``A x`` are kept and moved by ``s A d``), the Hessian as
-the sum of the symmetric products of blocks of :data:`HESSIAN_BLOCK` rows scaled by
-``sqrt(w phi'')`` (:func:`hessian`: one buffer of a block, in the cache), and the losses of
-each trial step from ``A x - s A d`` (no product of their own).  Far from the solution (a
-relative gap above :data:`SUBSAMPLE_ABOVE`) the Hessian is that of every
-:data:`SUBSAMPLE`-th row, a quarter of the cost for the same descent.
+/ 4`` (Armijo's backtracking; ``P`` never increases).  An iteration reads the rows once
+where the full step is accepted: one pass at the trial point ``x - d``
+(:func:`newton_pass`, a numba kernel over the rows,
+:func:`~ooc_kernels.families.dspdc.kernels_newton.logistic_rows`) gives its objective, its
+gradient and its Hessian together, the Hessian as the sum of the symmetric products of
+blocks of :data:`HESSIAN_BLOCK` rows scaled by ``sqrt(w phi'')`` (one buffer of a block,
+written by the kernel and multiplied while in the cache), so an accepted step's gradient and
+Hessian serve the next iteration.  A rejected full step costs one more pass: the losses of
+the shorter steps follow from the margins of the two points (``A x`` and ``A (x - d)``, no
+product of their own), and the pass at the step taken gives its gradient and Hessian.  Far
+from the solution (a relative gap above :data:`SUBSAMPLE_ABOVE` at the last point) the
+Hessian is that of every :data:`SUBSAMPLE`-th row, a quarter of its products for the same
+descent; at ``x = 0`` too.
 
 The duals optimal for ``x``, ``y_i = phi_i'(a_i^T x)``, make the duality gap of the user's
 problem (the certificate the fit stops on) exactly
@@ -54,10 +60,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["GAP_FRACTION", "HESSIAN_BLOCK", "MAX_NEWTON", "hessian", "logistic_duals",
-           "logistic_newton"]
+__all__ = ["GAP_FRACTION", "HESSIAN_BLOCK", "MAX_NEWTON", "logistic_duals", "logistic_newton",
+           "newton_pass"]
 
-#: The most Newton iterations of the start (each one pass of BLAS over the rows).
+#: The most Newton iterations of the start (each one read of the rows at a full step).
 MAX_NEWTON = 20
 #: The iterations stop once the duality gap at the duals ``phi'(A x)`` is at most this times
 #: the fit's ``tol`` times ``P(x)`` (below ``tol``: the fit certifies the start).
@@ -75,32 +81,42 @@ SUBSAMPLE_ABOVE = 1.0
 HESSIAN_BLOCK = 8192
 
 
-def hessian(rows: np.ndarray, h: np.ndarray, stride: int, lam2: float,
-            block: np.ndarray) -> np.ndarray:
-    """``A_S^T diag(h) A_S / |S| + lam2 I`` of the rows ``S`` = every ``stride``-th row
-    (``h``: their ``w phi''``, one per row of ``S``), as the sum of the symmetric products of
-    blocks of rows scaled by ``sqrt(h)`` into ``block`` (``(k, p)``, ``k`` rows at a time).
+def newton_pass(rows: np.ndarray, b: np.ndarray, weights, x: np.ndarray, stride: int,
+                z: np.ndarray, block: np.ndarray):
+    """One read of the rows at ``x``: ``z = A x`` (written), the losses ``sum_i w_i
+    phi_i(a_i^T x)``, the gradient's sum ``A^T (w phi'(A x))`` and the Hessian's sum ``A_S^T
+    diag(w phi''(A x)) A_S`` over the rows ``S`` = every ``stride``-th row, with ``|S|``.
+    The rows are visited in runs whose scaled rows fill ``block`` (``(k, p)``:
+    :func:`~ooc_kernels.families.dspdc.kernels_newton.logistic_rows`), each followed by the
+    symmetric product of the block just written.
 
     Examples
     --------
     >>> rng = np.random.default_rng(0)
-    >>> A, h = rng.normal(size=(50, 3)), rng.uniform(size=25)
-    >>> H = hessian(A, h, 2, 0.1, np.empty((7, 3)))
-    >>> bool(np.allclose(H, A[::2].T @ (h[:, None] * A[::2]) / 25 + 0.1 * np.eye(3)))
-    True
+    >>> A, b, x = rng.normal(size=(50, 3)), np.sign(rng.normal(size=50)), rng.normal(size=3)
+    >>> z = np.empty(50)
+    >>> loss, g, H, count = newton_pass(A, b, None, x, 2, z, np.empty((7, 3)))
+    >>> s = 1.0 / (1.0 + np.exp(b * (A @ x)))
+    >>> h = (s * (1 - s))[::2]
+    >>> bool(np.allclose(H, A[::2].T @ (h[:, None] * A[::2]))), count
+    (True, 25)
+    >>> bool(np.allclose(g, A.T @ (-b * s))), bool(np.allclose(z, A @ x))
+    (True, True)
     """
-    p = rows.shape[1]
-    size = len(h)
-    root = np.sqrt(h)
-    H = np.zeros((p, p))
-    for lo in range(0, size, len(block)):
-        hi = min(size, lo + len(block))
-        part = block[:hi - lo]
-        np.multiply(rows[lo * stride:hi * stride:stride], root[lo:hi, None], out=part)
+    from ooc_kernels.families.dspdc import kernels_newton
+
+    n, p = rows.shape
+    g, H = np.zeros(p), np.zeros((p, p))
+    loss, count = 0.0, 0
+    span = len(block) * stride          # rows whose every stride-th row fills the block
+    for lo in range(0, n, span):
+        part_loss, k = kernels_newton.logistic_rows(rows, lo, min(n, lo + span), b, weights,
+                                                    x, stride, z, g, block)
+        loss += part_loss
+        part = block[:k]
         H += part.T @ part
-    H /= size
-    H.flat[::p + 1] += lam2
-    return H
+        count += k
+    return loss, g, H, count
 
 
 def _losses(m: np.ndarray, weights) -> float:
@@ -113,43 +129,36 @@ def _losses(m: np.ndarray, weights) -> float:
 
 
 def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
-                    tol: float | None, max_iter: int = MAX_NEWTON):
+                    tol: float | None, max_iter: int = MAX_NEWTON, margins=None):
     """Newton's method from ``x = 0`` on ``P`` of the module docstring: ``rows`` the
     solver's rows (``(n, p)`` float64), ``b`` the labels (``-1 / +1``), ``weights`` the rows'
     weights (None: ones), ``lam2 > 0``; iterations until the gap ``||g||^2 / (2 lam2)`` is at
     most ``GAP_FRACTION * tol * P`` (``tol`` None: :data:`DEFAULT_TOL`) or ``max_iter`` of
-    them.  Returns ``x`` (``(p,)`` float64), or None when a value is not finite (no
-    start: the fit starts from zero and reports the values), and the iterations run (each
-    one Hessian: a pass over the rows)."""
-    from scipy.special import expit
-
+    them.  ``margins`` (``(n,)`` float64, optional) receives ``A x`` of the ``x`` returned.
+    Returns ``x`` (``(p,)`` float64), or None when a value is not finite (no start: the fit
+    starts from zero and reports the values), and the iterations run.  Every iteration
+    whose full step is accepted reads the rows once (:func:`newton_pass` at the trial
+    point); a shorter step costs one more read (:func:`newton_pass` at the point taken)."""
     n, p = rows.shape
     tol = DEFAULT_TOL if tol is None else float(tol)
+    subsample = n >= SUBSAMPLE * 8 * p              # every SUBSAMPLE-th row leaves >= 8 p
     x = np.zeros(p)
-    m = np.zeros(n)                     # the margins b_i a_i^T x
-    block = None                        # a block of rows scaled by sqrt(w phi'')
+    z = np.empty(n) if margins is None else margins     # A x
+    trial_z = np.empty(n)
+    block = np.empty((min(n, HESSIAN_BLOCK), p))    # a block of rows scaled by sqrt(w phi'')
     with np.errstate(all="ignore"):     # huge values: inf or nan, and no start
-        loss = _losses(m, weights)
+        stride = SUBSAMPLE if subsample else 1      # far from the solution at x = 0
+        loss, gsum, Hsum, count = newton_pass(rows, b, weights, x, stride, z, block)
         for k in range(max_iter + 1):
             P = loss / n + 0.5 * lam2 * float(x @ x)
-            s = expit(-m)                               # sigmoid(-m)
-            r = -b * s if weights is None else -(weights * b) * s     # w phi'
-            g = r @ rows / n + lam2 * x
+            g = gsum / n + lam2 * x
             if not (np.isfinite(P) and np.all(np.isfinite(g))):
                 return None, k
             gap = float(g @ g) / (2.0 * lam2)
             if gap <= GAP_FRACTION * tol * abs(P) or k == max_iter:
                 break
-            # far from the solution (the gap above SUBSAMPLE_ABOVE times P) the Hessian of
-            # every SUBSAMPLE-th row: a quarter of the cost, and the same descent
-            stride = SUBSAMPLE if gap > SUBSAMPLE_ABOVE * abs(P) and n >= SUBSAMPLE * 8 * p \
-                else 1
-            h = s[::stride] * (1.0 - s[::stride])                      # phi''
-            if weights is not None:
-                h *= weights[::stride]
-            if block is None:
-                block = np.empty((min(n, HESSIAN_BLOCK), p))
-            H = hessian(rows, h, stride, lam2, block)
+            H = Hsum / count
+            H.flat[::p + 1] += lam2
             try:
                 d = np.linalg.solve(H, g)
             except np.linalg.LinAlgError:
@@ -157,22 +166,31 @@ def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
             decrease = float(g @ d)
             if not (np.isfinite(decrease) and decrease > 0.0):
                 break
-            bd = b * (rows @ d)                      # the margins' direction
-            step = 1.0
-            for _ in range(MAX_HALVINGS):
-                trial_x = x - step * d
-                trial = _losses(m - step * bd, weights)
-                if trial / n + 0.5 * lam2 * float(trial_x @ trial_x) \
-                        <= P - ARMIJO * step * decrease:
+            # far from the solution (the gap above SUBSAMPLE_ABOVE times P) the next Hessian
+            # is that of every SUBSAMPLE-th row: a quarter of its products, the same descent
+            stride = SUBSAMPLE if subsample and gap > SUBSAMPLE_ABOVE * abs(P) else 1
+            trial_x = x - d
+            trial = newton_pass(rows, b, weights, trial_x, stride, trial_z, block)
+            if trial[0] / n + 0.5 * lam2 * float(trial_x @ trial_x) <= P - ARMIJO * decrease:
+                x, (loss, gsum, Hsum, count) = trial_x, trial    # the full step: one read
+                z, trial_z = trial_z, z
+                continue
+            m = b * z
+            bd = m - b * trial_z                     # the margins' direction, b A d
+            step = 0.5
+            for _ in range(MAX_HALVINGS - 1):
+                if _losses(m - step * bd, weights) / n + 0.5 * lam2 * float(
+                        (x - step * d) @ (x - step * d)) <= P - ARMIJO * step * decrease:
                     break
                 step *= 0.5
             else:
                 break                                # no decrease: x is the start
-            x = trial_x
-            m -= step * bd
-            loss = trial
+            x = x - step * d
+            loss, gsum, Hsum, count = newton_pass(rows, b, weights, x, stride, z, block)
     if not np.all(np.isfinite(x)):
         return None, k
+    if margins is not None and z is not margins:
+        margins[:] = z
     return x, k
 
 

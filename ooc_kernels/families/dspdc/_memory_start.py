@@ -135,10 +135,11 @@ def logistic_memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
     from ooc_kernels.families.dspdc._logistic_start import logistic_duals, logistic_newton
     from ooc_kernels.families.dspdc.kernels_memory import row_conjugates
 
-    x0, _ = logistic_newton(rows, b, weights, lam2, tol)
+    z = np.empty(len(b))
+    x0, _ = logistic_newton(rows, b, weights, lam2, tol, margins=z)
     if x0 is None:
         return {}
-    y = logistic_duals(rows @ x0, b)
+    y = logistic_duals(z, b)                       # z = A x_0 from Newton's last pass
     conj = np.empty(len(y))
     row_conjugates(y, b, LOSS_LOGISTIC, conj)
     wy = y if weights is None else weights * y
@@ -175,10 +176,12 @@ def start_in_memory(estimator, rows) -> None:
         b = np.concatenate(labels).astype(np.float64)
         weights = None if parts[0] is None else np.concatenate(parts)
     tol = getattr(estimator, "tol", None)
+    margins = None
     if int(cfg.loss_id) == LOSS_LOGISTIC and fused is not None:   # the sums from the tasks
         from ooc_kernels.families.dspdc._logistic_start import logistic_newton
 
-        x0, _ = logistic_newton(rows.rows, b, weights, float(cfg.lam2), tol)
+        margins = np.empty(len(b))                 # A x_0 from Newton's last pass
+        x0, _ = logistic_newton(rows.rows, b, weights, float(cfg.lam2), tol, margins=margins)
         start = {} if x0 is None else {"start_x": tuple(float(v) for v in x0)}
     elif int(cfg.loss_id) == LOSS_LOGISTIC:
         start = logistic_memory_start(rows.rows, b, weights, float(cfg.lam2), tol)
@@ -188,6 +191,6 @@ def start_in_memory(estimator, rows) -> None:
         return
     if fused is not None:     # the tasks' duals, conjugates and products at the start
         start.update(fused.start_at(np.asarray(start["start_x"], dtype=np.float64),
-                                    int(cfg.loss_id)))
+                                    int(cfg.loss_id), margins=margins))
     estimator._config = dataclasses.replace(cfg, **start)
     estimator._state = init_state(estimator._config, len(rows.blocks))

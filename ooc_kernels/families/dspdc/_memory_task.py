@@ -124,16 +124,20 @@ class MemoryTasks:
                                    np.ascontiguousarray(x, dtype=np.float64),
                                    int(config.loss_id)))
 
-    def start_at(self, x0: np.ndarray, loss_id: int = SQUARED) -> dict:
+    def start_at(self, x0: np.ndarray, loss_id: int = SQUARED, margins=None) -> dict:
         """Set the duals to those optimal for ``x0``, ``y_i = phi_i'(a_i^T x_0)`` (the
         squared loss: ``a_i^T x_0 - b_i``; the logistic loss:
         :func:`~ooc_kernels.families.dspdc._logistic_start.logistic_duals`, their ``t``
         marked unknown), with their conjugates and every chunk's ``A_c^T (w y_c)``; return
         the state's ``start_w`` and ``start_conj``, their sums (the starts in memory,
-        :mod:`~ooc_kernels.families.dspdc._memory_start`)."""
+        :mod:`~ooc_kernels.families.dspdc._memory_start`).  ``margins``: ``A x_0`` where the
+        start has it (Newton's last pass), else a product of the rows."""
         from ooc_kernels.families.dspdc.kernels_memory import margins_loss_sum, row_conjugates
 
-        np.matmul(self.rows, x0, out=self.y)
+        if margins is None:
+            np.matmul(self.rows, x0, out=self.y)
+        else:
+            self.y[:] = margins
         # the start's losses from the same products, for the first task's certificate
         self._start_loss = (np.array(x0, dtype=np.float64),
                             float(margins_loss_sum(self.y, self.b, self.weights, int(loss_id))))
