@@ -77,11 +77,11 @@ def _separate(A, b, ww, x, stride):
 
 
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("stride", [1, 4])
+@pytest.mark.parametrize("stride", [0, 1, 4])
 def test_logistic_rows_is_its_twin_and_numpys_separate_sums(weighted, stride):
     """The numba pass over a range of rows against its NumPy twin and against the losses,
     gradient and Hessian each computed alone; margins of both signs and beyond exp's range,
-    weights of zero."""
+    weights of zero; ``stride`` 0: no scaled rows."""
     from ooc_kernels.families.dspdc import kernels_newton
 
     rng = np.random.default_rng(stride + 10 * weighted)
@@ -108,7 +108,7 @@ def test_logistic_rows_is_its_twin_and_numpys_separate_sums(weighted, stride):
     assert np.all(z[:lo] == -1.0) and np.all(z[hi:] == -1.0)
     rows = np.arange(lo, hi)
     sl, sg, sH, size = _separate(A[lo:hi], b[lo:hi], ww[lo:hi], x, 1)
-    keep = rows[rows % stride == 0]
+    keep = rows[rows % stride == 0] if stride else rows[:0]
     _, _, sH, size = _separate(A[keep], b[keep], ww[keep], x, 1)
     assert count == size
     assert loss == pytest.approx(sl, rel=1e-12)
@@ -138,15 +138,19 @@ def test_newton_pass_by_blocks_is_numpys(stride, block):
     np.testing.assert_allclose(z, A @ x, rtol=1e-13, atol=1e-13)
 
 
-def _count_reads(monkeypatch):
-    """A list that receives the rows each call of the Newton kernel reads."""
+def _count_reads(monkeypatch, scaled=None):
+    """A list that receives the rows each call of the Newton kernel reads (and ``scaled``,
+    the rows of the Hessian it scaled)."""
     from ooc_kernels.families.dspdc import kernels_newton
 
     reads, real = [], kernels_newton.logistic_rows
 
     def counted(rows, lo, hi, *args):
         reads.append(hi - lo)
-        return real(rows, lo, hi, *args)
+        out = real(rows, lo, hi, *args)
+        if scaled is not None:
+            scaled.append(out[1])
+        return out
 
     monkeypatch.setattr(kernels_newton, "logistic_rows", counted)
     return reads
@@ -155,8 +159,11 @@ def _count_reads(monkeypatch):
 @pytest.mark.parametrize("weighted", [False, True])
 def test_a_full_newton_step_reads_the_rows_once(weighted, monkeypatch):
     """Every iteration whose full step is accepted reads each row once: the iterations and
-    the pass at ``x = 0`` read ``(k + 1) n`` rows, and the margins handed back are ``A x``."""
-    reads = _count_reads(monkeypatch)
+    the pass at ``x = 0`` read ``(k + 1) n`` rows, and the margins handed back are ``A x``.
+    The Hessians: of every 4th row far from the solution, then of every row, and none at the
+    last pass (predicted the last by the quadratic rate)."""
+    scaled = []
+    reads = _count_reads(monkeypatch, scaled)
     rng = np.random.default_rng(1)
     n, p = 3000, 6
     A = np.column_stack([rng.normal(size=(n, p - 1)), np.ones(n)])
@@ -166,6 +173,7 @@ def test_a_full_newton_step_reads_the_rows_once(weighted, monkeypatch):
     x, k = _logistic_start.logistic_newton(A, b, w, 1e-3, 1e-12, margins=margins)
     assert k >= 4
     assert sum(reads) == (k + 1) * n
+    assert scaled[0] == n // 4 and scaled[-2] == n and scaled[-1] == 0
     np.testing.assert_allclose(margins, A @ x, rtol=1e-12, atol=1e-12)
     ref, _ = _reference(A, b, np.ones(n) if w is None else w, 1e-3)
     np.testing.assert_allclose(x, ref, rtol=1e-6, atol=1e-7)

@@ -25,7 +25,10 @@ the shorter steps follow from the margins of the two points (``A x`` and ``A (x 
 product of their own), and the pass at the step taken gives its gradient and Hessian.  Far
 from the solution (a relative gap above :data:`SUBSAMPLE_ABOVE` at the last point) the
 Hessian is that of every :data:`SUBSAMPLE`-th row, a quarter of its products for the same
-descent; at ``x = 0`` too.
+descent; at ``x = 0`` too.  A pass that Newton's quadratic rate predicts to be the last (the
+gap ``gap^3 / (previous gap)^2`` below :data:`NO_HESSIAN_BELOW` times the gap the iterations
+stop at) computes no Hessian, which no step would use; where it is not the last, the next
+step takes the last Hessian again.
 
 The duals optimal for ``x``, ``y_i = phi_i'(a_i^T x)``, make the duality gap of the user's
 problem (the certificate the fit stops on) exactly
@@ -48,7 +51,7 @@ Examples
 >>> from scipy.optimize import minimize
 >>> rng = np.random.default_rng(0)
 >>> A = rng.normal(size=(300, 4)); b = np.sign(A @ [1.0, -2.0, 0.5, 0.0] + rng.normal(size=300))
->>> x, iterations = logistic_newton(A, b, None, 0.01, 1e-10)
+>>> x, iterations = logistic_newton(A, b, None, 0.01, 1e-14)
 >>> def P(v):
 ...     return np.logaddexp(0.0, -b * (A @ v)).mean() + 0.005 * v @ v
 >>> ref = minimize(P, np.zeros(4), method="BFGS", options={"gtol": 1e-10}).x
@@ -77,6 +80,10 @@ MAX_HALVINGS = 40
 #: of every ``SUBSAMPLE``-th row (where that leaves at least ``8 p`` rows).
 SUBSAMPLE = 4
 SUBSAMPLE_ABOVE = 1.0
+#: The next pass computes no Hessian (the last one serves again) where the gap predicted at
+#: its point by Newton's quadratic rate, ``gap^3 / (previous gap)^2``, is below this times
+#: the gap the iterations stop at: that pass is likely the last, whose Hessian no step uses.
+NO_HESSIAN_BELOW = 0.1
 #: The rows scaled at a time for the Hessian (a buffer of this many rows, in the cache).
 HESSIAN_BLOCK = 8192
 
@@ -108,7 +115,7 @@ def newton_pass(rows: np.ndarray, b: np.ndarray, weights, x: np.ndarray, stride:
     n, p = rows.shape
     g, H = np.zeros(p), np.zeros((p, p))
     loss, count = 0.0, 0
-    span = len(block) * stride          # rows whose every stride-th row fills the block
+    span = len(block) * stride if stride > 0 else n   # rows whose scaled rows fill the block
     for lo in range(0, n, span):
         part_loss, k = kernels_newton.logistic_rows(rows, lo, min(n, lo + span), b, weights,
                                                     x, stride, z, g, block)
@@ -146,6 +153,7 @@ def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
     z = np.empty(n) if margins is None else margins     # A x
     trial_z = np.empty(n)
     block = np.empty((min(n, HESSIAN_BLOCK), p))    # a block of rows scaled by sqrt(w phi'')
+    last_gap = np.inf
     with np.errstate(all="ignore"):     # huge values: inf or nan, and no start
         stride = SUBSAMPLE if subsample else 1      # far from the solution at x = 0
         loss, gsum, Hsum, count = newton_pass(rows, b, weights, x, stride, z, block)
@@ -157,8 +165,9 @@ def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
             gap = float(g @ g) / (2.0 * lam2)
             if gap <= GAP_FRACTION * tol * abs(P) or k == max_iter:
                 break
-            H = Hsum / count
-            H.flat[::p + 1] += lam2
+            if count:                                # else the last Hessian serves again
+                H = Hsum / count
+                H.flat[::p + 1] += lam2
             try:
                 d = np.linalg.solve(H, g)
             except np.linalg.LinAlgError:
@@ -169,6 +178,10 @@ def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
             # far from the solution (the gap above SUBSAMPLE_ABOVE times P) the next Hessian
             # is that of every SUBSAMPLE-th row: a quarter of its products, the same descent
             stride = SUBSAMPLE if subsample and gap > SUBSAMPLE_ABOVE * abs(P) else 1
+            if gap < last_gap < np.inf and gap ** 3 / last_gap ** 2 <= NO_HESSIAN_BELOW \
+                    * GAP_FRACTION * tol * abs(P):
+                stride = 0                           # likely the last pass: no Hessian
+            last_gap = gap
             trial_x = x - d
             trial = newton_pass(rows, b, weights, trial_x, stride, trial_z, block)
             if trial[0] / n + 0.5 * lam2 * float(trial_x @ trial_x) <= P - ARMIJO * decrease:

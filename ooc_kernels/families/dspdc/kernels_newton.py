@@ -44,7 +44,7 @@ from ooc_kernels._jit._cache import njit
 __all__ = ["logistic_rows", "logistic_rows_ref"]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def logistic_rows(rows, lo, hi, b, weights, x, stride, z, g, scaled):
     """One read of the rows ``lo <= i < hi`` at ``x``: ``z[i] = a_i^T x``, the losses'
     weighted sum (returned), ``g += sum_i w_i phi'(z_i) a_i`` and the scaled rows
@@ -73,7 +73,7 @@ def logistic_rows(rows, lo, hi, b, weights, x, stride, z, g, scaled):
         r = -w * b[i] * s
         for j in range(p):
             g[j] += r * rows[i, j]
-        if i % stride == 0:
+        if stride > 0 and i % stride == 0:
             root = math.sqrt(w * s * (1.0 - s)) if w > 0.0 else 0.0
             for j in range(p):
                 scaled[count, j] = root * rows[i, j]
@@ -92,7 +92,7 @@ def logistic_rows_ref(rows, lo, hi, b, weights, x, stride, z, g, scaled):
     w = np.ones(hi - lo) if weights is None else weights[lo:hi]
     total = float(np.sum(np.where(w > 0.0, w * loss, 0.0)))
     g += (-w * b[lo:hi] * s) @ A
-    keep = np.arange(lo, hi) % stride == 0
+    keep = np.arange(lo, hi) % max(stride, 1) == 0 if stride > 0 else np.zeros(hi - lo, bool)
     h = np.where(w > 0.0, w * s * (1.0 - s), 0.0)[keep]
     count = int(keep.sum())
     scaled[:count] = np.sqrt(h)[:, None] * A[keep]
