@@ -15,7 +15,8 @@ gives ``x_0 = (A^T W A / n + lam2 I)^{-1} A^T W b / n``.  With an l1 part (``l1_
 0``) the squared loss's objective still depends on the rows only through that matrix, so
 the elastic net itself is solved in the ``p``-space from ``x_0`` by coordinate descent on
 ``A^T W A / n + lam2 I`` (:func:`~ooc_kernels.families.dspdc.kernels_start.gram_elastic_net`,
-at most :data:`MAX_SWEEPS` sweeps of ``p^2`` products, no pass over the rows), and the fit
+at most :data:`~ooc_kernels.families.dspdc._squared_start.MAX_SWEEPS` sweeps of ``p^2``
+products, no pass over the rows; the out-of-core start runs the same descent), and the fit
 starts from its solution instead.
 
 :func:`start_in_memory` then starts the fit there: the configuration's ``start_x``, the
@@ -55,16 +56,12 @@ import dataclasses
 
 import numpy as np
 
+from ooc_kernels.families.dspdc._squared_start import MAX_SWEEPS, SWEEP_TOL
 from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SQUARED
 
 __all__ = ["MAX_SWEEPS", "SWEEP_TOL", "held_rows", "logistic_memory_start", "memory_start",
            "memory_start_applies", "start_in_memory"]
 
-#: The most sweeps of the elastic net's coordinate descent on the ``p x p`` matrix (``p^2``
-#: products each).
-MAX_SWEEPS = 1000
-#: The descent stops once a sweep moves no coordinate by more than this times the largest.
-SWEEP_TOL = 1e-13
 
 
 def held_rows(estimator, data):
@@ -98,9 +95,10 @@ def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
     """The start fields (``start_x``, ``start_w``, ``start_conj``) of the solver's rows
     ``rows`` (``(n, p)`` float64), their targets ``b`` and row weights (None: ones), from
     ``A^T W A``, ``A^T W b`` and ``b^T W b``: the ridge solution, or with ``lam1 > 0`` the
-    elastic net's from it; empty (the zero start) when a value is not finite."""
+    elastic net's from it (both by
+    :func:`~ooc_kernels.families.dspdc._squared_start.squared_start`, as out of core);
+    empty (the zero start) when a value is not finite."""
     from ooc_kernels.families.dspdc._squared_start import squared_start
-    from ooc_kernels.families.dspdc.kernels_start import gram_elastic_net
 
     n, p = rows.shape
     M = np.empty((p + 1, p + 1))
@@ -110,18 +108,7 @@ def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
         M[:p, p] = M[p, :p] = rows.T @ wb
         M[p, p] = float(b @ wb)
     W = float(n) if weights is None else float(weights.sum())
-    start = squared_start((W, np.zeros(p + 1), M), {}, 0.0, lam2, n)
-    if not start or lam1 <= 0.0:
-        return start
-    x = np.array(start["start_x"], dtype=np.float64)      # from the ridge solution
-    gram_elastic_net(M[:p, :p] / n + lam2 * np.eye(p), M[:p, p] / n, float(lam1), x,
-                     MAX_SWEEPS, SWEEP_TOL)
-    w0 = M[:p, :p] @ x - M[:p, p]                          # A^T W y, y = A x - b
-    conj = 0.5 * float(x @ M[:p, :p] @ x) - 0.5 * float(M[p, p])
-    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(w0)) and np.isfinite(conj)):
-        return start
-    return {"start_x": tuple(float(v) for v in x), "start_w": tuple(float(v) for v in w0),
-            "start_conj": conj}
+    return squared_start((W, np.zeros(p + 1), M), {}, 0.0, lam2, n, lam1)
 
 
 def logistic_memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,

@@ -276,8 +276,11 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     (None entries when unweighted); ``defer``/``value`` as in
     :func:`~ooc_kernels.families.dspdc._memory_inputs.setup_calls`.  ``ys``: the targets
     chunk by chunk; where :func:`~ooc_kernels.families.dspdc._squared_start.start_applies`,
-    the one read also gathers their scatter with the rows and ``scaled`` holds the start
-    from the ridge solution (:mod:`~ooc_kernels.families.dspdc._squared_start`)."""
+    the one read also gathers their scatter with the rows, ``scaled`` holds the start
+    from the solution of the standardized problem
+    (:mod:`~ooc_kernels.families.dspdc._squared_start`) and ``estimator._setup_scatter``
+    the scatter, for the start's certificate
+    (:mod:`~ooc_kernels.families.dspdc._scatter_gap`)."""
     from ooc_kernels.families.dspdc._chunk_tasks import _lambda_stats, _moments_chunk
     from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
     from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start, \
@@ -301,7 +304,10 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
         scaled, reads = standardization(moments, center=center), 1
         if scatter is not None:
             scaled.update(squared_start(scatter, scaled, scaling, estimator.alpha * (
-                1.0 - estimator.l1_ratio), int(round(moments[0]))))
+                1.0 - estimator.l1_ratio), int(round(moments[0])),
+                estimator.alpha * estimator.l1_ratio))
+            # the start's certificate from the same scatter (_scatter_gap.setup_runner)
+            estimator._setup_scatter = (scatter, scaled.get("start_x"))
         Lambda = lambda_from_candidates(candidates, scaled, scaling, m, q, p, estimator.Lambda)
         if Lambda is not None:
             return scaled, float(Lambda), reads

@@ -1,4 +1,5 @@
-"""The squared loss's start out of core: the ridge solution of the set-up's read.
+"""The squared loss's start out of core: the solution of the standardized problem from the
+set-up's read.
 
 Out of core a DSPDC fit reads the store once for its set-up (the column moments and
 ``Lambda``, :mod:`~ooc_kernels.families.dspdc._setup_pass`) and once per epoch.  For the
@@ -9,8 +10,11 @@ standardized problem ``A`` (with the intercept's column) gives
 
     H = A^T W A / n,    c = A^T W b / n,    x_0 = (H + lam2 I)^{-1} c
 
-(``lam2`` the l2 part of ``alpha``; the ridge solution, and for ``l1_ratio > 0`` the
-solution of the problem without its l1 part).  The fit starts from ``x_0`` and from the duals
+(``lam2`` the l2 part of ``alpha``: the ridge solution).  With an l1 part (``l1_ratio > 0``)
+``x_0`` is the elastic net's solution instead, by coordinate descent on ``H + lam2 I`` from
+the ridge solution (:func:`~ooc_kernels.families.dspdc.kernels_start.gram_elastic_net`, the
+in-memory start's descent, :mod:`~ooc_kernels.families.dspdc._memory_start`).  The fit
+starts from ``x_0`` and from the duals
 that are optimal for it, ``y_i = phi'(a_i^T x_0) = a_i^T x_0 - b_i``; their sums follow from
 the same matrix without a pass:
 
@@ -18,8 +22,11 @@ the same matrix without a pass:
 
 A chunk's duals at their initial version are computed by the task that first reads it,
 from its rows and ``x_0`` (:func:`initial_duals`), instead of the zeros of other fits.  The
-certificate is the duality gap of the user's problem as always; with ``x_0`` the ridge
-solution it certifies the epoch's start after one read of the store.  Only where the
+certificate is the duality gap of the user's problem as always; with ``x_0`` the solution,
+the gap from the same scatter, with a bound on its rounding, certifies the start at the
+set-up, and the fit ends after that one read of the store
+(:mod:`~ooc_kernels.families.dspdc._scatter_gap`; else the first epoch's first task
+certifies it from the rows).  Only where the
 scatter costs little against an epoch: at most :data:`START_MAX_FEATURES` columns
 (``n p^2 / 2`` products per read, against ``n p`` per pass of an epoch).
 
@@ -45,12 +52,17 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["START_MAX_FEATURES", "chunk_scatter", "initial_duals", "squared_start",
-           "start_applies"]
+__all__ = ["MAX_SWEEPS", "START_MAX_FEATURES", "SWEEP_TOL", "chunk_scatter", "initial_duals",
+           "squared_start", "standardized_scatter", "start_applies"]
 
 #: The most columns of the solver (the intercept's included) for which the set-up gathers
-#: the scatter matrix and the fit starts from the ridge solution.
+#: the scatter matrix and the fit starts from the solution of the standardized problem.
 START_MAX_FEATURES = 128
+#: The most sweeps of the elastic net's coordinate descent on the ``p x p`` matrix (``p^2``
+#: products each).
+MAX_SWEEPS = 1000
+#: The descent stops once a sweep moves no coordinate by more than this times the largest.
+SWEEP_TOL = 1e-13
 
 
 def start_applies(estimator, p: int, factorized: bool) -> bool:
@@ -89,16 +101,18 @@ def chunk_scatter(rows, y, weights):
         return W, mean, weighted.T @ Z
 
 
-def squared_start(scatter, scaled: dict, scaling: float, lam2: float, n: int) -> dict:
-    """The configuration's start fields (``start_x``, ``start_w``, ``start_conj``: ``x_0``,
-    ``A^T W y`` and ``sum_i w_i phi*(y_i)`` of the module docstring) from the merged
-    scatter of ``[X, b]`` and the standardization ``scaled`` (``x_shift``, ``x_scale``),
-    ``scaling`` the intercept's column (0: none), ``n`` the rows; empty (the zero start)
-    when a value is not finite."""
+def standardized_scatter(scatter, scaled: dict, scaling: float):
+    """``(G, c, bwb, raw)`` of the merged scatter of ``[X, b]`` under the standardization
+    ``scaled`` (``x_shift``, ``x_scale``; empty: none) and the intercept's column
+    ``scaling`` (0: none): ``G = A^T W A``, ``c = A^T W b``, ``bwb = b^T W b`` and ``raw``,
+    the weighted sums of squares of the numbers the scatter was computed from, in the units
+    of ``A``'s columns and then ``b`` (``sum_i w_i (X_ij / scale_j)^2``, the intercept's
+    ``scaling^2 W``, ``sum_i w_i b_i^2``: the magnitudes of the scatter's rounding errors,
+    :mod:`~ooc_kernels.families.dspdc._scatter_gap`); None when a value is not finite."""
     W, mean, M2 = scatter
     mean, M2 = np.asarray(mean, dtype=np.float64), np.asarray(M2, dtype=np.float64)
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(M2))):
-        return {}
+        return None
     p = len(mean) - 1
     shift = np.asarray(scaled.get("x_shift") or np.zeros(p), dtype=np.float64)
     scale = np.asarray(scaled.get("x_scale") or np.ones(p), dtype=np.float64)
@@ -107,17 +121,42 @@ def squared_start(scatter, scaled: dict, scaling: float, lam2: float, n: int) ->
         mb = mean[p]
         G = M2[:p, :p] / np.outer(scale, scale) + W * np.outer(e, e)
         c = M2[:p, p] / scale + W * e * mb
+        raw = np.append((np.diag(M2)[:p] + W * mean[:p] ** 2) / scale ** 2,
+                        M2[p, p] + W * mb ** 2)
         if scaling:
             G = np.block([[G, (scaling * W * e)[:, None]],
                           [scaling * W * e[None, :], np.array([[scaling ** 2 * W]])]])
             c = np.append(c, scaling * W * mb)
+            raw = np.insert(raw, p, scaling ** 2 * W)
         bwb = M2[p, p] + W * mb ** 2
-        if not (np.all(np.isfinite(G)) and np.all(np.isfinite(c))):
-            return {}
+    if not (np.all(np.isfinite(G)) and np.all(np.isfinite(c)) and np.all(np.isfinite(raw))):
+        return None
+    return G, c, float(bwb), raw
+
+
+def squared_start(scatter, scaled: dict, scaling: float, lam2: float, n: int,
+                  lam1: float = 0.0) -> dict:
+    """The configuration's start fields (``start_x``, ``start_w``, ``start_conj``: ``x_0``,
+    ``A^T W y`` and ``sum_i w_i phi*(y_i)`` of the module docstring) from the merged
+    scatter of ``[X, b]`` and the standardization ``scaled`` (``x_shift``, ``x_scale``),
+    ``scaling`` the intercept's column (0: none), ``n`` the rows: the ridge solution, or with
+    ``lam1 > 0`` the elastic net's, by coordinate descent on ``G / n + lam2 I`` from the
+    ridge solution (:func:`~ooc_kernels.families.dspdc.kernels_start.gram_elastic_net`);
+    empty (the zero start) when a value is not finite."""
+    from ooc_kernels.families.dspdc.kernels_start import gram_elastic_net
+
+    terms = standardized_scatter(scatter, scaled, scaling)
+    if terms is None:
+        return {}
+    G, c, bwb, _ = terms
+    with np.errstate(all="ignore"):
+        Q = G / n + lam2 * np.eye(len(c))
         try:
-            x0 = np.linalg.solve(G / n + lam2 * np.eye(len(c)), c / n)
+            x0 = np.linalg.solve(Q, c / n)
         except np.linalg.LinAlgError:
             return {}
+        if lam1 > 0.0 and np.all(np.isfinite(x0)):   # the elastic net from the ridge's
+            gram_elastic_net(Q, c / n, float(lam1), x0, MAX_SWEEPS, SWEEP_TOL)
         w0 = G @ x0 - c
         conj = 0.5 * float(x0 @ G @ x0) - 0.5 * float(bwb)
     if not (np.all(np.isfinite(x0)) and np.all(np.isfinite(w0)) and np.isfinite(conj)):

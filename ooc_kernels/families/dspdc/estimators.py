@@ -363,9 +363,12 @@ class _DSPDCEstimator(ChunkedEstimator):
         memory on a local scheduler, else the out-of-core engine."""
         from ooc_kernels.families.dspdc._direct import direct_applies, direct_runner
         from ooc_kernels.families.dspdc._memory_start import held_rows
+        from ooc_kernels.families.dspdc._scatter_gap import setup_runner
         from ooc_kernels.parallel.cluster import active_client
 
         self._direct_rows, self._direct_fit = None, False
+        if (runner := setup_runner(self, start)) is not None:   # certified at the set-up
+            return runner
         if getattr(self, "_in_memory_input", False) and direct_applies(
                 self._config, data, self._state, tasks_per_round=self._tasks_per_round,
                 client=active_client(sched), writer=writer, start=start):

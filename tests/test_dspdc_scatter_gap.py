@@ -1,0 +1,167 @@
+"""The squared loss's certificate from the set-up's scatter (families/dspdc/_scatter_gap.py):
+the gap at the start from ``G``, ``c`` and ``b^T W b`` against NumPy on the rows, the
+elastic net's start against scikit-learn, one read of the store where the scatter's gap and
+its error bound certify ``tol``, the read over the rows where the bound is too large, and a
+resume from a fit certified at the set-up."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.linear_model import ElasticNet
+
+import ooc_kernels as ok
+from ooc_kernels.families.dspdc import _scatter_gap
+from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
+from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start
+
+
+def _data(n=1200, p=4, seed=0, offset=0.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * np.array([1.0, 30.0, 0.01, 2.0]) + np.array(
+        [0.0, 500.0, 0.0, 1.0])
+    y = X @ rng.normal(size=p) + 0.3 * rng.normal(size=n) + 2.0 + offset
+    return X, y, rng.uniform(0.0, 2.0, size=n)
+
+
+def _rows(X, scaled, scaling):
+    A = (X - np.asarray(scaled["x_shift"])) / np.asarray(scaled["x_scale"])
+    return np.column_stack([A, np.full(len(X), scaling)]) if scaling else A
+
+
+def _gap_on_rows(A, b, w, x, lam1, lam2):
+    """``n (P - D)`` at ``x`` and the duals ``y = A x - b``, summed over the rows."""
+    n = len(b)
+    y = A @ x - b
+    primal = 0.5 * np.sum(w * y ** 2) + n * np.sum(lam1 * np.abs(x) + 0.5 * lam2 * x ** 2)
+    conj = np.sum(w * (0.5 * y ** 2 + b * y))
+    u = -(A.T @ (w * y)) / n
+    dual = -conj - n * np.sum(np.maximum(np.abs(u) - lam1, 0.0) ** 2 / (2 * lam2))
+    return primal - dual, 0.5 * np.sum(w * y ** 2)
+
+
+@pytest.mark.parametrize("scaling, weighted, center, lam1, start_lam2", [
+    (1.0, False, True, 0.0, 1e-2), (0.0, True, True, 3e-3, 1e-2), (2.0, True, False, 0.0, 1.0),
+    (1.0, True, True, 1e-2, 1e-3)])   # the last: the elastic net's own start (gap ~ 0)
+def test_the_scatter_gap_is_the_gap_summed_over_the_rows(scaling, weighted, center, lam1,
+                                                         start_lam2):
+    """At a start solved for another ``lam2`` (a gap far from 0) the scatter's gap is the
+    rows' to 1e-10; at the problem's own solution it is within the bound of it."""
+    from ooc_kernels.families.dspdc.solver import DSPDCConfig, init_state
+
+    X, y, w = _data()
+    n, lam2 = len(y), 1e-3
+    w = w * n / w.sum() if weighted else np.ones(n)
+    cuts = [0, 500, 900, n]
+    scatter = combine_moments(*[chunk_scatter(X[a:b], y[a:b], w[a:b] if weighted else None)
+                                for a, b in zip(cuts[:-1], cuts[1:])])
+    p = X.shape[1]
+    scaled = standardization((scatter[0], scatter[1][:p], np.diag(scatter[2])[:p]), center)
+    start = squared_start(scatter, scaled, scaling, start_lam2, n, lam1)
+    loss, bound = _scatter_gap.scatter_gap(scatter, scaled, scaling, start["start_x"], lam1,
+                                           lam2, n)
+    cfg = DSPDCConfig(loss_id=0, n_samples=n, n_features=p + (1 if scaling else 0),
+                      lam1=lam1, lam2=lam2, Lambda=1.0, **start)
+    x = np.asarray(start["start_x"])
+    gap = loss + n * np.sum(lam1 * np.abs(x) + 0.5 * lam2 * x ** 2) \
+        - n * init_state(cfg, 1).dual_value(cfg)
+    exact, rows_loss = _gap_on_rows(_rows(X, scaled, scaling), y, w, x, lam1, lam2)
+    assert loss == pytest.approx(rows_loss, rel=1e-10)
+    if start_lam2 != lam2:
+        assert gap == pytest.approx(exact, rel=1e-10)
+    assert 0.0 < abs(gap - exact) <= bound < 1e-4 * rows_loss
+
+
+def _counted(X, y, chunk, reads, w=None):
+    """Dask arrays of ``X`` and ``y`` whose ``X`` blocks count their reads."""
+    def read(block):
+        reads.append(len(block))
+        return block
+
+    Xd = da.from_array(X, chunks=(chunk, X.shape[1])).map_blocks(read, dtype=X.dtype)
+    return Xd, da.from_array(y, chunks=chunk), None if w is None else da.from_array(
+        w, chunks=chunk)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_elastic_net_out_of_core_is_certified_after_one_read(weighted):
+    X, y, w = _data(seed=1)
+    n, alpha, l1_ratio = len(y), 1e-2, 0.5
+    reads = []
+    est = ok.DSPDCRegressor(alpha=alpha, l1_ratio=l1_ratio, tol=1e-8, scheduler="sync",
+                            progress=False, random_state=0)
+    est.fit(*_counted(X, y, 300, reads, w if weighted else None))
+    assert sum(reads) == n and est._setup_reads == 1   # the set-up's read, and no other
+    assert est.n_iter_ == 1 and len(est.gap_history_) == 1
+    assert est.stop_reason_.startswith("tol") and est.gap_history_[0]["relative_gap"] <= 1e-8
+    cfg = est._config
+    A = _rows(X, {"x_shift": cfg.x_shift, "x_scale": cfg.x_scale}, cfg.intercept_scaling)
+    ww = w * n / w.sum() if weighted else None
+    ref = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, fit_intercept=False, tol=1e-14,
+                     max_iter=100_000).fit(A, y, sample_weight=ww)
+    x = np.append(est.coef_ * np.asarray(cfg.x_scale),
+                  (est.intercept_ + est.coef_ @ np.asarray(cfg.x_shift)) / cfg.intercept_scaling)
+    np.testing.assert_allclose(x, ref.coef_, rtol=1e-7, atol=1e-9)
+    assert np.sum(x == 0.0) == np.sum(ref.coef_ == 0.0)
+
+
+def test_a_bound_too_large_for_tol_falls_back_to_the_read_over_the_rows(monkeypatch):
+    """Targets near ``1e4`` with an intercept column of 100: ``b^T W b`` is ``1e8`` per row
+    against residuals of ``0.1``, so the bound on the cancellation is above ``tol |P|`` while
+    the scatter's gap alone is below it; the first epoch sums the losses over the rows and
+    certifies the start there: the reads and the model of a fit without the set-up's
+    certificate."""
+    X, y, _ = _data(seed=2, offset=1e4)
+    n, tol = len(y), 1e-7
+    kw = dict(alpha=1e-3, tol=tol, intercept_scaling=100.0, scheduler="sync",
+              progress=False, random_state=0)
+    found, real = [], _scatter_gap.scatter_gap
+    monkeypatch.setattr(_scatter_gap, "scatter_gap", lambda *a: found.append(real(*a))
+                        or found[-1])
+    reads = []
+    est = ok.DSPDCRegressor(**kw).fit(*_counted(X, y, 300, reads))
+    loss, bound = found[0]
+    first = est.gap_history_[0]          # the gap over the rows, at the start
+    x0 = np.asarray(est._config.start_x)
+    gap = loss + n * np.sum(0.5 * est._config.lam2 * x0 ** 2) - n * first["dual"]
+    assert gap <= tol * n * first["primal"] < bound      # certified but for the bound
+    assert est.n_iter_ == 1 and first["relative_gap"] <= tol and first["iterations"] == 0
+    monkeypatch.setattr(_scatter_gap, "setup_runner", lambda est, start: None)
+    plain_reads = []
+    plain = ok.DSPDCRegressor(**kw).fit(*_counted(X, y, 300, plain_reads))
+    assert sum(reads) == sum(plain_reads) > n          # the rows read after the set-up
+    np.testing.assert_array_equal(est.coef_, plain.coef_)
+    assert est.gap_history_ == [{**h, "seconds": first["seconds"]}
+                                for h in plain.gap_history_]
+
+
+def test_a_resume_from_a_fit_certified_at_the_set_up_is_that_of_a_fit_certified_on_rows(
+        tmp_path, monkeypatch):
+    """The checkpoint of a fit certified at the set-up holds the start, its chunks' duals at
+    their initial version: resumed with no ``tol`` it runs the epochs that the
+    resume of a fit certified by the rows runs, bit for bit."""
+    X, y, _ = _data(seed=3)
+    kw = dict(alpha=1e-2, l1_ratio=0.3, scheduler="sync", progress=False, random_state=1,
+              shuffle_chunks=2)
+    fits, reads = [], []
+    for path, runner in ((tmp_path / "a.zarr", _scatter_gap.setup_runner),
+                         (tmp_path / "b.zarr", lambda est, start: None)):
+        monkeypatch.setattr(_scatter_gap, "setup_runner", runner)
+        counted = []
+        lazy = _counted(X, y, 300, counted)[:2]
+        first = ok.DSPDCRegressor(tol=1e-6, **kw).fit(*lazy, checkpoint=path)
+        reads.append(sum(counted))
+        again = ok.DSPDCRegressor(tol=1e-6, **kw).fit(*lazy, checkpoint=path, resume=True)
+        np.testing.assert_array_equal(again.coef_, first.coef_)
+        more = ok.DSPDCRegressor(tol=None, max_iter=3, **kw).fit(   # two more epochs
+            *lazy, checkpoint=path, resume=True)
+        fits.append((first, more))
+    (a, a_more), (b, b_more) = fits
+    assert reads[0] == len(y) < reads[1]     # one read; the rows' certificate reads more
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_iter_ == b.n_iter_ == 1 and a.intercept_ == b.intercept_
+    assert a_more.n_iter_ == b_more.n_iter_ == 3
+    np.testing.assert_array_equal(a_more.coef_, b_more.coef_)
+    assert [(h["passes"], h["primal"], h["dual"]) for h in a_more.gap_history_[1:]] == \
+        [(h["passes"], h["primal"], h["dual"]) for h in b_more.gap_history_[1:]]
