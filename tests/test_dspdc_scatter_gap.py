@@ -60,7 +60,7 @@ def test_the_scatter_gap_is_the_gap_summed_over_the_rows(scaling, weighted, cent
     scaled = standardization((scatter[0], scatter[1][:p], np.diag(scatter[2])[:p]), center)
     start = squared_start(scatter, scaled, scaling, start_lam2, n, lam1)
     loss, bound = _scatter_gap.scatter_gap(scatter, scaled, scaling, start["start_x"], lam1,
-                                           lam2, n)
+                                           lam2, n, chunk_rows=500, n_chunks=3)
     cfg = DSPDCConfig(loss_id=0, n_samples=n, n_features=p + (1 if scaling else 0),
                       lam1=lam1, lam2=lam2, Lambda=1.0, **start)
     x = np.asarray(start["start_x"])
@@ -71,6 +71,10 @@ def test_the_scatter_gap_is_the_gap_summed_over_the_rows(scaling, weighted, cent
     if start_lam2 != lam2:
         assert gap == pytest.approx(exact, rel=1e-10)
     assert 0.0 < abs(gap - exact) <= bound < 1e-4 * rows_loss
+    # the scatter's rounding grows with the rows a chunk sums (one chunk of all the rows)
+    _, whole = _scatter_gap.scatter_gap(scatter, scaled, scaling, start["start_x"], lam1,
+                                        lam2, n, chunk_rows=n, n_chunks=1)
+    assert whole > 1.5 * bound
 
 
 def _counted(X, y, chunk, reads, w=None):
@@ -117,8 +121,8 @@ def test_a_bound_too_large_for_tol_falls_back_to_the_read_over_the_rows(monkeypa
     kw = dict(alpha=1e-3, tol=tol, intercept_scaling=100.0, scheduler="sync",
               progress=False, random_state=0)
     found, real = [], _scatter_gap.scatter_gap
-    monkeypatch.setattr(_scatter_gap, "scatter_gap", lambda *a: found.append(real(*a))
-                        or found[-1])
+    monkeypatch.setattr(_scatter_gap, "scatter_gap", lambda *a, **kw: found.append(
+        real(*a, **kw)) or found[-1])
     reads = []
     est = ok.DSPDCRegressor(**kw).fit(*_counted(X, y, 300, reads))
     loss, bound = found[0]

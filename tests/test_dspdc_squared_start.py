@@ -113,13 +113,21 @@ def test_elastic_net_from_the_start_matches_the_zero_start(monkeypatch):
     assert primal(started) == pytest.approx(primal(plain), rel=2e-9)
 
 
+@pytest.mark.parametrize("at_setup", [True, False])
 def test_a_fit_from_the_start_killed_and_resumed_is_the_uninterrupted_one(tmp_path,
-                                                                          monkeypatch):
-    """Killed after its first round (the second round's chunks still at their initial
-    version) and resumed: the checkpoint keeps the start, the resumed rounds compute the
-    same initial duals, and the model, gaps and passes are the uninterrupted fit's, bit for
-    bit."""
+                                                                          monkeypatch,
+                                                                          at_setup):
+    """Killed after its first checkpoint and resumed: the checkpoint keeps the start, the
+    resumed rounds compute the same initial duals, and the model, gaps and passes are the
+    uninterrupted fit's, bit for bit.  The start certified from the set-up's scatter
+    (``at_setup``: no checkpoint inside that epoch, the first is the last) or by the first
+    epoch's rows (killed after its first round, the second round's chunks still at their
+    initial version)."""
     from ooc_kernels.estimators._checkpointing import CheckpointWriter
+    from ooc_kernels.families.dspdc import _scatter_gap
+
+    if not at_setup:
+        monkeypatch.setattr(_scatter_gap, "setup_runner", lambda est, start: None)
 
     X, y, _ = _data(seed=3)
     kw = dict(alpha=1e-3, tol=1e-8, max_iter=30, shuffle_chunks=3, scheduler="sync",
@@ -150,6 +158,7 @@ def test_a_fit_that_stops_reads_no_rows_for_a_round_it_never_runs(monkeypatch):
     round's rows (``DSPDCAlgorithm.starts_read_ahead``): the read ahead reads the second
     round of the first epoch only, and the model is the one of a fit whose rounds start
     every read before they run, bit for bit."""
+    from ooc_kernels.families.dspdc import _scatter_gap
     from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
     from ooc_kernels.parallel.read_ahead import ReadAhead
 
@@ -165,6 +174,8 @@ def test_a_fit_that_stops_reads_no_rows_for_a_round_it_never_runs(monkeypatch):
         real(self, groups)
 
     monkeypatch.setattr(ReadAhead, "start", start)
+    # the start certified by the first epoch's rows, not at the set-up (which reads none)
+    monkeypatch.setattr(_scatter_gap, "setup_runner", lambda est, start: None)
     est = ok.DSPDCRegressor(**kw).fit(*lazy)
     assert est.n_iter_ == 1 and len(started) == 1      # two rounds: one read ahead
     monkeypatch.setattr(DSPDCAlgorithm, "starts_read_ahead", False)

@@ -20,26 +20,30 @@ scatter was computed from (column ``j`` before centring, in ``A``'s units), each
 entry is taken within
 
     |dM_jk| <= gamma (d_j d_k + r_j d_k + d_j r_k) + gamma^2 r_j r_k,
-    gamma = 2 (n + p + 4) eps:
+    gamma = 2 (n_c + 2 K + p + 4) eps,
 
-the dot products of centred columns (``n eps d_j d_k``), the means they are centred with
-(a sum of ``n`` numbers: ``n eps r_j / sqrt(W)``, first order against ``d_k``, second order
-against itself) and the pairwise merge of the chunks, which adds such terms once per level.
-A quadratic form ``v^T M v`` is then within ``gamma (D_v^2 + 2 R_v D_v) + gamma^2 R_v^2``
-(``D_v = sum_j |v_j| d_j``, ``R_v = sum_j |v_j| r_j``) of the exact one, plus ``(p + 3) eps
-D_v^2`` for its own evaluation; ``L`` is ``v = [x_0, -1]``, the conjugates' sum ``[x_0, 0]``
-and ``[0, 1]``, and an entry of ``G x_0 - c`` (row ``j`` of ``M`` times ``v``) enters ``n
-g*`` through its slope ``|x_j'| = max(|u_j| - lam1, 0) / lam2`` and its curvature ``1 /
-(n lam2)``.  The penalty's and the final sums' rounding add ``(p + 8) eps`` times their
-magnitudes.
+``n_c`` the most rows of a chunk and ``K`` the chunks.  A chunk's scatter is a dot product
+of ``n_c`` centred rows (within ``n_c eps d_j d_k``, and its centring ``eps`` of each value:
+``eps r_j d_k``), about its mean, a sum of ``n_c`` numbers within ``delta_c <= n_c eps r_jc
+/ sqrt(W_c)``.  The scatter about a mean off by ``delta_c`` is the exact one plus ``W_c
+delta_c^2`` (second order), and the merge (Chan et al.'s update, ``K`` steps of relative
+rounding ``eps``) adds the chunks' means' scatter as if they were exact: it misses ``W_c
+delta_c (mu_c - s)`` per chunk, which over the chunks is at most ``n_c eps r_j d_k``
+(Cauchy-Schwarz: ``sum_c sqrt(W_c) |mu_c - s| r_c <= d r``).  A quadratic form ``v^T M v``
+is then within ``gamma (D_v^2 + 2 R_v D_v) + gamma^2 R_v^2`` (``D_v = sum_j |v_j| d_j``,
+``R_v = sum_j |v_j| r_j``) of the exact one, plus ``(p + 3) eps D_v^2`` for its own
+evaluation; ``L`` is ``v = [x_0, -1]``, the conjugates' sum ``[x_0, 0]`` and ``[0, 1]``, and
+an entry of ``G x_0 - c`` (row ``j`` of ``M`` times ``v``) enters ``n g*`` through its slope
+``|x_j'| = max(|u_j| - lam1, 0) / lam2`` and its curvature ``1 / (n lam2)``.  The penalty's
+and the final sums' rounding add ``(p + 8) eps`` times their magnitudes.
 
 The start certifies ``tol`` at the set-up when ``n (P - D) + E <= tol n |P|``
-(:func:`setup_runner`): the fit then ends after the set-up's read, with the attributes of a
-fit whose first epoch's first task certified the start (``n_iter_ = 1``, one entry of
-``gap_history_``, the model ``x_0``, a checkpoint at the start whose chunks' duals are at
-their initial version).  Otherwise, or where ``E`` is not small against ``tol n |P|`` (tiny
-``tol``, or residuals small against ``b``), the first epoch sums the losses over the rows
-as before.
+(:func:`setup_runner`, with the data's chunks): the fit then ends after the set-up's read,
+with the attributes of a fit whose first epoch's first task certified the start
+(``n_iter_ = 1``, one entry of ``gap_history_``, the model ``x_0``, a checkpoint at the start
+whose chunks' duals are at their initial version).  Otherwise, or where ``E`` is not small against ``tol n |P|`` (tiny
+``tol``, or residuals small against ``b``), the first epoch's first task sums the losses over
+the rows and checks the start there.
 
 Examples
 --------
@@ -71,11 +75,12 @@ def _form_error(v, d, r, gamma: float, p: int) -> float:
 
 
 def scatter_gap(scatter, scaled: dict, scaling: float, x0, lam1: float, lam2: float,
-                n: int):
+                n: int, chunk_rows: int | None = None, n_chunks: int = 1):
     """``(L, E)``: the losses' sum ``L = 1/2 sum_i w_i (a_i^T x_0 - b_i)^2`` at ``x0`` from
     the merged scatter of ``[X, b]`` (standardized with ``scaled``, the intercept's column
-    ``scaling``) and the bound ``E`` on the floating-point error of ``n (P - D)`` computed
-    from the scatter (the module docstring); None when a value is not finite."""
+    ``scaling``) of ``n`` rows in ``n_chunks`` chunks of at most ``chunk_rows`` rows (None:
+    ``n``), and the bound ``E`` on the floating-point error of ``n (P - D)`` computed from
+    the scatter (the module docstring); None when a value is not finite."""
     from ooc_kernels.families.dspdc._squared_start import standardized_scatter
 
     terms = standardized_scatter(scatter, scaled, scaling)
@@ -89,7 +94,7 @@ def scatter_gap(scatter, scaled: dict, scaling: float, x0, lam1: float, lam2: fl
     with np.errstate(all="ignore"):
         d = np.sqrt(np.maximum(np.diag(M), 0.0))
         r = np.sqrt(np.maximum(raw, np.diag(M)))
-        gamma = 2.0 * (n + p + 4) * EPS
+        gamma = 2.0 * ((n if chunk_rows is None else chunk_rows) + 2 * n_chunks + p + 4) * EPS
         v = np.append(x, -1.0)
         L = 0.5 * float(v @ M @ v)
         err_loss = 0.5 * _form_error(v, d, r, gamma, p)
@@ -112,40 +117,50 @@ def scatter_gap(scatter, scaled: dict, scaling: float, x0, lam1: float, lam2: fl
 
 
 def setup_runner(estimator, start):
-    """The rounds' runner of a fit whose start the set-up's scatter certifies: it runs the
-    first epoch's rounds without reading the rows (no iterations, the losses ``L`` of
-    :func:`scatter_gap`) and ends the fit there.  None (the fit reads the rows) unless this
-    fit's set-up gathered the scatter (``estimator._setup_scatter``, taken here), the fit
-    starts at its beginning from that start, has a ``tol``, and ``n (P - D) + E <= tol n
-    |P|``."""
-    import dataclasses
-
-    from ooc_kernels.families.dspdc.solver import _certified
-
+    """The rounds' runner of a fit that this fit's set-up gathered the scatter for
+    (``estimator._setup_scatter``, taken here) and that starts at its beginning from that
+    start with a ``tol``: where ``n (P - D) + E <= tol n |P|`` (:func:`scatter_gap`, with
+    the data's chunks) it runs the first epoch's rounds without reading the rows (no
+    iterations, the losses ``L``) and ends the fit there; else it runs the rounds
+    (:func:`~ooc_kernels.parallel.engine.run_rounds`).  None (the usual runner) otherwise."""
     setup = estimator.__dict__.pop("_setup_scatter", None)
     cfg, state, tol = estimator._config, estimator._state, estimator.tol
     if (setup is None or tol is None or tuple(start) != (0, 0) or cfg.start_x is None
             or setup[1] != cfg.start_x or state.n_rounds or cfg.factorized):
         return None
-    scaled = {"x_shift": cfg.x_shift, "x_scale": cfg.x_scale}
-    n = int(cfg.n_samples)
-    found = scatter_gap(setup[0], scaled, float(cfg.intercept_scaling), cfg.start_x,
-                        float(cfg.lam1), float(cfg.lam2), n)
+    return _runner(setup[0], float(tol), estimator._record_local_problems)
+
+
+def _setup_loss(config, state, scatter, tol: float, data):
+    """The start's losses ``L`` when the scatter's gap and its bound certify ``tol``, else
+    None."""
+    import dataclasses
+
+    from ooc_kernels.families.dspdc.solver import _certified
+
+    n = int(config.n_samples)
+    scaled = {"x_shift": config.x_shift, "x_scale": config.x_scale}
+    found = scatter_gap(scatter, scaled, float(config.intercept_scaling), config.start_x,
+                        float(config.lam1), float(config.lam2), n,
+                        chunk_rows=max(data.chunk_sizes), n_chunks=int(data.n_chunks))
     if found is None:
         return None
     loss, bound = found
     summed = dataclasses.replace(state, epoch_start=state, start_loss=loss, start_rows=n)
-    primal = summed.start_primal_value(cfg)
+    primal = summed.start_primal_value(config)
     with np.errstate(over="ignore", invalid="ignore"):
-        dual = state.dual_value(cfg)
-    if primal is None or not _certified(primal, dual - bound / n, float(tol)):
+        dual = state.dual_value(config)
+    if primal is None or not _certified(primal, dual - bound / n, tol):
         return None
-    return _runner(loss)
+    return loss
 
 
-def _runner(loss: float):
-    """:func:`~ooc_kernels.parallel.engine.run_rounds`' signature: the first epoch's rounds
-    with no reads and no iterations, ``loss`` the start's losses over all the rows."""
+def _runner(scatter, tol: float, record):
+    """:func:`~ooc_kernels.parallel.engine.run_rounds`' signature: where the scatter
+    certifies the start, the first epoch's rounds with no reads and no iterations.  The
+    rounds before the last only ``record`` their tasks' steps (the estimator's
+    ``_record_local_problems``): no checkpoint is written inside that epoch, whose partial
+    sums would hold the scatter's losses of rows that no task summed."""
 
     def run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
             shuffle_chunks, callback=None, epoch_callback=None, **engine):
@@ -158,9 +173,10 @@ def _runner(loss: float):
         kwargs = dict(n_epochs=n_epochs, chunks_per_round=chunks_per_round, seed=seed,
                       shuffle=shuffle, shuffle_chunks=shuffle_chunks, callback=callback,
                       epoch_callback=epoch_callback, **engine)
-        if n_epochs < 1:
-            return run_rounds(algorithm, state, data, **kwargs)
         cfg = algorithm.config
+        loss = _setup_loss(cfg, state, scatter, tol, data) if n_epochs >= 1 else None
+        if loss is None:
+            return run_rounds(algorithm, state, data, **kwargs)
         plan = plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
                           epoch=0, shuffle=shuffle, shuffle_chunks=shuffle_chunks)
         zero = np.zeros_like(state.x)
@@ -173,8 +189,10 @@ def _runner(loss: float):
                                start_loss=loss if rnd == 0 else 0.0,
                                start_rows=int(cfg.n_samples) if rnd == 0 else 0)
             state = algorithm.apply(state, delta, info)
-            if end_round(state, info, last=rnd == len(plan) - 1,
-                         epoch_callback=epoch_callback, callback=callback):
+            if rnd < len(plan) - 1:
+                record(info, state)
+            elif end_round(state, info, last=True, epoch_callback=epoch_callback,
+                           callback=callback):
                 return RunResult(state=state, epoch=1, round=0, n_rounds=rnd + 1,
                                  stopped=True)
         return run_rounds(algorithm, state, data, **{**kwargs, "start_epoch": 1,
