@@ -6,9 +6,12 @@ resume from a fit certified at the set-up."""
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import ElasticNet
 
 import ooc_kernels as ok
@@ -88,13 +91,14 @@ def _counted(X, y, chunk, reads, w=None):
         w, chunks=chunk)
 
 
-@pytest.mark.parametrize("weighted", [False, True])
-def test_the_elastic_net_out_of_core_is_certified_after_one_read(weighted):
+@pytest.mark.parametrize("weighted, fit_intercept", [(False, True), (True, True),
+                                                    (True, False)])
+def test_the_elastic_net_out_of_core_is_certified_after_one_read(weighted, fit_intercept):
     X, y, w = _data(seed=1)
     n, alpha, l1_ratio = len(y), 1e-2, 0.5
     reads = []
     est = ok.DSPDCRegressor(alpha=alpha, l1_ratio=l1_ratio, tol=1e-8, scheduler="sync",
-                            progress=False, random_state=0)
+                            progress=False, random_state=0, fit_intercept=fit_intercept)
     est.fit(*_counted(X, y, 300, reads, w if weighted else None))
     assert sum(reads) == n and est._setup_reads == 1   # the set-up's read, and no other
     assert est.n_iter_ == 1 and len(est.gap_history_) == 1
@@ -104,10 +108,29 @@ def test_the_elastic_net_out_of_core_is_certified_after_one_read(weighted):
     ww = w * n / w.sum() if weighted else None
     ref = ElasticNet(alpha=alpha, l1_ratio=l1_ratio, fit_intercept=False, tol=1e-14,
                      max_iter=100_000).fit(A, y, sample_weight=ww)
-    x = np.append(est.coef_ * np.asarray(cfg.x_scale),
-                  (est.intercept_ + est.coef_ @ np.asarray(cfg.x_shift)) / cfg.intercept_scaling)
+    x = est.coef_ * np.asarray(cfg.x_scale)
+    if fit_intercept:
+        x = np.append(x, (est.intercept_ + est.coef_ @ np.asarray(cfg.x_shift))
+                      / cfg.intercept_scaling)
     np.testing.assert_allclose(x, ref.coef_, rtol=1e-7, atol=1e-9)
     assert np.sum(x == 0.0) == np.sum(ref.coef_ == 0.0)
+
+
+@pytest.mark.parametrize("tol, max_iter", [(None, 2), (1e-300, 2)])
+def test_no_tol_or_a_tol_below_the_rounding_reads_the_rows(tol, max_iter):
+    """``tol=None`` runs ``max_iter`` epochs by request, and a ``tol`` below the bound on
+    the scatter's rounding is left to the rows (whose gap of the start, 0 up to rounding,
+    may still meet it): both read the rows after the set-up, from the same start."""
+    X, y, _ = _data(seed=1)
+    reads = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)   # 1e-300: not reached
+        est = ok.DSPDCRegressor(alpha=1e-2, l1_ratio=0.5, tol=tol, max_iter=max_iter,
+                                scheduler="sync", progress=False, random_state=0).fit(
+            *_counted(X, y, 300, reads))
+    assert est._config.start_x is not None
+    assert sum(reads) > est._setup_reads * len(y)
+    assert est.n_iter_ == max_iter or est.gap_history_[0]["relative_gap"] <= tol
 
 
 def test_a_bound_too_large_for_tol_falls_back_to_the_read_over_the_rows(monkeypatch):
