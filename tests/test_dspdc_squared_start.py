@@ -185,3 +185,38 @@ def test_a_fit_that_stops_reads_no_rows_for_a_round_it_never_runs(monkeypatch):
     np.testing.assert_array_equal(est.coef_, every.coef_)
     assert [(h["passes"], h["primal"], h["dual"]) for h in est.gap_history_] == \
         [(h["passes"], h["primal"], h["dual"]) for h in every.gap_history_]
+
+
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_a_fit_that_stops_after_its_first_round_reads_no_rows_ahead(monkeypatch, scheduler):
+    """An epoch of one round (every chunk in one group) whose task certifies the start:
+    the round reads its rows in the calling thread and its task, which certifies the fit's
+    stop, starts no read ahead, so each chunk is read twice (the set-up's read and the
+    epoch's); the model is the one of a fit whose rounds start every read before they run,
+    bit for bit."""
+    from ooc_kernels.families.dspdc import _scatter_gap
+    from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
+
+    X, y, _ = _data(seed=5)
+    reads: list = []
+
+    def counted(block, block_info=None):
+        reads.append(block_info[0]["chunk-location"][0])
+        return block
+
+    lazy = (da.from_array(X, chunks=(250, X.shape[1])).map_blocks(counted, dtype=X.dtype),
+            da.from_array(y, chunks=250))
+    kw = dict(alpha=1e-3, tol=1e-8, max_iter=30, shuffle_chunks=6, scheduler=scheduler,
+              random_state=1, progress=False)
+    # the start certified by the first epoch's rows, not at the set-up (which reads none)
+    monkeypatch.setattr(_scatter_gap, "setup_runner", lambda est, start: None)
+    est = ok.DSPDCRegressor(**kw).fit(*lazy)
+    assert est.n_iter_ == 1 and est.gap_history_[0]["iterations"] == 0
+    assert sorted(reads) == sorted(list(range(6)) * 2)
+    monkeypatch.setattr(DSPDCAlgorithm, "starts_read_ahead", False)
+    reads.clear()
+    every = ok.DSPDCRegressor(**kw).fit(*lazy)
+    assert sorted(reads) == sorted(list(range(6)) * 3)    # the next epoch's round, unused
+    np.testing.assert_array_equal(est.coef_, every.coef_)
+    assert [(h["passes"], h["primal"], h["dual"]) for h in est.gap_history_] == \
+        [(h["passes"], h["primal"], h["dual"]) for h in every.gap_history_]

@@ -362,8 +362,9 @@ def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_
     An algorithm with ``starts_read_ahead = True`` starts the next read itself from such a
     task, through the batch's ``"read_ahead"`` call, once it knows that the fit goes on
     (a task that certifies the fit's stop never starts it, so the store is not read for a
-    round that never runs); else, or when the task did not, the read starts before the
-    round, or after it when the fit goes on."""
+    round that never runs); for it a one-task round that nothing read ahead (a fit's first)
+    reads its rows in this thread first, so that it is such a task too.  Else, or when the
+    task did not, the read starts before the round, or after it when the fit goes on."""
     n_rounds = 0
     epoch, rnd = start_epoch, start_round
     for epoch in range(start_epoch, n_epochs):
@@ -374,10 +375,13 @@ def _local_rounds(algorithm, state, graph, sched, client, ahead, plan_of, round_
         for rnd in range(first, len(plan)):
             info = round_info(plan, epoch, rnd)
             rows = ahead.take(info.groups)
+            opts_in = getattr(algorithm, "starts_read_ahead", False)
+            if rows is None and opts_in and client is None and len(info.groups) == 1:
+                rows = ahead.read_here(info.groups)   # nothing read ahead: the first round
             here = client is None and rows is not None and len(info.groups) == 1
             start_next = _next_read(ahead, plan[rnd + 1] if rnd + 1 < len(plan) else
                                     plan_of(epoch + 1)[0] if epoch + 1 < n_epochs else None)
-            if not (here and getattr(algorithm, "starts_read_ahead", False)):
+            if not (here and opts_in):
                 start_next()
             if client is not None:  # bounded waits: a lost scheduler is reported
                 delta = compute_on_client(client, graph.local_round(state, info))

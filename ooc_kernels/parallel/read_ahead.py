@@ -121,6 +121,17 @@ class ReadAhead:
             return None
         return rows if key == tuple(groups) else None
 
+    def read_here(self, groups: tuple[tuple[int, ...], ...]) -> list[dict] | None:
+        """The rows of ``groups`` read now in the calling thread (the same arrays as
+        :meth:`take`'s), for a round that nothing read ahead; None when reading ahead is off
+        or the read fails (the round then reads its chunks itself and raises its error)."""
+        if not self.enabled or not groups:
+            return None
+        try:
+            return _read_round([self.graph.group_readers(g) for g in groups])
+        except Exception:  # noqa: BLE001 - the round reads these chunks again itself
+            return None
+
     def _drop(self) -> None:
         """Wait for a read nobody took (at most one read runs or is held at a time)."""
         pending, self._pending = self._pending, None
