@@ -146,7 +146,8 @@ def test_dspdc_example_gap_bounds_the_distance_to_the_ridge_optimum(tmp_path):
     assert len(logistic) == 7           # the start's gap, then one per epoch
     # the logistic loss's start is Newton's solution (tol=None: to a relative gap of 1e-10)
     assert logistic[0]["iterations"] == 0 and 0.0 < logistic[0]["relative_gap"] <= 1e-10
-    assert logistic[-1]["gap"] < logistic[0]["gap"] / 10
+    # the epochs from there keep the certificate: no epoch's gap above the start's bound
+    assert all(h["iterations"] > 0 and h["relative_gap"] <= 1e-10 for h in logistic[1:])
 
 
 @pytest.mark.slow   # a few seconds: four fits of a small store

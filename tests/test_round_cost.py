@@ -1,7 +1,8 @@
 """What a local round costs besides its task: a round of one task whose rows were read ahead
-runs that task in the calling thread (no Dask graph to build, tokenize or schedule), and a
-fit on Dask's default scheduler reads ahead; the models are those of rounds that each build
-and compute their graph, bit for bit (DSPDC and DSG)."""
+runs that task in the calling thread (no Dask graph to build, tokenize or schedule; a DSPDC
+fit's first round reads its rows there too), and a fit on Dask's default scheduler reads
+ahead; the models are those of rounds that each build and compute their graph, bit for bit
+(DSPDC and DSG)."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def test_dspdc_rounds_without_a_graph_give_the_graph_rounds_bit_for_bit(
     fast = Est(**kw).fit(X, y)
     n_fast = len(graphs) - n_ref
     assert n_ref >= ref.n_iter_ > 2
-    assert n_fast == 1          # only the first round, which nothing read ahead for
+    assert n_fast == 0   # no graph: the first round, which nothing read ahead for, reads here
     np.testing.assert_array_equal(fast.coef_, ref.coef_)
     assert fast.intercept_ == ref.intercept_
     assert fast.n_iter_ == ref.n_iter_
@@ -116,6 +117,6 @@ def test_factorized_rounds_without_a_graph_get_the_whole_factor(monkeypatch):
         ref = ok.DSPDCRegressor(**kw).fit(data, da.from_array(y, chunks=150))
     n_ref = len(graphs)
     fast = ok.DSPDCRegressor(**kw).fit(data, da.from_array(y, chunks=150))
-    assert len(graphs) - n_ref == 1 < n_ref
+    assert len(graphs) == n_ref > 0        # no graph, the first round's included
     np.testing.assert_array_equal(fast.coef_, ref.coef_)
     assert fast.intercept_ == ref.intercept_ and fast.n_iter_ == ref.n_iter_

@@ -8,8 +8,8 @@ bound next to the true distance ``P(x) - P*`` it bounds; the ridge fit starts fr
 solution (the squared loss's start), so its gap is at rounding from the first evaluation,
 the start's.  For logistic regression the figure shows the gap alone, the only certificate
 there is: the fit starts from Newton's solution of the same problem (the logistic loss's
-start in memory, to a relative gap of ``1e-10`` without ``tol``), and the epochs take the
-gap from there to rounding.
+start in memory, to a relative gap of at most ``1e-10`` without ``tol``; on this problem
+its last Newton step already takes it to rounding), and the epochs keep the gap there.
 
 Run from the repository root (well under a minute on a laptop)::
 
