@@ -93,7 +93,8 @@ def newton_pass(rows: np.ndarray, b: np.ndarray, weights, x: np.ndarray, stride:
     """One read of the rows at ``x``: ``z = A x`` (written), the losses ``sum_i w_i
     phi_i(a_i^T x)``, the gradient's sum ``A^T (w phi'(A x))`` and the Hessian's sum ``A_S^T
     diag(w phi''(A x)) A_S`` over the rows ``S`` = every ``stride``-th row, with ``|S|``
-    (``stride`` 0: no Hessian, a zero sum over no rows).  The rows are visited in runs whose scaled rows fill ``block`` (``(k, p)``:
+    (``stride`` 0: no Hessian, a zero sum over no rows).  The rows are visited in runs
+    whose scaled rows fill ``block`` (``(k, p)``:
     :func:`~ooc_kernels.families.dspdc.kernels_newton.logistic_rows`), each followed by the
     symmetric product of the block just written.
 

@@ -41,9 +41,9 @@ The start certifies ``tol`` at the set-up when ``n (P - D) + E <= tol n |P|``
 (:func:`setup_runner`, with the data's chunks): the fit then ends after the set-up's read,
 with the attributes of a fit whose first epoch's first task certified the start
 (``n_iter_ = 1``, one entry of ``gap_history_``, the model ``x_0``, a checkpoint at the start
-whose chunks' duals are at their initial version).  Otherwise, or where ``E`` is not small against ``tol n |P|`` (tiny
-``tol``, or residuals small against ``b``), the first epoch's first task sums the losses over
-the rows and checks the start there.
+whose chunks' duals are at their initial version).  Otherwise, or where ``E`` is not small
+against ``tol n |P|`` (tiny ``tol``, or residuals small against ``b``), the first epoch's
+first task sums the losses over the rows and checks the start there.
 
 Examples
 --------

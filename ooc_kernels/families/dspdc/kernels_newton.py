@@ -12,7 +12,8 @@ point ``x``, :func:`logistic_rows` visits the rows ``lo <= i < hi`` once and, pe
 
 and returns the losses and the number of scaled rows.  The Hessian's sum ``sum_i w_i
 phi''(z_i) a_i a_i^T`` over those rows is then ``scaled^T scaled`` (one BLAS product of the
-block just written, in the cache: :func:`~ooc_kernels.families.dspdc._logistic_start.newton_pass`).
+block just written, in the cache:
+:func:`~ooc_kernels.families.dspdc._logistic_start.newton_pass`).
 :func:`logistic_rows_ref` is its NumPy twin (the same values to rounding: NumPy sums the
 products in another order).
 
