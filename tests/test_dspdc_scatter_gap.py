@@ -192,3 +192,45 @@ def test_a_resume_from_a_fit_certified_at_the_set_up_is_that_of_a_fit_certified_
     np.testing.assert_array_equal(a_more.coef_, b_more.coef_)
     assert [(h["passes"], h["primal"], h["dual"]) for h in a_more.gap_history_[1:]] == \
         [(h["passes"], h["primal"], h["dual"]) for h in b_more.gap_history_[1:]]
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps > 1e-18,
+                    reason="the exact sums need NumPy's extended precision (x86)")
+def test_the_loss_sum_from_the_scatter_is_within_its_bound_on_hostile_columns():
+    """Columns whose means are up to 1e9 times their spread, targets offset by up to 1e8 and
+    residuals down to 1e-12 of them (the quadratic form's cancellation), weighted or not, in
+    1 to 5 chunks: ``L`` from the merged scatter is within the bound ``E`` of the losses'
+    sum over the rows in extended precision, for the start ``squared_start`` gives."""
+    rng = np.random.default_rng(7)
+    checked = 0
+    for _ in range(60):
+        n, p, k = int(rng.integers(5, 800)), int(rng.integers(1, 5)), int(rng.integers(1, 6))
+        spread = 10.0 ** rng.uniform(-4, 4, size=p)
+        X = rng.normal(size=(n, p)) * spread + 10.0 ** rng.uniform(-2, 9, size=p)
+        y = (X @ rng.normal(size=p) / spread.max() + 10.0 ** rng.uniform(-12, 1)
+             * rng.normal(size=n) + 10.0 ** rng.uniform(-2, 8))
+        w = None if rng.uniform() < 0.5 else rng.uniform(0.0, 2.0, size=n)
+        parts = [chunk_scatter(X[i], y[i], None if w is None else w[i])
+                 for i in np.array_split(np.arange(n), k)]
+        scatter = parts[0]
+        for part in parts[1:]:
+            scatter = combine_moments(scatter, part)
+        scaled = standardization((scatter[0], scatter[1][:p], np.diag(scatter[2])[:p]), True)
+        lam2 = 10.0 ** rng.uniform(-6, 0)
+        lam1 = 0.0 if rng.uniform() < 0.5 else 10.0 ** rng.uniform(-6, -1)
+        start = squared_start(scatter, scaled, 1.0, lam2, n, lam1=lam1)
+        found = start and _scatter_gap.scatter_gap(
+            scatter, scaled, 1.0, start["start_x"], lam1, lam2, n,
+            chunk_rows=-(-n // k), n_chunks=k)
+        if not found:
+            continue
+        L, bound = found
+        x = np.asarray(start["start_x"], dtype=np.longdouble)
+        A = ((X.astype(np.longdouble) - np.asarray(scaled["x_shift"], dtype=np.longdouble))
+             / np.asarray(scaled["x_scale"], dtype=np.longdouble))
+        r = A @ x[:p] + x[p] - y.astype(np.longdouble)
+        weights = np.ones(n, dtype=np.longdouble) if w is None else w.astype(np.longdouble)
+        exact = 0.5 * np.sum(weights * r * r)
+        assert abs(np.longdouble(L) - exact) <= bound, (n, p, k, L, float(exact), bound)
+        checked += 1
+    assert checked >= 40
