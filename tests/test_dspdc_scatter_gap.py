@@ -234,3 +234,60 @@ def test_the_loss_sum_from_the_scatter_is_within_its_bound_on_hostile_columns():
         assert abs(np.longdouble(L) - exact) <= bound, (n, p, k, L, float(exact), bound)
         checked += 1
     assert checked >= 40
+
+
+def test_the_chunks_scatters_are_merged_in_a_tree_of_a_few_at_a_time(monkeypatch):
+    """20 chunks: their scatter matrices are merged 8 at a time (3 merges, then 1), never
+    all at once, and the merged scatter is the scatter of all the rows."""
+    from ooc_kernels.families.dspdc import _setup_pass, _squared_start as sq
+
+    X, y, _ = _data(n=2000, seed=3)
+    merges, seen = [], []
+    real_merge, real_start = _setup_pass._merge_scatters, sq.squared_start
+
+    def merge(*parts):
+        merges.append(len(parts))
+        return real_merge(*parts)
+
+    def start(scatter, *args, **kwargs):
+        seen.append(scatter)
+        return real_start(scatter, *args, **kwargs)
+
+    monkeypatch.setattr(_setup_pass, "_merge_scatters", merge)
+    monkeypatch.setattr(sq, "squared_start", start)
+    ok.DSPDCRegressor(alpha=1e-2, tol=1e-8, scheduler="sync", random_state=0,
+                      progress=False).fit(da.from_array(X, chunks=(100, X.shape[1])),
+                                          da.from_array(y, chunks=100))
+    assert sorted(merges) == [3, 4, 8, 8]        # 8 + 8 + 4 chunks, then the 3 merged
+    (W, mean, M2), (W0, mean0, M20) = seen[0], chunk_scatter(X, y, None)
+    assert W == W0
+    np.testing.assert_allclose(mean, mean0, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(M2, M20, rtol=1e-11, atol=1e-9)
+
+
+def test_the_squared_loss_starts_above_the_newton_limit_and_the_logistic_loss_does_not():
+    """150 columns (151 with the intercept's): above the logistic loss's Newton limit and
+    under the squared loss's, in memory and out of core; the ridge start is the closed-form
+    solution of the standardized problem."""
+    from ooc_kernels.families.dspdc._logistic_start import NEWTON_MAX_FEATURES
+    from ooc_kernels.families.dspdc._squared_start import START_MAX_FEATURES
+
+    assert NEWTON_MAX_FEATURES < 151 <= START_MAX_FEATURES
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(600, 150)) * rng.uniform(0.5, 2.0, size=150)
+    y = X @ rng.normal(size=150) / 12 + rng.normal(size=600)
+    kw = dict(alpha=1e-2, tol=1e-6, max_iter=3, scheduler="sync", random_state=0,
+              progress=False)
+    for lazy in (False, True):
+        args = (da.from_array(X, chunks=(200, 150)), da.from_array(y, chunks=200)) if lazy \
+            else (X, y)
+        reg = ok.DSPDCRegressor(**kw).fit(*args)
+        assert reg._config.start_x is not None and reg.n_iter_ == 1
+        A = (X - X.mean(axis=0)) / X.std(axis=0)
+        A = np.column_stack([A, np.ones(600)])
+        exact = np.linalg.solve(A.T @ A / 600 + 1e-2 * np.eye(151), A.T @ y / 600)
+        np.testing.assert_allclose(reg._config.start_x, exact, rtol=1e-8, atol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = ok.DSPDCClassifier(**kw).fit(X, (y > 0).astype(int))
+    assert clf._config.start_x is None

@@ -63,9 +63,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["GAP_FRACTION", "HESSIAN_BLOCK", "MAX_NEWTON", "logistic_duals", "logistic_newton",
-           "newton_pass"]
+__all__ = ["GAP_FRACTION", "HESSIAN_BLOCK", "MAX_NEWTON", "NEWTON_MAX_FEATURES",
+           "logistic_duals", "logistic_newton", "newton_pass"]
 
+#: The most solver columns (the intercept's included) for which a fit starts from Newton's
+#: solution: above about this, Newton's Hessian (``n p^2 / 4`` products an iteration) costs
+#: more than the DSPDC epochs it saves (also bounded by
+#: :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES`).
+NEWTON_MAX_FEATURES = 128
 #: The most Newton iterations of the start (each one read of the rows at a full step).
 MAX_NEWTON = 20
 #: The iterations stop once the duality gap at the duals ``phi'(A x)`` is at most this times

@@ -79,15 +79,19 @@ def held_rows(estimator, data):
 
 def memory_start_applies(config) -> bool:
     """Whether a fit of ``config`` on rows held in memory starts from the solution of the
-    standardized problem: dense rows, an l2 part, at most ``START_MAX_FEATURES`` columns, and
-    the squared loss (the ridge solution) or the logistic loss without an l1 part (Newton's,
-    :mod:`~ooc_kernels.families.dspdc._logistic_start`)."""
-    from ooc_kernels.families.dspdc import _squared_start
+    standardized problem: dense rows, an l2 part, and the squared loss (the ridge solution,
+    at most ``START_MAX_FEATURES`` columns) or the logistic loss without an l1 part
+    (Newton's, :mod:`~ooc_kernels.families.dspdc._logistic_start`, at most
+    ``NEWTON_MAX_FEATURES`` of them too)."""
+    from ooc_kernels.families.dspdc import _logistic_start, _squared_start
 
     loss = int(config.loss_id)
+    limit = _squared_start.START_MAX_FEATURES
+    if loss == LOSS_LOGISTIC:
+        limit = min(limit, _logistic_start.NEWTON_MAX_FEATURES)
     return ((loss == LOSS_SQUARED or (loss == LOSS_LOGISTIC and float(config.lam1) == 0.0))
             and not config.factorized and float(config.lam2) > 0.0
-            and int(config.n_features) <= _squared_start.START_MAX_FEATURES)
+            and int(config.n_features) <= limit)
 
 
 def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,

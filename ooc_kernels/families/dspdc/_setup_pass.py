@@ -66,6 +66,9 @@ MIN_KEEP_ROWS = 16
 #: minimum from 32 to 1,024 iterations per epoch certified every one of them at ``1e-6``
 #: (docs/benchmarks.md, "DSPDC on small real data").
 MIN_EPOCH_ITERATIONS = 128
+#: The chunks' scatter matrices (``(p + 1)^2`` numbers each) are merged in a tree of this
+#: fan-in, so that the set-up holds a few of them at a time, whatever the chunks.
+SCATTER_FAN_IN = 8
 
 #: Values (float64) that all the chunks' kept rows may hold together: 32 MiB.
 KEEP_VALUES = 1 << 22
@@ -217,6 +220,16 @@ def _combine(*parts):
     return combine_moments(*[m for m, _ in parts]), [c for _, c in parts]
 
 
+def _merge_scatters(*parts):
+    """The merged scatter of ``parts`` (None when one of them is None)."""
+    from ooc_kernels.families.dspdc._scaling import combine_moments
+
+    if any(part is None for part in parts):
+        return None
+    with np.errstate(all="ignore"):   # huge targets: inf, and no start (squared_start)
+        return combine_moments(*parts)
+
+
 def _combine_all(n_parts: int, *items):
     """:func:`_combine` of the first ``n_parts`` items, and the merged scatter of the others
     (None when there are none, or a chunk has none)."""
@@ -299,6 +312,9 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
         parts = [defer(candidate_rows)(c, rw, center, keep) for c, rw in zip(chunks, row_w)]
         scatters = [defer(chunk_scatter)(c, yk, rw)       # the same read of each chunk
                     for c, yk, rw in zip(chunks, ys, row_w)] if start else []
+        while len(scatters) > 1:   # merged in a tree: a few chunks' p x p matrices at a time
+            scatters = [defer(_merge_scatters)(*scatters[i:i + SCATTER_FAN_IN])
+                        for i in range(0, len(scatters), SCATTER_FAN_IN)]
         moments, candidates, scatter = value(defer(_combine_all)(len(parts), *parts,
                                                                  *scatters))
         scaled, reads = standardization(moments, center=center), 1

@@ -56,8 +56,12 @@ __all__ = ["MAX_SWEEPS", "START_MAX_FEATURES", "SWEEP_TOL", "chunk_scatter", "in
            "squared_start", "standardized_scatter", "start_applies"]
 
 #: The most columns of the solver (the intercept's included) for which the set-up gathers
-#: the scatter matrix and the fit starts from the solution of the standardized problem.
-START_MAX_FEATURES = 128
+#: the scatter matrix and the fit starts from the solution of the standardized problem (the
+#: logistic loss's Newton start has a lower limit of its own,
+#: :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES`).  At 200 and
+#: 400 columns the scatter's ``n p^2 / 2`` products a read still cost less than the 10 to
+#: 43 epochs that a fit from zero takes to ``1e-4``; its ``p x p`` matrix is 2 MB here.
+START_MAX_FEATURES = 512
 #: The most sweeps of the elastic net's coordinate descent on the ``p x p`` matrix (``p^2``
 #: products each).
 MAX_SWEEPS = 1000
