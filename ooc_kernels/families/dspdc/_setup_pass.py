@@ -231,16 +231,13 @@ def _merge_scatters(*parts):
 
 
 def _combine_all(n_parts: int, *items):
-    """:func:`_combine` of the first ``n_parts`` items, and the merged scatter of the others
-    (None when there are none, or a chunk has none)."""
-    from ooc_kernels.families.dspdc._scaling import combine_moments
-
+    """:func:`_combine` of the first ``n_parts`` items, and the scatter after them: the
+    chunks' scatters merged into one (:func:`_merge_scatters`), or None (none gathered, or a
+    chunk has none)."""
     moments, candidates = _combine(*items[:n_parts])
     rest = items[n_parts:]
-    if not rest or any(part is None for part in rest):
-        return moments, candidates, None
-    with np.errstate(all="ignore"):   # huge targets: inf, and no start (squared_start)
-        return moments, candidates, combine_moments(*rest)
+    return moments, candidates, _merge_scatters(*rest) if len(rest) > 1 else (
+        rest[0] if rest else None)
 
 
 def lambda_from_candidates(candidates, scaled: dict, scaling: float, m: int, q: int, p: int,
