@@ -44,3 +44,19 @@ def record_start(monkeypatch) -> list:
 
     monkeypatch.setattr(_memory_start, "start_in_memory", spy)
     return seen
+
+
+def round_iterations(monkeypatch) -> list:
+    """A list that receives the DSPDC iterations every round of a fit ran (the deltas its
+    ``apply`` takes)."""
+    from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
+
+    iterations = []
+    apply = DSPDCAlgorithm.apply
+
+    def counted(self, state, delta, info=None):
+        iterations.append(delta.n_iter)
+        return apply(self, state, delta, info)
+
+    monkeypatch.setattr(DSPDCAlgorithm, "apply", counted)
+    return iterations

@@ -13,8 +13,8 @@ from scipy.special import expit
 import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.families.dspdc import _logistic_start, _memory_start, _squared_start
-from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
-from tests._dspdc_solver_space import record_start, solver_rows, solver_x
+from tests._dspdc_solver_space import (record_start, round_iterations, solver_rows,
+                                       solver_x)
 
 
 def _data(n=600, p=5, seed=0):
@@ -274,14 +274,7 @@ def test_logistic_in_memory_is_certified_at_its_start(weights, m, monkeypatch):
     """The logistic loss starts at Newton's solution: the first task sums the start's losses,
     certifies it and runs no iterations (the fused tasks with ``m = 1``, the solver's task
     with ``m = 2``); one epoch, one gap, scipy's minimizer of the weighted objective."""
-    iterations = []
-    apply = DSPDCAlgorithm.apply
-
-    def counted(self, state, delta, info=None):     # the iterations every round ran
-        iterations.append(delta.n_iter)
-        return apply(self, state, delta, info)
-
-    monkeypatch.setattr(DSPDCAlgorithm, "apply", counted)
+    iterations = round_iterations(monkeypatch)
     X, y, w = _data(seed=5)
     sw = w if weights == "sample" else None
     cw = {0: 1.0, 1: 3.0} if weights == "class" else None

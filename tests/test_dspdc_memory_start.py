@@ -13,7 +13,8 @@ import ooc_kernels as ok
 from ooc_kernels.exceptions import InvalidDataError
 from ooc_kernels.families.dspdc import _memory_start, _memory_task, _squared_start
 from ooc_kernels.families.dspdc.kernels_start import gram_elastic_net, gram_elastic_net_ref
-from tests._dspdc_solver_space import record_start, solver_rows, solver_x
+from tests._dspdc_solver_space import (record_start, round_iterations, solver_rows,
+                                       solver_x)
 
 
 def _data(n=600, p=5, seed=0):
@@ -104,16 +105,7 @@ def test_ridge_in_memory_is_certified_at_its_start(weighted, fit_intercept, m, m
     """Ridge starts at its solution: the first task sums the start's losses, certifies it
     and runs no iterations (the fused tasks with ``m = 1``, the solver's task with ``m =
     2``); one epoch, one gap (that of the start), the closed-form ridge solution."""
-    from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
-
-    iterations = []
-    apply = DSPDCAlgorithm.apply
-
-    def counted(self, state, delta, info=None):     # the iterations every round ran
-        iterations.append(delta.n_iter)
-        return apply(self, state, delta, info)
-
-    monkeypatch.setattr(DSPDCAlgorithm, "apply", counted)
+    iterations = round_iterations(monkeypatch)
     X, y, w = _data(seed=3)
     sw = w if weighted else None
     est = ok.DSPDCRegressor(alpha=1e-3, m=m, fit_intercept=fit_intercept, tol=1e-10,
@@ -141,16 +133,7 @@ def test_the_elastic_net_in_memory_is_certified_at_its_start(weighted, m, monkey
     iteration, one gap, ElasticNet's objective value."""
     from sklearn.linear_model import ElasticNet
 
-    from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
-
-    iterations = []
-    apply = DSPDCAlgorithm.apply
-
-    def counted(self, state, delta, info=None):
-        iterations.append(delta.n_iter)
-        return apply(self, state, delta, info)
-
-    monkeypatch.setattr(DSPDCAlgorithm, "apply", counted)
+    iterations = round_iterations(monkeypatch)
     X, y, w = _data(seed=9)
     sw = w if weighted else None
     est = ok.DSPDCRegressor(alpha=1e-2, l1_ratio=0.7, m=m, tol=1e-10, random_state=0,
