@@ -147,9 +147,15 @@ def start_cost(X, y, repeats: int) -> dict:
              "memory_start, elastic net": lambda: memory_start(A, b, None, ALPHA / 2,
                                                                ALPHA / 2),
              "A^T A alone": lambda: A.T @ A}
-    out = {}
+    return _timed_parts(parts, repeats)[0]
+
+
+def _timed_parts(parts: dict, repeats: int) -> dict:
+    """``(out, results)``: CPU milliseconds of each call of ``parts`` (name: call),
+    ``repeats`` times after a warm-up, with their median, and each warm-up's result."""
+    out, results = {}, {}
     for name, fn in parts.items():
-        fn()
+        results[name] = fn()
         runs = []
         for _ in range(repeats):
             start = time.process_time()
@@ -158,7 +164,7 @@ def start_cost(X, y, repeats: int) -> dict:
         out[name] = {"cpu_ms": [1e3 * r for r in runs],
                      "median_cpu_ms": 1e3 * float(np.median(runs))}
         print(name, round(out[name]["median_cpu_ms"], 2), flush=True)
-    return out
+    return out, results
 
 
 def logistic_start_cost(X, y, repeats: int) -> dict:
@@ -180,19 +186,10 @@ def logistic_start_cost(X, y, repeats: int) -> dict:
              "logistic_newton, tol=1e-6": lambda: logistic_newton(A, b, None, ALPHA, 1e-6),
              "one pass of every row (losses, gradient, Hessian)":
                  lambda: newton_pass(A, b, None, x, 1, z, block)}
-    out = {}
-    for name, fn in parts.items():
-        got = fn()
-        runs = []
-        for _ in range(repeats):
-            start = time.process_time()
-            fn()
-            runs.append(time.process_time() - start)
-        out[name] = {"cpu_ms": [1e3 * r for r in runs],
-                     "median_cpu_ms": 1e3 * float(np.median(runs))}
+    out, results = _timed_parts(parts, repeats)
+    for name, entry in out.items():
         if name.startswith("logistic_newton"):
-            out[name]["iterations"] = int(got[1])
-        print(name, round(out[name]["median_cpu_ms"], 2), flush=True)
+            entry["iterations"] = int(results[name][1])
     return out
 
 
