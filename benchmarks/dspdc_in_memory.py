@@ -74,6 +74,24 @@ def _peer(name, n, alpha, l1_ratio, tol):
                               tol=tol, max_iter=100_000)
 
 
+def standardized_problem(peers, est, X, y, name, loss, alpha, l1_ratio):
+    """``(Xa, rel_of)``: the rows of ``est``'s standardized problem with the ones column,
+    and the relative suboptimality on it of a ``(coef, intercept)`` (against the peers'
+    exact optimum ``peers._p_star``)."""
+    mu, sd = np.asarray(est._config.x_shift), np.asarray(est._config.x_scale)
+    Xa = np.column_stack([(X - mu) / sd, np.ones(len(y))])
+    ref = peers._p_star(name, Xa, y, alpha, l1_ratio)
+    p_star = peers.objective(Xa[:, :-1], y, ref[:-1], ref[-1], loss=loss, alpha=alpha,
+                             l1_ratio=l1_ratio)
+
+    def rel_of(coef, intercept):
+        P = peers.objective(Xa[:, :-1], y, coef, intercept, loss=loss, alpha=alpha,
+                            l1_ratio=l1_ratio)
+        return float((P - p_star) / abs(p_star))
+
+    return Xa, rel_of
+
+
 def run(args) -> dict:
     sys.path.insert(0, str(HERE))
     import dspdc_peers as peers
@@ -102,16 +120,7 @@ def run(args) -> dict:
                                          **kw).fit(X, y)) for r in range(args.repeats)]
             est = fits[0][1]
             mu, sd = np.asarray(est._config.x_shift), np.asarray(est._config.x_scale)
-            Xa = np.column_stack([(X - mu) / sd, np.ones(n)])
-            ref = peers._p_star(name, Xa, y, alpha, l1_ratio)
-            p_star = peers.objective(Xa[:, :-1], y, ref[:-1], ref[-1], loss=loss,
-                                     alpha=alpha, l1_ratio=l1_ratio)
-
-            def rel_of(coef, intercept):
-                P = peers.objective(Xa[:, :-1], y, coef, intercept, loss=loss, alpha=alpha,
-                                    l1_ratio=l1_ratio)
-                return (P - p_star) / abs(p_star)
-
+            Xa, rel_of = standardized_problem(peers, est, X, y, name, loss, alpha, l1_ratio)
             cpu = float(np.median([f[0] for f in fits]))
             epochs = [int(f[1].n_iter_) for f in fits]
             dspdc = {"cpu_seconds": [f[0] for f in fits], "median_cpu_seconds": cpu,

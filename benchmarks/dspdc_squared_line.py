@@ -70,15 +70,8 @@ def child(stores: dict, fits: int, problems: list[str]) -> dict:
                 runs.append((time.process_time() - start, est))
             est = runs[0][1]
             mu, sd = np.asarray(est._config.x_shift), np.asarray(est._config.x_scale)
-            Xa = np.column_stack([(X - mu) / sd, np.ones(n)])
-            ref = peers._p_star(name, Xa, y, alpha, l1_ratio)
-            p_star = peers.objective(Xa[:, :-1], y, ref[:-1], ref[-1], loss=loss,
-                                     alpha=alpha, l1_ratio=l1_ratio)
-
-            def rel_of(coef, intercept):
-                P = peers.objective(Xa[:, :-1], y, coef, intercept, loss=loss, alpha=alpha,
-                                    l1_ratio=l1_ratio)
-                return float((P - p_star) / abs(p_star))
+            Xa, rel_of = dim.standardized_problem(peers, est, X, y, name, loss, alpha,
+                                                  l1_ratio)
 
             peer_tol = None
             for tol in peers.TOLS:
