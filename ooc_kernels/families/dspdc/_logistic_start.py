@@ -63,6 +63,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ooc_kernels.families.dspdc.kernels_memory import margins_loss_sum
+from ooc_kernels.losses import LOSS_LOGISTIC
+
 __all__ = ["GAP_FRACTION", "HESSIAN_BLOCK", "MAX_NEWTON", "NEWTON_MAX_FEATURES",
            "logistic_duals", "logistic_newton", "newton_pass"]
 
@@ -132,15 +135,6 @@ def newton_pass(rows: np.ndarray, b: np.ndarray, weights, x: np.ndarray, stride:
     return loss, g, H, count
 
 
-def _losses(m: np.ndarray, weights) -> float:
-    """``sum_i w_i log(1 + exp(-m_i))`` of the margins ``m_i = b_i a_i^T x``."""
-    if m.size and float(m.min()) > -700.0:          # exp(-m) finite: a third of the cost
-        values = np.log1p(np.exp(-m))
-    else:
-        values = np.logaddexp(0.0, -m)
-    return float(values.sum() if weights is None else weights @ values)
-
-
 def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
                     tol: float | None, max_iter: int = MAX_NEWTON, margins=None):
     """Newton's method from ``x = 0`` on ``P`` of the module docstring: ``rows`` the
@@ -194,12 +188,13 @@ def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
                 x, (loss, gsum, Hsum, count) = trial_x, trial    # the full step: one read
                 z, trial_z = trial_z, z
                 continue
-            m = b * z
-            bd = m - b * trial_z                     # the margins' direction, b A d
+            ad = z - trial_z                         # the products' direction, A d
             step = 0.5
             for _ in range(MAX_HALVINGS - 1):
-                if _losses(m - step * bd, weights) / n + 0.5 * lam2 * float(
-                        (x - step * d) @ (x - step * d)) <= P - ARMIJO * step * decrease:
+                trial_x = x - step * d
+                losses = margins_loss_sum(z - step * ad, b, weights, LOSS_LOGISTIC)
+                if losses / n + 0.5 * lam2 * float(trial_x @ trial_x) \
+                        <= P - ARMIJO * step * decrease:
                     break
                 step *= 0.5
             else:
