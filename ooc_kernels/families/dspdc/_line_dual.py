@@ -58,7 +58,7 @@ def duals_primal(aty: np.ndarray, n: int, lam1: float, lam2: float) -> np.ndarra
     >>> duals_primal(np.array([-4.0, 1.0, 0.5]), 2, 0.25, 0.5).tolist()
     [3.5, -0.5, -0.0]
     """
-    v = -np.asarray(aty, dtype=np.float64) / n
+    v = -np.asarray(aty, dtype=np.float64) / n   # A^T y: p numbers
     return np.sign(v) * np.maximum(np.abs(v) - lam1, 0.0) / lam2
 
 
@@ -93,7 +93,7 @@ def line_dual_value(aty, atd, conj, s1: float, s2: float, n: int, lam1: float,
     >>> t, value          # D(t) = -(2 - 2 t)^2 / 2 - (1 - t + t^2 / 2)
     (1.0, -0.5)
     """
-    u = -np.asarray(aty, dtype=np.float64) / n
+    u = -np.asarray(aty, dtype=np.float64) / n   # A^T y and A^T d: p numbers each
     v = -np.asarray(atd, dtype=np.float64) / n
 
     def value(t: float) -> float:
@@ -101,7 +101,7 @@ def line_dual_value(aty, atd, conj, s1: float, s2: float, n: int, lam1: float,
         return float(-np.sum(s * s) / (2.0 * lam2) - (conj + t * s1 + 0.5 * t * t * s2) / n)
 
     def slope(t):          # D'(t), decreasing in t (vectorized over t)
-        t = np.asarray(t, dtype=np.float64)[..., None]
+        t = np.asarray(t, dtype=np.float64)[..., None]   # the trial steps, a few numbers
         w = u + t * v
         s = np.maximum(np.abs(w) - lam1, 0.0) * np.sign(w)
         return -(s @ v) / lam2 - (s1 + t[..., 0] * s2) / n

@@ -87,7 +87,7 @@ def scatter_gap(scatter, scaled: dict, scaling: float, x0, lam1: float, lam2: fl
     if terms is None:
         return None
     G, c, bwb, raw = terms
-    x = np.asarray(x0, dtype=np.float64)
+    x = np.asarray(x0, dtype=np.float64)    # the start's p coefficients
     p = len(x)
     M = np.empty((p + 1, p + 1))
     M[:p, :p], M[:p, p], M[p, :p], M[p, p] = G, c, c, bwb

@@ -93,7 +93,7 @@ def chunk_scatter(rows, y, weights):
     Z = np.empty((len(rows), rows.shape[1] + 1))
     Z[:, :-1] = rows
     Z[:, -1] = b
-    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)   # one chunk's
     W = float(len(Z)) if w is None else float(w.sum())
     if W <= 0:
         k = Z.shape[1]
@@ -114,6 +114,7 @@ def standardized_scatter(scatter, scaled: dict, scaling: float):
     ``scaling^2 W``, ``sum_i w_i b_i^2``: the magnitudes of the scatter's rounding errors,
     :mod:`~ooc_kernels.families.dspdc._scatter_gap`); None when a value is not finite."""
     W, mean, M2 = scatter
+    # the merged scatter: p + 1 means and a (p + 1, p + 1) matrix, not rows
     mean, M2 = np.asarray(mean, dtype=np.float64), np.asarray(M2, dtype=np.float64)
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(M2))):
         return None

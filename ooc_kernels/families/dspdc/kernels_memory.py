@@ -300,7 +300,7 @@ def move_duals(y, b, d, weights, t, loss_id, conj):
 
 def move_duals_ref(y, b, d, weights, t, loss_id, conj):
     """NumPy twin of :func:`move_duals`."""
-    y += t * np.asarray(d)
+    y += t * np.asarray(d)   # the rows held in memory: the in-memory path's duals
     after = loss_conjugate_ref(loss_id, y, b)
     delta = after - conj
     conj[:] = after
