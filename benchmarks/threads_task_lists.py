@@ -29,7 +29,26 @@ kernel's coefficients and average bit for bit:
   synchronisation.  ``lists T`` against ``free running T`` is what the regions, the
   one-thread gradient and the balance of the tasks cost a step; ``free running 1``
   against ``free running T`` is how the work itself scales on the machine (its clock
-  with every core busy, its caches and memory).
+  with every core busy, its caches and memory);
+* ``one region T`` (defined here): the library's lists in one parallel region for the
+  whole kernel call instead of one per step.  The thread that finishes a step's last task
+  takes the step's gradient, then raises the step's flag; the others wait for the flag
+  (spinning about a millisecond, then naps of 20 us) before their next tasks.  Any thread
+  may run any task and a thread waits only for tasks that running threads have taken, so
+  it cannot deadlock whatever the team's size.  Against ``lists T``: what starting and
+  ending a region every step costs;
+* ``lists, twice the tasks T`` and ``sequential, twice the tasks`` (defined here): tiles of
+  half the library's width, so twice its tasks (with 64 blocks: two tiles of 128 columns a
+  block, 128 tasks).  The
+  partition is part of the model's arithmetic: these two are checked against each other,
+  not against the library's model.  Against ``lists T``: what a finer balance of the tasks
+  buys.
+
+``--clock`` adds a table of the machine's clock with every core busy: each of ``T`` threads
+computes the features of one tile of 64 rows x 64 columns over and over, in its own
+memory (a few KiB: no cache or memory is shared), and the table gives the work per second
+of ``T`` threads against one.  It is the most the step kernel's work can scale by on the
+machine.
 
 The OpenMP wait is the runtime's own unless set in the environment (the library sets
 ``GOMP_SPINCOUNT=1000`` only when it launches its kernels itself, which this script does
@@ -44,27 +63,79 @@ import time
 
 import numba
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from threadpoolctl import threadpool_limits
 
 from threads_kernel import problem
 
 from ooc_kernels._jit.atomic import claim
-from ooc_kernels._jit.rff import COS_AFFINE
+from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    dsg_full_update)
-from ooc_kernels.families.dsg.kernels_tasks import full_buffers, step_gradient, step_task
+from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, full_tile_width,
+                                                    step_gradient, step_task, task_position)
 from ooc_kernels.families.dsg.kernels_threads import dsg_full_update_threads
 
 
 @njit(nogil=True)
-def _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params):
+def _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, width=0):
+    """The model, tiles and buffers of a kernel call; ``width`` > 0: tiles of that many
+    columns instead of the library's (the features are kept, as the library's are here)."""
     b = params[1]
     n_steps = _check_full_update(X, Y, sw, W, phase, coef, avg, steps, b)
     out = coef.astype(np.float64)
     mean = avg.astype(np.float64)
     tiles, bufs = full_buffers(X, W, Y.shape[1], b, _FULL_BUFFER_BYTES, COS_AFFINE)
+    if width > 0:
+        m, d, r = W.shape
+        nf = (r + width - 1) // width
+        nb = min(b, X.shape[0])
+        tiles = (nf, width, tiles[2])
+        bufs = (np.empty(m * d * r if nf > 1 else 0, dtype=X.dtype), bufs[1],
+                np.empty((m * nf, nb, Y.shape[1]), dtype=X.dtype),
+                np.empty((m * nf, width, Y.shape[1]), dtype=X.dtype), bufs[4], bufs[5])
     return n_steps, (out, out.astype(X.dtype), mean), tiles, bufs
+
+
+@intrinsic
+def _peek(typingctx, flags, i):
+    """``flags[i]`` read as one atomic load (sequentially consistent), which the compiler
+    may not move out of a waiting loop."""
+    if not (isinstance(flags, types.Array) and flags.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], signature.args[1], types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [idx])
+        return builder.load_atomic(ptr, "seq_cst", 8)
+
+    return types.int64(flags, i), codegen
+
+
+@intrinsic
+def _nap(typingctx, microseconds):
+    """C's ``usleep(microseconds)``."""
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(32), [ir.IntType(32)]), "usleep")
+        return builder.call(fn, [builder.trunc(args[0], ir.IntType(32))])
+
+    return types.int32(microseconds), codegen
+
+
+@njit(nogil=True)
+def _wait(flags, i):
+    """Until ``flags[i]`` is raised: about a millisecond of spinning, then naps of 20 us."""
+    k = 0
+    while _peek(flags, i) == 0:
+        k += 1
+        if k > 200_000:
+            _nap(20)
 
 
 @njit(nogil=True)
@@ -143,45 +214,174 @@ def free_running(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
     return model[0], model[2], n_avg, 0.0, 0.0
 
 
+@njit(nogil=True)
+def sequential_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, width):
+    scale, b, m = params[3], params[1], W.shape[0]
+    n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
+                                         width)
+    n_tasks = m * tiles[0]
+    totals, prev = (0.0, 0.0, n_avg), (1.0, 0.0, 0.0)
+    for s in range(n_steps + 1):
+        for t in range(n_tasks):
+            step_task(t, s, n_steps, X, W, phase, scale, COS_AFFINE, b, tiles, bufs, model,
+                      prev)
+        if s < n_steps:
+            totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
+    return model[0], model[2], totals[2], totals[0], totals[1]
+
+
+@njit(nogil=True, parallel=True)
+def lists_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists, width):
+    scale, b, m = params[3], params[1], W.shape[0]
+    n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
+                                         width)
+    n_tasks = m * tiles[0]
+    totals, prev = (0.0, 0.0, n_avg), (1.0, 0.0, 0.0)
+    per = (n_tasks + lists - 1) // lists
+    claims = np.zeros((n_steps + 1) * lists, dtype=np.int64)
+    for s in range(n_steps + 1):
+        for me in prange(lists):
+            for v in range(lists):
+                owner = (me + v) % lists
+                first = owner * per
+                count = min(per, n_tasks - first)
+                p = claim(claims, s * lists + owner)
+                while p < count:
+                    step_task(first + task_position(p, count, s), s, n_steps, X, W, phase,
+                              scale, COS_AFFINE, b, tiles, bufs, model, prev)
+                    p = claim(claims, s * lists + owner)
+        if s < n_steps:
+            totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
+    return model[0], model[2], totals[2], totals[0], totals[1]
+
+
+@njit(nogil=True, parallel=True)
+def one_region(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
+    scale, b, m = params[3], params[1], W.shape[0]
+    n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params)
+    n_tasks = m * tiles[0]
+    per = (n_tasks + lists - 1) // lists
+    claims = np.zeros((n_steps + 1) * lists, dtype=np.int64)
+    finished = np.zeros(n_steps + 1, dtype=np.int64)  # tasks finished, per pass
+    ready = np.zeros(n_steps + 1, dtype=np.int64)     # 1: the pass's gradient is taken
+    prevs = np.zeros((n_steps + 1, 3))                # (factor, step, w) for each pass
+    prevs[0, 0] = 1.0
+    sums = np.zeros(2)                                # loss and weight sums so far
+    n_avgs = np.full(1, n_avg, dtype=np.int64)
+    for me in prange(lists):
+        for s in range(n_steps + 1):
+            if s > 0:
+                _wait(ready, s - 1)
+            prev = (prevs[s, 0], prevs[s, 1], prevs[s, 2])
+            for v in range(lists):
+                owner = (me + v) % lists
+                first = owner * per
+                count = min(per, n_tasks - first)
+                p = claim(claims, s * lists + owner)
+                while p < count:
+                    step_task(first + task_position(p, count, s), s, n_steps, X, W, phase,
+                              scale, COS_AFFINE, b, tiles, bufs, model, prev)
+                    if claim(finished, s) == n_tasks - 1 and s < n_steps:  # the last task
+                        totals, nxt = step_gradient(s, n_tasks, Y, sw, steps, params, m,
+                                                    bufs, (sums[0], sums[1], n_avgs[0]))
+                        sums[0], sums[1], n_avgs[0] = totals
+                        prevs[s + 1, 0], prevs[s + 1, 1], prevs[s + 1, 2] = nxt
+                        claim(ready, s)
+                    p = claim(claims, s * lists + owner)
+    return model[0], model[2], n_avgs[0], sums[0], sums[1]
+
+
+@njit(nogil=True, parallel=True)
+def compute_alone(X, W, phase, scale, threads, reps):
+    """Each of ``threads`` threads: the features of a 64 x 64 tile ``reps`` times, in its
+    own buffers."""
+    total = 0.0
+    for me in prange(threads):
+        Xs = X[64 * me:64 * me + 64].copy()
+        Ws = W[me % W.shape[0], :, :64].copy()
+        ph = phase[me % W.shape[0], :64].copy()
+        Z = np.empty((64, 64), dtype=X.dtype)
+        acc = 0.0
+        for k in range(reps):
+            np.dot(Xs, Ws, Z)
+            features_inplace(COS_AFFINE, Z, ph, scale)
+            acc += Z[k % 64, k % 64]
+        total += acc
+    return total
+
+
+def clock(a, threads, repeats):
+    """The work per second of ``T`` threads of :func:`compute_alone` against one, medians of
+    ``repeats`` (after one warm-up), the settings interleaved."""
+    X, W, phase, scale = a[0], a[3], a[4], a[9][3]
+    reps = 20_000
+    times = {t: [] for t in threads}
+    for rep in range(repeats + 1):
+        for t in threads:
+            numba.set_num_threads(t)
+            start = time.perf_counter()
+            compute_alone(X, W, phase, scale, t, reps)
+            if rep:
+                times[t].append(time.perf_counter() - start)
+    one = statistics.median(times[threads[0]])
+    print("| threads | s for each thread's 20,000 tiles (median) | work per second against "
+          "one thread |")
+    print("|---|---|---|")
+    for t in threads:
+        med = statistics.median(times[t])
+        print(f"| {t} | {med:.4f} | {t * one / med:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=25_600)
     ap.add_argument("--blocks", type=int, default=64, help="blocks of 256 features")
     ap.add_argument("--threads", type=int, nargs="+", default=[2])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--clock", action="store_true",
+                    help="also time each thread's work alone, in its own memory")
     args = ap.parse_args()
     m, r, b = args.blocks, 256, 256
     a = problem(args.rows, m, b)
     ns = len(a[8][0])
+    half = full_tile_width(m, r, COS_AFFINE) // 2  # tiles of twice the library's tasks
     variants = {"sequential": (1, lambda: dsg_full_update(*a)),
-                "sequential forwards": (1, lambda: sequential_forwards(*a))}
+                "sequential forwards": (1, lambda: sequential_forwards(*a)),
+                "sequential, twice the tasks": (1, lambda: sequential_width(*a, half))}
     for k in args.threads:
         variants[f"counter {k}"] = (k, lambda: counter(*a))
         variants[f"lists {k}"] = (k, lambda: dsg_full_update_threads(*a))
         variants[f"lists forwards {k}"] = (k, lambda k=k: lists_forwards(*a, k))
         variants[f"lists, recomputed {k}"] = (k, lambda: dsg_full_update_threads(*a, 0))
+        variants[f"one region {k}"] = (k, lambda k=k: one_region(*a, k))
+        variants[f"lists, twice the tasks {k}"] = (k, lambda k=k: lists_width(*a, k, half))
     for k in sorted({1, *args.threads}):
         variants[f"free running {k}"] = (k, lambda k=k: free_running(*a, k))
     times: dict[str, list[float]] = {v: [] for v in variants}
     with threadpool_limits(1, user_api="blas"):
         ref = dsg_full_update(*a)
+        ref_half = sequential_width(*a, half)
         for rep in range(args.repeats + 1):
             for name, (k, f) in variants.items():
                 numba.set_num_threads(k)
                 t = time.perf_counter()
                 out = f()
                 elapsed = time.perf_counter() - t
-                if not name.startswith("free running") and not (
-                        np.array_equal(out[0], ref[0]) and np.array_equal(out[1], ref[1])):
+                want = ref_half if "twice the tasks" in name else ref
+                if not name.startswith("free running") and not all(
+                        np.array_equal(x, y) for x, y in zip(out, want)):
                     raise SystemExit(f"{name}: not the sequential kernel's model")
                 if rep:
                     times[name].append(elapsed)
     print(f"{ns} steps of {b} rows, {m} blocks of {r} features, float32; every variant but "
-          "the free-running ones gives the sequential model bit for bit")
+          "the free-running ones gives its sequential kernel's model and sums bit for bit")
     print("| variant | us per step (median) | minimum |")
     print("|---|---|---|")
     for name, ts in times.items():
         print(f"| {name} | {statistics.median(ts) * 1e6 / ns:.1f} | {min(ts) * 1e6 / ns:.1f} |")
+    if args.clock:
+        with threadpool_limits(1, user_api="blas"):
+            clock(a, sorted({1, *args.threads}), args.repeats)
 
 
 if __name__ == "__main__":
