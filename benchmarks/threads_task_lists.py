@@ -44,11 +44,13 @@ kernel's coefficients and average bit for bit:
   not against the library's model.  Against ``lists T``: what a finer balance of the tasks
   buys.
 
-``--clock`` adds a table of the machine's clock with every core busy: each of ``T`` threads
-computes the features of one tile of 64 rows x 64 columns over and over, in its own
-memory (a few KiB: no cache or memory is shared), and the table gives the work per second
-of ``T`` threads against one.  It is the most the step kernel's work can scale by on the
-machine.
+``--clock`` adds a table of what each core does with every core busy, each of ``T`` threads
+in its own memory (a few KiB: no cache or memory is shared), as work per second of ``T``
+threads against one: the features of one tile of 64 rows x 64 columns over and over, its
+product written out in the kernel (the machine's clock: the most the step kernel's work can
+scale by), and a task's three products by BLAS, as the step kernel computes them
+(``X_B W_t``, then ``Z_t c`` and ``Z_t^T g``: BLAS's calls from many threads at once as
+well).
 
 The OpenMP wait is the runtime's own unless set in the environment (the library sets
 ``GOMP_SPINCOUNT=1000`` only when it launches its kernels itself, which this script does
@@ -294,7 +296,7 @@ def one_region(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
 @njit(nogil=True, parallel=True)
 def compute_alone(X, W, phase, scale, threads, reps):
     """Each of ``threads`` threads: the features of a 64 x 64 tile ``reps`` times, in its
-    own buffers."""
+    own buffers, its products written out here rather than calling BLAS."""
     total = 0.0
     for me in prange(threads):
         Xs = X[64 * me:64 * me + 64].copy()
@@ -303,33 +305,70 @@ def compute_alone(X, W, phase, scale, threads, reps):
         Z = np.empty((64, 64), dtype=X.dtype)
         acc = 0.0
         for k in range(reps):
-            np.dot(Xs, Ws, Z)
+            for i in range(64):
+                for q in range(64):
+                    Z[i, q] = 0.0
+                for j in range(Xs.shape[1]):
+                    x = Xs[i, j]
+                    for q in range(64):
+                        Z[i, q] += x * Ws[j, q]
             features_inplace(COS_AFFINE, Z, ph, scale)
             acc += Z[k % 64, k % 64]
         total += acc
     return total
 
 
+@njit(nogil=True, parallel=True)
+def products_alone(X, W, width, threads, reps):
+    """Each of ``threads`` threads: a task's three BLAS products ``reps`` times, in its own
+    buffers: ``Z = X_B W_t`` (256 rows, the model's tile of ``width`` columns), ``Z c`` and
+    ``Z^T g`` (one output column)."""
+    total = 0.0
+    for me in prange(threads):
+        Xs = X[256 * me:256 * me + 256].copy()
+        Ws = W[me % W.shape[0], :, :width].copy()
+        Z = np.empty((256, width), dtype=X.dtype)
+        c = np.full((width, 1), 0.5, dtype=X.dtype)
+        g = np.full((256, 1), 0.25, dtype=X.dtype)
+        p = np.empty((256, 1), dtype=X.dtype)
+        q = np.empty((width, 1), dtype=X.dtype)
+        acc = 0.0
+        for k in range(reps):
+            np.dot(Xs, Ws, Z)
+            np.dot(Z, c, p)
+            np.dot(Z.T, g, q)
+            acc += p[k % 256, 0] + q[k % width, 0]
+        total += acc
+    return total
+
+
 def clock(a, threads, repeats):
-    """The work per second of ``T`` threads of :func:`compute_alone` against one, medians of
-    ``repeats`` (after one warm-up), the settings interleaved."""
+    """The work per second of ``T`` threads of :func:`compute_alone` and of
+    :func:`products_alone` against one, medians of ``repeats`` (after one warm-up), the
+    settings interleaved."""
     X, W, phase, scale = a[0], a[3], a[4], a[9][3]
-    reps = 20_000
-    times = {t: [] for t in threads}
+    width = full_tile_width(W.shape[0], W.shape[2], COS_AFFINE)
+    work = {"features, products written out (64 x 64 tiles x 20,000)":
+            lambda t: compute_alone(X, W, phase, scale, t, 20_000),
+            f"a task's three BLAS products (tile of {width} columns, x 2,000)":
+            lambda t: products_alone(X, W, width, t, 2_000)}
+    times = {(name, t): [] for name in work for t in threads}
     for rep in range(repeats + 1):
+        for name, f in work.items():
+            for t in threads:
+                numba.set_num_threads(t)
+                start = time.perf_counter()
+                f(t)
+                if rep:
+                    times[name, t].append(time.perf_counter() - start)
+    print("| each thread's work, in its own memory | threads | s (median) | work per second "
+          "against one thread |")
+    print("|---|---|---|---|")
+    for name in work:
+        one = statistics.median(times[name, threads[0]])
         for t in threads:
-            numba.set_num_threads(t)
-            start = time.perf_counter()
-            compute_alone(X, W, phase, scale, t, reps)
-            if rep:
-                times[t].append(time.perf_counter() - start)
-    one = statistics.median(times[threads[0]])
-    print("| threads | s for each thread's 20,000 tiles (median) | work per second against "
-          "one thread |")
-    print("|---|---|---|")
-    for t in threads:
-        med = statistics.median(times[t])
-        print(f"| {t} | {med:.4f} | {t * one / med:.2f} |")
+            med = statistics.median(times[name, t])
+            print(f"| {name} | {t} | {med:.4f} | {t * one / med:.2f} |")
 
 
 def main() -> None:
