@@ -140,21 +140,6 @@ def _wait(flags, i):
             _nap(20)
 
 
-@njit(nogil=True)
-def sequential_forwards(X, Y, sw, W, phase, coef, avg, n_avg, steps, params):
-    scale, b, m = params[3], params[1], W.shape[0]
-    n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params)
-    n_tasks = m * tiles[0]
-    totals, prev = (0.0, 0.0, n_avg), (1.0, 0.0, 0.0)
-    for s in range(n_steps + 1):
-        for t in range(n_tasks):
-            step_task(t, s, n_steps, X, W, phase, scale, COS_AFFINE, b, tiles, bufs, model,
-                      prev)
-        if s < n_steps:
-            totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
-    return model[0], model[2], totals[2], totals[0], totals[1]
-
-
 @njit(nogil=True, parallel=True)
 def counter(X, Y, sw, W, phase, coef, avg, n_avg, steps, params):
     scale, b, m = params[3], params[1], W.shape[0]
@@ -169,30 +154,6 @@ def counter(X, Y, sw, W, phase, coef, avg, n_avg, steps, params):
                 step_task(t, s, n_steps, X, W, phase, scale, COS_AFFINE, b, tiles, bufs,
                           model, prev)
                 t = claim(claims, s)
-        if s < n_steps:
-            totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
-    return model[0], model[2], totals[2], totals[0], totals[1]
-
-
-@njit(nogil=True, parallel=True)
-def lists_forwards(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
-    scale, b, m = params[3], params[1], W.shape[0]
-    n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params)
-    n_tasks = m * tiles[0]
-    totals, prev = (0.0, 0.0, n_avg), (1.0, 0.0, 0.0)
-    per = (n_tasks + lists - 1) // lists
-    claims = np.zeros((n_steps + 1) * lists, dtype=np.int64)
-    for s in range(n_steps + 1):
-        for me in prange(lists):
-            for v in range(lists):
-                owner = (me + v) % lists
-                first = owner * per
-                count = min(per, n_tasks - first)
-                p = claim(claims, s * lists + owner)
-                while p < count:
-                    step_task(first + p, s, n_steps, X, W, phase, scale, COS_AFFINE, b, tiles,
-                              bufs, model, prev)
-                    p = claim(claims, s * lists + owner)
         if s < n_steps:
             totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
     return model[0], model[2], totals[2], totals[0], totals[1]
@@ -218,6 +179,8 @@ def free_running(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
 
 @njit(nogil=True)
 def sequential_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, width):
+    """The sequential kernel with its tasks always in order, on tiles of ``width`` columns
+    (0: the library's)."""
     scale, b, m = params[3], params[1], W.shape[0]
     n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                                          width)
@@ -233,7 +196,9 @@ def sequential_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, width)
 
 
 @njit(nogil=True, parallel=True)
-def lists_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists, width):
+def lists_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists, width, turn):
+    """The library's lists on tiles of ``width`` columns (0: the library's), run forwards and
+    backwards in turn (``turn``) or always forwards."""
     scale, b, m = params[3], params[1], W.shape[0]
     n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                                          width)
@@ -249,8 +214,9 @@ def lists_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists, widt
                 count = min(per, n_tasks - first)
                 p = claim(claims, s * lists + owner)
                 while p < count:
-                    step_task(first + task_position(p, count, s), s, n_steps, X, W, phase,
-                              scale, COS_AFFINE, b, tiles, bufs, model, prev)
+                    t = first + (task_position(p, count, s) if turn else p)
+                    step_task(t, s, n_steps, X, W, phase, scale, COS_AFFINE, b, tiles, bufs,
+                              model, prev)
                     p = claim(claims, s * lists + owner)
         if s < n_steps:
             totals, prev = step_gradient(s, n_tasks, Y, sw, steps, params, m, bufs, totals)
@@ -385,15 +351,16 @@ def main() -> None:
     ns = len(a[8][0])
     half = full_tile_width(m, r, COS_AFFINE) // 2  # tiles of twice the library's tasks
     variants = {"sequential": (1, lambda: dsg_full_update(*a)),
-                "sequential forwards": (1, lambda: sequential_forwards(*a)),
+                "sequential forwards": (1, lambda: sequential_width(*a, 0)),
                 "sequential, twice the tasks": (1, lambda: sequential_width(*a, half))}
     for k in args.threads:
         variants[f"counter {k}"] = (k, lambda: counter(*a))
         variants[f"lists {k}"] = (k, lambda: dsg_full_update_threads(*a))
-        variants[f"lists forwards {k}"] = (k, lambda k=k: lists_forwards(*a, k))
+        variants[f"lists forwards {k}"] = (k, lambda k=k: lists_width(*a, k, 0, False))
         variants[f"lists, recomputed {k}"] = (k, lambda: dsg_full_update_threads(*a, 0))
         variants[f"one region {k}"] = (k, lambda k=k: one_region(*a, k))
-        variants[f"lists, twice the tasks {k}"] = (k, lambda k=k: lists_width(*a, k, half))
+        variants[f"lists, twice the tasks {k}"] = (k, lambda k=k: lists_width(*a, k, half,
+                                                                            True))
     for k in sorted({1, *args.threads}):
         variants[f"free running {k}"] = (k, lambda k=k: free_running(*a, k))
     times: dict[str, list[float]] = {v: [] for v in variants}
