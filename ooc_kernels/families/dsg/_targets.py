@@ -14,6 +14,7 @@ import numpy as np
 
 from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels.exceptions import InvalidDataError
+from ooc_kernels.families.dsg.kernels_targets import SOFTMAX, TARGET_CODES, class_targets
 
 __all__ = ["encode_targets", "numeric_targets"]
 
@@ -50,6 +51,13 @@ def encode_targets(config, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
             yf = ((yf - config.y_shift) / config.y_scale).astype(dtype, copy=False)
         return yf.reshape(-1, 1)
     classes = np.asarray(config.classes)
+    same = _numeric_classes(classes, y)
+    if same is not None:  # numbers: one pass of the kernel
+        out = np.empty((len(y), 1 if config.target == "binary" else len(classes)), dtype=dtype)
+        row = class_targets(y, same, TARGET_CODES.get(config.target, SOFTMAX), out)
+        if row < 0:
+            return out
+        _not_a_class(classes, y, row, origin)
     try:
         idx = np.searchsorted(classes, y)
     except TypeError:  # labels of a kind that cannot be compared with the classes
@@ -64,14 +72,7 @@ def encode_targets(config, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
     idx_c = np.clip(idx, 0, len(classes) - 1)
     bad = classes[idx_c] != y
     if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        where_chunk, where_row = origin.locate(row)
-        raise InvalidDataError(
-            f"label {np.asarray(y[row]).item()!r} in chunk {where_chunk}, row {where_row} is "
-            f"not one of the classes "
-            f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
-            "or the dataset's 'classes' attribute)."
-        )
+        _not_a_class(classes, y, int(np.flatnonzero(bad)[0]), origin)
     if config.target == "binary":
         return np.where(idx_c == 1, 1.0, -1.0).astype(dtype).reshape(-1, 1)
     out = np.zeros((len(y), len(classes)), dtype=dtype)
@@ -79,6 +80,37 @@ def encode_targets(config, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
     if config.target == "ovr":
         out = 2.0 * out - 1.0
     return out.astype(dtype, copy=False)
+
+
+#: Label dtypes that :func:`class_targets` takes (numba has no float16, and its bools do not
+#: order as NumPy's do): other labels go through NumPy's ``searchsorted``.
+_KERNEL_LABELS = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
+                                                   np.uint8, np.uint16, np.uint32, np.uint64,
+                                                   np.float32, np.float64))
+
+
+def _numeric_classes(classes: np.ndarray, y: np.ndarray):
+    """``classes`` in ``y``'s dtype when :func:`class_targets` can encode ``y`` (1-D labels
+    of a dtype it takes, and classes that the dtype holds exactly, so that comparing in it
+    is comparing the values), else None."""
+    if y.ndim != 1 or y.dtype not in _KERNEL_LABELS or not y.dtype.isnative \
+            or classes.dtype not in _KERNEL_LABELS:
+        return None
+    same = classes.astype(y.dtype)
+    if not np.array_equal(same, classes) or np.any(same[1:] <= same[:-1]):
+        return None
+    return np.ascontiguousarray(same)
+
+
+def _not_a_class(classes: np.ndarray, y: np.ndarray, row: int, origin: RowOrigin):
+    """Raise the error of a label, at ``row`` of the task's rows, that is not a class."""
+    where_chunk, where_row = origin.locate(row)
+    raise InvalidDataError(
+        f"label {np.asarray(y[row]).item()!r} in chunk {where_chunk}, row {where_row} is "
+        f"not one of the classes "
+        f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
+        "or the dataset's 'classes' attribute)."
+    )
 
 
 def _first_incomparable(classes: np.ndarray, y: np.ndarray) -> int:
