@@ -27,7 +27,8 @@ from ooc_kernels._threads import (current_threads, kernel_threads, prediction_th
                                   task_threads)
 from ooc_kernels.exceptions import InvalidParameterError, ValidationError
 from ooc_kernels.families.dsg import kernels_threads
-from ooc_kernels.families.dsg.kernels import dsg_predict, dsg_predict_ref
+from ooc_kernels.families.dsg.kernels import (dsg_chunk_update, dsg_chunk_update_ref,
+                                              dsg_predict, dsg_predict_ref)
 from ooc_kernels.families.dsg.kernels_full import dsg_full_update, dsg_full_update_ref
 from ooc_kernels.families.dsg.kernels_tasks import full_tile_width, task_position
 from ooc_kernels.features.blocks import stacked_block_params
@@ -318,6 +319,66 @@ def test_predict_threads_computes_each_fixed_tile_as_the_sequential_kernel_would
         numba.set_num_threads(t)
         got = kernels_threads.dsg_predict_threads(X, W, ph, coef, 0.3, tile=tile)
         assert np.array_equal(got, tiles), t
+
+
+def _growth_problem(dtype, loss_id, n=1500, r=512, b=40, seed=4):
+    """A growth phase of 38 blocks whose later rows span several of the sequential kernel's
+    tiles (2 MiB of features: 512 rows of 512 float64 features, 1,024 of float32)."""
+    rng = np.random.default_rng(seed)
+    d, C, m = 3, 2, math.ceil(n / b)
+    X = np.ascontiguousarray(rng.normal(size=(n, d)), dtype=dtype)
+    Y = rng.choice([-1.0, 1.0], size=(n, C)) if loss_id else rng.normal(size=(n, C))
+    W, ph = stacked_block_params(seed, np.arange(m), d, r, 1.2, dtype)
+    F = np.ascontiguousarray(0.1 * rng.normal(size=(n, C)), dtype=dtype)
+    steps = (0.5 / np.sqrt(1.0 + np.arange(m)), np.arange(m) % 3 > 0)
+    params = (0.01, b, loss_id, feature_scale(r), 0.0)
+    return (X, np.ascontiguousarray(Y, dtype=dtype), np.linspace(0.5, 1.5, n), F, W, ph,
+            steps, params)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("loss_id", [0, 1])
+def test_growth_threads_equals_the_sequential_kernel_bit_for_bit(dtype, loss_id):
+    """The running predictions of the later rows shared by the threads, with 1 to 8 tiles
+    updated at once: the sequential kernel's outputs and its running predictions."""
+    X, Y, sw, F, W, ph, steps, params = _growth_problem(dtype, loss_id)
+    F_seq = F.copy()
+    seq = dsg_chunk_update(X, Y, sw, F_seq, W, ph, steps, params)
+    runs = [(t, lambda F: kernels_threads.dsg_chunk_update_threads(
+        X, Y, sw, F, W, ph, steps, params)) for t in THREADS]
+    runs += [(THREADS[-1], lambda F, most=most: kernels_threads._chunk_update_slots(
+        X, Y, sw, F, W, ph, steps, params, COS_AFFINE, most)) for most in (1, 3, 8)]
+    for t, run in runs:
+        numba.set_num_threads(t)
+        F_got = F.copy()
+        got = run(F_got)
+        assert np.array_equal(F_got, F_seq), t
+        for a, b in zip(seq, got):
+            assert np.array_equal(a, b), t
+    ref = dsg_chunk_update_ref(X, Y, sw, F, W, ph, steps, params)
+    assert np.abs(seq[0]).max() > 1e-3  # the steps moved the model
+    np.testing.assert_allclose(seq[0], ref[0], **TOL[dtype])
+
+
+def test_a_fit_whose_growth_spans_tiles_runs_it_on_the_threads(monkeypatch):
+    """16 blocks of 512 features in batches of 128: 2,048 growth rows, 1,920 after the
+    first batch, more than one tile of 1,024 float32 rows."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba's pool has one thread here (the fresh-process test covers it)")
+    calls = []
+    original = kernels_threads.dsg_chunk_update_threads
+
+    def spy(*args):
+        calls.append(numba.get_num_threads())
+        return original(*args)
+
+    X, y = _data(n=3000, chunk=3000)
+    params = dict(PARAMS, n_features=8192, block_size=512, batch_size=128, max_iter=1)
+    one = ok.DSGClassifier(**params, n_jobs=1, scheduler="threads").fit(X, y)
+    monkeypatch.setattr(kernels_threads, "dsg_chunk_update_threads", spy)
+    two = ok.DSGClassifier(**params, n_jobs=2, scheduler="threads").fit(X, y)
+    assert calls == [2]
+    _same_model(one, two)
 
 
 @pytest.mark.slow

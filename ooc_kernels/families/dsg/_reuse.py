@@ -30,8 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ooc_kernels.families.dsg._predict import _affine, _predict_chunk
-from ooc_kernels.families.dsg.kernels import dsg_chunk_update
 from ooc_kernels.families.dsg.kernels_reuse import dsg_check_update
+from ooc_kernels.families.dsg.kernels_threads import chunk_update
 from ooc_kernels.features.blocks import stacked_block_params
 
 __all__ = ["UPDATES", "CHECK_STEP_CAP", "Growth", "uniform_schedule", "uniform_draw",
@@ -165,8 +165,8 @@ def run_growth(config, state, X, Y, w, task, steps, params, fmap, cache):
     F = _predict_chunk(cfg, state.coef, state.n_blocks_used, X[:rows], mapped=True)
     W, phase = stacked(ids)
     (coefs, decay, avg_new, avg_old, n_avg, loss_sum,
-     loss_weight) = dsg_chunk_update(X[:rows], Y[:rows], w[:rows], F, W, phase,
-                                     (gammas[:g], averaged[:g]), params, fmap.nonlinearity)
+     loss_weight) = chunk_update(X[:rows], Y[:rows], w[:rows], F, W, phase,
+                                 (gammas[:g], averaged[:g]), params, fmap.nonlinearity)
     return Growth(g, ids, coefs, decay, avg_new, avg_old, n_avg, loss_sum, loss_weight, end)
 
 

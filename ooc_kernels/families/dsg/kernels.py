@@ -42,7 +42,8 @@ from ooc_kernels._jit.rff import COS_AFFINE, features_inplace, features_inplace_
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.losses.reference import loss_grad_value_ref
 
-__all__ = ["dsg_chunk_update", "dsg_chunk_update_ref", "dsg_predict", "dsg_predict_ref"]
+__all__ = ["dsg_chunk_update", "dsg_chunk_update_ref", "dsg_predict", "dsg_predict_ref",
+           "grow_tile", "growth_batch", "growth_buffers", "growth_finish", "growth_start"]
 
 #: Bytes of the feature tile ``(rows, r)`` evaluated at once (2 MiB: best of 0.5/1/2/4 MiB on a
 #: 2-core Zen 5 for d = 256, r = 256..1024; see docs/algorithms/dsg_kernels.md).
@@ -199,13 +200,39 @@ def dsg_chunk_update(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):
     ``d_s`` the step factor), block ``s`` contributes ``new_s R_s`` and the older blocks
     ``d_0 R_0``.  Twin: :func:`dsg_chunk_update_ref`.
     """
+    new_coef, factors, avg_new, n_avg = growth_start(X, Y, sw, F, W, phase, steps, params)
+    n = X.shape[0]
+    m, r, C = new_coef.shape
+    b = params[1]
+    if m == 0:
+        return new_coef, 1.0, avg_new, 0.0, n_avg, 0.0, 0.0
+    tile = min(_tile_rows(r, X.itemsize), n)
+    bufs = growth_buffers(X, C, r, b, tile)
+    Zt_buf, acc = bufs[4], bufs[5]
+    totals = (1.0, 0.0, 0.0)  # decay, loss_sum, weight_sum
+    for s in range(m):
+        factor, totals = growth_batch(s, X, Y, sw, F, W, phase, steps, params, kind, bufs,
+                                      new_coef, factors, totals)
+        hi = min(s * b + b, n)
+        for start in range(hi, n, tile):  # the rows not visited yet, tile by tile
+            stop = min(start + tile, n)
+            grow_tile(X[start:stop], F[start:stop], W[s], phase[s], bufs[3], factor,
+                      params[3], kind, Zt_buf[:stop - start], acc[:stop - start])
+    decay, loss_sum, weight_sum = totals
+    avg_old = growth_finish(new_coef, factors, steps[1], n_avg, avg_new)
+    return new_coef, decay, avg_new, avg_old, n_avg, loss_sum, weight_sum
+
+
+@njit(cache=True, nogil=True)
+def growth_start(X, Y, sw, F, W, phase, steps, params):
+    """Check the arguments of :func:`dsg_chunk_update`; returns its zeroed outputs
+    ``(new_coef, factors, avg_new, n_avg)``."""
     gammas, averaged = steps
-    alpha, batch_size, loss_id, scale, loss_param = params
     n, d = X.shape
     C = Y.shape[1]
     m = W.shape[0]
     r = W.shape[2]
-    b = batch_size
+    b = params[1]
     if b < 1:
         raise ValidationError("dsg_chunk_update: batch_size must be >= 1")
     if m != (n + b - 1) // b:
@@ -217,65 +244,82 @@ def dsg_chunk_update(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):
                               "must agree")
     if gammas.shape[0] != m or averaged.shape[0] != m:
         raise ValidationError("dsg_chunk_update: gammas and averaged need one entry per step")
-    new_coef = np.zeros((m, r, C), dtype=np.float64)
-    factors = np.empty(m, dtype=np.float64)
-    decay = 1.0
-    loss_sum = 0.0
-    weight_sum = 0.0
     n_avg = 0
     for s in range(m):
         if averaged[s]:
             n_avg += 1
-    avg_new = np.zeros((m if n_avg else 0, r, C), dtype=np.float64)
-    if m == 0:
-        return new_coef, decay, avg_new, 0.0, n_avg, loss_sum, weight_sum
-    tile = min(_tile_rows(r, X.itemsize), n)
-    Zb = np.empty((min(b, n), r), dtype=X.dtype)
-    G = np.empty((min(b, n), C), dtype=X.dtype)
-    Zt_buf = np.empty((tile, r), dtype=X.dtype)
-    acc = np.empty((tile, C), dtype=X.dtype)
-    delta = np.empty((r, C), dtype=X.dtype)
-    dcoef = np.empty((r, C), dtype=X.dtype)  # the new block rounded to X's dtype (GEMM)
-    for s in range(m):
-        lo = s * b
-        hi = min(lo + b, n)
-        nb = hi - lo
-        Ws = W[s]
-        ph = phase[s]
-        # features, loss and loss gradient of the batch
-        Zs = Zb[:nb]
-        np.dot(X[lo:hi], Ws, Zs)
-        features_inplace(kind, Zs, ph, scale)
-        Gs = G[:nb]
-        loss_sum += loss_grad_value(loss_id, F[lo:hi], Y[lo:hi], sw[lo:hi], Gs, loss_param)
-        for i in range(lo, hi):
-            weight_sum += sw[i]
-        np.dot(Zs.T, Gs, delta)
-        step = -gammas[s] / nb
-        for k in range(r):
-            for c in range(C):
-                v = step * delta[k, c]
-                new_coef[s, k, c] = v
-                dcoef[k, c] = v
-        factor = 1.0 - gammas[s] * alpha
-        factors[s] = factor
-        decay *= factor
-        # decay and update the running predictions of the rows not visited yet
-        for start in range(hi, n, tile):
-            stop = min(start + tile, n)
-            k = stop - start
-            Zt = Zt_buf[:k]
-            At = acc[:k]
-            np.dot(X[start:stop], Ws, Zt)
-            features_inplace(kind, Zt, ph, scale)
-            np.dot(Zt, dcoef, At)
-            for i in range(k):
-                for c in range(C):
-                    F[start + i, c] = F[start + i, c] * factor + At[i, c]
-    # later decays of the new blocks (suffix products) and their averaged sums (R_s)
+    return (np.zeros((m, r, C), dtype=np.float64), np.empty(m, dtype=np.float64),
+            np.zeros((m if n_avg else 0, r, C), dtype=np.float64), n_avg)
+
+
+@njit(cache=True, nogil=True)
+def growth_buffers(X, C, r, b, tile):
+    """The work buffers of :func:`dsg_chunk_update`: ``(Zb, G, delta, dcoef, Zt, At)``: the
+    batch's features and loss gradient, ``Z^T G``, the new block rounded to X's dtype (for
+    its products), and one tile's features and contribution."""
+    n = X.shape[0]
+    return (np.empty((min(b, n), r), dtype=X.dtype), np.empty((min(b, n), C), dtype=X.dtype),
+            np.empty((r, C), dtype=X.dtype), np.empty((r, C), dtype=X.dtype),
+            np.empty((tile, r), dtype=X.dtype), np.empty((tile, C), dtype=X.dtype))
+
+
+@njit(cache=True, nogil=True)
+def growth_batch(s, X, Y, sw, F, W, phase, steps, params, kind, bufs, new_coef, factors,
+                 totals):
+    """Step ``s`` of :func:`dsg_chunk_update` on its own batch: the features, loss and loss
+    gradient at the running predictions ``F``, the new block's coefficients
+    (``new_coef[s]``, and their rounding in ``bufs``) and the step's factor
+    (``factors[s]``).  Returns ``(factor, totals)``, ``totals = (decay, loss_sum,
+    weight_sum)`` so far."""
+    gammas = steps[0]
+    alpha, b, loss_id, scale, loss_param = params
+    Zb, G, delta, dcoef = bufs[0], bufs[1], bufs[2], bufs[3]
+    decay, loss_sum, weight_sum = totals
+    n = X.shape[0]
+    r = W.shape[2]
+    C = Y.shape[1]
+    lo = s * b
+    hi = min(lo + b, n)
+    nb = hi - lo
+    Zs = Zb[:nb]
+    np.dot(X[lo:hi], W[s], Zs)
+    features_inplace(kind, Zs, phase[s], scale)
+    Gs = G[:nb]
+    loss_sum += loss_grad_value(loss_id, F[lo:hi], Y[lo:hi], sw[lo:hi], Gs, loss_param)
+    for i in range(lo, hi):
+        weight_sum += sw[i]
+    np.dot(Zs.T, Gs, delta)
+    step = -gammas[s] / nb
+    for k in range(r):
+        for c in range(C):
+            v = step * delta[k, c]
+            new_coef[s, k, c] = v
+            dcoef[k, c] = v
+    factor = 1.0 - gammas[s] * alpha
+    factors[s] = factor
+    return factor, (decay * factor, loss_sum, weight_sum)
+
+
+@njit(cache=True, nogil=True)
+def grow_tile(Xt, Ft, Ws, ph, dcoef, factor, scale, kind, Zt, At):
+    """The running predictions ``Ft`` of a tile of rows not visited yet after a growth step:
+    decayed by ``factor``, plus the new block's contribution ``f(Xt Ws + ph) dcoef``."""
+    np.dot(Xt, Ws, Zt)
+    features_inplace(kind, Zt, ph, scale)
+    np.dot(Zt, dcoef, At)
+    k, C = At.shape
+    for i in range(k):
+        for c in range(C):
+            Ft[i, c] = Ft[i, c] * factor + At[i, c]
+
+
+@njit(cache=True, nogil=True)
+def growth_finish(new_coef, factors, averaged, n_avg, avg_new):
+    """The later decays of the new blocks (suffix products, in place) and their averaged
+    sums (``avg_new``, the ``R_s`` of :func:`dsg_chunk_update`); returns ``avg_old``."""
+    m, r, C = new_coef.shape
     suffix = 1.0
     running = 0.0  # R_{s+1}
-    avg_old = 0.0
     for s in range(m - 1, -1, -1):
         nxt = factors[s + 1] if s + 1 < m else 0.0
         weight = (1.0 if averaged[s] else 0.0) + nxt * running  # R_s
@@ -289,9 +333,7 @@ def dsg_chunk_update(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):
                 for c in range(C):
                     new_coef[s, k, c] = new_coef[s, k, c] * suffix
         suffix *= factors[s]
-    if n_avg:
-        avg_old = factors[0] * running
-    return new_coef, decay, avg_new, avg_old, n_avg, loss_sum, weight_sum
+    return factors[0] * running if n_avg else 0.0
 
 
 def dsg_chunk_update_ref(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):

@@ -47,16 +47,24 @@ from ooc_kernels._jit._cache import njit
 from ooc_kernels._jit.atomic import claim
 from ooc_kernels._jit.rff import COS_AFFINE
 from ooc_kernels.exceptions import ValidationError
-from ooc_kernels.families.dsg.kernels import _tile_rows, add_tile_predictions, dsg_predict
+from ooc_kernels.families.dsg.kernels import (_tile_rows, add_tile_predictions,
+                                              dsg_chunk_update, dsg_predict, grow_tile,
+                                              growth_batch, growth_buffers, growth_finish,
+                                              growth_start)
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    dsg_full_update)
 from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient, step_task,
                                                     task_position)
 from ooc_kernels._threads import current_threads, launch
 
-__all__ = ["dsg_full_update_threads", "dsg_predict_threads", "full_update", "predict",
-           "take_rows_threads", "count_nonfinite_threads", "take_rows", "all_finite",
-           "gathers_on_threads"]
+__all__ = ["dsg_full_update_threads", "dsg_chunk_update_threads", "dsg_predict_threads",
+           "full_update", "chunk_update", "predict", "take_rows_threads",
+           "count_nonfinite_threads", "take_rows", "all_finite", "gathers_on_threads",
+           "GROWTH_SLOTS"]
+
+#: Tiles of rows that :func:`dsg_chunk_update_threads` updates at once at most, each with its
+#: own buffers (a tile's features: 2 MiB): 16 MiB more than one thread's, whatever the threads.
+GROWTH_SLOTS = 8
 
 #: Rows below which :func:`take_rows` and :func:`all_finite` stay on the calling thread (a
 #: launch costs more than the work), and the bytes of ``X`` above which :func:`take_rows`
@@ -133,6 +141,53 @@ def _full_update_lists(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, max_
     return out, mean, n_avg, loss_sum, weight_sum
 
 
+def dsg_chunk_update_threads(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):
+    """:func:`~ooc_kernels.families.dsg.kernels.dsg_chunk_update` (the growth phase) with,
+    at every step, the update of the rows not visited yet shared by the threads: same
+    arguments, same result bit for bit.
+
+    A step's own batch (its features, loss gradient and new block) runs on one thread; then
+    the running predictions of the later rows, in the sequential kernel's tiles (a tile's
+    rows depend on nothing else), are updated by up to :data:`GROWTH_SLOTS` threads, each
+    with its own buffers, each taking every ``slots``-th tile.
+    """
+    return _chunk_update_slots(X, Y, sw, F, W, phase, steps, params, kind,
+                               min(numba.get_num_threads(), GROWTH_SLOTS))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _chunk_update_slots(X, Y, sw, F, W, phase, steps, params, kind, most):
+    """:func:`dsg_chunk_update_threads` with at most ``most`` tiles updated at once (any
+    ``most >= 1`` gives the same result)."""
+    new_coef, factors, avg_new, n_avg = growth_start(X, Y, sw, F, W, phase, steps, params)
+    n = X.shape[0]
+    m, r, C = new_coef.shape
+    b = params[1]
+    if m == 0:
+        return new_coef, 1.0, avg_new, 0.0, n_avg, 0.0, 0.0
+    tile = min(_tile_rows(r, X.itemsize), n)
+    bufs = growth_buffers(X, C, r, b, tile)
+    later = n - min(b, n)  # the rows after the first batch
+    slots = max(1, min(most, (later + tile - 1) // tile))
+    Zt = np.empty((slots, tile, r), dtype=X.dtype)
+    At = np.empty((slots, tile, C), dtype=X.dtype)
+    totals = (1.0, 0.0, 0.0)  # decay, loss_sum, weight_sum
+    for s in range(m):
+        factor, totals = growth_batch(s, X, Y, sw, F, W, phase, steps, params, kind, bufs,
+                                      new_coef, factors, totals)
+        hi = min(s * b + b, n)
+        n_tiles = (n - hi + tile - 1) // tile
+        for q in prange(min(slots, n_tiles)):
+            for t in range(q, n_tiles, slots):  # the rows not visited yet, tile by tile
+                start = hi + t * tile
+                stop = min(start + tile, n)
+                grow_tile(X[start:stop], F[start:stop], W[s], phase[s], bufs[3], factor,
+                          params[3], kind, Zt[q, :stop - start], At[q, :stop - start])
+    decay, loss_sum, weight_sum = totals
+    avg_old = growth_finish(new_coef, factors, steps[1], n_avg, avg_new)
+    return new_coef, decay, avg_new, avg_old, n_avg, loss_sum, weight_sum
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def dsg_predict_threads(X, W, phase, coef, scale, kind=COS_AFFINE, tile=0):
     """:func:`~ooc_kernels.families.dsg.kernels.dsg_predict` with its row tiles shared by the
@@ -171,6 +226,16 @@ def full_update(X, Y, sw, W, phase, coef, avg, n_avg, steps, params,
                                max_buffer_bytes, kind)
     return launch(dsg_full_update_threads, X, Y, sw, W, phase, coef, avg, n_avg, steps,
                   params, max_buffer_bytes, kind)
+
+
+def chunk_update(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):
+    """:func:`~ooc_kernels.families.dsg.kernels.dsg_chunk_update` on the threads of
+    :func:`~ooc_kernels._threads.current_threads` (the sequential kernel for one, or when the
+    rows after the first batch fit in one tile)."""
+    later = X.shape[0] - min(params[1], X.shape[0])  # the rows after the first batch
+    if current_threads() <= 1 or later <= _tile_rows(W.shape[2], X.itemsize):
+        return dsg_chunk_update(X, Y, sw, F, W, phase, steps, params, kind)
+    return launch(dsg_chunk_update_threads, X, Y, sw, F, W, phase, steps, params, kind)
 
 
 def predict(X, W, phase, coef, scale, kind=COS_AFFINE):
