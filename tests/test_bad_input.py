@@ -369,6 +369,21 @@ def test_missing_chunk_file_is_a_corrupt_chunk(store, tmp_path):
         ds.X.values
 
 
+def test_a_store_that_cannot_say_whether_a_chunk_exists_raises_its_own_error(store,
+                                                                             monkeypatch):
+    """Not a missing chunk: the store's error, as it would come from the read itself."""
+    import zarr
+
+    ds = open_zarr_dataset(store)
+
+    async def refuse(self, key):
+        raise PermissionError(f"no access to {key}")
+
+    monkeypatch.setattr(zarr.storage.LocalStore, "exists", refuse)
+    with pytest.raises(PermissionError, match=r"no access to X/c/1/0"):
+        ds.X[20:40].values
+
+
 def test_missing_y_chunk_when_opened_with_xarray_directly(store, tmp_path):
     damaged = _copy(store, tmp_path)
     os.remove(damaged / "y" / "c" / "2")

@@ -202,13 +202,18 @@ def all_chunks_written(zarray) -> bool:
 def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, ...],
                 dense: bool = True):
     """One chunk task: check the chunk files exist (``dense`` stores), decode them, wrap
-    codec errors."""
+    codec errors.  The checks and the read go to Zarr's event loop together, in one round
+    trip."""
     from zarr.core.sync import sync
 
+    keys = [key for _coords, key in _chunk_keys(zarray, slices)] if dense else []
+    *found, block = sync(_exist_and_read(zarray, keys, slices))
     where = _describe(var, index, slices)
     store = _store_location(zarray)
-    for _coords, key in _chunk_keys(zarray, slices) if dense else ():
-        if not sync(zarray.store.exists(key)):
+    for key, exists in zip(keys, found):
+        if isinstance(exists, BaseException):  # the store could not say: its own error
+            raise exists
+        if not exists:
             raise CorruptChunkError(
                 f"{where} in the Zarr store {store!r} is corrupt: its chunk file {key!r} is "
                 f"missing (zarr would silently read it as the fill value "
@@ -216,17 +221,28 @@ def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, .
                 "chunks equal to the fill value must be rewritten with "
                 "ooc_kernels.data.write_chunks (or zarr's write_empty_chunks=True)."
             )
-    try:
-        return np.asarray(zarray[slices])
-    except MemoryError:
-        raise
-    except Exception as err:
+    if isinstance(block, MemoryError) or (isinstance(block, BaseException)
+                                          and not isinstance(block, Exception)):
+        raise block  # out of memory, or the read cancelled: not the chunk's fault
+    if isinstance(block, Exception):
         keys = [k for _c, k in _chunk_keys(zarray, slices)]
         raise CorruptChunkError(
             f"{where} in the Zarr store {store!r} is corrupt: chunk file(s) {keys} cannot be "
-            f"decoded ({type(err).__name__}: {err}); the file is truncated, garbled or fails "
-            f"its checksum: {_FIX}."
-        ) from err
+            f"decoded ({type(block).__name__}: {block}); the file is truncated, garbled or "
+            f"fails its checksum: {_FIX}."
+        ) from block
+    return np.asarray(block)
+
+
+async def _exist_and_read(zarray, keys: list[str], slices: tuple[slice, ...]) -> list:
+    """Whether each chunk file of ``keys`` exists, then the block at ``slices``, fetched
+    concurrently; an exception in place of a value that failed."""
+    import asyncio
+
+    # the array's asynchronous side: a property since zarr 3.1, the attribute before
+    reader = getattr(zarray, "async_array", None) or zarray._async_array
+    return await asyncio.gather(*(zarray.store.exists(key) for key in keys),
+                                reader.getitem(slices), return_exceptions=True)
 
 
 def _fill(zarray) -> Any:
