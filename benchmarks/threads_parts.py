@@ -24,7 +24,9 @@ numba's threads).  The parts, in the order a fit runs them:
 * ``read wait``: the wall-clock the rounds waited for the read ahead (reads not hidden);
 * ``chunk step, other``: the chunk step outside the growth phase and the step kernel
   (checks, target encoding, weights, shuffle, the stacked block parameters), one thread;
-* ``growth phase``: ``run_growth`` (the first ``m`` steps of a fit), one thread;
+* ``growth phase``: ``run_growth`` (the first ``m`` steps of a fit): each step's batch on
+  one thread, the later rows' predictions on the ``n_jobs`` threads (its CPU seconds are
+  the calling thread's only);
 * ``step kernel``: ``full_update`` (the full-phase steps), on the ``n_jobs`` threads;
 * ``apply``: the state update of a round, one thread;
 * ``engine, other``: the rest of the round loop (planning, callbacks, progress), one thread;
@@ -94,7 +96,7 @@ PARTS = ("set-up", "round reads (not ahead)", "read wait", "chunk step, other",
          "reads (ahead)")
 RUNS_ON = {"set-up": "one thread", "round reads (not ahead)": "one thread",
            "read wait": "one thread (waiting)", "chunk step, other": "one thread",
-           "growth phase": "one thread", "step kernel": "n_jobs threads",
+           "growth phase": "one, then n_jobs threads", "step kernel": "n_jobs threads",
            "apply": "one thread", "engine, other": "one thread",
            "fit, other": "one thread", "reads (ahead)": "beside the fit (own thread)"}
 _RAW = ("start", "rounds", "compute", "step", "step in compute", "growth", "kernel",
