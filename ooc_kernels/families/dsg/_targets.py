@@ -82,8 +82,8 @@ def encode_targets(config, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
     return out.astype(dtype, copy=False)
 
 
-#: Label dtypes that :func:`class_targets` takes (numba has no float16, and its bools do not
-#: order as NumPy's do): other labels go through NumPy's ``searchsorted``.
+#: Label dtypes that :func:`class_targets` takes (integers and the floats numba has: no
+#: float16); other labels (booleans, strings, objects) go through NumPy's ``searchsorted``.
 _KERNEL_LABELS = frozenset(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
                                                    np.uint8, np.uint16, np.uint32, np.uint64,
                                                    np.float32, np.float64))
