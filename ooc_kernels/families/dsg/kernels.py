@@ -200,17 +200,13 @@ def dsg_chunk_update(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):
     ``d_s`` the step factor), block ``s`` contributes ``new_s R_s`` and the older blocks
     ``d_0 R_0``.  Twin: :func:`dsg_chunk_update_ref`.
     """
-    new_coef, factors, avg_new, n_avg = growth_start(X, Y, sw, F, W, phase, steps, params)
+    new_coef, factors, avg_new, n_avg, tile, bufs = growth_start(X, Y, sw, F, W, phase,
+                                                                 steps, params)
     n = X.shape[0]
-    m, r, C = new_coef.shape
     b = params[1]
-    if m == 0:
-        return new_coef, 1.0, avg_new, 0.0, n_avg, 0.0, 0.0
-    tile = min(_tile_rows(r, X.itemsize), n)
-    bufs = growth_buffers(X, C, r, b, tile)
     Zt_buf, acc = bufs[4], bufs[5]
     totals = (1.0, 0.0, 0.0)  # decay, loss_sum, weight_sum
-    for s in range(m):
+    for s in range(new_coef.shape[0]):
         factor, totals = growth_batch(s, X, Y, sw, F, W, phase, steps, params, kind, bufs,
                                       new_coef, factors, totals)
         hi = min(s * b + b, n)
@@ -225,8 +221,9 @@ def dsg_chunk_update(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFINE):
 
 @njit(cache=True, nogil=True)
 def growth_start(X, Y, sw, F, W, phase, steps, params):
-    """Check the arguments of :func:`dsg_chunk_update`; returns its zeroed outputs
-    ``(new_coef, factors, avg_new, n_avg)``."""
+    """Check the arguments of :func:`dsg_chunk_update`; returns its zeroed outputs, its
+    tile of rows and its work buffers: ``(new_coef, factors, avg_new, n_avg, tile,
+    bufs)`` (:func:`growth_buffers`)."""
     gammas, averaged = steps
     n, d = X.shape
     C = Y.shape[1]
@@ -248,8 +245,10 @@ def growth_start(X, Y, sw, F, W, phase, steps, params):
     for s in range(m):
         if averaged[s]:
             n_avg += 1
+    tile = min(_tile_rows(r, X.itemsize), n)
     return (np.zeros((m, r, C), dtype=np.float64), np.empty(m, dtype=np.float64),
-            np.zeros((m if n_avg else 0, r, C), dtype=np.float64), n_avg)
+            np.zeros((m if n_avg else 0, r, C), dtype=np.float64), n_avg, tile,
+            growth_buffers(X, C, r, b, tile))
 
 
 @njit(cache=True, nogil=True)

@@ -49,8 +49,7 @@ from ooc_kernels._jit.rff import COS_AFFINE
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg.kernels import (_tile_rows, add_tile_predictions,
                                               dsg_chunk_update, dsg_predict, grow_tile,
-                                              growth_batch, growth_buffers, growth_finish,
-                                              growth_start)
+                                              growth_batch, growth_finish, growth_start)
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    dsg_full_update)
 from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, step_gradient, step_task,
@@ -159,16 +158,13 @@ def dsg_chunk_update_threads(X, Y, sw, F, W, phase, steps, params, kind=COS_AFFI
 def _chunk_update_slots(X, Y, sw, F, W, phase, steps, params, kind, most):
     """:func:`dsg_chunk_update_threads` with at most ``most`` tiles updated at once (any
     ``most >= 1`` gives the same result)."""
-    new_coef, factors, avg_new, n_avg = growth_start(X, Y, sw, F, W, phase, steps, params)
+    new_coef, factors, avg_new, n_avg, tile, bufs = growth_start(X, Y, sw, F, W, phase,
+                                                                 steps, params)
     n = X.shape[0]
     m, r, C = new_coef.shape
     b = params[1]
-    if m == 0:
-        return new_coef, 1.0, avg_new, 0.0, n_avg, 0.0, 0.0
-    tile = min(_tile_rows(r, X.itemsize), n)
-    bufs = growth_buffers(X, C, r, b, tile)
     later = n - min(b, n)  # the rows after the first batch
-    slots = max(1, min(most, (later + tile - 1) // tile))
+    slots = max(1, min(most, (later + tile - 1) // max(tile, 1)))
     Zt = np.empty((slots, tile, r), dtype=X.dtype)
     At = np.empty((slots, tile, C), dtype=X.dtype)
     totals = (1.0, 0.0, 0.0)  # decay, loss_sum, weight_sum
