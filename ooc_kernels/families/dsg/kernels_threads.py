@@ -14,13 +14,17 @@ sequential kernel's for 1, 2, 3 ... threads (``docs/threads.md``):
   kernel's order) and takes the loss gradient.  One parallel region per step (the first
   also copies each task's columns of ``W`` into its tile), in which each thread runs its
   own list of tasks, the same list every step, then takes what is left of the others';
+* :func:`dsg_chunk_update_threads` (twin of
+  :func:`~ooc_kernels.families.dsg.kernels.dsg_chunk_update`, the growth phase): per step,
+  the step's own batch on one thread, then the running predictions of the rows not visited
+  yet, in the sequential kernel's tiles, shared by up to :data:`GROWTH_SLOTS` threads;
 * :func:`dsg_predict_threads` (twin of :func:`~ooc_kernels.families.dsg.kernels.dsg_predict`):
   the threads share the sequential kernel's row tiles; a row's value depends on its tile only;
 * :func:`take_rows_threads` (``X[order]``) and :func:`count_nonfinite_threads` (the NaN and
   inf of ``X``): a chunk task's shuffle and check of its rows, the rows shared by the
   threads; a copy and a count, so exact for any thread count.
 
-:func:`full_update` and :func:`predict` pick the kernel from
+:func:`full_update`, :func:`chunk_update` and :func:`predict` pick the kernel from
 :func:`ooc_kernels._threads.current_threads`: the sequential one for one thread (no
 launch), the parallel one (through :func:`~ooc_kernels._threads.launch`: from the main
 thread, or from one of the process's reused launcher threads) otherwise.
