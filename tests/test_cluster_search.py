@@ -63,6 +63,26 @@ def test_inside_a_task_the_default_scheduler_and_the_own_cluster_run_synchronous
                    "threads": ("threads", "threads")}
 
 
+def test_inside_a_task_the_scheduler_configured_when_the_block_starts_is_kept(
+        cluster_client):
+    """Dask's configuration is one per process: another task's block may name "sync" while
+    this task chooses, then give the cluster back before this task's rounds run.  The task
+    keeps the scheduler it saw; deferring to the configuration sent its rounds to the
+    cluster that runs it, where they waited for its own thread."""
+    def chosen():
+        got = []
+        for name in ("sync", "threads", "single-threaded"):
+            with dask.config.set(scheduler=name):  # another task's block, still open
+                with scheduler_context(None) as sched:
+                    got.append((sched, dask.config.get("scheduler")))
+        return got
+
+    got = cluster_client.submit(chosen, pure=False).result(timeout=60)
+    assert got == [("sync", "sync"), ("threads", "threads"), ("sync", "sync")]
+    with dask.config.set(scheduler="threads"), scheduler_context(None) as sched:
+        assert sched is None  # outside a task the configuration is left alone
+
+
 @pytest.mark.timeout(180)
 def test_a_fit_in_a_worker_task_equals_the_synchronous_fit(cluster_client):
     X, y = _moons()

@@ -227,6 +227,25 @@ def _runs_on_own_cluster(spec: Any) -> bool:
     return isinstance(spec, str) and own is not None and spec == own
 
 
+def _configured_in_task() -> Any:
+    """Inside a worker's task, the scheduler that Dask's configuration names now (a local
+    scheduler's name, or a Client), for the task to keep; None outside a task, or when the
+    configuration names none of these.
+
+    Dask's configuration is one per process: in a worker of several threads, another task's
+    ``dask.config.set`` block may name ``"sync"`` while this task chooses and give the
+    cluster back before this task's rounds run.  A task that deferred to the configuration
+    would then send its rounds to the cluster that runs it, and wait for them forever.
+    """
+    if task_worker() is None:
+        return None
+    configured = dask.config.get("scheduler", None)
+    if isinstance(configured, str) and (configured in SCHEDULER_CHOICES
+                                        or configured in _ALIASES):
+        return _ALIASES.get(configured, configured)
+    return configured if _is_client(configured) else None
+
+
 @contextlib.contextmanager
 def scheduler_context(spec: Any = None, *, security: Any = None,
                       scheduler_file: str | os.PathLike | None = None) -> Iterator[Any]:
@@ -241,7 +260,9 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
         afterwards); a ``Client`` is used as is (and left open).  Inside a task of a
         ``distributed`` worker, ``None``, a Client or an address that stands for that
         worker's own cluster gives ``"sync"``: the block's work runs in the task's thread
-        rather than waiting on the cluster that runs the task.
+        rather than waiting on the cluster that runs the task; and ``None`` with another
+        scheduler configured gives that scheduler itself, so that the task keeps it whatever
+        the process's other tasks set later.
     security : distributed.security.Security, optional
         TLS settings passed to the client (see :func:`make_security`).  Without it, a
         ``tls://`` address uses Dask's configuration (``distributed.comm.tls.*``).
@@ -278,7 +299,12 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
             with dask.config.set(scheduler="sync"):
                 yield "sync"
             return
-        yield None
+        kept = _configured_in_task()
+        if kept is None:
+            yield None
+            return
+        with dask.config.set(scheduler=kept):
+            yield kept
         return
     check_scheduler(spec)
     if _runs_on_own_cluster(spec):
