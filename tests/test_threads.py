@@ -75,6 +75,20 @@ def _data(n=960, chunk=240, seed=1):
     return da.from_array(X, chunks=(chunk, 3)), da.from_array(y, chunks=(chunk,))
 
 
+def _spy_threads(monkeypatch, name: str) -> list:
+    """Replace the parallel kernel ``kernels_threads.<name>`` by one that records numba's
+    thread count at each call, then runs it; returns the record."""
+    calls = []
+    original = getattr(kernels_threads, name)
+
+    def spy(*args):
+        calls.append(numba.get_num_threads())
+        return original(*args)
+
+    monkeypatch.setattr(kernels_threads, name, spy)
+    return calls
+
+
 def _same_model(a, b):
     ours, theirs = a._fitted_arrays(), b._fitted_arrays()
     assert sorted(ours) == sorted(theirs)
@@ -365,17 +379,10 @@ def test_a_fit_whose_growth_spans_tiles_runs_it_on_the_threads(monkeypatch):
     first batch, more than one tile of 1,024 float32 rows."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba's pool has one thread here (the fresh-process test covers it)")
-    calls = []
-    original = kernels_threads.dsg_chunk_update_threads
-
-    def spy(*args):
-        calls.append(numba.get_num_threads())
-        return original(*args)
-
     X, y = _data(n=3000, chunk=3000)
     params = dict(PARAMS, n_features=8192, block_size=512, batch_size=128, max_iter=1)
     one = ok.DSGClassifier(**params, n_jobs=1, scheduler="threads").fit(X, y)
-    monkeypatch.setattr(kernels_threads, "dsg_chunk_update_threads", spy)
+    calls = _spy_threads(monkeypatch, "dsg_chunk_update_threads")
     two = ok.DSGClassifier(**params, n_jobs=2, scheduler="threads").fit(X, y)
     assert calls == [2]
     _same_model(one, two)
@@ -413,16 +420,9 @@ def test_fits_with_one_two_and_three_threads_are_bit_identical_on_every_local_sc
 def test_a_fit_on_two_threads_runs_the_parallel_kernel_and_equals_one_thread(monkeypatch):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("numba's pool has one thread here (the fresh-process test covers it)")
-    calls = []
-    original = kernels_threads.dsg_full_update_threads
-
-    def spy(*args):
-        calls.append(numba.get_num_threads())
-        return original(*args)
-
     X, y = _data()
     one = ok.DSGClassifier(**PARAMS, n_jobs=1, scheduler="threads").fit(X, y)
-    monkeypatch.setattr(kernels_threads, "dsg_full_update_threads", spy)
+    calls = _spy_threads(monkeypatch, "dsg_full_update_threads")
     two = ok.DSGClassifier(**PARAMS, n_jobs=2, scheduler="threads").fit(X, y)
     assert calls and set(calls) == {2}
     _same_model(one, two)
