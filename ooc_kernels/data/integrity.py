@@ -206,7 +206,8 @@ def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, .
     trip."""
     from zarr.core.sync import sync
 
-    keys = [key for _coords, key in _chunk_keys(zarray, slices)] if dense else []
+    all_keys = [key for _coords, key in _chunk_keys(zarray, slices)]
+    keys = all_keys if dense else []  # the files to check
     *found, block = sync(_exist_and_read(zarray, keys, slices))
     where = _describe(var, index, slices)
     store = _store_location(zarray)
@@ -225,10 +226,9 @@ def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, .
                                           and not isinstance(block, Exception)):
         raise block  # out of memory, or the read cancelled: not the chunk's fault
     if isinstance(block, Exception):
-        keys = [k for _c, k in _chunk_keys(zarray, slices)]
         raise CorruptChunkError(
-            f"{where} in the Zarr store {store!r} is corrupt: chunk file(s) {keys} cannot be "
-            f"decoded ({type(block).__name__}: {block}); the file is truncated, garbled or "
+            f"{where} in the Zarr store {store!r} is corrupt: chunk file(s) {all_keys} cannot "
+            f"be decoded ({type(block).__name__}: {block}); the file is truncated, garbled or "
             f"fails its checksum: {_FIX}."
         ) from block
     return np.asarray(block)
