@@ -231,7 +231,7 @@ def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, .
             f"be decoded ({type(block).__name__}: {block}); the file is truncated, garbled or "
             f"fails its checksum: {_FIX}."
         ) from block
-    return np.asarray(block)
+    return np.asarray(block)  # one chunk (the block at `slices`), not the variable
 
 
 async def _exist_and_read(zarray, keys: list[str], slices: tuple[slice, ...]) -> list:

@@ -105,8 +105,9 @@ def _numeric_classes(classes: np.ndarray, y: np.ndarray):
 def _not_a_class(classes: np.ndarray, y: np.ndarray, row: int, origin: RowOrigin):
     """Raise the error of a label, at ``row`` of the task's rows, that is not a class."""
     where_chunk, where_row = origin.locate(row)
+    label = np.asarray(y[row]).item()  # one label, as a Python value
     raise InvalidDataError(
-        f"label {np.asarray(y[row]).item()!r} in chunk {where_chunk}, row {where_row} is "
+        f"label {label!r} in chunk {where_chunk}, row {where_row} is "
         f"not one of the classes "
         f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
         "or the dataset's 'classes' attribute)."
