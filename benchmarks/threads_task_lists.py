@@ -37,6 +37,14 @@ kernel's coefficients and average bit for bit:
   may run any task and a thread waits only for tasks that running threads have taken, so
   it cannot deadlock whatever the team's size.  Against ``lists T``: what starting and
   ending a region every step costs;
+* ``ahead T`` (defined here): ``one region T`` whose threads do not wait idle for a step's
+  gradient: a thread with no task of the step left computes the next step's features of
+  tasks whose step is done (its own list first) into one of its spare buffers
+  (:data:`AHEAD_SPARES` a thread; the runner of a task whose features were computed ahead
+  takes them and keeps the task's old buffer as a spare).  Each task's features of a step
+  are computed once, by whoever takes them first, by the same operations, so the model is
+  the sequential kernel's.  Against ``one region T``: what the tail of a step's tasks and
+  its one-thread gradient cost the threads that wait for them;
 * ``lists, twice the tasks T`` and ``sequential, twice the tasks`` (defined here): tiles of
   half the library's width, so twice its tasks (with 64 blocks: two tiles of 128 columns a
   block, 128 tasks).  The
@@ -52,7 +60,9 @@ scale by), and a task's three products by BLAS, as the step kernel computes them
 (``X_B W_t``, then ``Z_t c`` and ``Z_t^T g``: BLAS's calls from many threads at once as
 well).
 
-The OpenMP wait is the runtime's own unless set in the environment (the library sets
+``--spins`` sets how long a waiting thread of ``one region`` and ``ahead`` spins before it
+naps (atomic reads; 200,000 is about a millisecond).  The OpenMP wait is the runtime's own
+unless set in the environment (the library sets
 ``GOMP_SPINCOUNT=1000`` only when it launches its kernels itself, which this script does
 not do); ``OMP_WAIT_POLICY=active`` measures threads that never sleep.
 """
@@ -78,7 +88,8 @@ from ooc_kernels._jit.rff import COS_AFFINE, features_inplace
 from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_full_update,
                                                    dsg_full_update)
 from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, full_tile_width,
-                                                    step_gradient, step_task, task_position)
+                                                    step_gradient, step_task, task_position,
+                                                    tile_copy)
 from ooc_kernels.families.dsg.kernels_threads import dsg_full_update_threads
 
 
@@ -131,12 +142,12 @@ def _nap(typingctx, microseconds):
 
 
 @njit(nogil=True)
-def _wait(flags, i):
-    """Until ``flags[i]`` is raised: about a millisecond of spinning, then naps of 20 us."""
+def _wait(flags, i, above, spins):
+    """Until ``flags[i] > above``: ``spins`` atomic reads, then naps of 20 us between reads."""
     k = 0
-    while _peek(flags, i) == 0:
+    while _peek(flags, i) <= above:
         k += 1
-        if k > 200_000:
+        if k > spins:
             _nap(20)
 
 
@@ -224,7 +235,7 @@ def lists_width(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists, widt
 
 
 @njit(nogil=True, parallel=True)
-def one_region(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
+def one_region(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists, spins):
     scale, b, m = params[3], params[1], W.shape[0]
     n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params)
     n_tasks = m * tiles[0]
@@ -239,7 +250,7 @@ def one_region(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
     for me in prange(lists):
         for s in range(n_steps + 1):
             if s > 0:
-                _wait(ready, s - 1)
+                _wait(ready, s - 1, 0, spins)
             prev = (prevs[s, 0], prevs[s, 1], prevs[s, 2])
             for v in range(lists):
                 owner = (me + v) % lists
@@ -250,6 +261,164 @@ def one_region(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists):
                     step_task(first + task_position(p, count, s), s, n_steps, X, W, phase,
                               scale, COS_AFFINE, b, tiles, bufs, model, prev)
                     if claim(finished, s) == n_tasks - 1 and s < n_steps:  # the last task
+                        totals, nxt = step_gradient(s, n_tasks, Y, sw, steps, params, m,
+                                                    bufs, (sums[0], sums[1], n_avgs[0]))
+                        sums[0], sums[1], n_avgs[0] = totals
+                        prevs[s + 1, 0], prevs[s + 1, 1], prevs[s + 1, 2] = nxt
+                        claim(ready, s)
+                    p = claim(claims, s * lists + owner)
+    return model[0], model[2], n_avgs[0], sums[0], sums[1]
+
+
+#: Spare feature buffers each thread of ``ahead T`` starts with.
+AHEAD_SPARES = 2
+
+
+@njit(nogil=True)
+def _ahead_views(t, s, X, W, b, tiles, Wt, pool, slot):
+    """Task ``t``'s columns of ``W`` and its step ``s`` features in buffer ``slot``."""
+    nf, w, keep = tiles
+    n, d = X.shape
+    r = W.shape[2]
+    j = t // nf
+    c0 = (t % nf) * w
+    c1 = min(c0 + w, r)
+    wt = c1 - c0
+    if nf == 1:
+        Wj = W[j]
+    else:
+        Wj = Wt[j * d * r + c0 * d:j * d * r + c1 * d].reshape((d, wt))
+    nb = min(b, n - s * b) if s * b < n else 0
+    return Wj, pool[slot, :nb * wt].reshape((nb, wt)), j, c0, c1
+
+
+@njit(nogil=True)
+def _ahead_features(t, s, X, W, phase, scale, b, tiles, Wt, pool, slot):
+    """Step ``s``'s features of task ``t``, into buffer ``slot``."""
+    Wj, Z, j, c0, c1 = _ahead_views(t, s, X, W, b, tiles, Wt, pool, slot)
+    lo = s * b
+    np.dot(X[lo:lo + Z.shape[0]], Wj, Z)
+    features_inplace(COS_AFFINE, Z, phase[j, c0:c1], scale)
+
+
+@njit(nogil=True)
+def _ahead_task(t, s, n_steps, X, W, phase, scale, b, tiles, bufs, pool, model, prev,
+                state, stack, spins):
+    """:func:`step_task` whose step ``s`` features another thread may have computed ahead.
+
+    ``state = (taken, done, home, spare)``: one counter per task and step (the first to take
+    it computes the features), the steps whose features are in (per task), the buffer of
+    the task's last features, the buffer that features computed ahead went to.  ``stack``:
+    this thread's free buffers (``stack[0]`` their count); a task whose features were
+    computed ahead gives its old buffer to the thread that runs it."""
+    taken, done, home, spare = state
+    nf, w, keep = tiles
+    Wt, Zt, P, D, F, G = bufs
+    out, low, mean = model
+    factor, step, wavg = prev
+    C = out.shape[2]
+    if s == 0 and nf > 1:
+        j = t // nf
+        c0 = (t % nf) * w
+        tile_copy(W, Wt, j, c0, min(c0 + w, W.shape[2]))
+    if s > 0:
+        Wj, Z, j, c0, c1 = _ahead_views(t, s - 1, X, W, b, tiles, Wt, pool, home[t])
+        wt = c1 - c0
+        delta = D[t, :wt]
+        np.dot(Z.T, G[:Z.shape[0]], delta)
+        averaging = mean.shape[0] > 0 and wavg > 0.0
+        for k in range(wt):
+            for c in range(C):
+                v = out[j, c0 + k, c] * factor + step * delta[k, c]
+                out[j, c0 + k, c] = v
+                low[j, c0 + k, c] = v
+                if averaging:
+                    mean[j, c0 + k, c] += (v - mean[j, c0 + k, c]) * wavg
+    if s < n_steps:
+        if claim(taken, t * (n_steps + 1) + s) == 0:
+            _ahead_features(t, s, X, W, phase, scale, b, tiles, Wt, pool, home[t])
+            claim(done, t)
+        else:
+            _wait(done, t, s, spins)  # another thread is computing them
+            stack[0] += 1
+            stack[stack[0]] = home[t]
+            home[t] = spare[t]
+        Wj, Z, j, c0, c1 = _ahead_views(t, s, X, W, b, tiles, Wt, pool, home[t])
+        np.dot(Z, low[j, c0:c1], P[t, :Z.shape[0]])
+
+
+@njit(nogil=True)
+def _look_ahead(me, s, lists, per, n_tasks, n_steps, X, W, phase, scale, b, tiles, Wt,
+                pool, ready, passes, state, stack, counted):
+    """While step ``s - 1``'s gradient is not taken: step ``s``'s features of the tasks whose
+    pass ``s - 1`` is done, this thread's list first, into this thread's free buffers."""
+    taken, done, home, spare = state
+    for v in range(lists):
+        owner = (me + v) % lists
+        first = owner * per
+        count = min(per, n_tasks - first)
+        for p in range(count):
+            if stack[0] == 0 or _peek(ready, s - 1) != 0:
+                return
+            t = first + task_position(p, count, s)
+            if _peek(passes, t) >= s and claim(taken, t * (n_steps + 1) + s) == 0:
+                slot = stack[stack[0]]
+                stack[0] -= 1
+                _ahead_features(t, s, X, W, phase, scale, b, tiles, Wt, pool, slot)
+                spare[t] = slot
+                claim(done, t)
+                claim(counted, 0)
+
+
+@njit(nogil=True, parallel=True)
+def ahead(X, Y, sw, W, phase, coef, avg, n_avg, steps, params, lists, spins, counted):
+    """``one region`` whose threads, once a step's tasks are all taken, compute the next
+    step's features of tasks whose step is done while they wait for the gradient; adds to
+    ``counted[0]`` the tasks' features computed ahead."""
+    scale, b, m = params[3], params[1], W.shape[0]
+    n_steps, model, tiles, bufs = _start(X, Y, sw, W, phase, coef, avg, n_avg, steps, params)
+    nb = min(b, X.shape[0])
+    Wt = bufs[0]
+    n_tasks = m * tiles[0]
+    n_bufs = n_tasks + lists * AHEAD_SPARES
+    pool = np.empty((n_bufs, nb * tiles[1]), dtype=X.dtype)
+    stacks = np.zeros((lists, n_bufs + 1), dtype=np.int64)
+    for me in range(lists):
+        stacks[me, 0] = AHEAD_SPARES
+        for q in range(AHEAD_SPARES):
+            stacks[me, 1 + q] = n_tasks + me * AHEAD_SPARES + q
+    state = (np.zeros(n_tasks * (n_steps + 1), dtype=np.int64),
+             np.zeros(n_tasks, dtype=np.int64), np.arange(n_tasks),
+             np.zeros(n_tasks, dtype=np.int64))
+    per = (n_tasks + lists - 1) // lists
+    claims = np.zeros((n_steps + 1) * lists, dtype=np.int64)
+    finished = np.zeros(n_steps + 1, dtype=np.int64)
+    ready = np.zeros(n_steps + 1, dtype=np.int64)
+    passes = np.zeros(n_tasks, dtype=np.int64)  # passes finished, a task
+    prevs = np.zeros((n_steps + 1, 3))
+    prevs[0, 0] = 1.0
+    sums = np.zeros(2)
+    n_avgs = np.full(1, n_avg, dtype=np.int64)
+    for me in prange(lists):
+        stack = stacks[me]
+        for s in range(n_steps + 1):
+            if s > 0:
+                if s < n_steps:
+                    _look_ahead(me, s, lists, per, n_tasks, n_steps, X, W, phase, scale, b,
+                                tiles, Wt, pool, ready, passes, state, stack, counted)
+                _wait(ready, s - 1, 0, spins)
+            prev = (prevs[s, 0], prevs[s, 1], prevs[s, 2])
+            for v in range(lists):
+                owner = (me + v) % lists
+                first = owner * per
+                count = min(per, n_tasks - first)
+                p = claim(claims, s * lists + owner)
+                while p < count:
+                    t = first + task_position(p, count, s)
+                    _ahead_task(t, s, n_steps, X, W, phase, scale, b, tiles, bufs, pool,
+                                model, prev, state, stack, spins)
+                    claim(passes, t)
+                    if claim(finished, s) == n_tasks - 1 and s < n_steps:
                         totals, nxt = step_gradient(s, n_tasks, Y, sw, steps, params, m,
                                                     bufs, (sums[0], sums[1], n_avgs[0]))
                         sums[0], sums[1], n_avgs[0] = totals
@@ -343,6 +512,13 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=64, help="blocks of 256 features")
     ap.add_argument("--threads", type=int, nargs="+", default=[2])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--spins", type=int, default=200_000,
+                    help="atomic reads before a waiting thread of `one region` or `ahead` "
+                         "naps (200,000: about a millisecond)")
+    ap.add_argument("--only", nargs="+", default=None,
+                    help="time only the variants whose names start with one of these, e.g. "
+                         "'lists 2' 'ahead' (two invocations at once: the kernels sharing "
+                         "the cores with another process)")
     ap.add_argument("--clock", action="store_true",
                     help="also time each thread's work alone, in its own memory")
     args = ap.parse_args()
@@ -353,16 +529,20 @@ def main() -> None:
     variants = {"sequential": (1, lambda: dsg_full_update(*a)),
                 "sequential forwards": (1, lambda: sequential_width(*a, 0)),
                 "sequential, twice the tasks": (1, lambda: sequential_width(*a, half))}
+    counted = {k: np.zeros(1, dtype=np.int64) for k in args.threads}  # computed ahead
     for k in args.threads:
         variants[f"counter {k}"] = (k, lambda: counter(*a))
         variants[f"lists {k}"] = (k, lambda: dsg_full_update_threads(*a))
         variants[f"lists forwards {k}"] = (k, lambda k=k: lists_width(*a, k, 0, False))
         variants[f"lists, recomputed {k}"] = (k, lambda: dsg_full_update_threads(*a, 0))
-        variants[f"one region {k}"] = (k, lambda k=k: one_region(*a, k))
+        variants[f"one region {k}"] = (k, lambda k=k: one_region(*a, k, args.spins))
+        variants[f"ahead {k}"] = (k, lambda k=k: ahead(*a, k, args.spins, counted[k]))
         variants[f"lists, twice the tasks {k}"] = (k, lambda k=k: lists_width(*a, k, half,
                                                                             True))
     for k in sorted({1, *args.threads}):
         variants[f"free running {k}"] = (k, lambda k=k: free_running(*a, k))
+    if args.only:
+        variants = {v: f for v, f in variants.items() if v.startswith(tuple(args.only))}
     times: dict[str, list[float]] = {v: [] for v in variants}
     with threadpool_limits(1, user_api="blas"):
         ref = dsg_full_update(*a)
@@ -385,6 +565,11 @@ def main() -> None:
     print("|---|---|---|")
     for name, ts in times.items():
         print(f"| {name} | {statistics.median(ts) * 1e6 / ns:.1f} | {min(ts) * 1e6 / ns:.1f} |")
+    for k, c in counted.items():
+        if f"ahead {k}" in times:
+            calls = args.repeats + 1
+            print(f"ahead {k}: the features of {c[0] / (calls * ns):.2f} tasks a step (of "
+                  f"{m * -(-r // (2 * half))}) computed ahead, mean of {calls} calls")
     if args.clock:
         with threadpool_limits(1, user_api="blas"):
             clock(a, sorted({1, *args.threads}), args.repeats)

@@ -61,7 +61,20 @@ def test_one_region_gives_the_sequential_model(bench, problem, lists):
     want = dsg_full_update(*problem)
     for t in THREADS:
         numba.set_num_threads(t)
-        _same(bench.one_region(*problem, lists), want)
+        _same(bench.one_region(*problem, lists, 200_000), want)
+        _same(bench.one_region(*problem, lists, 0), want)  # naps from the first wait
+
+
+@pytest.mark.parametrize("lists", [1, 2, 7])
+def test_features_computed_ahead_give_the_sequential_model(bench, problem, lists):
+    want = dsg_full_update(*problem)
+    for t in THREADS:
+        numba.set_num_threads(t)
+        counted = np.zeros(1, dtype=np.int64)
+        for _ in range(3):  # which tasks are computed ahead changes from run to run
+            _same(bench.ahead(*problem, lists, 200_000, counted), want)
+            _same(bench.ahead(*problem, lists, 0, counted), want)
+        assert 0 <= counted[0] <= 6 * 40 * 10  # at most every task of steps 1 to 10
 
 
 @pytest.mark.parametrize("lists", [1, 2, 7])
