@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,45 @@ def _configured_in_task() -> Any:
     return configured if _is_client(configured) else None
 
 
+_UNSET = object()
+#: The scheduler blocks open now (a token and the value of each, in the order they started)
+#: and the process's ``scheduler`` setting before the first of them (:func:`_scheduler_set`).
+_OPEN: list[tuple[object, Any]] = []
+_BEFORE: list[Any] = [_UNSET]
+_OPEN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _scheduler_set(value: Any) -> Iterator[None]:
+    """``dask.config.set(scheduler=value)`` for the block, for blocks of several threads that
+    may end in any order.
+
+    Dask's configuration is one per process, and ``dask.config.set`` restores, at a block's
+    end, the value it found at its start: two tasks of one worker whose blocks end in the
+    other order from the one they started in would leave the second one's setting behind
+    (``"sync"`` after a search run on an in-process cluster).  Here, while blocks are open
+    the setting is that of the latest one still open, and when the last one ends it is the
+    setting from before the first.
+    """
+    token = object()
+    with _OPEN_LOCK:
+        if not _OPEN:
+            _BEFORE[0] = dask.config.config.get("scheduler", _UNSET)
+        _OPEN.append((token, value))
+        dask.config.set(scheduler=value)
+    try:
+        yield
+    finally:
+        with _OPEN_LOCK:
+            _OPEN[:] = [(t, v) for t, v in _OPEN if t is not token]
+            if _OPEN:
+                dask.config.set(scheduler=_OPEN[-1][1])
+            elif _BEFORE[0] is _UNSET:
+                dask.config.config.pop("scheduler", None)
+            else:
+                dask.config.set(scheduler=_BEFORE[0])
+
+
 @contextlib.contextmanager
 def scheduler_context(spec: Any = None, *, security: Any = None,
                       scheduler_file: str | os.PathLike | None = None) -> Iterator[Any]:
@@ -296,30 +336,30 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
         if security is not None:
             raise ValidationError(_local_tls_message(None))
         if _runs_on_own_cluster(None):
-            with dask.config.set(scheduler="sync"):
+            with _scheduler_set("sync"):
                 yield "sync"
             return
         kept = _configured_in_task()
         if kept is None:
             yield None
             return
-        with dask.config.set(scheduler=kept):
+        with _scheduler_set(kept):
             yield kept
         return
     check_scheduler(spec)
     if _runs_on_own_cluster(spec):
-        with dask.config.set(scheduler="sync"):
+        with _scheduler_set("sync"):
             yield "sync"
         return
     if _is_client(spec):
-        with dask.config.set(scheduler=spec):
+        with _scheduler_set(spec):
             yield spec
         return
     if spec in SCHEDULER_CHOICES or spec in _ALIASES:
         if security is not None:
             raise ValidationError(_local_tls_message(spec))
         name = _ALIASES.get(spec, spec)
-        with dask.config.set(scheduler=name):
+        with _scheduler_set(name):
             yield name
         return
     if "://" in spec:
