@@ -319,19 +319,25 @@ def _allowed_folders(allow_outside: Any) -> list[Path]:
 
 
 def _resolve(folder: Path, p: str, *, allow_outside: Any = False, key: str = "",
-             within: str = "base_dir", strict: bool = False) -> Path:
+             within: str = "base_dir", strict: bool = False, output: bool = False) -> Path:
     """The one check of every path a pipeline reads or writes: ``p`` relative to
     ``folder`` must lie inside ``folder`` (``..``, absolute paths, ``~`` and symbolic links
     resolved) unless the caller passes ``allow_outside`` (True, or folders it may lie in
     as well).  ``strict``: it must lie *below* ``folder``, not be ``folder`` itself.  The
-    result is resolved, so a link changed later does not move it."""
+    result is resolved, so a link changed later does not move it; for an ``output`` file
+    or store, all but its last part: a link at the output itself is kept, for the writer to
+    refuse (it never writes through a link)."""
     if not p.strip() or "\0" in p:
         raise PipelineConfigError(
             f"pipeline key {key!r} = {short_repr(p)} is not a usable path; write a relative "
             f"path such as 'outputs/run1'."
         )
     q = Path(p).expanduser()
-    out = (q if q.is_absolute() else folder / q).resolve()
+    full = q if q.is_absolute() else folder / q
+    if output and full.name not in ("", ".", ".."):
+        out = full.parent.resolve() / full.name
+    else:
+        out = full.resolve()
     if allow_outside is True:
         return out
     roots = [folder.resolve(), *_allowed_folders(allow_outside)]
@@ -365,7 +371,7 @@ def _paths(spec: PipelineSpec, path: Path, allow_outside: Any) -> dict[str, Path
         key = f"save.{name}"
         target = _resolve(out["save.output_dir"], getattr(spec.save, name),
                           allow_outside=allow_outside, key=key, within="save.output_dir",
-                          strict=True)
+                          strict=True, output=True)
         for other, other_key in seen.items():
             if target == other or target.is_relative_to(other) or other.is_relative_to(target):
                 raise PipelineConfigError(

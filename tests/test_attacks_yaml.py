@@ -1,6 +1,6 @@
 """Attacks through YAML that someone else wrote: pipeline files and catalogs with a key set
 twice, Python tags, tags of no one, bytes that are not UTF-8, anchors, and numbers too large
-for what they set; and a pipeline output that is a link leading out of its folder.  Each is
+for what they set; and a pipeline output that is a symbolic link.  Each is
 the library's own error (``PipelineConfigError`` / ``CatalogError``) naming the line, before
 any work."""
 
@@ -17,7 +17,8 @@ import ooc_kernels as ok
 from ooc_kernels._untrusted import load_yaml
 from ooc_kernels.cli import main
 from ooc_kernels.data.catalog import register_dataset
-from ooc_kernels.exceptions import CatalogError, PipelineConfigError
+from ooc_kernels.exceptions import (CatalogError, ModelPathError, OocKernelsError,
+                                    PipelineConfigError)
 from ooc_kernels.pipeline import load_pipeline, run_pipeline
 
 BASE = """name: t
@@ -131,18 +132,40 @@ def test_a_catalog_with_a_key_set_twice_is_refused_even_when_trusted(tmp_path, t
     assert cat.read_text() == text                     # the user's file is left as it was
 
 
-def test_a_pipeline_output_linked_out_of_its_folder_is_refused_and_the_target_kept(tmp_path):
-    outside = tmp_path / "precious"
-    outside.mkdir()
-    (outside / "keep.txt").write_text("mine")
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "model.zarr").symlink_to(outside, target_is_directory=True)
-    (tmp_path / "c.yaml").write_text("version: 2\nentries: {}\ndata: {}\n")
-    path = _write(tmp_path, BASE)
-    with pytest.raises(PipelineConfigError, match=r"'save.model' .* outside save.output_dir"):
+def _with_data(tmp_path) -> str:
+    """:data:`BASE` with a 200-row store registered as its entry ``a``: the outputs are
+    checked after the data stage, before the fit."""
+    store = ok.make_dataset("synthetic_krr_2d", tmp_path / "data" / "a.zarr", 200,
+                            chunk_size=100, progress=False)
+    register_dataset(tmp_path / "c.yaml", "a", store)
+    return BASE
+
+
+@pytest.mark.parametrize("where", ["outside", "inside"])
+def test_a_pipeline_model_that_is_a_link_is_refused_and_the_target_kept(tmp_path, where):
+    """A link at ``save.model`` is never followed, wherever it leads: out of the pipeline's
+    folder, or to a model of the user's inside it."""
+    target = tmp_path / "precious" if where == "outside" else tmp_path / "out" / "prod.zarr"
+    target.mkdir(parents=True)
+    (target / "keep.txt").write_text("mine")
+    (tmp_path / "out").mkdir(exist_ok=True)
+    (tmp_path / "out" / "model.zarr").symlink_to(target, target_is_directory=True)
+    path = _write(tmp_path, _with_data(tmp_path))
+    with pytest.raises(ModelPathError, match=r"model.zarr'.* is a symbolic link"):
         run_pipeline(path, scheduler="sync", progress=False)
-    assert os.listdir(outside) == ["keep.txt"] and (outside / "keep.txt").read_text() == "mine"
+    assert os.listdir(target) == ["keep.txt"] and (target / "keep.txt").read_text() == "mine"
     assert (tmp_path / "out" / "model.zarr").is_symlink()
+
+
+def test_a_pipeline_metrics_file_that_is_a_link_is_refused_and_the_target_kept(tmp_path):
+    (tmp_path / "out").mkdir()
+    old = tmp_path / "out" / "old_metrics.json"
+    old.write_text('{"mine": 1}')
+    (tmp_path / "out" / "metrics.json").symlink_to(old)
+    path = _write(tmp_path, _with_data(tmp_path))
+    with pytest.raises(OocKernelsError, match=r"metrics.json'.* symbolic link"):
+        run_pipeline(path, scheduler="sync", progress=False)
+    assert old.read_text() == '{"mine": 1}' and (tmp_path / "out" / "metrics.json").is_symlink()
 
 
 def test_yaml_written_by_the_library_round_trips(tmp_path):
