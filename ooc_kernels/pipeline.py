@@ -325,8 +325,8 @@ def _resolve(folder: Path, p: str, *, allow_outside: Any = False, key: str = "",
     resolved) unless the caller passes ``allow_outside`` (True, or folders it may lie in
     as well).  ``strict``: it must lie *below* ``folder``, not be ``folder`` itself.  The
     result is resolved, so a link changed later does not move it; for an ``output`` file
-    or store, all but its last part: a link at the output itself is kept, for the writer to
-    refuse (it never writes through a link)."""
+    or store, all but its last part: a link at the output itself is kept, to be refused
+    (never written through)."""
     if not p.strip() or "\0" in p:
         raise PipelineConfigError(
             f"pipeline key {key!r} = {short_repr(p)} is not a usable path; write a relative "
@@ -372,6 +372,13 @@ def _paths(spec: PipelineSpec, path: Path, allow_outside: Any) -> dict[str, Path
         target = _resolve(out["save.output_dir"], getattr(spec.save, name),
                           allow_outside=allow_outside, key=key, within="save.output_dir",
                           strict=True, output=True)
+        if target.is_symlink():
+            raise PipelineConfigError(
+                f"pipeline key {key!r} = {short_repr(getattr(spec.save, name))} is a symbolic "
+                f"link (to {short_repr(os.readlink(target))}); an output that is a link is "
+                "never followed, replaced or removed: remove the link yourself or give the "
+                "output another name in save.output_dir."
+            )
         for other, other_key in seen.items():
             if target == other or target.is_relative_to(other) or other.is_relative_to(target):
                 raise PipelineConfigError(
