@@ -14,6 +14,10 @@ carries on each chunk.  A file is checked at two levels:
   array description (dtype, shape, codecs), a missing or extra array, an edited value in the
   metadata.
 
+An array's own metadata file (``NAME/zarr.json``), which zarr parses when it opens the array,
+is checked by parsing it (:func:`open_arrays`): a damaged one is the reader's error naming
+the array, never the parser's.  What it says is then held to the manifest's entry.
+
 These checksums detect damage (a flipped bit, a truncated or half-copied file, an edit made
 without the library).  They are not a signature: whoever can write the file can also
 recompute them, so a model file still only sets what :mod:`ooc_kernels.estimators.persistence`
@@ -43,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KEY", "compressors", "crc32c", "seal", "verify_metadata", "read_arrays",
-           "write_arrays"]
+__all__ = ["KEY", "compressors", "crc32c", "seal", "verify_metadata", "open_arrays",
+           "read_arrays", "write_arrays"]
 
 #: The metadata key of the manifest (``{"arrays": {...}, "metadata": CRC}``).
 KEY = "checksums"
@@ -129,20 +133,83 @@ def write_arrays(group, arrays: dict) -> None:
         group.create_array(name, data=np.asarray(value), compressors=compressors())
 
 
+def _is_damage(err: BaseException) -> bool:
+    """Whether ``err``, raised while zarr opened an array, says its metadata file is damaged.
+
+    zarr parses an array's ``zarr.json`` when the array is opened and raises what its parser
+    raises: ``json.JSONDecodeError``, ``MetadataValidationError``, ``UnknownCodecError``, or a
+    ``ValueError``, ``TypeError``, ``KeyError`` ... of a field.  Out of memory, a missing
+    module and an I/O error of the disk (an ``OSError`` that is not zarr's) are not damage.
+    """
+    if not isinstance(err, Exception) or isinstance(err, (MemoryError, ImportError)):
+        return False
+    if isinstance(err, OSError):
+        from zarr.errors import BaseZarrError
+
+        return isinstance(err, BaseZarrError)
+    return True
+
+
+def _damaged(where: str, name: str, err: BaseException, fix: str) -> str:
+    problem = f"{type(err).__name__}: {err}"
+    if len(problem) > 300:
+        problem = problem[:297] + "..."
+    return (f"{where}: array {name!r} cannot be read: its metadata file "
+            f"{name + '/zarr.json'!r} is damaged ({problem}); {fix}.")
+
+
+def open_arrays(group, *, where: str, error: type, fix: str) -> dict:
+    """The arrays of the Zarr ``group`` (name -> ``zarr.Array``), opened one by one.
+
+    What ``group.array_keys()`` lists, but an array whose ``zarr.json`` zarr cannot parse
+    (truncated, garbled, an unknown codec or data type, a malformed shape) is ``error``
+    naming the store, the array and the problem, never the parser's own error.  Members
+    without a ``zarr.json`` and sub-groups are not arrays.
+
+    Raises
+    ------
+    error
+        An array's metadata file is damaged.
+    """
+    import zarr
+    from zarr.core.sync import collect_aiterator, sync
+
+    store, prefix = group.store, group.path
+    names = sorted(collect_aiterator(store.list_dir(prefix)))
+    out = {}
+    for name in names:
+        key = f"{prefix}/{name}/zarr.json" if prefix else f"{name}/zarr.json"
+        if not sync(store.exists(key)):
+            continue                       # a file, or a folder that is no Zarr node
+        try:
+            node = group[name]
+            if isinstance(node, zarr.Array):
+                np.dtype(node.dtype)       # a data type NumPy cannot hold is damage too
+                out[name] = node
+        except Exception as err:
+            if not _is_damage(err):
+                raise
+            raise error(_damaged(where, name, err, fix)) from err
+    return out
+
+
 def read_arrays(group, manifest: dict, *, where: str, error: type, fix: str) -> dict:
     """Read the arrays the manifest lists, and only them, each checked against its entry.
 
     An array's shape and dtype are compared with the manifest before anything is read (an
     array replaced by a larger one is refused without reading it), its chunks are decoded
     with their own CRC32C, and the CRC32C of the values read must equal the manifest's.
+    Every array's metadata file is parsed first (:func:`open_arrays`).
 
     Raises
     ------
     error
-        The store holds an array the manifest does not list, lacks one it lists, or an
-        array does not match its entry; the message names the array.
+        The store holds an array the manifest does not list, lacks one it lists, an array's
+        metadata file is damaged, or an array does not match its entry; the message names
+        the array.
     """
-    stored = sorted(group.array_keys())
+    opened = open_arrays(group, where=where, error=error, fix=fix)
+    stored = sorted(opened)
     extra = sorted(set(stored) - set(manifest))
     if extra:
         raise error(f"{where}: holds array(s) {extra} that its checksums do not list (it was "
@@ -153,7 +220,7 @@ def read_arrays(group, manifest: dict, *, where: str, error: type, fix: str) -> 
     out = {}
     for name in sorted(manifest):
         entry = manifest[name]
-        arr = group[name]
+        arr = opened[name]
         found = {"shape": [int(n) for n in arr.shape], "dtype": np.dtype(arr.dtype).str}
         expected = {"shape": entry["shape"], "dtype": entry["dtype"]}
         if found != expected:

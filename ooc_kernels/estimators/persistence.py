@@ -197,10 +197,11 @@ def _read_model_arrays(group, meta: dict, where: str) -> dict:
             f"{where} says model format {version}, which has no checksums, but carries "
             f"{_checksums.KEY!r}: the format version was edited; {_FIX}."
         )
-    names = sorted(group.array_keys())
+    opened = _checksums.open_arrays(group, where=where, error=ModelFormatError, fix=_FIX)
+    names = sorted(opened)
     _check_array_names(cls, names, where)
     try:
-        return {name: np.asarray(group[name][...]) for name in names}  # the model
+        return {name: np.asarray(opened[name][...]) for name in names}  # the model
     except Exception as err:
         raise ModelFormatError(
             f"{where}: an array of the model is missing or corrupt ({err}); {_FIX}."
