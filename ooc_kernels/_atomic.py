@@ -50,6 +50,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import threading
 import uuid
 from collections.abc import Iterator
@@ -171,6 +172,31 @@ def _lock_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
 
+def _foreign_lock(lock: Path, path: Path, what: str) -> ForeignPathError:
+    return ForeignPathError(
+        f"refusing to use {str(lock)!r} as the lock of {str(path)!r}: it is {what}, not an "
+        "ooc_kernels lock file (an empty file the library creates there while it writes "
+        f"{path.name!r}, and removes). Move it away, or write {path.name!r} under another name."
+    )
+
+
+def _open_lock(lock: Path, path: Path) -> int:
+    """A descriptor of the lock file ``lock`` (created when missing), never through a link
+    and only of a regular file."""
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except IsADirectoryError:
+        raise _foreign_lock(lock, path, "a folder") from None
+    except OSError as exc:
+        if lock.is_symlink():
+            raise _foreign_lock(lock, path, "a symbolic link") from exc
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _foreign_lock(lock, path, "not a regular file")
+    return fd
+
+
 @contextlib.contextmanager
 def path_lock(path: str | os.PathLike) -> Iterator[Path]:
     """Hold an exclusive advisory lock on ``path`` (through ``.NAME.lock`` next to it).
@@ -179,6 +205,10 @@ def path_lock(path: str | os.PathLike) -> Iterator[Path]:
     so swaps of the same path never interleave, across threads and processes.  The lock file
     is created on entry and removed on exit; a writer that opened a lock file which another
     writer removed in the meantime notices it (different inode) and retries.
+
+    The library's lock files are empty regular files.  Anything else found at the lock's
+    name (a symbolic link, never followed; a file with content; a folder) is not the
+    library's: it is refused with :class:`ForeignPathError` and left as it is.
 
     Yields the lock file's path.
     """
@@ -190,13 +220,15 @@ def path_lock(path: str | os.PathLike) -> Iterator[Path]:
             yield lock
         return
     while True:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _open_lock(lock, path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+                same = os.fstat(fd).st_ino == os.stat(lock, follow_symlinks=False).st_ino
             except FileNotFoundError:
                 same = False
+            if same and os.fstat(fd).st_size:
+                raise _foreign_lock(lock, path, "a file with content")
         except BaseException:
             os.close(fd)
             raise

@@ -1,7 +1,8 @@
 """Attacks on what the library writes: saved models with the newer parts (per-input ARD
 widths, ``n_features="auto"``, one-class Nystroem landmarks, the Nystroem dictionary of
 ``ProjectedKernelRidge``) edited after saving, a disk that fills up in the middle of a save
-over an older model, hard and symbolic links at the target, and target paths no store can
+over an older model, hard and symbolic links at the target, what a user put at the name of
+a save's lock file, and target paths no store can
 be written at (a file where a folder is expected, a name too long for the temporary written
 beside it, no name at all)."""
 
@@ -181,6 +182,37 @@ def test_a_link_at_the_target_of_a_save_is_refused_and_left_alone(models, tmp_pa
         models["ard"].save(link)
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert isinstance(ok.load(target), ok.ProjectedKernelRidge)
+
+
+@pytest.mark.parametrize("what", ["a file with content", "a symbolic link", "a folder"])
+def test_what_is_at_the_name_of_a_saves_lock_is_refused_and_left_alone(models, tmp_path,
+                                                                        what):
+    """A save locks ``NAME`` through the empty file ``.NAME.lock``, which it creates and
+    removes: a user's file of that name is neither removed nor written, a link there is
+    not followed (nothing is created where it leads)."""
+    lock = tmp_path / ".m.zarr.lock"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if what == "a file with content":
+        lock.write_text("my notes")
+    elif what == "a symbolic link":
+        lock.symlink_to(elsewhere / "created")
+    else:
+        lock.mkdir()
+    with pytest.raises(ForeignPathError, match=rf"'.*\.m\.zarr\.lock' as the lock of .*: it "
+                                               rf"is {what}"):
+        models["ard"].save(tmp_path / "m.zarr")
+    assert not (tmp_path / "m.zarr").exists() and os.listdir(elsewhere) == []
+    if what == "a file with content":
+        assert lock.read_text() == "my notes"
+    assert lock.is_symlink() if what == "a symbolic link" else lock.exists()
+
+
+def test_an_empty_lock_left_by_a_dead_writer_is_taken_and_removed(models, tmp_path):
+    (tmp_path / ".m.zarr.lock").write_bytes(b"")
+    models["ard"].save(tmp_path / "m.zarr")
+    assert sorted(os.listdir(tmp_path)) == ["m.zarr"]
+    assert isinstance(ok.load(tmp_path / "m.zarr"), ok.DSGClassifier)
 
 
 def test_a_file_where_a_folder_is_expected_is_refused_before_the_fit(models, tmp_path):
