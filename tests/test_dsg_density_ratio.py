@@ -238,3 +238,39 @@ def test_bad_inputs_raise_clear_errors():
     assert skip.n_samples_skipped_ == 1 and np.isfinite(skip.divergence_)
     with pytest.raises(AttributeError, match="has no attribute 'partial_fit'"):
         ok.DSGDensityRatio().partial_fit
+
+
+def _frames(n=300):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    P = pd.DataFrame({"a": rng.normal(0, 1, n), "b": rng.normal(10, 1, n)})
+    Q = pd.DataFrame({"a": rng.normal(0, 1, n), "b": rng.normal(10, 1, n)})
+    return P, Q
+
+
+SMALL = dict(n_features=256, max_iter=2, **FAST)
+
+
+@pytest.mark.parametrize("lazy_p", [False, True], ids=["pandas", "dask-frame"])
+def test_x_q_with_the_columns_of_x_p_in_another_order_is_refused(lazy_p):
+    P, Q = _frames()
+    if lazy_p:
+        P = pytest.importorskip("dask.dataframe").from_pandas(P, npartitions=2)
+    with pytest.raises(ValidationError, match=r"X_p and X_q have different columns: "
+                                              r"\['a', 'b'\] and \['b', 'a'\] \(the same "
+                                              r"names in another order"):
+        ok.DSGDensityRatio(**SMALL).fit(P, Q[["b", "a"]])
+    with pytest.raises(ValidationError, match=r"\['a', 'b'\] and \['a', 'c'\]"):
+        ok.DSGDensityRatio(**SMALL).fit(P, Q.rename(columns={"b": "c"}))
+    est = ok.DSGDensityRatio(**SMALL).fit(P, Q)          # the same columns: no warning
+    assert list(est.feature_names_in_) == ["a", "b"]
+
+
+def test_only_one_sample_with_column_names_warns():
+    P, Q = _frames()
+    with pytest.warns(ok.exceptions.OocKernelsWarning,
+                      match="X_p has feature names, but X_q has none"):
+        ok.DSGDensityRatio(**SMALL).fit(P, Q.to_numpy())
+    with pytest.warns(ok.exceptions.OocKernelsWarning,
+                      match="X_q has feature names, but X_p has none"):
+        ok.DSGDensityRatio(**SMALL).fit(P.to_numpy(), Q)

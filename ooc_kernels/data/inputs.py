@@ -686,10 +686,12 @@ def pair_samples(first: ChunkedData, second: ChunkedData) -> ChunkedData:
         )
     if (first.feature_names is not None and second.feature_names is not None
             and first.feature_names != second.feature_names):
+        order = (" (the same names in another order: the columns are matched by position)"
+                 if sorted(first.feature_names) == sorted(second.feature_names) else "")
         raise ValidationError(
             f"X_p and X_q have different columns: {list(first.feature_names)} and "
-            f"{list(second.feature_names)}; select and order the columns alike, e.g. "
-            "X_q[list(X_p.columns)]."
+            f"{list(second.feature_names)}{order}; select and order the columns alike, "
+            "e.g. X_q[list(X_p.columns)]."
         )
     n = max(first.n_chunks, second.n_chunks)
     X_p, X_q = _cut(first.X, n), _cut(second.X, n)

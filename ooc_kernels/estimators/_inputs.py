@@ -14,15 +14,17 @@ Examples
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _get_feature_names, validate_data
 
 from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair_samples
-from ooc_kernels.exceptions import InputTypeError, ValidationError
+from ooc_kernels.exceptions import InputTypeError, OocKernelsWarning, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
-__all__ = ["checked_class_weights", "sklearn_validated", "two_sample_data",
+__all__ = ["checked_class_weights", "named_sample", "sklearn_validated", "two_sample_data",
            "unsupervised_data"]
 
 
@@ -104,9 +106,36 @@ def unsupervised_data(data: ChunkedData) -> ChunkedData:
     return data.replace(variables={k: v for k, v in data.variables.items() if k != "y"})
 
 
+def named_sample(data: ChunkedData, X) -> ChunkedData:
+    """``data`` read from the input ``X``, with ``X``'s column names when ``X`` is an
+    in-memory frame whose columns are all strings (the names scikit-learn records as
+    ``feature_names_in_``); lazy inputs carry their names in ``data`` already.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from ooc_kernels.data.inputs import as_chunked
+    >>> frame = pd.DataFrame({"a": [1.0, 2.0], "b": [3.0, 4.0]})
+    >>> named_sample(as_chunked(frame.to_numpy()), frame).feature_names
+    ('a', 'b')
+    """
+    if data.feature_names is not None or _is_chunked_input(X):
+        return data
+    names = sklearn_validated(_get_feature_names, X)
+    if names is None:
+        return data
+    return data.replace(feature_names=tuple(str(n) for n in names))
+
+
 def two_sample_data(first: ChunkedData, second: ChunkedData) -> ChunkedData:
     """The data of a two-sample fit ``fit(X_p, X_q)``: the two samples paired chunk by chunk
     (:func:`~ooc_kernels.data.inputs.pair_samples`), targets dropped.
+
+    The columns of ``X_q`` are matched to those of ``X_p`` by position, so when both
+    samples name their features (give each through :func:`named_sample`) the names must
+    be the same, in the same order (a ``ValidationError`` otherwise); when only one of them
+    has names, an :class:`~ooc_kernels.exceptions.OocKernelsWarning` says so, as
+    scikit-learn warns for a ``predict`` input without the names the model was fitted with.
 
     Examples
     --------
@@ -117,6 +146,14 @@ def two_sample_data(first: ChunkedData, second: ChunkedData) -> ChunkedData:
     >>> sorted(data.variables), data["X_q"].chunks[0]
     (['X_p', 'X_q'], (2, 2))
     """
+    names_p, names_q = first.feature_names, second.feature_names
+    if (names_p is None) != (names_q is None):
+        named, unnamed = ("X_p", "X_q") if names_q is None else ("X_q", "X_p")
+        warnings.warn(
+            f"{named} has feature names, but {unnamed} has none: the columns of X_q are "
+            "taken to be those of X_p, in the same order; give both samples the same "
+            "column names (or neither) to have them checked.",
+            OocKernelsWarning, stacklevel=5)
     return pair_samples(unsupervised_data(first), unsupervised_data(second))
 
 

@@ -92,6 +92,7 @@ from ooc_kernels.estimators._hyperparams import (
 from ooc_kernels.estimators._inputs import (
     _is_chunked_input,
     _with_sample_weight,
+    named_sample,
     sklearn_validated,
     two_sample_data,
     unsupervised_data,
@@ -228,8 +229,9 @@ class ChunkedEstimator(BaseEstimator):
                     f"{type(self).__name__} learns from two samples and takes no "
                     "sample_weight; drop it (or repeat rows to weight them)."
                 )
-            first = self._samples(X, None, reset=reset, name="X_p")
-            return two_sample_data(first, self._samples(y, None, reset=None, name="X_q"))
+            first = named_sample(self._samples(X, None, reset=reset, name="X_p"), X)
+            return two_sample_data(
+                first, named_sample(self._samples(y, None, reset=None, name="X_q"), y))
         if inputs == "unsupervised":
             return _with_sample_weight(unsupervised_data(self._samples(X, None, reset=reset)),
                                        sample_weight)

@@ -242,6 +242,12 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
         Both are read chunk by chunk, every row of each once per epoch.  ``checkpoint``,
         ``checkpoint_every`` and ``resume`` as in :meth:`DSGClassifier.fit
         <ooc_kernels.DSGClassifier.fit>`.
+
+        The columns of ``X_q`` are matched to those of ``X_p`` by position.  When both
+        samples name their columns (pandas or Dask DataFrames), the names must be the same
+        in the same order, else a :class:`~ooc_kernels.exceptions.ValidationError` names
+        both lists (select ``X_q[list(X_p.columns)]``); when only one of them has names, an
+        :class:`~ooc_kernels.exceptions.OocKernelsWarning` says that they are not checked.
         """
         return super().fit(X_p, X_q, checkpoint=checkpoint,
                            checkpoint_every=checkpoint_every, resume=resume)
