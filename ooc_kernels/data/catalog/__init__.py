@@ -114,7 +114,7 @@ ooc_kernels.exceptions.UntrustedCatalogError: catalog ...: data ... reads the en
 
 from ...exceptions import PathEscapeError
 from ._reading import describe_catalog, entry_path, list_datasets, load_catalog, open_dataset
-from ._registering import declare_dataset, register_dataset
+from ._registering import check_catalog_target, declare_dataset, register_dataset
 from .locations import (
     ALLOWED_ENGINES,
     LOCAL_PROTOCOLS,
@@ -148,5 +148,6 @@ __all__ = [
     "entry_path",
     "open_dataset",
     "register_dataset",
+    "check_catalog_target",
     "declare_dataset",
 ]

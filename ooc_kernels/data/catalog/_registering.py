@@ -12,8 +12,10 @@ from typing import Any
 
 import yaml
 
+from ..._atomic import path_lock
 from ..._untrusted import short_repr as _r
-from ...exceptions import CatalogError, PathEscapeError, SchemaError, UnknownEntryError
+from ...exceptions import (CatalogError, ForeignPathError, PathEscapeError, SchemaError,
+                           UnknownEntryError)
 from ..declarations import SCHEMAS
 from ..schema import DECLARATION_KEY, make_declaration
 from ._reading import _entry_url, _from_spec, _read_entry, _read_yaml
@@ -91,9 +93,43 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
+def check_catalog_target(catalog_path: str | os.PathLike, *, trusted: bool = False) -> Path:
+    """The absolute path of a catalog file that :func:`register_dataset` or
+    :func:`declare_dataset` may write: missing (it is created), or an Intake 2 catalog
+    file.  Raises before anything is written, so that a command writing a store and then
+    its entry (``ooc-kernels data make --catalog``) checks the catalog first.
+    ``trusted``: read an existing file as a trusted catalog (:func:`declare_dataset`).
+
+    Raises
+    ------
+    ForeignPathError
+        The path is a symbolic link (a link is never followed, replaced or removed: the
+        entry's relative paths would be read against another folder).
+    CatalogError
+        The path is a folder, or a file that is not an Intake 2 catalog.
+    """
+    cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
+    if cat_path.is_symlink():
+        raise ForeignPathError(
+            f"refusing to write catalog {str(cat_path)!r}: it is a symbolic link (to "
+            f"{_r(os.readlink(cat_path))}), and a link is never followed, replaced or removed; "
+            "name the catalog file it points to, or remove the link yourself"
+        )
+    if cat_path.exists() and not cat_path.is_file():
+        raise CatalogError(
+            f"catalog {str(cat_path)!r} is not a file; name a YAML file (e.g. "
+            f"{str(cat_path / 'catalog.yaml')!r})"
+        )
+    _read_spec(cat_path, trusted=trusted)  # an Intake 2 catalog, or CatalogError
+    return cat_path
+
+
 def _write_spec(cat_path: Path, spec: Mapping) -> None:
     """Replace the catalog file by ``spec`` atomically (temporary file + ``os.replace``):
-    a reader sees the old file or the new one, never a part."""
+    a reader sees the old file or the new one, never a part.  Called under the catalog's
+    :func:`~ooc_kernels._atomic.path_lock`, after :func:`check_catalog_target`."""
+    if cat_path.is_symlink():  # made a link since the check: still never replaced
+        check_catalog_target(cat_path, trusted=True)
     cat_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = cat_path.parent / f".{cat_path.name}.tmp-{uuid.uuid4().hex[:12]}"
     try:
@@ -242,7 +278,17 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
         )
     declaration = make_declaration(variables, schema=schema, task=task, classes=classes,
                                    where=f"the declaration of entry {_r(entry)}")
-    spec = _read_spec(cat_path)
+    check_catalog_target(cat_path)
+    with path_lock(cat_path):  # two registrations at once: neither entry is lost
+        _register(cat_path, spec=_read_spec(cat_path), entry=entry, data_abs=data_abs,
+                  description=description, declaration=declaration,
+                  allow_outside=allow_outside)
+
+
+def _register(cat_path: Path, *, spec: dict, entry: str, data_abs: Path,
+              description: str | None, declaration: dict,
+              allow_outside: AllowOutside) -> None:
+    """The entry of :func:`register_dataset` added to ``spec`` and written."""
     new_entries, new_data = _entry_dicts(entry, _relative_url(data_abs, cat_path.parent),
                                          description, declaration)
     old = spec["entries"].pop(entry, None)
@@ -355,37 +401,40 @@ def declare_dataset(catalog_path: str | os.PathLike, entry: str, *,
             "variables={'X': ..., 'y': ...}, schema=, task= or classes= (command line: "
             "--var X=NAME --var y=NAME, --schema, --task, --classes)"
         )
-    spec = _read_spec(cat_path, trusted=trusted)
-    names = sorted(set(spec["entries"]) | set(spec["aliases"]))
-    if not isinstance(entry, str) or entry not in names:
-        raise UnknownEntryError(
-            f"catalog {str(cat_path)!r} has no entry {_r(entry)}; available entries: "
-            f"{_r(names)}. Pick one of them, or add the store with `ooc-kernels catalog add` "
-            "(ooc_kernels.data.register_dataset)"
-        )
-    target = spec["aliases"].get(entry, entry)
-    if not isinstance(target, str) or not isinstance(spec["entries"].get(target), Mapping):
-        raise CatalogError(
-            f"catalog {str(cat_path)!r}: {_r(entry)} is not a reader entry (it is "
-            f"{_r(spec['entries'].get(target, target))}); declare the reader entry it "
-            "points at"
-        )
-    record = dict(spec["entries"][target])
-    metadata = record.get("metadata")
-    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
-    old = metadata.get(DECLARATION_KEY)
-    declaration = dict(old) if isinstance(old, Mapping) else {}
-    if "variables" in given and isinstance(declaration.get("variables"), Mapping):
-        given["variables"] = {**declaration["variables"], **given["variables"]}
-    declaration.update(given)
-    if declaration.get("schema") in SCHEMAS and isinstance(declaration.get("variables"),
-                                                            Mapping):
-        make_declaration(declaration["variables"], schema=declaration["schema"], where=where)
-    metadata[DECLARATION_KEY] = declaration
-    record["metadata"] = metadata
-    spec["entries"][target] = record
-    _check_declared_entry(cat_path, spec, target,
-                          f"cannot declare {declaration!r} for entry {_r(target)}",
-                          trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
-    _write_spec(cat_path, spec)
+    check_catalog_target(cat_path, trusted=trusted)
+    with path_lock(cat_path):  # a registration at the same time: neither change is lost
+        spec = _read_spec(cat_path, trusted=trusted)
+        names = sorted(set(spec["entries"]) | set(spec["aliases"]))
+        if not isinstance(entry, str) or entry not in names:
+            raise UnknownEntryError(
+                f"catalog {str(cat_path)!r} has no entry {_r(entry)}; available entries: "
+                f"{_r(names)}. Pick one of them, or add the store with `ooc-kernels catalog "
+                "add` (ooc_kernels.data.register_dataset)"
+            )
+        target = spec["aliases"].get(entry, entry)
+        if not isinstance(target, str) or not isinstance(spec["entries"].get(target), Mapping):
+            raise CatalogError(
+                f"catalog {str(cat_path)!r}: {_r(entry)} is not a reader entry (it is "
+                f"{_r(spec['entries'].get(target, target))}); declare the reader entry it "
+                "points at"
+            )
+        record = dict(spec["entries"][target])
+        metadata = record.get("metadata")
+        metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+        old = metadata.get(DECLARATION_KEY)
+        declaration = dict(old) if isinstance(old, Mapping) else {}
+        if "variables" in given and isinstance(declaration.get("variables"), Mapping):
+            given["variables"] = {**declaration["variables"], **given["variables"]}
+        declaration.update(given)
+        if declaration.get("schema") in SCHEMAS and isinstance(declaration.get("variables"),
+                                                                Mapping):
+            make_declaration(declaration["variables"], schema=declaration["schema"],
+                             where=where)
+        metadata[DECLARATION_KEY] = declaration
+        record["metadata"] = metadata
+        spec["entries"][target] = record
+        _check_declared_entry(cat_path, spec, target,
+                              f"cannot declare {declaration!r} for entry {_r(target)}",
+                              trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
+        _write_spec(cat_path, spec)
     return declaration
