@@ -225,12 +225,14 @@ def data_generators():
 def data_make(name, n_samples, out, split, seed, chunk_size, params, catalog, entry,
               overwrite, exist_ok, allow_outside, data_root, quiet):
     """Write dataset NAME to a Zarr store chunk by chunk (and register it in a catalog)."""
-    from ooc_kernels.data.catalog import register_dataset
+    from ooc_kernels.data.catalog import check_catalog_target, register_dataset
     from ooc_kernels.data.generators import make_dataset
 
     entry = entry or (name if split == "train" else f"{name}_{split}")
     store = out if out.suffix == ".zarr" else out / f"{entry}.zarr"
     allow = _catalog_allow_outside(allow_outside, data_root)
+    if catalog is not None:
+        check_catalog_target(catalog)  # before the store: a catalog it cannot be written to
     if catalog is not None and allow is not True:
         # refuse before writing anything: the same check register_dataset makes afterwards
         from ooc_kernels.exceptions import PathEscapeError
