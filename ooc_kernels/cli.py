@@ -466,6 +466,8 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
         raise click.UsageError("--resume needs --checkpoint PATH (the checkpoint to resume "
                                "from).")
     resume = checkpoint is not None if resume is None else resume
+    if checkpoint is not None:
+        _refuse_same_or_nested(out, checkpoint)
     _refuse_existing(out, overwrite, "model")
     est = cls(**hyper)
     est._validate_params()
@@ -511,6 +513,20 @@ def _default_estimator(ds, entry: str, catalog_file: Path) -> str:
         "DSGClassifier for class labels stored as floats), or declare the task once with "
         f"`ooc-kernels catalog declare {catalog_file} {entry} --task regression`"
     )
+
+
+def _refuse_same_or_nested(out: Path, checkpoint: Path) -> None:
+    """Before any work: ``--out`` and ``--checkpoint`` name two stores, so neither may be
+    the other or lie inside it (the fit would write its checkpoint where the model goes)."""
+    a, b = out.expanduser().absolute(), checkpoint.expanduser().absolute()
+    ra, rb = a.parent.resolve() / a.name, b.parent.resolve() / b.name
+    if ra == rb or ra.is_relative_to(rb) or rb.is_relative_to(ra):
+        raise click.UsageError(
+            f"--out {str(out)!r} and --checkpoint {str(checkpoint)!r} are the same path or "
+            "one lies inside the other; the checkpoint and the model are two stores: give "
+            "them different paths side by side (e.g. --out model.zarr --checkpoint "
+            "model.ckpt.zarr)"
+        )
 
 
 def _refuse_existing(out: Path, overwrite: bool, kind: str) -> None:

@@ -683,6 +683,21 @@ def test_train_resume_needs_checkpoint(tmp_path):
     assert not (tmp_path / "m.zarr").exists()
 
 
+@pytest.mark.parametrize("out, checkpoint", [("same.zarr", "same.zarr"),
+                                              ("m.zarr", "m.zarr/ck.zarr"),
+                                              ("ck.zarr/m.zarr", "ck.zarr"),
+                                              ("m.zarr", "./sub/../m.zarr")])
+def test_train_refuses_a_checkpoint_at_or_inside_the_output_before_the_fit(tmp_path, out,
+                                                                          checkpoint,
+                                                                          monkeypatch):
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, _train_args(tmp_path, "--out", out, "--checkpoint",
+                                             checkpoint))
+    assert r.exit_code == 2 and "are the same path or one lies inside the other" in r.output
+    assert sorted(os.listdir(tmp_path)) == ["c.yaml", "data", "sub"]  # nothing written
+
+
 def _interrupt_after_rounds(monkeypatch, n_rounds):
     """Ctrl-C between two rounds of the fit, right after round ``n_rounds`` (the fits below
     have at least one round per epoch, 3 epochs: round 3 comes before the final write)."""
