@@ -448,6 +448,7 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     from ooc_kernels.exceptions import ValidationError
 
     from ooc_kernels.estimators._registry import get_estimator
+    from ooc_kernels.estimators.persistence import json_params
 
     hyper = _parse_params(params)
     data = None
@@ -471,6 +472,7 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     _refuse_existing(out, overwrite, "model")
     est = cls(**hyper)
     est._validate_params()
+    json_params(est)  # what cannot be saved is refused before the fit, not after it
     try:
         with _scheduler(**sched), _log_lines(quiet):
             est.set_params(progress=_progress(quiet))

@@ -11,6 +11,12 @@ Layout of a saved model (format 3)::
                        of the metadata: :mod:`ooc_kernels._checksums`)
       <arrays>/        the family's arrays (DSG: coef, float64), every chunk with its CRC32C
 
+Hyperparameters are saved as JSON by :func:`~ooc_kernels.estimators._param_json.json_param`:
+a mapping keyed by labels (``class_weight={0: 1.0, 1: 2.0}``, keys of any label type, NumPy
+ones included) is tagged with its keys' types and loads with keys equal and of the same
+type; a value with no JSON form is a :class:`~ooc_kernels.exceptions.ModelFormatError`
+naming the parameter before anything is written.
+
 Loading verifies everything it reads: the metadata's checksum, then only the arrays the
 checksums list and the family knows (``_saved_arrays``), each against its shape, dtype and
 CRC32C; a mismatch is a :class:`~ooc_kernels.exceptions.ModelFormatError` naming what is
@@ -55,6 +61,7 @@ import zarr
 from ooc_kernels import _checksums
 from ooc_kernels._atomic import KIND_ATTR, atomic_dir, sweep_stale
 from ooc_kernels._version import __version__
+from ooc_kernels.estimators._param_json import MAPPING_TAG, decoded_mapping, json_param
 from ooc_kernels.estimators._registry import ESTIMATORS
 from ooc_kernels.exceptions import ModelFormatError, RegistryError, ValidationError
 
@@ -68,31 +75,9 @@ CHECKSUMS_SINCE = 3
 _META_KEY = "ooc_kernels"
 
 
-def _json_param(name, value):
-    from ooc_kernels.features.objects import Kernel
-    if isinstance(value, Kernel):  # a kernel object (``kernel=Kernel(...)``), tagged
-        return {"Kernel": str(value)}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) == 1 and all(
-            isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-            for v in value):  # a vector of numbers (a per-input bandwidth)
-        return [float(v) for v in value]
-    if isinstance(value, dict) and all(  # parameters of a parameter (kernel_params)
-            isinstance(k, str) and (v is None or isinstance(v, (bool, int, float, str)))
-            for k, v in value.items()):
-        return dict(value)
-    raise ModelFormatError(
-        f"parameter {name}={value!r} cannot be saved as JSON; set it to an int or None "
-        "before saving (e.g. random_state=0)."
-    )
-
-
 def json_params(estimator) -> dict:
     """The estimator's hyperparameters as JSON, without those of whoever runs it."""
-    return {k: _json_param(k, v) for k, v in estimator.get_params(deep=False).items()
+    return {k: json_param(k, v) for k, v in estimator.get_params(deep=False).items()
             if k not in estimator._runtime_params}
 
 
@@ -256,7 +241,11 @@ def _estimator_class(meta: dict, where: str) -> type:
 
 def _decoded_param(name, value, where: str):
     """A saved hyperparameter as the estimator takes it: the tagged form ``{"Kernel":
-    terms}`` of :func:`_json_param` becomes the :class:`~ooc_kernels.features.Kernel`."""
+    terms}`` of :func:`~ooc_kernels.estimators._param_json.json_param` becomes the
+    :class:`~ooc_kernels.features.Kernel`, the tagged form ``{"Mapping": [[key, type,
+    value], ...]}`` the mapping with keys of their saved type."""
+    if isinstance(value, dict) and set(value) == {MAPPING_TAG}:
+        return decoded_mapping(name, value, where)
     if not (isinstance(value, dict) and set(value) == {"Kernel"}):
         return value
     from ooc_kernels.features.objects import Kernel
