@@ -71,6 +71,11 @@ def test_resume_refuses_other_data_hyperparameters_and_versions(tmp_path):
     with pytest.raises(CheckpointMismatchError,
                        match=r"hyperparameter alpha: checkpoint has 'auto', this fit has 0.1"):
         ok.DSGClassifier(**dict(PARAMS, alpha=0.1)).fit(ds, checkpoint=ck, resume=True)
+    # the fix in the spelling of each way in: Python, the command line, a pipeline file
+    with pytest.raises(CheckpointMismatchError,
+                       match=r"pass resume=False \(command line: --no-resume; pipeline file: "
+                             r"fit: \{resume: false\}\)"):
+        ok.DSGClassifier(**dict(PARAMS, alpha=0.1)).fit(ds, checkpoint=ck, resume=True)
     edit_attrs(ck, "ooc_kernels_checkpoint", set_at("library_version", value="0.0.1"))
     with pytest.raises(CheckpointMismatchError, match=r"written by ooc_kernels 0.0.1"):
         ok.DSGClassifier(**PARAMS).fit(ds, checkpoint=ck, resume=True)

@@ -36,6 +36,7 @@ from ooc_kernels.exceptions import (
     ValidationError,
 )
 from ooc_kernels.parallel.checkpoint import (
+    START_OVER,
     Checkpoint,
     dataset_identity,
     differences,
@@ -45,7 +46,7 @@ from ooc_kernels.parallel.checkpoint import (
 __all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint", "resume_end",
            "resume_position"]
 
-_FIX = "remove the checkpoint (or pass resume=False) to start the fit again"
+_FIX = f"remove the checkpoint (or pass {START_OVER}) to start the fit again"
 
 # id(data) -> (weak reference to data, its fingerprint): the writer and the resume check of
 # one fit share one computation.  An entry goes when its data is garbage-collected.
@@ -281,7 +282,7 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
     if problems:
         raise CheckpointMismatchError(
             f"cannot resume from checkpoint {str(path)!r}: " + "; ".join(problems)
-            + ". Resume with the same data and hyperparameters, or pass resume=False (or "
+            + f". Resume with the same data and hyperparameters, or pass {START_OVER} (or "
             "remove the checkpoint) to start again."
         )
     n_rounds = _rounds_per_epoch(estimator, model, data, where)

@@ -100,6 +100,7 @@ from ooc_kernels.estimators._inputs import (
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
 from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
                                     UnresolvedParameterError, ValidationError)
+from ooc_kernels.parallel.checkpoint import START_OVER
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.cluster import auto_tasks_per_round, reporting_scheduler_loss
 from ooc_kernels.parallel.engine import run_rounds
@@ -417,7 +418,7 @@ class ChunkedEstimator(BaseEstimator):
                     f"the checkpoint stops in epoch {start[0]}, round {start[1]}, but holds "
                     "no training-loss totals of that epoch's start, so the epoch's loss and "
                     "the stopping rule cannot be computed; remove the checkpoint (or pass "
-                    "resume=False) to start the fit again."
+                    f"{START_OVER}) to start the fit again."
                 )
             totals = tuple(monitor.epoch_start)
         else:

@@ -41,7 +41,10 @@ __all__ = ["Checkpoint", "CheckpointError", "CheckpointMismatchError", "write_ch
 _KEY = "ooc_kernels_checkpoint"
 #: Format 2: every array and the metadata carry CRC32C checksums (:mod:`ooc_kernels._checksums`).
 FORMAT_VERSION = 2
-_FIX = "remove it (or pass resume=False) to start the fit again"
+#: How to start a fit over instead of resuming, in every interface's spelling.
+START_OVER = ("resume=False (command line: --no-resume; pipeline file: fit: {resume: "
+              "false})")
+_FIX = f"remove it (or pass {START_OVER}) to start the fit again"
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ from ooc_kernels.exceptions import (
     ForeignPathError,
     WorkStoreInUseError,
 )
+from ooc_kernels.parallel.checkpoint import START_OVER
 
 __all__ = ["WorkStores", "checkpoint_work_folder"]
 
@@ -186,7 +187,7 @@ class WorkStores:
             raise CheckpointError(
                 f"the work store {str(store)!r} that checkpoint {str(self.checkpoint)!r} "
                 "needs (the duals of its rows) is missing or was replaced. Start the fit "
-                "again with resume=False."
+                f"again with {START_OVER}."
             )
         self._lock(store)
         self.store, self._keep = store, True
