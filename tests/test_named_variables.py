@@ -144,6 +144,12 @@ def test_in_memory_dataarrays_are_chunked_and_aligned_on_their_coordinate():
     with pytest.raises(SchemaError, match=r"variable 'y': expected dims \('time',\).*found "
                                           r"dims \('t',\); rename them: y = y.rename"):
         as_chunked(ds["features"], ds["label"].rename(time="t"))
+    # X given as features x samples: the fix transposes X, not y
+    with pytest.raises(SchemaError, match=r"variable 'y': expected dims \('channel',\).*found "
+                                          r"dims \('time',\); the dims of 'X' look transposed "
+                                          r"\(\('channel', 'time'\)\): transpose it: X = "
+                                          r"X.transpose\('time', 'channel'\)"):
+        as_chunked(ds["features"].T, ds["label"])
     declared = ds.assign_attrs(ooc_kernels_variables={"X": "features"})
     with pytest.raises(SchemaError, match=r"y has dims \('t',\), expected \('time',\).*"
                                           r"y = y.rename\(\{'t': 'time'\}\)"):

@@ -237,14 +237,36 @@ class _Checker:
             shared = sorted({self.names[self.dim_source[c]] for c in v.dims
                              if c in self.dim_source})
             why = f", shared with {', '.join(map(repr, shared))}" if shared else ""
+            remedy = (self.transposed_source(v, info)
+                      or fix.dims(self.ctx, user, expected, info.dims))
             self.problem(f"{self.label(v.name)}: expected dims {expected} (its dims by "
-                         f"position{why}), found dims {info.dims}; "
-                         f"{fix.dims(self.ctx, user, expected, info.dims)}")
+                         f"position{why}), found dims {info.dims}; {remedy}")
             return False
         for c, u in zip(v.dims, info.dims):
             self.dims.setdefault(c, u)
             self.dim_source.setdefault(c, v.name)
         return True
+
+    def transposed_source(self, v: Variable, info: ArrayInfo) -> str | None:
+        """The fix when ``v``'s dims are those of the variable that named them, in another
+        order (``X`` given as features x samples, ``y`` along the samples): transpose that
+        variable, not ``v``.  None when that is not the case."""
+        sources = {self.dim_source[c] for c in v.dims if c in self.dim_source}
+        if len(sources) != 1:
+            return None
+        source = next(s for s in self.schema.variables if s.name == sources.pop())
+        have = [self.dims[c] for c in source.dims]
+        order = list(have)
+        for c, u in zip(v.dims, info.dims):
+            if c not in source.dims or u not in have:
+                return None
+            i, j = source.dims.index(c), order.index(u)
+            order[i], order[j] = order[j], order[i]
+        if order == have:
+            return None
+        name = self.names[source.name]
+        return (f"the dims of {name!r} look transposed ({tuple(have)}): "
+                + fix.dims(self.ctx, name, tuple(order), tuple(have)))
 
     def check_dtype(self, v: Variable, info: ArrayInfo) -> None:
         task, suffix = None, ""
