@@ -310,6 +310,15 @@ def test_a_single_class(lazy):
     with pytest.raises(ValidationError, match=r"y has only 1 class \(\[0\]\); a classifier "
                                               r"needs .* two classes"):
         _clf().fit(_lazy(X) if lazy else X, _lazy(y) if lazy else y)
+    with pytest.raises(ValidationError, match=r"y has only 1 class .*pass every class to the "
+                                              r"first partial_fit call: partial_fit\(X, y, "
+                                              r"classes=\[...\]\)"):
+        _clf().partial_fit(_lazy(X) if lazy else X, _lazy(y) if lazy else y)
+    with pytest.raises(ValidationError, match=r"^classes has only 1 class \(\[0\]\); a "
+                                              r"classifier needs .* two classes\.$"):
+        _clf().partial_fit(X, y, classes=[0])
+    clf = _clf().partial_fit(X, y, classes=[0, 1])  # the other class comes later
+    assert clf.classes_.tolist() == [0, 1]
 
 
 def test_a_single_declared_class_in_a_store(store):

@@ -80,9 +80,13 @@ class ChunkedClassifierMixin:
             found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
         sklearn_validated(check_classification_targets, found)
         if len(found) < 2:
+            later = ("; if the others come in later data, pass every class to the first "
+                     "partial_fit call: partial_fit(X, y, classes=[...])"
+                     if classes is None else "")
             raise ValidationError(
-                f"y has only 1 class ({found.tolist()}); a classifier needs samples of at "
-                "least two classes."
+                f"{'classes' if classes is not None else 'y'} has only 1 class "
+                f"({found.tolist()}); a classifier needs samples of at least two "
+                f"classes{later}."
             )
         return found
 
