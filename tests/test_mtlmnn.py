@@ -6,9 +6,12 @@ L-BFGS over ``X_k = L_k L_k^T`` (no eigendecomposition), the ``W_j`` bookkeeping
 from explicit ``Z_i`` after every iteration, and Euclidean k-NN (scikit-learn) per task.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import KNeighborsClassifier
 
 import ooc_kernels as ok
@@ -259,3 +262,18 @@ def test_transform_gives_the_learned_distances_and_task_is_a_keyword():
     with pytest.raises(ValidationError, match="X has 2 features, but MultiTaskLMNN is "
                                               "expecting 3 features"):
         one.predict(X[:, :2])
+
+
+def test_a_fit_stopped_before_its_tolerance_warns():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    task = rng.integers(0, 2, 120)
+    with pytest.warns(ConvergenceWarning, match=r"MultiTaskLMNN stopped \(max_iter: 200 "
+                                                r"iterations\) before converging: the duality "
+                                                r"gap is .* above tol=1e-06"):
+        est = ok.MultiTaskLMNN(max_iter=200, random_state=0).fit(X, y, task=task)
+    assert not est.converged_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converged: no warning
+        assert ok.MultiTaskLMNN(random_state=0).fit(X, y, task=task).converged_

@@ -32,10 +32,12 @@ Without ``task`` every row belongs to one task (single-task LMNN, metric ``X_1 +
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
@@ -258,6 +260,12 @@ class MultiTaskLMNN(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
         self._train = (X, y, codes)
+        if not res.converged:
+            warnings.warn(
+                f"MultiTaskLMNN stopped ({res.stop_reason}: {res.n_iter} iterations) before "
+                f"converging: the duality gap is {res.gap:.3g} (primal {res.primal:.6g}), "
+                f"above tol={self.tol}; the metrics may be far from the solution. Raise "
+                "max_iter (or max_time), or loosen tol.", ConvergenceWarning, stacklevel=2)
         return self
 
     def transform(self, X, *, task=None):
