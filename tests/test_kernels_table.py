@@ -24,7 +24,7 @@ from sklearn.metrics.pairwise import (additive_chi2_kernel, laplacian_kernel,
 
 import ooc_kernels as ok
 from ooc_kernels._jit.rff import RELU, features_inplace, features_inplace_ref
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features import spectral
 from ooc_kernels.features.blocks import rff_map
 from ooc_kernels.features.maps import get_feature_map, kernel_settings, kernel_spec
@@ -478,3 +478,57 @@ def test_a_lazy_dask_input_fits_the_same_model_as_in_memory_rows(spec):
                                      da.from_array(y, chunks=100))
     np.testing.assert_array_equal(lazy.predict(Xt), eager.predict(Xt))
     assert np.abs(eager.predict(Xt)).max() > 0
+
+
+ADDITIVE = ("chi2", "hellinger", "intersection", "js")
+SMALL_FIT = dict(standardize=False, bandwidth=1.0, n_features=256, block_size=64, max_iter=2,
+                 random_state=0, scheduler="sync", progress=False)
+
+
+def _histograms_with_one_negative(n=120):
+    rng = np.random.default_rng(9)
+    X = np.abs(rng.normal(size=(n, 3)))
+    bad = X.copy()
+    bad[57, 1] = -1.0                      # chunk 1, row 7 of chunks of 50 rows
+    return X, (X[:, 0] > 0.6).astype(int), bad
+
+
+@pytest.mark.parametrize("kernel", ADDITIVE)
+def test_a_negative_input_is_refused_by_every_prediction_as_by_fit(kernel):
+    da = pytest.importorskip("dask.array")
+    X, y, bad = _histograms_with_one_negative()
+    clf = ok.DSGClassifier(kernel=kernel, **SMALL_FIT).fit(X, y)
+    message = rf"the {kernel} kernel takes non-negative inputs.*X holds the value -1\.0 at "
+    for method in (clf.predict, clf.decision_function, clf.predict_proba,
+                   lambda Z: clf.score(Z, y)):
+        with pytest.raises(InvalidDataError, match=message + "row 57, feature 1"):
+            method(bad)
+    lazy = da.from_array(bad, chunks=(50, 3))
+    pred = clf.decision_function(lazy)                  # lazy: nothing is read yet
+    with pytest.raises(InvalidDataError, match=message + "chunk 1, row 7, feature 1"):
+        pred.compute()
+    with pytest.raises(InvalidDataError, match=message + "chunk 1, row 7, feature 1"):
+        clf.score(lazy, da.from_array(y, chunks=50))
+    with pytest.raises(InvalidDataError, match=message + "chunk 1, row 7, feature 1"):
+        ok.DSGClassifier(kernel=kernel, **SMALL_FIT).fit(lazy, y)
+
+
+def test_the_fit_error_names_the_value_as_given_and_advice_for_the_settings():
+    X, y, bad = _histograms_with_one_negative()
+    # the bandwidth from the data (the set-up's exact kernel) or given: the value as it is
+    for bandwidth in ("median", 1.0):
+        params = dict(SMALL_FIT, bandwidth=bandwidth)
+        with pytest.raises(InvalidDataError) as info:
+            ok.DSGRegressor(kernel="chi2", **params).fit(bad, y)
+        assert "X holds the value -1.0 at chunk 0, row 57, feature 1" in str(info.value)
+        assert "standardize" not in str(info.value)
+    with pytest.raises(InvalidDataError, match=r"X_q holds the value -1\.0 at chunk 0, row 57"):
+        ok.DSGDensityRatio(kernel="js", **SMALL_FIT).fit(X, bad)
+    # standardization on: refused before any data is read, whatever the values
+    for standardize in (True, "auto"):
+        with pytest.raises(ValidationError, match=rf"standardize={standardize!r} centers the "
+                                                  r"inputs.*use standardize=False"):
+            ok.DSGRegressor(kernel="hellinger", **dict(SMALL_FIT, standardize=standardize)
+                            ).fit(X, y)
+    with pytest.raises(ValidationError, match=r"X holds the value -1\.0: give it non-negative"):
+        ok.features.kernel_function("chi2", bandwidth=0.25)(bad[57:58], X[:2])

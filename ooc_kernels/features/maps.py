@@ -344,8 +344,8 @@ def _spectral_map(name, description, nonlinearity, sampler, exact, sampler_param
 
     def writer(seed, n_features_in, block_size, input_scale, dtype, affine):
         if nonnegative and affine is not None and np.any(np.asarray(affine[0]) != 0):
-            from ooc_kernels.features.structured import nonnegative_message
-            raise ValidationError(nonnegative_message(name, "a centered input"))
+            from ooc_kernels.features.structured import centered_input_message
+            raise ValidationError(centered_input_message(name))
         return spectral.SpectralWriter(sample, seed, n_features_in, block_size, input_scale,
                                        dtype, affine)
 

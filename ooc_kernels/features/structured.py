@@ -48,12 +48,13 @@ import math
 
 import numpy as np
 
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.features.rbf import _check_dtype, _raw_words
 from ooc_kernels.features.spectral import _open_unit, _scaled
 
-__all__ = ["ADDITIVE_KERNELS", "POLY_DEGREES", "additive_block", "chi2_kernel",
-           "hellinger_block", "hellinger_kernel", "intersection_kernel", "js_kernel",
+__all__ = ["ADDITIVE_KERNELS", "POLY_DEGREES", "additive_block", "centered_input_message",
+           "check_nonnegative_rows", "chi2_kernel", "hellinger_block", "hellinger_kernel",
+           "intersection_kernel", "js_kernel", "negative_input_message", "nonnegative_block",
            "poly_block", "poly_kernel"]
 
 #: The polynomial degrees with a nonlinearity of their own.
@@ -180,18 +181,75 @@ def poly_kernel(X, Y, bandwidth, dtype=np.float64, degree=2, coef0=1.0):
 
 
 def _nonnegative(X, Y, bandwidth, name):
-    X, Y = _scaled(X, Y, bandwidth)
-    low = min(X.min(initial=0.0), Y.min(initial=0.0))
+    X, Y = np.asarray(X, dtype=np.float64), np.asarray(Y, dtype=np.float64)  # a few rows
+    low = min(X.min(initial=0.0), Y.min(initial=0.0))  # as given, before the bandwidth
     if low < 0:
-        raise ValidationError(nonnegative_message(name, low))
-    return X, Y
+        raise ValidationError(negative_input_message(name, low.item()))
+    return _scaled(X, Y, bandwidth)
 
 
-def nonnegative_message(name, low) -> str:
-    """The error of an additive kernel given a negative input."""
-    return (f"the {name} kernel takes non-negative inputs (histograms, counts); the model "
-            f"sees the value {low!r}: with standardize=True the inputs are centered, use "
-            "standardize=False")
+def negative_input_message(name: str, value, where: str = "", var: str = "X") -> str:
+    """The error of an additive kernel given the negative input ``value`` (as the caller
+    gave it) of the variable ``var``, found at ``where`` (e.g. ``"chunk 0, row 3, feature
+    1"``; empty: not known).
+
+    Examples
+    --------
+    >>> negative_input_message("chi2", -1.0, "row 0, feature 2")[:71]
+    'the chi2 kernel takes non-negative inputs (histograms, counts); X holds'
+    """
+    at = f" at {where}" if where else ""
+    return (f"the {name} kernel takes non-negative inputs (histograms, counts); {var} holds "
+            f"the value {value!r}{at}: give it non-negative values, or choose a kernel "
+            "defined on any real input (e.g. kernel='rbf')")
+
+
+def centered_input_message(name: str, standardize="True") -> str:
+    """The error of an additive kernel whose model standardizes (centers) its inputs
+    (``standardize``: the setting as the message shows it).
+
+    Examples
+    --------
+    >>> message = centered_input_message("js", "'auto'")
+    >>> "standardize='auto' centers the inputs" in message, message.endswith("=False")
+    (True, True)
+    """
+    return (f"the {name} kernel takes non-negative inputs (histograms, counts), and "
+            f"standardize={standardize} centers the inputs, which makes some of them "
+            "negative: use standardize=False")
+
+
+def check_nonnegative_rows(X, name: str, chunk=None, var: str = "X") -> None:
+    """Raise :class:`~ooc_kernels.exceptions.InvalidDataError` for the first negative value
+    of the rows ``X`` (one chunk, or an in-memory input) of the variable ``var``, naming it
+    with its row and feature (and ``chunk``, the chunk's index, when given); NaN are left
+    to the checks of finite values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_nonnegative_rows(np.array([[1.0, 2.0], [0.5, -3.0]]), "chi2", chunk=4)
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.InvalidDataError: the chi2 kernel takes non-negative inputs \
+(histograms, counts); X holds the value -3.0 at chunk 4, row 1, feature 1: give it \
+non-negative values, or choose a kernel defined on any real input (e.g. kernel='rbf')
+    """
+    X = np.asarray(X)  # one chunk, or the caller's validated in-memory rows
+    negative = X < 0
+    if not negative.any():
+        return
+    row, feature = (int(i) for i in np.argwhere(negative)[0])
+    where = ("" if chunk is None else f"chunk {chunk}, ") + f"row {row}, feature {feature}"
+    raise InvalidDataError(negative_input_message(name, X[row, feature].item(), where, var))
+
+
+def nonnegative_block(block, name: str, var: str = "X", block_info=None):
+    """``block`` (one chunk of the lazy variable ``var``, through ``map_blocks``)
+    unchanged, after :func:`check_nonnegative_rows` named its chunk."""
+    chunk = "?" if not block_info else block_info[0]["chunk-location"][0]
+    check_nonnegative_rows(block, name, chunk, var)
+    return block
 
 
 def _pairwise_sum(X, Y, kappa):

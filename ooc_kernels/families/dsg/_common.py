@@ -34,7 +34,9 @@ from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._large_data import auto_n_features
 from ooc_kernels.families.dsg._saved_config import check_saved_fields
 from ooc_kernels.families.dsg.solver import DSGConfig, DSGState, predict_chunk, step_sizes
-from ooc_kernels.features.maps import kernel_spec
+from ooc_kernels.features.maps import get_feature_map, kernel_spec
+from ooc_kernels.features.structured import (centered_input_message, check_nonnegative_rows,
+                                             nonnegative_block)
 
 __all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMixin",
            "TINY_VALUES", "check_bandwidth_sample", "check_dtype_scales",
@@ -200,6 +202,25 @@ def with_threads(estimator, config):
     return dataclasses.replace(config, n_jobs=estimator.n_jobs)
 
 
+def nonnegative_kernel(kernel) -> str | None:
+    """The name of ``kernel`` (a kernel spec) when it is defined on non-negative inputs
+    only (the additive kernels of histograms, a sum with one of them), else None."""
+    fmap = get_feature_map(kernel)
+    return fmap.name if fmap.nonnegative_inputs else None
+
+
+def nonnegative_variables(data, names, kernel):
+    """``data`` whose variables ``names`` raise, chunk by chunk as they are read, on a
+    negative value when ``kernel`` takes non-negative inputs only (unchanged otherwise)."""
+    kernel_name = nonnegative_kernel(kernel)
+    if kernel_name is None:
+        return data
+    checked = {name: data[name].map_blocks(nonnegative_block, kernel_name, name,
+                                           dtype=data[name].dtype, meta=data[name]._meta)
+               for name in names}
+    return data.replace(variables=dict(data.variables, **checked))
+
+
 class DSGModelMixin:
     """The DSG estimators' common plumbing, placed before
     :class:`~ooc_kernels.estimators.base.ChunkedEstimator` in the bases.
@@ -216,7 +237,10 @@ class DSGModelMixin:
 
     # ------------------------------------------------------------------ parameters
     def _check_params(self) -> None:
-        kernel_spec(self.kernel, self.kernel_params)  # kernel_params valid for the kernel
+        kernel = kernel_spec(self.kernel, self.kernel_params)  # kernel_params valid for it
+        name = nonnegative_kernel(kernel)
+        if name is not None and getattr(self, "standardize", False):
+            raise ValidationError(centered_input_message(name, repr(self.standardize)))
         if self.n_features != "auto":  # "auto" is whole blocks (_large_data)
             check_whole_blocks("n_features", self.n_features, self.block_size,
                                "the model holds whole feature blocks")
@@ -236,7 +260,14 @@ class DSGModelMixin:
         return "float64" if one_batch else "float32"
 
     # ------------------------------------------------------------------ fitting
+    def _start(self, data, sched, classes=None) -> None:
+        # the set-up's rows are read through the check of non-negative inputs
+        data = nonnegative_variables(data, self._feature_variables,
+                                     kernel_spec(self.kernel, self.kernel_params))
+        super()._start(data, sched, classes=classes)
+
     def _engine_data(self, data):
+        data = nonnegative_variables(data, self._feature_variables, self._config.kernel)
         dtype = np.dtype(self._config.dtype)
         cast = {name: data[name].astype(dtype) for name in self._feature_variables
                 if data[name].dtype != dtype}
@@ -282,6 +313,18 @@ class DSGModelMixin:
 
     def _predict_payload(self):
         return with_threads(self, self._config), self._state
+
+    def _predict_data(self, X):
+        """The base's prediction input, checked for negative values (chunk by chunk for a
+        lazy input) when the model's kernel takes non-negative inputs only."""
+        data, lazy = super()._predict_data(X)
+        name = nonnegative_kernel(self._config.kernel)
+        if name is None:
+            return data, lazy
+        if lazy:
+            return nonnegative_variables(data, ("X",), self._config.kernel), True
+        check_nonnegative_rows(data, name)
+        return data, False
 
     @property
     def _predict_dtype(self) -> np.dtype:
