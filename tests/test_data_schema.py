@@ -261,6 +261,22 @@ def test_open_not_a_zarr_group(tmp_path):
         open_zarr_dataset(tmp_path / "plain")
 
 
+@pytest.mark.parametrize("damage", ["truncated", "unknown data type", "unknown codec"])
+def test_open_a_store_whose_array_metadata_is_damaged(tmp_path, damage):
+    path = make_dataset("synthetic_krr_2d", tmp_path / "d.zarr", 40, chunk_size=20,
+                        progress=False)
+    meta = path / "X" / "zarr.json"
+    text = meta.read_text()
+    assert '"float32"' in text and '"zstd"' in text
+    meta.write_text({"truncated": text[: len(text) // 2],
+                     "unknown data type": text.replace('"float32"', '"flaot32"'),
+                     "unknown codec": text.replace('"zstd"', '"zstx"')}[damage])
+    with pytest.raises(SchemaError, match=r"dataset '.*d.zarr': array 'X' cannot be read: its "
+                                          r"metadata file 'X/zarr.json' is damaged .*; the "
+                                          r"store is damaged: regenerate it"):
+        open_zarr_dataset(path)
+
+
 def test_open_store_violating_schema(tmp_path):
     ds = _valid().assign(X=lambda d: d.X.astype("float64"))
     ds.to_zarr(tmp_path / "bad.zarr", zarr_format=3, consolidated=False)

@@ -463,12 +463,26 @@ def _check_arrays_present(group, p: Path, zarr) -> None:
     xarray opens such a store from the consolidated metadata alone and would read the lost
     array as its fill value (zeros) everywhere.
     """
+    from .._checksums import open_arrays
+
     try:
         real = zarr.open_group(str(p), mode="r", use_consolidated=False)
     except Exception:  # no group metadata outside the consolidated copy: checked below
         real = None
-    for name in sorted(group.array_keys()):
-        if real is None or real.get(name) is None:
+    fix = ("the store is damaged: regenerate it (ooc_kernels.data.make_dataset(..., "
+           "overwrite=True)) or restore it from a backup")
+    # every array's own metadata file parsed one by one: a damaged one is named
+    arrays = open_arrays(real if real is not None else group, where=f"dataset {str(p)!r}",
+                         error=SchemaError, fix=fix)
+    try:
+        listed = sorted(group.array_keys())  # the consolidated copy's list, when there is one
+    except Exception as err:
+        raise SchemaError(
+            f"the consolidated metadata of dataset {str(p)!r} cannot be read "
+            f"({type(err).__name__}: {str(err)[:300]}); {fix}"
+        ) from None
+    for name in listed:
+        if real is None or name not in arrays:
             raise SchemaError(
                 f"variable {name!r} is listed in the consolidated metadata of {str(p)!r} but "
                 f"its array ({str(p / name)!r}) is missing from the store; the store is "
