@@ -1,6 +1,9 @@
 """Atomic writes of folders and files: write aside, then rename into place.
 
-A reader never sees a half-written store: either the previous content or the new one.
+A reader never sees a half-written store: either the previous content or the new one.  A
+fit that is reading a store when it is swapped does not read both: its next chunk read stops
+it with :class:`~ooc_kernels.exceptions.DataChangedError` (the swap gives the store's files
+new inodes, which :mod:`ooc_kernels.data.integrity` checks).
 Concurrent writers of the same path (threads or processes) never mix: each builds its own
 hidden temporary sibling ``.NAME.tmp-ID`` outside any lock, and only the checks before the
 writing and the swap (two renames) run under an advisory lock on the sibling lock file

@@ -23,6 +23,7 @@ __all__ = [
     "SchemaError",
     "InvalidDataError",
     "CorruptChunkError",
+    "DataChangedError",
     "CatalogError",
     "UnknownEntryError",
     "UntrustedCatalogError",
@@ -80,6 +81,16 @@ class CorruptChunkError(InvalidDataError):
 
     The message names the variable, the chunk index, the chunk file, the store and the
     fix (regenerate or restore the store).
+    """
+
+
+class DataChangedError(InvalidDataError):
+    """A Zarr store was replaced, or its metadata rewritten, while a fit was reading it.
+
+    Every chunk read checks that the variable's metadata file is still the one that was
+    there when the data was opened, so a fit never mixes the rows of two datasets.  The
+    message names the store and the variable; re-open the data and re-run the fit on the
+    new store, and write new data to another path while a fit reads the old one.
     """
 
 

@@ -13,6 +13,17 @@ This module rebuilds the Dask array of a Zarr-backed variable so that every chun
    :class:`~ooc_kernels.exceptions.CorruptChunkError` that names the variable, the chunk
    index, the chunk file, the store and the fix.
 
+3. checks that the store is still the one that was opened: when :func:`guard_dask_array`
+   builds the graph it records the identity of the variable's metadata file (its inode, size
+   and modification time, :func:`store_identity`), and every chunk task compares it with one
+   ``os.stat`` after its read.  A store replaced while a fit reads it (``make_dataset(...,
+   overwrite=True)`` swaps a new folder in) or whose array metadata was rewritten raises a
+   :class:`~ooc_kernels.exceptions.DataChangedError` instead of mixing two datasets in one
+   model.  The identity travels in the graph's tasks, so the check runs wherever the chunk
+   is read (threads, processes, ``distributed`` workers on a shared file system).  Stores
+   that are not local folders (object stores, remote ``fsspec`` URLs such as ``s3://``)
+   have no inode: their reads are not checked.
+
 Reads stay lazy and one chunk at a time: only the task graph changes, and the values read
 are exactly those xarray would read.  :func:`guard_dataset` is applied by
 :func:`ooc_kernels.data.open_zarr_dataset` and, for Datasets opened any other way (a catalog,
@@ -44,16 +55,17 @@ ooc_kernels.exceptions.CorruptChunkError: chunk 1 of variable 'X' (rows 10..19) 
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any
 
 import numpy as np
 
 from .._checks import check_finite
-from ..exceptions import CorruptChunkError
+from ..exceptions import CorruptChunkError, DataChangedError
 
 __all__ = ["guard_dataset", "guard_dask_array", "zarr_source", "check_finite_blocks",
            "all_chunks_written", "CHECKSUM_CODEC", "zarr_sources", "stored_fingerprint",
-           "content_fingerprint"]
+           "content_fingerprint", "store_identity"]
 
 #: The group attribute that stores written by :func:`ooc_kernels.data.write_chunks` carry
 #: (``ooc_kernels.data.schema.SCHEMA_VERSION_ATTR``; the schema module imports this one, so
@@ -128,10 +140,11 @@ def guard_dask_array(arr: Any, var: str):
     src = f"zarr-source-{var}-{token}"
     dsk: dict = {src: zarray}
     dense = all_chunks_written(zarray)
+    identity = store_identity(zarray)  # in every task: checked where the chunk is read
     bounds = [np.concatenate([[0], np.cumsum(c)]).astype(int) for c in arr.chunks]
     for index in itertools.product(*(range(len(c)) for c in arr.chunks)):
         slices = tuple(slice(int(b[i]), int(b[i + 1])) for b, i in zip(bounds, index))
-        dsk[(name, *index)] = (_read_block, src, var, index, slices, dense)
+        dsk[(name, *index)] = (_read_block, src, var, index, slices, dense, identity)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=())
     return da.Array(graph, name, arr.chunks, dtype=arr.dtype,
                     meta=np.empty((0,) * arr.ndim, dtype=arr.dtype))
@@ -199,16 +212,89 @@ def all_chunks_written(zarray) -> bool:
         return False
 
 
+def _local_root(store) -> str | None:
+    """The folder of a Zarr store on a local (or locally mounted) file system, else None:
+    a ``LocalStore``, or an ``FsspecStore`` over fsspec's local file system (what a catalog
+    entry opens)."""
+    from zarr.storage import FsspecStore, LocalStore
+
+    if isinstance(store, LocalStore):
+        return os.fspath(store.root)
+    if isinstance(store, FsspecStore):
+        from fsspec.implementations.local import LocalFileSystem
+
+        fs = getattr(store.fs, "sync_fs", store.fs)  # zarr wraps a synchronous file system
+        if isinstance(fs, LocalFileSystem):
+            return str(store.path)
+    return None
+
+
+def store_identity(zarray) -> tuple[str, tuple[int, int, int]] | None:
+    """The identity of the Zarr array ``zarray`` as stored now, or None where it has none.
+
+    The path of the array's metadata file (``zarr.json``, ``.zarray`` for Zarr 2) and its
+    ``(st_ino, st_size, st_mtime_ns)``.  The path is reached through the store's folder and
+    the array's folder, so replacing any of them (every store the library writes is swapped
+    in as a new folder, see :mod:`ooc_kernels._atomic`) or rewriting the metadata gives
+    another identity, while reading, re-opening, or killing and resuming a fit on an
+    unchanged store keeps it.  ``st_dev`` is left out: machines that mount one shared file
+    system may number it differently.  ``None`` for a store that is not a local folder
+    (object stores, remote ``fsspec`` URLs: no inode) or whose metadata file cannot be
+    found.
+    """
+    root = _local_root(zarray.store)
+    if root is None:
+        return None
+    name = "zarr.json" if zarray.metadata.zarr_format == 3 else ".zarray"
+    path = os.path.join(root, *zarray.path.split("/"), name)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return path, (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _check_unchanged(zarray, var: str, identity: tuple[str, tuple[int, int, int]]) -> None:
+    """Raise :class:`DataChangedError` unless the array's metadata file still has
+    ``identity`` (:func:`store_identity`): one ``os.stat``."""
+    path, recorded = identity
+    try:
+        st = os.stat(path)
+    except OSError:
+        how = "is gone"
+    else:
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == recorded:
+            return
+        how = ("has been replaced by another file" if st.st_ino != recorded[0]
+               else "has been rewritten")
+    root = _local_root(zarray.store) or _store_location(zarray)
+    raise DataChangedError(
+        f"the Zarr store {root!r} changed while this fit was reading it: the metadata file "
+        f"of variable {var!r} ({os.path.relpath(path, root)!r}) {how} since the data was "
+        "opened. The store was replaced or removed (e.g. by ooc_kernels.data.make_dataset("
+        "..., overwrite=True) or `ooc-kernels data make --overwrite`) or its metadata "
+        "rewritten, so the rows read from now on would come from another dataset than those "
+        "read so far. Open the data again and re-run the fit on the new store (a checkpoint "
+        "of this fit belongs to the old data); write new data to another path, not over a "
+        "store that a fit is reading."
+    )
+
+
 def _read_block(zarray, var: str, index: tuple[int, ...], slices: tuple[slice, ...],
-                dense: bool = True):
+                dense: bool = True, identity: tuple | None = None):
     """One chunk task: check the chunk files exist (``dense`` stores), decode them, wrap
     codec errors.  The checks and the read go to Zarr's event loop together, in one round
-    trip."""
+    trip.  With an ``identity`` (:func:`store_identity`, recorded when the data was opened)
+    the store is checked to be the same after the read (one ``os.stat``): a block read from
+    a store swapped in meanwhile, and a chunk file missing because the store was replaced,
+    raise :class:`DataChangedError`, not a block of another dataset or a corrupt chunk."""
     from zarr.core.sync import sync
 
     all_keys = [key for _coords, key in _chunk_keys(zarray, slices)]
     keys = all_keys if dense else []  # the files to check
     *found, block = sync(_exist_and_read(zarray, keys, slices))
+    if identity is not None:  # after the read: a swap before or during it is seen
+        _check_unchanged(zarray, var, identity)
     where = _describe(var, index, slices)
     store = _store_location(zarray)
     for key, exists in zip(keys, found):
