@@ -456,6 +456,12 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
         data = _open(catalog_file, entry, trusted, allow_outside)
         estimator = _default_estimator(data, entry, catalog_file)
     cls = get_estimator(estimator)
+    if cls.capabilities.inputs == "two_sample":
+        raise ValidationError(
+            f"{estimator} learns from two samples, fit(X_p, X_q), and train fits one "
+            f"catalog entry (--entry); use it from Python: ok.{estimator}().fit(X_p, X_q), "
+            "each sample opened with ok.open_dataset(catalog, entry)."
+        )
     valid = set(cls().get_params())
     unknown = sorted(set(hyper) - valid)
     if unknown:  # the pipeline's message for the same typo (pipeline._build_estimator)
@@ -573,14 +579,19 @@ def _train_interrupted_message(checkpoint: Path | None, resume: bool) -> str:
 @_common
 def evaluate(model, catalog_file, entry, trusted, allow_outside, out, overwrite, quiet,
              **sched):
-    """Evaluate a saved MODEL on a catalog entry; prints the metrics as JSON."""
+    """Evaluate a saved MODEL on a catalog entry; prints the metrics as JSON.
+
+    Classifiers get accuracy (and log_loss), regressors r2, rmse and mae; a novelty
+    detector or a density-ratio model is refused before the data is read.
+    """
     import ooc_kernels as ok
     from ooc_kernels._atomic import check_replaceable_file, write_json_atomic
-    from ooc_kernels.evaluation import evaluate as _evaluate
+    from ooc_kernels.evaluation import evaluate as _evaluate, scored_task
 
     if out is not None:  # before any work
         check_replaceable_file(out, "metrics", overwrite=overwrite)
     est = ok.load(model)
+    scored_task(est)  # a model evaluate has no metrics for: refused before the data opens
     with _scheduler(**sched), _log_lines(quiet):
         metrics = _evaluate(est, _open(catalog_file, entry, trusted, allow_outside),
                             progress=_progress(quiet), desc=f"score {entry}")

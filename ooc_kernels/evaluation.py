@@ -26,10 +26,28 @@ from ooc_kernels._atomic import KIND_ATTR, atomic_dir
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
+from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.parallel.cluster import active_client, compute_on_client
 from ooc_kernels.parallel.scheduler import scheduler_context
 
-__all__ = ["evaluate", "write_predictions"]
+__all__ = ["evaluate", "scored_task", "write_predictions"]
+
+#: What :func:`evaluate` scores: the task of an estimator (``capabilities.task``) and its
+#: metrics.
+METRICS = {"classification": "accuracy, and log_loss with predict_proba",
+           "regression": "r2, rmse, mae"}
+
+#: What the estimators of the other tasks predict, for the error that refuses them.
+_UNSCORED = {
+    "novelty": "a novelty detector: its predict gives +1 (inlier) or -1 (outlier), not a "
+               "class or a target; to score it against labels, compare its predict or its "
+               "decision_function with them in Python, e.g. "
+               "sklearn.metrics.roc_auc_score(y == inlier_label, est.decision_function(X))",
+    "density_ratio": "a density-ratio estimator: its predict gives p(x) / q(x), which has "
+                     "no targets to be compared with; its divergence_ is the fit's estimate "
+                     "of KL(p || q)",
+    "transform": "a transformer: it has no predictions to score",
+}
 
 
 def _y_index(y, classes):
@@ -55,6 +73,47 @@ def _regressor_stats(pred, y):
     mean = y.mean() if len(y) else 0.0
     return np.array([[len(y), mean, float(((y - mean) ** 2).sum()),
                       float((resid ** 2).sum()), float(np.abs(resid).sum())]])
+
+
+def scored_task(estimator) -> str:
+    """``"classification"`` or ``"regression"``: the metrics :func:`evaluate` computes for
+    ``estimator`` (an estimator or its class); the task comes from its ``capabilities``, or
+    from scikit-learn's estimator type for an estimator without them.
+
+    Raises
+    ------
+    ValidationError
+        The estimator is neither a classifier nor a regressor (a novelty detector such as
+        ``DSGOneClassSVM``, ``DSGDensityRatio``): the message names it and what is scored.
+
+    Examples
+    --------
+    >>> import ooc_kernels as ok
+    >>> scored_task(ok.DSGRegressor)
+    'regression'
+    >>> scored_task(ok.DSGOneClassSVM)
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: evaluate scores classifiers (accuracy, and \
+log_loss with predict_proba) and regressors (r2, rmse, mae); DSGOneClassSVM is a novelty \
+detector: ...
+    """
+    from sklearn.base import is_classifier, is_regressor
+
+    caps = getattr(estimator, "capabilities", None)
+    if caps is not None:
+        task = caps.task
+    elif is_classifier(estimator):
+        task = "classification"
+    else:
+        task = "regression" if is_regressor(estimator) else "unknown"
+    if task in METRICS:
+        return task
+    name = estimator.__name__ if isinstance(estimator, type) else type(estimator).__name__
+    what = _UNSCORED.get(task, "neither a classifier nor a regressor")
+    raise ValidationError(
+        f"evaluate scores classifiers ({METRICS['classification']}) and regressors "
+        f"({METRICS['regression']}); {name} is {what}.")
 
 
 def _chunk_stats(estimator, data) -> tuple[da.Array, bool]:
@@ -112,7 +171,12 @@ def evaluate(estimator, X, y=None, *, progress: bool | None = None,
     """Metrics of a fitted estimator on ``X`` (any accepted input), in one pass.
 
     Classifiers: ``accuracy`` (and ``log_loss`` when probabilities exist).
-    Regressors: ``r2``, ``rmse``, ``mae``.
+    Regressors: ``r2``, ``rmse``, ``mae``.  Other estimators are refused before any data
+    is read (:func:`scored_task`): a novelty detector (``DSGOneClassSVM``) predicts +1 or
+    -1, not a class or a target, and a density-ratio estimator (``DSGDensityRatio``) has no
+    targets, so no metric of either is what its name says; score them in Python against
+    labels of your own (e.g. ``roc_auc_score`` of the inlier labels and
+    ``decision_function``).
 
     The chunks are scored a few at a time (twice as many as the scheduler runs at once);
     each chunk gives a row of sums, and the metrics follow from those rows, so memory stays
@@ -134,7 +198,13 @@ def evaluate(estimator, X, y=None, *, progress: bool | None = None,
     -------
     dict
         Metric name to value.
+
+    Raises
+    ------
+    ValidationError
+        ``estimator`` is neither a classifier nor a regressor (see :func:`scored_task`).
     """
+    scored_task(estimator)
     data = as_chunked(X, y, chunk_size=estimator.chunk_size, require_y=True)
     stats, classifier = _chunk_stats(estimator, data)
     n_chunks = stats.numblocks[0]

@@ -282,10 +282,32 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
     return spec, base
 
 
+def _check_fits_and_scores(cls, spec: PipelineSpec, where: str) -> None:
+    """Refuse, before any work, an estimator that the fit stage cannot fit (two samples)
+    or that the evaluate stage would be asked to score without metrics for it."""
+    from ooc_kernels.evaluation import scored_task
+
+    name = spec.model.estimator
+    if cls.capabilities.inputs == "two_sample":
+        raise PipelineConfigError(
+            f"invalid pipeline {where}: model.estimator {name} learns from two samples, "
+            f"fit(X_p, X_q), and a pipeline fits one training entry (data.train); use it "
+            f"from Python: ok.{name}().fit(X_p, X_q), each sample opened with "
+            "ok.open_dataset(catalog, entry).")
+    if spec.data.test or spec.evaluate.train:
+        try:
+            scored_task(cls)
+        except ValidationError as err:
+            raise PipelineConfigError(
+                f"invalid pipeline {where}: model.estimator: {err} To fit and save it "
+                "without scores, drop data.test and leave evaluate.train false.") from None
+
+
 def _build_estimator(spec: PipelineSpec, *, validate_only: bool = False, where: str = ""):
     from ooc_kernels.estimators._registry import get_estimator
 
     cls = get_estimator(spec.model.estimator)
+    _check_fits_and_scores(cls, spec, where)
     valid = set(cls().get_params())
     unknown = sorted(set(spec.model.params) - valid)
     if unknown:

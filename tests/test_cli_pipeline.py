@@ -108,6 +108,11 @@ def test_train_evaluate_predict_commands(tmp_path):
     (lambda s: s["data"]["generate"]["nb"].update(n_samples="many"),
      r"data.generate.nb.n_samples"),
     (lambda s: s.pop("save"), r"missing key 'save'"),
+    (lambda s: s["model"].update(estimator="DSGOneClassSVM", params={"max_iter": 2}),
+     r"model.estimator: evaluate scores classifiers .* DSGOneClassSVM is a novelty "
+     r"detector.*drop data.test"),
+    (lambda s: s["model"].update(estimator="DSGDensityRatio", params={"max_iter": 2}),
+     r"model.estimator DSGDensityRatio learns from two samples, fit\(X_p, X_q\)"),
 ])
 def test_invalid_pipeline_is_refused_before_any_work(tmp_path, mutate, match):
     path = _pipeline(tmp_path)
@@ -820,3 +825,54 @@ def _interrupt_and_check(proc, ck):
         f"interrupted: re-running the same command resumes from the last checkpoint, "
         f"{str(ck)!r}")
     assert "Traceback" not in err and "Aborted!" not in err
+
+
+def _small_entry(tmp_path):
+    cat = tmp_path / "c.yaml"
+    r = CliRunner().invoke(main, ["data", "make", "synthetic_krr_2d", "--n", "200", "--out",
+                                  str(tmp_path / "d"), "--chunk-size", "100", "--catalog",
+                                  str(cat), "--quiet"])
+    assert r.exit_code == 0, r.output
+    return cat, "synthetic_krr_2d"
+
+
+def test_evaluate_refuses_the_estimators_it_has_no_metrics_for(tmp_path):
+    from ooc_kernels.evaluation import evaluate
+    from ooc_kernels.exceptions import ValidationError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    small = dict(n_features=256, max_iter=2, random_state=0, scheduler="sync", progress=False)
+    det = ok.DSGOneClassSVM(**small).fit(X)
+    with pytest.raises(ValidationError, match=r"evaluate scores classifiers \(accuracy.*\) "
+                                              r"and regressors \(r2, rmse, mae\); "
+                                              r"DSGOneClassSVM is a novelty detector"):
+        evaluate(det, X, y)
+    ratio = ok.DSGDensityRatio(**small).fit(X, X + 1.0)
+    with pytest.raises(ValidationError, match=r"DSGDensityRatio is a density-ratio estimator"):
+        evaluate(ratio, X, y)
+    # the command: one line, exit status 1, no metrics
+    cat, entry = _small_entry(tmp_path)
+    det.save(tmp_path / "det.zarr")
+    r = CliRunner().invoke(main, ["evaluate", str(tmp_path / "det.zarr"), "--catalog",
+                                  str(cat), "--entry", entry, "-q"])
+    assert r.exit_code == 1
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.output
+    assert "ValidationError: evaluate scores classifiers" in lines[0]
+    assert "DSGOneClassSVM is a novelty detector" in lines[0]
+
+
+def test_train_refuses_a_two_sample_estimator_before_any_work(tmp_path):
+    cat, entry = _small_entry(tmp_path)
+    r = CliRunner().invoke(main, ["train", "--catalog", str(cat), "--entry", entry,
+                                  "--estimator", "DSGDensityRatio", "-p", "max_iter=2",
+                                  "--out", str(tmp_path / "m.zarr"), "-q"])
+    assert r.exit_code == 1
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.output
+    assert ("ValidationError: DSGDensityRatio learns from two samples, fit(X_p, X_q), and "
+            "train fits one catalog entry") in lines[0]
+    assert not (tmp_path / "m.zarr").exists()
+
