@@ -93,8 +93,9 @@ BASE_PARAMS_DOC = """    chunks_per_round : int or "auto", default="auto"
         ``shuffle_chunks_``.
     on_invalid : {"error", "skip"}, default="error"
         Rows with NaN or inf in ``X`` (or in ``y`` for regression): ``"error"`` stops the fit
-        with the chunk and row; ``"skip"`` leaves them out and counts them in
-        ``n_samples_skipped_``.
+        with the chunk and row; ``"skip"`` leaves them out, for NumPy and Dask inputs
+        alike, and counts them in ``n_samples_skipped_``: the invalid rows of one pass over
+        the data, each counted once however many epochs visit it.
     random_state : int, RandomState instance or None, default=None
         Seeds the model's random numbers, the chunk order and the row order.
     scheduler : None, "sync", "threads", "processes", "tcp://..." or distributed.Client

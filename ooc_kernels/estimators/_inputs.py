@@ -18,14 +18,15 @@ import warnings
 
 import dask.array as da
 import numpy as np
-from sklearn.utils.validation import _get_feature_names, validate_data
+from sklearn.utils.validation import (_get_feature_names, check_consistent_length,
+                                      column_or_1d, validate_data)
 
 from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair_samples
 from ooc_kernels.exceptions import InputTypeError, OocKernelsWarning, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
 __all__ = ["checked_class_weights", "named_sample", "sklearn_validated", "two_sample_data",
-           "unsupervised_data"]
+           "unsupervised_data", "validated_xy"]
 
 
 def sklearn_validated(func, *args, **kwargs):
@@ -45,6 +46,48 @@ def sklearn_validated(func, *args, **kwargs):
         if isinstance(err, TypeError):
             raise InputTypeError(str(err)) from err
         raise ValidationError(str(err)) from err
+
+
+def validated_xy(estimator, X, y, *, reset: bool, skip: bool):
+    """In-memory ``X`` and ``y`` as scikit-learn's ``validate_data`` checks them for a fit
+    (float ``X``, 1-D ``y`` of the same length, numeric for a regressor).
+
+    With ``skip`` (``on_invalid="skip"``) NaN and inf are let through in ``y`` as in ``X``:
+    their rows are left out chunk by chunk and counted, as for Dask inputs (scikit-learn
+    refuses a non-finite ``y`` whatever ``ensure_all_finite`` says).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.base import BaseEstimator
+    >>> class Toy(BaseEstimator):
+    ...     _is_classifier = False
+    >>> X, y = validated_xy(Toy(), np.ones((3, 2)), [1.0, np.nan, 2.0], reset=True,
+    ...                     skip=True)
+    >>> y
+    array([ 1., nan,  2.])
+    """
+    dtype = [np.float64, np.float32]
+    numeric = not estimator._is_classifier
+    if not skip or y is None:
+        return sklearn_validated(validate_data, estimator, X, y, reset=reset, dtype=dtype,
+                                 y_numeric=numeric, multi_output=False,
+                                 ensure_all_finite=not skip)
+    X = sklearn_validated(validate_data, estimator, X, reset=reset, dtype=dtype,
+                          ensure_all_finite=False)
+    y = sklearn_validated(_targets_with_invalid, y, numeric)
+    sklearn_validated(check_consistent_length, X, y)
+    return X, y
+
+
+def _targets_with_invalid(y, numeric: bool) -> np.ndarray:
+    """``y`` as scikit-learn's ``_check_y`` makes it, without refusing NaN or inf."""
+    y = column_or_1d(y, warn=True)
+    if np.iscomplexobj(y):
+        raise ValueError("Complex data not supported\n{}\n".format(y))
+    if numeric and y.dtype.kind == "O":
+        y = y.astype(np.float64)
+    return y
 
 
 def _is_chunked_input(X) -> bool:

@@ -96,6 +96,7 @@ from ooc_kernels.estimators._inputs import (
     sklearn_validated,
     two_sample_data,
     unsupervised_data,
+    validated_xy,
 )
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
 from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
@@ -266,11 +267,8 @@ class ChunkedEstimator(BaseEstimator):
 
             X = sklearn_validated(check_array, X, dtype=[np.float64, np.float32],
                                   ensure_all_finite=not skip)
-        elif supervised:
-            X, y = sklearn_validated(validate_data, self, X, y, reset=reset,
-                                     dtype=[np.float64, np.float32],
-                                     y_numeric=not self._is_classifier, multi_output=False,
-                                     ensure_all_finite=not skip)
+        elif supervised:  # with skip, NaN/inf in y too are rows to leave out
+            X, y = validated_xy(self, X, y, reset=reset, skip=skip)
         else:
             X = sklearn_validated(validate_data, self, X, reset=reset,
                                   dtype=[np.float64, np.float32], ensure_all_finite=not skip)

@@ -258,9 +258,14 @@ _ATTRIBUTES_DOC = """
         ``early_stopping``), ``seconds``, ``step_size``.
     stop_reason_ : str
         Why the last ``fit`` stopped.
-    n_blocks_seen_, n_samples_seen_ : int
+    n_blocks_seen_ : int
+    n_samples_seen_ : int
+        Row visits: every epoch adds the rows it trained on (``max_iter`` epochs over
+        ``n`` rows make ``max_iter * n``).
     n_samples_skipped_ : int
-        Rows left out by ``on_invalid="skip"``.
+        Rows left out by ``on_invalid="skip"``, each counted once: the invalid rows of one
+        pass over the data (of the last epoch of ``fit``, of the data of the last
+        ``partial_fit`` call).
     n_features_in_ : int
     shuffle_chunks_ : int
         Chunks whose rows one task mixed (the resolved ``shuffle_chunks``).

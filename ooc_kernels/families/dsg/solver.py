@@ -155,6 +155,10 @@ class DSGState:
     n_blocks_seen : int
         Blocks opened so far (at most ``n_blocks``); the next growth step opens this one.
     n_samples_seen : int
+        Row visits so far: every epoch adds the rows it trained on.
+    n_samples_skipped : int
+        Rows left out by ``on_invalid="skip"`` in the current (or last) epoch: the invalid
+        rows of one pass over the data, each counted once.
     avg : ndarray like ``coef``, or None
         The averaged iterate: the mean of the models after the ``n_avg`` averaged steps.
     n_avg : int
@@ -621,8 +625,9 @@ class DSGAlgorithm:
     def apply(self, state: DSGState, delta: DSGDelta, info=None) -> DSGState:
         """The next state: for ``K > 1``, ``x + w (S - x)`` (see :meth:`mixing_weight`),
         the averaged iterate and the step counter (every task's steps) alike."""
+        skipped = _skipped(state, delta, info)
         if delta.summed:
-            return self._apply_summed(state, delta)
+            return self._apply_summed(state, delta, skipped)
         coef = state.coef * delta.decay
         np.add.at(coef, delta.block_ids, delta.coefs)
         if delta.dense is not None:
@@ -641,11 +646,11 @@ class DSGAlgorithm:
                        n_blocks_seen=min(max(state.n_blocks_seen, delta.block_end),
                                          self.config.n_blocks),
                        n_samples_seen=state.n_samples_seen + delta.n_samples,
-                       n_samples_skipped=state.n_samples_skipped + delta.n_skipped,
+                       n_samples_skipped=skipped,
                        loss_sum=state.loss_sum + delta.loss_sum,
                        loss_weight=state.loss_weight + delta.loss_weight)
 
-    def _apply_summed(self, state: DSGState, delta: DSGDelta) -> DSGState:
+    def _apply_summed(self, state: DSGState, delta: DSGDelta, skipped: int) -> DSGState:
         # model: x + w (x D + B - x); averaged iterates: the N iterates of the composed run
         # (sum x A + P) mixed alike, N (1 - w) x + w (x A + P)
         w = delta.mix
@@ -669,9 +674,18 @@ class DSGAlgorithm:
                        n_blocks_seen=min(max(state.n_blocks_seen, delta.block_end),
                                          self.config.n_blocks),
                        n_samples_seen=state.n_samples_seen + delta.n_samples,
-                       n_samples_skipped=state.n_samples_skipped + delta.n_skipped,
+                       n_samples_skipped=skipped,
                        loss_sum=state.loss_sum + delta.loss_sum,
                        loss_weight=state.loss_weight + delta.loss_weight)
+
+
+def _skipped(state: DSGState, delta: DSGDelta, info) -> int:
+    """Rows left out (``on_invalid="skip"``) in the pass over the data this round belongs
+    to: the count starts again with every epoch's first round, so an invalid row is counted
+    once however many epochs visit it (``info=None``, a round outside an epoch: counted on).
+    """
+    first = info is not None and info.round == 0
+    return (0 if first else state.n_samples_skipped) + delta.n_skipped
 
 
 def _compose(a: DSGDelta, b: DSGDelta) -> DSGDelta:

@@ -159,6 +159,9 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         ``M`` (``basis="taylor"``).
     n_samples_seen_ : int
         Rows consumed since the model started.
+    n_samples_skipped_ : int
+        Rows left out by ``on_invalid="skip"`` in the last pass over the data (the last
+        epoch of ``fit``, the data of the last ``partial_fit`` call), each counted once.
     cumulative_loss_, average_loss_ : float
         Sum and mean of the squared errors ``(y_t - y_hat_t)^2`` of the online forecasts.
     loss_history_ : ndarray of shape (n_chunks_seen, 3)
@@ -206,8 +209,8 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         "beta": [Interval(Real, 0, None, closed="neither")],
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }
-    _saved_arrays = {"n_seen": True, "loss_sum": True, "loss_history": True,
-                     "dictionary": False,
+    _saved_arrays = {"n_seen": True, "n_skipped": False, "loss_sum": True,
+                     "loss_history": True, "dictionary": False,
                      **{name: False for names in _STATE.values() for name in names}}
     _test_params = {"chunk_size": 40, "degree": 4}
 
@@ -321,6 +324,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         s = self._state
         n = int(s["n_seen"])
         self.n_samples_seen_ = n
+        self.n_samples_skipped_ = int(s.get("n_skipped", 0))
         self.cumulative_loss_ = float(s["loss_sum"])
         self.average_loss_ = self.cumulative_loss_ / n if n else float("nan")
         hist = np.asarray(s["loss_history"], dtype=np.float64).reshape(-1, 2)
@@ -367,6 +371,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
     def _fitted_arrays(self) -> dict:
         s = self._state
         out = {k: np.asarray(s[k]) for k in ("n_seen", "loss_sum", "loss_history")}
+        out["n_skipped"] = np.asarray(s.get("n_skipped", 0), dtype=np.int64)
         out.update({k: np.asarray(s[k]) for k in _STATE[self._cfg.basis]})
         if self._cfg.basis == "nystrom-fixed":
             out["dictionary"] = np.asarray(self._cfg.dictionary)
@@ -384,7 +389,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         needed = {"n_seen", "loss_sum", "loss_history", *_STATE[self.basis]}
         if self.basis == "nystrom-fixed":
             needed.add("dictionary")
-        if set(arrays) != needed:
+        if set(arrays) - {"n_skipped"} != needed:  # n_skipped: absent before it was kept
             raise ModelFormatError(
                 f"{where}: a model of basis {self.basis!r} has the arrays {sorted(needed)}, "
                 f"found {sorted(arrays)}; re-save the model.")
@@ -394,6 +399,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
             state[k] = v.astype(np.int64) if k in _INT_ARRAYS or k == "n_seen" else \
                 v.astype(np.float64)
         state["n_seen"] = np.int64(state["n_seen"])
+        state["n_skipped"] = np.int64(state.get("n_skipped", 0))
         state["loss_sum"] = np.float64(state["loss_sum"])
         dictionary = state.pop("dictionary", None)
         self._cfg = self._config(meta["degree"], dictionary)

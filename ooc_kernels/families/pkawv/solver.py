@@ -99,7 +99,7 @@ def make_basis(cfg: OnlineConfig):
 
 def initial_state(cfg: OnlineConfig, n_components: int = 0) -> dict:
     """The state before the first row (``n_components``: ``r`` of a finite basis)."""
-    state = {"n_seen": np.int64(0), "loss_sum": np.float64(0.0),
+    state = {"n_seen": np.int64(0), "n_skipped": np.int64(0), "loss_sum": np.float64(0.0),
              "loss_history": np.zeros((0, 2))}
     d = cfg.n_features
     if cfg.basis in ("taylor", "nystrom-fixed"):
@@ -177,7 +177,8 @@ class OnlineAlgorithm:
             new, pred = self._nystrom(state, X, y, t, awv)
         loss = float(state["loss_sum"]) + float(np.sum((y - pred) ** 2))
         n_seen = np.int64(t + len(y))
-        new.update(n_seen=n_seen, loss_sum=np.float64(loss), last_pred=pred,
+        skipped = np.int64(state.get("n_skipped", 0) + len(keep) - len(y))
+        new.update(n_seen=n_seen, n_skipped=skipped, loss_sum=np.float64(loss), last_pred=pred,
                    loss_history=np.vstack([state["loss_history"], [[float(n_seen), loss]]]))
         return new
 
@@ -237,7 +238,10 @@ class OnlineAlgorithm:
                            "there is nothing to combine")
 
     def apply(self, state, delta, info):
-        return dict(delta)
+        new = dict(delta)
+        if info is not None and info.round == 0:  # a pass over the data starts: its rows
+            new["n_skipped"] = new["n_skipped"] - state.get("n_skipped", 0)  # count anew
+        return new
 
 
 def state_arrays(state) -> dict:
@@ -270,7 +274,8 @@ def _reference(case: AlgorithmCase) -> dict:
     Ainv = np.linalg.inv(Phi.T @ Phi + cfg.alpha * np.eye(Phi.shape[1]))
     sizes = np.cumsum([len(c["y"]) for c in case.chunks])
     cum = np.cumsum((y - pred) ** 2)
-    return {"n_seen": np.int64(len(y)), "loss_sum": np.float64(cum[-1]),
+    return {"n_seen": np.int64(len(y)), "n_skipped": np.int64(0),
+            "loss_sum": np.float64(cum[-1]),
             "loss_history": np.column_stack([sizes.astype(float), cum[sizes - 1]]),
             "Ainv": Ainv, "b": Phi.T @ y, "w": Ainv @ (Phi.T @ y)}
 
