@@ -24,7 +24,7 @@ LAYERS = [
               "ooc_kernels._params", "ooc_kernels._progress", "ooc_kernels._registry",
               "ooc_kernels._chunk_store", "ooc_kernels._checksums", "ooc_kernels._saved_fields",
               "ooc_kernels._untrusted", "ooc_kernels._config",
-              "ooc_kernels._capabilities", "ooc_kernels._threads"}),
+              "ooc_kernels._capabilities", "ooc_kernels._threads", "ooc_kernels._memory"}),
     ("_jit", {"ooc_kernels._jit"}),
     ("features", {"ooc_kernels.features"}),
     ("losses", {"ooc_kernels.losses"}),

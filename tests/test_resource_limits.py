@@ -68,3 +68,29 @@ def test_cli_n_features_in_exponent_notation_beyond_memory(tmp_path):
     assert "Traceback" not in r.output
     assert isinstance(r.exception, SystemExit), repr(r.exception)   # a clean exit, no raise
     assert not out.exists()
+
+
+def test_online_kernel_ridge_state_beyond_memory_is_refused_before_allocating():
+    """200 rows and n_components=300,000: 295,240 Taylor features, two 295,240 x 295,240
+    float64 matrices, 1.3 TiB."""
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    y = X[:, 0]
+    est = ok.OnlineKernelRidge(n_components=300_000, scheduler="sync")
+    with pytest.raises(ModelTooLargeError, match=r"n_components=300000 gives a state of "
+                                                 r"1\.3 TiB \(basis='taylor': 295240 "
+                                                 r"features .*Lower n_components \(at most "
+                                                 r"\d+ features fit"):
+        est.fit(X, y)
+    assert not hasattr(est, "n_samples_seen_")
+    with pytest.raises(MemoryError, match="n_components=300000 gives"):
+        est.partial_fit(X, y)
+
+
+def test_online_kernel_ridge_memory_check_against_hand_computed_bytes():
+    from ooc_kernels.families.pkawv.online import check_state_memory
+
+    est = ok.OnlineKernelRidge(basis="nystrom-fixed", n_components=1000)
+    check_state_memory(est, 1000, limit=2 * 8 * 1000**2)
+    with pytest.raises(ModelTooLargeError, match=r"basis='nystrom-fixed': 1000 features, 2 "
+                                                 r"matrices .*\(at most 999 features fit"):
+        check_state_memory(est, 1000, limit=2 * 8 * 1000**2 - 1)

@@ -9,28 +9,10 @@ Examples
 
 from __future__ import annotations
 
-import os
-
+from ooc_kernels._memory import physical_memory, size_text as _size
 from ooc_kernels.exceptions import ModelTooLargeError
 
 __all__ = ["MODEL_COPIES", "check_fit_memory", "fit_memory", "physical_memory"]
-
-
-def physical_memory() -> int | None:
-    """Bytes of physical memory of this machine (None where the system does not say)."""
-    try:
-        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):
-        return None
-    return pages * page if pages > 0 and page > 0 else None
-
-
-def _size(n_bytes: float) -> str:
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if n_bytes < 1024 or unit == "TiB":
-            return f"{n_bytes:.0f} {unit}" if unit == "bytes" else f"{n_bytes:.1f} {unit}"
-        n_bytes /= 1024
-    raise AssertionError("unreachable")
 
 
 #: Copies of the coefficients a fit holds at once: the state a round starts from, a task's

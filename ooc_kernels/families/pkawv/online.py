@@ -35,7 +35,8 @@ from ooc_kernels.estimators.base import (
     ChunkedEstimator,
     ChunkedRegressorMixin,
 )
-from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels._memory import physical_memory, size_text
+from ooc_kernels.exceptions import ModelFormatError, ModelTooLargeError, ValidationError
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.families.pkawv.solver import (
     BASES,
@@ -63,6 +64,48 @@ _SHARED_DOC = "    max_iter : int, default=1\n        Passes over the data in :m
     "rows).\n" + BASE_PARAMS_DOC[BASE_PARAMS_DOC.index("    chunk_size :"):
                                  BASE_PARAMS_DOC.index("    shuffle :")] + \
     BASE_PARAMS_DOC[BASE_PARAMS_DOC.index("    on_invalid :"):]
+
+
+#: ``r x r`` float64 matrices a fit of a finite basis holds at once: the state's inverse
+#: ``A^-1`` and the copy a chunk's update writes.
+STATE_COPIES = 2
+
+
+def check_state_memory(est, r: int, *, degree: int | None = None,
+                       limit: int | None = None) -> None:
+    """Refuse, before anything is allocated, a finite basis of ``r`` features whose state
+    (:data:`STATE_COPIES` matrices of ``r x r`` float64) needs more than the machine's
+    physical memory (``limit``: that, by default).
+
+    Raises
+    ------
+    ModelTooLargeError
+        Naming ``n_components`` (and the Taylor ``degree``), the bytes the state needs, the
+        memory there is and the most features that fit.
+
+    Examples
+    --------
+    >>> est = OnlineKernelRidge(n_components=300_000)
+    >>> check_state_memory(est, 1000, limit=2**30)
+    >>> check_state_memory(est, 300_000, limit=2**30)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ModelTooLargeError: n_components=300000 gives a state of 1.3 TiB ...
+    """
+    limit = physical_memory() if limit is None else limit
+    need = STATE_COPIES * 8 * int(r) ** 2
+    if limit is None or need <= limit:
+        return
+    fits = math.isqrt(max(limit, 0) // (STATE_COPIES * 8))
+    lower = "n_components" if est.basis != "taylor" or est.degree == "auto" else \
+        f"degree={degree} (or n_components)"
+    raise ModelTooLargeError(
+        f"n_components={est.n_components} gives a state of {size_text(need)} "
+        f"(basis={est.basis!r}: {r} features"
+        + ("" if degree is None else f" of degree {degree}")
+        + f", {STATE_COPIES} matrices of {r} x {r} float64); this machine has "
+        f"{size_text(limit)} of memory, so the fit cannot run. Lower {lower} (at most "
+        f"{fits} features fit; the default is 500).")
 
 
 def _taylor_auto_degree(n: int, d: int, alpha: float, bandwidth: float, budget: int,
@@ -298,7 +341,9 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
                                              radius)
             else:
                 degree = int(self.degree)
-            if n_components(d, degree) > 4 * self.n_components and self.degree != "auto":
+            if n_components(d, degree) <= 4 * self.n_components or self.degree == "auto":
+                check_state_memory(self, n_components(d, degree), degree=degree)
+            else:
                 raise ValidationError(
                     f"degree={degree} in {d} dimensions gives {n_components(d, degree)} "
                     f"Taylor features (state {n_components(d, degree)}^2 numbers, that many "
@@ -307,6 +352,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         elif self.basis == "nystrom-fixed":
             from ooc_kernels.families.pkawv.nystrom_fixed import sample_dictionary
 
+            check_state_memory(self, min(int(self.n_components), data.n_samples))
             dictionary = sample_dictionary(data.X, self.n_components,
                                            seed=derive_seed(self.random_seed_, 12) % 2**63,
                                            scheduler=sched, on_invalid=self.on_invalid)
