@@ -16,7 +16,7 @@ from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels.exceptions import InvalidDataError
 from ooc_kernels.families.dsg.kernels_targets import SOFTMAX, TARGET_CODES, class_targets
 
-__all__ = ["encode_targets", "numeric_targets"]
+__all__ = ["class_array", "encode_targets", "numeric_targets"]
 
 
 def numeric_targets(y: np.ndarray, dtype, where: str) -> np.ndarray:
@@ -31,6 +31,26 @@ def numeric_targets(y: np.ndarray, dtype, where: str) -> np.ndarray:
             "targets: convert them, e.g. y.astype('float32'), or use a classifier for "
             "labels."
         ) from None
+
+def class_array(classes) -> np.ndarray:
+    """The classes of a :class:`~ooc_kernels.families.dsg.solver.DSGConfig` (a tuple of
+    Python labels) as an array that holds every one exactly: integers that no common
+    integer dtype of NumPy's choice holds (``1`` with ``2**63 + 5``, read as float64 by
+    ``np.asarray``) are ``uint64``, or objects beyond it.
+
+    Examples
+    --------
+    >>> class_array((1, 2**63 + 5))
+    array([                  1, 9223372036854775813], dtype=uint64)
+    >>> class_array(("a", "b")).dtype.kind, class_array((0.5, 1.5)).dtype
+    ('U', dtype('float64'))
+    """
+    values = np.asarray(classes)
+    if values.dtype.kind == "f" and all(type(c) is int for c in classes):
+        exact = 0 <= min(classes) and max(classes) < 2**64
+        values = np.asarray(classes, dtype=np.uint64 if exact else object)
+    return values
+
 
 def encode_targets(config, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
     """Targets of one chunk as the (n, n_outputs) matrix the numba losses expect, for the
@@ -50,7 +70,7 @@ def encode_targets(config, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
         if config.y_shift != 0.0 or config.y_scale != 1.0:
             yf = ((yf - config.y_shift) / config.y_scale).astype(dtype, copy=False)
         return yf.reshape(-1, 1)
-    classes = np.asarray(config.classes)
+    classes = class_array(config.classes)
     same = _numeric_classes(classes, y)
     if same is not None:  # numbers: one pass of the kernel
         out = np.empty((len(y), 1 if config.target == "binary" else len(classes)), dtype=dtype)

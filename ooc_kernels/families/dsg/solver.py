@@ -50,7 +50,7 @@ import numpy as np
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._seeds import task_rng
-from ooc_kernels.families.dsg._targets import (_drop_invalid_rows, encode_targets,
+from ooc_kernels.families.dsg._targets import (_drop_invalid_rows, class_array, encode_targets,
                                                numeric_targets)
 from ooc_kernels._jit.rows import permute_rows_inplace
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
@@ -446,7 +446,7 @@ class DSGAlgorithm:
                     f"{where}; weights must be >= 0."
                 )
         if cfg.class_weight is not None:
-            idx = np.searchsorted(np.asarray(cfg.classes), np.asarray(y).reshape(-1))
+            idx = np.searchsorted(class_array(cfg.classes), np.asarray(y).reshape(-1))
             w = w * np.asarray(cfg.class_weight)[idx]
         if cfg.weight_scale != 1.0:
             w = w * cfg.weight_scale
