@@ -236,10 +236,19 @@ class DSGModelMixin:
     _feature_variables = ("X",)
 
     # ------------------------------------------------------------------ parameters
+    def _standardizes(self) -> bool:
+        """Whether the model standardizes its inputs: ``standardize`` True, or ``"auto"``
+        with a kernel defined on any real input (a kernel of non-negative inputs, such as
+        chi2, takes them as they are: centering would make some negative)."""
+        setting = getattr(self, "standardize", False)
+        if setting == "auto":
+            return nonnegative_kernel(kernel_spec(self.kernel, self.kernel_params)) is None
+        return bool(setting)
+
     def _check_params(self) -> None:
         kernel = kernel_spec(self.kernel, self.kernel_params)  # kernel_params valid for it
         name = nonnegative_kernel(kernel)
-        if name is not None and getattr(self, "standardize", False):
+        if name is not None and self._standardizes():
             raise ValidationError(centered_input_message(name, repr(self.standardize)))
         if self.n_features != "auto":  # "auto" is whole blocks (_large_data)
             check_whole_blocks("n_features", self.n_features, self.block_size,

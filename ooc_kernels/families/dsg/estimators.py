@@ -217,7 +217,9 @@ _STANDARDIZE_AUTO_DOC = _PARAMS_DOC.replace(_BOOL_DOC, """    standardize : bool
         deviations differ by more than a factor 2, the trials also try one common scale
         for every feature (the root mean square of the standard deviations: features in
         one unit, such as pixels, keep their relative spread) and keep it when it scores
-        more than 0.005 higher (``setup_scores_``).  ``False``: the raw features.
+        more than 0.005 higher (``setup_scores_``); with a kernel of non-negative inputs
+        (``chi2``, ``hellinger``, ``intersection``, ``js``), the raw features (centering
+        would make some negative).  ``False``: the raw features.
 """)
 
 #: The classifier's parameters: ``n_features="auto"`` by default.
@@ -301,7 +303,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
     def _standardization(self, sample, y, target, weights) -> dict:
         """Shifts and scales of X (and y for regression) from the sample, the rows weighted
         as the fit weighs them."""
-        if not self.standardize or len(sample) == 0:
+        if not self._standardizes() or len(sample) == 0:
             return {}
         X = np.asarray(sample, dtype=np.float64)
         w = np.asarray(weights, dtype=np.float64)
@@ -319,7 +321,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         """Whether setting up reads a sample of rows: a bandwidth from the data,
         standardization, a step size from the kernel (``eta0`` or ``t0`` "auto"), or the
         mean row weight (weights are relative)."""
-        if isinstance(self.bandwidth, str) or self.standardize:
+        if isinstance(self.bandwidth, str) or self._standardizes():
             return True
         if "sample_weight" in data or getattr(self, "class_weight", None) is not None:
             return True
@@ -531,7 +533,8 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
 
     def _common(self, base, shape):
         """The one-common-scale alternative the set-up tries, or None."""
-        if self.standardize == "auto" and shape is None and scales_differ(base):
+        if (self.standardize == "auto" and self._standardizes() and shape is None
+                and scales_differ(base)):
             return common_scale(base)
         return None
 
