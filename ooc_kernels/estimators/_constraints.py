@@ -114,9 +114,18 @@ def validate_params(estimator: Any) -> None:
     InvalidParameterError
         "The 'NAME' parameter of CLASS must be ... Got VALUE instead."
     """
+    params = estimator.get_params(deep=False)
+    for name, value in params.items():
+        # a Python int beyond 64 bits: in the range of every unbounded interval, but no
+        # count, size or seed of the model's arithmetic (NumPy cannot even compare it)
+        if (name in estimator._parameter_constraints and isinstance(value, int)
+                and not isinstance(value, bool) and not -2**63 <= value < 2**63):
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {type(estimator).__name__} is {value}, beyond "
+                "the 64-bit integers (-2**63 to 2**63 - 1) the model computes with; give a "
+                "value in that range.")
     try:
-        validate_parameter_constraints(estimator._parameter_constraints,
-                                       estimator.get_params(deep=False),
+        validate_parameter_constraints(estimator._parameter_constraints, params,
                                        caller_name=type(estimator).__name__)
     except _SklearnInvalidParameterError as err:
         raise InvalidParameterError(str(err)) from None

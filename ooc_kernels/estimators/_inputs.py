@@ -98,14 +98,34 @@ def _is_chunked_input(X) -> bool:
     return is_lazy_input(X) or (hasattr(X, "read") and callable(X.read))
 
 
+def _check_weight_dtype(dtype: np.dtype, values) -> None:
+    """Refuse weights of text, dates or times: numbers only (booleans count as 0 and 1)."""
+    if dtype.kind in "biufO":
+        return
+    first = f" (the first is {values.flat[0]!r})" if values is not None and values.size else ""
+    raise ValidationError(
+        f"sample_weight must hold numbers, got dtype {dtype}{first}; give the weights as "
+        "numbers, e.g. np.asarray(weights, dtype=float) for weights read as text."
+    )
+
+
 def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
     """``data`` with a ``sample_weight`` variable chunked like its samples."""
     if sample_weight is None:
         return data
     if isinstance(sample_weight, da.Array):
         sw = sample_weight
+        _check_weight_dtype(sw.dtype, None)
     else:
-        sw = np.asarray(sample_weight, dtype=np.float64)  # given in memory by the caller
+        given = np.asarray(sample_weight)  # given in memory by the caller
+        _check_weight_dtype(given.dtype, given)
+        try:
+            sw = given.astype(np.float64)
+        except (TypeError, ValueError) as err:  # objects that are not numbers
+            raise ValidationError(
+                f"sample_weight must hold numbers, but it holds objects that are not ({err}); "
+                "give the weights as numbers, e.g. np.asarray(weights, dtype=float)."
+            ) from None
         if sw.ndim != 1 or sw.shape[0] != data.n_samples:
             raise ValidationError(
                 f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give "
