@@ -131,7 +131,7 @@ def test_an_undeclared_store_lists_what_it_has(plain_store, tmp_path):
     ok.DSGClassifier(**FAST).fit(ds)
 
 
-def test_in_memory_dataarrays_are_chunked_and_aligned_on_their_coordinate():
+def test_in_memory_dataarrays_are_chunked_and_aligned_on_their_coordinate(tmp_path):
     ds = _sensors(n=50)
     data = as_chunked(ds["features"], ds["label"], chunk_size=20)
     assert data.chunk_sizes == (20, 20, 10)
@@ -150,6 +150,16 @@ def test_in_memory_dataarrays_are_chunked_and_aligned_on_their_coordinate():
                                           r"\(\('channel', 'time'\)\): transpose it: X = "
                                           r"X.transpose\('time', 'channel'\)"):
         as_chunked(ds["features"].T, ds["label"])
+    # the same in a store chunked along its samples: one problem, X's dims, and no advice
+    # to put the samples in one chunk
+    store = tmp_path / "transposed.zarr"
+    ds.transpose("channel", "time").chunk({"time": 20}).to_zarr(store, zarr_format=3,
+                                                                consolidated=False)
+    with pytest.raises(SchemaError) as info:
+        open_zarr_dataset(store, variables={"X": "features", "y": "label"})
+    assert len(info.value.problems) == 1, str(info.value)
+    assert "the dims of 'features' look transposed (('channel', 'time')): rewrite the store" \
+        in str(info.value)
     declared = ds.assign_attrs(ooc_kernels_variables={"X": "features"})
     with pytest.raises(SchemaError, match=r"y has dims \('t',\), expected \('time',\).*"
                                           r"y = y.rename\(\{'t': 'time'\}\)"):

@@ -110,6 +110,7 @@ class _Checker:
         self.names: dict[str, str] = {}
         self.dims: dict[str, str] = {}
         self.dim_source: dict[str, str] = {}  # the variable that named each dim
+        self.transposed: set[str] = set()  # variables whose dims look transposed
         self.task: str | None = None
 
     def problem(self, text: str) -> None:
@@ -265,6 +266,7 @@ class _Checker:
         if order == have:
             return None
         name = self.names[source.name]
+        self.transposed.add(source.name)
         return (f"the dims of {name!r} look transposed ({tuple(have)}): "
                 + fix.dims(self.ctx, name, tuple(order), tuple(have)))
 
@@ -300,8 +302,8 @@ class _Checker:
                 self.problem(f"{self.label(v.name)}: expected length {n} along "
                              f"{info.dims[i]!r}, found {info.shape[i]}; "
                              f"{fix.size(self.ctx, user, info.dims[i], n)}")
-        if info.chunks is None:
-            return
+        if info.chunks is None or v.name in self.transposed:
+            return  # a transposed variable: its chunks are judged once it is transposed
         for c in v.single_chunk_dims:
             i = v.dims.index(c)
             if len(info.chunks[i]) > 1:
