@@ -18,6 +18,17 @@ Algorithm 1 on the ``r`` reduced columns, with the same uniforms, the same ``the
 and the same primal iterates (to rounding): the same method, the same certificate, and no
 pass over ``p`` inside the loop.
 
+With an intercept the standardized ``V`` the solver sees carries the shift in its last row,
+``[U, c] [[V / s, 0], [-(mean / s) / c, 1]]`` with ``mean = mean(U) V``: outside its last
+entry that row is the combination of the rows above with the weights ``-mean(U) / c``, so
+``V V^T`` has a condition number growing as the fourth power of ``mean(U)`` against the
+spread, and for columns of ``A`` whose mean is large (about ``2e13`` at a mean of 1,000 for
+unit spreads) its eigenvectors are lost to rounding and the intercept's direction falls
+below :data:`RANK_TOL`.  The basis is taken from the centred factors instead
+(:func:`centred_factors`): ``[U - t, c]`` and ``V`` with the shift row cleared,
+``t V / s = mean / s`` (``t = mean(U)`` when ``V`` has full row rank), the same products
+``a_i`` and the same row space, with the conditioning of ``V / s`` alone.
+
 Examples
 --------
 >>> import numpy as np
@@ -32,7 +43,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["row_space_basis", "reduced_applies", "data_boost", "ReducedRows"]
+__all__ = ["row_space_basis", "centred_factors", "reduced_applies", "data_boost",
+           "ReducedRows"]
 
 #: Eigenvalues of ``V V^T`` below this fraction of the largest are treated as zero.
 RANK_TOL = 1e-12
@@ -54,6 +66,57 @@ def row_space_basis(V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.ones_like(e)
     Q, e = Q[:, keep], e[keep]
     return Q / np.sqrt(e), Q * np.sqrt(e)
+
+
+def centred_factors(rows: np.ndarray, V: np.ndarray,
+                    intercept_scaling: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows', V')`` with ``rows' V' = rows V`` and the intercept's row of ``V'`` zero
+    outside the intercept's column: the shift moved from ``V`` into the rows.
+
+    With the intercept's column ``c`` last in ``rows`` and the shift row ``h`` (the last row
+    of ``V`` without its last entry), ``t`` solves ``t V_top = -c h`` (least squares:
+    ``V_top`` is ``V`` without its last row and column), ``rows' = [U - t, c]`` and ``V'``
+    is ``V`` with ``h`` set to 0.  ``V' = T^{-1} V`` for the invertible ``T = [[I, 0],
+    [-t / c, 1]]``, so ``V'`` has the row space of ``V``.  Without an intercept
+    (``intercept_scaling == 0``) or a shift (``h == 0``) the arguments are returned as they
+    are.
+
+    Parameters
+    ----------
+    rows : ndarray (n_k, d + 1)
+        ``[U, c]``: a task's ``U`` and the intercept's constant column.
+    V : ndarray (d + 1, p + 1)
+        The augmented, standardized ``V`` (:func:`~ooc_kernels.families.dspdc._scaling.
+        model_V`).
+    intercept_scaling : float
+        ``c``; 0 without an intercept.
+
+    Returns
+    -------
+    rows', V' : ndarray
+        float64, of the shapes of ``rows`` and ``V``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> U = np.array([[1000.0, 1001.0], [1002.0, 999.0], [1001.0, 1003.0]])
+    >>> V = np.array([[1.0, 2.0, 0.0], [0.5, -1.0, 0.0], [0.0, 0.0, 1.0]])
+    >>> V[2, :2] = -U.mean(0) @ V[:2, :2]                  # the shift row, c = 1
+    >>> rows = np.column_stack([U, np.ones(3)])
+    >>> rows2, V2 = centred_factors(rows, V, 1.0)
+    >>> bool(np.allclose(rows2 @ V2, rows @ V)), V2[2].tolist()   # the same products
+    (True, [0.0, 0.0, 1.0])
+    >>> bool(np.allclose(rows2[:, :2], U - U.mean(0)))            # V has full row rank
+    True
+    """
+    rows = np.asarray(rows, dtype=np.float64)
+    V = np.asarray(V, dtype=np.float64)
+    if not intercept_scaling or not np.any(V[-1, :-1]):
+        return rows, V
+    t = np.linalg.lstsq(V[:-1, :-1].T, -float(intercept_scaling) * V[-1, :-1], rcond=None)[0]
+    cleared = V.copy()
+    cleared[-1, :-1] = 0.0
+    return rows - np.append(t, 0.0), cleared     # c - 0 is c: the intercept's column as is
 
 
 def reduced_applies(config) -> bool:
@@ -91,12 +154,17 @@ class ReducedRows:
         The task's ``U`` (with the intercept column when there is one).
     V : ndarray (d, p)
         The augmented, standardized ``V`` of the problem the solver sees.
+    intercept_scaling : float, default 0
+        The intercept's constant ``c`` (the last column of ``rows``), 0 without one.  With
+        one, the basis is taken from the centred factors (:func:`centred_factors`), which
+        leave the products ``a_i`` and the row space as they are.
     """
 
-    def __init__(self, rows: np.ndarray, V: np.ndarray):
+    def __init__(self, rows: np.ndarray, V: np.ndarray, intercept_scaling: float = 0.0):
         self.V = V
+        rows, V = centred_factors(rows, V, intercept_scaling)
         self.B, R = row_space_basis(V)
-        self.rows = np.ascontiguousarray(np.asarray(rows, dtype=np.float64) @ R)
+        self.rows = np.ascontiguousarray(rows @ R)
         self._VB = V.T @ self.B                                    # (p, r), orthonormal
 
     def smallest_curvature(self, weights) -> float:

@@ -463,7 +463,8 @@ class DSPDCAlgorithm:
             aty = state.w                                          # A^T y
         lam1, lam2, shift = local_problem(cfg, aty, aty_k, n_k, task.sigma_prime)
         tilt = shift   # the reduced rows below take its projection
-        reduced = ReducedRows(rows, V) if reduced_applies(cfg) else None
+        reduced = ReducedRows(rows, V, cfg.intercept_scaling) if reduced_applies(cfg) \
+            else None
         if reduced is not None and cfg.loss_id == LOSSES["squared"]:
             boost = data_boost(cfg.step_boost, lam2, reduced.smallest_curvature(weights))
             m, theta, tau, sigma = local_parameters(replace(cfg, step_boost=boost), n_k, lam2)
