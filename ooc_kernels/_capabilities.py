@@ -64,6 +64,11 @@ default="regression"
         statistics the rounds reduced).
     checkpoints : bool, default=True
         ``fit(..., checkpoint=path)`` writes checkpoints that a later fit resumes from.
+    factorized : bool, default=False
+        ``fit``, ``partial_fit``, ``predict`` and ``score`` take factorized data ``A = U V``
+        (:class:`~ooc_kernels.data.factorized.Factorized`, a Dataset of the ``factorized``
+        schema) as well as rows ``X``.  Without it factorized data is refused before any
+        data is read (:func:`~ooc_kernels.estimators._inputs.check_row_input`).
     """
 
     execution: str = "rounds"
@@ -74,6 +79,7 @@ default="regression"
     probabilistic: bool = False
     finishing: bool = False
     checkpoints: bool = True
+    factorized: bool = False
 
     def __post_init__(self):
         for name, options in (("execution", EXECUTIONS), ("inputs", INPUTS),

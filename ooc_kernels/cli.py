@@ -425,7 +425,9 @@ class _EstimatorName(click.ParamType):
               "the entry's task, DSGRegressor for regression and DSGClassifier for "
               "classification; without a declared task, DSGClassifier for integer or "
               "string labels (floating-point targets need --estimator or a declared "
-              "task).")
+              "task).  A factorized entry (A = U V, the factorized schema) gets the DSPDC "
+              "linear models, the estimators that read it: DSPDCRegressor and "
+              "DSPDCClassifier.")
 @click.option("--param", "-p", "params", multiple=True, help="Hyperparameter KEY=VALUE.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Model path.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing model at --out.")
@@ -442,7 +444,8 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     """Train an estimator on a catalog entry and save it.
 
     Without --estimator, the entry's task picks it: DSGRegressor for regression,
-    DSGClassifier for classification (see --estimator).
+    DSGClassifier for classification; DSPDCRegressor and DSPDCClassifier for a factorized
+    entry (see --estimator).
     """
     from ooc_kernels._params import unknown_key_hint
     from ooc_kernels.exceptions import ValidationError
@@ -497,29 +500,32 @@ def _default_estimator(ds, entry: str, catalog_file: Path) -> str:
     """The estimator ``train`` uses without ``--estimator``: DSGRegressor for an entry whose
     task (the store's attribute or the catalog's declaration) is regression, DSGClassifier
     for classification; without a task, DSGClassifier unless the targets are floating
-    point, which could be either.  Reads metadata only.
+    point, which could be either.  A factorized entry (``A = U V``) gets DSPDCRegressor and
+    DSPDCClassifier instead, the linear models that read factorized data (the kernel
+    models take rows ``X``).  Reads metadata only.
 
     Raises
     ------
     ValidationError
         No task and floating-point targets: the message says to pass ``--estimator
-        DSGRegressor`` (or to declare the task).
+        DSGRegressor`` (DSPDCRegressor for a factorized entry) or to declare the task.
     """
     from ooc_kernels.data.inputs import as_chunked
     from ooc_kernels.exceptions import ValidationError
 
     data = as_chunked(ds)
+    family = "DSPDC" if data.X is None and "U" in data else "DSG"
     task = data.attrs.get("task")
     if task == "regression":
-        return "DSGRegressor"
+        return f"{family}Regressor"
     if task == "classification" or data.y is None or data.y.dtype.kind != "f":
-        return "DSGClassifier"
+        return f"{family}Classifier"
     raise ValidationError(
         f"entry {entry!r} declares no task and its targets y are floating point "
         f"({data.y.dtype}), so the default estimator cannot tell regression from "
-        "classification: pass --estimator DSGRegressor for regression (--estimator "
-        "DSGClassifier for class labels stored as floats), or declare the task once with "
-        f"`ooc-kernels catalog declare {catalog_file} {entry} --task regression`"
+        f"classification: pass --estimator {family}Regressor for regression (--estimator "
+        f"{family}Classifier for class labels stored as floats), or declare the task once "
+        f"with `ooc-kernels catalog declare {catalog_file} {entry} --task regression`"
     )
 
 

@@ -25,8 +25,8 @@ from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair
 from ooc_kernels.exceptions import InputTypeError, OocKernelsWarning, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
-__all__ = ["checked_class_weights", "named_sample", "sklearn_validated", "two_sample_data",
-           "unsupervised_data", "validated_xy"]
+__all__ = ["check_row_input", "checked_class_weights", "named_sample", "sklearn_validated",
+           "two_sample_data", "unsupervised_data", "validated_xy"]
 
 
 def sklearn_validated(func, *args, **kwargs):
@@ -151,6 +151,57 @@ def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
         sw = sw.rechunk((data.chunk_sizes,))
     return data.replace(variables={**data.variables, "sample_weight": sw.astype(np.float64)},
                         dims={**data.dims, "sample_weight": ("sample",)})
+
+
+def check_row_input(estimator, data: ChunkedData, name: str = "X") -> ChunkedData:
+    """``data`` when ``estimator`` reads it: rows ``X``, or factorized data ``A = U V`` for
+    a family whose ``capabilities.factorized`` is True.
+
+    Called on the adapted input (:func:`~ooc_kernels.data.inputs.as_chunked`), before any
+    chunk is read; ``name`` is what the message calls the input (``X``, ``X_p``).
+
+    Raises
+    ------
+    ValidationError
+        ``data`` is factorized and the family takes rows only (the message names the
+        estimators that take factorized data and how to materialize ``A = U V``), or it
+        has neither ``X`` nor ``U``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from ooc_kernels import DSGRegressor, Factorized
+    >>> from ooc_kernels.data.inputs import as_chunked
+    >>> data = as_chunked(Factorized(np.ones((4, 2)), np.ones((2, 3))), np.zeros(4))
+    >>> try:
+    ...     check_row_input(DSGRegressor(), data)
+    ... except ValidationError as err:
+    ...     print(str(err)[:65])
+    DSGRegressor takes dense rows X, but X is factorized data A = U V
+    """
+    if data.X is not None or ("U" in data and estimator.capabilities.factorized):
+        return data
+    cls = type(estimator).__name__
+    if "U" not in data:
+        raise ValidationError(
+            f"{cls} reads rows X, but {name} has no X variable (found "
+            f"{sorted(data.variables)}); give {name} as an array, a Dask array or a Dataset "
+            "with an X (declare its name, e.g. ds.attrs['ooc_kernels_variables'] = "
+            "{'X': 'features'})."
+        )
+    from ooc_kernels.estimators._registry import ESTIMATORS
+
+    takers = sorted(n for n, c in ESTIMATORS.items()
+                    if getattr(getattr(c, "capabilities", None), "factorized", False))
+    n, rank = data["U"].shape
+    raise ValidationError(
+        f"{cls} takes dense rows X, but {name} is factorized data A = U V (U: {n} x {rank}, "
+        f"V: {rank} x {data.n_features}); factorized data is for the linear models that read "
+        f"it without forming A ({', '.join(takers)}). Fit one of them on it, "
+        f"or, if A = U V fits, materialize it and give {cls} the rows: X = U @ V for "
+        "ok.Factorized(U, V), or ooc_kernels.data.materialize(source, path) for a store, "
+        "Dataset or catalog entry, then fit(ooc_kernels.data.open_zarr_dataset(path))."
+    )
 
 
 def unsupervised_data(data: ChunkedData) -> ChunkedData:

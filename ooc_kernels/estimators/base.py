@@ -92,6 +92,7 @@ from ooc_kernels.estimators._hyperparams import (
 from ooc_kernels.estimators._inputs import (
     _is_chunked_input,
     _with_sample_weight,
+    check_row_input,
     named_sample,
     sklearn_validated,
     two_sample_data,
@@ -251,8 +252,9 @@ class ChunkedEstimator(BaseEstimator):
                 "array, a Dataset or a catalog entry."
             )
         if _is_chunked_input(X):
-            data = as_chunked(X, y, chunk_size=self.chunk_size, require_y=supervised,
-                              check_y=not skip)
+            data = check_row_input(self, as_chunked(
+                X, y, chunk_size=self.chunk_size, require_y=supervised, check_y=not skip),
+                name)
             if reset:
                 self.n_features_in_ = data.n_features
                 if data.feature_names is not None:
@@ -302,10 +304,13 @@ class ChunkedEstimator(BaseEstimator):
             )
 
     def _predict_data(self, X) -> tuple[ChunkedData | np.ndarray, bool]:
-        """Lazy inputs as :class:`ChunkedData`; in-memory inputs as the validated array."""
+        """Lazy inputs as :class:`ChunkedData`; in-memory inputs as the validated array.
+
+        Factorized data ``A = U V`` is :class:`ChunkedData` with ``U`` for a family that
+        declares ``capabilities.factorized``, a ``ValidationError`` for the others."""
         check_is_fitted(self, "_state")
         if _is_chunked_input(X):
-            data = as_chunked(X, chunk_size=self.chunk_size)
+            data = check_row_input(self, as_chunked(X, chunk_size=self.chunk_size))
             self._check_lazy_features(data)
             return data, True
         X = sklearn_validated(validate_data, self, X, reset=False,
@@ -738,6 +743,12 @@ class ChunkedEstimator(BaseEstimator):
         sample coordinate.
         """
         data, lazy = self._predict_data(X)
+        return self._block_outputs(data, lazy, block, payload, n_outputs, dtype)
+
+    def _block_outputs(self, data, lazy: bool, block, payload, n_outputs: int,
+                       dtype=np.float64):
+        """:meth:`_chunk_outputs` of an input that :meth:`_predict_data` adapted already
+        (``data, lazy``: its result), for a family that looks at the data first."""
         dtype = np.dtype(dtype)
         if lazy:
             from ooc_kernels.data.integrity import check_finite_blocks

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
 from sklearn.base import is_classifier, is_outlier_detector, is_regressor
 
-from ooc_kernels.exceptions import OocKernelsError
+from ooc_kernels.data.factorized import Factorized
+from ooc_kernels.exceptions import OocKernelsError, ValidationError
 from ooc_kernels.testing._problems import FINISH_HOOK, capabilities_of, make, problem
 
 __all__ = ["check_estimator_capabilities"]
@@ -32,7 +34,9 @@ def check_estimator_capabilities(cls, client=None) -> None:
     ``return_std`` in ``predict`` (regressors); ``checkpoints`` with the ``checkpoint``
     argument of ``fit``; ``finishing`` with a finishing step of the family's own;
     ``inputs="supervised"`` with an error of the library for a fit without ``y``;
-    ``execution="rounds"`` with a ``chunks_per_round`` parameter.
+    ``execution="rounds"`` with a ``chunks_per_round`` parameter; ``factorized`` with a fit
+    on ``Factorized(X, I)`` (``A = X``) that works (True) or raises the library's
+    ``ValidationError`` (False).
     """
     from ooc_kernels.estimators.base import ChunkedEstimator
 
@@ -92,3 +96,20 @@ def check_estimator_capabilities(cls, client=None) -> None:
             refused = True
         assert refused, f"{cls.__name__} declares inputs='supervised', but fit(X) without " \
                         "y raised no error of the library"
+    _check_factorized(cls, caps)
+
+
+def _check_factorized(cls, caps) -> None:
+    """``caps.factorized`` against a fit on ``Factorized(X, I)``: the rows ``X`` given by
+    their factors."""
+    X, *rest = problem(cls, n=80)
+    args = (Factorized(X, np.eye(X.shape[1])), *rest)
+    try:
+        make(cls).fit(*args)
+    except ValidationError as err:
+        assert not caps.factorized, \
+            f"{cls.__name__} declares factorized=True, but fit(Factorized(X, I), ...) " \
+            f"raised {err}"
+        return
+    assert caps.factorized, f"{cls.__name__} declares factorized=False, but " \
+                            "fit(Factorized(X, I), ...) raised no ValidationError"

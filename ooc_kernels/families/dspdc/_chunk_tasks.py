@@ -20,8 +20,18 @@ from __future__ import annotations
 import dask
 import numpy as np
 
+from ooc_kernels._checks import check_finite
 from ooc_kernels.exceptions import InvalidDataError
 from ooc_kernels.losses.reference import loss_value_ref
+
+
+def _finite_rows(rows, origin):
+    """``rows`` as read, refused with the error of :func:`~ooc_kernels._checks.check_finite`
+    (the chunk, the row and the feature, as the DSG solvers name them) when they hold NaN or
+    inf; ``origin``: ``(variable, chunk index)``, or None for rows checked already."""
+    if origin is not None:
+        check_finite(rows, *origin)
+    return rows
 
 
 def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept, weights=None):
@@ -101,10 +111,13 @@ def _is_lazy(U) -> bool:
     return is_lazy_input(U)
 
 
-def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None, shift=None, scale=None):
+def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None, shift=None, scale=None,
+                  origin=None):
     """Per-chunk statistics of ``Lambda_{q,m}`` of the rows the solver sees (standardized
     with ``shift`` and ``scale`` when given, with the intercept column, if any), times
-    ``sqrt(w_i)`` for a weighted problem."""
+    ``sqrt(w_i)`` for a weighted problem; the rows are checked for NaN/inf first when
+    ``origin`` is given (:func:`_finite_rows`)."""
+    rows = _finite_rows(rows, origin)
     from ooc_kernels.families.dspdc._scaling import model_rows, model_V
     from ooc_kernels.families.dspdc.lambda_stats import (
         chunk_lambda_stats,
@@ -124,9 +137,10 @@ def _lambda_stats(rows, V, m, q, scaling, factorized, weights=None, shift=None, 
     return chunk_lambda_stats(rows, m, min(q, rows.shape[1]))
 
 
-def _moments_chunk(rows, V, weights=None):
+def _moments_chunk(rows, V, weights=None, origin=None):
     """The column moments of one chunk (:func:`~ooc_kernels.families.dspdc._scaling.
-    chunk_moments`) under the fit's row weights."""
+    chunk_moments`) under the fit's row weights; the rows are checked for NaN/inf first
+    when ``origin`` is given (:func:`_finite_rows`)."""
     from ooc_kernels.families.dspdc._scaling import chunk_moments
 
-    return chunk_moments(rows, weights, V)
+    return chunk_moments(_finite_rows(rows, origin), weights, V)

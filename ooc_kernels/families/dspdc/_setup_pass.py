@@ -184,15 +184,18 @@ def resolve_permuted_rows(estimator) -> bool:
                                                    and int(estimator.m) == 1)
 
 
-def candidate_rows(rows, weights, center: bool, keep: int):
+def candidate_rows(rows, weights, center: bool, keep: int, origin=None):
     """One chunk's column moments (:func:`~ooc_kernels.families.dspdc._scaling.chunk_moments`)
     and the rows that may hold the largest standardized norm: ``(moments, candidates)``,
     ``candidates`` a dict (the ``keep`` rows, their weights, the chunk's shift and scale,
-    ``tau`` and the largest weight), or None when a norm is not finite."""
+    ``tau`` and the largest weight), or None when a norm is not finite.  With ``origin``
+    (``(variable, chunk index)``) the rows are checked for NaN/inf first, the error naming
+    the chunk and the row."""
+    from ooc_kernels.families.dspdc._chunk_tasks import _finite_rows
     from ooc_kernels.families.dspdc._scaling import chunk_moments, standardization
     from ooc_kernels.families.dspdc.kernels_scaling import standardized_norms
 
-    raw = np.asarray(rows)  # one chunk of the rows (a task reads no more)
+    raw = _finite_rows(np.asarray(rows), origin)  # one chunk of the rows (a task reads no more)
     moments = chunk_moments(raw, weights, None)
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     own = standardization(moments, center=center)
@@ -278,7 +281,7 @@ def lambda_from_candidates(candidates, scaled: dict, scaling: float, m: int, q: 
 
 def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: int, m: int,
                      q: int, scaling: float, factorized: bool,
-                     ys=None) -> tuple[dict, float, int]:
+                     ys=None, check: str | None = None) -> tuple[dict, float, int]:
     """``(scaled, Lambda, reads)``: the standardization fields of the configuration, the
     ``Lambda`` of the steps and the passes over the rows that gave them (0, 1 or 2).
     ``chunks``: the rows (``X`` or ``U``) chunk by chunk, of ``n_features`` columns (those of
@@ -290,7 +293,10 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     from the solution of the standardized problem
     (:mod:`~ooc_kernels.families.dspdc._squared_start`) and ``estimator._setup_scatter``
     the scatter, for the start's certificate
-    (:mod:`~ooc_kernels.families.dspdc._scatter_gap`)."""
+    (:mod:`~ooc_kernels.families.dspdc._scatter_gap`).  ``check``: the name of rows not
+    checked for NaN/inf yet (a lazy ``X``), which the first pass's chunk tasks check as
+    they read them, naming the chunk and the row (no read of its own); None when checked
+    already."""
     from ooc_kernels.families.dspdc._chunk_tasks import _lambda_stats, _moments_chunk
     from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
     from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start, \
@@ -304,9 +310,11 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     one_read = (estimator.standardize and isinstance(estimator.Lambda, str) and not factorized
                 and m == 1 and q >= p and keep >= MIN_KEEP_ROWS)
     scaled, reads = {}, 0
+    origins = [None if check is None else (check, k) for k in range(len(chunks))]
     start = one_read and ys is not None and start_applies(estimator, p, factorized)
     if one_read:   # the moments and the rows that may hold the largest norm
-        parts = [defer(candidate_rows)(c, rw, center, keep) for c, rw in zip(chunks, row_w)]
+        parts = [defer(candidate_rows)(c, rw, center, keep, origin)
+                 for c, rw, origin in zip(chunks, row_w, origins)]
         scatters = [defer(chunk_scatter)(c, yk, rw)       # the same read of each chunk
                     for c, yk, rw in zip(chunks, ys, row_w)] if start else []
         while len(scatters) > 1:   # merged in a tree: a few chunks' p x p matrices at a time
@@ -325,12 +333,16 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
         if Lambda is not None:
             return scaled, float(Lambda), reads
     elif estimator.standardize:   # one streaming pass: the column moments
-        parts = [defer(_moments_chunk)(c, V, rw) for c, rw in zip(chunks, row_w)]
+        parts = [defer(_moments_chunk)(c, V, rw, origin)
+                 for c, rw, origin in zip(chunks, row_w, origins)]
         moments = value(defer(combine_moments)(*parts))
         scaled, reads = standardization(moments, center=center, V=V), 1
     if not isinstance(estimator.Lambda, str):
         return scaled, float(estimator.Lambda), reads
+    if reads:   # checked by the pass that read them
+        origins = [None] * len(chunks)
     stats = [defer(_lambda_stats)(c, V, m, q, scaling, factorized, rw, scaled.get("x_shift"),
-                                  scaled.get("x_scale")) for c, rw in zip(chunks, row_w)]
+                                  scaled.get("x_scale"), origin)
+             for c, rw, origin in zip(chunks, row_w, origins)]
     merged = value(defer(combine_lambda_stats)(*stats))
     return scaled, float(lambda_from_stats(merged, estimator.Lambda)), reads + 1

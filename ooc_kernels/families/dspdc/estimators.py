@@ -253,10 +253,13 @@ class _DSPDCEstimator(ChunkedEstimator):
         V = None
         if factorized:
             V = np.asarray(dask.compute(whole["V"], scheduler=sched)[0], dtype=np.float64)
-        # the column moments and Lambda's statistics: one read of the rows, or two
+        # the column moments and Lambda's statistics: one read of the rows, or two (the
+        # first checks a lazy X for NaN/inf; U is checked as its chunks are read)
+        checked = factorized or _inputs.fit_memory_chunks(self, data) is not None
         scaled, Lambda, self._setup_reads = setup_statistics(
             self, chunks[name], row_w, defer, value, V=V, n_features=data.n_features, m=m,
-            q=q, scaling=scaling, factorized=factorized, ys=chunks["y"])
+            q=q, scaling=scaling, factorized=factorized, ys=chunks["y"],
+            check=None if checked else name)
         local_passes = resolve_local_passes(self, data)
         self._config = DSPDCConfig(
             loss_id=LOSSES[self.loss], n_samples=data.n_samples, n_features=p,
@@ -536,17 +539,15 @@ class _DSPDCEstimator(ChunkedEstimator):
         from ooc_kernels.data.factorized import Factorized
 
         check_is_fitted(self, "_state")
-        if isinstance(X, Factorized) or (hasattr(X, "data_vars") and "U" in X.data_vars):
-            from ooc_kernels.data.inputs import as_chunked
-
-            data = as_chunked(X, chunk_size=self.chunk_size)
-            self._check_lazy_features(data)
+        data, lazy = self._predict_data(X)    # factorized by its variables, whatever names
+        if lazy and "U" in data:
             V = np.asarray(dask.compute(data.delayed_whole()["V"])[0], dtype=np.float64)
             U = data["U"]
             out = U.map_blocks(_factorized_block, V @ self.coef_, self.intercept_,
                                chunks=(U.chunks[0], (1,)), dtype=np.float64)
             return out if not isinstance(X, Factorized) or _is_lazy(X.U) else out.compute()
-        return super()._decision_2d(X)
+        return self._block_outputs(data, lazy, type(self)._predict_block,
+                                   self._predict_payload(), 1, self._predict_dtype)
 
     # ------------------------------------------------------------------ persistence
     def _fitted_arrays(self) -> dict:
@@ -677,7 +678,7 @@ class DSPDCRegressor(ChunkedRegressorMixin, RegressorMixin, _DSPDCEstimator):
     _parameter_constraints = {**_CONSTRAINTS, "loss": [StrOptions(set(_REGRESSION_LOSSES))]}
     # no partial_fit (see _partial_fit_available)
     capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
-                                partial_fit=False, tol=True)
+                                partial_fit=False, tol=True, factorized=True)
     # below the set-up certificate's rounding bound on the contract problem: the start is
     # certified by the first epoch's rounds, which the resume check interrupts
     _stopping_test_params = {"alpha": 0.05, "tol": 1e-13}
@@ -791,7 +792,7 @@ class DSPDCClassifier(ChunkedClassifierMixin, ClassifierMixin, _DSPDCEstimator):
     # loss, "logistic" (see _has_proba)
     capabilities = Capabilities(execution="rounds", inputs="supervised",
                                 task="classification", partial_fit=False, tol=True,
-                                probabilistic=True)
+                                probabilistic=True, factorized=True)
 
     @staticmethod
     def _proba_from_decision(dec):
