@@ -101,7 +101,9 @@ def test_a_damaged_array_metadata_file_of_a_checkpoint_is_a_checkpoint_error(sto
     DAMAGES[damage](ck / "coef" / "zarr.json")
     before = _files(ck)
     with pytest.raises(CheckpointError, match=r"checkpoint '.*ck\.zarr': array 'coef' .*; "
-                                              r"remove it \(or pass resume=False\)"):
+                                              r"remove it \(or pass resume=False \(command line: "
+                                              r"--no-resume; pipeline file: fit: \{resume: "
+                                              r"false\}\)\)"):
         ok.DSGRegressor(max_iter=2, **P).fit(X, Y, checkpoint=ck, resume=True)
     assert _files(ck) == before
 
