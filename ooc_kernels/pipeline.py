@@ -67,7 +67,7 @@ from ooc_kernels._atomic import write_json_atomic
 from ooc_kernels._progress import logger
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
 from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
-from ooc_kernels.exceptions import PipelineConfigError, ValidationError
+from ooc_kernels.exceptions import DatasetExistsError, PipelineConfigError, ValidationError
 
 __all__ = ["PipelineSpec", "load_pipeline", "run_pipeline"]
 
@@ -415,17 +415,30 @@ def _paths(spec: PipelineSpec, path: Path, allow_outside: Any) -> dict[str, Path
 
 
 def _ensure_datasets(spec: PipelineSpec, catalog: Path, progress, where: dict) -> None:
-    """Generate every catalog entry named under ``data.generate`` whose store is missing."""
+    """Generate every catalog entry named under ``data.generate`` whose store is missing.
+
+    An existing store is kept when it is the dataset its entry describes (generator,
+    parameters, seed, split, size, chunk size: ``make_dataset(..., exist_ok=True)``), and
+    refused otherwise: a pipeline never trains on, or replaces, another dataset.
+    """
     from ooc_kernels.data.catalog import entry_path
     from ooc_kernels.data.generators import make_dataset
 
     for entry, gen in spec.data.generate.items():
         store = entry_path(catalog, entry, **where)
-        if store.exists():
-            continue
-        make_dataset(gen.generator, store, gen.n_samples, chunk_size=gen.chunk_size,
-                     random_state=gen.random_state, split=gen.split, progress=progress,
-                     **gen.params)
+        try:  # an existing store is kept only when it is the dataset the entry describes
+            make_dataset(gen.generator, store, gen.n_samples, chunk_size=gen.chunk_size,
+                         random_state=gen.random_state, split=gen.split, progress=progress,
+                         exist_ok=True, **gen.params)
+        except DatasetExistsError as err:
+            if not hasattr(err, "differences"):
+                raise
+            raise PipelineConfigError(
+                f"pipeline key 'data.generate.{entry}' describes a dataset that the store "
+                f"{str(store)!r} does not hold ({'; '.join(err.differences)}); a pipeline "
+                "never replaces a dataset: delete that store to generate it again, or change "
+                f"data.generate.{entry} to match it."
+            ) from None
 
 
 def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: bool = False,

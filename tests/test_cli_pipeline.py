@@ -70,6 +70,66 @@ def test_run_tiny_pipeline(tmp_path):
         metrics["test_accuracy"]
 
 
+@pytest.mark.parametrize("change", [dict(n_samples=400), dict(random_state=7),
+                                    dict(params={"n_features": 4, "flip": 0.2})],
+                         ids=["size", "seed", "parameters"])
+def test_a_generated_store_that_the_pipeline_no_longer_describes_is_refused(tmp_path, change):
+    """``data.generate`` keeps an existing store only when it is the dataset its entry
+    describes; another is refused before the fit, never used nor replaced."""
+    path = _pipeline(tmp_path)
+    from ooc_kernels.pipeline import run_pipeline
+
+    run_pipeline(path, scheduler="sync", progress=False)
+    store = tmp_path / "data" / "nb.zarr"
+    before = sorted(p.name for p in store.rglob("*"))
+    spec = yaml.safe_load(path.read_text())
+    spec["data"]["generate"]["nb"].update(change)
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(PipelineConfigError, match=r"'data.generate.nb' describes a dataset "
+                                                  r"that the store .*nb.zarr' does not hold "
+                                                  r"\(.*\); a pipeline never replaces a "
+                                                  r"dataset"):
+        run_pipeline(path, scheduler="sync", progress=False)
+    assert sorted(p.name for p in store.rglob("*")) == before
+
+
+def test_two_writers_of_one_missing_dataset_with_exist_ok_both_succeed(tmp_path, monkeypatch):
+    """Two pipelines that generate one missing store at once: the one that finishes second
+    keeps the first one's store, the same dataset, instead of failing after its work."""
+    from ooc_kernels.data import generators
+
+    target = tmp_path / "d.zarr"
+    real = generators.write_chunks
+
+    def other_writer_first(path, *args, **kwargs):
+        monkeypatch.setattr(generators, "write_chunks", real)
+        ok.make_dataset("nonlinear_binary", target, 300, chunk_size=100, n_features=4,
+                        progress=False)               # finishes while this one writes
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(generators, "write_chunks", other_writer_first)
+    got = ok.make_dataset("nonlinear_binary", target, 300, chunk_size=100, n_features=4,
+                          progress=False, exist_ok=True)
+    assert got == target and sorted(os.listdir(tmp_path)) == ["d.zarr"]
+    with pytest.raises(ok.exceptions.DatasetExistsError, match=r"holds other data"):
+        _other_dataset_first(monkeypatch, generators, real, tmp_path)
+
+
+def _other_dataset_first(monkeypatch, generators, real, tmp_path):
+    """A writer of another dataset finishes while an ``exist_ok`` write runs."""
+    target = tmp_path / "e.zarr"
+
+    def other_writer_first(path, *args, **kwargs):
+        monkeypatch.setattr(generators, "write_chunks", real)
+        ok.make_dataset("nonlinear_binary", target, 300, chunk_size=100, n_features=4,
+                        random_state=5, progress=False)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(generators, "write_chunks", other_writer_first)
+    return ok.make_dataset("nonlinear_binary", target, 300, chunk_size=100, n_features=4,
+                           progress=False, exist_ok=True)
+
+
 def test_train_evaluate_predict_commands(tmp_path):
     runner = CliRunner()
     cat = tmp_path / "c.yaml"

@@ -409,25 +409,40 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
                        description=spec.description)
     target = Path(os.fspath(path)).expanduser().absolute()
     sizes = spec.sizes(resolved)
-    if exist_ok and (target.exists() or target.is_symlink()):
+    def kept() -> bool:
+        """With ``exist_ok``: whether the store at ``target`` is the one this call writes
+        (True: keep it); another one raises, unless ``overwrite`` replaces it."""
         differences = _store_differences(target, attrs, spec, n_samples=n_samples,
                                          sizes=sizes, chunk_size=chunk_size)
         if not differences:
-            return target
-        if not overwrite:
-            raise DatasetExistsError(
-                f"dataset path {str(target)!r} already exists and holds other data than "
-                f"this call would write ({'; '.join(differences)}); exist_ok=True keeps only "
-                "an identical dataset: pass overwrite=True (--overwrite) to replace it, or "
-                "choose another path"
-            )
+            return True
+        if overwrite:
+            return False
+        err = DatasetExistsError(
+            f"dataset path {str(target)!r} already exists and holds other data than "
+            f"this call would write ({'; '.join(differences)}); exist_ok=True keeps only "
+            "an identical dataset: pass overwrite=True (--overwrite) to replace it, or "
+            "choose another path"
+        )
+        err.differences = differences
+        raise err
+
+    if exist_ok and (target.exists() or target.is_symlink()) and kept():
+        return target
     whole = _whole(spec, resolved, random_state)
-    return write_chunks(
-        path, _iter(spec, resolved, n_samples, chunk_size, random_state, split, whole),
-        n_samples=n_samples, chunk_size=chunk_size, schema=spec.schema, sizes=sizes,
-        dtypes=spec.dtypes, whole=whole, attrs=attrs, overwrite=overwrite,
-        progress=progress, desc=f"{name} ({split})",
-    )
+    try:
+        return write_chunks(
+            path, _iter(spec, resolved, n_samples, chunk_size, random_state, split, whole),
+            n_samples=n_samples, chunk_size=chunk_size, schema=spec.schema, sizes=sizes,
+            dtypes=spec.dtypes, whole=whole, attrs=attrs, overwrite=overwrite,
+            progress=progress, desc=f"{name} ({split})",
+        )
+    except DatasetExistsError:
+        # another writer finished first: with exist_ok, its store is kept when it is the one
+        # this call wrote too (two pipelines generating one missing dataset at once)
+        if exist_ok and not overwrite and (target.exists() or target.is_symlink()) and kept():
+            return target
+        raise
 
 
 def _store_differences(path: Path, attrs: dict, spec: GeneratorSpec, *, n_samples: int,
