@@ -250,9 +250,11 @@ def data_make(name, n_samples, out, split, seed, chunk_size, params, catalog, en
                 f"--data-root {str(target.parent)} or --allow-outside (readers then need the "
                 "same)"
             )
-    path = make_dataset(name, store, n_samples, chunk_size=chunk_size, random_state=seed,
-                        split=split, overwrite=overwrite, exist_ok=exist_ok,
-                        progress=_progress(quiet), **_parse_params(params))
+    with _log_lines(quiet):  # without a terminal: a line every tenth of the writing
+        path = make_dataset(name, store, n_samples, chunk_size=chunk_size,
+                            random_state=seed, split=split, overwrite=overwrite,
+                            exist_ok=exist_ok, progress=_progress(quiet),
+                            **_parse_params(params))
     if catalog is not None:
         register_dataset(catalog, entry, path,
                          description=f"{name} ({split}), {n_samples} samples, seed {seed}",

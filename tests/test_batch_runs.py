@@ -241,3 +241,19 @@ def test_train_without_a_task_asks_for_the_estimator_when_targets_are_floats(tmp
     assert r.exit_code == 0, r.output
     model = ok.load(tmp_path / "c.zarr")
     assert type(model) is ok.DSGClassifier and list(model.classes_) == [0, 1]
+
+
+def test_data_make_without_a_terminal_logs_every_tenth_of_the_writing(tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.delenv("OOC_KERNELS_PROGRESS", raising=False)
+    args = ["data", "make", "nonlinear_binary", "--n", "1000", "--chunk-size", "100",
+            "--out", str(tmp_path / "d.zarr"), "-p", "n_features=3"]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    lines = _lines(r.stderr)
+    assert [line.split(": ", 1)[1] for line in lines] == [
+        f"nonlinear_binary (train): {k}/10 chunks ({10 * k}%)" for k in range(1, 11)]
+    assert r.stdout.strip() == str(tmp_path / "d.zarr")
+    r = CliRunner().invoke(main, args[:-4] + ["--out", str(tmp_path / "e.zarr"),
+                                              "-p", "n_features=3", "--quiet"])
+    assert r.exit_code == 0 and r.stderr == ""
