@@ -45,6 +45,10 @@ _LAZY = {
     "set_progress": "ooc_kernels._progress",
 }
 
+#: The subpackages and modules reached as attributes of the package (``ok.data``): imported
+#: on first use, like the functions above.
+_SUBPACKAGES = ("data", "features", "estimators", "evaluation", "pipeline", "exceptions")
+
 #: The registered estimator classes (looked up in the registry on first use); a test checks
 #: that this lists every one of them.
 _ESTIMATORS = ("DSGClassifier", "DSGRegressor", "DSGDensityRatio", "DSGOneClassSVM",
@@ -57,8 +61,8 @@ __all__ = ["__version__", "OocKernelsError", *_ESTIMATORS, *sorted(_LAZY)]
 def __getattr__(name: str):
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name == "features":  # the kernel table: ok.features.kernel_function(...)
-        value = importlib.import_module("ooc_kernels.features")
+    elif name in _SUBPACKAGES:  # ok.data.open_zarr_dataset(...), ok.features.kernel_function
+        value = importlib.import_module(f"ooc_kernels.{name}")
     elif name[:1].isupper():  # an estimator class, from the registry
         from ooc_kernels.estimators._registry import ESTIMATORS
 
