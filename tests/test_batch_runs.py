@@ -257,3 +257,44 @@ def test_data_make_without_a_terminal_logs_every_tenth_of_the_writing(tmp_path,
     r = CliRunner().invoke(main, args[:-4] + ["--out", str(tmp_path / "e.zarr"),
                                               "-p", "n_features=3", "--quiet"])
     assert r.exit_code == 0 and r.stderr == ""
+
+
+def test_a_resumed_fit_says_where_it_resumed(tmp_path, monkeypatch):
+    """A run that resumes from its checkpoint logs where it resumed, not a fresh start."""
+    from ooc_kernels.estimators._checkpointing import CheckpointWriter
+
+    monkeypatch.delenv("OOC_KERNELS_PROGRESS", raising=False)
+    path = _pipeline(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    spec["fit"] = {"checkpoint_every": 1}
+    path.write_text(yaml.safe_dump(spec))
+    real = CheckpointWriter.__call__
+
+    def interrupted(self, state, info):  # Ctrl-C right after the first round's checkpoint
+        real(self, state, info)
+        if self.rounds == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(CheckpointWriter, "__call__", interrupted)
+    r = CliRunner().invoke(main, ["run", str(path), "--scheduler", "sync"])
+    assert r.exit_code == 130, r.output
+    monkeypatch.setattr(CheckpointWriter, "__call__", real)
+    r = CliRunner().invoke(main, ["run", str(path), "--scheduler", "sync"])
+    assert r.exit_code == 0, r.output
+    lines = _lines(r.stderr)
+    assert any("DSGClassifier: fit resumed from its checkpoint at the start of epoch 2/3 "
+               "(6 chunks an epoch)" in line for line in lines), lines
+    assert not any("fit started" in line for line in lines)
+    assert sum(": epoch " in line for line in lines) == 2  # epochs 2 and 3
+
+
+def test_a_fit_resumed_within_an_epoch_says_after_which_round(caplog):
+    from ooc_kernels.parallel.engine import _epoch_lines
+
+    with caplog.at_level(logging.INFO, logger="ooc_kernels"):
+        _epoch_lines(None, "DSPDCRegressor", 4, 10, None, (2, 3))
+        _epoch_lines(None, "DSPDCRegressor", 4, 10, "http://dash")
+    assert [r.getMessage() for r in caplog.records] == [
+        "DSPDCRegressor: fit resumed from its checkpoint in epoch 3/4, after 3 of its rounds "
+        "(10 chunks an epoch)",
+        "DSPDCRegressor: fit started, 4 epochs of 10 chunks (dashboard: http://dash)"]

@@ -276,17 +276,22 @@ def end_round(state, info: RoundInfo, *, last: bool, epoch_callback: Callable | 
 
 
 def _epoch_lines(callback: Callable | None, desc: str, n_epochs: int, n_chunks: int,
-                 link: str | None) -> Callable:
+                 link: str | None, start: tuple[int, int] = (0, 0)) -> Callable:
     """``callback`` preceded by one INFO line at the end of each epoch (its number, chunks
-    and seconds): a batch job's log shows how a fit advances without a bar."""
+    and seconds): a batch job's log shows how a fit advances without a bar.  A fit that
+    resumes (``start``: the epoch and round it starts at) says so first."""
     import time
 
     clock = {"start": time.perf_counter()}
-    if link:
-        logger.info("%s: fit started, %d epochs of %d chunks (dashboard: %s)", desc,
-                    n_epochs, n_chunks, link)
+    dashboard = f" (dashboard: {link})" if link else ""
+    if start != (0, 0):
+        where = (f"at the start of epoch {start[0] + 1}/{n_epochs}" if start[1] == 0 else
+                 f"in epoch {start[0] + 1}/{n_epochs}, after {start[1]} of its rounds")
+        logger.info("%s: fit resumed from its checkpoint %s (%d chunks an epoch)%s", desc,
+                    where, n_chunks, dashboard)
     else:
-        logger.info("%s: fit started, %d epochs of %d chunks", desc, n_epochs, n_chunks)
+        logger.info("%s: fit started, %d epochs of %d chunks%s", desc, n_epochs, n_chunks,
+                    dashboard)
 
     def logged(state, info):
         if info.round == info.n_rounds_in_epoch - 1:
@@ -312,7 +317,8 @@ def _run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
         if link and not bar.disable:  # Dask's own progress pages for this fit's tasks
             bar.set_postfix_str(f"dashboard: {link}")
         if logs_instead(progress, bar):  # no bar: one log line per epoch instead
-            callback = _epoch_lines(callback, desc, n_epochs, data.n_chunks, link)
+            callback = _epoch_lines(callback, desc, n_epochs, data.n_chunks, link,
+                                    (start_epoch, start_round))
 
         def plan_of(epoch: int):
             return plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
