@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import re
@@ -65,6 +66,7 @@ except ImportError:  # pragma: no cover - Windows: renames are serialised in-pro
     fcntl = None
 
 from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelPathError,
+                                    WriteFailedError,
                                     ValidationError)
 
 __all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir",
@@ -546,6 +548,29 @@ def _writer_temp(path: Path) -> Iterator[Path]:
             os.close(fd)
 
 
+#: The file system's refusals of a write: the disk or the quota full, a file size limit, a
+#: read-only or forbidden folder, an I/O error.
+_WRITE_REFUSALS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                   errno.EPERM, errno.EIO}
+
+
+def _write_failed(err: OSError, path: Path, what: str, existed: bool) -> BaseException:
+    """``err`` as the library's :class:`WriteFailedError` naming ``path`` when it is a
+    refusal of the file system (:data:`_WRITE_REFUSALS`), else ``err`` itself."""
+    if isinstance(err, WriteFailedError) or not isinstance(err, OSError) \
+            or err.errno not in _WRITE_REFUSALS or type(err).__module__ != "builtins":
+        return err
+    before = (f"the previous {what} there is intact" if existed else "nothing is there")
+    if existed and what == "checkpoint":
+        before += " (a re-run resumes from it)"
+    return WriteFailedError(
+        err.errno,
+        f"could not write the {what} {str(path)!r}: {err.strerror or err} "
+        f"({errno.errorcode.get(err.errno, err.errno)}); nothing was replaced: {before}, and "
+        "no temporary file is left. Free space (or raise the limit, or fix the folder's "
+        "permissions), or write elsewhere, then run again")
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) -> Iterator[Path]:
     """Yield a temporary sibling folder; on success it replaces ``path``, on error it is removed.
@@ -581,17 +606,24 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
             check_replaceable(path, kind)
         if any(_temporaries(path)):
             _sweep_locked(path)
+    existed = path.exists()
     with _writer_temp(path) as tmp:
         try:
             yield tmp
-        except BaseException:
+        except BaseException as err:
             _wait_for_pending_writes()
-            raise
+            failed = _write_failed(err, path, KINDS[kind], existed)
+            if failed is err:
+                raise
+            raise failed from err
         try:
             replace_dir(tmp, path, kind=kind, overwrite=overwrite)
-        except BaseException:
+        except BaseException as err:
             _wait_for_pending_writes()
-            raise
+            failed = _write_failed(err, path, KINDS[kind], existed)
+            if failed is err:
+                raise
+            raise failed from err
 
 
 def file_kind(path: str | os.PathLike) -> str | None:
@@ -675,11 +707,17 @@ def write_json_atomic(path: str | os.PathLike, doc: dict, *, kind: str,
     check_replaceable_file(path, kind, overwrite=overwrite)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
+    existed = path.exists()
     try:
         tmp.write_text(text)
         with path_lock(path):
             check_replaceable_file(path, kind, overwrite=overwrite)
             os.replace(tmp, path)
+    except OSError as err:
+        failed = _write_failed(err, path, FILE_KINDS[kind], existed)
+        if failed is err:
+            raise
+        raise failed from err
     finally:
         if tmp.exists():
             tmp.unlink()

@@ -169,6 +169,12 @@ class DatasetExistsError(OocKernelsError, FileExistsError):
     """The output path of a write already exists and overwriting was not asked for."""
 
 
+class WriteFailedError(OocKernelsError, OSError):
+    """The file system refused a write of the library (a full disk, a quota, a file size
+    limit, a read-only or forbidden folder): the message names the path and says that
+    nothing was replaced.  ``errno`` is the file system's."""
+
+
 class DivergenceError(OocKernelsError, FloatingPointError):
     """A fit produced non-finite coefficients (overflow): the step size is too large for the
     scale of the data (lower ``eta0``, raise ``t0`` or standardize ``X``/``y``)."""

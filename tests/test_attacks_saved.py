@@ -21,7 +21,7 @@ import zarr
 import ooc_kernels as ok
 from ooc_kernels import _checksums
 from ooc_kernels.exceptions import (ForeignPathError, ModelFormatError, ModelPathError,
-                                    ValidationError)
+                                    ValidationError, WriteFailedError)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _tamper import edit_attrs, set_at  # noqa: E402
@@ -153,8 +153,12 @@ def test_a_disk_full_in_the_middle_of_a_save_keeps_the_old_model(models, tmp_pat
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))  # full after one array
 
     monkeypatch.setattr(_checksums, "write_arrays", fill_up)
-    with pytest.raises(OSError, match="No space left on device"):
+    with pytest.raises(WriteFailedError, match=rf"could not write the model '.*{path.name}': "
+                                               r"No space left on device \(ENOSPC\); nothing "
+                                               r"was replaced: the previous model there is "
+                                               r"intact") as info:
         models[name].save(path)
+    assert info.value.errno == errno.ENOSPC and isinstance(info.value, OSError)
     monkeypatch.undo()
     assert written, "the save must fail part way, after one array was written"
     assert sorted(os.listdir(tmp_path)) == [path.name]       # no temporary left beside it
@@ -279,3 +283,34 @@ def test_a_read_only_folder_is_an_os_error_and_leaves_nothing(models, tmp_path):
     finally:
         folder.chmod(0o755)
         shutil.rmtree(folder)
+
+
+def test_a_file_size_limit_in_a_subprocess_is_the_librarys_error_naming_the_path(tmp_path):
+    """A real refusal of the file system (``RLIMIT_FSIZE``: EFBIG) during a dataset write and
+    a checkpoint write: the library's error, the path, nothing left behind."""
+    import subprocess
+
+    code = (
+        "import resource, signal, numpy as np, ooc_kernels as ok\n"
+        "X = np.random.default_rng(0).normal(size=(300, 3))\n"
+        "est = ok.DSGRegressor(n_features=2048, block_size=256, max_iter=2, tol=None, "
+        "random_state=0, scheduler='sync', progress=False)\n"
+        "est.fit(X, X[:, 0], checkpoint='ck.zarr', checkpoint_every=1)\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (2000, 2000))\n"
+        "for write in (lambda: ok.make_dataset('synthetic_krr_2d', 'd.zarr', 100000, "
+        "chunk_size=50000, progress=False), lambda: est.set_params(max_iter=4).fit("
+        "X, X[:, 0], checkpoint='ck.zarr', checkpoint_every=1, resume=True)):\n"
+        "    try:\n"
+        "        write()\n"
+        "    except Exception as err:\n"
+        "        print(type(err).__name__, err.errno, err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert len(out) == 2, out
+    assert out[0].startswith("WriteFailedError 27 [Errno 27] could not write the dataset '")
+    assert "d.zarr': File too large (EFBIG); nothing was replaced: nothing is there" in out[0]
+    assert out[1].startswith("WriteFailedError 27 [Errno 27] could not write the checkpoint")
+    assert "the previous checkpoint there is intact (a re-run resumes from it)" in out[1]
+    assert sorted(os.listdir(tmp_path)) == ["ck.zarr"]
