@@ -437,7 +437,8 @@ class _EstimatorName(click.ParamType):
               help="Zarr folder for the fit's checkpoints; with it, re-running the same "
               "command after an interruption resumes from the last checkpoint.")
 @click.option("--checkpoint-every", type=int, default=5, show_default=True,
-              help="Rounds between checkpoints.")
+              help="Rounds between checkpoints (a round runs chunks_per_round chunk tasks, "
+              "each of one or more chunks; the last round of the fit is always written).")
 @click.option("--resume/--no-resume", default=None, help="Continue from --checkpoint if it "
               "exists (default when --checkpoint is given); --no-resume starts over.")
 @_common
