@@ -65,7 +65,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 import dask
 import dask.array as da

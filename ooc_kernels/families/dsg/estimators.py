@@ -66,7 +66,7 @@ from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features import Kernel
-from ooc_kernels.features.maps import available_kernels, get_feature_map, kernel_spec
+from ooc_kernels.features.maps import available_kernels, kernel_spec
 from ooc_kernels.losses import get_loss, losses_for
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.families.dsg._setup_sample import sample_draw, setup_sample

@@ -23,7 +23,6 @@ import dask
 import dask.array as da
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels._seeds import derive_seed
