@@ -37,7 +37,11 @@ STOPPING_PARAMS_DOC = """    max_iter : int, default=1000
     validation_fraction : float, default=0.1
     warm_start : bool, default=False
         A new :meth:`fit` continues from the current model for ``max_iter`` more epochs
-        (same data shape, classes and random features) instead of starting over.
+        (same data shape, classes and random features) instead of starting over.  The
+        model's hyperparameters must be those it was fitted with: only how long, where
+        and how the fit runs may change (``max_iter``, ``tol``, ``n_jobs``,
+        ``scheduler``, ``chunk_size`` ...); another changed one raises ``ValidationError``
+        (so does ``partial_fit``, and ``save``).
     verbose : int, default=0
         Print each epoch's loss, validation score and time.
 """

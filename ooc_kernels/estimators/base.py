@@ -98,6 +98,7 @@ from ooc_kernels.estimators._inputs import (
     unsupervised_data,
     validated_xy,
 )
+from ooc_kernels.estimators._continuation import check_unchanged_params, model_params
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
 from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
                                     UnresolvedParameterError, ValidationError)
@@ -347,6 +348,14 @@ class ChunkedEstimator(BaseEstimator):
         self.history_ = []
         self._monitor_state = None
 
+    def _model_params(self) -> dict:
+        """The hyperparameters that define the fitted model (:func:`model_params`)."""
+        return model_params(self)
+
+    def _check_unchanged_params(self, action: str) -> None:
+        """:func:`check_unchanged_params` before ``action`` (a continuation or a save)."""
+        check_unchanged_params(self, action)
+
     def _start(self, data: ChunkedData, sched, classes=None) -> None:
         """The family's model for ``data`` (after :meth:`_seed`)."""
         try:  # the classes of y are read with the rows of _setup_draw, in one computation
@@ -360,6 +369,7 @@ class ChunkedEstimator(BaseEstimator):
             threads = task_threads(self.n_jobs) if "n_jobs" in self.get_params() else 1
             with single_threaded_blas(), kernel_threads(threads):
                 self._initialize(data, sched, classes=getattr(self, "classes_", None))
+            self._fitted_params = self._model_params()  # what a continuation must keep
         finally:
             # read for this set-up only
             for name in ("_setup_sample_read", "_setup_label_counts"):
@@ -583,6 +593,7 @@ class ChunkedEstimator(BaseEstimator):
                     self._resolve_tasks_per_round(sched, keep=False)
                 train, val = self._split_validation(data)
             elif warm:
+                self._check_unchanged_params("a warm_start fit")
                 self._check_lazy_features(data)
                 self._resolve_tasks_per_round(sched, keep=True)
                 start = (self._n_epochs_done, 0)
@@ -643,6 +654,8 @@ class ChunkedEstimator(BaseEstimator):
         """
         self._validate_params()
         first = not hasattr(self, "_state")
+        if not first:
+            self._check_unchanged_params("partial_fit")
         with scheduler_context(self.scheduler) as sched:
             data = self._fit_data(X, y, reset=first, sample_weight=sample_weight)
             self._resolve_tasks_per_round(sched, keep=not first)
@@ -768,6 +781,7 @@ class ChunkedEstimator(BaseEstimator):
         """
         from ooc_kernels.estimators.persistence import save_model
 
+        self._check_unchanged_params("save")
         save_model(self, path)
 
 

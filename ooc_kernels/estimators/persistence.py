@@ -429,4 +429,6 @@ def restore_model(meta: dict, arrays: dict, *, where: str = "model", estimator=N
             f"{where}: the model's metadata is incomplete or corrupt ({type(err).__name__}: "
             f"{err}); {_FIX}."
         ) from err
+    if hasattr(est, "_model_params"):  # the parameters it was fitted with: what it keeps
+        est._fitted_params = est._model_params()
     return est

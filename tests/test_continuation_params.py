@@ -1,0 +1,70 @@
+"""A continuation (``warm_start``, ``partial_fit``) and a save describe the model that was
+fitted: a hyperparameter changed with ``set_params`` since then (other than how long,
+where and how the fit runs) is refused with the fitted and the new value, instead of being
+ignored by the continuation or saved into a file that cannot be loaded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+import ooc_kernels as ok
+from ooc_kernels.exceptions import ValidationError
+
+X, Y = make_classification(300, 5, random_state=0)
+FAST = dict(max_iter=2, tol=None, random_state=0, n_features=256, block_size=64,
+            progress=False, scheduler="sync")
+
+
+@pytest.mark.parametrize("change", [dict(alpha=10.0), dict(loss="hinge"),
+                                    dict(kernel="laplacian"), dict(n_features=512),
+                                    dict(batch_size=32), dict(update="check")],
+                         ids=lambda c: next(iter(c)))
+def test_a_changed_hyperparameter_is_refused_by_a_continuation_and_a_save(tmp_path, change):
+    est = ok.DSGClassifier(warm_start=True, **FAST).fit(X, Y)
+    before = est.decision_function(X)
+    fitted = {k: est.get_params()[k] for k in change}
+    est.set_params(**change)
+    name, value = next(iter(change.items()))
+    message = (rf"DSGClassifier was fitted with {name}={fitted[name]!r}, and its parameters "
+               rf"now say {name}={value!r}; ")
+    with pytest.raises(ValidationError, match=message + r"a warm_start fit continues"):
+        est.fit(X, Y)
+    with pytest.raises(ValidationError, match=message + r"partial_fit continues .*fit\(\) "
+                                                        r"starts a new model"):
+        est.partial_fit(X, Y)
+    with pytest.raises(ValidationError, match=message + r"the saved parameters would "
+                                                        r"describe another model"):
+        est.save(tmp_path / "m.zarr")
+    assert not (tmp_path / "m.zarr").exists()
+    assert np.array_equal(est.decision_function(X), before)  # the model is untouched
+    est.set_params(**fitted, max_iter=3)  # set back, and how long to run: continues
+    est.fit(X, Y)
+    est.save(tmp_path / "m.zarr")
+    assert np.array_equal(ok.load(tmp_path / "m.zarr").decision_function(X),
+                          est.decision_function(X))
+
+
+def test_a_loaded_model_keeps_the_parameters_it_was_fitted_with(tmp_path):
+    ok.DSGRegressor(warm_start=True, **FAST).fit(X, X[:, 0]).save(tmp_path / "m.zarr")
+    loaded = ok.load(tmp_path / "m.zarr")
+    loaded.set_params(alpha=1.0)
+    with pytest.raises(ValidationError, match=r"fitted with alpha='auto'"):
+        loaded.fit(X, X[:, 0])
+    loaded.set_params(alpha="auto", max_iter=1, n_jobs=2, chunk_size=100)  # run settings
+    assert loaded.fit(X, X[:, 0]).n_iter_ == 3
+
+
+def test_a_new_fit_takes_any_hyperparameter():
+    est = ok.DSGClassifier(**FAST).fit(X, Y)
+    est.set_params(alpha=10.0, kernel="laplacian").fit(X, Y)
+    ref = ok.DSGClassifier(**dict(FAST, alpha=10.0, kernel="laplacian")).fit(X, Y)
+    assert np.array_equal(est.decision_function(X), ref.decision_function(X))
+
+
+def test_an_online_stream_refuses_a_changed_basis():
+    est = ok.OnlineKernelRidge(random_state=0).partial_fit(X[:100], X[:100, 0])
+    est.set_params(alpha=2.0)
+    with pytest.raises(ValidationError, match=r"OnlineKernelRidge was fitted with alpha="):
+        est.partial_fit(X[100:], X[100:, 0])
