@@ -19,7 +19,7 @@ FAST = dict(max_iter=2, tol=None, random_state=0, n_features=256, block_size=64,
 
 @pytest.mark.parametrize("change", [dict(alpha=10.0), dict(loss="hinge"),
                                     dict(kernel="laplacian"), dict(n_features=512),
-                                    dict(batch_size=32), dict(update="check")],
+                                    dict(batch_size=32)],
                          ids=lambda c: next(iter(c)))
 def test_a_changed_hyperparameter_is_refused_by_a_continuation_and_a_save(tmp_path, change):
     est = ok.DSGClassifier(warm_start=True, **FAST).fit(X, Y)
@@ -68,3 +68,21 @@ def test_an_online_stream_refuses_a_changed_basis():
     est.set_params(alpha=2.0)
     with pytest.raises(ValidationError, match=r"OnlineKernelRidge was fitted with alpha="):
         est.partial_fit(X[100:], X[100:, 0])
+
+
+def test_dsgs_update_mode_switches_in_a_continuation_but_is_refused_unfitted_by_a_save(
+        tmp_path):
+    """DSG applies a changed ``update`` from a continuation's next step (a warm start may
+    switch to reusing old random features); saved unfitted, it would not describe the
+    model."""
+    est = ok.DSGRegressor(warm_start=True, **FAST).fit(X, X[:, 0])
+    est.set_params(update="check")
+    with pytest.raises(ValidationError, match=r"fitted with update='new', and its parameters "
+                                              r"now say update='check'; the saved"):
+        est.save(tmp_path / "m.zarr")
+    est.fit(X, X[:, 0])                                   # continues in the new mode
+    assert est._config.update == "check"
+    est.save(tmp_path / "m.zarr")
+    assert ok.load(tmp_path / "m.zarr")._config.update == "check"
+    est.set_params(update="uniform").partial_fit(X, X[:, 0])
+    assert est._config.update == "uniform"

@@ -19,7 +19,7 @@ import numpy as np
 
 from ooc_kernels.exceptions import ValidationError
 
-__all__ = ["CONTINUATION_PARAMS", "check_unchanged_params", "model_params"]
+__all__ = ["CONTINUATION_PARAMS", "check_unchanged_params", "model_params", "switchable"]
 
 #: The hyperparameters that a continuation (``warm_start``, ``partial_fit``) may change: how
 #: long, where and how it runs and reads its rows, not the model it continues.
@@ -48,6 +48,13 @@ def model_params(estimator) -> dict:
             if k not in CONTINUATION_PARAMS}
 
 
+def switchable(estimator) -> frozenset:
+    """The model hyperparameters that a continuation of ``estimator`` applies from its next
+    step (the family's ``_switchable_params``, e.g. DSG's ``update``: a warm start may
+    switch to reusing old random features); a save still refuses them changed unfitted."""
+    return frozenset(getattr(estimator, "_switchable_params", ()))
+
+
 def check_unchanged_params(estimator, action: str) -> None:
     """Refuse hyperparameters of ``estimator`` changed (``set_params``) since its model was
     fitted (``estimator._fitted_params``), before ``action`` (``"a warm_start fit"``,
@@ -63,7 +70,9 @@ def check_unchanged_params(estimator, action: str) -> None:
     if fitted is None:
         return
     now = model_params(estimator)
-    changed = [k for k in sorted(now) if k in fitted and not _same_value(now[k], fitted[k])]
+    allowed = frozenset() if action == "save" else switchable(estimator)
+    changed = [k for k in sorted(now) if k in fitted and k not in allowed
+               and not _same_value(now[k], fitted[k])]
     if not changed:
         return
     was = ", ".join(f"{k}={fitted[k]!r}" for k in changed)

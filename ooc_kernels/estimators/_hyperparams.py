@@ -40,8 +40,8 @@ STOPPING_PARAMS_DOC = """    max_iter : int, default=1000
         (same data shape, classes and random features) instead of starting over.  The
         model's hyperparameters must be those it was fitted with: only how long, where
         and how the fit runs may change (``max_iter``, ``tol``, ``n_jobs``,
-        ``scheduler``, ``chunk_size`` ...); another changed one raises ``ValidationError``
-        (so does ``partial_fit``, and ``save``).
+        ``scheduler``, ``chunk_size`` ..., and DSG's ``update``, which switches mode); another
+        changed one raises ``ValidationError`` (so does ``partial_fit``, and ``save``).
     verbose : int, default=0
         Print each epoch's loss, validation score and time.
 """

@@ -594,6 +594,7 @@ class ChunkedEstimator(BaseEstimator):
                 train, val = self._split_validation(data)
             elif warm:
                 self._check_unchanged_params("a warm_start fit")
+                self._fitted_params = self._model_params()  # with a switched mode, if any
                 self._check_lazy_features(data)
                 self._resolve_tasks_per_round(sched, keep=True)
                 start = (self._n_epochs_done, 0)
@@ -656,6 +657,7 @@ class ChunkedEstimator(BaseEstimator):
         first = not hasattr(self, "_state")
         if not first:
             self._check_unchanged_params("partial_fit")
+            self._fitted_params = self._model_params()
         with scheduler_context(self.scheduler) as sched:
             data = self._fit_data(X, y, reset=first, sample_weight=sample_weight)
             self._resolve_tasks_per_round(sched, keep=not first)

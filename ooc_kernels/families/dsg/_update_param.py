@@ -60,6 +60,8 @@ class UpdateMixin:
     """
 
     _saved_arrays = {"coef": True, "avg": False, "beta": False}
+    #: A continuation applies a changed ``update`` (the mode switch above).
+    _switchable_params = frozenset({"update"})
 
     def _run(self, *args, **kwargs):
         config, state = self._config, self._state
