@@ -86,3 +86,18 @@ def test_dsgs_update_mode_switches_in_a_continuation_but_is_refused_unfitted_by_
     assert ok.load(tmp_path / "m.zarr")._config.update == "check"
     est.set_params(update="uniform").partial_fit(X, X[:, 0])
     assert est._config.update == "uniform"
+
+
+def test_projected_kernel_ridge_solves_a_continuation_with_a_new_alpha(tmp_path):
+    """Its statistics do not depend on ``alpha``: ``partial_fit`` after ``set_params(alpha=)``
+    gives the model of a stream fitted with that alpha throughout."""
+    params = dict(basis="nystrom-fixed", n_components=32, chunks_per_round=1,
+                  random_state=0, progress=False, scheduler="sync")
+    est = ok.ProjectedKernelRidge(**params).partial_fit(X[:150], X[:150, 0])
+    est.set_params(alpha=3.0).partial_fit(X[150:], X[150:, 0])
+    ref = ok.ProjectedKernelRidge(**dict(params, alpha=3.0))
+    ref.partial_fit(X[:150], X[:150, 0]).partial_fit(X[150:], X[150:, 0])
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=1e-10, atol=1e-12)
+    est.set_params(n_components=64)
+    with pytest.raises(ValidationError, match=r"fitted with n_components=32"):
+        est.partial_fit(X[:10], X[:10, 0])

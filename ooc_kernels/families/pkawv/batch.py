@@ -278,6 +278,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
     _saved_arrays = {"gram": True, "rhs": True, "n_rows": True, "weight_sum": True,
                      "n_skipped": True, "coef": True, "center": False, "dictionary": False}
     _finish_after_partial_fit = True
+    #: The statistics do not depend on ``alpha``: a continuation solves with the new one.
+    _switchable_params = frozenset({"alpha"})
     _test_params = dict(chunks_per_round=2, degree=2)
 
     def __init__(self, basis="taylor", *, degree="auto", n_components=1000,
