@@ -69,7 +69,7 @@ from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelP
                                     WriteFailedError,
                                     ValidationError)
 
-__all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir",
+__all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir", "write_failed",
            "check_replaceable", "check_replaceable_file", "check_target", "file_kind",
            "path_lock",
            "replace_dir", "store_kind", "sweep_stale", "write_json_atomic"]
@@ -554,7 +554,7 @@ _WRITE_REFUSALS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.E
                    errno.EPERM, errno.EIO}
 
 
-def _write_failed(err: OSError, path: Path, what: str, existed: bool) -> BaseException:
+def write_failed(err: OSError, path: Path, what: str, existed: bool) -> BaseException:
     """``err`` as the library's :class:`WriteFailedError` naming ``path`` when it is a
     refusal of the file system (:data:`_WRITE_REFUSALS`), else ``err`` itself."""
     if isinstance(err, WriteFailedError) or not isinstance(err, OSError) \
@@ -612,7 +612,7 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
             yield tmp
         except BaseException as err:
             _wait_for_pending_writes()
-            failed = _write_failed(err, path, KINDS[kind], existed)
+            failed = write_failed(err, path, KINDS[kind], existed)
             if failed is err:
                 raise
             raise failed from err
@@ -620,7 +620,7 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
             replace_dir(tmp, path, kind=kind, overwrite=overwrite)
         except BaseException as err:
             _wait_for_pending_writes()
-            failed = _write_failed(err, path, KINDS[kind], existed)
+            failed = write_failed(err, path, KINDS[kind], existed)
             if failed is err:
                 raise
             raise failed from err
@@ -714,7 +714,7 @@ def write_json_atomic(path: str | os.PathLike, doc: dict, *, kind: str,
             check_replaceable_file(path, kind, overwrite=overwrite)
             os.replace(tmp, path)
     except OSError as err:
-        failed = _write_failed(err, path, FILE_KINDS[kind], existed)
+        failed = write_failed(err, path, FILE_KINDS[kind], existed)
         if failed is err:
             raise
         raise failed from err

@@ -57,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ooc_kernels._atomic import write_failed
 from ooc_kernels.exceptions import CorruptChunkError, ValidationError
 
 __all__ = ["INITIAL", "WORK_MARKER", "ChunkStore", "ChunkVersions", "FolderLock",
@@ -229,11 +230,17 @@ class ChunkStore:
         buffer.write(_MAGIC + struct.pack("<I", _checksum(array)))
         np.lib.format.write_array(buffer, array, allow_pickle=False)
         tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+        existed = target.exists()
         try:
             tmp.write_bytes(buffer.getvalue())
             if target.is_dir() or target.is_symlink():
                 _remove_earlier_format(target)     # the same version in the earlier format
             os.replace(tmp, target)
+        except OSError as err:  # a full disk, a quota: the library's error, naming the file
+            failed = write_failed(err, target, "chunk-local array", existed)
+            if failed is err:
+                raise
+            raise failed from err
         finally:
             tmp.unlink(missing_ok=True)
 

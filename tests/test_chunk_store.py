@@ -147,3 +147,30 @@ def test_a_chunk_folder_that_is_a_link_is_never_written_through(tmp_path):
         store.write("y", 0, (0, 0), np.arange(3.0))
     assert sorted(p.name for p in users.iterdir()) == ["e000000_r000000"]
     assert (users / "e000000_r000000").read_text() == "the user's file"
+
+
+def test_a_full_disk_is_the_librarys_error_and_the_earlier_bytes_stay(tmp_path, monkeypatch):
+    """A write the file system refuses names the file; the version written before it is
+    read back unchanged and no temporary is left."""
+    import errno
+    import os
+    from pathlib import Path
+
+    from ooc_kernels.exceptions import WriteFailedError
+
+    store = ChunkStore(tmp_path / "w")
+    store.write("y", 0, (0, 0), np.ones(4))
+
+    def full(self, data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    with pytest.raises(WriteFailedError, match=r"could not write the chunk-local array "
+                                               r"'.*e000000_r000000': No space left on device \(ENOSPC\); "
+                                               r"nothing was replaced: the previous "
+                                               r"chunk-local array there is intact") as info:
+        store.write("y", 0, (0, 0), np.full(4, 2.0))
+    assert info.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=4), np.ones(4))
+    assert not [p for p in (tmp_path / "w").rglob("*.tmp")]
