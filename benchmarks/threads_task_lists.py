@@ -89,7 +89,7 @@ from ooc_kernels.families.dsg.kernels_full import (_FULL_BUFFER_BYTES, _check_fu
                                                    dsg_full_update)
 from ooc_kernels.families.dsg.kernels_tasks import (full_buffers, full_tile_width,
                                                     step_gradient, step_task, task_position,
-                                                    tile_copy)
+                                                    task_update, tile_copy)
 from ooc_kernels.families.dsg.kernels_threads import dsg_full_update_threads
 
 
@@ -314,26 +314,14 @@ def _ahead_task(t, s, n_steps, X, W, phase, scale, b, tiles, bufs, pool, model, 
     taken, done, home, spare = state
     nf, w, keep = tiles
     Wt, Zt, P, D, F, G = bufs
-    out, low, mean = model
-    factor, step, wavg = prev
-    C = out.shape[2]
+    low = model[1]
     if s == 0 and nf > 1:
         j = t // nf
         c0 = (t % nf) * w
         tile_copy(W, Wt, j, c0, min(c0 + w, W.shape[2]))
     if s > 0:
         Wj, Z, j, c0, c1 = _ahead_views(t, s - 1, X, W, b, tiles, Wt, pool, home[t])
-        wt = c1 - c0
-        delta = D[t, :wt]
-        np.dot(Z.T, G[:Z.shape[0]], delta)
-        averaging = mean.shape[0] > 0 and wavg > 0.0
-        for k in range(wt):
-            for c in range(C):
-                v = out[j, c0 + k, c] * factor + step * delta[k, c]
-                out[j, c0 + k, c] = v
-                low[j, c0 + k, c] = v
-                if averaging:
-                    mean[j, c0 + k, c] += (v - mean[j, c0 + k, c]) * wavg
+        task_update(Z, G, D[t, :c1 - c0], model, prev, j, c0)
     if s < n_steps:
         if claim(taken, t * (n_steps + 1) + s) == 0:
             _ahead_features(t, s, X, W, phase, scale, b, tiles, Wt, pool, home[t])

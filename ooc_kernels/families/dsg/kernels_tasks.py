@@ -39,7 +39,7 @@ from ooc_kernels._jit.losses import loss_grad_value
 from ooc_kernels._jit.rff import COS_AFFINE, COS_WIDE, RELU, RELU_SQUARED, STEP, features_inplace
 
 __all__ = ["STEP_TASKS", "full_buffers", "full_tile_width", "step_gradient", "step_task",
-           "task_position", "tile_copy"]
+           "task_position", "task_update", "tile_copy"]
 
 #: Tasks a full-phase step is cut into at least (when the blocks' columns can be split and
 #: hold at least 32 columns a tile): enough for 16 threads to get 4 each.
@@ -152,11 +152,9 @@ def step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, pr
     """
     nf, w, keep = tiles
     Wt, Zt, P, D, F, G = bufs
-    out, low, mean = model
-    factor, step, wavg = prev
+    low = model[1]
     n, d = X.shape
     r = W.shape[2]
-    C = out.shape[2]
     j = t // nf
     c0 = (t % nf) * w
     c1 = min(c0 + w, r)
@@ -181,16 +179,7 @@ def step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, pr
         if not keep:
             np.dot(X[lo:hi], Wj, Z)
             features_inplace(kind, Z, ph, scale)
-        delta = D[t, :wt]
-        np.dot(Z.T, G[:hi - lo], delta)
-        averaging = mean.shape[0] > 0 and wavg > 0.0
-        for k in range(wt):
-            for c in range(C):
-                v = out[j, c0 + k, c] * factor + step * delta[k, c]
-                out[j, c0 + k, c] = v
-                low[j, c0 + k, c] = v
-                if averaging:
-                    mean[j, c0 + k, c] += (v - mean[j, c0 + k, c]) * wavg
+        task_update(Z, G, D[t, :wt], model, prev, j, c0)
     if s < n_steps:
         lo = s * b
         hi = min(lo + b, n)
@@ -198,6 +187,26 @@ def step_task(t, s, n_steps, X, W, phase, scale, kind, b, tiles, bufs, model, pr
         np.dot(X[lo:hi], Wj, Z)
         features_inplace(kind, Z, ph, scale)
         np.dot(Z, low[j, c0:c1], P[t, :hi - lo])
+
+
+@njit(cache=True, nogil=True)
+def task_update(Z, G, delta, model, prev, j, c0):
+    """A task's update of step ``s - 1`` (:func:`step_task`): ``delta = Z^T G`` (the
+    columns' sums over the step's ``Z.shape[0]`` rows, in one product), then each of its
+    coefficients ``out[j, c0 + k]`` scaled by ``factor`` plus ``step * delta[k]``, its
+    rounding ``low`` and, when averaged, its running ``mean``."""
+    out, low, mean = model
+    factor, step, wavg = prev
+    C = out.shape[2]
+    np.dot(Z.T, G[:Z.shape[0]], delta)
+    averaging = mean.shape[0] > 0 and wavg > 0.0
+    for k in range(delta.shape[0]):
+        for c in range(C):
+            v = out[j, c0 + k, c] * factor + step * delta[k, c]
+            out[j, c0 + k, c] = v
+            low[j, c0 + k, c] = v
+            if averaging:
+                mean[j, c0 + k, c] += (v - mean[j, c0 + k, c]) * wavg
 
 
 @njit(cache=True, nogil=True)
