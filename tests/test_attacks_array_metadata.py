@@ -79,33 +79,33 @@ def stores(tmp_path_factory):
     return folder
 
 
+#: What reads each store back, the library error it must raise and the message's fix.
+READS = {
+    "model": ("m.zarr", lambda path: ok.load(path), ModelFormatError,
+              r"m\.zarr.*: array 'coef' .*; re-save the model"),
+    "checkpoint": ("ck.zarr", lambda path: ok.DSGRegressor(max_iter=2, **P).fit(
+        X, Y, checkpoint=path, resume=True), CheckpointError,
+        r"checkpoint '.*ck\.zarr': array 'coef' .*; remove it \(or pass resume=False "
+        r"\(command line: --no-resume; pipeline file: fit: \{resume: false\}\)\)"),
+}
+
+
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_a_damaged_array_metadata_file_of_a_model_is_a_model_format_error(stores, tmp_path,
-                                                                          damage):
-    path = tmp_path / "m.zarr"
-    shutil.copytree(stores / "m.zarr", path)
+@pytest.mark.parametrize("kind", sorted(READS))
+def test_a_damaged_array_metadata_file_is_the_stores_own_error(stores, tmp_path, kind,
+                                                               damage):
+    """A saved model: ModelFormatError; a checkpoint: CheckpointError; each naming the
+    array, the damaged store left as it was and the good copy still read."""
+    name, read, error, message = READS[kind]
+    path = tmp_path / name
+    shutil.copytree(stores / name, path)
     DAMAGES[damage](path / "coef" / "zarr.json")
     before = _files(path)
-    with pytest.raises(ModelFormatError, match=r"m\.zarr.*: array 'coef' .*; re-save the "
-                                               r"model"):
-        ok.load(path)
+    with pytest.raises(error, match=message):
+        read(path)
     assert _files(path) == before
-    ok.load(stores / "m.zarr")                           # the good copy still loads
-
-
-@pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_a_damaged_array_metadata_file_of_a_checkpoint_is_a_checkpoint_error(stores, tmp_path,
-                                                                              damage):
-    ck = tmp_path / "ck.zarr"
-    shutil.copytree(stores / "ck.zarr", ck)
-    DAMAGES[damage](ck / "coef" / "zarr.json")
-    before = _files(ck)
-    with pytest.raises(CheckpointError, match=r"checkpoint '.*ck\.zarr': array 'coef' .*; "
-                                              r"remove it \(or pass resume=False \(command line: "
-                                              r"--no-resume; pipeline file: fit: \{resume: "
-                                              r"false\}\)\)"):
-        ok.DSGRegressor(max_iter=2, **P).fit(X, Y, checkpoint=ck, resume=True)
-    assert _files(ck) == before
+    if kind == "model":
+        ok.load(stores / name)                           # the good copy still loads
 
 
 def test_the_damaged_array_is_the_one_named(tmp_path):
