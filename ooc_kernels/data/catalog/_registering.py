@@ -109,6 +109,13 @@ def check_catalog_target(catalog_path: str | os.PathLike, *, trusted: bool = Fal
         The path is a folder, or a file that is not an Intake 2 catalog.
     """
     cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
+    _refuse_unwritable(cat_path)
+    _read_spec(cat_path, trusted=trusted)  # an Intake 2 catalog, or CatalogError
+    return cat_path
+
+
+def _refuse_unwritable(cat_path: Path) -> None:
+    """:func:`check_catalog_target`'s checks of the path alone (a link, a folder)."""
     if cat_path.is_symlink():
         raise ForeignPathError(
             f"refusing to write catalog {str(cat_path)!r}: it is a symbolic link (to "
@@ -120,16 +127,13 @@ def check_catalog_target(catalog_path: str | os.PathLike, *, trusted: bool = Fal
             f"catalog {str(cat_path)!r} is not a file; name a YAML file (e.g. "
             f"{str(cat_path / 'catalog.yaml')!r})"
         )
-    _read_spec(cat_path, trusted=trusted)  # an Intake 2 catalog, or CatalogError
-    return cat_path
 
 
 def _write_spec(cat_path: Path, spec: Mapping) -> None:
     """Replace the catalog file by ``spec`` atomically (temporary file + ``os.replace``):
     a reader sees the old file or the new one, never a part.  Called under the catalog's
-    :func:`~ooc_kernels._atomic.path_lock`, after :func:`check_catalog_target`."""
-    if cat_path.is_symlink():  # made a link since the check: still never replaced
-        check_catalog_target(cat_path, trusted=True)
+    :func:`~ooc_kernels._atomic.path_lock`; the path is checked again just before."""
+    _refuse_unwritable(cat_path)  # made a link since the check: still never replaced
     cat_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = cat_path.parent / f".{cat_path.name}.tmp-{uuid.uuid4().hex[:12]}"
     try:
@@ -278,7 +282,7 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
         )
     declaration = make_declaration(variables, schema=schema, task=task, classes=classes,
                                    where=f"the declaration of entry {_r(entry)}")
-    check_catalog_target(cat_path)
+    _refuse_unwritable(cat_path)
     with path_lock(cat_path):  # two registrations at once: neither entry is lost
         _register(cat_path, spec=_read_spec(cat_path), entry=entry, data_abs=data_abs,
                   description=description, declaration=declaration,
@@ -401,7 +405,7 @@ def declare_dataset(catalog_path: str | os.PathLike, entry: str, *,
             "variables={'X': ..., 'y': ...}, schema=, task= or classes= (command line: "
             "--var X=NAME --var y=NAME, --schema, --task, --classes)"
         )
-    check_catalog_target(cat_path, trusted=trusted)
+    _refuse_unwritable(cat_path)
     with path_lock(cat_path):  # a registration at the same time: neither change is lost
         spec = _read_spec(cat_path, trusted=trusted)
         names = sorted(set(spec["entries"]) | set(spec["aliases"]))
