@@ -1,5 +1,5 @@
 """NaN/inf in a lazy X given to the DSPDC estimators: found by the chunk tasks of the
-set-up pass as they read the rows, and named by chunk, row and feature as the DSG
+set-up pass as they read the rows (by the first epoch's tasks when no set-up pass runs), and named by chunk, row and feature as the DSG
 estimators name them; finite values whose squares overflow keep their own message."""
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ def _data(bad):
     lambda: ok.DSPDCRegressor(m=2, max_iter=1),                   # moments, then Lambda
     lambda: ok.DSPDCRegressor(standardize=False, max_iter=1),     # Lambda's pass only
     lambda: ok.DSPDCClassifier(max_iter=1),
+    # no set-up pass (no standardization, a given Lambda): the epoch's tasks check the rows
+    lambda: ok.DSPDCRegressor(standardize=False, Lambda=50.0, max_iter=1),
+    lambda: ok.DSPDCClassifier(standardize=False, Lambda=50.0, max_iter=1),
+    lambda: ok.DSPDCRegressor(standardize=False, Lambda=50.0, max_iter=1, shuffle_chunks=2),
 ])
 def test_a_non_finite_value_in_a_lazy_x_is_named_by_chunk_and_row(make, bad):
     X, y = _data(bad)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._checks import RowOrigin, check_finite
 from ooc_kernels._chunk_store import INITIAL, ChunkStore, ChunkVersions
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc._pass_rule import local_dual_value, pass_checkpoints, \
@@ -438,6 +439,10 @@ class DSPDCAlgorithm:
         from ooc_kernels.families.dspdc import kernels as kern
 
         cfg = self.config
+        if cfg.x_scale is None and not cfg.factorized and task.write[0] == 0:
+            # no standardization: the set-up may have read no rows (a given Lambda), so the
+            # first epoch's tasks check theirs, naming a NaN/inf by chunk, row and feature
+            check_finite(batch["X"], "X", RowOrigin(task.chunks, task.sizes))
         rows, V = self._rows(batch)
         n_k = len(rows)
         if n_k == 0:
