@@ -150,21 +150,24 @@ def _is_damage(err: BaseException) -> bool:
     return True
 
 
-def _damaged(where: str, name: str, err: BaseException, fix: str) -> str:
+def _damaged(where: str, name: str, err: BaseException, fix: str,
+             meta: str = "zarr.json") -> str:
     problem = f"{type(err).__name__}: {err}"
     if len(problem) > 300:
         problem = problem[:297] + "..."
     return (f"{where}: array {name!r} cannot be read: its metadata file "
-            f"{name + '/zarr.json'!r} is damaged ({problem}); {fix}.")
+            f"{name + '/' + meta!r} is damaged ({problem}); {fix}.")
 
 
 def open_arrays(group, *, where: str, error: type, fix: str) -> dict:
     """The arrays of the Zarr ``group`` (name -> ``zarr.Array``), opened one by one.
 
-    What ``group.array_keys()`` lists, but an array whose ``zarr.json`` zarr cannot parse
+    What ``group.array_keys()`` lists, but an array whose metadata file zarr cannot parse
     (truncated, garbled, an unknown codec or data type, a malformed shape) is ``error``
-    naming the store, the array and the problem, never the parser's own error.  Members
-    without a ``zarr.json`` and sub-groups are not arrays.
+    naming the store, the array and the problem, never the parser's own error.  The
+    metadata file is ``zarr.json`` in a Zarr format 3 group, ``.zarray`` in a format 2
+    group (a store written by ``xarray.Dataset.to_zarr(..., zarr_format=2)``); members
+    without one and sub-groups are not arrays.
 
     Raises
     ------
@@ -175,10 +178,11 @@ def open_arrays(group, *, where: str, error: type, fix: str) -> dict:
     from zarr.core.sync import collect_aiterator, sync
 
     store, prefix = group.store, group.path
+    meta = ".zarray" if group.metadata.zarr_format == 2 else "zarr.json"
     names = sorted(collect_aiterator(store.list_dir(prefix)))
     out = {}
     for name in names:
-        key = f"{prefix}/{name}/zarr.json" if prefix else f"{name}/zarr.json"
+        key = f"{prefix}/{name}/{meta}" if prefix else f"{name}/{meta}"
         if not sync(store.exists(key)):
             continue                       # a file, or a folder that is no Zarr node
         try:
@@ -189,7 +193,7 @@ def open_arrays(group, *, where: str, error: type, fix: str) -> dict:
         except Exception as err:
             if not _is_damage(err):
                 raise
-            raise error(_damaged(where, name, err, fix)) from err
+            raise error(_damaged(where, name, err, fix, meta)) from err
     return out
 
 
