@@ -25,8 +25,8 @@ DSG = dict(n_features=64, block_size=32, max_iter=2, chunk_size=20, **FAST)
 def test_a_store_written_by_xarray_opens_and_fits_like_its_arrays(tmp_path, zarr_format,
                                                                   consolidated):
     """``ds.to_zarr(path, zarr_format=2)``: a valid store of the older format, its arrays
-    described by ``.zarray`` files rather than ``zarr.json``, is a dataset like any other
-    (it was refused as 'damaged': its arrays were not found)."""
+    described by ``.zarray`` files rather than ``zarr.json``, is a dataset like any other,
+    not a 'damaged' store whose arrays are missing."""
     import xarray as xr
 
     from ooc_kernels.data import open_zarr_dataset
@@ -55,3 +55,55 @@ def test_a_damaged_array_metadata_file_of_a_zarr_2_store_is_named(tmp_path):
     with pytest.raises(SchemaError, match=r"array 'X' cannot be read: its metadata file "
                                           r"'X/\.zarray' is damaged"):
         open_zarr_dataset(path)
+
+
+def _with(value, row=25, column=1):
+    out = X.copy()
+    out[row, column] = value
+    return out
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_online_ridge_names_a_non_finite_value_of_a_lazy_x_by_chunk_and_row(value):
+    """The automatic Taylor degree reads the rows' largest norm first: a NaN or inf there
+    is the chunk-and-row error every lazy input gets."""
+    import dask.array as da
+
+    from ooc_kernels.exceptions import InvalidDataError
+
+    lazy = da.from_array(_with(value), chunks=(20, 3))
+    with pytest.raises(InvalidDataError, match=r"X has a non-finite value \((nan|inf)\) in "
+                                               r"chunk 1, row 5, feature 1"):
+        ok.OnlineKernelRidge(chunk_size=20, **FAST).fit(lazy, Y_REG)
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_online_ridge_skips_invalid_rows_like_the_same_data_without_them(lazy, value):
+    """``on_invalid="skip"``: the row is left out of the degree's radius as of the fit
+    and the fit equals the fit on the same data without it."""
+    import dask.array as da
+
+    kw = dict(chunk_size=20, on_invalid="skip", **FAST)
+    bad = _with(value)
+    model = ok.OnlineKernelRidge(**kw).fit(
+        da.from_array(bad, chunks=(20, 3)) if lazy else bad, Y_REG)
+    keep = np.arange(60) != 25
+    # the same rows without the bad one: chunks of 20, 19 and 20 rows
+    parts = (20, 19, 20)
+    reference = ok.OnlineKernelRidge(**kw).fit(
+        da.from_array(X[keep], chunks=(parts, 3)), Y_REG[keep])
+    assert model.n_samples_skipped_ == 1
+    assert model.degree_ == reference.degree_
+    np.testing.assert_allclose(model.predict(X), reference.predict(X), rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_online_ridge_on_rows_whose_norm_overflows_takes_the_largest_degree():
+    """Finite rows beyond about 1e154 have squared norms that overflow float64: Theorem 4's
+    degree for them is past any budget, so the fit takes the largest degree that the
+    budget allows, as for any radius beyond it."""
+    big = ok.OnlineKernelRidge(chunk_size=20, **FAST).fit(_with(1e200), Y_REG)
+    wide = ok.OnlineKernelRidge(chunk_size=20, **FAST).fit(_with(1e3), Y_REG)
+    assert big.degree_ == wide.degree_ > 0
+    assert np.isfinite(big.predict(X)).all()

@@ -20,7 +20,6 @@ import math
 from numbers import Integral, Real
 
 import dask
-import dask.array as da
 import numpy as np
 from sklearn.base import RegressorMixin
 
@@ -110,13 +109,58 @@ def check_state_memory(est, r: int, *, degree: int | None = None,
 def _taylor_auto_degree(n: int, d: int, alpha: float, bandwidth: float, budget: int,
                         radius) -> int:
     """Theorem 4's degree for ``n`` rows of norm at most ``radius()`` (called only when
-    needed), capped at the largest degree with at most ``budget`` features."""
+    needed), capped at the largest degree with at most ``budget`` features.
+
+    A radius whose term ``8 R^2 / sigma^2`` passes the cap (``inf`` included: rows whose
+    norm overflows float64) gives the cap, without squaring it.
+
+    >>> _taylor_auto_degree(60, 3, 1.0, 1.0, 500, lambda: float("inf"))
+    12
+    """
     cap = 0
     while n_components(d, cap + 1) <= budget:
         cap += 1
     if auto_degree(n, alpha, 0.0, bandwidth) >= cap:  # the budget binds whatever R is
         return cap
-    return min(cap, auto_degree(n, alpha, radius(), bandwidth))
+    R = radius()
+    if R > bandwidth * math.sqrt(cap / 8.0):  # 8 R^2 / sigma^2 > cap
+        return cap
+    return min(cap, auto_degree(n, alpha, R, bandwidth))
+
+
+def _chunk_radius(X, y, chunk: int, skip: bool) -> float:
+    """The largest Euclidean norm of the rows of one chunk that the fit reads.
+
+    With ``skip`` (``on_invalid="skip"``) the rows with NaN or inf in ``X`` or in a numeric
+    ``y`` are left out, as the fit leaves them out; otherwise a NaN or inf in ``X`` is the
+    :class:`~ooc_kernels.exceptions.InvalidDataError` naming its chunk and row.  A row
+    whose squared norm overflows float64 (finite values beyond about 1e154) gets its norm
+    from its values divided by their largest magnitude (``inf`` only past float64's range).
+
+    >>> _chunk_radius(np.array([[3.0, 4.0], [1e300, 1e300]]), None, 0, False)
+    1.4142135623730952e+300
+    """
+    from ooc_kernels._checks import check_finite
+
+    X = np.asarray(X, dtype=np.float64)  # one chunk
+    if skip:
+        keep = np.isfinite(X).all(axis=1)
+        if y is not None and np.asarray(y).dtype.kind in "fc":
+            keep &= np.isfinite(np.asarray(y))
+        X = X[keep]
+    else:
+        check_finite(X, "X", chunk)
+    if not len(X):
+        return 0.0
+    with np.errstate(over="ignore"):
+        norms = np.sqrt((X * X).sum(axis=1))
+    over = ~np.isfinite(norms)
+    if over.any():
+        rows = X[over]
+        big = np.abs(rows).max(axis=1)
+        with np.errstate(over="ignore"):
+            norms[over] = big * np.sqrt(((rows / big[:, None]) ** 2).sum(axis=1))
+    return float(norms.max())
 
 
 def _predict_block(X, payload):
@@ -331,10 +375,13 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         degree, dictionary = 0, None
         if self.basis == "taylor":
             if self.degree == "auto":
-                def radius():
-                    X = data.X.astype(np.float64)
-                    return float(dask.compute(da.sqrt((X * X).sum(axis=1)).max(),
-                                              scheduler=sched)[0])
+                def radius():  # one pass over X, a float per chunk
+                    skip = self.on_invalid == "skip"
+                    xs = data.X.to_delayed().ravel()
+                    ys = [None] * len(xs) if data.y is None else data.y.to_delayed().ravel()
+                    parts = [dask.delayed(_chunk_radius)(x, y, k, skip)
+                             for k, (x, y) in enumerate(zip(xs, ys))]
+                    return max(dask.compute(*parts, scheduler=sched), default=0.0)
                 degree = _taylor_auto_degree(data.n_samples, d, float(self.alpha),
                                              float(self.bandwidth), self.n_components,
                                              radius)
