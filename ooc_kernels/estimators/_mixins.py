@@ -14,6 +14,8 @@ Examples
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 from sklearn.utils.metaestimators import available_if
@@ -31,6 +33,9 @@ from ooc_kernels.parallel.sampling import labels_and_rows
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["ChunkedClassifierMixin", "ChunkedRegressorMixin"]
+
+#: scikit-learn's warning of a target with more classes than half its rows.
+_MANY_CLASSES = "The number of unique classes is greater than 50% of the number of samples"
 
 
 class ChunkedClassifierMixin:
@@ -78,7 +83,17 @@ class ChunkedClassifierMixin:
             ) from None
         if getattr(self, "on_invalid", "error") == "skip" and found.dtype.kind == "f":
             found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
-        sklearn_validated(check_classification_targets, found)
+        with warnings.catch_warnings():
+            # ``found`` holds each label once, so scikit-learn's "more classes than half the
+            # samples" test would fire for any 21 classes: it is made on the rows below
+            warnings.filterwarnings("ignore", message=_MANY_CLASSES, category=UserWarning)
+            sklearn_validated(check_classification_targets, found)
+        n_rows = data.n_samples  # (classes=: labels the user declared, not a target's)
+        if classes is None and n_rows > 20 and len(found) > round(0.5 * n_rows):
+            warnings.warn(
+                f"The number of unique classes is greater than 50% of the number of samples "
+                f"({len(found)} classes in {n_rows} rows). `y` could represent a regression "
+                "problem, not a classification problem.", UserWarning, stacklevel=5)
         if len(found) < 2:
             later = ("; if the others come in later data, pass every class to the first "
                      "partial_fit call: partial_fit(X, y, classes=[...])"
