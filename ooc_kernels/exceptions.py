@@ -30,6 +30,7 @@ __all__ = [
     "PipelineConfigError",
     "ModelFormatError",
     "DatasetExistsError",
+    "WriteFailedError",
     "DivergenceError",
     "ModelTooLargeError",
     "SchedulerLostError",

@@ -1,0 +1,129 @@
+"""What the Markdown guides name exists: exceptions, environment variables, links and anchors.
+
+The guides (``README.md`` and ``docs/**/*.md``) are read as a newcomer reads them: every
+``...Error``/``...Warning`` they name is a class of the library, of Python or of the
+dependency the page names; every ``OOC_KERNELS_*`` variable is one the package reads and
+every ``DASK_OOC_KERNELS__*`` variable sets a registered ``ooc-kernels.*`` key; every
+relative link leads to a file and every ``#anchor`` to a heading of the target page (GitHub's
+anchor rules).  ``docs/bad_input.md`` draws the library's exception hierarchy: it has every
+class of :mod:`ooc_kernels.exceptions`, each under its real parent.  Text only, no fit.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from ooc_kernels import exceptions
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PACKAGE_SOURCE = "\n".join(p.read_text() for p in (ROOT / "ooc_kernels").rglob("*.py"))
+
+#: Exceptions and warnings of dependencies that the guides name, with their module.
+FOREIGN = {
+    "ConvergenceWarning": "sklearn.exceptions",
+    "ParserError": "yaml.parser",
+    "JSONDecodeError": "json",
+    "GroupNotFoundError": "zarr.errors",
+    "FutureCancelledError": "distributed.client",
+}
+
+
+def _library_classes() -> dict[str, type]:
+    return {name: obj for name, obj in vars(exceptions).items()
+            if inspect.isclass(obj) and obj.__module__ == exceptions.__name__
+            and issubclass(obj, (exceptions.OocKernelsError, exceptions.OocKernelsWarning))}
+
+
+def _outside_code(text: str) -> str:
+    return re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+
+
+def test_every_exception_class_is_exported():
+    assert set(_library_classes()) == set(exceptions.__all__)
+
+
+def test_bad_input_draws_the_whole_hierarchy_with_each_class_under_its_parent():
+    text = (ROOT / "docs" / "bad_input.md").read_text()
+    tree = re.search(r"^```\n(OocKernelsError\n.*?)^```", text, re.M | re.S)
+    assert tree, "docs/bad_input.md no longer draws the hierarchy in a code block"
+    stack: list[tuple[int, str]] = []   # (column of the name, name) of the open branches
+    parents: dict[str, str | None] = {}
+    builtin_bases: dict[str, str] = {}
+    for line in tree.group(1).splitlines():
+        found = re.search(r"([A-Z]\w+(?:Error|Warning))(?: \((\w+)\))?", line)
+        if not found or (found.start() and not line[:found.start()].endswith("── ")):
+            continue   # a description's continuation line
+        col, name = found.start(), found.group(1)
+        while stack and stack[-1][0] >= col:
+            stack.pop()
+        parents[name] = stack[-1][1] if stack else None
+        stack.append((col, name))
+        if found.group(2):
+            builtin_bases[name] = found.group(2)
+    classes = _library_classes()
+    assert set(parents) == set(classes), sorted(set(classes) ^ set(parents))
+    for name, parent in parents.items():
+        own = [b.__name__ for b in classes[name].__bases__ if b.__name__ in classes]
+        assert (own[0] if own else None) == parent, (name, parent, own)
+    for name, base in builtin_bases.items():
+        assert getattr(builtins, base) in classes[name].__mro__, (name, base)
+
+
+def test_every_exception_the_guides_name_exists():
+    for page in PAGES:
+        for name in set(re.findall(r"\b[A-Z][A-Za-z]+(?:Error|Warning)\b", page.read_text())):
+            if hasattr(exceptions, name) or isinstance(getattr(builtins, name, None), type):
+                continue
+            assert name in FOREIGN, f"{page.relative_to(ROOT)} names {name}: no such class"
+            assert hasattr(importlib.import_module(FOREIGN[name]), name), name
+
+
+def test_every_environment_variable_the_guides_name_is_read():
+    import dask
+
+    from ooc_kernels._config import register_defaults
+
+    register_defaults()   # what importing the library's Dask layer does
+
+    for page in PAGES:
+        text = page.read_text()
+        for name in set(re.findall(r"(?<![A-Z_])OOC_KERNELS_[A-Z_]+[A-Z]", text)):
+            assert f'"{name}"' in PACKAGE_SOURCE, f"{page.relative_to(ROOT)}: {name} unread"
+        for name in set(re.findall(r"DASK_OOC_KERNELS__[A-Z_]+[A-Z]", text)):
+            key = "ooc-kernels." + name[len("DASK_OOC_KERNELS__"):].lower().replace("__", ".")
+            assert dask.config.get(key, default=None) is not None, (page.name, name, key)
+
+
+def _slug(heading: str) -> str:
+    heading = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return heading.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set(re.findall(r'<a (?:name|id)="([^"]+)"', page.read_text()))
+    for heading in re.findall(r"^#+\s+(.*)$", _outside_code(page.read_text()), re.M):
+        slug = _slug(heading)
+        out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+        seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_lead_to_files_and_headings(page):
+    for target in re.findall(r"\]\(([^)\s]+)\)", _outside_code(page.read_text())):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        assert dest.exists(), f"{page.relative_to(ROOT)} links to {target}: no such file"
+        if anchor and dest.suffix == ".md":
+            assert anchor in _anchors(dest), (
+                f"{page.relative_to(ROOT)} links to {target}: no such heading in {dest.name}")
