@@ -153,14 +153,12 @@ class ChunkedEstimator(BaseEstimator):
 
         A ``distributed.Client`` is a connection: it cannot be deep-copied (and a copy would
         be another connection), so a clone uses the same one.  This is what lets
-        ``GridSearchCV`` and ``cross_val_score`` run on a cluster.
+        ``GridSearchCV`` and ``cross_val_score`` run on a cluster.  The metadata requests
+        and ``set_output``'s configuration are kept, as scikit-learn's ``clone`` keeps them.
         """
-        from sklearn.base import clone
+        from ooc_kernels.estimators._clone import clone_sharing
 
-        params = self.get_params(deep=False)
-        scheduler = params.pop("scheduler")
-        return type(self)(**{k: clone(v, safe=False) for k, v in params.items()},
-                          scheduler=scheduler)
+        return clone_sharing(self, shared=("scheduler",))
 
     def _validate_params(self) -> None:
         """Declarative checks (``_parameter_constraints``), then the family's own."""
