@@ -33,8 +33,10 @@ Example (``pipelines/quickstart.yaml``)::
       train: digits_deformed
       test: digits_deformed_test
       generate:
-        digits_deformed: {generator: digits_deformed, n_samples: 200000, split: train}
-        digits_deformed_test: {generator: digits_deformed, n_samples: 20000, split: test}
+        digits_deformed: {generator: digits_deformed, n_samples: 200000, split: train,
+                          random_state: 0}
+        digits_deformed_test: {generator: digits_deformed, n_samples: 20000, split: test,
+                               random_state: 1}
     model:
       estimator: DSGClassifier
       params: {n_features: 8192, max_iter: 3, chunks_per_round: 2, random_state: 0}

@@ -127,3 +127,22 @@ def test_links_lead_to_files_and_headings(page):
         if anchor and dest.suffix == ".md":
             assert anchor in _anchors(dest), (
                 f"{page.relative_to(ROOT)} links to {target}: no such heading in {dest.name}")
+
+
+def _docstring_yaml(doc: str) -> dict:
+    import textwrap
+
+    import yaml
+
+    after = doc.split("Example (``pipelines/quickstart.yaml``)::\n", 1)[1]
+    block = after.strip("\n").split("\n\n", 1)[0]   # the literal block, up to a blank line
+    return yaml.safe_load(textwrap.dedent(block))
+
+
+def test_the_pipeline_module_shows_the_quickstart_file_as_it_is():
+    import yaml
+
+    from ooc_kernels import pipeline
+
+    shown = _docstring_yaml(pipeline.__doc__)
+    assert shown == yaml.safe_load((ROOT / "pipelines" / "quickstart.yaml").read_text())
