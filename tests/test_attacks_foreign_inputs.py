@@ -107,3 +107,27 @@ def test_online_ridge_on_rows_whose_norm_overflows_takes_the_largest_degree():
     wide = ok.OnlineKernelRidge(chunk_size=20, **FAST).fit(_with(1e3), Y_REG)
     assert big.degree_ == wide.degree_ > 0
     assert np.isfinite(big.predict(X)).all()
+
+
+@pytest.mark.parametrize("column", ["datetime", "timedelta", "datetime_tz"])
+def test_a_pandas_column_of_dates_or_durations_is_named(column):
+    """A date or duration column converts to float on its own (nanoseconds), but not
+    with the other columns: it is named like a text column, with a way to make it a
+    number, in fit and in predict."""
+    import pandas as pd
+
+    from ooc_kernels.exceptions import ValidationError
+
+    values = {"datetime": pd.date_range("2020", periods=60, freq="h"),
+              "timedelta": pd.to_timedelta(np.arange(60), "s"),
+              "datetime_tz": pd.date_range("2020", periods=60, freq="h", tz="UTC")}[column]
+    df = pd.DataFrame(X, columns=["a", "b", "c"]).assign(when=values)
+    expected = (r"X has non-numeric columns: 'when' \(.*(datetime|timedelta).*\); the "
+                r"estimators need numbers\..*total_seconds")
+    with pytest.raises(ValidationError, match=expected):
+        ok.DSGRegressor(**DSG).fit(df, Y_REG)
+    with pytest.raises(ValidationError, match=expected):
+        ok.DSPDCRegressor(max_iter=1, **FAST).fit(df, Y_REG)
+    model = ok.DSGRegressor(**DSG).fit(df.drop(columns="when").assign(when=1.0), Y_REG)
+    with pytest.raises(ValidationError, match=expected):
+        model.predict(df)

@@ -122,10 +122,11 @@ def non_numeric_frame_error(X: Any) -> ValidationError | None:
 
     A column is accepted when its dtype is numeric (bool, integer, float, nullable numeric)
     or when its values convert to float (an object column of numbers, numeric categories);
-    a column that does not convert (text, datetimes) is named with its dtype and the
-    conversion's complaint (the first value that failed).  Called when scikit-learn's
-    validation of an in-memory ``X`` fails, so that its ``could not convert string to
-    float: 'no'`` says which column holds ``'no'``.
+    a column that does not convert (text) is named with its dtype and the conversion's
+    complaint (the first value that failed), a column of dates or durations (which
+    NumPy converts alone, as nanoseconds, but not beside numbers) with its dtype.
+    Called when scikit-learn's validation of an in-memory ``X`` fails, so that its
+    ``could not convert string to float: 'no'`` says which column holds ``'no'``.
 
     Returns
     -------
@@ -142,10 +143,14 @@ def non_numeric_frame_error(X: Any) -> ValidationError | None:
     pd = sys.modules.get("pandas")
     if pd is None or not isinstance(X, pd.DataFrame):
         return None
-    bad = []
+    bad, times = [], False
     for position, (name, dt) in enumerate(X.dtypes.items()):
         nd = _numpy_dtype(dt)
         if nd is not None and nd.kind in "biuf" and str(dt) != "category":
+            continue
+        if _is_time(dt):   # a column alone converts (nanoseconds), not beside numbers
+            bad.append(f"{name!r} ({dt}: dates and durations are not numbers)")
+            times = True
             continue
         try:
             # one column of the caller's in-memory pandas frame (already in memory)
@@ -154,12 +159,22 @@ def non_numeric_frame_error(X: Any) -> ValidationError | None:
             bad.append(f"{name!r} ({dt}: {err})")
     if not bad:
         return None
+    when = (" (a date or duration column as seconds: (df[col] - df[col].min())"
+            ".dt.total_seconds())" if times else "")
     return ValidationError(
         f"X has non-numeric columns: {', '.join(bad)}; the estimators need numbers. Fix: "
         "pass the numeric columns only, e.g. X = df[numeric_cols] or "
         "X = df.select_dtypes('number'), or encode the others as numbers first (e.g. "
-        "sklearn.preprocessing.OrdinalEncoder)."
+        f"sklearn.preprocessing.OrdinalEncoder){when}."
     )
+
+
+def _is_time(dtype: Any) -> bool:
+    """True for the dtype of dates, times or durations (NumPy's or pandas' own)."""
+    nd = _numpy_dtype(dtype)
+    if nd is not None and nd.kind in "mM":
+        return True
+    return getattr(dtype, "kind", None) in ("m", "M")  # e.g. pandas' DatetimeTZDtype
 
 def _frame_y(y: Any) -> Any:
     """A Dask Series of targets whose ``.values`` are a NumPy array (lazy), else an error.
