@@ -146,3 +146,34 @@ def test_the_pipeline_module_shows_the_quickstart_file_as_it_is():
 
     shown = _docstring_yaml(pipeline.__doc__)
     assert shown == yaml.safe_load((ROOT / "pipelines" / "quickstart.yaml").read_text())
+
+
+def _readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_chooser_names_every_registered_estimator():
+    from ooc_kernels.estimators import available_estimators
+
+    section = _readme_section("Which estimator")
+    for name in available_estimators():
+        assert f"`ok.{name}`" in section, name
+
+
+def test_the_readme_names_every_key_of_a_pipeline_file_with_its_default():
+    from ooc_kernels.pipeline import PipelineSpec
+
+    section = _readme_section("Which estimator")
+    pipeline = section[section.index("A pipeline file"):]
+    for stage, field in PipelineSpec.model_fields.items():
+        assert f"`{stage}`" in pipeline, stage
+        inner = getattr(field.annotation, "model_fields", {})
+        for key, sub in inner.items():
+            if sub.is_required() or key == "generate":
+                assert f"`{key}`" in pipeline, f"{stage}.{key}"
+            elif isinstance(sub.default, bool):
+                assert f"`{key}: {str(sub.default).lower()}`" in pipeline, f"{stage}.{key}"
+            elif isinstance(sub.default, (int, str)):
+                assert f"`{key}: {sub.default}`" in pipeline or f"`{sub.default}`" in pipeline, (
+                    f"{stage}.{key} = {sub.default!r}")
