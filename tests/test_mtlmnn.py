@@ -277,3 +277,27 @@ def test_a_fit_stopped_before_its_tolerance_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # converged: no warning
         assert ok.MultiTaskLMNN(random_state=0).fit(X, y, task=task).converged_
+
+
+def test_transform_output_names_and_pandas_output_as_scikit_learns_transformers():
+    """A transformer names its output columns (``get_feature_names_out``) and takes
+    ``set_output(transform="pandas")``, alone and as a step of a ``Pipeline``; names as
+    scikit-learn's ``NeighborhoodComponentsAnalysis`` gives them: the lowercased class name
+    and the column index."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _ = multitask_classes(1, 60, 4, 2, seed=0)
+    frame = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    names = [f"multitasklmnn{i}" for i in range(4)]
+    est = ok.MultiTaskLMNN(m=10**6, q=2, tol=1e-4, random_state=0).fit(frame, y)
+    assert est.get_feature_names_out().tolist() == names
+    assert est.get_feature_names_out(["a", "b", "c", "d"]).tolist() == names
+    out = est.set_output(transform="pandas").transform(frame)
+    assert isinstance(out, pd.DataFrame) and out.columns.tolist() == names
+    np.testing.assert_allclose(out.to_numpy(), X @ est.components_[0].T)
+    pipe = make_pipeline(StandardScaler(), ok.MultiTaskLMNN(m=10**6, q=2, tol=1e-4,
+                                                            random_state=0))
+    out = pipe.set_output(transform="pandas").fit(frame, y).transform(frame)
+    assert isinstance(out, pd.DataFrame) and out.columns.tolist() == names

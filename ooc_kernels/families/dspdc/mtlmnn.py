@@ -36,7 +36,8 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import (BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin,
+                          TransformerMixin)
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
@@ -50,7 +51,8 @@ from ooc_kernels.families.dspdc.in_memory.mtlmnn import build_triplets, mtlmnn_d
 __all__ = ["MultiTaskLMNN"]
 
 
-class MultiTaskLMNN(ClassifierMixin, TransformerMixin, BaseEstimator):
+class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, TransformerMixin,
+                    BaseEstimator):
     """Multi-task LMNN: metrics ``X_j + X_0`` per task, k-NN classification under them.
 
     The fit solves (35) of Yu, Lin, Yang with DSPDC (Algorithm 3): triplets ``(u, v, w)``
@@ -198,6 +200,12 @@ class MultiTaskLMNN(ClassifierMixin, TransformerMixin, BaseEstimator):
                                   f"{self.tasks_[:10].tolist()}); predict only tasks the "
                                   "model was fitted on")
         return codes.astype(np.int64)
+
+    @property
+    def _n_features_out(self):
+        """Columns of ``transform``'s output (``get_feature_names_out``: ``multitasklmnn0``,
+        ``multitasklmnn1``, ..., as scikit-learn names a projection's columns)."""
+        return self.components_.shape[1]
 
     def _validated(self, X):
         """``X`` of a fitted model's method: finite, 2-d, ``n_features_in_`` columns."""
