@@ -131,3 +131,61 @@ def test_a_pandas_column_of_dates_or_durations_is_named(column):
     model = ok.DSGRegressor(**DSG).fit(df.drop(columns="when").assign(when=1.0), Y_REG)
     with pytest.raises(ValidationError, match=expected):
         model.predict(df)
+
+
+Y_CLS = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int) * 5 + 2      # labels 2 and 7
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_dask_categorical_labels_of_numbers_are_the_numbers():
+    """A Dask Series of categories whose categories are numbers holds those numbers as
+    labels, as a pandas one does in memory: the values, not the codes of the categories."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    reference = ok.DSGClassifier(**DSG).fit(
+        dd.from_pandas(frame, npartitions=3), dd.from_pandas(pd.Series(Y_CLS), npartitions=3))
+    # categories in another order than the values: the labels are the values, not codes
+    labels = pd.Series(pd.Categorical(Y_CLS, categories=[7, 2]))
+    for est in (ok.DSGClassifier(**DSG), ok.DSPDCClassifier(max_iter=2, **FAST)):
+        model = est.fit(dd.from_pandas(frame, npartitions=3),
+                        dd.from_pandas(labels, npartitions=3))
+        assert model.classes_.tolist() == [2, 7]
+        assert model.classes_.dtype.kind == "i"
+        if isinstance(est, ok.DSGClassifier):
+            np.testing.assert_array_equal(model.predict(frame), reference.predict(frame))
+
+
+@pytest.mark.parametrize("kind", ["category", "Int64", "boolean"])
+def test_a_missing_dask_integer_label_is_named_by_chunk_and_row(kind):
+    """NA in a Dask Series of nullable integers or booleans, or of categories of integers:
+    NumPy's integers hold no NaN, so the row is named, with the fix."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from ooc_kernels.exceptions import InvalidDataError
+
+    values = Y_CLS == 7 if kind == "boolean" else Y_CLS
+    labels = pd.Series(pd.Categorical(values) if kind == "category" else
+                       pd.array(values, dtype=kind))
+    labels[45] = None
+    for est in (ok.DSGClassifier(**DSG), ok.DSGRegressor(**DSG)):
+        with pytest.raises(InvalidDataError, match=r"y has a missing value \(NA\) in chunk "
+                                                   r"2, row 5; .*y\.astype\('float64'\)"):
+            est.fit(dd.from_pandas(pd.DataFrame(X), npartitions=3),
+                    dd.from_pandas(labels, npartitions=3))
+
+
+def test_dask_nullable_integer_labels_without_na_are_integers():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = dd.from_pandas(pd.DataFrame(X), npartitions=3)
+    model = ok.DSGClassifier(**DSG).fit(
+        frame, dd.from_pandas(pd.Series(Y_CLS, dtype="Int64"), npartitions=3))
+    reference = ok.DSGClassifier(**DSG).fit(
+        frame, dd.from_pandas(pd.Series(Y_CLS), npartitions=3))
+    assert model.classes_.tolist() == [2, 7] and model.classes_.dtype.kind == "i"
+    np.testing.assert_array_equal(model.predict(frame).compute(),
+                                  reference.predict(frame).compute())

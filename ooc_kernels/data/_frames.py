@@ -191,9 +191,40 @@ def _frame_y(y: Any) -> Any:
     nd = _numpy_dtype(dt)
     if isinstance(dt, np.dtype) and dt.kind in "biuf":
         return y
-    if nd is not None and nd.kind in "biuf" and str(dt) != "category":
-        return y.astype(nd)  # a nullable numeric column (float NA become NaN)
-    return y.astype(object)  # labels: strings, categories
+    if nd is None or nd.kind not in "biuf" or str(dt) == "category":
+        nd = _category_numbers(dt)   # categories of numbers: the numbers, never the codes
+        if nd is None:
+            return y.astype(object)  # labels: strings, other categories
+    if nd.kind == "f":
+        return y.astype(nd)  # a nullable float column: NA become NaN, checked as NaN
+    # nullable integers or booleans, categories of them: NumPy's integers hold no NA
+    return y.map_partitions(_exact_values, nd, meta=(y.name, nd))
+
+
+def _category_numbers(dtype: Any) -> np.dtype | None:
+    """The NumPy dtype of the categories of a categorical ``dtype`` when they are known
+    numbers (bool, integers, floats), else None."""
+    if str(dtype) != "category":
+        return None
+    categories = getattr(dtype, "categories", None)
+    nd = None if categories is None else _numpy_dtype(categories.dtype)
+    return nd if nd is not None and nd.kind in "biuf" else None
+
+
+def _exact_values(part: Any, dtype: np.dtype, partition_info=None) -> Any:
+    """One partition of nullable integers (or booleans, or categories of them) as
+    ``dtype``; a missing value (``NA``) is an error naming its chunk and row."""
+    missing = np.flatnonzero(np.asarray(part.isna()))
+    if missing.size:
+        from ooc_kernels.exceptions import InvalidDataError
+
+        chunk = (partition_info or {}).get("number", "?")
+        raise InvalidDataError(
+            f"y has a missing value (NA) in chunk {chunk}, row {int(missing[0])}; integer "
+            "targets hold no NaN: remove those rows, or, for regression targets, cast them "
+            "to float (y = y.astype('float64')) to have them skipped with on_invalid='skip'."
+        )
+    return part.astype(dtype)
 
 
 def _frame_to_array(frame: Any, lengths: tuple[int, ...]) -> da.Array:
