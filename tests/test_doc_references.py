@@ -177,3 +177,17 @@ def test_the_readme_names_every_key_of_a_pipeline_file_with_its_default():
             elif isinstance(sub.default, (int, str)):
                 shown = (f"`{key}: {sub.default}`", f"`{sub.default}`")
                 assert any(s in pipeline for s in shown), f"{stage}.{key} = {sub.default!r}"
+
+
+def test_the_kernel_benchmark_script_of_dsg_kernels_md_runs(tmp_path):
+    import subprocess
+    import sys
+
+    text = (ROOT / "docs" / "algorithms" / "dsg_kernels.md").read_text()
+    after = text.split("Save it as `bench_dsg.py`", 1)[1]
+    script = re.search(r"```python\n(.*?)```", after, re.S).group(1)
+    (tmp_path / "bench_dsg.py").write_text(script)
+    run = subprocess.run([sys.executable, "bench_dsg.py", "256", "8", "64", "64", "1"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "chunk_update ratio" in run.stdout
