@@ -65,11 +65,13 @@ def hot_loop_rates(X, Y, *, block_size, batch_size, n_blocks_model, repeats):
     m = math.ceil(n / b)
     scale = feature_scale(r)
     W, ph = stacked_block_params(1, np.arange(m), d, r, 1.0, np.float32)
-    gammas = np.full(m, 0.1)
+    steps = (np.full(m, 0.1), np.zeros(m, dtype=bool))   # step sizes, none averaged
+    params = (1e-5, b, 3 if C > 1 else 2, scale, 0.0)    # alpha, batch size, loss, scale
+    sw = np.ones(n)
     F0 = np.zeros((n, C), np.float32)
-    dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 1e-5, b, 3 if C > 1 else 2, scale)
-    t_upd = median_time(lambda: dsg_chunk_update(X, Y, F0.copy(), W, ph, gammas, 1e-5, b,
-                                                 3 if C > 1 else 2, scale), repeats)
+    dsg_chunk_update(X, Y, sw, F0.copy(), W, ph, steps, params)
+    t_upd = median_time(lambda: dsg_chunk_update(X, Y, sw, F0.copy(), W, ph, steps, params),
+                        repeats)
     rest = np.array([n - s * b for s in range(m)], dtype=np.float64)
     flops_upd = float(np.sum(2 * rest * d * r + 2 * rest * r * C) + 2 * n * r * C)
     Wm, phm = stacked_block_params(2, np.arange(n_blocks_model), d, r, 1.0, np.float32)
