@@ -112,7 +112,19 @@ def progress_enabled(enabled: bool | None = None) -> bool:
 
 
 def set_progress(enabled: bool | None) -> None:
-    """Force progress bars on (``True``), off (``False``) or back to automatic (``None``)."""
+    """Force progress bars on (``True``), off (``False``) or back to automatic (``None``).
+
+    The choice holds for every bar of this process until the next call; an estimator's
+    ``progress=`` parameter still wins for its own fit.  Automatic means the
+    ``OOC_KERNELS_PROGRESS`` environment variable (``0``/``1``) when it is set, else bars on
+    an interactive terminal and in Jupyter.
+
+    Examples
+    --------
+    >>> import ooc_kernels as ok
+    >>> ok.set_progress(False)   # no bars, e.g. in a script whose output is a log
+    >>> ok.set_progress(None)    # automatic again
+    """
     global _FORCED
     _FORCED = enabled
 

@@ -31,5 +31,16 @@ def get_estimator(name: str) -> type:
 
 
 def available_estimators() -> list[str]:
-    """Sorted names of the registered estimators."""
+    """Sorted names of the registered estimators.
+
+    These are the names ``ooc-kernels train --estimator``, a pipeline's ``model.estimator``
+    and saved models use; each is also a top-level name (``ok.DSGClassifier``).
+
+    Examples
+    --------
+    >>> import ooc_kernels as ok
+    >>> names = ok.available_estimators()
+    >>> "DSGClassifier" in names and names == sorted(names)
+    True
+    """
     return ESTIMATORS.names()

@@ -132,12 +132,37 @@ def save_model(estimator, path) -> None:
 def load(path):
     """Load a model written by ``estimator.save(path)``.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model's folder (a Zarr group).  Its arrays and metadata are verified against
+        their checksums before anything is used (``docs/reliability.md``, *Verified models*).
+
+    Returns
+    -------
+    estimator
+        A fitted estimator of the class that saved it, with ``scheduler=None``.
+
     Raises
     ------
     ModelFormatError
         The path holds no model, a corrupt one, one of a newer format version, one of an
         estimator this installation does not have, or a file that sets what a model file
         may not choose (``scheduler``, ``progress``).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import ooc_kernels as ok
+    >>> X = np.random.default_rng(0).normal(size=(60, 2))
+    >>> reg = ok.DSGRegressor(n_features=256, batch_size=8, max_iter=2, random_state=0,
+    ...                       scheduler="sync").fit(X, X[:, 0])
+    >>> path = os.path.join(tempfile.mkdtemp(), "reg.zarr")
+    >>> reg.save(path)
+    >>> loaded = ok.load(path)
+    >>> type(loaded).__name__, np.array_equal(loaded.predict(X), reg.predict(X))
+    ('DSGRegressor', True)
     """
     path = Path(path)
     sweep_stale(path)  # a save killed part way: its leftovers go, a half-done swap is undone
