@@ -189,3 +189,56 @@ def test_dask_nullable_integer_labels_without_na_are_integers():
     assert model.classes_.tolist() == [2, 7] and model.classes_.dtype.kind == "i"
     np.testing.assert_array_equal(model.predict(frame).compute(),
                                   reference.predict(frame).compute())
+
+
+def _two_samples():
+    rng = np.random.default_rng(1)
+    P, Q = rng.normal(size=(200, 2)), rng.normal(size=(200, 2))
+    Q[:, 1] += 1.5                         # only the second input tells the samples apart
+    return P, Q
+
+
+@pytest.mark.parametrize("unit", [1e200, 1e-200])
+def test_density_ratio_standardizes_huge_and_tiny_columns_like_any_unit(unit):
+    """``standardize=True`` makes the model independent of a column's unit: values beyond
+    1e154 (squares overflow float64) or below 1e-154 (squares underflow) give the model of
+    the same values in another unit, not a model that ignores the column."""
+    P, Q = _two_samples()
+    kw = dict(n_features=64, block_size=32, max_iter=2, dtype="float64", **FAST)
+    plain = ok.DSGDensityRatio(**kw).fit(P, Q)
+    u = np.array([1.0, unit])
+    scaled = ok.DSGDensityRatio(**kw).fit(P * u, Q * u)
+    assert scaled._config.x_scale[1] == pytest.approx(plain._config.x_scale[1] * unit,
+                                                      rel=1e-12)
+    np.testing.assert_allclose(scaled.predict(P * u), plain.predict(P), rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["DSGRegressor", "DSGGaussianProcessRegressor",
+                                  "DSGDensityRatio"])
+def test_a_column_of_subnormal_values_is_refused_in_float64(name):
+    """A column whose spread is below float64's smallest normal number (about 2.2e-308) has
+    lost its digits, and the features of its standardized values overflow: the fit names
+    the column and the fix."""
+    from ooc_kernels.exceptions import InvalidDataError
+
+    P, Q = _two_samples()
+    P[:, 0] *= 1e-310
+    Q[:, 0] *= 1e-310
+    est = getattr(ok, name)(dtype="float64", n_features=64, block_size=32, max_iter=1,
+                            **FAST)
+    with pytest.raises(InvalidDataError, match=r"column 0 of X has a standard deviation of "
+                                               r".*e-31\d, below float64's smallest normal "
+                                               r"number .*multiply them by 1e300"):
+        est.fit(P, Q) if name == "DSGDensityRatio" else est.fit(P, Q[:, 1])
+
+
+def test_density_ratio_refuses_scales_below_float32s_range_in_float32():
+    from ooc_kernels.exceptions import InvalidDataError
+
+    P, Q = _two_samples()
+    u = np.array([1.0, 1e-100])
+    with pytest.raises(InvalidDataError, match=r"column 1 of X has a standard deviation of "
+                                               r".*e-10\d, below float32's smallest normal "
+                                               r".*dtype='float64'"):
+        ok.DSGDensityRatio(dtype="float32", n_features=64, block_size=32, max_iter=1,
+                           **FAST).fit(P * u, Q * u)

@@ -121,28 +121,46 @@ def weighted_moments(values, weights=None):
 
 
 def check_dtype_scales(standardization: dict, dtype) -> dict:
-    """``standardization`` (the fit's ``x_scale``, ``y_scale``), refused when the fit runs
-    in float32 and a scale is below float32's smallest normal number (about 1.2e-38): the
-    values cast to float32 would be subnormal or 0 (the standardized rows or targets NaN).
+    """``standardization`` (the fit's ``x_scale``, ``y_scale``), refused when a scale is
+    below the smallest normal number of the fit's dtype.
+
+    In float32 (about 1.2e-38) the values cast to float32 would be subnormal or 0 (the
+    standardized rows or targets NaN).  In float64 (about 2.2e-308) a column of ``X`` whose
+    spread is subnormal has lost digits, and the feature blocks, which fold the
+    standardization in (``W / scale``), overflow; float64 targets are only divided by
+    their scale, so ``y_scale`` is checked in float32 alone.
 
     >>> check_dtype_scales({"y_scale": 1e-30}, "float32")
     {'y_scale': 1e-30}
+    >>> check_dtype_scales({"x_scale": (1.0, 1e-310)}, "float64")
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.InvalidDataError: column 1 of X has a standard deviation of ...
     """
-    if np.dtype(dtype) != np.float32:
+    dt = np.dtype(dtype)
+    if dt not in (np.float32, np.float64):
         return standardization
-    tiny = float(np.finfo(np.float32).tiny)
-    for name in ("x_scale", "y_scale"):
+    tiny = float(np.finfo(dt).tiny)
+    for name in ("x_scale", "y_scale") if dt == np.float32 else ("x_scale",):
         scale = np.atleast_1d(np.asarray(standardization.get(name, ()), dtype=np.float64))
         low = np.flatnonzero(scale < tiny)
-        if low.size:
-            what = "the regression target y" if name == "y_scale" else \
-                f"column {int(low[0])} of X"
+        if not low.size:
+            continue
+        what = "the regression target y" if name == "y_scale" else \
+            f"column {int(low[0])} of X"
+        if dt == np.float32:
             raise InvalidDataError(
                 f"{what} has a standard deviation of {float(scale[low[0]])!r}, below "
                 f"float32's smallest normal number ({tiny:.3g}): its values cast to float32 "
                 "lose their digits or become 0. Fit with dtype='float64', or rescale those "
                 "values (for instance multiply them by 1e30)."
             )
+        raise InvalidDataError(
+            f"{what} has a standard deviation of {float(scale[low[0]])!r}, below float64's "
+            f"smallest normal number ({tiny:.3g}): its values are subnormal, with fewer "
+            "digits, and the random features of its standardized values overflow float64. "
+            "Rescale those values (for instance multiply them by 1e300)."
+        )
     return standardization
 
 

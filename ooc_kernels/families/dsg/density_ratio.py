@@ -38,7 +38,8 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_CONSTRAINTS, BASE_PARAMS_DOC, ChunkedEstimator
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
-from ooc_kernels.families.dsg._common import KERNEL_PARAMS_DOC, DSGModelMixin
+from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, DSGModelMixin,
+                                             check_dtype_scales, weighted_moments)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._ratio_solver import RatioAlgorithm, RatioConfig
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
@@ -284,11 +285,11 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
                 "finite rows.")
         standard = {}
         seen_q, seen = rows_q, pooled
-        if self.standardize:
-            shift = pooled.mean(axis=0)
-            scale = pooled.std(axis=0)
+        if self.standardize:   # columns of huge or tiny values too (weighted_moments)
+            shift, scale = weighted_moments(pooled)
             scale[~(scale > 0)] = 1.0
-            standard = {"x_shift": tuple(shift.tolist()), "x_scale": tuple(scale.tolist())}
+            standard = check_dtype_scales(
+                {"x_shift": tuple(shift.tolist()), "x_scale": tuple(scale.tolist())}, dtype)
             seen, seen_q = (pooled - shift) / scale, (rows_q - shift) / scale
         if self.bandwidth == "median":
             bandwidth = median_heuristic(seen, self.median_multiplier,
