@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.families.dspdc.kernels import sample_without_replacement_ref
 from ooc_kernels.exceptions import DivergenceError, ValidationError
 from ooc_kernels.families.dspdc.in_memory.block_prox import PSDBlock, SeparableLoss
@@ -456,8 +457,9 @@ def mtlmnn_dspdc(tr, lambda0=0.01, lambda_task=0.1, *, m=None, q=None, Lambda="u
         check_every = 10 * int(math.ceil(max(n / m, P / q)))
     _check_tol(tol)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    return _algorithm3(tr, regs, loss, prm, X, y, int(max_iter), float(tol), int(check_every),
-                       max_time, rng, callback)
+    with single_threaded_blas():  # d x d eigendecompositions: threads only spin on busy cores
+        return _algorithm3(tr, regs, loss, prm, X, y, int(max_iter), float(tol),
+                           int(check_every), max_time, rng, callback)
 
 
 def _algorithm3(tr, regs, loss, prm, X, y, max_iter, tol, check_every, max_time, rng,
