@@ -242,3 +242,37 @@ def test_density_ratio_refuses_scales_below_float32s_range_in_float32():
                                                r".*dtype='float64'"):
         ok.DSGDensityRatio(dtype="float32", n_features=64, block_size=32, max_iter=1,
                            **FAST).fit(P * u, Q * u)
+
+
+def _masked(values, where):
+    mask = np.zeros(values.shape, dtype=bool)
+    if where is not None:
+        mask[where] = True
+    return np.ma.masked_array(values, mask=mask)
+
+
+@pytest.mark.parametrize("name", ["DSGRegressor", "DSPDCRegressor", "OnlineKernelRidge"])
+def test_masked_values_are_refused_not_read_as_data(name):
+    """A NumPy masked array says which values are missing; NumPy's conversion drops the
+    mask and keeps whatever lies under it, so the fit would learn from the hidden values.
+    Masked values in X (fit, predict) or y are refused with the ways to fill or drop them;
+    a masked array with nothing masked is its data."""
+    from ooc_kernels.data.inputs import as_chunked
+    from ooc_kernels.exceptions import ValidationError
+
+    est = getattr(ok, name)
+    kw = DSG if name == "DSGRegressor" else dict(chunk_size=20, **FAST)
+    hidden = _masked(_with(1e6, 25, 1), (25, 1))
+    with pytest.raises(ValidationError, match=r"X is a masked array with 1 masked value "
+                                              r"\(the first at row 25, column 1\).*"
+                                              r"filled\(np\.nan\)"):
+        est(**kw).fit(hidden, Y_REG)
+    with pytest.raises(ValidationError, match=r"y is a masked array with 1 masked value "
+                                              r"\(the first at row 3\)"):
+        est(**kw).fit(X, _masked(Y_REG, 3))
+    model = est(**kw).fit(_masked(X, None), _masked(Y_REG, None))
+    np.testing.assert_array_equal(model.predict(X), est(**kw).fit(X, Y_REG).predict(X))
+    with pytest.raises(ValidationError, match=r"X is a masked array with 1 masked value"):
+        model.predict(hidden)
+    with pytest.raises(ValidationError, match=r"X is a masked array with 1 masked value"):
+        as_chunked(hidden, Y_REG)

@@ -18,10 +18,11 @@ import warnings
 
 import dask.array as da
 import numpy as np
-from sklearn.utils.validation import (_get_feature_names, check_consistent_length,
-                                      column_or_1d, validate_data)
+from sklearn.utils.validation import (_get_feature_names, check_array,
+                                      check_consistent_length, column_or_1d, validate_data)
 
-from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair_samples
+from ooc_kernels.data.inputs import (check_unmasked, is_lazy_input,
+                                    non_numeric_frame_error, pair_samples)
 from ooc_kernels.exceptions import InputTypeError, OocKernelsWarning, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 
@@ -33,8 +34,13 @@ def sklearn_validated(func, *args, **kwargs):
     """scikit-learn's input validation, its errors re-raised in the library's hierarchy.
 
     A pandas ``X`` that ``validate_data`` cannot convert to numbers gets the error of
-    :func:`~ooc_kernels.data.inputs.non_numeric_frame_error`, which names the columns.
+    :func:`~ooc_kernels.data.inputs.non_numeric_frame_error`, which names the columns; a
+    NumPy masked array with masked values (``X``, ``y``) is refused
+    (:func:`~ooc_kernels.data.inputs.check_unmasked`).
     """
+    for name, value in zip(_ARRAY_NAMES.get(func, ()), args):
+        if name is not None:
+            check_unmasked(value, name)
     try:
         return func(*args, **kwargs)
     except ValidationError:
@@ -88,6 +94,12 @@ def _targets_with_invalid(y, numeric: bool) -> np.ndarray:
     if numeric and y.dtype.kind == "O":
         y = y.astype(np.float64)
     return y
+
+
+#: The input arrays of the functions :func:`sklearn_validated` calls, by position (None:
+#: not an array of the caller's data).
+_ARRAY_NAMES = {validate_data: (None, "X", "y"), check_array: ("X",),
+                _targets_with_invalid: ("y",)}
 
 
 def _is_chunked_input(X) -> bool:
