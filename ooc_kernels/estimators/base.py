@@ -266,7 +266,7 @@ class ChunkedEstimator(BaseEstimator):
             from sklearn.utils.validation import check_array
 
             X = sklearn_validated(check_array, X, dtype=[np.float64, np.float32],
-                                  ensure_all_finite=not skip)
+                                  ensure_all_finite=not skip, input_name=name)
         elif supervised:  # with skip, NaN/inf in y too are rows to leave out
             X, y = validated_xy(self, X, y, reset=reset, skip=skip)
         else:
