@@ -2,6 +2,7 @@
 
 Used by the chunk tasks of the solvers, by the lazy per-chunk checks of
 :mod:`ooc_kernels.data.integrity` and by the median-bandwidth sample of the estimators.
+:func:`check_unmasked` refuses an in-memory masked array that masks values.
 
 Examples
 --------
@@ -17,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ooc_kernels.exceptions import InvalidDataError
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
 
-__all__ = ["RowOrigin", "SampleOrigin", "check_finite", "non_finite_error"]
+__all__ = ["RowOrigin", "SampleOrigin", "check_finite", "check_unmasked", "non_finite_error"]
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -122,3 +123,33 @@ def check_finite(values: np.ndarray, var: str, chunk) -> None:
                 "keep such values, or rescale them.")
     raise non_finite_error(var, value, chunk, row, pos[1] if len(pos) > 1 else None,
                            hint=hint)
+
+
+def check_unmasked(value, name: str) -> None:
+    """Refuse a NumPy masked array with masked values: NumPy's conversions drop the mask
+    and keep the values under it, which would be read as data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_unmasked(np.ma.masked_array([1.0, 2.0], mask=[False, True]), "y")
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: y is a masked array with 1 masked value ...
+    """
+    if not isinstance(value, np.ma.MaskedArray):
+        return
+    mask = np.ma.getmaskarray(value)   # the caller's in-memory array
+    if not mask.any():
+        return
+    first = tuple(int(i) for i in np.argwhere(mask)[0])
+    where = f"row {first[0]}" + (f", column {first[1]}" if len(first) > 1 else "")
+    count = int(mask.sum())
+    drop = (f"{name}[~{name}.mask.any(axis=1)] (and the same rows of y)" if value.ndim == 2
+            else f"the rows where {name}.mask is True")
+    raise ValidationError(
+        f"{name} is a masked array with {count} masked value{'s' if count > 1 else ''} (the "
+        f"first at {where}); NumPy's conversion keeps the values under the mask, which "
+        f"would be read as data. Fill them, e.g. {name}.filled(np.nan) (and fit with "
+        f"on_invalid='skip' to leave those rows out), or drop them: {drop}."
+    )

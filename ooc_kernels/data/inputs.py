@@ -38,8 +38,8 @@ from ooc_kernels.data.factorized import Factorized
 from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData, ContentName
 
-__all__ = ["as_chunked", "check_unmasked", "is_lazy_input", "model_input", "pair_samples",
-           "wrap_prediction", "SUPERVISED_DIMS", "TWO_SAMPLE_DIMS"]
+__all__ = ["as_chunked", "is_lazy_input", "model_input", "pair_samples", "wrap_prediction",
+           "SUPERVISED_DIMS", "TWO_SAMPLE_DIMS"]
 
 #: Dimension names of the supervised variables handed to the engine.
 SUPERVISED_DIMS = {"X": ("sample", "feature"), "y": ("sample",)}
@@ -48,35 +48,6 @@ TWO_SAMPLE_DIMS = {"X_p": ("sample_p", "feature"), "X_q": ("sample_q", "feature"
 
 DEFAULT_CHUNK_SIZE = 10_000
 
-
-
-def check_unmasked(value: Any, name: str) -> None:
-    """Refuse a NumPy masked array with masked values: NumPy's conversions drop the mask
-    and keep the values under it, which would be read as data.
-
-    Examples
-    --------
-    >>> check_unmasked(np.ma.masked_array([1.0, 2.0], mask=[False, True]), "y")
-    Traceback (most recent call last):
-    ...
-    ooc_kernels.exceptions.ValidationError: y is a masked array with 1 masked value (the first at row 1); ...
-    """
-    if not isinstance(value, np.ma.MaskedArray):
-        return
-    mask = np.ma.getmaskarray(value)   # the caller's in-memory array
-    if not mask.any():
-        return
-    first = tuple(int(i) for i in np.argwhere(mask)[0])
-    where = f"row {first[0]}" + (f", column {first[1]}" if len(first) > 1 else "")
-    count = int(mask.sum())
-    drop = (f"{name}[~{name}.mask.any(axis=1)] (and the same rows of y)" if value.ndim == 2
-            else f"the rows where {name}.mask is True")
-    raise ValidationError(
-        f"{name} is a masked array with {count} masked value{'s' if count > 1 else ''} (the "
-        f"first at {where}); NumPy's conversion keeps the values under the mask, which "
-        f"would be read as data. Fill them, e.g. {name}.filled(np.nan) (and fit with "
-        f"on_invalid='skip' to leave those rows out), or drop them: {drop}."
-    )
 
 
 def is_lazy_input(X: Any) -> bool:
@@ -338,6 +309,8 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         data = _from_dask(Xd, y, chunk_size, check_y).replace(feature_names=names)
     else:
         from sklearn.utils.validation import check_array, check_consistent_length
+
+        from ooc_kernels._checks import check_unmasked
 
         check_unmasked(X, "X")
         check_unmasked(y, "y")
