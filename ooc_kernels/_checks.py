@@ -2,7 +2,8 @@
 
 Used by the chunk tasks of the solvers, by the lazy per-chunk checks of
 :mod:`ooc_kernels.data.integrity` and by the median-bandwidth sample of the estimators.
-:func:`check_unmasked` refuses an in-memory masked array that masks values.
+:func:`check_plain_array` refuses an in-memory masked array that masks values and a
+structured (record) array.
 
 Examples
 --------
@@ -20,7 +21,8 @@ import numpy as np
 
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 
-__all__ = ["RowOrigin", "SampleOrigin", "check_finite", "check_unmasked", "non_finite_error"]
+__all__ = ["RowOrigin", "SampleOrigin", "check_finite", "check_plain_array",
+           "non_finite_error"]
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -125,18 +127,27 @@ def check_finite(values: np.ndarray, var: str, chunk) -> None:
                            hint=hint)
 
 
-def check_unmasked(value, name: str) -> None:
-    """Refuse a NumPy masked array with masked values: NumPy's conversions drop the mask
-    and keep the values under it, which would be read as data.
+def check_plain_array(value, name: str) -> None:
+    """Refuse a NumPy masked array with masked values (NumPy's conversions drop the mask
+    and keep the values under it, which would be read as data) and a structured (record)
+    array (named fields, not columns).
 
     Examples
     --------
     >>> import numpy as np
-    >>> check_unmasked(np.ma.masked_array([1.0, 2.0], mask=[False, True]), "y")
+    >>> check_plain_array(np.ma.masked_array([1.0, 2.0], mask=[False, True]), "y")
     Traceback (most recent call last):
     ...
     ooc_kernels.exceptions.ValidationError: y is a masked array with 1 masked value ...
     """
+    fields = getattr(getattr(value, "dtype", None), "names", None)
+    if isinstance(value, np.ndarray) and fields:
+        raise ValidationError(
+            f"{name} is a structured array with fields {list(fields)}; the estimators take "
+            f"columns of numbers: convert it, e.g. {name} = numpy.lib.recfunctions."
+            f"structured_to_unstructured({name}) (of some fields: "
+            f"structured_to_unstructured({name}[[{fields[0]!r}, ...]]))."
+        )
     if not isinstance(value, np.ma.MaskedArray):
         return
     mask = np.ma.getmaskarray(value)   # the caller's in-memory array

@@ -276,3 +276,25 @@ def test_masked_values_are_refused_not_read_as_data(name):
         model.predict(hidden)
     with pytest.raises(ValidationError, match=r"X is a masked array with 1 masked value"):
         as_chunked(hidden, Y_REG)
+
+
+def test_a_structured_array_is_refused_with_the_conversion():
+    """A NumPy structured (record) array holds named fields, not columns: the error names
+    them and the NumPy function that makes them columns."""
+    from numpy.lib import recfunctions
+
+    from ooc_kernels.data.inputs import as_chunked
+    from ooc_kernels.exceptions import ValidationError
+
+    records = np.rec.fromarrays(X.T, names="a,b,c")
+    expected = (r"X is a structured array with fields \['a', 'b', 'c'\].*"
+                r"structured_to_unstructured\(X\)")
+    with pytest.raises(ValidationError, match=expected):
+        ok.DSGRegressor(**DSG).fit(records, Y_REG)
+    with pytest.raises(ValidationError, match=expected):
+        as_chunked(records, Y_REG)
+    model = ok.DSGRegressor(**DSG).fit(recfunctions.structured_to_unstructured(records), Y_REG)
+    np.testing.assert_array_equal(model.predict(X), ok.DSGRegressor(**DSG).fit(X, Y_REG)
+                                  .predict(X))
+    with pytest.raises(ValidationError, match=expected):
+        model.predict(records)

@@ -310,10 +310,10 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     else:
         from sklearn.utils.validation import check_array, check_consistent_length
 
-        from ooc_kernels._checks import check_unmasked
+        from ooc_kernels._checks import check_plain_array
 
-        check_unmasked(X, "X")
-        check_unmasked(y, "y")
+        check_plain_array(X, "X")
+        check_plain_array(y, "y")
         y = None if y is None else _unwrap_y(y)
         try:  # scikit-learn's checks (NaN/inf, dtype, dimensions), in the library's hierarchy
             X_np = check_array(X, dtype=[np.float64, np.float32],

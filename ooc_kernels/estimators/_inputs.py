@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.utils.validation import (_get_feature_names, check_array,
                                       check_consistent_length, column_or_1d, validate_data)
 
-from ooc_kernels._checks import check_unmasked
+from ooc_kernels._checks import check_plain_array
 from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair_samples
 from ooc_kernels.exceptions import InputTypeError, OocKernelsWarning, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
@@ -36,11 +36,11 @@ def sklearn_validated(func, *args, **kwargs):
     A pandas ``X`` that ``validate_data`` cannot convert to numbers gets the error of
     :func:`~ooc_kernels.data.inputs.non_numeric_frame_error`, which names the columns; a
     NumPy masked array with masked values (``X``, ``y``) is refused
-    (:func:`~ooc_kernels._checks.check_unmasked`).
+    (:func:`~ooc_kernels._checks.check_plain_array`).
     """
     for name, value in zip(_ARRAY_NAMES.get(func, ()), args):
         if name is not None:
-            check_unmasked(value, name)
+            check_plain_array(value, name)
     try:
         return func(*args, **kwargs)
     except ValidationError:
