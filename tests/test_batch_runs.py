@@ -298,3 +298,18 @@ def test_a_fit_resumed_within_an_epoch_says_after_which_round(caplog):
         "DSPDCRegressor: fit resumed from its checkpoint in epoch 3/4, after 3 of its rounds "
         "(10 chunks an epoch)",
         "DSPDCRegressor: fit started, 4 epochs of 10 chunks (dashboard: http://dash)"]
+
+
+def test_the_start_line_counts_in_the_singular_and_says_when_nothing_is_left(caplog):
+    from ooc_kernels.parallel.engine import _epoch_lines
+
+    with caplog.at_level(logging.INFO, logger="ooc_kernels"):
+        _epoch_lines(None, "DSGClassifier", 1, 1, None)
+        _epoch_lines(None, "DSGClassifier", 3, 2, None, (3, 0))   # a finished checkpoint
+        _epoch_lines(None, "DSGClassifier", 2, 1, None, (1, 0))
+    assert [r.getMessage() for r in caplog.records] == [
+        "DSGClassifier: fit started, 1 epoch of 1 chunk",
+        "DSGClassifier: fit resumed from its checkpoint, which holds all 3 epochs: nothing "
+        "left to run",
+        "DSGClassifier: fit resumed from its checkpoint at the start of epoch 2/2 "
+        "(1 chunk an epoch)"]

@@ -284,20 +284,24 @@ def _epoch_lines(callback: Callable | None, desc: str, n_epochs: int, n_chunks: 
 
     clock = {"start": time.perf_counter()}
     dashboard = f" (dashboard: {link})" if link else ""
-    if start != (0, 0):
+    chunks = f"{n_chunks} chunk{'' if n_chunks == 1 else 's'}"
+    if start[0] >= n_epochs:
+        logger.info("%s: fit resumed from its checkpoint, which holds all %d epochs: nothing "
+                    "left to run%s", desc, n_epochs, dashboard)
+    elif start != (0, 0):
         where = (f"at the start of epoch {start[0] + 1}/{n_epochs}" if start[1] == 0 else
                  f"in epoch {start[0] + 1}/{n_epochs}, after {start[1]} of its rounds")
-        logger.info("%s: fit resumed from its checkpoint %s (%d chunks an epoch)%s", desc,
-                    where, n_chunks, dashboard)
+        logger.info("%s: fit resumed from its checkpoint %s (%s an epoch)%s", desc, where,
+                    chunks, dashboard)
     else:
-        logger.info("%s: fit started, %d epochs of %d chunks%s", desc, n_epochs, n_chunks,
-                    dashboard)
+        logger.info("%s: fit started, %d epoch%s of %s%s", desc, n_epochs,
+                    "" if n_epochs == 1 else "s", chunks, dashboard)
 
     def logged(state, info):
         if info.round == info.n_rounds_in_epoch - 1:
             now = time.perf_counter()
-            logger.info("%s: epoch %d/%d done (%d chunks, %.1f s)", desc, info.epoch + 1,
-                        n_epochs, n_chunks, now - clock["start"])
+            logger.info("%s: epoch %d/%d done (%s, %.1f s)", desc, info.epoch + 1,
+                        n_epochs, chunks, now - clock["start"])
             clock["start"] = now
         if callback is not None:
             callback(state, info)
