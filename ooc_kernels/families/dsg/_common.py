@@ -355,6 +355,8 @@ class DSGModelMixin:
 
     @property
     def _predict_dtype(self) -> np.dtype:
+        if self._config.target == "regression":
+            return np.dtype(np.float64)  # predict_chunk's regression values
         return np.dtype(self._config.dtype)
 
     @property

@@ -67,8 +67,9 @@ def encode_targets(config, y: np.ndarray, chunk: int | RowOrigin) -> np.ndarray:
     if config.target == "regression":
         yf = numeric_targets(y, dtype, origin.describe())
         check_finite(yf, "y", origin)
-        if config.y_shift != 0.0 or config.y_scale != 1.0:
-            yf = ((yf - config.y_shift) / config.y_scale).astype(dtype, copy=False)
+        if config.y_shift != 0.0 or config.y_scale != 1.0:  # centred before the rounding
+            y64 = numeric_targets(y, np.float64, origin.describe())
+            yf = ((y64 - config.y_shift) / config.y_scale).astype(dtype, copy=False)
         return yf.reshape(-1, 1)
     classes = class_array(config.classes)
     same = _numeric_classes(classes, y)

@@ -330,8 +330,8 @@ def predict_chunk(config: DSGConfig, state: DSGState, X: np.ndarray) -> np.ndarr
     """
     with single_threaded_blas(), prediction_threads(config.n_jobs):
         F = _predict_chunk(config, state.model_coef, state.n_blocks_used, X)
-    if config.target == "regression" and (config.y_shift != 0.0 or config.y_scale != 1.0):
-        F = (F * config.y_scale + config.y_shift).astype(F.dtype, copy=False)
+    if config.target == "regression":  # in y's units, in float64 (a far mean keeps its digits)
+        F = F.astype(np.float64) * config.y_scale + config.y_shift
     return F
 
 
