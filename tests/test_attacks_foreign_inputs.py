@@ -298,3 +298,43 @@ def test_a_structured_array_is_refused_with_the_conversion():
                                   .predict(X))
     with pytest.raises(ValidationError, match=expected):
         model.predict(records)
+
+
+@pytest.mark.parametrize("name", ["DSGRegressor", "DSGClassifier"])
+def test_score_on_in_memory_data_of_other_lengths_is_the_librarys_error(name):
+    from ooc_kernels.exceptions import ValidationError
+
+    y = Y_CLS if name == "DSGClassifier" else Y_REG
+    model = getattr(ok, name)(**DSG).fit(X, y)
+    with pytest.raises(ValidationError, match=r"inconsistent numbers of samples"):
+        model.score(X, y[:-1])
+    with pytest.raises(ValidationError, match=r"y is a masked array with 1 masked value"):
+        model.score(X, _masked(y, 3))
+
+
+def test_a_dask_x_of_unknown_width_is_refused_with_the_fix():
+    """Columns picked with a lazy mask leave the number of features unknown (NaN)."""
+    import dask.array as da
+
+    from ooc_kernels.exceptions import ValidationError
+
+    keep = da.from_array(np.array([True, False, True]), chunks=3)
+    lazy = da.from_array(X, chunks=(20, 3))[:, keep]
+    with pytest.raises(ValidationError, match=r"X has an unknown number of features .*"
+                                              r"compute_chunk_sizes\(\)"):
+        ok.DSGRegressor(**DSG).fit(lazy, Y_REG)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_masked_factors_and_weights_are_refused():
+    from ooc_kernels.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match=r"U is a masked array with 1 masked value"):
+        ok.DSPDCRegressor(max_iter=1, **FAST).fit(ok.Factorized(_masked(X, (4, 0)),
+                                                                np.eye(3)), Y_REG)
+    with pytest.raises(ValidationError, match=r"V is a masked array with 1 masked value"):
+        ok.DSPDCRegressor(max_iter=1, **FAST).fit(ok.Factorized(X, _masked(np.eye(3), (0, 0))),
+                                                  Y_REG)
+    with pytest.raises(ValidationError, match=r"sample_weight is a masked array with 1 "
+                                              r"masked value \(the first at row 2\)"):
+        ok.DSGRegressor(**DSG).fit(X, Y_REG, sample_weight=_masked(np.ones(60), 2))

@@ -93,6 +93,11 @@ def _from_dask(X: da.Array, y: Any, chunk_size: int, check_y: bool = True) -> Ch
         raise ValidationError(
             "X has unknown chunk sizes along samples; call X.compute_chunk_sizes() first."
         )
+    if any(np.isnan(c) for c in X.chunks[1]):   # columns picked by a lazy mask
+        raise ValidationError(
+            f"X has an unknown number of features (shape {X.shape}); call "
+            "X.compute_chunk_sizes() first, or pick the columns with a NumPy mask."
+        )
     if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
             or X.dtype == np.bool_):
         raise ValidationError(
@@ -531,6 +536,10 @@ def _from_factorized(F: Factorized, y: Any, schema: Any, variables: Any, chunk_s
             f"a Factorized input is read with the 'factorized' schema and its own factors, "
             f"got schema={schema!r}, variables={variables!r}; leave both out"
         )
+    from ooc_kernels._checks import check_plain_array
+
+    check_plain_array(F.U, "U")
+    check_plain_array(F.V, "V")
     U, problems, invalid = F.U, [], []
     kind = ("DataArray" if isinstance(U, xr.DataArray) else "Dask array"
             if isinstance(U, da.Array) else "array")

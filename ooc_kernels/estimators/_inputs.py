@@ -129,6 +129,7 @@ def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
         sw = sample_weight
         _check_weight_dtype(sw.dtype, None)
     else:
+        check_plain_array(sample_weight, "sample_weight")
         given = np.asarray(sample_weight)  # given in memory by the caller
         _check_weight_dtype(given.dtype, given)
         try:

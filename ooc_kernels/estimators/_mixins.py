@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
+from ooc_kernels._checks import check_plain_array
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
 from ooc_kernels.estimators._inputs import (
     _is_chunked_input,
@@ -159,7 +160,7 @@ class ChunkedClassifierMixin:
         if not _is_chunked_input(X):
             from sklearn.base import ClassifierMixin
 
-            return ClassifierMixin.score(self, X, y, sample_weight=sample_weight)
+            return _in_memory_score(ClassifierMixin.score, self, X, y, sample_weight)
         data = _with_sample_weight(
             as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
         with scheduler_context(self.scheduler) as sched:
@@ -187,7 +188,7 @@ class ChunkedRegressorMixin:
         if not _is_chunked_input(X):
             from sklearn.base import RegressorMixin
 
-            return RegressorMixin.score(self, X, y, sample_weight=sample_weight)
+            return _in_memory_score(RegressorMixin.score, self, X, y, sample_weight)
         data = _with_sample_weight(
             as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
         with scheduler_context(self.scheduler) as sched:
@@ -204,6 +205,14 @@ class ChunkedRegressorMixin:
         ss_tot = da.sum(w * (y_true - mean) ** 2)
         ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
         return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
+
+
+def _in_memory_score(score, estimator, X, y, sample_weight) -> float:
+    """scikit-learn's ``score`` of in-memory data, its errors (``y`` of another length, say)
+    in the library's hierarchy; masked or structured arrays refused first."""
+    for name, value in (("X", X), ("y", y), ("sample_weight", sample_weight)):
+        check_plain_array(value, name)
+    return sklearn_validated(score, estimator, X, y, sample_weight=sample_weight)
 
 
 def _labels_from_decision(dec, classes):
