@@ -10,6 +10,10 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         Add a constant column ``intercept_scaling`` to the data (regularized like the other
         coefficients, as liblinear does).
     intercept_scaling : float, default=1.0
+        The value ``c`` of the constant column.  Its penalty shrinks the intercept: with
+        the squared loss the fitted intercept is ``c^2 / (c^2 + alpha)`` times the targets'
+        mean, so for targets whose mean is large against their spread raise ``c`` (100
+        leaves ``1e-8`` of the mean at ``alpha=1e-4``) or centre ``y`` first.
     standardize : bool, default=True
         Solve the problem on standardized columns ``(a_j - mean_j) / std_j`` (centred only
         with ``fit_intercept``; the moments, weighted as the fit weighs the rows, from one
