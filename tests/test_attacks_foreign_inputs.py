@@ -338,3 +338,16 @@ def test_masked_factors_and_weights_are_refused():
     with pytest.raises(ValidationError, match=r"sample_weight is a masked array with 1 "
                                               r"masked value \(the first at row 2\)"):
         ok.DSGRegressor(**DSG).fit(X, Y_REG, sample_weight=_masked(np.ones(60), 2))
+
+
+def test_dask_categories_that_dask_does_not_know_yet_are_their_values():
+    """``ddf['label'].astype('category')`` leaves the categories unknown to Dask: they are
+    found in one pass over ``y`` and the labels are their values."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    labels = dd.from_pandas(pd.Series(Y_CLS), npartitions=3).astype("category")
+    assert not labels.cat.known
+    model = ok.DSGClassifier(**DSG).fit(dd.from_pandas(pd.DataFrame(X), npartitions=3),
+                                        labels)
+    assert model.classes_.tolist() == [2, 7] and model.classes_.dtype.kind == "i"

@@ -179,7 +179,8 @@ def _is_time(dtype: Any) -> bool:
 def _frame_y(y: Any) -> Any:
     """A Dask Series of targets whose ``.values`` are a NumPy array (lazy), else an error.
 
-    Nothing is computed here: the Series stays lazy, one partition per chunk."""
+    The Series stays lazy, one partition per chunk; only categories that Dask does not
+    know yet (``astype("category")``) are found first, in one pass over ``y``."""
     if _dask_frame_kind(y) == "frame":
         if len(y.columns) != 1:
             raise ValidationError(
@@ -187,6 +188,9 @@ def _frame_y(y: Any) -> Any:
                 "give a single target, e.g. y = ddf['target']."
             )
         y = y[y.columns[0]]
+    if str(y.dtype) == "category" and not y.cat.known:  # e.g. after astype("category")
+        with dask.config.set(_NO_FUSION):
+            y = y.cat.as_known()   # one pass over y, keeping its distinct values
     dt = y.dtype
     nd = _numpy_dtype(dt)
     if isinstance(dt, np.dtype) and dt.kind in "biuf":
