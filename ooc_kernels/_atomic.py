@@ -71,7 +71,7 @@ from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelP
 
 __all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir", "write_failed",
            "check_replaceable", "check_replaceable_file", "check_target", "file_kind",
-           "path_lock",
+           "path_lock", "read_consistent",
            "replace_dir", "store_kind", "sweep_stale", "write_json_atomic"]
 
 #: The attribute of a store's ``zarr.json`` that names what kind of store the library wrote.
@@ -364,7 +364,8 @@ def replace_dir(tmp: Path, path: Path, *, kind: str, overwrite: bool = True) -> 
             if not overwrite:
                 raise DatasetExistsError(
                     f"{str(path)!r} appeared while this write was in progress (another "
-                    "writer finished first); pass overwrite=True to replace it"
+                    "writer finished first); pass overwrite=True (--overwrite on the "
+                    "command line) to replace it"
                 )
             check_replaceable(path, kind)
             trash = path.with_name(f".{path.name}.old-{uuid.uuid4().hex}")
@@ -378,6 +379,50 @@ def replace_dir(tmp: Path, path: Path, *, kind: str, overwrite: bool = True) -> 
             os.replace(tmp, path)
     if trash is not None:
         _remove(trash)
+
+
+def _moved(path: Path, before: os.stat_result) -> bool:
+    """Whether ``path`` no longer names the folder ``before`` was taken of."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return True
+    return (now.st_dev, now.st_ino) != (before.st_dev, before.st_ino)
+
+
+def read_consistent(path: str | os.PathLike, read, *, attempts: int = 8):
+    """``read()`` of the store at ``path``, all of it from one folder: the previous store or
+    the one a writer swapped in meanwhile, never metadata of one and arrays of the other.
+
+    The folder is held open while ``read`` runs (so its inode cannot be reused) and
+    ``path`` is looked up again afterwards: when a writer swapped another folder in, the
+    read, or the error it raised, is discarded and the read starts over.  The last attempt
+    runs under :func:`path_lock` (no swap can happen), or as it is where the lock cannot be
+    created (a read-only folder, where no writer swaps).  A path that is not a folder is
+    left to ``read`` to report.
+    """
+    path = Path(path)
+    for _ in range(attempts - 1):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            return read()
+        try:
+            before = os.fstat(fd)
+            try:
+                result = read()
+            except Exception:
+                if _moved(path, before):
+                    continue
+                raise
+            if not _moved(path, before):
+                return result
+        finally:
+            os.close(fd)
+    with contextlib.ExitStack() as stack:
+        with contextlib.suppress(OSError):  # ForeignPathError (a user's file there) too
+            stack.enter_context(path_lock(path))
+        return read()
 
 
 def _remove(path: Path) -> None:

@@ -454,7 +454,7 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     from ooc_kernels.exceptions import ValidationError
 
     from ooc_kernels.estimators._registry import get_estimator
-    from ooc_kernels.estimators.persistence import json_params
+    from ooc_kernels.estimators.persistence import json_params, save_model
 
     hyper = _parse_params(params)
     data = None
@@ -493,7 +493,7 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
             est.fit(data, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
                     resume=resume)
             _refuse_existing(out, overwrite, "model")  # written by someone else meanwhile?
-            est.save(out)
+            save_model(est, out, overwrite=overwrite)  # and again under the path's lock
     except KeyboardInterrupt as err:
         _exit_interrupted(err, _train_interrupted_message(checkpoint, resume))
     click.echo(str(out))

@@ -59,7 +59,7 @@ import numpy as np
 import zarr
 
 from ooc_kernels import _checksums
-from ooc_kernels._atomic import KIND_ATTR, atomic_dir, sweep_stale
+from ooc_kernels._atomic import KIND_ATTR, atomic_dir, read_consistent, sweep_stale
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._param_json import MAPPING_TAG, decoded_mapping, json_param
 from ooc_kernels.estimators._registry import ESTIMATORS
@@ -114,8 +114,13 @@ def model_metadata(estimator) -> dict:
     return meta
 
 
-def save_model(estimator, path) -> None:
-    """Write a fitted estimator to ``path`` (a Zarr group).  See the module docstring."""
+def save_model(estimator, path, *, overwrite: bool = True) -> None:
+    """Write a fitted estimator to ``path`` (a Zarr group).  See the module docstring.
+
+    With ``overwrite=False`` an existing ``path`` is never replaced, also when it appears
+    while the model is written (checked under the path's lock right before the swap):
+    :class:`~ooc_kernels.exceptions.DatasetExistsError`.
+    """
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(estimator, "_state")
@@ -123,7 +128,7 @@ def save_model(estimator, path) -> None:
     arrays = {name: np.asarray(value) for name, value in estimator._fitted_arrays().items()}
     meta = _checksums.seal(model_metadata(estimator), arrays)
     # only a model of this library is ever replaced (anything else: ModelPathError)
-    with atomic_dir(path, kind="model") as tmp:
+    with atomic_dir(path, kind="model", overwrite=overwrite) as tmp:
         group = zarr.open_group(str(tmp), mode="w")
         _checksums.write_arrays(group, arrays)
         group.attrs.update({_META_KEY: meta, KIND_ATTR: "model"})
@@ -173,6 +178,13 @@ def load(path):
                                ) from None
     if not found:
         raise ModelFormatError(f"no model at {str(path)!r}: the path does not exist.")
+    # metadata and arrays of one folder, also while another process saves to the path
+    meta, arrays = read_consistent(path, lambda: _read_model(path))
+    return restore_model(meta, arrays, where=str(path))
+
+
+def _read_model(path: Path) -> tuple[dict, dict]:
+    """The metadata and the verified arrays of the model folder at ``path``."""
     try:
         group = zarr.open_group(str(path), mode="r")
         meta = dict(group.attrs[_META_KEY])
@@ -184,8 +196,7 @@ def load(path):
     if meta.get("format") != FORMAT:
         raise ModelFormatError(f"{str(path)!r} has format {meta.get('format')!r}, "
                                f"expected {FORMAT!r}.")
-    arrays = _read_model_arrays(group, meta, str(path))
-    return restore_model(meta, arrays, where=str(path))
+    return meta, _read_model_arrays(group, meta, str(path))
 
 
 _FIX = "re-save the model or restore it from a backup"
