@@ -351,3 +351,20 @@ def test_dask_categories_that_dask_does_not_know_yet_are_their_values():
     model = ok.DSGClassifier(**DSG).fit(dd.from_pandas(pd.DataFrame(X), npartitions=3),
                                         labels)
     assert model.classes_.tolist() == [2, 7] and model.classes_.dtype.kind == "i"
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["numpy", "dask"])
+def test_labels_of_numbers_held_as_python_objects_get_the_conversion(lazy):
+    """``df['label'].to_numpy()`` of an object column: numbers as Python objects, which
+    scikit-learn types as 'unknown'; the error says how to convert them."""
+    import dask.array as da
+
+    from ooc_kernels.exceptions import InputTypeError
+
+    labels = Y_CLS.astype(object)
+    with pytest.raises(InputTypeError, match=r"y holds numbers as Python objects \(dtype "
+                                             r"object, int\).*np\.asarray\(y, dtype="
+                                             r"np\.int64\)"):
+        ok.DSGClassifier(**DSG).fit(X, da.from_array(labels, chunks=20) if lazy else labels)
+    model = ok.DSGClassifier(**DSG).fit(X, np.asarray(labels, dtype=np.int64))
+    assert model.classes_.tolist() == [2, 7]

@@ -14,6 +14,7 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import dask.array as da
@@ -84,6 +85,7 @@ class ChunkedClassifierMixin:
             ) from None
         if getattr(self, "on_invalid", "error") == "skip" and found.dtype.kind == "f":
             found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
+        _check_object_labels(found)
         with warnings.catch_warnings():
             # ``found`` holds each label once, so scikit-learn's "more classes than half the
             # samples" test would fire for any 21 classes: it is made on the rows below
@@ -205,6 +207,24 @@ class ChunkedRegressorMixin:
         ss_tot = da.sum(w * (y_true - mean) ** 2)
         ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
         return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
+
+
+def _check_object_labels(found: np.ndarray) -> None:
+    """Refuse labels that are numbers held as Python objects (an object column of a frame):
+    scikit-learn types them as 'unknown'; the message says how to convert them."""
+    if found.dtype.kind != "O" or not len(found):
+        return
+    values = found.tolist()   # the distinct labels: a few values
+    if any(isinstance(v, str) for v in values) or not all(
+            isinstance(v, numbers.Number) for v in values):
+        return
+    kinds = ", ".join(sorted({type(v).__name__ for v in values}))
+    raise InputTypeError(
+        f"y holds numbers as Python objects (dtype object, {kinds}), which scikit-learn "
+        "cannot tell apart from other objects ('Unknown label type: unknown'); convert "
+        "them to a NumPy dtype, e.g. y = np.asarray(y, dtype=np.int64) (for a Dask array "
+        "y = y.astype(np.int64)), or to text labels, y.astype(str)."
+    )
 
 
 def _in_memory_score(score, estimator, X, y, sample_weight) -> float:
