@@ -325,3 +325,36 @@ def test_the_solver_runs_its_small_eigendecompositions_on_one_blas_thread():
         after = blas_threads()
     assert before == {2} and after == {2}
     assert seen and all(s == {1} for s in seen)
+
+
+def test_predict_proba_is_the_neighbours_vote_and_serves_scikit_learns_wrappers():
+    """``predict_proba`` is the share of each class among a row's ``n_neighbors`` nearest
+    training rows of its task, under the task's metric: scikit-learn's
+    ``KNeighborsClassifier`` on the ``transform``ed rows of that task, with the columns of
+    ``classes_`` (a class absent from a task gets 0).  With it, the wrappers that need
+    probabilities or scores (``OneVsRestClassifier``, ``CalibratedClassifierCV``) take the
+    estimator."""
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X, y, task = multitask_classes(2, 40, 4, 3, seed=1)   # classes 0-2 in task 0, 3-5 in 1
+    y = np.where((task == 1) & (y == 5), 1, y)    # task 1: classes 1, 3, 4 (1 shared)
+    est = ok.MultiTaskLMNN(m=10**6, q=3, tol=1e-4, random_state=0).fit(X, y, task=task)
+    assert est.classes_.tolist() == [0, 1, 2, 3, 4]
+    proba = est.predict_proba(X, task=task)
+    assert proba.shape == (len(y), 5)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    for j, absent in ((0, [3, 4]), (1, [0, 2])):
+        rows = task == j
+        Z = est.transform(X[rows], task=task[rows])
+        knn = KNeighborsClassifier(n_neighbors=3).fit(Z, y[rows])
+        expected = np.zeros((rows.sum(), 5))
+        expected[:, knn.classes_] = knn.predict_proba(Z)
+        np.testing.assert_allclose(proba[rows], expected, atol=1e-12)
+        assert np.all(proba[np.ix_(rows, absent)] == 0.0)
+    np.testing.assert_array_equal(est.classes_[proba.argmax(axis=1)],
+                                  est.predict(X, task=task))
+    Xs, ys, _ = multitask_classes(1, 60, 4, 3, seed=2)
+    single = ok.MultiTaskLMNN(m=10**6, q=2, tol=1e-3, random_state=0)
+    assert OneVsRestClassifier(single).fit(Xs, ys).score(Xs, ys) > 0.5
+    assert CalibratedClassifierCV(single, cv=2).fit(Xs, ys).predict_proba(Xs).shape == (60, 3)

@@ -327,18 +327,46 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
         -------
         ndarray (n_samples,)
         """
+        out = np.empty(self._validated(X).shape[0], dtype=self._train[1].dtype)
+        for rows, knn, Z in self._task_neighbours(X, task):
+            out[rows] = knn.predict(Z)
+        return out
+
+    def predict_proba(self, X, *, task=None):
+        """Share of each class among the ``n_neighbors`` nearest training rows of the row's
+        task (scikit-learn's ``KNeighborsClassifier`` under the task's metric).
+
+        Parameters
+        ----------
+        X : array_like (n_samples, n_features)
+        task : array_like (n_samples,), optional
+            The task of each row; may be omitted when the model has one task.
+
+        Returns
+        -------
+        ndarray (n_samples, n_classes)
+            Columns in the order of ``classes_``; a class without training rows in a task
+            has probability 0 for that task's rows.
+        """
+        out = np.zeros((self._validated(X).shape[0], self.classes_.size))
+        for rows, knn, Z in self._task_neighbours(X, task):
+            out[np.ix_(rows, np.searchsorted(self.classes_, knn.classes_))] = (
+                knn.predict_proba(Z))
+        return out
+
+    def _task_neighbours(self, X, task):
+        """``(rows, knn, Z)`` per task of ``X``'s rows: their indices, a k-NN classifier on
+        the task's training rows and the rows, both mapped by ``components_[j]``."""
         from sklearn.neighbors import KNeighborsClassifier
 
         X = self._validated(X)
         codes = self._task_codes(task, X.shape[0], fitting=False)
         Xtr, ytr, ctr = self._train
-        out = np.empty(X.shape[0], dtype=ytr.dtype)
         for j in np.unique(codes):
-            rows, train = codes == j, ctr == j
+            rows, train = np.flatnonzero(codes == j), ctr == j
             L = self.components_[j].T
             knn = KNeighborsClassifier(n_neighbors=min(self.n_neighbors, int(train.sum())))
-            out[rows] = knn.fit(Xtr[train] @ L, ytr[train]).predict(X[rows] @ L)
-        return out
+            yield rows, knn.fit(Xtr[train] @ L, ytr[train]), X[rows] @ L
 
     def score(self, X, y, sample_weight=None, *, task=None):
         """Mean accuracy of ``predict(X, task=task)``.
