@@ -640,19 +640,26 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
     if kind not in KINDS:
         raise ValueError(f"unknown store kind {kind!r}; one of {sorted(KINDS)}")
     path = check_target(path, kind)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path_lock(path):  # no swap of path is half done while it is checked and swept
-        if path.exists() or path.is_symlink():
-            if not overwrite:
-                raise DatasetExistsError(
-                    f"{str(path)!r} already exists; pass overwrite=True to replace it, or "
-                    "choose another path"
-                )
-            check_replaceable(path, kind)
-        if any(_temporaries(path)):
-            _sweep_locked(path)
-    existed = path.exists()
-    with _writer_temp(path) as tmp:
+    with contextlib.ExitStack() as stack:
+        try:  # the folder, the lock and the writer's temporary are written too
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path_lock(path):  # no swap of path is half done while checked and swept
+                if path.exists() or path.is_symlink():
+                    if not overwrite:
+                        raise DatasetExistsError(
+                            f"{str(path)!r} already exists; pass overwrite=True to replace "
+                            "it, or choose another path"
+                        )
+                    check_replaceable(path, kind)
+                if any(_temporaries(path)):
+                    _sweep_locked(path)
+            existed = path.exists()
+            tmp = stack.enter_context(_writer_temp(path))
+        except OSError as err:
+            failed = write_failed(err, path, KINDS[kind], path.exists())
+            if failed is err:
+                raise
+            raise failed from err
         try:
             yield tmp
         except BaseException as err:
@@ -750,10 +757,10 @@ def write_json_atomic(path: str | os.PathLike, doc: dict, *, kind: str,
     doc = {FILE_KIND_KEY: kind, **doc}
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     check_replaceable_file(path, kind, overwrite=overwrite)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
     existed = path.exists()
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text)
         with path_lock(path):
             check_replaceable_file(path, kind, overwrite=overwrite)

@@ -84,3 +84,55 @@ def test_a_load_while_another_process_replaces_the_model_gives_one_whole_model(
     assert swaps
     np.testing.assert_array_equal(loaded.predict(X), new.predict(X))
     assert sorted(os.listdir(tmp_path)) == ["m.zarr"]
+
+
+def _refuse(monkeypatch, function, err, when):
+    """Make ``os.<function>`` raise ``OSError(err)`` for the paths ``when`` accepts."""
+    original = getattr(os, function)
+
+    def refused(target, *args, **kwargs):
+        if when(os.fspath(target)):
+            raise OSError(err, os.strerror(err), os.fspath(target))
+        return original(target, *args, **kwargs)
+
+    monkeypatch.setattr(os, function, refused)
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EACCES, errno.EROFS])
+@pytest.mark.parametrize("step", ["lock", "writer lock", "folder"])
+def test_a_refusal_at_the_first_file_of_a_write_is_write_failed_error(tmp_path, monkeypatch,
+                                                                      err, step):
+    """The lock file, the writer's lock file and the parent folder are the first things a
+    write creates: a full disk or a forbidden folder there is the library's error too."""
+    from ooc_kernels._atomic import write_json_atomic
+    from ooc_kernels.exceptions import WriteFailedError
+    from ooc_kernels.parallel.checkpoint import write_checkpoint
+
+    model, X = _fitted(1), np.random.default_rng(3).normal(size=(20, 3))
+    kept = tmp_path / "kept.zarr"
+    model.save(kept)
+    folder = tmp_path if step != "folder" else tmp_path / "new"
+    writes = {
+        "model": lambda: model.save(folder / ("kept.zarr" if step != "folder" else "m.zarr")),
+        "checkpoint": lambda: write_checkpoint(folder / "ck.zarr", {"a": np.ones(3)}, {}),
+        "dataset": lambda: ok.make_dataset("synthetic_krr_2d", folder / "d.zarr", 20,
+                                           chunk_size=10, progress=False),
+        "metrics file": lambda: write_json_atomic(folder / "metrics.json", {"r2": 1.0},
+                                                  kind="metrics"),
+    }
+    if step == "writer lock":  # a file is written aside without one
+        del writes["metrics file"]
+    if step == "folder":
+        _refuse(monkeypatch, "mkdir", err, lambda p: p == str(folder))
+    else:  # .NAME.lock, or the writer's .NAME.tmp-ID.lock
+        writer = step == "writer lock"
+        _refuse(monkeypatch, "open", err, lambda p: p.endswith(".lock")
+                and (".tmp-" in os.path.basename(p)) == writer)
+    for what, write in writes.items():
+        with pytest.raises(WriteFailedError, match=rf"could not write the {what} '.*': "
+                                                   rf"{os.strerror(err)} \(") as info:
+            write()
+        assert info.value.errno == err, what
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == ["kept.zarr"]
+    np.testing.assert_array_equal(ok.load(kept).predict(X), model.predict(X))
