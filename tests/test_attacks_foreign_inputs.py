@@ -368,3 +368,48 @@ def test_labels_of_numbers_held_as_python_objects_get_the_conversion(lazy):
         ok.DSGClassifier(**DSG).fit(X, da.from_array(labels, chunks=20) if lazy else labels)
     model = ok.DSGClassifier(**DSG).fit(X, np.asarray(labels, dtype=np.int64))
     assert model.classes_.tolist() == [2, 7]
+
+
+_HAND_WRITTEN = """version: 2
+entries:
+  plain:
+    reader: intake.readers.readers:XArrayDatasetReader
+    output_instance: xarray:Dataset
+    kwargs:
+      args: ['{CATALOG_DIR}/data.zarr']
+      engine: zarr
+"""
+
+
+def test_a_hand_written_entry_missing_intakes_keys_is_told_which(tmp_path):
+    """Intake 2 needs top-level keys and, in every entry, ``metadata`` and
+    ``user_parameters``; a catalog written by hand without them gets every missing key and
+    where it is missing, not Intake's bare KeyError of the first one."""
+    from ooc_kernels.exceptions import CatalogError
+
+    path = tmp_path / "cat.yaml"
+    path.write_text(_HAND_WRITTEN)
+    with pytest.raises(CatalogError, match=r"the file lacks the top-level keys 'aliases', "
+                                           r"'data', 'metadata', 'user_parameters'; entry "
+                                           r"'plain' lacks the keys 'metadata', "
+                                           r"'user_parameters'.*user_parameters: \{\}"):
+        ok.list_datasets(path)
+
+
+def test_a_hand_written_entry_with_a_path_for_a_data_description_is_told_how(tmp_path):
+    """Intake 2's xarray reader reads a data description (``{data(TOKEN)}``), not a path:
+    an entry giving the path itself gets the library's error with the ways to write it."""
+    import xarray as xr
+
+    from ooc_kernels.exceptions import CatalogError
+
+    xr.Dataset({"X": (("s", "f"), X), "y": (("s",), Y_REG)}).to_zarr(tmp_path / "data.zarr")
+    path = tmp_path / "cat.yaml"
+    path.write_text(_HAND_WRITTEN.replace("      engine: zarr\n", "      engine: zarr\n"
+                                          "    metadata: {}\n    user_parameters: {}\n")
+                    + "aliases: {}\ndata: {}\nmetadata: {}\nuser_parameters: {}\n")
+    assert ok.list_datasets(path) == ["plain"]
+    with pytest.raises(CatalogError, match=r"entry 'plain' gives the path '\{CATALOG_DIR\}/"
+                                           r"data\.zarr' as kwargs\.args\[0\].*"
+                                           r"ooc-kernels catalog add"):
+        ok.open_dataset(path, "plain")

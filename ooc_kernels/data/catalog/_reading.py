@@ -107,6 +107,37 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
                       allow_outside=allow_outside, allow_env=allow_env)
 
 
+#: The keys Intake 2 reads from a catalog file and from each of its entries (empty
+#: mappings will do): a catalog written by hand often leaves them out.
+_INTAKE_TOP_KEYS = ("aliases", "data", "entries", "metadata", "user_parameters")
+_INTAKE_ENTRY_KEYS = ("metadata", "user_parameters")
+
+
+def _check_intake_keys(spec: Any, source: str) -> None:
+    """Name the keys that Intake 2 needs and a (hand-written) catalog lacks, with where."""
+    if not isinstance(spec, Mapping):
+        return
+    gaps = []
+    top = [k for k in _INTAKE_TOP_KEYS if k not in spec]
+    if top:
+        gaps.append(f"the file lacks the top-level key{'s' if len(top) > 1 else ''} "
+                    f"{', '.join(map(repr, top))}")
+    entries = spec.get("entries")
+    for name, entry in (entries.items() if isinstance(entries, Mapping) else ()):
+        keys = [k for k in _INTAKE_ENTRY_KEYS if isinstance(entry, Mapping) and k not in entry]
+        if keys:
+            gaps.append(f"entry {_r(name)} lacks the key{'s' if len(keys) > 1 else ''} "
+                        f"{', '.join(map(repr, keys))}")
+    if gaps:
+        missing = top or list(_INTAKE_ENTRY_KEYS)
+        raise CatalogError(
+            f"catalog file {source} is not a complete Intake 2 catalog: {'; '.join(gaps)}. "
+            f"Intake needs them even when empty: add them (e.g. {missing[-1]}: {{}}), or "
+            "write the entries with `ooc-kernels catalog add FILE NAME STORE` "
+            "(ooc_kernels.data.register_dataset)."
+        )
+
+
 def _from_spec(spec: Any, path: Path, *, trusted: bool, allow_outside: AllowOutside,
                allow_env: frozenset[str]):
     """The catalog of YAML data ``spec`` as if read from file ``path`` (checked as
@@ -118,6 +149,7 @@ def _from_spec(spec: Any, path: Path, *, trusted: bool, allow_outside: AllowOuts
         _check_structure(spec, source)
     else:
         check_catalog_trust(spec, source, allow_env=allow_env)
+    _check_intake_keys(spec, source)
     try:
         cat = Catalog.from_dict(spec)
     except Exception as err:
@@ -331,11 +363,31 @@ def open_dataset(catalog: Any, name: str, *, trusted: bool = False,
     return validate_dataset(ds, context=context)
 
 
+def _check_data_argument(entry, name: str) -> None:
+    """Refuse an xarray entry whose first argument is a path: Intake 2's
+    ``XArrayDatasetReader`` reads a data description (``{data(TOKEN)}``), and fails on a
+    string deep inside with an ``AttributeError``."""
+    reader = getattr(entry, "reader", None)
+    args = (getattr(entry, "kwargs", None) or {}).get("args")
+    if not str(reader).endswith(":XArrayDatasetReader") or not isinstance(args, (list, tuple)) \
+            or not args or not isinstance(args[0], str) \
+            or args[0].strip().startswith("{data("):
+        return
+    raise CatalogError(
+        f"catalog entry {_r(name)} gives the path {_r(args[0])} as kwargs.args[0], but "
+        "Intake 2's XArrayDatasetReader reads a data description there: describe the store "
+        "under the catalog's data: key (datatype intake.readers.datatypes:Zarr, kwargs.url: "
+        "the path) and give args: ['{data(TOKEN)}'], or let `ooc-kernels catalog add FILE "
+        "NAME STORE` (ooc_kernels.data.register_dataset) write the entry."
+    )
+
+
 def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
                 ) -> tuple[xr.Dataset, Context]:
     """Entry ``name`` of a loaded catalog as a lazy Dataset, its declaration (and
     ``variables``) applied but not validated, and the :class:`Context` for validating it."""
     entry = _entry(cat, name)
+    _check_data_argument(entry, name)
     try:
         reader = cat[name]
         extra = {} if "chunks" in entry.kwargs else {"chunks": {}}
