@@ -202,6 +202,37 @@ def test_pandas_dataframes_keep_scikit_learn_feature_names():
     assert isinstance(clf.predict(df[FEATURES]), np.ndarray)
 
 
+@pytest.mark.parametrize("columns", [[0, 1, 2], ["f0", "f1", "f2"], [0, "f1", 2]])
+def test_dask_frames_keep_feature_names_as_pandas_frames_do(columns):
+    """scikit-learn's rule, whatever the frame: names only when every column name is a
+    string, none for other names (no warning at a NumPy predict), mixed names refused."""
+    import warnings
+
+    from sklearn.linear_model import Ridge
+
+    df = _frame().rename(columns=dict(zip(FEATURES, columns)))
+    X = df.drop(columns="y")
+    ddf = dd.from_pandas(X, npartitions=3)
+    try:
+        ref = Ridge().fit(X, df["y"])
+    except TypeError as err:   # mixed names: scikit-learn refuses them
+        with pytest.raises(TypeError, match="all input features have string names"):
+            _fit(X, df["y"])
+        with pytest.raises(TypeError, match="all input features have string names"):
+            _fit(ddf, dd.from_pandas(df["y"], npartitions=3))
+        assert "string names" in str(err)
+        return
+    for given in (X, ddf):
+        est = _fit(given, dd.from_pandas(df["y"], npartitions=3) if given is ddf else df["y"])
+        assert (getattr(est, "feature_names_in_", None) is None) == (
+            getattr(ref, "feature_names_in_", None) is None), type(given)
+        if hasattr(ref, "feature_names_in_"):
+            assert list(est.feature_names_in_) == list(ref.feature_names_in_)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")   # no "fitted with feature names" warning
+            est.predict(X.to_numpy()[:5] if not hasattr(ref, "feature_names_in_") else X[:5])
+
+
 # ---------------------------------------------------------------------------- bad inputs
 def _fit(X, y):
     return ok.DSGClassifier(**SMALL).fit(X, y)

@@ -18,7 +18,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InputTypeError, ValidationError
 
 __all__ = ["non_numeric_frame_error"]
 
@@ -229,6 +229,33 @@ def _exact_values(part: Any, dtype: np.dtype, partition_info=None) -> Any:
             "to float (y = y.astype('float64')) to have them skipped with on_invalid='skip'."
         )
     return part.astype(dtype)
+
+
+def frame_feature_names(frame: Any) -> tuple[str, ...] | None:
+    """The feature names a fit on the (pandas or Dask) ``frame`` records, by scikit-learn's
+    rule: its column names when every one is a string, None when none is.
+
+    Raises
+    ------
+    InputTypeError
+        Some column names are strings and others are not (scikit-learn refuses them too).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame_feature_names(pd.DataFrame({"a": [1.0], "b": [2.0]}))
+    ('a', 'b')
+    >>> frame_feature_names(pd.DataFrame([[1.0, 2.0]])) is None
+    True
+    """
+    import pandas as pd
+    from sklearn.utils.validation import _get_feature_names
+
+    try:   # an empty pandas frame of the same columns: scikit-learn's own check
+        names = _get_feature_names(pd.DataFrame(columns=frame.columns))
+    except TypeError as err:   # mixed: the same refusal as for a pandas frame
+        raise InputTypeError(str(err)) from err
+    return None if names is None else tuple(str(n) for n in names)
 
 
 def _frame_to_array(frame: Any, lengths: tuple[int, ...]) -> da.Array:

@@ -32,6 +32,7 @@ from ooc_kernels.data._frames import (
     _frame_to_array,
     _frame_y,
     _partition_lengths,
+    frame_feature_names,
     non_numeric_frame_error,
 )
 from ooc_kernels.data.factorized import Factorized
@@ -309,7 +310,7 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     elif isinstance(X, da.Array):
         data = _from_dask(X, y, chunk_size, check_y)
     elif _dask_frame_kind(X) is not None:
-        names = tuple(str(c) for c in X.columns) if _dask_frame_kind(X) == "frame" else None
+        names = frame_feature_names(X) if _dask_frame_kind(X) == "frame" else None
         Xd, y = _dask_frames_to_arrays(X, y)
         data = _from_dask(Xd, y, chunk_size, check_y).replace(feature_names=names)
     else:
