@@ -71,7 +71,7 @@ from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelP
 
 __all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir", "write_failed",
            "check_replaceable", "check_replaceable_file", "check_target", "file_kind",
-           "path_lock", "read_consistent",
+           "expand_user", "path_lock", "read_consistent",
            "replace_dir", "store_kind", "sweep_stale", "write_json_atomic"]
 
 #: The attribute of a store's ``zarr.json`` that names what kind of store the library wrote.
@@ -124,13 +124,27 @@ def _name_max(folder: Path) -> int:
     return 255
 
 
+def expand_user(path):
+    """``path`` with a leading ``~`` (or ``~user``) replaced by that home folder, as every
+    path the library reads or writes takes it (``None`` stays ``None``).
+
+    Examples
+    --------
+    >>> import os
+    >>> expand_user("~/m.zarr") == os.path.join(os.path.expanduser("~"), "m.zarr")
+    True
+    """
+    return None if path is None else os.path.expanduser(path)
+
+
 def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     """Refuse a path that no store or file can be written at, before any work; return it.
 
-    Refused: a path with a NUL character or without a last name (``""``, ``"."``,
-    ``"x/.."``), a name too long for the temporary ``.NAME.tmp-ID.lock`` written beside it
-    (the file system's limit per name, 255 bytes on most), and a path whose folder or one of
-    its parents is a file (or a link to nothing) instead of a folder.
+    A leading ``~`` is the home folder (:func:`expand_user`).  Refused: a path with a NUL
+    character or without a last name (``""``, ``"."``, ``"x/.."``), a name too long for the
+    temporary ``.NAME.tmp-ID.lock`` written beside it (the file system's limit per name, 255
+    bytes on most), and a path whose folder or one of its parents is a file (or a link to
+    nothing) instead of a folder.
 
     Raises
     ------
@@ -150,7 +164,7 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     if "\0" in str(text):
         raise ValidationError(f"the path {text!r} contains a NUL character, which no file "
                               "name may hold; remove it.")
-    path = Path(path)
+    path = Path(expand_user(path))
     if path.name in ("", ".", ".."):
         raise ValidationError(
             f"the path {text!r} names no file or folder (its last part is "

@@ -549,9 +549,10 @@ def _refuse_same_or_nested(out: Path, checkpoint: Path) -> None:
 def _refuse_existing(out: Path, overwrite: bool, kind: str) -> None:
     """Before any work: refuse an existing ``out`` unless ``--overwrite``, and even then
     anything but a store of ``kind`` written by ooc-kernels."""
-    from ooc_kernels._atomic import KINDS, check_replaceable
+    from ooc_kernels._atomic import KINDS, check_replaceable, expand_user
     from ooc_kernels.exceptions import DatasetExistsError
 
+    out = Path(expand_user(out))  # where the write goes
     if not (out.exists() or out.is_symlink()):
         return
     if not overwrite:

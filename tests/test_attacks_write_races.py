@@ -136,3 +136,38 @@ def test_a_refusal_at_the_first_file_of_a_write_is_write_failed_error(tmp_path, 
     monkeypatch.undo()
     assert sorted(os.listdir(tmp_path)) == ["kept.zarr"]
     np.testing.assert_array_equal(ok.load(kept).predict(X), model.predict(X))
+
+
+def test_a_path_starting_with_tilde_is_in_the_home_folder_for_every_write_and_read(
+        tmp_path, monkeypatch):
+    """'~/...' names the home folder for models, checkpoints, metrics and DSPDC work stores
+    as it does for datasets: never a folder named '~' in the working folder."""
+    from ooc_kernels._atomic import write_json_atomic
+    from ooc_kernels.data import open_zarr_dataset
+
+    from ooc_kernels._jit._cache import CACHE_DIR_ENV_VAR, cache_dir
+
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    # the compiled kernels stay where they are (their cache is in the home folder)
+    monkeypatch.setenv(CACHE_DIR_ENV_VAR, str(cache_dir().parent.parent))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(cwd)
+    ok.make_dataset("synthetic_krr_2d", "~/d.zarr", 40, chunk_size=20, progress=False)
+    data = open_zarr_dataset("~/d.zarr")
+    model = ok.DSGRegressor(n_features=64, block_size=32, batch_size=10, max_iter=1,
+                            random_state=0, scheduler="sync")
+    model.fit(data, checkpoint="~/ck.zarr", resume=True)
+    model.save("~/m.zarr")
+    X = np.random.default_rng(3).normal(size=(5, 2))
+    np.testing.assert_array_equal(ok.load("~/m.zarr").predict(X), model.predict(X))
+    write_json_atomic("~/metrics.json", {"r2": 1.0}, kind="metrics")
+    r = CliRunner().invoke(main, ["predict", "~/m.zarr", "--catalog", "c.yaml", "--entry",
+                                  "d", "--out", "~/m.zarr"])       # checked before any work
+    assert r.exit_code == 1 and "already exists; pass --overwrite" in r.output, r.output
+    ok.DSPDCRegressor(max_iter=1, random_state=0, scheduler="sync").fit(
+        data, checkpoint="~/dspdc.zarr", resume=True)
+    assert os.listdir(cwd) == []
+    assert sorted(os.listdir(home)) == ["ck.zarr", "d.zarr", "dspdc.zarr", "dspdc.zarr.work",
+                                        "m.zarr", "metrics.json"]

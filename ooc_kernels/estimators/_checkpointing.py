@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import weakref
 
-from ooc_kernels._atomic import check_replaceable
+from ooc_kernels._atomic import check_replaceable, expand_user
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators.persistence import json_params, model_metadata, restore_model
 from ooc_kernels.exceptions import (
@@ -43,8 +43,8 @@ from ooc_kernels.parallel.checkpoint import (
     write_checkpoint,
 )
 
-__all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint", "resume_end",
-           "resume_position"]
+__all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint", "expand_user",
+           "resume_end", "resume_position"]
 
 _FIX = f"remove the checkpoint (or pass {START_OVER}) to start the fit again"
 

@@ -562,6 +562,7 @@ class ChunkedEstimator(BaseEstimator):
         from ooc_kernels.estimators._checkpointing import (
             CheckpointWriter,
             check_checkpoint_target,
+            expand_user,
             lost_scheduler_hint,
             resume_end,
             resume_position,
@@ -569,6 +570,7 @@ class ChunkedEstimator(BaseEstimator):
         from ooc_kernels.parallel.checkpoint import read_checkpoint
 
         self._validate_params()
+        checkpoint = expand_user(checkpoint)  # '~/ck.zarr' is in the home folder
         if resume and checkpoint is None:
             raise ValidationError(
                 "resume=True needs the checkpoint path: pass checkpoint=PATH as well."

@@ -59,7 +59,8 @@ import numpy as np
 import zarr
 
 from ooc_kernels import _checksums
-from ooc_kernels._atomic import KIND_ATTR, atomic_dir, read_consistent, sweep_stale
+from ooc_kernels._atomic import (KIND_ATTR, atomic_dir, expand_user, read_consistent,
+                                 sweep_stale)
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._param_json import MAPPING_TAG, decoded_mapping, json_param
 from ooc_kernels.estimators._registry import ESTIMATORS
@@ -169,7 +170,7 @@ def load(path):
     >>> type(loaded).__name__, np.array_equal(loaded.predict(X), reg.predict(X))
     ('DSGRegressor', True)
     """
-    path = Path(path)
+    path = Path(expand_user(path))  # '~/m.zarr' is in the home folder, as save writes it
     sweep_stale(path)  # a save killed part way: its leftovers go, a half-done swap is undone
     try:
         found = path.exists()

@@ -46,6 +46,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ooc_kernels._atomic import expand_user
 from ooc_kernels._chunk_store import (
     WORK_MARKER,
     FolderLock,
@@ -86,8 +87,8 @@ class WorkStores:
     """
 
     def __init__(self, work_dir, checkpoint) -> None:
-        self.work_dir = None if work_dir is None else Path(work_dir)
-        self.checkpoint = None if checkpoint is None else Path(checkpoint)
+        self.work_dir = None if work_dir is None else Path(expand_user(work_dir))
+        self.checkpoint = None if checkpoint is None else Path(expand_user(checkpoint))
         self.store: Path | None = None
         self._locks: list[FolderLock] = []
         self._keep = False            # a checkpoint points to the store
