@@ -358,3 +358,19 @@ def test_predict_proba_is_the_neighbours_vote_and_serves_scikit_learns_wrappers(
     single = ok.MultiTaskLMNN(m=10**6, q=2, tol=1e-3, random_state=0)
     assert OneVsRestClassifier(single).fit(Xs, ys).score(Xs, ys) > 0.5
     assert CalibratedClassifierCV(single, cv=2).fit(Xs, ys).predict_proba(Xs).shape == (60, 3)
+
+
+def test_predict_warns_once_about_missing_feature_names():
+    """A model fitted on a DataFrame warns once, as scikit-learn's estimators do, when
+    ``predict`` or ``predict_proba`` gets an array without column names."""
+    pd = pytest.importorskip("pandas")
+    X, y, _ = multitask_classes(1, 40, 4, 2, seed=0)
+    est = ok.MultiTaskLMNN(m=10**6, q=2, tol=1e-3, random_state=0).fit(
+        pd.DataFrame(X, columns=["a", "b", "c", "d"]), y)
+    for method in (est.predict, est.predict_proba):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            method(X)
+        assert [str(w.message) for w in caught] == [
+            "X does not have valid feature names, but MultiTaskLMNN was fitted with feature "
+            "names"]

@@ -327,8 +327,9 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
         -------
         ndarray (n_samples,)
         """
-        out = np.empty(self._validated(X).shape[0], dtype=self._train[1].dtype)
-        for rows, knn, Z in self._task_neighbours(X, task):
+        n_rows, parts = self._task_neighbours(X, task)
+        out = np.empty(n_rows, dtype=self._train[1].dtype)
+        for rows, knn, Z in parts:
             out[rows] = knn.predict(Z)
         return out
 
@@ -348,25 +349,29 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
             Columns in the order of ``classes_``; a class without training rows in a task
             has probability 0 for that task's rows.
         """
-        out = np.zeros((self._validated(X).shape[0], self.classes_.size))
-        for rows, knn, Z in self._task_neighbours(X, task):
+        n_rows, parts = self._task_neighbours(X, task)
+        out = np.zeros((n_rows, self.classes_.size))
+        for rows, knn, Z in parts:
             out[np.ix_(rows, np.searchsorted(self.classes_, knn.classes_))] = (
                 knn.predict_proba(Z))
         return out
 
     def _task_neighbours(self, X, task):
-        """``(rows, knn, Z)`` per task of ``X``'s rows: their indices, a k-NN classifier on
-        the task's training rows and the rows, both mapped by ``components_[j]``."""
+        """The rows of ``X`` (validated once) and, per task of its rows, ``(rows, knn,
+        Z)``: their indices, a k-NN classifier on the task's training rows and the rows,
+        both mapped by ``components_[j]``."""
         from sklearn.neighbors import KNeighborsClassifier
 
         X = self._validated(X)
         codes = self._task_codes(task, X.shape[0], fitting=False)
         Xtr, ytr, ctr = self._train
+        parts = []
         for j in np.unique(codes):
             rows, train = np.flatnonzero(codes == j), ctr == j
             L = self.components_[j].T
             knn = KNeighborsClassifier(n_neighbors=min(self.n_neighbors, int(train.sum())))
-            yield rows, knn.fit(Xtr[train] @ L, ytr[train]), X[rows] @ L
+            parts.append((rows, knn.fit(Xtr[train] @ L, ytr[train]), X[rows] @ L))
+        return X.shape[0], parts
 
     def score(self, X, y, sample_weight=None, *, task=None):
         """Mean accuracy of ``predict(X, task=task)``.
