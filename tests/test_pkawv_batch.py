@@ -78,6 +78,7 @@ def test_full_dictionary_reproduces_exact_kernel_ridge():
     X, y = _data(n=80, d=2, seed=3)
     Xt, _ = _data(n=30, d=2, seed=4)
     model = ok.ProjectedKernelRidge(basis="nystrom-fixed", n_components=200, bandwidth=0.2,
+                                        standardize=False,
                                     alpha=0.3, chunk_size=17, scheduler="sync").fit(X, y)
     # every row in the dictionary, K_mm of full rank above the floor
     assert model.dictionary_.shape == (80, 2) and model.n_components_ == 80
@@ -89,6 +90,7 @@ def test_nystrom_fit_equals_krr_restricted_to_the_dictionary():
     X, y = _data(n=200, d=3, seed=5)
     Xt, _ = _data(n=40, d=3, seed=6)
     model = ok.ProjectedKernelRidge(basis="nystrom-fixed", n_components=25, bandwidth=0.6,
+                                        standardize=False,
                                     alpha=1.0, chunk_size=30, chunks_per_round=3,
                                     random_state=0, scheduler="sync").fit(X, y)
     D = model.dictionary_
@@ -127,6 +129,7 @@ def test_taylor_solution_equals_the_in_memory_solve(chunk_size, chunks_per_round
     X, y = _data()
     w = np.random.default_rng(8).uniform(0.2, 2.0, size=len(y))
     model = ok.ProjectedKernelRidge(degree=3, alpha=0.5, chunk_size=chunk_size,
+                                    standardize=False,
                                     chunks_per_round=chunks_per_round, random_state=0,
                                     scheduler="sync").fit(X, y, sample_weight=w)
     expected = _taylor_solve(X, y, degree=3, bandwidth=model.bandwidth_, alpha=0.5,
@@ -142,6 +145,7 @@ def test_lazy_fit_on_other_schedulers_equals_the_in_memory_solve(scheduler, requ
     X, y = _data(n=250, d=2, seed=9)
     Xd, yd = da.from_array(X, chunks=(23, 2)), da.from_array(y, chunks=23)
     model = ok.ProjectedKernelRidge(degree=4, bandwidth=1.0, center=False, chunks_per_round=4,
+                                    standardize=False,
                                     random_state=0, scheduler=sched).fit(Xd, yd)
     expected = _taylor_solve(X, y, degree=4, bandwidth=1.0, alpha=1.0, center=0.0)
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-10, atol=1e-12)
@@ -152,7 +156,8 @@ def test_lazy_fit_on_other_schedulers_equals_the_in_memory_solve(scheduler, requ
 
 def test_partial_fit_stream_equals_one_fit_on_the_concatenation():
     X, y = _data(n=240, seed=10)
-    params = dict(degree=3, bandwidth=0.9, center=False, chunk_size=25, scheduler="sync")
+    params = dict(degree=3, bandwidth=0.9, center=False, standardize=False, chunk_size=25,
+                  scheduler="sync")
     stream = ok.ProjectedKernelRidge(**params)
     for lo in range(0, 240, 80):
         stream.partial_fit(X[lo:lo + 80], y[lo:lo + 80])
@@ -166,6 +171,7 @@ def test_large_degree_converges_to_exact_kernel_ridge():
     X, y = _data(n=120, d=2, seed=11)
     Xt, _ = _data(n=30, d=2, seed=12)
     model = ok.ProjectedKernelRidge(degree=18, bandwidth=1.5, alpha=0.5, center=False,
+                                    standardize=False,
                                     scheduler="sync").fit(X, y)
     exact = KernelRidge(alpha=0.5, kernel="rbf", gamma=1 / (2 * 1.5 ** 2)).fit(X, y)
     np.testing.assert_allclose(model.predict(Xt), exact.predict(Xt), rtol=0, atol=1e-8)
@@ -176,7 +182,8 @@ def test_skipped_rows_give_the_fit_of_the_clean_rows():
     Xbad = X.copy()
     Xbad[[5, 60], 1] = np.nan
     keep = np.setdiff1d(np.arange(100), [5, 60])
-    params = dict(degree=2, bandwidth=1.0, center=False, chunk_size=30, scheduler="sync")
+    params = dict(degree=2, bandwidth=1.0, center=False, standardize=False, chunk_size=30,
+                  scheduler="sync")
     Xd = da.from_array(Xbad, chunks=(30, 3))
     with pytest.raises(InvalidDataError, match=r"row (5|0) of the group of chunks \[(0|2)\] has NaN or inf in X"):
         ok.ProjectedKernelRidge(**params).fit(Xd, da.from_array(y, chunks=30))
@@ -253,7 +260,8 @@ def test_auto_degree_follows_the_truncation_bound_and_the_budget():
 
     rng = np.random.default_rng(17)
     x = rng.uniform(-2, 2, size=(400, 1))
-    model = ok.ProjectedKernelRidge(bandwidth=1.0, center=False, scheduler="sync").fit(
+    model = ok.ProjectedKernelRidge(bandwidth=1.0, center=False, standardize=False,
+                                    scheduler="sync").fit(
         x, np.sin(x[:, 0]))
     radius = np.abs(x).max()
     expected = next(m for m in range(1, 200)
@@ -272,7 +280,8 @@ def test_batch_model_equals_the_online_krr_learner_after_its_last_row():
     X, y = _data(n=200, d=2, seed=18)
     Xt, _ = _data(n=20, d=2, seed=19)
     batch = ok.ProjectedKernelRidge(degree=5, bandwidth=0.8, alpha=0.7, center=False,
+                                    standardize=False,
                                     scheduler="sync").fit(X, y)
     online = ok.OnlineKernelRidge(degree=5, bandwidth=0.8, alpha=0.7, mode="krr",
-                                  chunk_size=64, scheduler="sync").fit(X, y)
+                                  standardize=False, chunk_size=64, scheduler="sync").fit(X, y)
     np.testing.assert_allclose(batch.predict(Xt), online.predict(Xt), rtol=0, atol=1e-9)

@@ -62,6 +62,8 @@ from ooc_kernels.estimators.base import (
     ChunkedRegressorMixin,
 )
 from ooc_kernels.exceptions import InvalidDataError, ModelFormatError, ValidationError
+from ooc_kernels.families.pkawv._setup import (SETUP_ROWS, TRIAL_ROWS, bandwidth_trials,
+                                                moments, scale_rows, scaled_data)
 from ooc_kernels.families.pkawv.nystrom_fixed import FixedNystromBasis, sample_dictionary
 from ooc_kernels.families.pkawv.taylor import TaylorBasis
 from ooc_kernels.families.pkawv.taylor import n_components as taylor_size
@@ -77,8 +79,6 @@ __all__ = ["ProjectedKernelRidge", "CenteredBasis", "basis_statistics", "MAX_COM
 MAX_COMPONENTS = 10_000
 #: Rows whose features are computed at once in a chunk task.
 TILE_ROWS = 4096
-#: Rows drawn (from up to 8 chunks) for the median bandwidth and the Taylor centre.
-SETUP_ROWS = 2000
 #: ``degree="auto"`` stops at the first degree whose truncation bound is at most this.
 TAYLOR_TOL = 1e-6
 _STATS = ("gram", "rhs", "n_rows", "weight_sum", "n_skipped")
@@ -172,11 +172,14 @@ class ProjectedRidgeAlgorithm:
 
 
 def _predict_rows(X, payload):
-    basis, coef = payload
+    basis, coef, x_shift, x_scale, y_shift, y_scale = payload
     X = np.asarray(X, dtype=np.float64)  # one chunk in, its predictions out
     out = np.empty((len(X), 1))
     for lo in range(0, len(X), TILE_ROWS):
-        out[lo:lo + TILE_ROWS, 0] = basis.transform(X[lo:lo + TILE_ROWS]) @ coef
+        rows = scale_rows(X[lo:lo + TILE_ROWS], x_shift, x_scale)
+        out[lo:lo + TILE_ROWS, 0] = basis.transform(rows) @ coef
+    if (y_shift, y_scale) != (0.0, 1.0):
+        out = out * y_scale + y_shift
     return out
 
 
@@ -189,28 +192,44 @@ _PARAMS_DOC = """
         ``M``, the Taylor basis' largest total degree (``basis="taylor"``).  ``"auto"``:
         the smallest ``M`` whose truncation bound ``(R / sigma)^(2M + 2) / (M + 1)!`` is at
         most ``1e-6`` (``R`` the largest distance of the rows drawn at setup to the
-        expansion's centre), and at most the largest ``M`` with ``n_components``
-        features (``C(M + d, M)``), but at least 1: 2 for ``d = 18`` (190 features), 3 for
-        ``d = 10``, 4 for ``d = 8``.  The value used is ``degree_``.
+        expansion's centre, in the units the model sees), and at most the largest ``M``
+        with ``n_components`` features (``C(M + d, M)``), but at least 1: 2 for ``d = 18``
+        (190 features), 3 for ``d = 10``, 4 for ``d = 8``.  The value used is
+        ``degree_``.
     n_components : int, default=1000
         Rows of the Nystrom dictionary (``basis="nystrom-fixed"``; all the rows when there
         are fewer; the features are the dictionary's Gram matrix' eigendirections above
         ``1e-10`` of its largest eigenvalue, ``n_components_`` of them), and the most
         features of the Taylor basis with ``degree="auto"``.
-    bandwidth : float or "median", default="median"
-        ``sigma`` of ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))``.  ``"median"``: the
-        median pairwise distance of up to 2000 rows drawn from up to 8 chunks, the pairs
-        weighted by the rows' sample weights (1.0 when fewer than two distinct rows are
-        drawn).
+    bandwidth : float, "auto" or "median", default="auto"
+        ``sigma`` of ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))``, in the units the
+        model sees (standardized with ``standardize``).  ``"median"``: the median pairwise
+        distance of up to 2000 rows drawn from up to 8 chunks, the pairs weighted by the
+        rows' sample weights (1.0 when fewer than two distinct rows are drawn).
+        ``"auto"``: of 0.125, 0.25, 0.5, 1 and 2 times that median, the width whose model
+        (the same basis, its own ``degree="auto"``, ``alpha`` scaled to the rows) has the
+        smallest leave-one-out error on 1000 of those rows (in closed form, no extra
+        pass); the scores are ``bandwidth_scores_``.  The value used is ``bandwidth_``.
     alpha : float, default=1.0
         ``lambda``, the ridge on ``sum_i s_i (y_i - f(x_i))^2`` (not divided by the number
         of rows, as in scikit-learn's ``KernelRidge`` and in the paper).
+    standardize : bool, default=True
+        The model sees every input centred and scaled to unit variance, and learns the
+        targets centred and scaled to unit variance (means and standard deviations of the
+        rows drawn at setup, weighted by their sample weights; a constant input or target
+        keeps a scale of 1), and predicts in the original units; the Gaussian kernel then
+        weighs the inputs alike whatever their units, and ``alpha`` shrinks towards the
+        targets' mean instead of 0.  The statistics are fixed by the first ``fit`` or
+        ``partial_fit`` call (``x_shift_``, ``x_scale_``, ``y_shift_``, ``y_scale_``) and
+        applied chunk by chunk, without a copy of the data.  ``False``: the raw inputs and
+        targets (the paper's setting, for inputs scaled to ``[-1, 1]``).
     center : bool, default=True
-        Expand the Taylor basis around the (weighted) mean of the rows drawn at setup
-        (``center_``)
-        instead of the origin: the same kernel, a smaller truncation error for data away
-        from the origin.  ``False``: around the origin, as the paper (for data scaled to
-        ``[-1, 1]``).
+        With ``standardize=False``: expand the Taylor basis around the (weighted) mean of
+        the rows drawn at setup (``center_``) instead of the origin: the same kernel, a
+        smaller truncation error for data away from the origin.  ``False``: around the
+        origin, as the paper (for data scaled to ``[-1, 1]``).  Standardized inputs have
+        their mean at the origin, so with ``standardize=True`` the expansion is around
+        the origin of the standardized inputs (the setup rows' mean) either way.
     max_iter : int, default=1
         Passes over the data.  Every pass adds its rows' statistics, as every
         :meth:`partial_fit` call adds its batch's: a second pass over the same rows counts
@@ -242,10 +261,20 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
     degree_ : int or None
         The Taylor degree used (None for the Nystrom basis).
     bandwidth_ : float
+        ``sigma``, in the units the model sees.
+    bandwidth_scores_ : dict or None
+        With ``bandwidth="auto"``: ``{multiple of the median distance: leave-one-out
+        R^2}`` of the trials (None otherwise, and after :func:`ooc_kernels.load`).
+    x_shift_, x_scale_ : ndarray of shape (n_features_in,) or None
+        The model sees ``(X - x_shift_) / x_scale_`` (None with ``standardize=False``).
+    y_shift_, y_scale_ : float
+        The model learns ``(y - y_shift_) / y_scale_`` and predicts ``f(x) * y_scale_ +
+        y_shift_`` (0.0 and 1.0 with ``standardize=False``).
     center_ : ndarray of shape (n_features_in,) or None
-        The Taylor expansion's centre (None for the origin and for the Nystrom basis).
+        The Taylor expansion's centre, with ``standardize=False`` (None for the origin,
+        for standardized inputs and for the Nystrom basis).
     dictionary_ : ndarray of shape (m, n_features_in) or None
-        The Nystrom dictionary (None for the Taylor basis).
+        The Nystrom dictionary, in the units the model sees (None for the Taylor basis).
     n_samples_seen_, n_samples_skipped_ : int
         Rows added to the statistics, and rows left out by ``on_invalid="skip"``.
     n_iter_ : int
@@ -261,6 +290,10 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
     ...                                 random_state=0, scheduler="sync").fit(X, y)
     >>> bool(model.n_components_ <= 100), bool(model.score(X, y) > 0.9)
     (True, True)
+    >>> shifted = ok.ProjectedKernelRidge(basis="nystrom-fixed", n_components=100,
+    ...                                   random_state=0, scheduler="sync").fit(X, y + 1e4)
+    >>> bool(np.allclose(shifted.predict(X) - 1e4, model.predict(X)))  # original units
+    True
     """
 
     capabilities = Capabilities(execution="rounds", inputs="supervised", task="regression",
@@ -271,20 +304,23 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         "degree": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "n_components": [Interval(Integral, 1, MAX_COMPONENTS, closed="both")],
         "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both"),
-                      StrOptions({"median"})],
+                      StrOptions({"median", "auto"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
+        "standardize": ["boolean"],
         "center": ["boolean"],
     }
     _saved_arrays = {"gram": True, "rhs": True, "n_rows": True, "weight_sum": True,
-                     "n_skipped": True, "coef": True, "center": False, "dictionary": False}
+                     "n_skipped": True, "coef": True, "center": False, "dictionary": False,
+                     "x_shift": False, "x_scale": False, "y_shift": False, "y_scale": False}
     _finish_after_partial_fit = True
     #: The statistics do not depend on ``alpha``: a continuation solves with the new one.
     _switchable_params = frozenset({"alpha"})
     _test_params = dict(chunks_per_round=2, degree=2)
 
     def __init__(self, basis="taylor", *, degree="auto", n_components=1000,
-                 bandwidth="median",
-                 alpha=1.0, center=True, max_iter=1, chunks_per_round=4, chunk_size=10_000,
+                 bandwidth="auto",
+                 alpha=1.0, standardize=True, center=True, max_iter=1, chunks_per_round=4,
+                 chunk_size=10_000,
                  shuffle=False, shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None):
         self.basis = basis
@@ -292,6 +328,7 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         self.n_components = n_components
         self.bandwidth = bandwidth
         self.alpha = alpha
+        self.standardize = standardize
         self.center = center
         self.max_iter = max_iter
         self.chunks_per_round = chunks_per_round
@@ -304,17 +341,21 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         self.progress = progress
 
     # ------------------------------------------------------------------ fit
-    def _setup_rows(self, data, sched) -> tuple[np.ndarray, np.ndarray]:
-        """Up to :data:`SETUP_ROWS` finite rows drawn from up to 8 chunks, and their
-        sample weights (the same draw of both variables)."""
+    def _setup_rows(self, data, sched):
+        """Up to :data:`SETUP_ROWS` finite rows drawn from up to 8 chunks, with their
+        targets and sample weights (one draw of the three variables)."""
         seed = derive_seed(self.random_seed_, 3)
-        rows = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8, seed=seed,
-                           scheduler=sched).astype(np.float64)
-        weights = np.ones(len(rows)) if "sample_weight" not in data.variables else \
-            sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8, seed=seed, scheduler=sched,
-                        var="sample_weight").astype(np.float64)
-        keep = np.isfinite(rows).all(axis=1) & np.isfinite(weights) & (weights > 0)
-        return rows[keep], weights[keep]
+        names = ("X", "y") + (("sample_weight",) if "sample_weight" in data.variables
+                              else ())
+        drawn = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8, seed=seed,
+                            scheduler=sched, var=names)
+        rows = np.asarray(drawn[0], dtype=np.float64)
+        y = np.asarray(drawn[1], dtype=np.float64).reshape(len(rows))
+        weights = np.asarray(drawn[2], dtype=np.float64) if len(drawn) > 2 else \
+            np.ones(len(rows))
+        keep = np.isfinite(rows).all(axis=1) & np.isfinite(y) & np.isfinite(weights) & \
+            (weights > 0)
+        return rows[keep], y[keep], weights[keep]
 
     def _initialize(self, data, sched, classes=None) -> None:
         d = data.n_features
@@ -326,21 +367,48 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                 f"features, more than the {MAX_COMPONENTS} whose {r} x {r} statistics a "
                 "task may hold; lower degree, or use basis='nystrom-fixed' with "
                 "n_components <= 10000.")
-        needs_rows = self.bandwidth == "median" or (taylor and (self.center or
-                                                               self.degree == "auto"))
-        rows, weights = self._setup_rows(data, sched) if needs_rows else (None, None)
-        bandwidth = float(self.bandwidth) if self.bandwidth != "median" else \
-            _median_bandwidth(rows, weights, derive_seed(self.random_seed_, 4))
+        needs_rows = self.standardize or isinstance(self.bandwidth, str) or (
+            taylor and (self.center or self.degree == "auto"))
+        rows, y, weights = self._setup_rows(data, sched) if needs_rows else \
+            (np.zeros((0, d)), np.zeros(0), np.ones(0))
+        unit = None if len(weights) == 0 or np.all(weights == weights[0]) else weights
+        x_shift = x_scale = None
+        y_shift, y_scale = 0.0, 1.0
+        if self.standardize and len(rows):
+            x_shift, x_scale = moments(rows, unit)
+            y_mean, y_sd = moments(y[:, None], unit)
+            y_shift, y_scale = float(y_mean[0]), float(y_sd[0])
+            rows = (rows - x_shift) / x_scale
+        self._set_scaling(x_shift, x_scale, y_shift, y_scale)
         center = None
-        if taylor and self.center:
+        if taylor and self.center and not self.standardize:
             center = np.average(rows, axis=0, weights=weights) if len(rows) else np.zeros(d)
-        degree = None
-        if taylor:
-            degree = self.degree if self.degree != "auto" else _auto_degree(
-                rows - (0.0 if center is None else center), bandwidth, self.n_components)
+        offsets = rows - (0.0 if center is None else center)
+
+        def degree_for(sigma):
+            return self.degree if self.degree != "auto" else \
+                _auto_degree(offsets, sigma, self.n_components)
+
+        self.bandwidth_scores_ = None
+        if isinstance(self.bandwidth, str):
+            bandwidth = _median_bandwidth(rows, weights, derive_seed(self.random_seed_, 4))
+            if self.bandwidth == "auto" and len(rows) >= 2:
+                def features(sigma, trial_rows):
+                    if taylor:
+                        return TaylorBasis(d, degree_for(sigma), sigma).transform(trial_rows)
+                    return FixedNystromBasis(trial_rows[:self.n_components],
+                                             sigma).transform(trial_rows)
+
+                m = min(len(rows), TRIAL_ROWS)
+                bandwidth, self.bandwidth_scores_ = bandwidth_trials(
+                    offsets, (y - y_shift) / y_scale, unit, bandwidth,
+                    self.alpha * m / max(data.n_samples, m), features)
+        else:
+            bandwidth = float(self.bandwidth)
+        degree = degree_for(bandwidth) if taylor else None
         dictionary = None
         if self.basis == "nystrom-fixed":
-            dictionary = sample_dictionary(data.X, self.n_components,
+            dictionary = sample_dictionary(self._engine_data(data).X, self.n_components,
                                            seed=derive_seed(self.random_seed_, 5),
                                            scheduler=sched, on_invalid=self.on_invalid)
         self._build(d, bandwidth, center, dictionary, degree)
@@ -349,6 +417,14 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                        "weight_sum": np.float64(0), "n_skipped": np.float64(0),
                        "coef": np.zeros(r)}
         self._publish()
+
+    def _set_scaling(self, x_shift, x_scale, y_shift: float, y_scale: float) -> None:
+        self.x_shift_, self.x_scale_ = x_shift, x_scale
+        self.y_shift_, self.y_scale_ = float(y_shift), float(y_scale)
+
+    def _engine_data(self, data):
+        """The data as the model sees it: standardized chunk by chunk (lazy)."""
+        return scaled_data(data, self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_)
 
     def _build(self, d: int, bandwidth: float, center, dictionary, degree) -> None:
         self.bandwidth_ = bandwidth
@@ -397,7 +473,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         return _predict_rows(X, payload)
 
     def _predict_payload(self):
-        return self.basis_, self.coef_
+        return (self.basis_, self.coef_, self.x_shift_, self.x_scale_, self.y_shift_,
+                self.y_scale_)
 
     # ------------------------------------------------------------------ persistence
     def _fitted_arrays(self) -> dict:
@@ -406,6 +483,9 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
             out["center"] = self.center_
         if self.dictionary_ is not None:
             out["dictionary"] = self.dictionary_
+        if self.standardize:
+            out.update(x_shift=self.x_shift_, x_scale=self.x_scale_,
+                       y_shift=np.float64(self.y_shift_), y_scale=np.float64(self.y_scale_))
         return out
 
     def _fitted_meta(self) -> dict:
@@ -427,11 +507,14 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                 "'degree': the Taylor degree (None for the Nystrom basis)}, got "
                 f"{meta!r}; re-save the model or restore it from a backup.")
         d = self.n_features_in_
-        needed = "dictionary" if nystrom else ("center" if self.center else None)
+        scaling = _restore_scaling(self, arrays, d, where)
+        needed = "dictionary" if nystrom else (
+            "center" if self.center and not self.standardize else None)
         extra = {"dictionary", "center"} - {needed}
         if (needed is not None and needed not in arrays) or extra & set(arrays):
             raise ModelFormatError(
-                f"{where}: a model with basis={self.basis!r} and center={self.center!r} has "
+                f"{where}: a model with basis={self.basis!r}, center={self.center!r} and "
+                f"standardize={self.standardize!r} has "
                 f"the array {needed!r} and not {sorted(extra)}; got {sorted(arrays)}.")
         center = arrays.get("center")
         dictionary = arrays.get("dictionary")
@@ -443,6 +526,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                     f"{where}: {name} has shape {value.shape} (or non-finite values); a "
                     f"model of {d} features needs finite values of shape "
                     f"{'(m, %d)' % d if name == 'dictionary' else (d,)}.")
+        self._set_scaling(*scaling)
+        self.bandwidth_scores_ = None
         self._build(d, float(bandwidth), center, dictionary, degree)
         r = self.basis_.n_components
         state = {k: np.asarray(arrays[k], dtype=np.float64) for k in (*_STATS, "coef")}
@@ -456,6 +541,36 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         state.update({k: np.float64(state[k]) for k in ("n_rows", "weight_sum", "n_skipped")})
         self._state = state
         self._publish()
+
+
+_SCALING = ("x_shift", "x_scale", "y_shift", "y_scale")
+
+
+def _restore_scaling(est, arrays: dict, d: int, where: str) -> tuple:
+    """The saved ``(x_shift, x_scale, y_shift, y_scale)`` of a model, checked: all four
+    arrays with ``standardize=True``; none otherwise (a file without them holds a model of
+    the raw values, whose ``standardize`` is then False)."""
+    found = [k for k in _SCALING if k in arrays]
+    if not found and est.standardize:
+        est.standardize = False
+    if len(found) != (4 if est.standardize else 0):
+        raise ModelFormatError(
+            f"{where}: a model with standardize={est.standardize!r} has "
+            f"{'all' if est.standardize else 'none'} of the arrays {list(_SCALING)}; found "
+            f"{found}; re-save the model or restore it from a backup.")
+    if not found:
+        return None, None, 0.0, 1.0
+    values = {k: np.asarray(arrays[k], dtype=np.float64) for k in _SCALING}
+    for k, shape in zip(_SCALING, ((d,), (d,), (), ())):
+        v = values[k]
+        if v.shape != shape or not np.isfinite(v).all() or \
+                (k.endswith("scale") and not (v > 0).all()):
+            raise ModelFormatError(
+                f"{where}: {k} has shape {v.shape} (or values that are not finite, or a "
+                f"scale that is not positive); a model of {d} features needs finite values "
+                f"of shape {shape}{', positive' if k.endswith('scale') else ''}.")
+    return (values["x_shift"], values["x_scale"], float(values["y_shift"]),
+            float(values["y_scale"]))
 
 
 def _auto_degree(offsets: np.ndarray, bandwidth: float, budget: int) -> int:

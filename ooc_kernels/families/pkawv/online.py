@@ -36,6 +36,8 @@ from ooc_kernels.estimators.base import (
 from ooc_kernels._memory import physical_memory, size_text
 from ooc_kernels.exceptions import ModelFormatError, ModelTooLargeError, ValidationError
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
+from ooc_kernels.families.pkawv._setup import (SETUP_ROWS, moments, scale_rows,
+                                                scaled_data, unit_range)
 from ooc_kernels.families.pkawv.solver import (
     BASES,
     OnlineAlgorithm,
@@ -164,9 +166,10 @@ def _chunk_radius(X, y, chunk: int, skip: bool) -> float:
 
 
 def _predict_block(X, payload):
-    """Each row's forecast as the next row of the stream (``awv``: ``f / (1 + q)``)."""
+    """Each row's forecast as the next row of the stream (``awv``: ``f / (1 + q)``), in the
+    targets' units."""
     kind, basis, M, coef, extra = payload
-    X = np.asarray(X, dtype=np.float64)
+    X = scale_rows(X, extra["x_shift"], extra["x_scale"])
     if kind == "linear":
         F = basis.transform(X)
     else:  # kernel values against the stored rows, by matrix products
@@ -180,7 +183,35 @@ def _predict_block(X, payload):
         if kind == "exact":  # phi^T A^(-1) phi = (k(x, x) - k^T G k) / lambda
             q = (1.0 - q) / extra["alpha"]
         f = f / (1.0 + q)
-    return f[:, None]
+    return (f * extra["y_scale"] + extra["y_shift"])[:, None]
+
+
+_SCALING = ("x_shift", "x_scale", "y_shift", "y_scale")
+
+
+def _restore_scaling(arrays: dict, d: int, where: str) -> tuple:
+    """The saved ``(x_shift, x_scale, y_shift, y_scale)``: each pair both or neither (a
+    missing pair: the raw values), finite, the scales positive."""
+    out = [None, None, 0.0, 1.0]
+    for i, (shift, scale, shape) in enumerate((("x_shift", "x_scale", (d,)),
+                                               ("y_shift", "y_scale", ()))):
+        if (shift in arrays) != (scale in arrays):
+            raise ModelFormatError(
+                f"{where}: a model has both or neither of the arrays {shift!r} and "
+                f"{scale!r}, found {sorted(k for k in arrays if k in _SCALING)}; re-save "
+                "the model.")
+        if shift not in arrays:
+            continue
+        a, b = (np.asarray(arrays[k], dtype=np.float64) for k in (shift, scale))
+        if a.shape != shape or b.shape != shape or not np.isfinite(a).all() or \
+                not (np.isfinite(b) & (b > 0)).all():
+            raise ModelFormatError(
+                f"{where}: {shift} and {scale} have shapes {a.shape} and {b.shape} (or "
+                f"values that are not finite, or a scale that is not positive); a model of "
+                f"{d} features needs finite values of shape {shape}, positive scales; "
+                "re-save the model.")
+        out[2 * i:2 * i + 2] = (a, b) if shape else (float(a), float(b))
+    return tuple(out)
 
 
 @register_estimator
@@ -218,7 +249,21 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         the budget below does not decide), capped at the largest ``M`` with at most
         ``n_components`` features.
     bandwidth : float, default=1.0
-        ``sigma`` of the Gaussian kernel (the paper's sigma; scale the inputs to [-1, 1]).
+        ``sigma`` of the Gaussian kernel, in the units the model sees (the paper's sigma,
+        for inputs in ``[-1, 1]``: see ``standardize``).
+    standardize : bool or "auto", default="auto"
+        How the model sees the inputs and targets, decided once from up to 2000 rows drawn
+        from up to 8 chunks of the first ``fit`` or ``partial_fit`` call's data (a stream
+        cannot look ahead: later rows are mapped with the same numbers, and may fall a
+        little outside ``[-1, 1]``).  ``True``: every input mapped onto ``[-1, 1]`` by the
+        sampled rows' smallest and largest values (the paper's scaling, which ``bandwidth=1``
+        and the Taylor basis assume), and the targets centred and scaled to unit variance
+        (the forecaster's shrinkage goes towards their mean instead of 0); forecasts,
+        ``online_predictions_`` and the losses are in the original units.  ``"auto"``:
+        the inputs mapped only when a sampled input value lies outside ``[-1, 1]``, the
+        targets only when a sampled target does; data already scaled as the paper assumes
+        runs the paper's algorithm unchanged.  ``False``: the raw values.  The numbers
+        used are ``x_shift_``, ``x_scale_``, ``y_shift_``, ``y_scale_``.
     alpha : float, default=1.0
         The ridge ``lambda``.
     mode : {{"awv", "krr"}}, default="awv"
@@ -262,6 +307,10 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
     kors_weights_ : ndarray of shape (m_kors,)
         KORS's weights ``1 / p`` of its dictionary (``"nystrom"``; its dictionary may hold
         rows that the basis leaves out because they are in its span to working precision).
+    x_shift_, x_scale_ : ndarray of shape (n_features_in,) or None
+        The model sees ``(X - x_shift_) / x_scale_`` (None: the raw inputs).
+    y_shift_, y_scale_ : float
+        The model learns ``(y - y_shift_) / y_scale_`` (0.0 and 1.0: the raw targets).
     n_features_in_ : int
     n_iter_ : int
         Passes done.
@@ -279,6 +328,8 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
     (3, 3)
     >>> bool(model.loss_history_[-1, 2] < model.loss_history_[0, 2])  # it learns
     True
+    >>> model.x_shift_ is None, model.y_shift_     # already in [-1, 1]: as they are
+    (True, 0.0)
     """
 
     capabilities = Capabilities(execution="sequential", task="regression", tol=False,
@@ -288,6 +339,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         "basis": [StrOptions(set(BASES))],
         "degree": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both")],
+        "standardize": ["boolean", StrOptions({"auto"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "mode": [StrOptions({"awv", "krr"})],
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -296,17 +348,20 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         "epsilon": [Interval(Real, 0, None, closed="left")],
     }
     _saved_arrays = {"n_seen": True, "n_skipped": False, "loss_sum": True,
-                     "loss_history": True, "dictionary": False,
+                     "loss_history": True, "dictionary": False, "x_shift": False,
+                     "x_scale": False, "y_shift": False, "y_scale": False,
                      **{name: False for names in _STATE.values() for name in names}}
     _test_params = {"chunk_size": 40, "degree": 4}
 
-    def __init__(self, basis="taylor", *, degree="auto", bandwidth=1.0, alpha=1.0,
-                 mode="awv", n_components=500, mu=1.0, beta=1.0, epsilon=0.5, max_iter=1,
+    def __init__(self, basis="taylor", *, degree="auto", bandwidth=1.0, standardize="auto",
+                 alpha=1.0, mode="awv", n_components=500, mu=1.0, beta=1.0, epsilon=0.5,
+                 max_iter=1,
                  chunk_size=10_000, on_invalid="error", random_state=None, scheduler=None,
                  progress=None):
         self.basis = basis
         self.degree = degree
         self.bandwidth = bandwidth
+        self.standardize = standardize
         self.alpha = alpha
         self.mode = mode
         self.n_components = n_components
@@ -370,8 +425,40 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
                             beta=float(self.beta), epsilon=float(self.epsilon),
                             seed=derive_seed(self.random_seed_, 11))
 
+    def _scaling(self, data, sched) -> tuple:
+        """``(x_shift, x_scale, y_shift, y_scale)`` from the setup rows (``standardize``)."""
+        if self.standardize is False:
+            return None, None, 0.0, 1.0
+        from ooc_kernels.parallel.sampling import sample_rows
+
+        rows, y = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8,
+                             seed=derive_seed(self.random_seed_, 13), scheduler=sched,
+                             var=("X", "y"))
+        rows = np.asarray(rows, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).reshape(len(rows))
+        keep = np.isfinite(rows).all(axis=1) & np.isfinite(y)
+        rows, y = rows[keep], y[keep]
+        if not len(rows):
+            return None, None, 0.0, 1.0
+        force = self.standardize is True
+        x_shift = x_scale = None
+        y_shift, y_scale = 0.0, 1.0
+        if force or np.abs(rows).max() > 1.0:
+            x_shift, x_scale = unit_range(rows)
+        if force or np.abs(y).max() > 1.0:
+            mean, sd = moments(y[:, None])
+            y_shift, y_scale = float(mean[0]), float(sd[0])
+        return x_shift, x_scale, y_shift, y_scale
+
+    def _engine_data(self, data):
+        """The data as the model sees it (``standardize``), chunk by chunk (lazy)."""
+        return scaled_data(data, self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_)
+
     def _initialize(self, data, sched, classes=None) -> None:
         d = data.n_features
+        self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_ = \
+            self._scaling(data, sched)
+        data = self._engine_data(data)
         degree, dictionary = 0, None
         if self.basis == "taylor":
             if self.degree == "auto":
@@ -417,12 +504,14 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         n = int(s["n_seen"])
         self.n_samples_seen_ = n
         self.n_samples_skipped_ = int(s.get("n_skipped", 0))
-        self.cumulative_loss_ = float(s["loss_sum"])
+        square = self.y_scale_ ** 2   # the losses and forecasts in the targets' units
+        self.cumulative_loss_ = float(s["loss_sum"]) * square
         self.average_loss_ = self.cumulative_loss_ / n if n else float("nan")
-        hist = np.asarray(s["loss_history"], dtype=np.float64).reshape(-1, 2)
+        hist = np.asarray(s["loss_history"], dtype=np.float64).reshape(-1, 2) * [1, square]
         self.loss_history_ = np.column_stack([hist, hist[:, 1] / np.maximum(hist[:, 0], 1)])
         parts = getattr(self, "_online_parts", None)
-        self.online_predictions_ = np.concatenate(parts) if parts else np.zeros(0)
+        self.online_predictions_ = np.concatenate(parts) * self.y_scale_ + self.y_shift_ \
+            if parts else np.zeros(0)
         basis = self._cfg.basis
         if basis in ("taylor", "nystrom-fixed"):
             self.n_components_ = self._algorithm.n_components
@@ -447,7 +536,9 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
 
     def _predict_payload(self):
         cfg, s = self._cfg, self._state
-        extra = {"mode": cfg.mode, "alpha": cfg.alpha, "bandwidth": cfg.bandwidth}
+        extra = {"mode": cfg.mode, "alpha": cfg.alpha, "bandwidth": cfg.bandwidth,
+                 "x_shift": self.x_shift_, "x_scale": self.x_scale_,
+                 "y_shift": self.y_shift_, "y_scale": self.y_scale_}
         if cfg.basis in ("taylor", "nystrom-fixed"):
             return "linear", make_basis(cfg), s["Ainv"], s["w"], extra
         if cfg.basis == "exact":
@@ -467,6 +558,10 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         out.update({k: np.asarray(s[k]) for k in _STATE[self._cfg.basis]})
         if self._cfg.basis == "nystrom-fixed":
             out["dictionary"] = np.asarray(self._cfg.dictionary)
+        if self.x_shift_ is not None:
+            out.update(x_shift=self.x_shift_, x_scale=self.x_scale_)
+        if (self.y_shift_, self.y_scale_) != (0.0, 1.0):
+            out.update(y_shift=np.float64(self.y_shift_), y_scale=np.float64(self.y_scale_))
         return out
 
     def _fitted_meta(self) -> dict:
@@ -481,6 +576,8 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         needed = {"n_seen", "loss_sum", "loss_history", *_STATE[self.basis]}
         if self.basis == "nystrom-fixed":
             needed.add("dictionary")
+        scaling = _restore_scaling(arrays, self.n_features_in_, where)
+        arrays = {k: v for k, v in arrays.items() if k not in _SCALING}
         if set(arrays) - {"n_skipped"} != needed:  # n_skipped: absent before it was kept
             raise ModelFormatError(
                 f"{where}: a model of basis {self.basis!r} has the arrays {sorted(needed)}, "
@@ -494,6 +591,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         state["n_skipped"] = np.int64(state.get("n_skipped", 0))
         state["loss_sum"] = np.float64(state["loss_sum"])
         dictionary = state.pop("dictionary", None)
+        self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_ = scaling
         self._cfg = self._config(meta["degree"], dictionary)
         self._algorithm = OnlineAlgorithm(self._cfg)
         self._state = state

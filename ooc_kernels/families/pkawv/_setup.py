@@ -1,0 +1,150 @@
+"""What the PKAWV estimators take from a sample of rows before training: the shifts and
+scales of the inputs and targets, and the bandwidth trials.
+
+Both estimators draw up to :data:`SETUP_ROWS` rows (with their targets and weights) from up
+to 8 chunks of the data of their first ``fit`` or ``partial_fit`` call, once; nothing else
+is read before the training pass, and the statistics stay fixed for the model's life
+(every later ``partial_fit`` call, every continuation).  The model then sees
+``(X - x_shift) / x_scale`` and ``(y - y_shift) / y_scale``, chunk by chunk
+(:func:`scaled_data`: a lazy map of the chunks, no copy of the data set), and predicts
+``f(x) * y_scale + y_shift`` in the original units.
+
+Examples
+--------
+>>> import numpy as np
+>>> shift, scale = moments(np.array([[1.0, 5.0], [3.0, 5.0]]))
+>>> shift.tolist(), scale.tolist()            # a constant column keeps a scale of 1
+([2.0, 5.0], [1.0, 1.0])
+>>> unit_range(np.array([[0.0, 5.0], [10.0, 5.0]]))[1].tolist()
+[5.0, 1.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from ooc_kernels._blas import single_threaded_blas
+
+__all__ = ["SETUP_ROWS", "TRIAL_ROWS", "BANDWIDTH_MULTIPLES", "moments", "unit_range",
+           "scale_rows", "scaled_data", "loo_mse", "bandwidth_trials"]
+
+#: Rows drawn (from up to 8 chunks) for the statistics, the bandwidth and the Taylor centre.
+SETUP_ROWS = 2000
+#: Rows of the setup sample that the bandwidth trials fit (their first ones: a uniform draw).
+TRIAL_ROWS = 1000
+#: ``bandwidth="auto"`` tries these multiples of the median pairwise distance (in the units
+#: the model sees), as the DSG estimators' trials do.
+BANDWIDTH_MULTIPLES = (0.125, 0.25, 0.5, 1.0, 2.0)
+
+
+def moments(values, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(mean, standard deviation)`` of ``values`` along axis 0, rows weighted by
+    ``weights`` (None: unweighted); a standard deviation that is 0 or not finite is 1 (a
+    constant column or target is only shifted).  Values whose squares overflow float64 get
+    the moments of the values divided by their largest magnitude, multiplied back."""
+    values = np.asarray(values, dtype=np.float64)
+    big = np.max(np.abs(values), axis=0) if len(values) else np.zeros(values.shape[1:])
+    big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
+    scaled = values / big
+    mean = np.average(scaled, axis=0, weights=weights) if len(values) else 0.0 * big
+    sd = np.sqrt(np.average((scaled - mean) ** 2, axis=0, weights=weights)) \
+        if len(values) else 0.0 * big
+    mean, sd = mean * big, sd * big
+    sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
+    return np.asarray(mean, dtype=np.float64), np.asarray(sd, dtype=np.float64)
+
+
+def unit_range(values) -> tuple[np.ndarray, np.ndarray]:
+    """``(mid, half width)`` of every column of ``values``: ``(X - mid) / half`` maps the
+    columns' range onto ``[-1, 1]`` (a constant column: shifted to 0, half width 1)."""
+    values = np.asarray(values, dtype=np.float64)
+    lo, hi = values.min(axis=0), values.max(axis=0)
+    mid = lo / 2 + hi / 2
+    half = hi / 2 - lo / 2
+    return mid, np.where(np.isfinite(half) & (half > 0), half, 1.0)
+
+
+def scale_rows(X, shift, scale) -> np.ndarray:
+    """``(X - shift) / scale`` in float64 (one chunk or tile; ``shift`` None: ``X``)."""
+    X = np.asarray(X, dtype=np.float64)
+    return X if shift is None else (X - shift) / scale
+
+
+def _scale_targets(y, shift: float, scale: float) -> np.ndarray:
+    y = np.asarray(y)
+    if y.dtype.kind not in "fiub":
+        return y   # not numbers: the chunk step names them
+    return (y.astype(np.float64) - shift) / scale
+
+
+def scaled_data(data, x_shift, x_scale, y_shift: float, y_scale: float):
+    """``data`` with ``X`` and ``y`` as the model sees them, mapped chunk by chunk (lazy:
+    nothing is read here); ``x_shift`` None leaves ``X`` as it is, ``y_shift = 0`` and
+    ``y_scale = 1`` leave ``y``."""
+    changed = {}
+    if x_shift is not None:
+        changed["X"] = data.X.map_blocks(scale_rows, x_shift, x_scale, dtype=np.float64)
+    if (y_shift, y_scale) != (0.0, 1.0) and data.y is not None:
+        changed["y"] = data.y.map_blocks(_scale_targets, y_shift, y_scale, dtype=np.float64)
+    if not changed:
+        return data
+    identities = {k: v for k, v in data.identities.items() if k not in changed}
+    return data.replace(variables=dict(data.variables, **changed), identities=identities)
+
+
+def loo_mse(Phi: np.ndarray, y: np.ndarray, weights, alpha: float) -> float:
+    """The weighted mean squared leave-one-out error of ridge regression on the features
+    ``Phi``, ``min_w sum_i s_i (y_i - w . phi_i)^2 + alpha ||w||^2``, in closed form:
+    ``e_i / (1 - h_i)`` with ``h_i`` the leverage of row ``i`` in the problem of rows
+    ``sqrt(s_i) phi_i`` (primal ``r x r`` or dual ``m x m`` solve, the smaller).
+
+    >>> rng = np.random.default_rng(0)
+    >>> Phi, y = rng.normal(size=(30, 3)), rng.normal(size=30)
+    >>> direct = []
+    >>> for i in range(30):
+    ...     keep = np.arange(30) != i
+    ...     A = Phi[keep].T @ Phi[keep] + 0.5 * np.eye(3)
+    ...     w = np.linalg.solve(A, Phi[keep].T @ y[keep])
+    ...     direct.append((y[i] - Phi[i] @ w) ** 2)
+    >>> bool(np.isclose(loo_mse(Phi, y, None, 0.5), np.mean(direct)))
+    True
+    """
+    s = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    root = np.sqrt(s)
+    B, z = Phi * root[:, None], y * root
+    m, r = B.shape
+    with single_threaded_blas():
+        if r <= m:
+            factor = scipy.linalg.cho_factor(B.T @ B + alpha * np.eye(r))
+            W = scipy.linalg.cho_solve(factor, B.T)          # r x m
+            h = np.einsum("ij,ji->i", B, W)
+            fitted = B @ (W @ z)
+        else:
+            K = B @ B.T
+            G = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K + alpha * np.eye(m)),
+                                       np.eye(m))
+            H = K @ G
+            h, fitted = np.diag(H), H @ z
+    e = (z - fitted) / np.maximum(1.0 - h, 1e-12)     # sqrt(s_i) (y_i - f_{-i}(x_i))
+    return float(np.sum(e ** 2) / np.sum(s))
+
+
+def bandwidth_trials(rows, y, weights, median: float, alpha: float, features):
+    """``(bandwidth, {multiple: score})``: of the :data:`BANDWIDTH_MULTIPLES` of
+    ``median``, the one whose model has the smallest leave-one-out error on the first
+    :data:`TRIAL_ROWS` of ``rows`` (``features(sigma, rows)``: the features the fit would
+    use at width ``sigma``); a score is ``1 - LOO error / variance`` of the targets.  A
+    trial whose solve fails (not positive definite) scores ``-inf``."""
+    rows, y = rows[:TRIAL_ROWS], np.asarray(y, dtype=np.float64)[:TRIAL_ROWS]
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)[:TRIAL_ROWS]
+    var = float(np.average((y - np.average(y, weights=w)) ** 2, weights=w)) or 1.0
+    scores = {}
+    for mult in BANDWIDTH_MULTIPLES:
+        try:
+            mse = loo_mse(features(mult * median, rows), y, w, alpha)
+        except (np.linalg.LinAlgError, ValueError):
+            mse = np.inf
+        scores[mult] = 1.0 - mse / var if np.isfinite(mse) else -np.inf
+    best = max(scores, key=lambda k: (scores[k], k))   # ties: the wider kernel
+    return best * median, scores
