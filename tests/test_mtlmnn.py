@@ -303,7 +303,7 @@ def test_transform_output_names_and_pandas_output_as_scikit_learns_transformers(
     assert isinstance(out, pd.DataFrame) and out.columns.tolist() == names
 
 
-def test_the_solver_runs_its_small_eigendecompositions_on_one_blas_thread():
+def test_the_solver_runs_its_small_eigendecompositions_on_one_blas_thread(monkeypatch):
     """Each iteration eigendecomposes ``d x d`` metrics (``d`` = the features, tens): BLAS
     threads only spin there, and on busy cores a 30 x 30 ``eigh`` measured 25 ms with two
     OpenBLAS threads against 0.05 ms with one (a default fit on the standardized breast
@@ -315,15 +315,25 @@ def test_the_solver_runs_its_small_eigendecompositions_on_one_blas_thread():
         return {lib["num_threads"] for lib in threadpoolctl.threadpool_info()
                 if lib["user_api"] == "blas"}
 
+    import ooc_kernels.families.dspdc.in_memory.mtlmnn as solver
+
     X, y, task = multitask_classes(2, 30, 4, 2, seed=0)
     tr = build_triplets(X, y, task, 2)
-    seen = []
+    seen, in_lambda = [], []
+    power = solver.power_iteration_sq
+
+    def spy(*args, **kwargs):  # the power iteration that bounds Lambda, at the set-up
+        in_lambda.append(blas_threads())
+        return power(*args, **kwargs)
+
+    monkeypatch.setattr(solver, "power_iteration_sq", spy)
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         before = blas_threads()
         mtlmnn_dspdc(tr, 0.1, 0.1, max_iter=3, tol=0.0, seed=0,
                      callback=lambda t, state: seen.append(blas_threads()))
         after = blas_threads()
     assert before == {2} and after == {2}
+    assert in_lambda == [{1}]
     assert seen and all(s == {1} for s in seen)
 
 
@@ -374,3 +384,40 @@ def test_predict_warns_once_about_missing_feature_names():
         assert [str(w.message) for w in caught] == [
             "X does not have valid feature names, but MultiTaskLMNN was fitted with feature "
             "names"]
+
+
+def test_the_objectives_and_the_lambda_never_hold_one_metric_per_triplet():
+    """The margins ``<Z_i, X_0 + X_task(i)>`` of all triplets (each gap check, and each
+    step of the power iteration that bounds ``Lambda``) are computed task by task: never an
+    ``(n_triplets, d, d)`` array of per-triplet metrics, which is ``n d^2`` floats (4,041
+    triplets of the 64-pixel digits: 132 MB per product, and a ``Lambda`` that took 59 s).
+    Values against the margins from the raw points, triplet by triplet."""
+    import tracemalloc
+
+    from ooc_kernels.families.dspdc.in_memory.mtlmnn import (mtlmnn_lambda,
+                                                             mtlmnn_objectives)
+
+    X, y, task = multitask_classes(3, 200, 24, 3, seed=3)
+    tr = build_triplets(X, y, task, 3)
+    d, per_triplet = tr.d, tr.n * tr.d * tr.d * 8
+    rng = np.random.default_rng(0)
+    shared = np.eye(d) + 0.1 * np.diag(rng.random(d))
+    metrics = np.stack([np.diag(rng.random(d)) for _ in range(tr.n_tasks)])
+    duals = -rng.random(tr.n)
+    tracemalloc.start()
+    try:
+        primal, _ = mtlmnn_objectives(tr, shared, metrics, duals, 0.01, 0.1)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        mtlmnn_lambda(tr, 60, 2)
+        _, peak_lambda = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < per_triplet / 4 and peak_lambda < per_triplet / 4, (peak, peak_lambda)
+    margins = np.array([a @ (shared + metrics[j]) @ a - b @ (shared + metrics[j]) @ b
+                        for a, b, j in zip(tr.impostor, tr.target, tr.task)])
+    hinge = np.where(margins >= 1.0, 0.0, np.where(margins <= 0.0, 0.5 - margins,
+                                                   0.5 * (1.0 - margins) ** 2))
+    regs = 0.005 * np.sum((shared - np.eye(d)) ** 2) + 0.05 * np.sum(metrics ** 2)
+    linear = sum(np.sum(tr.C[j] * (shared + metrics[j])) for j in range(tr.n_tasks))
+    np.testing.assert_allclose(primal, regs + (linear + hinge.sum()) / tr.n, rtol=1e-10)

@@ -204,12 +204,22 @@ def build_triplets(X, y, task, n_neighbors=3):
 # --------------------------------------------------------------------------------------
 
 def _inner(tr, M, rows=None):
-    """``<Z_i, M_i>`` for the given rows; ``M`` is ``(d, d)`` or one matrix per row."""
+    """``<Z_i, M>`` for the given rows and one ``(d, d)`` matrix ``M``."""
     a = tr.impostor if rows is None else tr.impostor[rows]
     b = tr.target if rows is None else tr.target[rows]
-    if M.ndim == 2:
-        return np.einsum("ik,kl,il->i", a, M, a) - np.einsum("ik,kl,il->i", b, M, b)
-    return np.einsum("ik,ikl,il->i", a, M, a) - np.einsum("ik,ikl,il->i", b, M, b)
+    return np.einsum("ik,kl,il->i", a, M, a) - np.einsum("ik,kl,il->i", b, M, b)
+
+
+def _margins(tr, X, rows=None):
+    """``<Z_i, X_0 + X_(task(i) + 1)>`` for the given rows (all by default), task by task:
+    never an ``(n, d, d)`` array of one metric per row (``n d^2`` floats)."""
+    rows = np.arange(tr.n) if rows is None else np.asarray(rows)
+    task = tr.task[rows]
+    out = np.empty(rows.size)
+    for j in np.unique(task):
+        sel = task == j
+        out[sel] = _inner(tr, X[j + 1] + X[0], rows[sel])
+    return out
 
 
 def _block_sums(tr, coef, rows=None):
@@ -232,8 +242,7 @@ def _block_sums(tr, coef, rows=None):
 
 
 def _matvec(tr, x):
-    X = x.reshape(tr.n_tasks + 1, tr.d, tr.d)
-    return _inner(tr, X[tr.task + 1] + X[0])
+    return _margins(tr, x.reshape(tr.n_tasks + 1, tr.d, tr.d))
 
 
 def _rmatvec(tr, y):
@@ -277,8 +286,9 @@ def mtlmnn_lambda(tr, m, q, Lambda="upper_bound", *, power_iteration=True):
     norms[np.arange(tr.n), tr.task + 1] = zn
     spec = None
     if power_iteration and isinstance(Lambda, str) and Lambda != "heuristic":
-        spec = power_iteration_sq(lambda x: _matvec(tr, x), lambda r: _rmatvec(tr, r),
-                                  (tr.n_tasks + 1) * tr.d * tr.d)
+        with single_threaded_blas():  # d x d products: threads only spin on busy cores
+            spec = power_iteration_sq(lambda x: _matvec(tr, x), lambda r: _rmatvec(tr, r),
+                                      (tr.n_tasks + 1) * tr.d * tr.d)
     return lambda_from_block_norms(norms, m, q, Lambda, unit_rows=True, spectral_norm_sq=spec,
                                    max_row_sq=float(2.0 * zn.max()))
 
@@ -293,7 +303,7 @@ def _regularizers(tr, lambda0, lambda_task):
 
 def _objectives(tr, X, y, regs, loss):
     primal = sum(r.value(X[j]) for j, r in enumerate(regs)) + loss.value(
-        _inner(tr, X[tr.task + 1] + X[0])) / tr.n
+        _margins(tr, X)) / tr.n
     V = _block_sums(tr, y)[0]
     dual = -sum(r.conjugate(-V[j] / tr.n) for j, r in enumerate(regs)) - \
         loss.conjugate(y) / tr.n
@@ -493,7 +503,7 @@ def _algorithm3(tr, regs, loss, prm, X, y, max_iter, tol, check_every, max_time,
         I = sample_without_replacement_ref(n, m, u[:m])
         J = sample_without_replacement_ref(P, q, u[m:])
         # (36) dual step with the previous Xbar
-        c = _inner(tr, Xbar[tr.task[I] + 1] + Xbar[0], I)
+        c = _margins(tr, Xbar, I)
         eta = sigma / n
         y_old = y[I]
         y_new = loss.prox_conjugate(y_old + eta * c, eta, I)
