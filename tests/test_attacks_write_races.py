@@ -171,3 +171,25 @@ def test_a_path_starting_with_tilde_is_in_the_home_folder_for_every_write_and_re
     assert os.listdir(cwd) == []
     assert sorted(os.listdir(home)) == ["ck.zarr", "d.zarr", "dspdc.zarr", "dspdc.zarr.work",
                                         "m.zarr", "metrics.json"]
+
+
+def test_a_store_the_reading_process_cannot_see_says_so(tmp_path):
+    """A distributed worker on a machine that does not mount the data's folder reads a
+    store that is not there for it: the error names that cause and the host, besides a
+    store removed meanwhile."""
+    import socket
+
+    from ooc_kernels.data import open_zarr_dataset
+    from ooc_kernels.exceptions import DataChangedError
+
+    store = ok.make_dataset("synthetic_krr_2d", tmp_path / "d.zarr", 40, chunk_size=20,
+                            progress=False)
+    data = open_zarr_dataset(store)
+    shutil.move(store, tmp_path / "elsewhere.zarr")      # not there for this process
+    with pytest.raises(DataChangedError) as info:
+        data.y.values
+    msg = str(info.value)
+    assert f"'y/zarr.json') is gone (not there for the process that reads it, on host " \
+           f"{socket.gethostname()!r})" in msg, msg
+    assert "every worker of a dask.distributed cluster must see the store at the same " \
+           "path" in msg, msg

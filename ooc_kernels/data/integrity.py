@@ -258,10 +258,17 @@ def _check_unchanged(zarray, var: str, identity: tuple[str, tuple[int, int, int]
     """Raise :class:`DataChangedError` unless the array's metadata file still has
     ``identity`` (:func:`store_identity`): one ``os.stat``."""
     path, recorded = identity
+    unseen = ""
     try:
         st = os.stat(path)
     except OSError:
-        how = "is gone"
+        import socket
+
+        how = (f"is gone (not there for the process that reads it, on host "
+               f"{socket.gethostname()!r})")
+        unseen = (" Or this process does not see the folder: every worker of a "
+                  "dask.distributed cluster must see the store at the same path (a file "
+                  "system that all of them mount).")
     else:
         if (st.st_ino, st.st_size, st.st_mtime_ns) == recorded:
             return
@@ -276,7 +283,7 @@ def _check_unchanged(zarray, var: str, identity: tuple[str, tuple[int, int, int]
         "rewritten, so the rows read from now on would come from another dataset than those "
         "read so far. Open the data again and re-run the fit on the new store (a checkpoint "
         "of this fit belongs to the old data); write new data to another path, not over a "
-        "store that a fit is reading."
+        f"store that a fit is reading.{unseen}"
     )
 
 
