@@ -17,9 +17,12 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,12 +40,37 @@ _ALLOW_ENV_HELP = ("Let the catalog read this environment variable through {env(
                    "templates (repeatable; --trusted allows all).")
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during a command (a batch system stopping the job, ``kill PID``)."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """While a command runs, SIGTERM interrupts it as Ctrl-C does (its one line on how to
+    continue, no temporary left), with exit status 143; the previous handler is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
 class _Group(click.Group):
     """Turns every library or OS error into a one-line message and exit status 1."""
 
     def invoke(self, ctx):
         try:
-            return super().invoke(ctx)
+            with _sigterm_as_interrupt():
+                return super().invoke(ctx)
+        except _Terminated as err:  # a command without its own line on how to continue
+            _exit_interrupted(err, "terminated (SIGTERM)")
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except Exception as err:
@@ -152,16 +180,20 @@ def _declaration_options(f):
 
 
 def _exit_interrupted(err: BaseException, default: str) -> None:
-    """Print how to continue an interrupted command (one line) and exit with status 130."""
+    """Print how to continue an interrupted command (one line) and exit with status 130
+    (143 and "terminated (SIGTERM)" instead of "interrupted" for SIGTERM)."""
     import logging
 
     notes = getattr(err, "__notes__", None) or [default]
-    click.echo(notes[-1], err=True)
+    line, status = notes[-1], 130
+    if isinstance(err, _Terminated) or isinstance(err.__context__, _Terminated):
+        line, status = line.replace("interrupted", "terminated (SIGTERM)", 1), 143
+    click.echo(line, err=True)
     # Zarr's I/O runs on an asyncio loop in a background thread; the reads the interrupt cut
     # short are destroyed at interpreter exit, and asyncio logs each one ("Task was destroyed
     # but it is pending!"). They are expected and harmless: keep the one line above the last.
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-    raise click.exceptions.Exit(130)
+    raise click.exceptions.Exit(status)
 
 
 def _echo_metrics(metrics: dict) -> None:

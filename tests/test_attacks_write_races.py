@@ -193,3 +193,39 @@ def test_a_store_the_reading_process_cannot_see_says_so(tmp_path):
            f"{socket.gethostname()!r})" in msg, msg
     assert "every worker of a dask.distributed cluster must see the store at the same " \
            "path" in msg, msg
+
+
+_SIGTERM_AFTER_A_CHECKPOINT = """
+import os, signal, sys
+from ooc_kernels.cli import main
+from ooc_kernels.estimators._checkpointing import CheckpointWriter
+
+write = CheckpointWriter.write
+def write_then_terminated(self, state, position):
+    write(self, state, position)
+    os.kill(os.getpid(), signal.SIGTERM)     # a batch system stops the job
+CheckpointWriter.write = write_then_terminated
+main(sys.argv[1:])
+"""
+
+
+def test_sigterm_is_handled_as_ctrl_c_with_status_143(tmp_path):
+    """A batch system's stop (SIGTERM, `kill`) ends `train` as Ctrl-C does: one line on how
+    to continue, exit status 143, the checkpoint whole."""
+    import subprocess
+    import sys
+
+    from ooc_kernels.parallel.checkpoint import read_checkpoint
+
+    out, ck = tmp_path / "m.zarr", tmp_path / "ck.zarr"
+    args = _train_args(tmp_path, "--out", str(out), "--checkpoint", str(ck),
+                       "--checkpoint-every", "1")
+    r = subprocess.run([sys.executable, "-c", _SIGTERM_AFTER_A_CHECKPOINT, *args],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 143, (r.returncode, r.stderr[-2000:])
+    assert r.stderr.strip().splitlines()[-1] == (
+        "terminated (SIGTERM): re-running the same command resumes from the last checkpoint, "
+        f"{str(ck)!r}"), r.stderr[-2000:]
+    assert read_checkpoint(ck).meta["position"] in ({"epoch": 0, "round": 1},  # the first
+                                                    {"epoch": 1, "round": 0})
+    assert not out.exists()
