@@ -96,3 +96,18 @@ def test_sklearn_compatible_estimator(estimator, check):
 @parametrize_with_checks([MultiTaskLMNN(m=10**6, q=2, tol=1e-4, random_state=0)])
 def test_sklearn_compatible_multitask_lmnn(estimator, check):
     check(estimator)
+
+
+def test_no_estimator_opts_out_of_the_score_floors():
+    """``poor_score`` makes scikit-learn's ``check_regressors_train`` and
+    ``check_classifiers_train`` skip their accuracy floors (R^2 > 0.5 on a 200 x 10
+    regression, 0.83 on the classification blobs) without saying so; every estimator here
+    meets them (``OnlineKernelRidge``'s training R^2 there, with the check's ``alpha=0.01``,
+    is 0.76 to 0.99 across its bases and modes), so none declares it and the checks above
+    test the floors."""
+    from sklearn.utils import get_tags
+
+    for estimator in [*_estimators(), MultiTaskLMNN()]:
+        tags = get_tags(estimator)
+        for kind in (tags.regressor_tags, tags.classifier_tags):
+            assert kind is None or not kind.poor_score, type(estimator).__name__
