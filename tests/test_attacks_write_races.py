@@ -229,3 +229,17 @@ def test_sigterm_is_handled_as_ctrl_c_with_status_143(tmp_path):
     assert read_checkpoint(ck).meta["position"] in ({"epoch": 0, "round": 1},  # the first
                                                     {"epoch": 1, "round": 0})
     assert not out.exists()
+
+
+def test_a_dataset_swap_killed_between_its_renames_is_put_back_when_the_data_is_opened(
+        tmp_path):
+    """`data make --overwrite` killed between its two renames leaves the previous store at
+    .NAME.old-ID and nothing at NAME: opening the data puts it back, as ok.load does."""
+    from ooc_kernels.data import open_zarr_dataset
+
+    store = ok.make_dataset("synthetic_krr_2d", tmp_path / "d.zarr", 40, chunk_size=20,
+                            progress=False)
+    expected = open_zarr_dataset(store).X.values
+    os.replace(store, tmp_path / f".d.zarr.old-{'ab' * 16}")    # the first rename only
+    np.testing.assert_array_equal(open_zarr_dataset(store).X.values, expected)
+    assert sorted(os.listdir(tmp_path)) == ["d.zarr"]

@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .._atomic import sweep_stale
 from ..exceptions import SchemaError, ValidationError
 from ._checker import ArrayInfo, Resolved, check_arrays
 from ._fixes import Context
@@ -408,6 +409,8 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True,
     ((100, 100, 100), (2,))
     """
     p = Path(os.fspath(path)).expanduser()
+    if not p.exists():
+        sweep_stale(p)  # a swap killed between its renames: the previous store goes back
     if not p.exists():
         raise ValidationError(
             f"dataset path {str(p)!r} does not exist; check the path or create the dataset "
