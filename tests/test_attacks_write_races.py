@@ -243,3 +243,26 @@ def test_a_dataset_swap_killed_between_its_renames_is_put_back_when_the_data_is_
     os.replace(store, tmp_path / f".d.zarr.old-{'ab' * 16}")    # the first rename only
     np.testing.assert_array_equal(open_zarr_dataset(store).X.values, expected)
     assert sorted(os.listdir(tmp_path)) == ["d.zarr"]
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EROFS])
+def test_a_catalog_the_file_system_refuses_to_write_is_write_failed_error(tmp_path,
+                                                                          monkeypatch, err):
+    """A registration that cannot write the catalog (full disk, read-only folder) is the
+    library's WriteFailedError naming the catalog; the catalog is left as it was."""
+    from ooc_kernels.data.catalog import register_dataset
+    from ooc_kernels.exceptions import WriteFailedError
+
+    cat = tmp_path / "c.yaml"
+    store = ok.make_dataset("synthetic_krr_2d", tmp_path / "data" / "d.zarr", 20,
+                            chunk_size=10, progress=False)
+    register_dataset(cat, "a", store)
+    before = cat.read_bytes()
+    _refuse(monkeypatch, "replace", err, lambda p: ".c.yaml.tmp-" in p)
+    with pytest.raises(WriteFailedError, match=rf"could not write the catalog '.*c.yaml': "
+                                               rf"{os.strerror(err)} .*the previous catalog "
+                                               r"there is intact"):
+        register_dataset(cat, "b", store)
+    monkeypatch.undo()
+    assert cat.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["c.yaml", "data"]

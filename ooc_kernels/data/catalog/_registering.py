@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from ..._atomic import path_lock
+from ..._atomic import path_lock, write_failed
 from ..._untrusted import short_repr as _r
 from ...exceptions import (CatalogError, ForeignPathError, PathEscapeError, SchemaError,
                            UnknownEntryError)
@@ -134,12 +134,18 @@ def _write_spec(cat_path: Path, spec: Mapping) -> None:
     a reader sees the old file or the new one, never a part.  Called under the catalog's
     :func:`~ooc_kernels._atomic.path_lock`; the path is checked again just before."""
     _refuse_unwritable(cat_path)  # made a link since the check: still never replaced
-    cat_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = cat_path.parent / f".{cat_path.name}.tmp-{uuid.uuid4().hex[:12]}"
+    existed = cat_path.exists()
     try:
+        cat_path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w", encoding="utf-8") as stream:
             yaml.dump(dict(spec), stream, Dumper=_NoAliasDumper, sort_keys=True)
         os.replace(tmp, cat_path)
+    except OSError as err:  # a full disk, a read-only folder: the library's error
+        failed = write_failed(err, cat_path, "catalog", existed)
+        if failed is err:
+            raise
+        raise failed from err
     finally:
         if tmp.exists():
             tmp.unlink()
