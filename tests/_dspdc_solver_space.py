@@ -16,13 +16,15 @@ def solver_rows(est, X):
     return A
 
 
-def solver_x(est):
-    """The fit's coefficients on :func:`solver_rows` (the intercept's last)."""
+def solver_x(est, y_mean=0.0):
+    """The fit's coefficients on :func:`solver_rows` (the intercept's last); ``y_mean``: the
+    targets' weighted mean, which a regressor with an intercept fits its targets less and
+    its intercept holds (0 for a classifier)."""
     cfg = est._config
     coef = np.ravel(est.coef_)
     x = coef * np.asarray(cfg.x_scale)
     if cfg.intercept_scaling:
-        intercept = float(np.ravel(est.intercept_)[0])
+        intercept = float(np.ravel(est.intercept_)[0]) - y_mean
         x = np.append(x, (intercept + coef @ np.asarray(cfg.x_shift)) / cfg.intercept_scaling)
     return x
 

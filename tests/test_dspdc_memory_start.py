@@ -25,6 +25,11 @@ def _data(n=600, p=5, seed=0):
     return X, y, w
 
 
+def _centred(y, sw=None, fit_intercept=True):
+    """The squared loss's targets: less their weighted mean when there is an intercept."""
+    return y - np.average(y, weights=sw) if fit_intercept else y
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 def test_memory_start_is_numpys_ridge_solution_and_its_duals_sums(weighted):
     rng = np.random.default_rng(1)
@@ -84,6 +89,7 @@ def test_the_fused_tasks_start_at_the_ridge_duals(weighted, monkeypatch):
     cfg = est._config
     A = solver_rows(est, X)
     ww = np.ones(len(y)) if sw is None else sw * len(y) / sw.sum()
+    y = _centred(y, sw)
     x0 = np.linalg.solve(A.T @ (ww[:, None] * A) / len(y) + cfg.lam2 * np.eye(A.shape[1]),
                          A.T @ (ww * y) / len(y))
     np.testing.assert_allclose(cfg.start_x, x0, rtol=1e-10, atol=1e-12)
@@ -119,9 +125,11 @@ def test_ridge_in_memory_is_certified_at_its_start(weighted, fit_intercept, m, m
     A = solver_rows(est, X)
     n = len(y)
     ww = np.ones(n) if sw is None else sw * n / sw.sum()
+    ybar = np.average(y, weights=sw) if fit_intercept else 0.0
+    y = y - ybar                              # the targets the squared loss is fit to
     x = np.linalg.solve(A.T @ (ww[:, None] * A) / n + 1e-3 * np.eye(A.shape[1]),
                         A.T @ (ww * y) / n)
-    np.testing.assert_allclose(solver_x(est), x, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(solver_x(est, ybar), x, rtol=1e-10, atol=1e-12)
     P = np.sum(ww * 0.5 * (A @ x - y) ** 2) / n + 0.5e-3 * x @ x
     assert entry["primal"] == pytest.approx(P, rel=1e-12)
 
@@ -141,6 +149,8 @@ def test_the_elastic_net_in_memory_is_certified_at_its_start(weighted, m, monkey
     assert est.n_iter_ == 1 and iterations == [0] and len(est.gap_history_) == 1
     n = len(y)
     ww = np.ones(n) if sw is None else sw * n / sw.sum()
+    ybar = np.average(y, weights=sw)
+    y = y - ybar                              # the targets the squared loss is fit to
     A = solver_rows(est, X)
     ref = ElasticNet(alpha=1e-2, l1_ratio=0.7, fit_intercept=False, tol=1e-15,
                      max_iter=1_000_000).fit(A, y, sample_weight=ww).coef_
@@ -149,7 +159,7 @@ def test_the_elastic_net_in_memory_is_certified_at_its_start(weighted, m, monkey
         return (np.sum(ww * 0.5 * (A @ v - y) ** 2) / n + 0.7e-2 * np.abs(v).sum()
                 + 0.15e-2 * v @ v)
 
-    x = solver_x(est)
+    x = solver_x(est, ybar)
     assert abs(P(x) - P(ref)) <= 1e-12 * P(ref)
     assert est.gap_history_[0]["primal"] == pytest.approx(P(x), rel=1e-12)
     np.testing.assert_allclose(x, ref, rtol=1e-7, atol=1e-9)
@@ -181,17 +191,18 @@ def test_elastic_net_from_the_start_is_elasticnets_solution_in_fewer_epochs(weig
     n = len(y)
     ww = np.ones(n) if sw is None else sw * n / sw.sum()
     A = solver_rows(started, X)
+    b = _centred(y, sw)
     x0 = np.asarray(started._config.start_x)
     assert started.gap_history_[0]["primal"] == pytest.approx(
-        np.sum(ww * 0.5 * (A @ x0 - y) ** 2) / n + 0.5e-2 * np.abs(x0).sum()
+        np.sum(ww * 0.5 * (A @ x0 - b) ** 2) / n + 0.5e-2 * np.abs(x0).sum()
         + 0.25e-2 * x0 @ x0, rel=1e-12)
     ref = ElasticNet(alpha=1e-2, l1_ratio=0.5, fit_intercept=False, tol=1e-14,
-                     max_iter=100_000).fit(A, y, sample_weight=ww)
-    x = solver_x(started)
+                     max_iter=100_000).fit(A, b, sample_weight=ww)
+    x = solver_x(started, np.average(y, weights=sw))
     lam1, lam2 = 0.5e-2, 0.5e-2
 
     def P(v):
-        return (np.sum(ww * 0.5 * (A @ v - y) ** 2) / n + lam1 * np.abs(v).sum()
+        return (np.sum(ww * 0.5 * (A @ v - b) ** 2) / n + lam1 * np.abs(v).sum()
                 + lam2 / 2 * v @ v)
 
     assert 0.0 <= P(x) - P(ref.coef_) + 1e-14 and P(x) - P(ref.coef_) <= 1e-10 * P(x)
@@ -253,6 +264,6 @@ def test_the_first_task_certifies_the_start_from_its_own_losses_without_a_second
     if target == "labels":
         values = np.logaddexp(0.0, -np.where(y == 1, 1.0, -1.0) * z)
     else:
-        values = 0.5 * (z - y) ** 2
+        values = 0.5 * (z - _centred(y, w)) ** 2
     ww = w * len(y) / w.sum()        # the solver's weights: mean 1
     assert loss == pytest.approx(float(ww @ values), rel=1e-10)

@@ -176,21 +176,24 @@ def test_fits_with_the_line_are_certified(weighted, l1_ratio, monkeypatch):
     A = _standardized(est, X)
     ww = np.ones(n) if sw is None else sw * n / np.sum(sw)
     lam1, lam2 = cfg.lam1, cfg.lam2
+    ybar = np.average(y, weights=ww)
+    b = y - ybar               # the squared loss's targets: less their weighted mean
 
     def P(x):
-        return float(np.sum(ww * 0.5 * (A @ x - y) ** 2) / n + lam2 / 2 * x @ x
+        return float(np.sum(ww * 0.5 * (A @ x - b) ** 2) / n + lam2 / 2 * x @ x
                      + lam1 * np.abs(x).sum())
 
     if l1_ratio == 0.0:
         x_star = np.linalg.solve(A.T @ (ww[:, None] * A) / n + lam2 * np.eye(A.shape[1]),
-                                 A.T @ (ww * y) / n)
+                                 A.T @ (ww * b) / n)
     else:   # ElasticNet's objective is P / (lam1 + lam2) with alpha = lam1 + lam2
         ref = ElasticNet(alpha=lam1 + lam2, l1_ratio=lam1 / (lam1 + lam2), tol=1e-12,
                          fit_intercept=False, max_iter=100_000)
-        x_star = ref.fit(A, y, sample_weight=ww).coef_
+        x_star = ref.fit(A, b, sample_weight=ww).coef_
     p_star = P(x_star)
+    # the intercept holds the targets' mean besides its column's coefficient
     x = np.append(est.coef_ * np.asarray(cfg.x_scale),
-                  (est.intercept_ + est.coef_ @ np.asarray(cfg.x_shift))
+                  (est.intercept_ - ybar + est.coef_ @ np.asarray(cfg.x_shift))
                   / cfg.intercept_scaling)
     assert est.stop_reason_.startswith("tol")
     last = est.gap_history_[-1]
@@ -206,7 +209,8 @@ def test_fits_with_the_line_are_certified(weighted, l1_ratio, monkeypatch):
         np.testing.assert_allclose(tasks.products[c],
                                    A[lo:hi].T @ (ww[lo:hi] * duals[lo:hi]),
                                    rtol=1e-9, atol=1e-9 * n)
-    assert last["dual"] >= _dual(A, y, ww, duals, lam1, lam2) - 1e-12 * p_star
+    np.testing.assert_allclose(tasks.b, b, rtol=1e-12, atol=1e-12 * abs(ybar))
+    assert last["dual"] >= _dual(A, b, ww, duals, lam1, lam2) - 1e-12 * p_star
     monkeypatch.setattr(_memory_task.MemoryTasks, "_line_start", lambda *a, **k: None)
     plain = ok.DSPDCRegressor(alpha=alpha, l1_ratio=l1_ratio, tol=1e-8, random_state=0,
                               progress=False, max_iter=60).fit(X, y, sample_weight=sw)

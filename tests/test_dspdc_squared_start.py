@@ -81,10 +81,11 @@ def test_fit_from_the_start_is_the_closed_form_ridge(weighted):
     A = _model_rows(X, {"x_shift": cfg.x_shift, "x_scale": cfg.x_scale},
                     cfg.intercept_scaling)
     ww = np.ones(n) if not weighted else w * n / w.sum()
+    ybar = np.average(y, weights=ww)                 # fit to the targets less their mean
     x = np.linalg.solve(A.T @ (ww[:, None] * A) / n + alpha * np.eye(A.shape[1]),
-                        A.T @ (ww * y) / n)
+                        A.T @ (ww * (y - ybar)) / n)
     coef = x[:-1] / np.asarray(cfg.x_scale)
-    intercept = cfg.intercept_scaling * x[-1] - coef @ np.asarray(cfg.x_shift)
+    intercept = cfg.intercept_scaling * x[-1] - coef @ np.asarray(cfg.x_shift) + ybar
     np.testing.assert_allclose(est.coef_, coef, rtol=1e-6, atol=1e-9)
     assert est.intercept_ == pytest.approx(intercept, rel=1e-6)
     # the start is certified by the first gap evaluated: the first epoch's reads

@@ -34,18 +34,22 @@ def _problem(X):
     return np.hstack([(X - mean) / scale, np.ones((len(X), 1))]), mean, scale
 
 
-def _model_x(est, mean, scale):
-    return np.append(est.coef_ * scale, est.intercept_ + mean @ est.coef_)
+def _model_x(est, mean, scale, y_mean=0.0):
+    """The model on the standardized rows; ``y_mean``: the targets' mean, which the squared
+    loss's targets are less and a regressor's intercept holds."""
+    return np.append(est.coef_ * scale, est.intercept_ - y_mean + mean @ est.coef_)
 
 
 def _ridge(A, y):
-    """``P`` and the exact minimizer of ``mean((A x - y)^2) / 2 + alpha / 2 ||x||^2``."""
+    """``P``, the exact minimizer of ``mean((A x - b)^2) / 2 + alpha / 2 ||x||^2`` with
+    ``b = y - mean(y)`` (the targets the squared loss is fit to), and ``mean(y)``."""
     n, p = A.shape
-    x = np.linalg.solve(A.T @ A / n + ALPHA * np.eye(p), A.T @ y / n)
+    b = y - y.mean()
+    x = np.linalg.solve(A.T @ A / n + ALPHA * np.eye(p), A.T @ b / n)
 
     def P(v):
-        return 0.5 * np.mean((A @ v - y) ** 2) + ALPHA / 2 * v @ v
-    return P, x
+        return 0.5 * np.mean((A @ v - b) ** 2) + ALPHA / 2 * v @ v
+    return P, x, y.mean()
 
 
 def _logistic(A, b):
@@ -70,14 +74,14 @@ def _logistic(A, b):
     return P, x
 
 
-def _check_certified(est, P, x_star, mean, scale):
+def _check_certified(est, P, x_star, mean, scale, y_mean=0.0):
     """Stopped on ``tol``, ``0 <= P(model) - P* <= gap`` (weak duality, to rounding), and
     the model within ``sqrt(2 gap / alpha)`` of the optimum (``P`` is alpha-strongly
     convex)."""
     assert est.stop_reason_.startswith("tol:"), est.stop_reason_
     gap = est.duality_gap_
     assert est.gap_history_[-1]["relative_gap"] <= est.tol
-    x = _model_x(est, mean, scale)
+    x = _model_x(est, mean, scale, y_mean)
     slack = 1e-12 * max(1.0, abs(P(x_star)))
     assert -slack <= P(x) - P(x_star) <= gap + slack
     assert np.linalg.norm(x - x_star) <= math.sqrt(2.0 * max(gap, 0.0) / ALPHA) + 1e-9
@@ -90,7 +94,8 @@ def test_ridge_on_one_to_three_rows_is_certified_at_the_closed_form(n):
     est = ok.DSPDCRegressor(**FAST).fit(X, y)
     assert est.local_passes_ == math.ceil(_setup_pass.MIN_EPOCH_ITERATIONS / n)
     A, mean, scale = _problem(X)
-    _check_certified(est, *_ridge(A, y), mean, scale)
+    P, x_star, y_mean = _ridge(A, y)
+    _check_certified(est, P, x_star, mean, scale, y_mean)
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -111,18 +116,20 @@ def test_three_rows_from_a_dask_array_are_certified_like_memory():
                                         da.from_array(y, chunks=2))
     assert est.local_passes_ == math.ceil(_setup_pass.MIN_EPOCH_ITERATIONS / 3)
     A, mean, scale = _problem(X)
-    _check_certified(est, *_ridge(A, y), mean, scale)
+    P, x_star, y_mean = _ridge(A, y)
+    _check_certified(est, P, x_star, mean, scale, y_mean)
 
 
 def test_degenerate_rows_end_certified_at_the_closed_form_answer():
     """Two equal rows (no column has a spread, so only the intercept's coefficient is
-    fitted): ridge's intercept is ``mean(y) / (1 + alpha)``; with both labels on the same
+    fitted): ridge's intercept is ``mean(y)`` (the squared loss is fit to the targets less
+    their mean, whose optimum has a zero coefficient); with both labels on the same
     row the logistic optimum is 0 (``P* = log 2``)."""
     X = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
     reg = ok.DSPDCRegressor(**FAST).fit(X, np.array([1.0, 4.0]))
     assert reg.stop_reason_.startswith("tol:")
     assert np.all(reg.coef_ == 0.0)
-    assert reg.intercept_ == pytest.approx(2.5 / (1.0 + ALPHA), abs=math.sqrt(
+    assert reg.intercept_ == pytest.approx(2.5, abs=math.sqrt(
         2.0 * reg.duality_gap_ / ALPHA) + 1e-12)
     clf = ok.DSPDCClassifier(**FAST).fit(X, np.array([0, 1]))
     assert clf.stop_reason_.startswith("tol:")

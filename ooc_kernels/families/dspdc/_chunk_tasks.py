@@ -34,12 +34,14 @@ def _finite_rows(rows, origin):
     return rows
 
 
-def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept, weights=None):
+def _sum_loss_chunk(rows, y, V, x, loss_id, classes, intercept, weights=None,
+                    y_shift=0.0):
     """``sum_i w_i phi_i(a_i^T x)`` over one chunk (dense rows, or ``U`` with ``V``;
-    ``weights`` None: every ``w_i = 1``)."""
+    ``weights`` None: every ``w_i = 1``; regression: the targets ``y - y_shift``)."""
     rows = np.asarray(rows, dtype=np.float64)
     y = np.asarray(y).reshape(-1)
-    b = y.astype(np.float64) if classes is None else np.where(y == classes[1], 1.0, -1.0)
+    b = y.astype(np.float64) - y_shift if classes is None else np.where(
+        y == classes[1], 1.0, -1.0)
     with np.errstate(over="ignore", invalid="ignore"):  # a diverged x: inf, checked after
         z = rows @ (V @ x[:V.shape[1]]) if V is not None else rows @ x[:rows.shape[1]]
         if intercept:

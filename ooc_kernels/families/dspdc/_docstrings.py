@@ -8,12 +8,15 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         Elastic-net mixing: ``g(x) = alpha * (l1_ratio |x| + (1 - l1_ratio) / 2 x^2)``.
     fit_intercept : bool, default=True
         Add a constant column ``intercept_scaling`` to the data (regularized like the other
-        coefficients, as liblinear does).
+        coefficients, as liblinear does).  The squared loss is fit to the targets less
+        their weighted mean (from the set-up's read), which the intercept gets back: with
+        ``standardize=True`` the intercept is then free of the penalty, as in
+        ``make_pipeline(StandardScaler(), Ridge())``, and a shift of ``y`` shifts the
+        predictions and nothing else (with ``standardize=False`` too).
     intercept_scaling : float, default=1.0
-        The value ``c`` of the constant column.  Its penalty shrinks the intercept: with
-        the squared loss the fitted intercept is ``c^2 / (c^2 + alpha)`` times the targets'
-        mean, so for targets whose mean is large against their spread raise ``c`` (100
-        leaves ``1e-8`` of the mean at ``alpha=1e-4``) or centre ``y`` first.
+        The value ``c`` of the constant column.  The classifiers' intercept is penalized
+        through it (a larger ``c`` penalizes it less); with the squared loss and
+        ``standardize=True`` the fit does not depend on it (up to rounding).
     standardize : bool, default=True
         Solve the problem on standardized columns ``(a_j - mean_j) / std_j`` (centred only
         with ``fit_intercept``; the moments, weighted as the fit weighs the rows, from one

@@ -45,7 +45,8 @@ MAX_TARGET = 1e150
 
 def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
                   sizes: tuple[int, ...]) -> np.ndarray:
-    """``b``: the targets as float64 (regression) or ``-1 / +1`` (classification).
+    """``b``: the targets as float64 less ``config.y_shift`` (regression) or ``-1 / +1``
+    (classification).
 
     Raises
     ------
@@ -80,6 +81,8 @@ def encode_labels(config, y: np.ndarray, chunks: tuple[int, ...],
                 "magnitude: the squared loss of such targets overflows float64. Rescale y "
                 "(for instance y / 1e150) and the predictions back."
             )
+        if getattr(config, "y_shift", 0.0) and not bad.any():
+            b = b - config.y_shift   # centred on their weighted mean (DSPDCConfig.y_shift)
     else:
         neg, pos = config.classes
         b = np.where(y == pos, 1.0, -1.0)

@@ -124,6 +124,7 @@ _CONFIG_FIELDS = {
     "start_x": ("None or a list of finite numbers", _reals),
     "start_w": ("None or a list of finite numbers", _reals),
     "start_conj": ("None or a finite number", lambda v: v is None or is_real(v, -math.inf)),
+    "y_shift": ("a finite number", lambda v: is_real(v, -math.inf)),
 }
 
 

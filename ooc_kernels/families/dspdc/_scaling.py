@@ -226,7 +226,15 @@ def model_V(V, config) -> np.ndarray:
 
 
 def raw_coefficients(config, x) -> tuple[np.ndarray, float]:
-    """``(coef_, intercept_)`` on the raw columns from the solver's ``x``."""
+    """``(coef_, intercept_)`` on the raw columns from the solver's ``x``: the solver's
+    margins on the raw rows (:func:`raw_x`), plus the targets' shift
+    (``config.y_shift``: the solver fits ``y - y_shift``)."""
+    coef, intercept = _raw_margins(config, x)
+    return coef, intercept + float(getattr(config, "y_shift", 0.0))
+
+
+def _raw_margins(config, x) -> tuple[np.ndarray, float]:
+    """``(coef, intercept)`` with ``a'_i . x = a_i . coef + intercept`` on raw rows ``a_i``."""
     x = np.asarray(x, dtype=np.float64)
     coef = x[:-1] if config.intercept_scaling else x
     intercept = float(x[-1] * config.intercept_scaling) if config.intercept_scaling else 0.0
@@ -237,11 +245,12 @@ def raw_coefficients(config, x) -> tuple[np.ndarray, float]:
 
 
 def raw_x(config, x) -> np.ndarray:
-    """``x`` of the same model on the raw rows (with the intercept's column): the solver's
-    margins ``a'_i . x`` equal ``a_i . raw_x`` (the loss terms of the primal value)."""
+    """``x`` of the same margins on the raw rows (with the intercept's column): the solver's
+    margins ``a'_i . x`` equal ``a_i . raw_x`` (the loss terms of the primal value, against
+    the targets less ``config.y_shift``)."""
     if config.x_scale is None:
         return np.asarray(x, dtype=np.float64)
-    coef, intercept = raw_coefficients(config, x)
+    coef, intercept = _raw_margins(config, x)
     if not config.intercept_scaling:
         return coef
     return np.append(coef, intercept / config.intercept_scaling)

@@ -139,7 +139,7 @@ def _setup_loss(config, state, scatter, tol: float, data):
     from ooc_kernels.families.dspdc.solver import _certified
 
     n = int(config.n_samples)
-    scaled = {"x_shift": config.x_shift, "x_scale": config.x_scale}
+    scaled = {"x_shift": config.x_shift, "x_scale": config.x_scale, "y_shift": config.y_shift}
     found = scatter_gap(scatter, scaled, float(config.intercept_scaling), config.start_x,
                         float(config.lam1), float(config.lam2), n,
                         chunk_rows=max(data.chunk_sizes), n_chunks=int(data.n_chunks))

@@ -49,7 +49,8 @@ import numpy as np
 
 __all__ = ["AUTO_LOCAL_PASSES", "rows_in_memory", "resolve_local_passes",
            "resolve_max_local_passes", "resolve_permuted_rows", "candidate_rows",
-           "lambda_from_candidates", "setup_statistics"]
+           "lambda_from_candidates", "setup_statistics", "target_mean", "target_shift",
+           "centres_targets"]
 
 #: Passes over a task's duals per read of its rows that ``local_passes="auto"`` takes out of
 #: core when a task's group draws its rows from several chunks, new every epoch: the best of
@@ -233,6 +234,45 @@ def _merge_scatters(*parts):
         return combine_moments(*parts)
 
 
+def target_mean(y, weights):
+    """``(W, mean)`` of one chunk's targets under its row weights (``weights`` None: 1), or
+    None when a target is not a finite number: then there is no shift, and the rounds name
+    the value (:func:`~ooc_kernels.families.dspdc._local.encode_labels`)."""
+    try:
+        b = np.asarray(y).reshape(-1).astype(np.float64)   # one chunk's targets
+    except (TypeError, ValueError):
+        return None
+    w = np.ones(len(b)) if weights is None else np.asarray(weights, dtype=np.float64)
+    W = float(w.sum())
+    if not np.all(np.isfinite(b)):
+        return None
+    if W <= 0:
+        return 0.0, 0.0
+    with np.errstate(over="ignore", invalid="ignore"):   # about the first: exact constants
+        return W, float(b[0] + w @ (b - b[0]) / W)
+
+
+def target_shift(*parts) -> float:
+    """The weighted mean of the targets from the chunks' :func:`target_mean` (merged in
+    order as Chan et al.'s update merges means), or 0 when a chunk has none or the mean is
+    not finite."""
+    W, mean = 0.0, 0.0
+    for part in parts:
+        if part is None:
+            return 0.0
+        Wb, mean_b = part
+        if Wb > 0:
+            W += Wb
+            mean += (mean_b - mean) * (Wb / W)
+    return float(mean) if W > 0 and np.isfinite(mean) else 0.0
+
+
+def centres_targets(estimator, scaling: float) -> bool:
+    """Whether the fit centres the targets on their weighted mean (``y_shift``): the
+    squared loss with an intercept (``scaling > 0``) absorbs the shift."""
+    return getattr(estimator, "loss", None) == "squared" and bool(scaling)
+
+
 def _combine_all(n_parts: int, *items):
     """:func:`_combine` of the first ``n_parts`` items, and the scatter after them: the
     chunks' scatters merged into one (:func:`_merge_scatters`), or None (none gathered, or a
@@ -296,7 +336,9 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     (:mod:`~ooc_kernels.families.dspdc._scatter_gap`).  ``check``: the name of rows not
     checked for NaN/inf yet (a lazy ``X``), which the first pass's chunk tasks check as
     they read them, naming the chunk and the row (no read of its own); None when checked
-    already."""
+    already.  Where the fit centres the targets (:func:`centres_targets`), ``scaled`` holds
+    their weighted mean ``y_shift``, from the same read as the rows (the mean of the start's
+    scatter where it gathers one; its own read of ``ys`` where the rows are not read)."""
     from ooc_kernels.families.dspdc._chunk_tasks import _lambda_stats, _moments_chunk
     from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
     from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start, \
@@ -309,9 +351,29 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     keep = min(KEEP_ROWS, KEEP_VALUES // max(1, len(chunks) * n_features))
     one_read = (estimator.standardize and isinstance(estimator.Lambda, str) and not factorized
                 and m == 1 and q >= p and keep >= MIN_KEEP_ROWS)
+    start = one_read and ys is not None and start_applies(estimator, p, factorized)
+    centred = ys is not None and centres_targets(estimator, scaling)
+    # the targets' weighted mean: read with the rows' first pass (no read of its own); the
+    # scatter of [X, y] gathered for the start holds it
+    targets = [defer(target_mean)(yk, rw) for yk, rw in zip(ys, row_w)] \
+        if centred and not start else []
+    shift = {}
+
+    def read(result):
+        """``value(result)``; the first also gives the targets' shift (``shift``)."""
+        if not targets:
+            return value(result)
+        out, shift["y_shift"] = value((result, defer(target_shift)(*targets)))
+        targets.clear()
+        return out
+
+    def done(scaled, Lambda, reads):
+        if targets:   # no pass over the rows: the targets' own
+            shift["y_shift"] = value(defer(target_shift)(*targets))
+        return {**scaled, **shift}, float(Lambda), reads
+
     scaled, reads = {}, 0
     origins = [None if check is None else (check, k) for k in range(len(chunks))]
-    start = one_read and ys is not None and start_applies(estimator, p, factorized)
     if one_read:   # the moments and the rows that may hold the largest norm
         parts = [defer(candidate_rows)(c, rw, center, keep, origin)
                  for c, rw, origin in zip(chunks, row_w, origins)]
@@ -320,9 +382,11 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
         while len(scatters) > 1:   # merged in a tree: a few chunks' p x p matrices at a time
             scatters = [defer(_merge_scatters)(*scatters[i:i + SCATTER_FAN_IN])
                         for i in range(0, len(scatters), SCATTER_FAN_IN)]
-        moments, candidates, scatter = value(defer(_combine_all)(len(parts), *parts,
-                                                                 *scatters))
-        scaled, reads = standardization(moments, center=center), 1
+        moments, candidates, scatter = read(defer(_combine_all)(len(parts), *parts,
+                                                                *scatters))
+        if start and centred:
+            shift["y_shift"] = target_shift(None if scatter is None else (1.0, scatter[1][-1]))
+        scaled, reads = {**standardization(moments, center=center), **shift}, 1
         if scatter is not None:
             scaled.update(squared_start(scatter, scaled, scaling, estimator.alpha * (
                 1.0 - estimator.l1_ratio), int(round(moments[0])),
@@ -331,18 +395,18 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
             estimator._setup_scatter = (scatter, scaled.get("start_x"))
         Lambda = lambda_from_candidates(candidates, scaled, scaling, m, q, p, estimator.Lambda)
         if Lambda is not None:
-            return scaled, float(Lambda), reads
+            return done(scaled, Lambda, reads)
     elif estimator.standardize:   # one streaming pass: the column moments
         parts = [defer(_moments_chunk)(c, V, rw, origin)
                  for c, rw, origin in zip(chunks, row_w, origins)]
-        moments = value(defer(combine_moments)(*parts))
+        moments = read(defer(combine_moments)(*parts))
         scaled, reads = standardization(moments, center=center, V=V), 1
     if not isinstance(estimator.Lambda, str):
-        return scaled, float(estimator.Lambda), reads
+        return done(scaled, estimator.Lambda, reads)
     if reads:   # checked by the pass that read them
         origins = [None] * len(chunks)
     stats = [defer(_lambda_stats)(c, V, m, q, scaling, factorized, rw, scaled.get("x_shift"),
                                   scaled.get("x_scale"), origin)
              for c, rw, origin in zip(chunks, row_w, origins)]
-    merged = value(defer(combine_lambda_stats)(*stats))
-    return scaled, float(lambda_from_stats(merged, estimator.Lambda)), reads + 1
+    merged = read(defer(combine_lambda_stats)(*stats))
+    return done(scaled, lambda_from_stats(merged, estimator.Lambda), reads + 1)

@@ -106,8 +106,9 @@ def chunk_scatter(rows, y, weights):
 
 
 def standardized_scatter(scatter, scaled: dict, scaling: float):
-    """``(G, c, bwb, raw)`` of the merged scatter of ``[X, b]`` under the standardization
-    ``scaled`` (``x_shift``, ``x_scale``; empty: none) and the intercept's column
+    """``(G, c, bwb, raw)`` of the merged scatter of ``[X, y]`` under the standardization
+    ``scaled`` (``x_shift``, ``x_scale``; empty: none), the targets ``b = y - y_shift``
+    (``scaled["y_shift"]``, 0 when absent) and the intercept's column
     ``scaling`` (0: none): ``G = A^T W A``, ``c = A^T W b``, ``bwb = b^T W b`` and ``raw``,
     the weighted sums of squares of the numbers the scatter was computed from, in the units
     of ``A``'s columns and then ``b`` (``sum_i w_i (X_ij / scale_j)^2``, the intercept's
@@ -123,11 +124,11 @@ def standardized_scatter(scatter, scaled: dict, scaling: float):
     scale = np.asarray(scaled.get("x_scale") or np.ones(p), dtype=np.float64)
     with np.errstate(all="ignore"):
         e = (mean[:p] - shift) / scale          # the standardized columns' weighted means
-        mb = mean[p]
+        mb = mean[p] - float(scaled.get("y_shift", 0.0))   # the targets' less y_shift
         G = M2[:p, :p] / np.outer(scale, scale) + W * np.outer(e, e)
         c = M2[:p, p] / scale + W * e * mb
         raw = np.append((np.diag(M2)[:p] + W * mean[:p] ** 2) / scale ** 2,
-                        M2[p, p] + W * mb ** 2)
+                        M2[p, p] + W * mean[p] ** 2)
         if scaling:
             G = np.block([[G, (scaling * W * e)[:, None]],
                           [scaling * W * e[None, :], np.array([[scaling ** 2 * W]])]])

@@ -398,7 +398,7 @@ class _DSPDCEstimator(ChunkedEstimator):
         x_raw = raw_x(cfg, state.x)   # the margins of the standardized rows, on raw rows
         parts = [dask.delayed(_sum_loss_chunk, pure=True)(
             rows, yk, V, x_raw, cfg.loss_id, cfg.classes, cfg.intercept_scaling,
-            _delayed_weights(weighting, sw, yk))
+            _delayed_weights(weighting, sw, yk), cfg.y_shift)
             for rows, yk, sw in zip(chunks["U" if factorized else "X"], chunks["y"], sws)]
         total = dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0]
         with np.errstate(over="ignore", invalid="ignore"):

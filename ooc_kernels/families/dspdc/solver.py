@@ -139,6 +139,11 @@ class DSPDCConfig:
         :mod:`~ooc_kernels.families.dspdc._logistic_start`): the first ``x``, ``A^T (w y)``
         and ``sum_i w_i phi*(y_i)`` of the duals ``y_i = phi_i'(a_i^T start_x)`` that a chunk
         holds at its initial version; None: ``x = 0`` and zero duals.
+    y_shift : float
+        Regression: the squared loss is fit to the targets ``b_i = y_i - y_shift`` (their
+        weighted mean with an intercept, :func:`~ooc_kernels.families.dspdc._local.
+        encode_labels`), and the intercept gets it back (``raw_coefficients``); 0: the
+        targets as given (classification, no intercept, models saved before it existed).
     """
 
     loss_id: int
@@ -171,6 +176,7 @@ class DSPDCConfig:
     start_x: tuple | None = None
     start_w: tuple | None = None
     start_conj: float | None = None
+    y_shift: float = 0.0
 
     def __post_init__(self):
         for key in ("start_x", "start_w"):      # a restored model's lists: hashable again
