@@ -598,10 +598,8 @@ class _DSPDCEstimator(ChunkedEstimator):
         self._config = DSPDCConfig(**config)
         x = np.asarray(arrays["x"], dtype=np.float64)
         if x.shape != (self._config.n_features,):
-            raise ModelFormatError(
-                f"{where}: x has shape {x.shape}, the metadata says "
-                f"({self._config.n_features},)."
-            )
+            raise ModelFormatError(f"{where}: x has shape {x.shape}, the metadata says "
+                                   f"({self._config.n_features},).")
         table = np.asarray(arrays["versions"], dtype=np.int64)
         table.setflags(write=False)
         self._V = None if "V" not in arrays else np.asarray(arrays["V"], dtype=np.float64)
@@ -611,6 +609,8 @@ class _DSPDCEstimator(ChunkedEstimator):
                                  **meta["state"])
         self._certified = None
         self.gap_history_ = list(meta.get("gap_history") or [])
+        if self.gap_history_:                     # the restored model's certificate
+            self.duality_gap_ = float(self.gap_history_[-1]["gap"])
         self._final_gaps = final_entries(meta.get("final_gaps"), len(self.gap_history_), where)
         self._local_problems = _local_problems(meta.get("local_problems"), where)
         self._checkpointed = self._state.versions   # a resumed fit keeps what it came from
