@@ -22,6 +22,7 @@ import json
 import time
 
 import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
 
 import ooc_kernels as ok
 
@@ -74,7 +75,7 @@ def kernel_ridge_tuned():
     return GridSearchCV(KernelRidge(kernel="rbf"), grid, cv=3)
 
 
-class NystroemRidgeCV:
+class NystroemRidgeCV(RegressorMixin, BaseEstimator):
     """``Nystroem`` (the median distance's width, at most 500 components) + ``RidgeCV``."""
 
     def fit(self, X, y):
@@ -91,12 +92,6 @@ class NystroemRidgeCV:
 
     def predict(self, X):
         return self.ridge_.predict(self.map_.transform(X))
-
-    def get_params(self, deep=True):
-        return {}
-
-    def set_params(self, **params):
-        return self
 
 
 MODELS = {

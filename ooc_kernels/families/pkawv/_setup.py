@@ -27,7 +27,7 @@ import scipy.linalg
 from ooc_kernels._blas import single_threaded_blas
 
 __all__ = ["SETUP_ROWS", "TRIAL_ROWS", "BANDWIDTH_MULTIPLES", "moments", "unit_range",
-           "scale_rows", "scaled_data", "loo_mse", "bandwidth_trials"]
+           "scale_rows", "scaled_data", "gcv_error", "bandwidth_trials"]
 
 #: Rows drawn (from up to 8 chunks) for the statistics, the bandwidth and the Taylor centre.
 SETUP_ROWS = 2000
@@ -93,21 +93,24 @@ def scaled_data(data, x_shift, x_scale, y_shift: float, y_scale: float):
     return data.replace(variables=dict(data.variables, **changed), identities=identities)
 
 
-def loo_mse(Phi: np.ndarray, y: np.ndarray, weights, alpha: float) -> float:
-    """The weighted mean squared leave-one-out error of ridge regression on the features
-    ``Phi``, ``min_w sum_i s_i (y_i - w . phi_i)^2 + alpha ||w||^2``, in closed form:
-    ``e_i / (1 - h_i)`` with ``h_i`` the leverage of row ``i`` in the problem of rows
-    ``sqrt(s_i) phi_i`` (primal ``r x r`` or dual ``m x m`` solve, the smaller).
+def gcv_error(Phi: np.ndarray, y: np.ndarray, weights, alpha: float) -> float:
+    """The generalized cross-validation error of ridge regression on the features ``Phi``,
+    ``min_w sum_i s_i (y_i - w . phi_i)^2 + alpha ||w||^2``: ``(sum_i s_i e_i^2 / S) / (1 -
+    tr(H) / S)^2``, ``e`` the residuals, ``H`` the hat matrix of the rows ``sqrt(s_i)
+    phi_i``, ``S = sum_i s_i`` (primal ``r x r`` or dual ``m x m`` solve, the smaller).  An
+    integer weight counts as that many copies of its row, exactly: ``tr(H) = tr((B^T B +
+    alpha I)^-1 B^T B)`` depends on the rows through ``B^T B`` only.
 
     >>> rng = np.random.default_rng(0)
     >>> Phi, y = rng.normal(size=(30, 3)), rng.normal(size=30)
-    >>> direct = []
-    >>> for i in range(30):
-    ...     keep = np.arange(30) != i
-    ...     A = Phi[keep].T @ Phi[keep] + 0.5 * np.eye(3)
-    ...     w = np.linalg.solve(A, Phi[keep].T @ y[keep])
-    ...     direct.append((y[i] - Phi[i] @ w) ** 2)
-    >>> bool(np.isclose(loo_mse(Phi, y, None, 0.5), np.mean(direct)))
+    >>> H = Phi @ np.linalg.solve(Phi.T @ Phi + 0.5 * np.eye(3), Phi.T)
+    >>> direct = np.mean((y - H @ y) ** 2) / (1 - np.trace(H) / 30) ** 2
+    >>> bool(np.isclose(gcv_error(Phi, y, None, 0.5), direct))
+    True
+    >>> w = np.arange(1.0, 31.0) % 3 + 1                       # weights 1, 2, 3 ...
+    >>> copies = np.repeat(np.arange(30), w.astype(int))
+    >>> repeated = gcv_error(Phi[copies], y[copies], None, 0.5)
+    >>> bool(np.isclose(gcv_error(Phi, y, w, 0.5), repeated))
     True
     """
     s = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -116,25 +119,27 @@ def loo_mse(Phi: np.ndarray, y: np.ndarray, weights, alpha: float) -> float:
     m, r = B.shape
     with single_threaded_blas():
         if r <= m:
-            factor = scipy.linalg.cho_factor(B.T @ B + alpha * np.eye(r))
-            W = scipy.linalg.cho_solve(factor, B.T)          # r x m
-            h = np.einsum("ij,ji->i", B, W)
-            fitted = B @ (W @ z)
+            gram = B.T @ B
+            factor = scipy.linalg.cho_factor(gram + alpha * np.eye(r))
+            coef = scipy.linalg.cho_solve(factor, B.T @ z)
+            trace = float(np.trace(scipy.linalg.cho_solve(factor, gram)))
+            fitted = B @ coef
         else:
             K = B @ B.T
-            G = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K + alpha * np.eye(m)),
-                                       np.eye(m))
-            H = K @ G
-            h, fitted = np.diag(H), H @ z
-    e = (z - fitted) / np.maximum(1.0 - h, 1e-12)     # sqrt(s_i) (y_i - f_{-i}(x_i))
-    return float(np.sum(e ** 2) / np.sum(s))
+            dual = scipy.linalg.cho_solve(scipy.linalg.cho_factor(K + alpha * np.eye(m)),
+                                          np.column_stack([z, K]))
+            fitted = K @ dual[:, 0]
+            trace = float(np.trace(dual[:, 1:]))
+    total = float(np.sum(s))
+    return float(np.sum((z - fitted) ** 2) / total) / max(1.0 - trace / total, 1e-12) ** 2
 
 
 def bandwidth_trials(rows, y, weights, median: float, alpha: float, features):
     """``(bandwidth, {multiple: score})``: of the :data:`BANDWIDTH_MULTIPLES` of
-    ``median``, the one whose model has the smallest leave-one-out error on the first
-    :data:`TRIAL_ROWS` of ``rows`` (``features(sigma, rows)``: the features the fit would
-    use at width ``sigma``); a score is ``1 - LOO error / variance`` of the targets.  A
+    ``median``, the one whose model has the smallest generalized cross-validation error
+    (:func:`gcv_error`) on the first :data:`TRIAL_ROWS` of ``rows`` (``features(sigma,
+    rows)``: the features the fit would use at width ``sigma``); a score is ``1 - GCV
+    error / variance`` of the targets.  A
     trial whose solve fails (not positive definite) scores ``-inf``."""
     rows, y = rows[:TRIAL_ROWS], np.asarray(y, dtype=np.float64)[:TRIAL_ROWS]
     w = None if weights is None else np.asarray(weights, dtype=np.float64)[:TRIAL_ROWS]
@@ -142,7 +147,7 @@ def bandwidth_trials(rows, y, weights, median: float, alpha: float, features):
     scores = {}
     for mult in BANDWIDTH_MULTIPLES:
         try:
-            mse = loo_mse(features(mult * median, rows), y, w, alpha)
+            mse = gcv_error(features(mult * median, rows), y, w, alpha)
         except (np.linalg.LinAlgError, ValueError):
             mse = np.inf
         scores[mult] = 1.0 - mse / var if np.isfinite(mse) else -np.inf

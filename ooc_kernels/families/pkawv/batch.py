@@ -208,8 +208,9 @@ _PARAMS_DOC = """
         rows' sample weights (1.0 when fewer than two distinct rows are drawn).
         ``"auto"``: of 0.125, 0.25, 0.5, 1 and 2 times that median, the width whose model
         (the same basis, its own ``degree="auto"``, ``alpha`` scaled to the rows) has the
-        smallest leave-one-out error on 1000 of those rows (in closed form, no extra
-        pass); the scores are ``bandwidth_scores_``.  The value used is ``bandwidth_``.
+        smallest generalized cross-validation error on 1000 of those rows (in closed form,
+        no extra pass; a weight counts as that many copies of its row); the scores are
+        ``bandwidth_scores_``.  The value used is ``bandwidth_``.
     alpha : float, default=1.0
         ``lambda``, the ridge on ``sum_i s_i (y_i - f(x_i))^2`` (not divided by the number
         of rows, as in scikit-learn's ``KernelRidge`` and in the paper).
@@ -263,8 +264,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
     bandwidth_ : float
         ``sigma``, in the units the model sees.
     bandwidth_scores_ : dict or None
-        With ``bandwidth="auto"``: ``{multiple of the median distance: leave-one-out
-        R^2}`` of the trials (None otherwise, and after :func:`ooc_kernels.load`).
+        With ``bandwidth="auto"``: ``{multiple of the median distance: generalized
+        cross-validation R^2}`` of the trials (None otherwise, and after :func:`ooc_kernels.load`).
     x_shift_, x_scale_ : ndarray of shape (n_features_in,) or None
         The model sees ``(X - x_shift_) / x_scale_`` (None with ``standardize=False``).
     y_shift_, y_scale_ : float
