@@ -65,6 +65,8 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows: renames are serialised in-process only
     fcntl = None
 
+from ooc_kernels._fsync import DIRECTORY as _DIRECTORY
+from ooc_kernels._fsync import fsync as _fsync, fsync_tree as _fsync_tree
 from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelPathError,
                                     WriteFailedError,
                                     ValidationError)
@@ -391,6 +393,7 @@ def replace_dir(tmp: Path, path: Path, *, kind: str, overwrite: bool = True) -> 
                 raise
         else:
             os.replace(tmp, path)
+        _fsync(path.parent, os.O_RDONLY | _DIRECTORY)  # the rename, before the old goes
     if trash is not None:
         _remove(trash)
 
@@ -683,6 +686,7 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
                 raise
             raise failed from err
         try:
+            _fsync_tree(tmp)  # on the disk before it replaces the previous store
             replace_dir(tmp, path, kind=kind, overwrite=overwrite)
         except BaseException as err:
             _wait_for_pending_writes()
@@ -776,6 +780,7 @@ def write_json_atomic(path: str | os.PathLike, doc: dict, *, kind: str,
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(text)
+        _fsync(tmp)  # on the disk before it replaces the previous file
         with path_lock(path):
             check_replaceable_file(path, kind, overwrite=overwrite)
             os.replace(tmp, path)

@@ -266,3 +266,43 @@ def test_a_catalog_the_file_system_refuses_to_write_is_write_failed_error(tmp_pa
     monkeypatch.undo()
     assert cat.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["c.yaml", "data"]
+
+
+def test_a_store_is_on_disk_before_it_replaces_the_previous_one(tmp_path, monkeypatch):
+    """A power cut right after a save or a checkpoint must not leave a renamed store whose
+    files were never written to the disk (the previous one is deleted by then): every file
+    and folder of the new store is fsync'ed before the swap, and its parent folder after."""
+    from ooc_kernels.parallel.checkpoint import write_checkpoint
+
+    synced, renames = [], []
+    fsync, replace = os.fsync, os.replace
+
+    def recorded_fsync(fd):
+        synced.append((os.readlink(f"/proc/self/fd/{fd}"), len(renames)))
+        return fsync(fd)
+
+    def recorded_replace(src, dst, *args, **kwargs):
+        renames.append((os.fspath(src), os.fspath(dst)))
+        return replace(src, dst, *args, **kwargs)
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc to name a descriptor's file")
+    model = _fitted(1)
+    model.save(tmp_path / "m.zarr")
+    for path, write in [
+            (tmp_path / "m.zarr", lambda p: _fitted(2).save(p)),
+            (tmp_path / "ck.zarr", lambda p: write_checkpoint(p, {"a": np.ones(3)}, {}))]:
+        synced.clear()
+        renames.clear()
+        monkeypatch.setattr(os, "fsync", recorded_fsync)
+        monkeypatch.setattr(os, "replace", recorded_replace)
+        write(path)
+        monkeypatch.undo()
+        swap = max(i for i, (_, dst) in enumerate(renames) if dst == str(path))
+        tmp = renames[swap][0]
+        before = {name for name, at in synced if at <= swap}
+        expected = {os.path.join(tmp, os.path.relpath(os.path.join(d, f), path))
+                    for d, dirs, files in os.walk(path) for f in [*files, *dirs, "."]}
+        assert {os.path.normpath(p) for p in expected} <= before, sorted(
+            {os.path.normpath(p) for p in expected} - before)
+        assert any(name == str(tmp_path) and at > swap for name, at in synced), synced
