@@ -86,6 +86,33 @@ def test_a_load_while_another_process_replaces_the_model_gives_one_whole_model(
     assert sorted(os.listdir(tmp_path)) == ["m.zarr"]
 
 
+def test_a_resume_while_another_fit_writes_the_checkpoint_reads_one_whole_checkpoint(
+        tmp_path, monkeypatch):
+    """A checkpoint written (swapped in) between the resume's reading of its metadata and
+    of its arrays: the resume reads the old or the new checkpoint, never a false checksum
+    error telling the user to remove a valid checkpoint."""
+    from ooc_kernels.parallel.checkpoint import read_checkpoint, write_checkpoint
+
+    path = tmp_path / "ck.zarr"
+    write_checkpoint(path, {"coef": np.ones(3)}, {"position": {"epoch": 1, "round": 0}})
+    read_arrays = _checksums.read_arrays
+    swaps = []
+
+    def written_meanwhile(group, manifest, **kwargs):
+        if not swaps:
+            swaps.append(1)
+            write_checkpoint(path, {"coef": np.full(3, 2.0)},
+                             {"position": {"epoch": 1, "round": 1}})
+        return read_arrays(group, manifest, **kwargs)
+
+    monkeypatch.setattr(_checksums, "read_arrays", written_meanwhile)
+    ck = read_checkpoint(path)
+    assert swaps
+    np.testing.assert_array_equal(ck.arrays["coef"], np.full(3, 2.0))
+    assert ck.meta["position"] == {"epoch": 1, "round": 1}
+    assert sorted(os.listdir(tmp_path)) == ["ck.zarr"]
+
+
 def _refuse(monkeypatch, function, err, when):
     """Make ``os.<function>`` raise ``OSError(err)`` for the paths ``when`` accepts."""
     original = getattr(os, function)

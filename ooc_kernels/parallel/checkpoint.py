@@ -31,7 +31,7 @@ import numpy as np
 import zarr
 
 from ooc_kernels import _checksums
-from ooc_kernels._atomic import KIND_ATTR, atomic_dir, sweep_stale
+from ooc_kernels._atomic import KIND_ATTR, atomic_dir, read_consistent, sweep_stale
 from ooc_kernels._version import __version__
 from ooc_kernels.exceptions import CheckpointError, CheckpointMismatchError
 
@@ -92,6 +92,12 @@ def read_checkpoint(path: str | os.PathLike) -> Checkpoint | None:
     sweep_stale(path)  # what a killed checkpoint write left beside it
     if not path.exists():
         return None
+    # all from one folder: a checkpoint that another fit swaps in meanwhile is read anew
+    return read_consistent(path, lambda: _read_verified(path))
+
+
+def _read_verified(path: Path) -> Checkpoint:
+    """:func:`read_checkpoint`'s read of the folder at ``path``, every checksum verified."""
     try:
         group = zarr.open_group(str(path), mode="r")
         meta = dict(group.attrs[_KEY])
