@@ -98,6 +98,12 @@ def _median(X) -> float:
     return float(np.median(pdist(Z)))
 
 
+def _multiple(bandwidth, median):
+    """The bandwidth in multiples of ``median``, for JSON: a number, or one per input when
+    the fit chose per-input widths (``bandwidth_`` a vector)."""
+    return (np.asarray(bandwidth, dtype=np.float64) / median).tolist()
+
+
 def _fit(kind, X, y, Xte, yte, **params):
     Est = ok.DSGClassifier if kind == "clf" else ok.DSGRegressor
     t = time.perf_counter()
@@ -183,7 +189,7 @@ def main(argv=None) -> None:
                    "default": {"score": score, "seconds": seconds,
                                "epochs": default.n_iter_,
                                "stop_reason": default.stop_reason_,
-                               "bandwidth_multiple": default.bandwidth_ / median}}
+                               "bandwidth_multiple": _multiple(default.bandwidth_, median)}}
             print(json.dumps(row), flush=True)
             results.append(row)
             if args.out:
@@ -215,7 +221,7 @@ def main(argv=None) -> None:
                "n_features_in": X.shape[1],
                "default": {"score": score, "seconds": seconds, "epochs": default.n_iter_,
                            "stop_reason": default.stop_reason_,
-                           "bandwidth_multiple": default.bandwidth_ / median,
+                           "bandwidth_multiple": _multiple(default.bandwidth_, median),
                            "bandwidth_scores": default.bandwidth_scores_},
                "tuned": best, "sklearn_equal_time": {"score": sk_score, "epochs": sk_epochs},
                "grid": grid, "default_minus_tuned": score - best["score"],

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
+from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.families.dsg._ard import auto_ard
-from ooc_kernels.families.dsg._ard_refine import (REFINE_CHANCE, REFINE_GAIN, REFINE_WIDE,
-                                                  chance_score, check_widths, loo_fit,
+from ooc_kernels.families.dsg._ard_refine import (REFINE_GAIN, REFINE_SCREEN_MARGIN,
+                                                  REFINE_WIDE, check_widths, loo_fit,
                                                   refine_widths, residual_statistics)
 from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES
 
@@ -143,7 +144,7 @@ def test_near_chance_one_width_takes_the_screened_widths():
     Z, T = _planted(500, 40, 4, seed=8)
     w = np.ones(500)
     one = loo_fit(cdist(Z, Z, "sqeuclidean"), T, w, classification=True)[0]
-    assert one < chance_score(T, w, classification=True) + REFINE_CHANCE
+    assert one < 0.6                               # the larger class's share is 0.5
     scores = {"one width": one, "per-input": one - 0.1}
     shape = check_widths(Z, T, w, None, scores, classification=True, margin=0.015)
     assert shape is not None and scores["screened"] > one + 0.015
@@ -152,16 +153,30 @@ def test_near_chance_one_width_takes_the_screened_widths():
     # screened widths not above one width by the margin: one width
     assert check_widths(Z, T, w, None, {"one width": one, "per-input": 0.0},
                         classification=True, margin=1.0) is None
-    # one width far from chance: nothing is tried, whatever the screened widths would score
-    scores = {"one width": chance_score(T, w, classification=True) + REFINE_CHANCE + 0.01,
-              "per-input": 0.0}
-    assert check_widths(Z, T, w, None, scores, classification=True, margin=0.015) is None
-    assert "screened" not in scores
 
 
-def test_chance_score_is_the_largest_weighted_class_share():
-    T = -np.ones((5, 3))
-    T[[0, 1, 2, 3, 4], [0, 1, 1, 2, 2]] = 1.0
-    w = np.array([5.0, 1.0, 1.0, 1.0, 1.0])
-    assert chance_score(T, w, classification=True) == pytest.approx(5 / 9)
-    assert chance_score(T, w, classification=False) == 0.0
+def test_one_width_far_from_chance_still_tries_the_screened_widths():
+    # Friedman #1 (inputs 5-9 noise): one width's leave-one-out R^2 is far above a constant
+    # prediction's 0, and widths of 1 on inputs 0-4 and 1,000 on the others score more
+    # than REFINE_SCREEN_MARGIN above it, by refits without each row: they are taken
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(200, n_features=10, noise=0.5, random_state=0)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    T = ((y - y.mean()) / y.std())[:, None]
+    w = np.ones(200)
+    planted = np.where(np.arange(10) < 5, 1.0, ARD_MAX_RATIO)
+    with single_threaded_blas():   # 1,600 small solves: threads only contend
+        one = max(s for s, _ in _direct_loo(Z, T, w, False))
+        expected = max(s for s, _ in _direct_loo(Z / planted, T, w, False))
+    assert one > 0.5 and expected > one + REFINE_SCREEN_MARGIN
+    scores = {"one width": one, "per-input": one - 0.05}
+    shape = check_widths(Z, T, w, None, scores, classification=False, margin=0.015)
+    assert scores["screened"] == pytest.approx(expected, abs=1e-9)
+    assert shape is not None
+    assert shape[:5].max() < REFINE_WIDE * shape[:5].min()
+    assert shape[5:].min() > 100 * shape[:5].max()
+    # above one width by more than the decision's margin, not by REFINE_SCREEN_MARGIN
+    between = expected - (0.015 + REFINE_SCREEN_MARGIN) / 2
+    assert check_widths(Z, T, w, None, {"one width": between, "per-input": 0.0},
+                        classification=False, margin=0.015) is None

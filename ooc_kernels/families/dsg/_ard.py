@@ -132,8 +132,9 @@ def auto_ard(seen: np.ndarray, targets, weights, *, seed: int, classification: b
     above one width; they are then checked
     (:func:`~ooc_kernels.families.dsg._ard_refine.check_widths`: screened widths when
     they score higher, wide inputs that raise the score brought back; when they are not
-    taken and one width is near chance, the screened widths when they score more than the
-    margin above it) and are the fit's relative widths (no further search).  The
+    taken, the screened widths when they score more than
+    :data:`~ooc_kernels.families.dsg._ard_refine.REFINE_SCREEN_MARGIN` above one width)
+    and are the fit's relative widths (no further search).  The
     search's ridge models have :data:`AUTO_ARD_COMPONENTS` random features (128 halve the
     search's cost on 64 inputs, but took one width on one of two seeds of the 10-input
     problem with 5 noise inputs, where 256 take per-input widths).  Nothing is searched with fewer than 2 inputs or fewer than
