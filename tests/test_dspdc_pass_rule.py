@@ -27,6 +27,7 @@ def test_stop_after_is_the_share_of_the_rise():
     assert stop_after(rise_below, previous, first)
     assert stop_after(8.0, previous, first)                 # the dual fell
     assert stop_after(np.nan, previous, first)
+    assert stop_after(5.0, 5.0, 5.0)        # no rise at all: 0 is at most g times 0
 
 
 def test_pass_checkpoints():

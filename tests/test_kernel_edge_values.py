@@ -73,3 +73,19 @@ def test_check_step_takes_the_first_of_blocks_that_admit_the_same_step():
             best, step = fn(beta, n, gbar, s2, gamma)
             assert best == 0
             assert step == pytest.approx(-eta, rel=1e-9)
+
+
+def test_float32_predictions_are_accumulated_across_blocks_in_float64():
+    """``dsg_predict`` and its threaded twin add the blocks' contributions in float64 (their
+    documentation): blocks worth 2^25, 1 and -2^25 (each exact in float32, the features
+    exactly 1) give 1, where a float32 running sum gives 0 (2^25 + 1 rounds to 2^25)."""
+    from ooc_kernels.families.dsg.kernels import dsg_predict
+    from ooc_kernels.families.dsg.kernels_threads import dsg_predict_threads
+
+    X = np.zeros((3, 1), np.float32)
+    W = np.zeros((3, 1, 1), np.float32)
+    phase = np.zeros((3, 1), np.float32)                 # cos(0) = 1
+    coef = np.array([2.0 ** 25, 1.0, -(2.0 ** 25)], np.float32).reshape(3, 1, 1)
+    for F in (dsg_predict(X, W, phase, coef, 1.0), dsg_predict_threads(X, W, phase, coef, 1.0)):
+        assert F.dtype == np.float32
+        assert F.ravel().tolist() == [1.0, 1.0, 1.0]
