@@ -1,8 +1,9 @@
 """Numba kernels at the edge values their documentation fixes, against independent
 references: the softmax loss of a row whose largest decision value is in its last column
 (scipy's logsumexp and softmax), the arc-cosine features of order 0 at an input of zero
-(the exact kernel is 0 there: ``Theta(0) = 0``), and the CDSG test's choice between blocks
-that admit the same step (the first slot, as documented)."""
+(the exact kernel is 0 there: ``Theta(0) = 0``), the CDSG test's choice between blocks
+that admit the same step (the first slot, as documented), and float32 predictions summed
+over blocks in float64 (an exact sum that float32 would round away)."""
 
 from __future__ import annotations
 
