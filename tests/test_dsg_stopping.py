@@ -163,3 +163,44 @@ def test_warm_start_one_epoch_at_a_time_stops_where_one_fit_does():
     assert _history(warm) == _history(one)
     assert warm.n_iter_ == one.n_iter_ and warm.stop_reason_ == one.stop_reason_
     np.testing.assert_array_equal(warm.decision_function(X), one.decision_function(X))
+
+
+def test_a_rising_loss_is_not_a_plateau_while_the_steps_overshoot():
+    """Before step ``t* = eta0 * curvature - t0``, where the steps ``eta0 / (t + t0)`` fall
+    to the stable step ``1 / curvature`` (``curvature``: the data term's largest Hessian
+    eigenvalue), an epoch whose loss rises is not a plateau: a first step above
+    ``2 / curvature`` makes the loss oscillate above the starting model's for a few steps,
+    which on a small data set (2 steps an epoch) are more epochs than
+    ``n_iter_no_change``.  Twin: the rule of :func:`reference_stop` on the recorded
+    history, with those epochs left out of the count."""
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(5500, n_features=100, n_informative=25, n_redundant=0,
+                               random_state=2)
+    Xtr, ytr, Xte, yte = X[:500], y[:500], X[500:1500], y[500:1500]
+    linear = make_pipeline(StandardScaler(), LogisticRegression()).fit(Xtr, ytr)
+    clf = ok.DSGClassifier(random_state=2, progress=False, scheduler="sync").fit(Xtr, ytr)
+    cfg = clf._config
+    first_step = cfg.eta0 / (1.0 + cfg.t0)
+    assert first_step * cfg.curvature > 2.0          # the case: the first steps oscillate
+    t_star = cfg.eta0 * cfg.curvature - cfg.t0
+    losses = [h["loss"] for h in clf.history_]
+    steps = [h["steps"] for h in clf.history_]
+    # the rule of reference_stop, where an epoch before t* whose loss rises above the best
+    # by more than the tolerance counts neither as a gain nor as a plateau
+    best, bad, stop = math.inf, 0, None
+    for k, (loss, t) in enumerate(zip(losses, steps)):
+        need = 1e-3 * max(1.0, best / TOL_LOSS_SCALE) if best < math.inf else 1e-3
+        if not (t < t_star and loss > best + need):
+            bad = bad + 1 if loss > best - need else 0
+        best = min(best, loss)
+        if bad >= 5:
+            stop = k + 1
+            break
+    assert clf.n_iter_ == stop
+    assert reference_stop(losses, 1e-3, 5, TOL_LOSS_SCALE) < stop   # the plain rule: sooner
+    # past the transient the fit learns: at least half a linear model's gain over chance
+    assert clf.score(Xte, yte) > 0.5 + (linear.score(Xte, yte) - 0.5) / 2

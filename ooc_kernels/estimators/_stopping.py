@@ -11,7 +11,10 @@ Then, exactly as scikit-learn's ``SGDClassifier`` decides:
 * with early stopping, when its validation score is below ``best_score + tol``;
 
 and the fit stops after ``n_iter_no_change`` such epochs in a row (``tol=None``: never, the
-fit runs ``max_iter`` epochs).
+fit runs ``max_iter`` epochs), once it has taken ``min_steps`` steps (0 unless a family
+sets it: the one-class machine's 200).  Within a family's ``overshoot_steps`` (the DSG
+estimators: the steps above the stable step), an epoch whose training loss rises above the
+best by more than the tolerance is neither: the steps overshoot and the loss oscillates.
 
 A family may give the training-loss rule a ``loss_scale``: the tolerance then grows with the
 loss above it, ``tol * max(1, best_loss / loss_scale)`` (the DSG classifier's 0.1: ``tol``
@@ -91,6 +94,14 @@ class EpochMonitor:
     #: The training-loss rule's tolerance is ``tol * max(1, best / loss_scale)`` (None:
     #: ``tol``); the held-out score of ``early_stopping`` always uses ``tol``.
     loss_scale: float | None = None
+    #: The rule ends a fit only once it has taken this many steps (the ``steps`` figure of
+    #: the epoch's history; a family sets it from its configuration, it is not saved).
+    min_steps: int = 0
+    #: Until the fit has taken this many steps, an epoch whose training loss rises above
+    #: the best by more than the tolerance (steps known to overshoot: the loss oscillates)
+    #: is not one without improvement (a family sets it from its configuration, it is not
+    #: saved; ``early_stopping``'s held-out score does not use it).
+    overshoot_steps: int = 0
 
     def end_epoch(self, epoch: int, loss: float | None, score: float | None,
                   seconds: float, **extra) -> bool:
@@ -105,12 +116,18 @@ class EpochMonitor:
         value = (-score if score is not None else math.inf) if self.early_stopping \
             else (loss if loss is not None else math.inf)
         tol, before = self.tolerance(), self.best
-        if value > before - tol:
+        steps = extra.get("steps")
+        overshoot = (not self.early_stopping and steps is not None
+                     and int(steps) < self.overshoot_steps and value > before + tol)
+        if overshoot:
+            pass             # the steps still overshoot: neither a gain nor a plateau
+        elif value > before - tol:
             self.no_improve += 1
         else:
             self.no_improve = 0
         self.best = min(self.best, value)
-        if self.no_improve >= self.n_iter_no_change:
+        if self.no_improve >= self.n_iter_no_change and (
+                steps is None or int(steps) >= self.min_steps):
             what = "validation score" if self.early_stopping else "training loss"
             by = f"tol={self.tol}" if tol == self.tol else (
                 f"{tol:.3g} (tol={self.tol} times the best loss {before:.4g} over "

@@ -328,6 +328,30 @@ class DSGModelMixin:
         return {"step_size": float(step_sizes(self._config, np.asarray([state.n_iter]))[0]),
                 "steps": int(state.n_iter)}
 
+    def _monitor(self):
+        monitor = super()._monitor()
+        monitor.min_steps = self._min_tol_steps()
+        monitor.overshoot_steps = self._unstable_steps()
+        return monitor
+
+    def _min_tol_steps(self) -> int:
+        """The steps before ``tol`` may end the fit (none)."""
+        return 0
+
+    def _unstable_steps(self) -> int:
+        """The steps whose size ``eta0 / (t + t0)`` is above ``1 / curvature``
+        (``curvature``: the data term's largest Hessian eigenvalue; ``1 / curvature`` is
+        the stable step, half the bound of gradient steps): in them an epoch whose loss
+        rises is not counted by ``tol``'s rule.  A first step above the bound (the
+        small-data step of ``eta0="auto"``) can make the loss oscillate above the starting
+        model's until the steps are back below it; on a small data set, of a few steps an
+        epoch, that can outlast ``n_iter_no_change`` epochs of a model that has learned
+        nothing yet (docs/defaults.md, "Stopping")."""
+        cfg = self._config
+        if cfg.learning_rate != "inverse" or not cfg.curvature > 0:
+            return 0
+        return max(0, int(np.ceil(float(cfg.eta0) * float(cfg.curvature) - float(cfg.t0))))
+
     # ------------------------------------------------------------------ prediction
     @property
     def _n_outputs(self) -> int:

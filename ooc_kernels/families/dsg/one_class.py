@@ -20,7 +20,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from numbers import Integral, Real
 
 import dask
@@ -35,7 +35,6 @@ from ooc_kernels._seeds import derive_seed
 from ooc_kernels.data.inputs import wrap_prediction
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
-from ooc_kernels.estimators._stopping import EpochMonitor
 from ooc_kernels.estimators.base import BASE_PARAMS_DOC
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.families.dsg._bandwidth import _standardized
@@ -88,21 +87,6 @@ _CONSTRAINTS.update({
 #: The pass costs what scoring that many rows costs: at 100,000 rows it was 38% of a
 #: one-pass fit on 140,000 rows in 16-D.
 _QUANTILE_ROWS = 25_000
-
-
-@dataclass
-class _MinStepsMonitor(EpochMonitor):
-    """The SGD stopping rule of :class:`EpochMonitor`, ending a fit only once it has taken
-    ``min_steps`` steps (the ``steps`` figure of the epoch's history)."""
-
-    min_steps: int = 0
-
-    def end_epoch(self, epoch, loss, score, seconds, **extra) -> bool:
-        stop = super().end_epoch(epoch, loss, score, seconds, **extra)
-        if stop and int(extra["steps"]) < self.min_steps:
-            self.stop_reason = None
-            return False
-        return stop
 
 
 #: Scores are computed for tiles of this many rows (a chunk's last tile padded with zero
@@ -469,12 +453,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         self._state = init_one_class_state(self._config)
         self._publish()
 
-    def _monitor(self) -> _MinStepsMonitor:
-        base = super()._monitor()
-        mon = _MinStepsMonitor(tol=base.tol, n_iter_no_change=base.n_iter_no_change,
-                               early_stopping=base.early_stopping,
-                               min_steps=MIN_STEPS_BEFORE_TOL)
-        return mon.restore(base.to_json())
+    def _min_tol_steps(self) -> int:
+        return MIN_STEPS_BEFORE_TOL   # the ranking's steps (MIN_STEPS_BEFORE_TOL's comment)
 
     def _make_algorithm(self) -> OneClassAlgorithm:
         return OneClassAlgorithm(self._config, basis=getattr(self, "_basis", None))
