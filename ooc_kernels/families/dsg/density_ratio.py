@@ -109,11 +109,14 @@ _PARAMS_DOC = """
         when ``X_p`` is one batch, float32 otherwise.
     alpha : float or "auto", default="auto"
         Regularization ``nu`` of ``R(f)`` (the DSG estimators' ``alpha``): every step
-        multiplies the coefficients by ``1 - gamma_t alpha``.  ``"auto"``: ``1 / sqrt(n_p +
-        n_q)`` (on the Gaussian pairs of ``benchmarks/dsg_density_ratio.py``, 2,000 to
-        32,000 rows per sample, its log-ratio RMSE was 0.028-0.063 against 0.056-0.181
-        for the DSG estimators' ``1 / n``: the ratio needs more smoothing than a
-        classifier).
+        multiplies the coefficients by ``1 - gamma_t alpha``.  ``"auto"``: ``min(1, 2 / d)
+        / sqrt(n_p + n_q)`` for ``d`` input features.  In one and two dimensions that is
+        ``1 / sqrt(n_p + n_q)`` (on the Gaussian pairs of ``benchmarks/dsg_density_ratio.py``,
+        2,000 to 32,000 rows per sample, its log-ratio RMSE was 0.028-0.063 against
+        0.056-0.181 for the DSG estimators' ``1 / n``: the ratio needs more smoothing than a
+        classifier); with more features the median-width kernel is smoother and needs less
+        (docs/benchmarks.md, "Density ratio defaults in more dimensions": 5- and 20-D
+        Gaussian pairs and three real data sets).
     n_features : int, default=1024
         Random features the model may hold (a multiple of ``block_size``): a block per step
         until then, every block updated by every step after (as the DSG estimators).  The
@@ -130,11 +133,13 @@ _PARAMS_DOC = """
         First step; ``"auto"``: ``1 / lambda_max``, the largest eigenvalue of a growth
         step's operator on batches of ``X_q`` rows (the curvature of ``e^f`` at ``f = 0``).
     t0 : float or "auto", default="auto"
-    max_iter : int, default=20
-        Epochs (passes over both samples).
+    max_iter : int, default=100
+        Epochs (passes over both samples).  ``stop_reason_`` says whether ``tol`` or
+        ``max_iter`` ended the fit.
     tol : float or None, default=1e-3
         Stop when the epoch's estimate of ``R(f)`` (without the penalty, at the progressive
         predictions) improved by less than ``tol`` for ``n_iter_no_change`` epochs.
+        ``None``: run ``max_iter`` epochs.
     n_iter_no_change : int, default=3
     verbose : int, default=0
 """ + BASE_PARAMS_DOC
@@ -207,7 +212,7 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
     def __init__(self, *, kernel="rbf", kernel_params=None, bandwidth="median", median_multiplier=1.0,
                  standardize=True, dtype="auto", alpha="auto", n_features=1024,
                  block_size=128, batch_size=256, learning_rate="optimal", eta0="auto",
-                 t0="auto", max_iter=20, tol=1e-3, n_iter_no_change=3, verbose=0,
+                 t0="auto", max_iter=100, tol=1e-3, n_iter_no_change=3, verbose=0,
                  chunks_per_round="auto", chunk_size=10_000, shuffle=True, shuffle_chunks="auto",
                  on_invalid="error", random_state=None, scheduler=None, progress=None):
         self.kernel = kernel
@@ -302,7 +307,8 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
             seen_q, np.ones(len(seen_q)), bandwidth=bandwidth, feature_seed=feature_seed,
             block_size=self.block_size, batch_size=q_batch,
             seed=derive_seed(self.random_seed_, 7), kernel=kernel_spec(self.kernel, self.kernel_params))
-        alpha = 1.0 / math.sqrt(n_p + n_q) if self.alpha == "auto" else self.alpha
+        alpha = (min(1.0, 2.0 / d) / math.sqrt(n_p + n_q) if self.alpha == "auto"
+                 else self.alpha)
         plan = resolve_schedule(learning_rate=self.learning_rate, eta0=self.eta0, t0=self.t0,
                                 alpha=alpha, average=False, loss="squared",
                                 eigenvalue=eigenvalue, batch_size=self.batch_size,
