@@ -82,7 +82,8 @@ class _Recording:
 def check_estimator_storage_order(cls, client=None) -> None:
     """A sequential family visits the rows once per epoch in storage order, chunk after
     chunk, one task a round (``K = 1``): the rows its tasks receive, in the order they
-    receive them, are ``X`` once per epoch."""
+    receive them, are ``X`` once per epoch (as the model sees them, ``(X - x_shift_) /
+    x_scale_``, for an estimator that maps its inputs)."""
     caps = capabilities_of(cls)
     if caps.execution != "sequential":
         raise NotApplicable(
@@ -103,13 +104,18 @@ def check_estimator_storage_order(cls, client=None) -> None:
         f"{what}, but its {est.n_iter_} epochs over {n_chunks} chunks ran {len(seen)} " \
         f"tasks instead of {n_chunks * est.n_iter_} (one task a round, one chunk a task)"
     names = ("X_p", "X_q") if caps.inputs == "two_sample" else ("X",)
+    shift = getattr(est, "x_shift_", None)   # a model of (X - x_shift_) / x_scale_
     for name, X in zip(names, args):
         rows = np.concatenate([batch[name] for batch in seen])
-        expected = np.concatenate([X] * est.n_iter_).astype(rows.dtype)
+        expected = np.concatenate([X] * est.n_iter_)
+        if shift is not None:   # the tasks get the rows as the model sees them
+            expected = (expected - np.asarray(shift)) / np.asarray(est.x_scale_)
+        expected = expected.astype(rows.dtype)
         assert rows.shape == expected.shape, \
             f"{what}, but its tasks received {rows.shape[0]} rows of {name} in " \
             f"{est.n_iter_} epochs, not {expected.shape[0]}"
-        wrong = np.flatnonzero(~np.all(rows == expected, axis=1))
+        same = rows == expected if shift is None else np.isclose(rows, expected, rtol=1e-12)
+        wrong = np.flatnonzero(~np.all(same, axis=1))
         assert wrong.size == 0, \
             f"{what}, but its tasks did not receive the rows of {name} in storage " \
             f"order: row {wrong[0] % len(X)} of epoch {wrong[0] // len(X)} is another row"
