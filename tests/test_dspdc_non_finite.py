@@ -1,6 +1,7 @@
 """NaN/inf in a lazy X given to the DSPDC estimators: found by the chunk tasks of the
-set-up pass as they read the rows (by the first epoch's tasks when no set-up pass runs), and named by chunk, row and feature as the DSG
-estimators name them; finite values whose squares overflow keep their own message."""
+set-up pass as they read the rows (by the first epoch's tasks when no set-up pass runs),
+and named by chunk, row and feature as the DSG estimators name them; finite values whose
+squares overflow keep their own message."""
 
 from __future__ import annotations
 

@@ -5,8 +5,9 @@ The data: ``x`` uniform on [-3, 3], ``y = sin(2x) + 0.3 eps``, written to a Zarr
 chunks and read lazily.  Every model takes the inputs and targets as they are
 (``standardize=False``) with the bandwidth of ``ProjectedKernelRidge``'s median rule
 (``bandwidth="median"``, ``bandwidth_``) and ``alpha = 1``, the problem of the exact model,
-which gets the rows in memory.  The Taylor basis converges to the exact model as its degree grows (degree 2 is a
-quadratic times a Gaussian envelope); 60 Nystrom rows already match it.
+which gets the rows in memory.  The Taylor basis converges to the exact model as its
+degree grows (degree 2 is a quadratic times a Gaussian envelope); 60 Nystrom rows already
+match it.
 
 Run from the repository root (a few seconds)::
 
