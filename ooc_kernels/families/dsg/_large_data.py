@@ -114,8 +114,9 @@ def large_data_alpha_factor(setup_scores: dict | None, factor: float, *, scaling
 def large_data_average(average, n_rows: int, *, loss: str):
     """``average`` for a fit with the many-row rules (``n_features="auto"``) on ``n_rows``
     rows: with ``"auto"``, more than :data:`LARGE_DATA_ROWS` rows and a loss of
-    :data:`SUFFIX_AVERAGED_LOSSES`, the number of samples seen before averaging starts,
-    :data:`AVERAGE_FROM_EPOCH` epochs (an ``int`` for ``average``); ``average`` otherwise.
+    :data:`SUFFIX_AVERAGED_LOSSES`, the samples of :data:`AVERAGE_FROM_EPOCH` epochs (an
+    ``int`` for ``average``: the mean starts with the step whose batch holds the next
+    sample); ``average`` otherwise.
 
     Examples
     --------

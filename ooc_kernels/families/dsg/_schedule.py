@@ -419,7 +419,7 @@ def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
         start = 1
     elif average is False or average == 0:
         start = 0
-    else:  # a number of samples seen before averaging starts
+    else:  # from the step whose batch holds sample average + 1
         start = int(average) // int(batch_size) + 1
     return Schedule(learning_rate=rate, eta0=theta, t0=t0_value, alpha=alpha,
                     first_step=first, average=start)

@@ -190,8 +190,10 @@ _PARAMS_DOC = """
         ``"optimal"`` it follows from ``eta0``.
     average : bool, int or "auto", default="auto"
         Predict with the averaged iterate (Polyak-Ruppert; with ``theta nu = 1`` the paper's
-        Corollary 13): the mean of the models after every step (``True``), or after the
-        step at which ``average`` samples have been seen (an int).  ``"auto"``: ``True``
+        Corollary 13): the mean of the models after every step (``True``), or (an int)
+        from the step whose batch holds sample ``average + 1`` on (step
+        ``average // batch_size + 1``; after ``average`` samples when it is a multiple of
+        ``batch_size``).  ``"auto"``: ``True``
         for the huber, epsilon-insensitive and quantile losses (a derivative that is not
         Lipschitz, or does not shrink on outliers: their last iterate stays noisy); with
         ``n_features="auto"`` on more than 50,000 rows, the mean of the iterates after 8
