@@ -173,7 +173,9 @@ def test_one_width_far_from_chance_still_tries_the_screened_widths():
     scores = {"one width": one, "per-input": one - 0.05}
     shape = check_widths(Z, T, w, None, scores, classification=False, margin=0.015)
     assert scores["screened"] == pytest.approx(expected, abs=1e-9)
-    assert shape is not None
+    # the inputs switched off are the planted noise inputs 5-9, and only those
+    np.testing.assert_array_equal(np.asarray(shape) > REFINE_WIDE * np.min(shape),
+                                  planted > 1.0)
     assert shape[:5].max() < REFINE_WIDE * shape[:5].min()
     assert shape[5:].min() > 100 * shape[:5].max()
     # above one width by more than the decision's margin, not by REFINE_SCREEN_MARGIN
