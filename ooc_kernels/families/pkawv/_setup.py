@@ -25,6 +25,7 @@ import numpy as np
 import scipy.linalg
 
 from ooc_kernels._blas import single_threaded_blas
+from ooc_kernels._moments import weighted_moments
 
 __all__ = ["SETUP_ROWS", "TRIAL_ROWS", "BANDWIDTH_MULTIPLES", "moments", "unit_range",
            "scale_rows", "scaled_data", "gcv_error", "bandwidth_trials"]
@@ -40,19 +41,16 @@ BANDWIDTH_MULTIPLES = (0.125, 0.25, 0.5, 1.0, 2.0)
 
 def moments(values, weights=None) -> tuple[np.ndarray, np.ndarray]:
     """``(mean, standard deviation)`` of ``values`` along axis 0, rows weighted by
-    ``weights`` (None: unweighted); a standard deviation that is 0 or not finite is 1 (a
-    constant column or target is only shifted).  Values whose squares overflow float64 get
-    the moments of the values divided by their largest magnitude, multiplied back."""
-    values = np.asarray(values, dtype=np.float64)
-    big = np.max(np.abs(values), axis=0) if len(values) else np.zeros(values.shape[1:])
-    big = np.where(np.isfinite(big) & (big > 0), big, 1.0)
-    scaled = values / big
-    mean = np.average(scaled, axis=0, weights=weights) if len(values) else 0.0 * big
-    sd = np.sqrt(np.average((scaled - mean) ** 2, axis=0, weights=weights)) \
-        if len(values) else 0.0 * big
-    mean, sd = mean * big, sd * big
-    sd = np.where(np.isfinite(sd) & (sd > 0), sd, 1.0)
-    return np.asarray(mean, dtype=np.float64), np.asarray(sd, dtype=np.float64)
+    ``weights`` (None: unweighted), as the library's standardizations compute them
+    (:func:`~ooc_kernels._moments.weighted_moments`: finite for every finite column, huge
+    or tiny values included); a standard deviation that is 0 or not finite is 1 (a
+    constant column or target is only shifted)."""
+    values = np.asarray(values, dtype=np.float64)   # the setup rows (SETUP_ROWS at most)
+    if not len(values):
+        return np.zeros(values.shape[1:]), np.ones(values.shape[1:])
+    mean, sd = weighted_moments(values, weights)
+    return (np.asarray(mean, dtype=np.float64),
+            np.asarray(np.where(np.isfinite(sd) & (sd > 0), sd, 1.0), dtype=np.float64))
 
 
 def unit_range(values) -> tuple[np.ndarray, np.ndarray]:
