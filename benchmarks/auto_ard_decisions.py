@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -53,26 +52,10 @@ def main(argv=None):
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     import ooc_kernels as ok
-    from ooc_kernels.families.dsg import _ard
-    from ooc_kernels.families.dsg import estimators as dsg
+    from _setup_watch import watch_setup
 
     seen = {}
-    real_auto, real_init = _ard.auto_ard, dsg._DSGEstimator._initialize
-
-    def auto_ard(*a, **k):
-        start = time.process_time()
-        out = real_auto(*a, **k)
-        seen.update(scores=out[1], decision_cpu_seconds=time.process_time() - start)
-        return out
-
-    def initialize(self, *a, **k):
-        start = time.process_time()
-        try:
-            return real_init(self, *a, **k)
-        finally:
-            seen["setup_cpu_seconds"] = time.process_time() - start
-
-    _ard.auto_ard, dsg._DSGEstimator._initialize = auto_ard, initialize
+    watch_setup(seen)
     X, y = _problem("iso10", 2000, 99)  # warm-up: compiled kernels
     ok.DSGClassifier(max_iter=1, tol=None, progress=False).fit(X, y)
     rows = []

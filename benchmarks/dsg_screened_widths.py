@@ -147,27 +147,11 @@ def main(argv=None):
     from sklearn.metrics import r2_score
 
     import ooc_kernels as ok
-    from ooc_kernels.families.dsg import _ard
+    from _setup_watch import watch_setup
     from ooc_kernels.families.dsg import estimators as dsg
 
     seen = {}
-    real_auto, real_init = _ard.auto_ard, dsg._DSGEstimator._initialize
-
-    def auto_ard(*a, **k):
-        start = time.process_time()
-        out = real_auto(*a, **k)
-        seen.update(scores={k: round(v, 4) for k, v in out[1].items()},
-                    decision_cpu_seconds=round(time.process_time() - start, 3))
-        return out
-
-    def initialize(self, *a, **k):
-        start = time.process_time()
-        try:
-            return real_init(self, *a, **k)
-        finally:
-            seen["setup_cpu_seconds"] = round(time.process_time() - start, 3)
-
-    _ard.auto_ard, dsg._DSGEstimator._initialize = auto_ard, initialize
+    watch_setup(seen, digits=3)
     if args.screen_margin is not None:
         from ooc_kernels.families.dsg import _ard_refine
 
