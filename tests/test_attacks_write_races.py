@@ -333,3 +333,29 @@ def test_a_store_is_on_disk_before_it_replaces_the_previous_one(tmp_path, monkey
         assert {os.path.normpath(p) for p in expected} <= before, sorted(
             {os.path.normpath(p) for p in expected} - before)
         assert any(name == str(tmp_path) and at > swap for name, at in synced), synced
+
+
+def test_a_users_own_folder_at_a_tilde_path_survives_and_a_pipeline_cannot_reach_home(
+        tmp_path, monkeypatch):
+    """'~/own.zarr' is the user's folder in the home folder: a save there is refused and
+    leaves it as it was; a pipeline's output '~/...' leaves its folder and is refused."""
+    from ooc_kernels.exceptions import ForeignPathError, PipelineConfigError
+    from ooc_kernels.pipeline import _resolve
+
+    from ooc_kernels._jit._cache import CACHE_DIR_ENV_VAR, cache_dir
+
+    home = tmp_path / "home"
+    (home / "own.zarr").mkdir(parents=True)
+    (home / "own.zarr" / "notes.txt").write_text("mine")
+    # the compiled kernels stay where they are (their cache is in the home folder)
+    monkeypatch.setenv(CACHE_DIR_ENV_VAR, str(cache_dir().parent.parent))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ForeignPathError, match="refusing to replace"):
+        _fitted(1).save("~/own.zarr")
+    assert (home / "own.zarr" / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in home.iterdir()) == ["own.zarr"]
+    folder = tmp_path / "pipe"
+    folder.mkdir()
+    with pytest.raises(PipelineConfigError, match="outside"):
+        _resolve(folder, "~/m.zarr", key="save.model", output=True)
