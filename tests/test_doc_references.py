@@ -116,9 +116,14 @@ def _anchors(page: Path) -> set[str]:
     return out
 
 
+#: TeX math, ``$$...$$`` or ``$...$`` on one line: ``[a](b)`` inside it is not a link.
+MATH = re.compile(r"\$\$.*?\$\$|(?<![\\$\w])\$(?![\s$])[^$\n]+?(?<![\s\\])\$(?!\w)", re.S)
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_links_lead_to_files_and_headings(page):
-    for target in re.findall(r"\]\(([^)\s]+)\)", _outside_code(page.read_text())):
+    text = MATH.sub("", _outside_code(page.read_text()))
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
         if re.match(r"[a-z]+:", target):
             continue
         path, _, anchor = target.partition("#")
