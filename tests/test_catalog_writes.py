@@ -75,3 +75,89 @@ def test_registrations_at_the_same_time_keep_every_entry(tmp_path):
     assert not errors
     assert sorted(list_datasets(cat)) == names
     assert sorted(os.listdir(tmp_path)) == ["c.yaml"]  # no lock or temporary left
+
+
+def _events(monkeypatch):
+    """Record every ``os.fsync`` (by the path of the flushed descriptor) and ``os.replace``."""
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst, **kw):
+        events.append(("replace", os.fspath(src), os.fspath(dst)))
+        return real_replace(src, dst, **kw)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return events
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_catalog_write_is_flushed_before_and_after_its_rename(tmp_path, monkeypatch):
+    store = _store(tmp_path)
+    cat = tmp_path / "c.yaml"
+    events = _events(monkeypatch)
+    register_dataset(cat, "a", store)
+    renames = [e for e in events if e[0] == "replace" and e[2] == str(cat)]
+    assert len(renames) == 1
+    at = events.index(renames[0])
+    tmp = renames[0][1]
+    assert ("fsync", tmp) in events[:at]  # the file's content, before the rename
+    assert ("fsync", str(tmp_path)) in events[at + 1:]  # the folder's entry, after it
+    del events[:]
+    declare_dataset(cat, "a", task="regression")
+    at = next(i for i, e in enumerate(events) if e[0] == "replace" and e[2] == str(cat))
+    assert ("fsync", events[at][1]) in events[:at]
+    assert ("fsync", str(tmp_path)) in events[at + 1:]
+
+
+_KILLED_AT_RENAME = """
+import os, signal, sys
+from ooc_kernels.data.catalog import register_dataset
+real = os.replace
+def replace(src, dst, **kw):
+    if os.fspath(dst) == sys.argv[1]:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(src, dst, **kw)
+os.replace = replace
+register_dataset(sys.argv[1], "b", sys.argv[2])
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGKILL"), reason="needs SIGKILL")
+def test_the_next_write_removes_what_a_killed_registration_left(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    cat = tmp_path / "c.yaml"
+    register_dataset(cat, "a", _store(tmp_path, "a"))
+    before = cat.read_text()
+    # what is not the library's temporary of this catalog stays
+    kept = {".c.yaml.tmp-notmine": "x", ".c.yaml.tmp-0123456789ab.bak": "x",
+            ".d.yaml.tmp-0123456789ab": "x", "c.yaml.tmp-0123456789ab": "x"}
+    for name, text in kept.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / ".c.yaml.tmp-aaaaaaaaaaaa").mkdir()  # a folder: not a catalog's temporary
+    (tmp_path / ".c.yaml.tmp-bbbbbbbbbbbb").symlink_to(tmp_path / "c.yaml")
+    p = subprocess.run([sys.executable, "-c", _KILLED_AT_RENAME, str(cat),
+                        str(_store(tmp_path, "b"))], capture_output=True, text=True)
+    assert p.returncode == -9, p.stderr
+    left = [n for n in os.listdir(tmp_path) if n.startswith(".c.yaml.tmp-")
+            and n[len(".c.yaml.tmp-"):].isalnum() and len(n) == len(".c.yaml.tmp-") + 12
+            and (tmp_path / n).is_file() and not (tmp_path / n).is_symlink()]
+    assert len(left) == 1  # the killed writer's temporary, complete but never renamed
+    assert cat.read_text() == before  # the catalog is the previous one, whole
+    register_dataset(cat, "c", _store(tmp_path, "c"))
+    assert not (tmp_path / left[0]).exists()
+    for name, text in kept.items():
+        assert (tmp_path / name).read_text() == text
+    assert (tmp_path / ".c.yaml.tmp-aaaaaaaaaaaa").is_dir()
+    assert (tmp_path / ".c.yaml.tmp-bbbbbbbbbbbb").is_symlink()
+    spec = yaml.safe_load(cat.read_text())
+    assert sorted(spec["entries"]) == ["a", "c"]
+    assert sorted(list_datasets(cat)) == ["a", "c"]

@@ -3,8 +3,10 @@ existing entry, atomically and without importing anything from the file."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -12,7 +14,13 @@ from typing import Any
 
 import yaml
 
+try:  # POSIX
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the catalog's lock is in-process only
+    fcntl = None
+
 from ..._atomic import path_lock, write_failed
+from ..._fsync import DIRECTORY, fsync
 from ..._untrusted import short_repr as _r
 from ...exceptions import (CatalogError, ForeignPathError, PathEscapeError, SchemaError,
                            UnknownEntryError)
@@ -129,17 +137,58 @@ def _refuse_unwritable(cat_path: Path) -> None:
         )
 
 
+def _temp_name(cat_path: Path) -> str:
+    """A new name for the temporary file that :func:`_write_spec` writes beside the
+    catalog: ``.NAME.tmp-ID`` (ID: 12 hex digits)."""
+    return f".{cat_path.name}.tmp-{uuid.uuid4().hex[:12]}"
+
+
+def _sweep_temps(cat_path: Path) -> list[str]:
+    """Remove the temporary files that killed writers of this catalog left beside it;
+    return their names.
+
+    Only regular files named as :func:`_temp_name` names them for this catalog are removed
+    (not a link, a folder, another name or another catalog's temporary).  Called under the
+    catalog's :func:`~ooc_kernels._atomic.path_lock`: a writer creates its temporary and
+    renames or removes it while holding that lock, so a temporary found by the lock's
+    holder belongs to a writer that died.  Without ``fcntl`` the lock covers one process
+    only, and nothing is removed.
+    """
+    if fcntl is None:  # pragma: no cover - another process may be writing its temporary
+        return []
+    pattern = re.compile(re.escape(f".{cat_path.name}.tmp-") + "[0-9a-f]{12}")
+    try:
+        names = os.listdir(cat_path.parent)
+    except OSError:
+        return []
+    removed = []
+    for name in names:
+        path = cat_path.parent / name
+        if not pattern.fullmatch(name):
+            continue
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(path.lstat().st_mode):
+                path.unlink()
+                removed.append(name)
+    return removed
+
+
 def _write_spec(cat_path: Path, spec: Mapping) -> None:
     """Replace the catalog file by ``spec`` atomically (temporary file + ``os.replace``):
-    a reader sees the old file or the new one, never a part.  Called under the catalog's
-    :func:`~ooc_kernels._atomic.path_lock`; the path is checked again just before."""
+    a reader sees the old file or the new one, never a part.  The temporary file is flushed
+    to the disk before the rename and the folder after it, so a power cut finds the old
+    file or the new one whole.  Called under the catalog's
+    :func:`~ooc_kernels._atomic.path_lock`; the path is checked again just before, and the
+    temporaries of killed writers of the catalog are removed (:func:`_sweep_temps`)."""
     _refuse_unwritable(cat_path)  # made a link since the check: still never replaced
-    tmp = cat_path.parent / f".{cat_path.name}.tmp-{uuid.uuid4().hex[:12]}"
+    tmp = cat_path.parent / _temp_name(cat_path)
     existed = cat_path.exists()
     try:
         cat_path.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_temps(cat_path)
         with open(tmp, "w", encoding="utf-8") as stream:
             yaml.dump(dict(spec), stream, Dumper=_NoAliasDumper, sort_keys=True)
+        fsync(tmp)  # on the disk before it replaces the previous file
         os.replace(tmp, cat_path)
     except OSError as err:  # a full disk, a read-only folder: the library's error
         failed = write_failed(err, cat_path, "catalog", existed)
@@ -149,6 +198,7 @@ def _write_spec(cat_path: Path, spec: Mapping) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+    fsync(cat_path.parent, os.O_RDONLY | DIRECTORY)  # the rename
 
 
 def _check_declared_entry(cat_path: Path, spec: Mapping, entry: str, action: str, *,
