@@ -90,7 +90,9 @@ def rows_in_memory(X) -> bool:
     from ooc_kernels.data.inputs import is_lazy_input
 
     rows = X.U if isinstance(X, Factorized) else X
-    reader = callable(getattr(rows, "read", None)) and not hasattr(rows, "shape")
+    # an Intake reader answers any attribute (``reader.shape`` is a new reader of a method
+    # call), so it is told apart by its ``read`` alone, as ``as_chunked`` reads it
+    reader = callable(getattr(rows, "read", None)) and not isinstance(rows, np.ndarray)
     return not (is_lazy_input(rows) or reader)
 
 
