@@ -18,7 +18,7 @@ implementations for every method as the paper's Table 1 grants them):
 ``P*`` of each problem comes from a long high-accuracy run (L-BFGS-B on the split
 ``x = x+ - x-``, then accelerated proximal gradient), certified by the duality gap at
 ``y = phi'(A x)``; it is stored with its certificate.  Timings exclude the evaluations of
-``P`` and ``D`` (``specs/dspdc.md`` pitfall 13).
+``P`` and ``D`` (``docs/specs/dspdc.md`` §8, pitfall 13).
 
     python benchmarks/dspdc_paper.py --repeats 3 --budget 10 \
         --out benchmarks/results/dspdc_paper.json --plot docs/img/dspdc_paper.svg

@@ -52,8 +52,8 @@ def test_defaults_put_theta_nu_in_the_theorems_range_without_warning(cls, X_y):
 
 
 def test_averaged_iterate_with_theta_nu_one_converges_at_the_rate_of_corollary_13():
-    """Dai et al. (2014), Cor. 12-13 (``specs/dsg.md`` 6.2): with ``theta nu = 1`` the averaged
-    iterate's error to the exact empirical solution falls like ``(ln t + 1) / t``.
+    """Dai et al. (2014), Cor. 12-13 (``docs/specs/dsg.md`` §6.2): with ``theta nu = 1`` the
+    averaged iterate's error to the exact empirical solution falls like ``(ln t + 1) / t``.
 
     The reference is kernel ridge regression solved exactly, ``f* = K (K + n nu I)^-1 y`` on
     the training rows; the fit sees fresh random features at every step (the feature

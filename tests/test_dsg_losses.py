@@ -2,7 +2,7 @@
 every loss, quantile coverage, robustness of huber and epsilon-insensitive to outliers.
 
 The oracle of the closed-form test is written here from the paper's table (section 4;
-``specs/dsg.md`` section 3), not from the library's loss twins: Algorithm 1 replayed in
+``docs/specs/dsg.md`` §3), not from the library's loss twins: Algorithm 1 replayed in
 NumPy with one row per step, the derivatives ``l'`` of the table, and the coefficients
 ``alpha_i = a_t^i l'_i phi_i(x_i)`` with ``a_t^i = -gamma_i prod_{j > i} (1 - gamma_j nu)``
 (Eq. 7).
@@ -47,7 +47,7 @@ def _paper_derivative(loss: str, u: np.ndarray, y: np.ndarray, param: float) -> 
 
 def _features(est, j: int, X: np.ndarray) -> np.ndarray:
     """Block ``j``'s random features ``sqrt(2 / r) cos(x W_j + b_j)`` (unit-normalised as
-    the spec's section 2.4 pins them), from the seeds the fit used."""
+    ``docs/specs/dsg.md`` §2.4 pins them), from the seeds the fit used."""
     W, phase = get_feature_map("rbf").block(est.feature_seed_, j, D, BLOCK, est.bandwidth_,
                                             np.float64)
     return np.sqrt(2.0 / BLOCK) * np.cos(X @ W + phase)

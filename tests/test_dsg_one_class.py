@@ -2,7 +2,7 @@
 
 * The numba kernel against its NumPy twin (growth and full phase, float32 and float64).
 * With batch 1, block 1 and K = 1 a fit through the chunk engine equals a literal replay of
-  the paper's updates (specs/dsg.md 3.1): alpha_i = gamma_i phi_i(x_i) if f(x_i) < tau_{i-1}
+  the paper's updates (docs/specs/dsg.md §3.1): alpha_i = gamma_i phi_i(x_i) if f(x_i) < tau_{i-1}
   else 0; tau_i = tau_{i-1} + gamma_i nu if f(x_i) >= tau_{i-1} else tau_{i-1} - gamma_i
   (1 - nu); the older alphas decayed by 1 - gamma_i nu.  The replay is written from the
   paper; it uses the library only to regenerate omega_i from seed i.

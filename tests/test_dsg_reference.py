@@ -1,7 +1,7 @@
 """The engine + DSG solver against the paper's sequential Algorithms 1-2 and closed form.
 
 With batch 1, block 1 and K = 1, fitting through the chunk engine must reproduce
-Algorithm 1 of Dai et al. (2014) run sample by sample (specs/dsg.md 2.1-2.3), to 1e-10 in
+Algorithm 1 of Dai et al. (2014) run sample by sample (docs/specs/dsg.md §2.1-2.3), to 1e-10 in
 float64, and the coefficients must equal the closed form a_t^i l'_i phi_i(x_i) (Eq. 7).
 The references below are written from the paper, not from the library's kernels; they use
 the library only to regenerate omega_i from seed i (whose distribution is checked by Monte
@@ -104,7 +104,8 @@ def test_regressor_matches_closed_form_eq7():
 
 
 def test_integer_theta_nu_wipes_early_coefficients():
-    """Lemma 8 / spec 10: with gamma_t = theta/t and theta*nu = 2, a_t^i = 0 for i < 2.
+    """Lemma 8 (docs/specs/dsg.md §6.2, §10): with gamma_t = theta/t and theta*nu = 2,
+    a_t^i = 0 for i < 2.
 
     The factor (1 - gamma_2 nu) = 1 - (4/2)(0.5) = 0 at step 2 wipes coefficient 1 only.
     """

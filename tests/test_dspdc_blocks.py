@@ -1,4 +1,5 @@
-"""Block DSPDC (``specs/dspdc.md`` 4.1, 4.2, 7.3): block proxes, block Lambda, solver, matrix risk.
+"""Block DSPDC (``docs/specs/dspdc.md`` §4.1, 4.2, 7.3): block proxes, block Lambda, solver,
+matrix risk.
 
 Every oracle is independent of the code under test: proxes by their first-order optimality
 conditions over the PSD cone and by brute-force minimization over ``Q = L L^T``, conjugates

@@ -967,7 +967,7 @@ def test_lambda_exact_and_bounds_against_brute_force():
             else:
                 with pytest.raises(ValidationError, match="upper_bound"):
                     lambda_value(A, m, q, "exact")
-    # the spec's closed forms
+    # the closed forms of docs/specs/dspdc.md §1.4
     assert lambda_value(A, 1, 1, "exact") == pytest.approx((A ** 2).max())
     assert lambda_value(A, 1, p, "exact") == pytest.approx(R2)
     assert lambda_value(A, n, 1, "exact") == pytest.approx((A ** 2).sum(axis=0).max())

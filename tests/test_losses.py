@@ -167,8 +167,8 @@ def test_shape_validation():
 
 
 def test_new_losses_known_values():
-    """Values and derivatives of the spec's table rows 2, 6, 7 and 8 (Dai et al. 2014,
-    section 4), written out by hand."""
+    """Values and derivatives of the table of ``docs/specs/dsg.md`` §3, rows 2, 6, 7 and 8
+    (Dai et al. 2014, section 4), written out by hand."""
     u = np.array([[-2.0], [0.2], [1.0], [3.0]])
     y = np.ones((4, 1))
     sqh = get_loss("squared_hinge")        # 1/2 max(0, 1 - u y)^2; u - y if y u < 1

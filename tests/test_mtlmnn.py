@@ -1,4 +1,4 @@
-"""Multi-task LMNN by DSPDC (``specs/dspdc.md`` 4.3, Algorithm 3) and ``ok.MultiTaskLMNN``.
+"""Multi-task LMNN by DSPDC (``docs/specs/dspdc.md`` §4.3, Algorithm 3) and ``ok.MultiTaskLMNN``.
 
 Oracles: the neighbour sets by brute-force loops over the points, the objective (33) from the
 raw points (distances ``(z_u - z_v)^T M (z_u - z_v)``, no ``Z`` matrices), the optimum by
@@ -81,7 +81,8 @@ def test_triplet_builder_matches_brute_force_with_ties():
 
 
 def test_Z_has_the_corrected_sign():
-    # <Z_i, M> = d_M^2(u, w) - d_M^2(u, v) (impostor minus target), the spec's correction
+    # <Z_i, M> = d_M^2(u, w) - d_M^2(u, v) (impostor minus target), the correction of
+    # docs/specs/dspdc.md §8, pitfall 9
     X, y, task = multitask_classes(2, 10, 4, 2, seed=1)
     tr = build_triplets(X, y, task, n_neighbors=2)
     A = np.random.default_rng(2).normal(size=(4, 4))

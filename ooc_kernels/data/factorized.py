@@ -5,7 +5,7 @@ stores a data matrix ``A`` (``n_samples x n_features``) by its factors only: ``U
 rank)``, chunked along the samples like ``X``, and ``V(rank, feature)``, small and given
 whole to every chunk task.  ``A`` itself is never formed: a linear model needs ``A x = U (V
 x)`` and ``A^T y = V^T (U^T y)``, and a task holding one chunk of ``U`` plus ``V`` has all it
-needs (DSPDC, Algorithm 2 of Yu, Lin and Yang, ``specs/dspdc.md`` section 3).
+needs (DSPDC, Algorithm 2 of Yu, Lin and Yang, ``docs/specs/dspdc.md`` §3).
 
 This module holds what needs nothing but NumPy:
 

@@ -1,11 +1,13 @@
-"""In-memory generators for the block-coordinate DSPDC problems (``specs/dspdc.md`` 6.2, 6.3).
+"""In-memory generators for the block-coordinate DSPDC problems.
+
+The experiments of ``docs/specs/dspdc.md`` §6, rows 6.2 and 6.3:
 
 ``matrix_risk``
     The data of Experiment 6.2 (multiple-matrix risk minimization (30)): ``D_i^j`` iid
     ``N(0, 1)`` ``d x d`` matrices and labels ``b_i = sign(sum_j trace D_i^j)``, the sign of
     the linear prediction of the true model ``X_j = I`` (the paper's label rule has a free
-    index ``j``; this is the spec's reading: the logistic value exceeds 1/2 exactly when its
-    argument is positive).
+    index ``j``; this is the reading of ``docs/specs/dspdc.md`` §6 (row 6.2): the logistic
+    value exceeds 1/2 exactly when its argument is positive).
 ``multitask_classes``
     Multi-task classification data with class structure, a stand-in for ALOI (unavailable
     offline) in Experiment 6.3 (multi-task LMNN): in a random rotation of ``R^d``, a few

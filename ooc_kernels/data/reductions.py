@@ -1,6 +1,6 @@
 """Factorized stores from supervised ones and back: random instance reduction, dense twins.
 
-:func:`instance_reduction` (randomized instance reduction, ``specs/dspdc.md`` section 3.1)
+:func:`instance_reduction` (randomized instance reduction, ``docs/specs/dspdc.md`` §3.1)
 turns a supervised dataset ``X(sample, feature)``, ``y(sample)`` into a factorized one
 (``A = U V``, the ``factorized`` schema) with ``U = G^T`` and ``V = G X``, where ``G`` is a
 ``rank x n_samples`` random matrix with entries iid ``N(0, 1/rank)``.  It reads ``X`` once,

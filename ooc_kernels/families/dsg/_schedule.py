@@ -1,6 +1,6 @@
 """The step sizes, regularization and averaging a DSG fit uses, resolved from the data.
 
-Theory (``specs/dsg.md`` 6.2): with ``gamma_t = theta / t``, Theorems 4-5 give the O(1/t)
+Theory (``docs/specs/dsg.md`` §6.2): with ``gamma_t = theta / t``, Theorems 4-5 give the O(1/t)
 rate when ``theta * nu`` lies in ``(1, 2)`` or is a positive integer, and Corollary 13 bounds
 the averaged iterate with ``theta * nu = 1`` (``nu`` is ``alpha``).  The schedules:
 

@@ -1,6 +1,6 @@
 """The DSG algorithm written out sequentially in plain NumPy: the oracle of the contract suite.
 
-Mini-batch Algorithm 1 of Dai et al. (2014) with feature blocks (``specs/dsg.md`` 2.1-2.3)
+Mini-batch Algorithm 1 of Dai et al. (2014) with feature blocks (``docs/specs/dsg.md`` §2.1-2.4)
 while blocks remain, then the full phase (every step uses all blocks and updates every
 coefficient), over the rows of the given chunks in storage order (batches restart at each
 chunk, the step counter does not), each row's gradient weighted by its sample weight, the

@@ -2,7 +2,7 @@
 contract suite.
 
 :func:`paper_one_class` is the paper's novelty detection (Dai et al. 2014, section 4;
-``specs/dsg.md`` 3.1) literally: one row and one random feature per step, ``f(x_i)`` by
+``docs/specs/dsg.md`` §3.1) literally: one row and one random feature per step, ``f(x_i)`` by
 Algorithm 2,
 
 * ``alpha_i = gamma_i phi_i(x_i)`` if ``f(x_i) < tau_{i-1}`` else 0,

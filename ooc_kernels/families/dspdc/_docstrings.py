@@ -30,7 +30,7 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         Dual coordinates (rows) sampled per iteration.
     q : int or "auto", default="auto"
         Primal coordinates sampled per iteration; ``"auto"``: all of them (the SPDC-type
-        setting, the fewest passes; ``specs/dspdc.md`` 2.4).  ``q = 1`` with factorized data
+        setting, the fewest passes; ``docs/specs/dspdc.md`` §2.4).  ``q = 1`` with factorized data
         is the paper's Table 1 setting (cheaper iterations, more of them).
     local_passes : float or "auto", default="auto"
         Passes over a task's duals per read of its rows: a task runs ``local_passes * rows
@@ -47,7 +47,7 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         (a problem of a few rows).  The
         values used are ``local_passes_`` and ``max_local_passes_`` (``docs/dspdc.md``).
     Lambda : float or {"exact", "upper_bound", "heuristic"}, default="upper_bound"
-        ``Lambda_{q,m}`` of the step sizes (``specs/dspdc.md`` 2.3), from one streaming
+        ``Lambda_{q,m}`` of the step sizes (``docs/specs/dspdc.md`` §2.3), from one streaming
         pass: exact where cheap, a safe upper bound, the paper's heuristic ``m q R^2 / p``
         (not guaranteed), or a given value.
     mode : {"gap", "distance"}, default="gap"

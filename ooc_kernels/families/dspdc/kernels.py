@@ -1,6 +1,6 @@
 """Numerical layer of DSPDC (Yu, Lin, Yang): the primal prox, the sampler, the iterations.
 
-The saddle problem is the paper's (``specs/dspdc.md`` 1.3)::
+The saddle problem is the paper's (``docs/specs/dspdc.md`` §1.3)::
 
     min_x max_y  g(x) + (1/n) y^T A x - (1/n) sum_i phi_i*(y_i)
 
@@ -209,7 +209,7 @@ def _dense_dual_step(A, b, y, xbar, rows, dy, loss_id, sigma, nt, weights):
 @njit(cache=True, nogil=True)
 def dspdc_dense_iterations(A, b, y, x, xbar, z, n_total, row_uniforms, col_uniforms, m, q,
                            theta, tau, sigma, loss_id, lam1, lam2, shift=None, weights=None):
-    """Run ``T`` iterations of Algorithm 1 (``specs/dspdc.md`` 2.1) in place on dense rows.
+    """Run ``T`` iterations of Algorithm 1 (``docs/specs/dspdc.md`` §2.1) in place on dense rows.
 
     Per iteration ``t``: ``I`` = :func:`sample_without_replacement` ``(n_rows, m,
     row_uniforms[t])``, ``J`` likewise ``(p, q, col_uniforms[t])``; then
@@ -545,7 +545,7 @@ def dspdc_dense_iterations_ref(A, b, y, x, xbar, z, n_total, row_uniforms, col_u
 def dspdc_factorized_iterations(U, V, b, y, x, u, v, vbar, n_total, row_uniforms, col_uniforms,
                                 m, q, theta, tau, sigma, loss_id, lam1, lam2, shift=None,
                                 weights=None):
-    """Run ``T`` iterations of Algorithm 2 (``specs/dspdc.md`` 3.2) in place, ``A = U V``.
+    """Run ``T`` iterations of Algorithm 2 (``docs/specs/dspdc.md`` §3.2) in place, ``A = U V``.
 
     Per iteration, with ``I`` and ``J`` drawn as in :func:`dspdc_dense_iterations`:
 

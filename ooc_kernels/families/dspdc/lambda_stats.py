@@ -1,7 +1,7 @@
 """The scale constant ``Lambda`` of DSPDC from one streaming pass over chunks of rows.
 
-``Lambda >= Lambda_{q,m} = max over |I| = m, |J| = q of ||A_I^J||_2^2`` (``specs/dspdc.md``
-2.2, 5.2) is computed from statistics that one pass over chunks of rows gathers
+``Lambda >= Lambda_{q,m} = max over |I| = m, |J| = q of ||A_I^J||_2^2`` (``docs/specs/dspdc.md``
+§1.4, 2.2) is computed from statistics that one pass over chunks of rows gathers
 (:func:`chunk_lambda_stats`, or :func:`factorized_chunk_lambda_stats` for ``A = U V``,
 merged with :func:`combine_lambda_stats`), then :func:`lambda_from_stats` in one of the modes
 ``"exact"``, ``"upper_bound"``, ``"heuristic"`` or a user value; :func:`lambda_value` does
@@ -297,7 +297,7 @@ def lambda_from_stats(stats, Lambda="upper_bound", *, spectral_norm_sq=None):
         Statistics of **all** rows (``n = stats.n_rows``).
     Lambda : {"exact", "upper_bound", "heuristic"} or float
         * ``"exact"``: ``Lambda_{q,m}`` itself for the tractable cases of
-          ``specs/dspdc.md`` 1.4: ``m = 1`` (sum of the ``q`` largest squares of the best
+          ``docs/specs/dspdc.md`` §1.4: ``m = 1`` (sum of the ``q`` largest squares of the best
           row; ``(p, 1)`` is ``R^2 = max_i ||a_i||^2``), ``q = 1`` (the ``m`` largest squares
           of the best column; ``(1, n)`` is ``max_j ||A^j||^2``; ``(1, 1)`` is
           ``max A_ij^2``) and ``(p, n)`` (``||A||_2^2``, pass ``spectral_norm_sq``);
@@ -308,7 +308,8 @@ def lambda_from_stats(stats, Lambda="upper_bound", *, spectral_norm_sq=None):
           largest squares, the sum over the ``q`` best columns of their ``m`` largest
           squares, ``||A||_2^2`` when given, and the exact value when tractable.  Each is
           ``>= Lambda_{q,m}`` (``||A_I^J||_2^2 <= ||A_I^J||_F^2``); they are at least as
-          tight as the spec's ``m max_i max_J ||A_i^J||^2`` and ``q max_j max_I ||A_I^j||^2``.
+          tight as the bounds of ``docs/specs/dspdc.md`` §1.4,
+          ``m max_i max_J ||A_i^J||^2`` and ``q max_j max_I ||A_I^j||^2``.
         * ``"heuristic"``: ``m q R^2 / p`` (the paper's suggestion read with
           ``R = max_i ||a_i||``); **not** guaranteed ``>= Lambda_{q,m}``.
         * a positive float: returned as is.

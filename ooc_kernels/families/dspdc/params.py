@@ -1,6 +1,6 @@
 """DSPDC parameters: the losses, the regularizer, step sizes, extrapolation and rates.
 
-``specs/dspdc.md`` 2.2, 2.3, 5.2 and 7.1.  With ``Lambda >= Lambda_{q,m} = max over |I| = m,
+``docs/specs/dspdc.md`` §2.2, 2.3, 5.2 and 7.1.  With ``Lambda >= Lambda_{q,m} = max over |I| = m,
 |J| = q of ||A_I^J||_2^2`` the parameters of Theorem 1 ("distance") or Theorem 2 ("gap") are
 
 * ``r_n = n/m``, ``r_p = p/q``, ``s = (n p / (m q)) sqrt(Lambda / (n lam gamma))`` (the square

@@ -1,7 +1,7 @@
 """DSPDC's rounds written out sequentially in plain NumPy: the oracle of the contract suite.
 
 One round per chunk, in storage order (``K = 1``), for ``n_epochs`` passes.  Everything that
-defines the rounds is written here again from ``../shared/specs/dspdc.md`` and
+defines the rounds is written here again from ``docs/specs/dspdc.md`` and
 ``docs/algorithms/dspdc_rounds.md``, none of it taken from the chunk algorithm: the labels
 ``b_i`` (``+1`` for the second class), the rows ``a_i`` (with the intercept column; ``U V``
 for factorized data), the round's subproblem and the state.  With ``K = 1`` the round on
@@ -56,7 +56,7 @@ from ooc_kernels.losses import loss_by_id
 __all__ = ["sequential_dspdc", "dual_argmax"]
 
 #: ``gamma``: the strong convexity of ``phi*`` (``phi`` is ``1/gamma``-smooth), per loss
-#: (``specs/dspdc.md`` 7.2).
+#: (``docs/specs/dspdc.md`` §7.2).
 _GAMMA = {"squared": 1.0, "smoothed_hinge": 1.0, "logistic": 4.0}
 
 
@@ -69,7 +69,7 @@ def _pass_gain() -> float:
 
 
 def _conj(loss: str, beta: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """phi*(beta) written from the table of ``specs/dspdc.md`` 7.2."""
+    """phi*(beta) written from the table of ``docs/specs/dspdc.md`` §7.2."""
     if loss == "squared":
         return 0.5 * beta ** 2 + b * beta
     s = np.clip(b * beta, -1.0, 0.0)

@@ -1,13 +1,13 @@
 """DSPDC and its two baselines of the paper's Section 6, in memory, with timed gap histories.
 
-The experiments of Yu, Lin and Yang (``specs/dspdc.md`` section 6) compare DSPDC with two
+The experiments of Yu, Lin and Yang (``docs/specs/dspdc.md`` §6) compare DSPDC with two
 methods only:
 
 * **SPDC** (Zhang & Xiao, "Stochastic primal-dual coordinate method for regularized
   empirical risk minimization", ICML 2015 / JMLR 2017): :func:`spdc`, which is DSPDC with
   every primal coordinate updated in every iteration (``q = p``; the paper's Section 4.1:
   "SPDC is the special case q = p"), with the DSPDC step sizes of Theorem 2 at ``q = p``
-  (``specs/dspdc.md`` 7.5: the SPDC paper scales its dual prox without the ``1/n``; the
+  (``docs/specs/dspdc.md`` §7.5: the SPDC paper scales its dual prox without the ``1/n``; the
   parameters here are the DSPDC theorems' at ``q = p``).
 * **SDCA** (Shalev-Shwartz & Zhang, "Accelerated proximal stochastic dual coordinate ascent
   for regularized loss minimization", 2013, the prox-SDCA procedure for ``l1 + l2``):
@@ -20,7 +20,7 @@ dense ``A`` or anything with attributes ``U`` and ``V`` (``ok.Factorized(U, V)``
 losses and proxes of :mod:`ooc_kernels.families.dspdc.kernels`, and return a :class:`BaselineResult`
 whose ``history`` has one entry per evaluation: ``iterations``, ``passes`` (dual coordinates
 updated / ``n``), ``seconds`` (solver time only: the evaluations of ``P`` and ``D`` are not
-counted, ``specs/dspdc.md`` pitfall 13), ``primal``, ``dual`` and ``gap``.
+counted, ``docs/specs/dspdc.md`` §8, pitfall 13), ``primal``, ``dual`` and ``gap``.
 
 ``P`` and ``D`` are :func:`ooc_kernels.families.dspdc.in_memory.paper.primal_value` and
 :func:`~ooc_kernels.families.dspdc.in_memory.paper.dual_value` for a dense ``A`` and the streaming
@@ -131,7 +131,7 @@ def _regularizer(lam1, lam2):
 
 
 def objective_values(A, b, x, y, *, loss, lam1, lam2):
-    """``(P(x), D(y))`` of the paper's problem (``specs/dspdc.md`` 1.1, 1.3).
+    """``(P(x), D(y))`` of the paper's problem (``docs/specs/dspdc.md`` §1.1, 1.3).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Block proximal maps and conjugates for block DSPDC (``specs/dspdc.md`` 4.1-4.3, 7.3).
+"""Block proximal maps and conjugates for block DSPDC (``docs/specs/dspdc.md`` §4.1-4.3, 7.3).
 
 Block DSPDC (:mod:`ooc_kernels.families.dspdc.in_memory.blocks`) calls two kinds of objects:
 
@@ -153,8 +153,8 @@ class PSDBlock:
     of ``v``:
 
     * ``prox(v, tau) = Pi_PSD(sym(V + lam tau C - tau L)) / (1 + lam tau)`` (one ``eigh``);
-      with ``C = 0, L = 0`` this is ``Pi_PSD(sym(V)) / (1 + lam tau)`` of ``specs/dspdc.md``
-      7.3, and with ``V = X - tau W / n`` it is the (39) update of section 4.3;
+      with ``C = 0, L = 0`` this is ``Pi_PSD(sym(V)) / (1 + lam tau)`` of ``docs/specs/dspdc.md``
+      §7.3, and with ``V = X - tau W / n`` it is the (39) update of its §4.3;
     * ``conjugate(w) = ||Pi_+(sym(W - L) + lam C)||_F^2 / (2 lam) - lam/2 ||C||_F^2``.
 
     Parameters

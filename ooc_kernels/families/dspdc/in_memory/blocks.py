@@ -1,4 +1,4 @@
-"""Block-coordinate DSPDC, (26)-(29) of Yu, Lin, Yang (``specs/dspdc.md`` 4.1), in memory.
+"""Block-coordinate DSPDC, (26)-(29) of Yu, Lin, Yang (``docs/specs/dspdc.md`` §4.1), in memory.
 
 The saddle problem over ``p`` primal blocks ``x_j`` and ``n`` dual blocks ``y_i``::
 
@@ -19,7 +19,7 @@ the step sizes), and ``theta, tau, sigma`` come from
 :func:`ooc_kernels.families.dspdc.params.dspdc_parameters` with ``lam = min_j`` of the
 blocks' strong-convexity moduli, ``gamma`` the loss's, and the block scale constant
 ``Lambda >= Lambda_{q,m} = max_{|I| = m, |J| = q} ||A_I^J||_2^2`` (27) of
-:func:`block_lambda`.  As in ``specs/dspdc.md`` 2.4, one product is maintained:
+:func:`block_lambda`.  As in ``docs/specs/dspdc.md`` §2.4, one product is maintained:
 ``A^T y`` when ``n/m >= p/q`` (then ``A_I xbar`` is computed directly), else ``A x``.
 
 The regularizer and loss objects are those of :mod:`ooc_kernels.families.dspdc.in_memory.block_prox`.
@@ -543,7 +543,7 @@ def _iterate(A, loss, regs, rb, cb, x, y, prm, max_iter, tol, check_every, max_t
         rb_index = np.concatenate(rb)  # dual block k is coordinate rb_index[k]
     if unit_c:
         cb_index = np.concatenate(cb)
-    dual_product = n / m >= p / q  # which running product (specs/dspdc.md 2.4)
+    dual_product = n / m >= p / q  # which running product (docs/specs/dspdc.md §2.4)
     xbar = x.copy()
     prev_cols = np.zeros(0, dtype=np.int64)
     history = []

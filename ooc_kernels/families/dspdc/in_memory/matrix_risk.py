@@ -1,4 +1,4 @@
-"""Multiple-matrix risk minimization (30)/(31) by block DSPDC (``specs/dspdc.md`` 4.2).
+"""Multiple-matrix risk minimization (30)/(31) by block DSPDC (``docs/specs/dspdc.md`` §4.2).
 
 ::
 

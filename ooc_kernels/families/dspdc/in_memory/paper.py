@@ -1,6 +1,6 @@
 """DSPDC written out from the paper in plain NumPy: the oracle the numba kernels are tested on.
 
-Algorithm 1 of Yu, Lin, Yang (``specs/dspdc.md`` 2.1) on an in-memory ``A``, forming
+Algorithm 1 of Yu, Lin, Yang (``docs/specs/dspdc.md`` §2.1) on an in-memory ``A``, forming
 ``ybar`` and ``xbar`` explicitly as vectors (``O(n + p)`` per iteration: readability first),
 with the losses, conjugates and proxes written again from their definitions (the
 logistic dual step by bisection in ``w = b beta``, not by the kernels' Newton on another
