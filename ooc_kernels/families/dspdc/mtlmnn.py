@@ -2,7 +2,7 @@
 
 :class:`MultiTaskLMNN` learns one Mahalanobis metric per task, ``X_j + X_0`` with ``X_0``
 shared by all tasks (Parameswaran & Weinberger; the DSPDC formulation of Yu, Lin, Yang,
-section 5.3, ``specs/dspdc.md`` 4.3), and classifies a row of task ``j`` by a majority vote
+section 5.3, ``docs/specs/dspdc.md`` §4.3), and classifies a row of task ``j`` by a majority vote
 of its ``n_neighbors`` nearest training rows of task ``j`` under that metric.  The solver is
 :func:`ooc_kernels.families.dspdc.in_memory.mtlmnn.mtlmnn_dspdc`: it updates only ``q`` of the ``p + 1``
 metrics (one eigendecomposition each) per iteration.

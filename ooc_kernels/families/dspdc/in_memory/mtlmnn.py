@@ -1,4 +1,4 @@
-"""Multi-task LMNN (35) by DSPDC, Algorithm 3 of Yu, Lin, Yang (``specs/dspdc.md`` 4.3).
+"""Multi-task LMNN (35) by DSPDC, Algorithm 3 of Yu, Lin, Yang (``docs/specs/dspdc.md`` §4.3).
 
 Task ``j = 1 .. p`` classifies with the metric ``X_j + X_0`` (``X_0`` shared, all PSD).
 With the triplets ``(u, v, w)`` of :func:`build_triplets` (``v`` one of the ``l`` nearest
