@@ -257,10 +257,12 @@ def data_generators():
 def data_make(name, n_samples, out, split, seed, chunk_size, params, catalog, entry,
               overwrite, exist_ok, allow_outside, data_root, quiet):
     """Write dataset NAME to a Zarr store chunk by chunk (and register it in a catalog)."""
-    from ooc_kernels.data.catalog import check_catalog_target, register_dataset
+    from ooc_kernels.data.catalog import (check_catalog_target, check_entry_name,
+                                          register_dataset)
     from ooc_kernels.data.generators import make_dataset
 
-    entry = entry or (name if split == "train" else f"{name}_{split}")
+    # a name of the catalog's rule: it is the store's file name too (no separator, no '..')
+    entry = check_entry_name(entry or (name if split == "train" else f"{name}_{split}"))
     store = out if out.suffix == ".zarr" else out / f"{entry}.zarr"
     allow = _catalog_allow_outside(allow_outside, data_root)
     if catalog is not None:

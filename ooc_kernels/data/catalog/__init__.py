@@ -13,9 +13,10 @@ environment rules (:func:`check_catalog_trust` and its allow-lists),
 :mod:`~ooc_kernels.data.catalog.locations` the location and path rules
 (:func:`check_catalog_paths`, the protocol and storage-option allow-lists), ``_reading.py``
 loading and opening (:func:`load_catalog`, :func:`list_datasets`, :func:`describe_catalog`,
-:func:`entry_path`, :func:`open_dataset`) and ``_registering.py`` writing entries
-(:func:`register_dataset`, :func:`declare_dataset`).  This package re-exports the public
-names of all four; the two rule modules are public so that their allow-lists are
+:func:`entry_path`, :func:`open_dataset`), ``_registering.py`` writing entries
+(:func:`register_dataset`, :func:`declare_dataset`) and ``_names.py`` the rule of entry
+names (:func:`check_entry_name`: letters and digits of any script, ``_``, ``-``, ``.``, in
+Unicode normal form C).  This package re-exports the public names of all five; the two rule modules are public so that their allow-lists are
 documented where they are defined.
 
 Trust rule
@@ -113,6 +114,7 @@ ooc_kernels.exceptions.UntrustedCatalogError: catalog ...: data ... reads the en
 """
 
 from ...exceptions import PathEscapeError
+from ._names import check_entry_name
 from ._reading import describe_catalog, entry_path, list_datasets, load_catalog, open_dataset
 from ._registering import check_catalog_target, declare_dataset, register_dataset
 from .locations import (
@@ -150,4 +152,5 @@ __all__ = [
     "register_dataset",
     "check_catalog_target",
     "declare_dataset",
+    "check_entry_name",
 ]

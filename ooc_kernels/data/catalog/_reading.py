@@ -22,6 +22,7 @@ from ..schema import (
     make_declaration,
     validate_dataset,
 )
+from ._names import find_entry
 from .locations import _DATA_LINK, AllowOutside, _parameter, check_catalog_paths
 from .trust import _HINT, _check_structure, _env_names, check_catalog_trust
 
@@ -181,12 +182,14 @@ def list_datasets(catalog: Any, *, trusted: bool = False,
 
 
 def _entry(cat, name: str):
-    if not isinstance(name, str) or (name not in cat.entries and name not in cat.aliases):
+    found = find_entry(list(cat.entries) + list(cat.aliases), name)
+    if not isinstance(name, str) or found is None:
         available = sorted(set(cat.entries) | set(cat.aliases))
         raise UnknownEntryError(
             f"catalog has no entry {_r(name)}; available entries: {_r(available)}. Pick one "
             "of them or add the dataset with ooc_kernels.data.register_dataset"
         )
+    name = found  # the catalog's own spelling (another normal form of the name given)
     target = cat.aliases.get(name, name)
     if target not in cat.entries:
         raise CatalogError(
@@ -389,7 +392,7 @@ def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
     entry = _entry(cat, name)
     _check_data_argument(entry, name)
     try:
-        reader = cat[name]
+        reader = cat[find_entry(list(cat.entries) + list(cat.aliases), name)]
         extra = {} if "chunks" in entry.kwargs else {"chunks": {}}
         with warnings.catch_warnings():
             # stores without consolidated metadata open fine, just a little slower

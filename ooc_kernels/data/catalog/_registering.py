@@ -26,6 +26,7 @@ from ...exceptions import (CatalogError, ForeignPathError, PathEscapeError, Sche
                            UnknownEntryError)
 from ..declarations import SCHEMAS
 from ..schema import DECLARATION_KEY, make_declaration
+from ._names import check_entry_name, find_entry, nfc
 from ._reading import _entry_url, _from_spec, _read_entry, _read_yaml
 from .locations import AllowOutside, _allowed_roots, _fmt_roots, _outside
 from .trust import _check_structure, _env_names
@@ -263,7 +264,10 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     catalog_path : str or path-like
         The YAML file (created with its folder if missing).
     entry : str
-        Entry name (letters, digits, ``_``, ``-`` and ``.``).
+        Entry name: letters and digits of any script, ``_``, ``-`` and ``.``, starting with
+        a letter, a digit or ``_`` (e.g. ``"digits_deformed"``, ``"données"``,
+        ``"温度"``); written in Unicode normal form C, and an entry whose name has the same
+        normal form is replaced (see :mod:`ooc_kernels.data.catalog._names`).
     data_path : str or path-like
         The Zarr store (it need not exist yet).
     description : str, optional
@@ -315,11 +319,7 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     >>> open_dataset(f, "sensors").attrs["ooc_kernels_variables"]
     {'X': 'features', 'y': 'label'}
     """
-    if not isinstance(entry, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", entry):
-        raise CatalogError(
-            f"invalid entry name {_r(entry)}; use letters, digits, '_', '-' and '.' (e.g. "
-            "'digits_deformed')"
-        )
+    entry = check_entry_name(entry)  # in normal form C: one spelling per name
     cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
     data_abs = Path(os.fspath(data_path)).expanduser().absolute()
     base = cat_path.parent.resolve()
@@ -351,14 +351,18 @@ def _register(cat_path: Path, *, spec: dict, entry: str, data_abs: Path,
     """The entry of :func:`register_dataset` added to ``spec`` and written."""
     new_entries, new_data = _entry_dicts(entry, _relative_url(data_abs, cat_path.parent),
                                          description, declaration)
-    old = spec["entries"].pop(entry, None)
-    spec["aliases"].pop(entry, None)
+    # the entry of that name, also one a hand-written catalog spells in another normal form
+    same = [k for k in (*spec["entries"], *spec["aliases"]) if nfc(k) == entry]
+    olds = [spec["entries"].pop(k, None) for k in same]
+    for k in same:
+        spec["aliases"].pop(k, None)
     spec["entries"].update(new_entries)
     spec["data"].update(new_data)
-    if isinstance(old, Mapping):  # drop data no longer referenced by any entry
+    olds = [old for old in olds if isinstance(old, Mapping)]
+    if olds:  # drop data no longer referenced by any entry
         entries = spec["entries"].values()  # small: catalog entries (YAML mappings)
         still_used = set().union(*(_data_refs(e) for e in entries if isinstance(e, Mapping)))
-        for ref in _data_refs(old) - still_used:
+        for ref in set().union(*map(_data_refs, olds)) - still_used:
             spec["data"].pop(ref, None)
     if declaration:
         _check_declared_entry(
@@ -394,7 +398,8 @@ def declare_dataset(catalog_path: str | os.PathLike, entry: str, *,
     catalog_path : str or path-like
         An existing Intake 2 catalog file.
     entry : str
-        The entry (an alias declares the entry it points at).
+        The entry (an alias declares the entry it points at); a name in another Unicode
+        normal form than the catalog's key finds it.
     variables : mapping of str to str, optional
         Schema variable -> store variable, e.g. ``{"X": "features", "y": "label"}``.
     schema : str, optional
@@ -464,13 +469,15 @@ def declare_dataset(catalog_path: str | os.PathLike, entry: str, *,
     _refuse_unwritable(cat_path)
     with path_lock(cat_path):  # a registration at the same time: neither change is lost
         spec = _read_spec(cat_path, trusted=trusted)
-        names = sorted(set(spec["entries"]) | set(spec["aliases"]))
-        if not isinstance(entry, str) or entry not in names:
+        names = sorted(set(spec["entries"]) | set(spec["aliases"]), key=str)
+        found = find_entry(names, entry)
+        if found is None:
             raise UnknownEntryError(
                 f"catalog {str(cat_path)!r} has no entry {_r(entry)}; available entries: "
                 f"{_r(names)}. Pick one of them, or add the store with `ooc-kernels catalog "
                 "add` (ooc_kernels.data.register_dataset)"
             )
+        entry = found
         target = spec["aliases"].get(entry, entry)
         if not isinstance(target, str) or not isinstance(spec["entries"].get(target), Mapping):
             raise CatalogError(
