@@ -6,7 +6,11 @@ dependency the page names; every ``OOC_KERNELS_*`` variable is one the package r
 every ``DASK_OOC_KERNELS__*`` variable sets a registered ``ooc-kernels.*`` key; every
 relative link leads to a file and every ``#anchor`` to a heading of the target page (GitHub's
 anchor rules).  ``docs/bad_input.md`` draws the library's exception hierarchy: it has every
-class of :mod:`ooc_kernels.exceptions`, each under its real parent.  Text only, no fit.
+class of :mod:`ooc_kernels.exceptions`, each under its real parent.  Every citation of a
+paper's specification (``docs/specs``) in the guides, docstrings, comments, benchmarks and
+tests names a file that is there, by its repository path, and every section, table row or
+pitfall it cites exists in that file; the specifications' own ``§`` references resolve.
+Text only, no fit.
 """
 
 from __future__ import annotations
@@ -132,6 +136,126 @@ def test_links_lead_to_files_and_headings(page):
         if anchor and dest.suffix == ".md":
             assert anchor in _anchors(dest), (
                 f"{page.relative_to(ROOT)} links to {target}: no such heading in {dest.name}")
+
+
+# -- citations of the papers' specifications (docs/specs) ----------------------------------
+SPECS = ROOT / "docs" / "specs"
+#: Where specifications are cited: the guides, the package, the benchmarks and the tests.
+CITING = [ROOT / "README.md",
+          *(p for p in sorted((ROOT / "docs").rglob("*.md")) if p.parent != SPECS),
+          *(p for d in ("ooc_kernels", "benchmarks", "tests")
+            for p in sorted((ROOT / d).rglob("*.py")))]
+#: A path that ends in ``specs/<name>.md``.
+CITATION = re.compile(r"[\w./-]*specs/(\w+)\.md")
+#: One cited place: a section (``§2.4``, ``section 2.4``, a bare ``2.4``), a table row
+#: (``row 6.1a``, or any number with a letter), a numbered pitfall (``pitfall 13``) or a
+#: labelled one (``P14``, ``Q4``).
+_REF = (r"(?:§\s*|sections?\s+|pitfalls?\s+|(?:table\s+)?rows?\s+)?"
+        r"(?:\d+(?:\.\d+)*[a-z]?|[PQ]\d+)\b")
+_SEP = r"(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s*[-–]\s*|\s+to\s+|\s+\()"
+#: A place cited in "the spec" without naming the file (``spec 2.4``, ``the spec's P14``).
+UNNAMED = re.compile(r"\bspec(?:'s)?\s+(?:§\s*|sections?\s+|pitfall\s+|table\s+)?(?:\d|[PQ]\d)",
+                     re.I)
+#: What follows a citation: closing backticks or a Markdown link target, then the places.
+_CITED = re.compile(rf"(?:`+|\]\([^)\s]*\))*\s*(?:,\s*)?({_REF}(?:{_SEP}{_REF})*)")
+
+
+def _spec_places(name: str) -> dict[str, set[str]]:
+    """The citable places of ``docs/specs/<name>.md``: heading numbers, table rows, pitfalls."""
+    text = _outside_code((SPECS / f"{name}.md").read_text())
+    headings = set(re.findall(r"^#+\s+(\d+(?:\.\d+)*)\.?\s", text, re.M))
+    rows = set(re.findall(r"^\|\s*(\d+(?:\.\d+)*[a-z]?)\b", text, re.M))
+    labels = set(re.findall(r"^\s*[-*]\s+\*\*([PQ]\d+)\b", text, re.M))
+    numbered: set[str] = set()
+    pitfalls = re.search(r"^#+\s+[\d.]*\s*Pitfalls.*?(?=^#+\s|\Z)", text, re.M | re.S)
+    if pitfalls:
+        numbered = set(re.findall(r"^(\d+)\.\s", pitfalls.group(0), re.M))
+    return {"section": headings, "row": rows, "label": labels, "pitfall": numbered}
+
+
+def _check_places(cited: str, places: dict[str, set[str]]) -> list[str]:
+    """The places of ``cited`` (one list of references) that the specification lacks.
+
+    A bare number is of the kind the last keyword named: ``rows 6.2, 6.3`` are two rows.
+    """
+    missing, named = [], "section"
+    for ref in re.finditer(_REF, cited):
+        token = ref.group(0)
+        value = re.search(r"(\d+(?:\.\d+)*[a-z]?|[PQ]\d+)\b$", token).group(1)
+        if re.match(r"pitfall", token):
+            named = "pitfall"
+        elif re.match(r"(?:table\s+)?rows?\b", token):
+            named = "row"
+        elif re.match(r"§|section", token):
+            named = "section"
+        if re.match(r"[PQ]\d", value):
+            kind = "label"
+        elif value[-1].isalpha():
+            kind = "row"
+        else:
+            kind = named
+        if value not in places[kind]:
+            missing.append(f"{kind} {value}")
+    return missing
+
+
+def _citations(path: Path):
+    """``(line, path as written, is a link target, spec name, cited places)`` of a file."""
+    text = path.read_text()
+    for found in CITATION.finditer(text):
+        line = text.count("\n", 0, found.start()) + 1
+        link = text[max(0, found.start() - 2):found.start()] == "]("
+        after = _CITED.match(text, found.end())
+        yield line, found.group(0), link, found.group(1), after.group(1) if after else ""
+
+
+def test_the_specifications_are_in_the_repository():
+    assert {p.name for p in SPECS.glob("*.md")} >= {
+        "README.md", "dsg.md", "dsg_old_coords.md", "dspdc.md", "pkawv.md"}
+
+
+def test_every_specification_citation_names_a_file_and_sections_that_exist():
+    """``docs/specs/<name>.md`` as written (a Markdown link: its target from the page)."""
+    problems, count = [], 0
+    for path in CITING:
+        if path == Path(__file__).resolve():
+            continue
+        for line, written, link, name, cited in _citations(path):
+            count += 1
+            where = f"{path.relative_to(ROOT)}:{line}: {written}"
+            target = (path.parent / written).resolve() if link else ROOT / written
+            if target != SPECS / f"{name}.md" or not target.is_file():
+                problems.append(f"{where} is not the repository path docs/specs/{name}.md"
+                                + (" (from this page)" if link else ""))
+                continue
+            for place in _check_places(cited, _spec_places(name)):
+                problems.append(f"{where} cites {place}: no such place in it")
+        for found in UNNAMED.finditer(path.read_text()):
+            problems.append(f"{path.relative_to(ROOT)}: {found.group(0)!r} names no file: "
+                            "cite docs/specs/<name>.md")
+    assert count > 40, f"only {count} citations found: is the pattern still right?"
+    assert not problems, "\n".join(problems)
+
+
+#: ``§N.M`` of a specification that names a section of the paper, not of itself.
+_PAPER_SECTION = re.compile(r"(?:\[[AB]\]'?s?|paper(?:'s)?)\s+$")
+
+
+@pytest.mark.parametrize("name", ["dsg", "dsg_old_coords", "dspdc", "pkawv"])
+def test_the_references_inside_a_specification_resolve(name):
+    """A bare ``§N.M`` (and a range ``§N.M–N.K``) is a heading of the same file; a section
+    of the paper is written ``[A] §4``, ``paper §4.1``; ``pitfall P5`` is a labelled pitfall."""
+    text = (SPECS / f"{name}.md").read_text()
+    places = _spec_places(name)
+    missing = []
+    for ref in re.finditer(r"§\s*(\d+(?:\.\d+)*)(?:\s*[–-]\s*(\d+(?:\.\d+)*))?", text):
+        if _PAPER_SECTION.search(text[max(0, ref.start() - 12):ref.start()]):
+            continue
+        missing += [n for n in ref.groups() if n and n not in places["section"]]
+    for label in re.findall(r"(?:pitfalls?\s+|see\s+|\()([PQ]\d+)\b", text):
+        if label not in places["label"]:
+            missing.append(label)
+    assert not missing, f"docs/specs/{name}.md refers to {missing}: not in it"
 
 
 def _docstring_yaml(doc: str) -> dict:

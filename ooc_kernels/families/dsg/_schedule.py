@@ -35,7 +35,8 @@ a smaller top eigenvalue, so the step stays stable there.
 
 ``average="auto"`` predicts with the averaged iterate (Polyak-Ruppert, the setting of
 Corollary 13) for the losses of :data:`AVERAGED_LOSSES` when an epoch holds more than one
-mini-batch step, and with the last iterate for the others (and for data of one batch).  The theory of Dai et al. (Assumption B, spec 6.1) needs a Lipschitz derivative;
+mini-batch step, and with the last iterate for the others (and for data of one batch).  The
+theory of Dai et al. (Assumption B, ``docs/specs/dsg.md`` §6.1) needs a Lipschitz derivative;
 the epsilon-insensitive and quantile losses have none (their derivative jumps by 1 at the
 kink, whatever the residual), and huber's gradient on an outlier stays at ``epsilon``
 however far the outlier is.  With steps of ``theta / (t + t0)``, ``t0`` large, a fit of a
