@@ -30,7 +30,8 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-__all__ = ["coerce_number", "coerce_numbers", "parse_param_value", "unknown_key_hint"]
+__all__ = ["coerce_number", "coerce_numbers", "parse_count", "parse_param_value",
+           "unknown_key_hint"]
 
 _DIGITS = r"\d(?:_?\d)*"
 _NUMBER = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})"
@@ -68,6 +69,48 @@ def coerce_number(value: Any) -> Any:
     if "." not in plain and exact.adjusted() < 19 and exact == exact.to_integral_value():
         return int(exact)  # a whole number below 1e19 (larger ones stay floats: no huge ints)
     return float(plain)
+
+
+#: The largest count :func:`parse_count` takes (a 64-bit signed integer's largest value).
+MAX_COUNT = 2**63 - 1
+
+
+def parse_count(value: Any, *, minimum: int = 0) -> int:
+    """``value`` as a whole count of at least ``minimum``: an ``int``, or text written as a
+    decimal number whose value is whole (``"1000"``, ``"1e6"``, ``"2.5e5"``, ``"1_000"``).
+
+    Raises
+    ------
+    ValueError
+        The value is not a number, not a whole number (``"1.5"``, ``"1e-3"``), below
+        ``minimum`` or above :data:`MAX_COUNT`; the message names the value and why.
+
+    Examples
+    --------
+    >>> parse_count("1e6"), parse_count("2.5e5"), parse_count(" 1_000 "), parse_count(7)
+    (1000000, 250000, 1000, 7)
+    >>> parse_count("1.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: '1.5' is not a whole number; give a count such as 1000, 1e6 or 2.5e5
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        exact = Decimal(value)
+    elif isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        exact = Decimal(value.strip().replace("_", ""))
+    else:
+        raise ValueError(f"{value!r} is not a number; give a count such as 1000, 1e6 or "
+                         "2.5e5")
+    if exact != exact.to_integral_value():
+        raise ValueError(f"{value!r} is not a whole number; give a count such as 1000, 1e6 "
+                         "or 2.5e5")
+    if exact < minimum:
+        raise ValueError(f"{value!r} is {'negative' if exact < 0 else 'too small'}: the "
+                         f"count must be at least {minimum}")
+    if exact > MAX_COUNT:
+        raise ValueError(f"{value!r} is too large: the count must be at most {MAX_COUNT} "
+                         f"(about {float(MAX_COUNT):.1e})")
+    return int(exact)
 
 
 def coerce_numbers(params: Mapping[str, Any] | None) -> dict:

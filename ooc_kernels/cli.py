@@ -217,6 +217,26 @@ def estimators_list():
 
 
 # ---------------------------------------------------------------------------- data
+class _Count(click.ParamType):
+    """A whole count of rows, samples or rounds, at least ``minimum``, written as an integer
+    or in exponent notation (``--n 1e6``, ``--n 2.5e5``;
+    :func:`ooc_kernels._params.parse_count`).  ``1.5``, a negative value and anything that
+    is not a number are refused by click, with the option and the value named."""
+
+    name = "count"
+
+    def __init__(self, minimum: int = 1):
+        self.minimum = minimum
+
+    def convert(self, value, param, ctx):
+        from ooc_kernels._params import parse_count
+
+        try:
+            return parse_count(value, minimum=self.minimum)
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
+
+
 @main.group()
 def data():
     """Generate example datasets."""
@@ -233,12 +253,14 @@ def data_generators():
 
 @data.command("make")
 @click.argument("name")
-@click.option("--n", "n_samples", type=int, required=True, help="Number of samples.")
+@click.option("--n", "n_samples", type=_Count(), required=True,
+              help="Number of samples: a whole number, e.g. 100000 or 1e5.")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path),
               help="Store path (ending in .zarr) or a folder (the store is NAME.zarr in it).")
 @click.option("--split", default="train", type=click.Choice(["train", "test"]))
 @click.option("--seed", default=0, type=int, help="Random seed.")
-@click.option("--chunk-size", default=10_000, type=int, help="Samples per chunk.")
+@click.option("--chunk-size", default=10_000, type=_Count(),
+              help="Samples per chunk (a whole number, e.g. 10000 or 1e4).")
 @click.option("--param", "-p", "params", multiple=True, help="Generator parameter KEY=VALUE.")
 @click.option("--catalog", type=click.Path(path_type=Path), default=None,
               help="Register the store in this Intake catalog (created if missing).")
@@ -470,7 +492,7 @@ class _EstimatorName(click.ParamType):
 @click.option("--checkpoint", type=click.Path(path_type=Path), default=None,
               help="Zarr folder for the fit's checkpoints; with it, re-running the same "
               "command after an interruption resumes from the last checkpoint.")
-@click.option("--checkpoint-every", type=int, default=5, show_default=True,
+@click.option("--checkpoint-every", type=_Count(), default=5, show_default=True,
               help="Rounds between checkpoints (a round runs chunks_per_round chunk tasks, "
               "each of one or more chunks; the last round of the fit is always written).")
 @click.option("--resume/--no-resume", default=None, help="Continue from --checkpoint if it "
