@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KEY", "compressors", "crc32c", "seal", "verify_metadata", "open_arrays",
-           "read_arrays", "write_arrays"]
+__all__ = ["KEY", "check_sizes", "compressors", "crc32c", "seal", "verify_metadata",
+           "open_arrays", "read_arrays", "write_arrays"]
 
 #: The metadata key of the manifest (``{"arrays": {...}, "metadata": CRC}``).
 KEY = "checksums"
@@ -197,20 +197,96 @@ def open_arrays(group, *, where: str, error: type, fix: str) -> dict:
     return out
 
 
+def _n_bytes(shape, itemsize: int) -> int:
+    """Bytes of an array of ``shape`` (Python integers: no overflow however large)."""
+    n = itemsize
+    for dim in shape:
+        n *= int(dim)
+    return n
+
+
+def check_sizes(opened: dict, *, where: str, error: type, fix: str,
+                limit: int | None = None) -> None:
+    """Refuse arrays that declare more bytes than the machine's memory, or chunks larger
+    than their array, before any is read.
+
+    A model or checkpoint is read whole, so a file of a few kilobytes whose metadata declares
+    a shape of ``(10**9, 256)`` (its chunks missing, read as the fill value) would make the
+    reader allocate terabytes: NumPy's raw ``MemoryError``, or the system's out-of-memory
+    killer when the size is close to the memory.  The declared sizes come from the arrays'
+    own metadata files, which a writer of the file controls like everything else in it, as
+    do the chunk shapes: a chunk is decoded whole, so a chunk of ``(10**7, 256)`` for an
+    array of shape ``(1, 256)`` would be a 20 GB buffer for 2 KB of values.
+
+    Parameters
+    ----------
+    opened : dict
+        Array name -> ``zarr.Array`` (from :func:`open_arrays`).
+    where, error, fix
+        As for :func:`read_arrays`.
+    limit : int, optional
+        Bytes allowed for all the arrays together: by default the machine's physical memory
+        (:func:`ooc_kernels._memory.physical_memory`; no limit where it is unknown).  A
+        stored chunk (or shard), which is decoded whole, may not be larger than its array
+        in any dimension (this library never writes one so).
+
+    Raises
+    ------
+    error
+        A chunk larger than its array, or the arrays' total larger than ``limit``; the
+        message names the (largest) array, its shape and its bytes.
+
+    Examples
+    --------
+    >>> import zarr
+    >>> g = zarr.open_group(zarr.storage.MemoryStore(), mode="w")
+    >>> _ = g.create_array("coef", shape=(10**9, 256), chunks=(1000, 256), dtype="f8")
+    >>> check_sizes({"coef": g["coef"]}, where="m.zarr", error=ValueError, fix="re-save it",
+    ...             limit=2**30)
+    Traceback (most recent call last):
+    ...
+    ValueError: m.zarr: its arrays declare 1.9 TiB in all, more than the 1.0 GiB of memory ...
+    """
+    from ._memory import physical_memory, size_text
+
+    limit = physical_memory() if limit is None else limit
+    sizes = {}
+    for name, arr in sorted(opened.items()):
+        item = np.dtype(arr.dtype).itemsize
+        sizes[name] = _n_bytes(arr.shape, item)
+        stored = tuple(getattr(arr, "shards", None) or arr.chunks)
+        if any(int(c) > max(int(n), 1) for c, n in zip(stored, arr.shape)):
+            raise error(
+                f"{where}: array {name!r} of shape {tuple(arr.shape)} declares stored chunks "
+                f"of shape {stored} ({size_text(_n_bytes(stored, item))} each), larger than "
+                f"the array: decoding one would allocate the whole chunk; the file was edited "
+                f"or damaged; {fix}.")
+    total = sum(sizes.values())
+    if limit is not None and total > limit:
+        name = max(sorted(sizes), key=sizes.__getitem__)
+        raise error(
+            f"{where}: its arrays declare {size_text(total)} in all, more than the "
+            f"{size_text(limit)} of memory of this machine (array {name!r}: shape "
+            f"{tuple(opened[name].shape)}, {size_text(sizes[name])}), so they could not be "
+            f"read; the file was edited or damaged; {fix}.")
+
+
 def read_arrays(group, manifest: dict, *, where: str, error: type, fix: str) -> dict:
     """Read the arrays the manifest lists, and only them, each checked against its entry.
 
     An array's shape and dtype are compared with the manifest before anything is read (an
     array replaced by a larger one is refused without reading it), its chunks are decoded
     with their own CRC32C, and the CRC32C of the values read must equal the manifest's.
-    Every array's metadata file is parsed first (:func:`open_arrays`).
+    Every array's metadata file is parsed first (:func:`open_arrays`), and arrays that
+    declare more bytes than the machine's memory are refused before any is read
+    (:func:`check_sizes`).
 
     Raises
     ------
     error
         The store holds an array the manifest does not list, lacks one it lists, an array's
-        metadata file is damaged, or an array does not match its entry; the message names
-        the array.
+        metadata file is damaged, the arrays declare more bytes than the memory, or an array
+        does not match its entry; the message names the array.
     """
     opened = open_arrays(group, where=where, error=error, fix=fix)
     stored = sorted(opened)
@@ -221,6 +297,7 @@ def read_arrays(group, manifest: dict, *, where: str, error: type, fix: str) -> 
     missing = sorted(set(manifest) - set(stored))
     if missing:
         raise error(f"{where}: array(s) {missing} listed in its checksums are missing; {fix}.")
+    check_sizes(opened, where=where, error=error, fix=fix)
     out = {}
     for name in sorted(manifest):
         entry = manifest[name]

@@ -222,6 +222,7 @@ def _read_model_arrays(group, meta: dict, where: str) -> dict:
     opened = _checksums.open_arrays(group, where=where, error=ModelFormatError, fix=_FIX)
     names = sorted(opened)
     _check_array_names(cls, names, where)
+    _checksums.check_sizes(opened, where=where, error=ModelFormatError, fix=_FIX)
     try:
         return {name: np.asarray(opened[name][...]) for name in names}  # the model
     except Exception as err:
