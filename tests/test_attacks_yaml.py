@@ -177,3 +177,31 @@ def test_a_command_line_value_that_sets_a_key_twice_is_refused():
     assert parse_param_value("{nu: 0.5}") == {"nu": 0.5}
     assert parse_param_value("a: b: c") == "a: b: c"                 # not YAML: the text
     assert parse_param_value("!!python/name:os.system") == "!!python/name:os.system"
+
+
+@pytest.mark.parametrize("written, read", [
+    ("NO", "False"), ("off", "False"), ("1", "1"), ("null", "None"),
+    ("2024-01-02", r"datetime\.date\(2024, 1, 2\)")])
+@pytest.mark.parametrize("trusted", [False, True])
+def test_an_unquoted_name_yaml_reads_as_another_type_is_refused(tmp_path, trusted, written,
+                                                                read):
+    """YAML 1.1 reads the entry name NO (Norway) as False; next to a string name, listing the
+    catalog would compare the two and fail with a raw TypeError, and the entry could not be
+    opened as 'NO'.  The name is refused, saying to quote it; quoted, it opens."""
+    cat = _catalog(tmp_path)
+    register_dataset(cat, "other", tmp_path / "data" / "other.zarr")
+    text = cat.read_text()
+    cat.write_text(text.replace("\n  nb:\n", f"\n  {written}:\n"))
+    with pytest.raises(CatalogError, match=rf"the entry name {read} is of type \w+, not a "
+                                           r"string: .* quote the name in the file"):
+        ok.list_datasets(cat, trusted=trusted)
+    cat.write_text(text.replace("\n  nb:\n", f"\n  '{written}':\n"))
+    assert ok.list_datasets(cat, trusted=trusted) == sorted([written, "other"])
+
+
+def test_an_alias_to_a_name_yaml_reads_as_another_type_is_refused(tmp_path):
+    cat = _catalog(tmp_path)
+    cat.write_text(cat.read_text().replace("aliases: {}", "aliases: {norway: NO}"))
+    with pytest.raises(CatalogError, match=r"alias 'norway' points at the entry name False is "
+                                           r"of type bool"):
+        ok.list_datasets(cat)

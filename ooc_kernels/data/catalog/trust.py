@@ -209,6 +209,29 @@ def _check_structure(spec: Any, source: str) -> None:
                 f"catalog {source}: {_r(key)} must be a mapping, found "
                 f"{type(spec.get(key)).__name__}"
             )
+    for key, label in _NAMED:
+        for name in spec.get(key) or {}:
+            if not isinstance(name, str):
+                raise _not_a_name(source, f"the {label} name", name)
+    for name, target in (spec.get("aliases") or {}).items():
+        if not isinstance(target, str):
+            raise _not_a_name(source, f"alias {_r(name)} points at the entry name", target)
+
+
+# the catalog's keys whose own keys are names (of entries, data descriptions ...)
+_NAMED = (("entries", "entry"), ("data", "data description"), ("aliases", "alias"),
+          ("user_parameters", "user parameter"))
+
+
+def _not_a_name(source: str, what: str, name: Any) -> CatalogError:
+    """A name of a catalog that YAML read as a boolean, a number, None or a date."""
+    return CatalogError(
+        f"catalog {source}: {what} {_r(name)} is of type {type(name).__name__}, not a "
+        "string: YAML reads an unquoted NO (the country code), no, yes, on, off, true, false, "
+        "null, a number or a date as a value of that type, and nothing could be opened by "
+        "that name; quote the name in the file ('NO': ...), or write the entry with "
+        "`ooc-kernels catalog add FILE NAME STORE` (ooc_kernels.data.register_dataset)"
+    )
 
 
 def _check_entity(entity: Any, where: str, source: str, allowed_cls: frozenset) -> None:
