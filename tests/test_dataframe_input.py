@@ -233,6 +233,37 @@ def test_dask_frames_keep_feature_names_as_pandas_frames_do(columns):
             est.predict(X.to_numpy()[:5] if not hasattr(ref, "feature_names_in_") else X[:5])
 
 
+@pytest.mark.parametrize("make", [
+    lambda: ok.DSGClassifier(**SMALL),
+    lambda: ok.DSGRegressor(**SMALL),
+    lambda: ok.DSPDCClassifier(max_iter=2, tol=None, random_state=0, scheduler="sync",
+                               progress=False)])
+def test_score_on_a_frame_with_its_columns_reordered_is_refused_as_predict_is(make):
+    """scikit-learn refuses to score a frame whose columns are in another order than in fit
+    (it would pair every weight with another input); so does ``score`` on a Dask DataFrame,
+    with the message of ``predict``, instead of a score of the wrong model."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.linear_model import Ridge
+
+    df = _frame()
+    reordered = FEATURES[::-1]
+    with pytest.raises(ValueError, match="feature names"):   # the reference
+        Ridge().fit(df[FEATURES], df["y"]).score(df[reordered], df["y"])
+    y = dd.from_pandas(df["y"], npartitions=3)
+    with pytest.raises(NotFittedError):
+        make().score(dd.from_pandas(df[FEATURES], npartitions=3), y)
+    est = make().fit(dd.from_pandas(df[FEATURES], npartitions=3), y)
+    X_other = dd.from_pandas(df[reordered], npartitions=3)
+    with pytest.raises(ValidationError, match="fitted with \\['f0', 'f1', 'f2'\\], got "
+                                              "\\['f2', 'f1', 'f0'\\]"):
+        est.predict(X_other)
+    with pytest.raises(ValidationError, match="fitted with \\['f0', 'f1', 'f2'\\], got "
+                                              "\\['f2', 'f1', 'f0'\\]"):
+        est.score(X_other, y)
+    assert est.score(dd.from_pandas(df[FEATURES], npartitions=3), y) == pytest.approx(
+        est.score(df[FEATURES], df["y"]), abs=1e-12)
+
+
 # ---------------------------------------------------------------------------- bad inputs
 def _fit(X, y):
     return ok.DSGClassifier(**SMALL).fit(X, y)

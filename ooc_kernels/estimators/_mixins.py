@@ -27,6 +27,7 @@ from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
 from ooc_kernels.estimators._inputs import (
     _is_chunked_input,
     _with_sample_weight,
+    check_row_input,
     sklearn_validated,
 )
 from ooc_kernels.exceptions import InputTypeError, ValidationError
@@ -163,8 +164,7 @@ class ChunkedClassifierMixin:
             from sklearn.base import ClassifierMixin
 
             return _in_memory_score(ClassifierMixin.score, self, X, y, sample_weight)
-        data = _with_sample_weight(
-            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
+        data = _scored_data(self, X, y, sample_weight)
         with scheduler_context(self.scheduler) as sched:
             return self._score_chunked(data, sched)
 
@@ -191,8 +191,7 @@ class ChunkedRegressorMixin:
             from sklearn.base import RegressorMixin
 
             return _in_memory_score(RegressorMixin.score, self, X, y, sample_weight)
-        data = _with_sample_weight(
-            as_chunked(X, y, chunk_size=self.chunk_size, require_y=True), sample_weight)
+        data = _scored_data(self, X, y, sample_weight)
         with scheduler_context(self.scheduler) as sched:
             return self._score_chunked(data, sched)
 
@@ -207,6 +206,20 @@ class ChunkedRegressorMixin:
         ss_tot = da.sum(w * (y_true - mean) ** 2)
         ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
         return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
+
+
+def _scored_data(estimator, X, y, sample_weight) -> ChunkedData:
+    """The chunks a fitted ``estimator`` scores for lazy ``X``: checked as ``predict``
+    checks them (rows or factorized data as the family reads, the number of features and,
+    when both have them, the column names in fit's order), with ``y`` and
+    ``sample_weight``."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(estimator, "_state")
+    data = check_row_input(estimator, as_chunked(X, y, chunk_size=estimator.chunk_size,
+                                                 require_y=True))
+    estimator._check_lazy_features(data)
+    return _with_sample_weight(data, sample_weight)
 
 
 def _check_object_labels(found: np.ndarray) -> None:
