@@ -33,12 +33,15 @@ ooc_kernels.exceptions.PipelineConfigError: 'p.yaml' uses the YAML alias '*x' at
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import stat
+from typing import IO, Any
 
 import yaml
 from yaml.events import AliasEvent, CollectionStartEvent
 
-__all__ = ["MAX_DEPTH", "MAX_REPR", "clip", "load_yaml", "short_repr"]
+__all__ = ["MAX_DEPTH", "MAX_REPR", "clip", "load_yaml", "open_regular", "short_repr",
+           "special_file"]
 
 #: Deepest nesting of mappings and sequences accepted in a YAML file (a catalog needs
 #: about ten levels; Python's recursion limit is about a thousand frames).
@@ -90,6 +93,85 @@ def clip(text: Any, limit: int = MAX_REPR) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit - 1]}... ({len(text)} characters in all)"
+
+
+#: What a path that is not a regular file or a folder is, by ``stat`` test.
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_file(mode: int) -> str | None:
+    """What a file of ``st_mode`` ``mode`` is when reading it may never end or never stop
+    (a named pipe waits for a writer; ``/dev/zero`` and ``/dev/urandom`` never end), else
+    ``None`` (a regular file, a folder, a symbolic link)."""
+    for test, what in _SPECIAL:
+        if test(mode):
+            return what
+    return None
+
+
+def open_regular(path: Any, *, what: str, error: type[Exception],
+                 encoding: str | None = None) -> IO:
+    """Open ``path`` for reading, refusing anything but a regular file, without waiting.
+
+    ``open()`` of a named pipe waits until some process opens it for writing, and a device
+    such as ``/dev/zero`` can be read without end: a file that someone else placed where a
+    catalog or a reference file is expected must not hang the reader.  The file is opened
+    with ``O_NONBLOCK`` (which returns at once, also for a pipe) and checked with
+    ``fstat`` on the open descriptor, so a regular file swapped for a pipe after a check
+    cannot slip through.
+
+    Parameters
+    ----------
+    path : str or path-like
+    what : str
+        How error messages name the file (e.g. ``"catalog file '/x/c.yaml'"``).
+    error : type of exception
+        Raised when the file is not a regular file.
+    encoding : str, optional
+        Open in text mode with this encoding; binary without.
+
+    Returns
+    -------
+    file object
+        Open for blocking reads.
+
+    Raises
+    ------
+    error
+        ``path`` is a named pipe, a device or a socket (a folder is ``IsADirectoryError``,
+        as for ``open()``).
+    OSError
+        ``path`` cannot be opened.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> fifo = os.path.join(tempfile.mkdtemp(), "c.yaml")
+    >>> os.mkfifo(fifo)
+    >>> open_regular(fifo, what="catalog file 'c.yaml'", error=ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: catalog file 'c.yaml' is a named pipe (FIFO), not a regular file: ...
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", os.fspath(path))
+        kind = special_file(mode)
+        if kind is not None:
+            raise error(
+                f"{what} is {kind}, not a regular file: reading it could wait for a writer "
+                f"or never end; give the path of a file"
+            )
+        os.set_blocking(fd, True)
+        stream = os.fdopen(fd, "r" if encoding else "rb", encoding=encoding)
+    except BaseException:
+        os.close(fd)
+        raise
+    return stream
 
 
 def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str):

@@ -12,7 +12,7 @@ from typing import Any
 import xarray as xr
 import yaml
 
-from ..._untrusted import load_yaml, short_repr as _r
+from ..._untrusted import load_yaml, open_regular, short_repr as _r
 from ...exceptions import CatalogError, SchemaError, UnknownEntryError
 from ..declarations import SCHEMAS
 from ..schema import (
@@ -36,7 +36,8 @@ def _read_yaml(path: Path, *, trusted: bool = False) -> Any:
             "ooc_kernels.data.register_dataset / `ooc-kernels data make --catalog`"
         )
     try:
-        with open(path, encoding="utf-8") as stream:
+        with open_regular(path, what=f"catalog file {str(path)!r}", error=CatalogError,
+                          encoding="utf-8") as stream:
             return load_yaml(stream, source=f"catalog file {str(path)!r}", error=CatalogError,
                              allow_aliases=trusted, hint=f", or {_HINT}")
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..._untrusted import short_repr as _r
+from ..._untrusted import open_regular, short_repr as _r, special_file
 from ...exceptions import CatalogError, PathEscapeError, UntrustedCatalogError
 from .trust import _HINT, _key
 
@@ -423,7 +423,9 @@ class _LocationCheck:
 
     def links(self, store: Path, written: str, who: str, field: str) -> None:
         """Refuse a symbolic link anywhere inside the folder ``store`` (array folders, chunk
-        files, nested groups, metadata files) that leads outside the allowed folders.
+        files, nested groups, metadata files) that leads outside the allowed folders, and a
+        named pipe, device or socket there or at the end of a link (reading a ``zarr.json``
+        that is a pipe waits for a writer without end; ``/dev/zero`` never ends).
 
         One walk of the directory tree with ``os.scandir`` (no file is opened or read); a
         link to a folder inside the allowed folders is walked as well, each folder once.
@@ -460,8 +462,28 @@ class _LocationCheck:
                         )
                     if target.is_dir():
                         stack.append(target)
+                    else:
+                        self.special(store, item.path, target, written, who, field)
                 elif item.is_dir(follow_symlinks=False):
                     stack.append(Path(item.path))
+                elif not item.is_file(follow_symlinks=False):
+                    self.special(store, item.path, Path(item.path), written, who, field)
+
+    def special(self, store: Path, item: str, target: Path, written: str, who: str,
+                field: str) -> None:
+        """Refuse ``item`` of ``store`` when ``target`` (itself, or where its link leads)
+        is a named pipe, a device or a socket."""
+        try:
+            kind = special_file(target.stat().st_mode)
+        except OSError:
+            return  # missing: nothing can be read through it either
+        if kind is not None:
+            led = f", which leads to {_r(str(target))}," if str(target) != item else ""
+            raise UntrustedCatalogError(
+                f"catalog {self.source}: {who} reads {_r(written)} ({field}), whose store "
+                f"{_r(str(store))} holds {_r(item)}{led} {kind}: reading it could wait for a "
+                f"writer or never end; replace it by a regular file, or {_HINT}"
+            )
 
     def in_store(self, value: str, written: str, who: str, field: str) -> None:
         if self.roots is not None and ".." in re.split(r"[/\\]", unquote(value)):
@@ -495,7 +517,13 @@ class _LocationCheck:
         if ".json" not in refs and (refs.endswith(("parq", "parquet", "/")) or path.is_dir()):
             raise self.unreadable_references(refs, written, who, field)  # lazy parquet
         try:
-            with open(path, "rb") as stream:
+            stream = open_regular(path, what=f"catalog {self.source}: {who} reads "
+                                  f"{_r(written)} ({field}) through the reference file "
+                                  f"{_r(str(path))}, which", error=UntrustedCatalogError)
+        except OSError:
+            return []  # fsspec cannot load it either
+        try:
+            with stream:
                 spec = json.load(stream)
         except (OSError, ValueError):
             return []  # fsspec cannot load it either

@@ -1,0 +1,106 @@
+"""Named pipes and devices where a catalog reads a file: the catalog file itself, a file
+inside the store an entry reads (``zarr.json``, a chunk), the end of a link inside that
+store, and a reference file.  ``open()`` of a named pipe waits for a writer without end and
+``/dev/zero`` never ends, so each is refused with the library's error naming the file.
+
+Before the refusal existed these reads hung; each test runs a feeder thread that writes
+garbage into the pipe whenever a reader waits on it, so that a reader that opens the pipe
+gets an error other than the expected one instead of hanging the test."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import threading
+import time
+
+import pytest
+import yaml
+
+import ooc_kernels as ok
+from ooc_kernels.data import register_dataset
+from ooc_kernels.exceptions import CatalogError, UntrustedCatalogError
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
+
+
+@contextlib.contextmanager
+def _fed(fifo):
+    """Write a few bytes into ``fifo`` each time a reader has it open, until the block ends."""
+    stop = threading.Event()
+
+    def feed():
+        while not stop.is_set():
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as err:  # ENXIO: no reader yet
+                if err.errno != errno.ENXIO:
+                    return
+                time.sleep(0.05)
+                continue
+            with contextlib.suppress(OSError):
+                os.write(fd, b"[not, what, was, expected")
+            os.close(fd)
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=feed, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+@pytest.fixture()
+def world(tmp_path):
+    store = ok.make_dataset("synthetic_krr_2d", tmp_path / "data" / "x.zarr", 20,
+                            chunk_size=10, progress=False)
+    register_dataset(tmp_path / "c.yaml", "x", store)
+    return tmp_path
+
+
+def test_a_catalog_file_that_is_a_named_pipe_is_refused(world):
+    fifo = world / "pipe.yaml"
+    os.mkfifo(fifo)
+    with _fed(fifo):
+        for call in (ok.list_datasets, lambda c: ok.open_dataset(c, "x")):
+            with pytest.raises(CatalogError, match=r"catalog file '.*pipe\.yaml' is a named "
+                                                   r"pipe \(FIFO\), not a regular file"):
+                call(fifo)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_a_catalog_file_that_is_a_device_is_refused():
+    with pytest.raises(CatalogError, match=r"catalog file '/dev/zero' is a character device"):
+        ok.list_datasets("/dev/zero")
+
+
+@pytest.mark.parametrize("where", ["X/zarr.json", "y/c/0"])
+@pytest.mark.parametrize("how", ["in place", "link to it"])
+def test_a_named_pipe_in_the_store_of_an_entry_is_refused(world, where, how):
+    """A pipe at an array's metadata file or chunk file, or a link there to a pipe elsewhere
+    in the catalog's folder."""
+    path = world / "data" / "x.zarr" / where
+    os.remove(path)
+    fifo = world / "pipe" if how == "link to it" else path
+    os.mkfifo(fifo)
+    if how == "link to it":
+        os.symlink(fifo, path)
+    with _fed(fifo), pytest.raises(UntrustedCatalogError,
+                                   match=rf"holds '.*x\.zarr/{where}'.* a named pipe"):
+        ok.open_dataset(world / "c.yaml", "x")
+
+
+def test_a_reference_file_that_is_a_named_pipe_is_refused(world):
+    fifo = world / "refs.json"
+    os.mkfifo(fifo)
+    spec = yaml.safe_load((world / "c.yaml").read_text())
+    (data,) = spec["data"].values()
+    data["kwargs"]["url"] = "reference::{CATALOG_DIR}/refs.json"
+    (world / "r.yaml").write_text(yaml.safe_dump(spec))
+    with _fed(fifo), pytest.raises(UntrustedCatalogError, match=r"through the reference file "
+                                                                r"'.*refs\.json', which is a "
+                                                                r"named pipe"):
+        ok.list_datasets(world / "r.yaml")
