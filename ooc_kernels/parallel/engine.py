@@ -1,4 +1,4 @@
-"""The chunk engine (DESIGN.md section 5): shuffled parallel rounds, or one ordered stream.
+"""The chunk engine (docs/architecture.md): shuffled parallel rounds, or one ordered stream.
 
 One round takes the current state, sends it with ``K`` groups of chunks to ``K`` tasks; each
 task runs ``algorithm.chunk_step`` (a numba update) over the rows of its group (one chunk, or
