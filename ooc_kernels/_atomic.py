@@ -67,6 +67,7 @@ except ImportError:  # pragma: no cover - Windows: renames are serialised in-pro
 
 from ooc_kernels._fsync import DIRECTORY as _DIRECTORY
 from ooc_kernels._fsync import fsync as _fsync, fsync_tree as _fsync_tree
+from ooc_kernels._paths import expand_user
 from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelPathError,
                                     WriteFailedError,
                                     ValidationError)
@@ -126,23 +127,11 @@ def _name_max(folder: Path) -> int:
     return 255
 
 
-def expand_user(path):
-    """``path`` with a leading ``~`` (or ``~user``) replaced by that home folder, as every
-    path the library reads or writes takes it (``None`` stays ``None``).
-
-    Examples
-    --------
-    >>> import os
-    >>> expand_user("~/m.zarr") == os.path.join(os.path.expanduser("~"), "m.zarr")
-    True
-    """
-    return None if path is None else os.path.expanduser(path)
-
-
 def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     """Refuse a path that no store or file can be written at, before any work; return it.
 
-    A leading ``~`` is the home folder (:func:`expand_user`).  Refused: a path with a NUL
+    A leading ``~`` is the home folder, and a ``bytes`` path is decoded
+    (:func:`~ooc_kernels._paths.expand_user`).  Refused: a path with a NUL
     character or without a last name (``""``, ``"."``, ``"x/.."``), a name too long for the
     temporary ``.NAME.tmp-ID.lock`` written beside it (the file system's limit per name, 255
     bytes on most), and a path whose folder or one of its parents is a file (or a link to
@@ -162,11 +151,12 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     ...
     ooc_kernels.exceptions.ValidationError: the name 'mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm...' (250 bytes) is too long: ooc_kernels writes a temporary '.NAME.tmp-ID.lock' beside it, which must fit the file system's limit of 255 bytes per name; use a name of at most 212 bytes.
     """
-    text = os.fspath(path)
-    if "\0" in str(text):
+    expanded = expand_user(path)  # a path of a type no file has: InputTypeError
+    text = os.fsdecode(os.fspath(path))
+    if "\0" in text:
         raise ValidationError(f"the path {text!r} contains a NUL character, which no file "
                               "name may hold; remove it.")
-    path = Path(expand_user(path))
+    path = Path(expanded)
     if path.name in ("", ".", ".."):
         raise ValidationError(
             f"the path {text!r} names no file or folder (its last part is "

@@ -23,6 +23,7 @@ import dask.array as da
 import numpy as np
 
 from ooc_kernels._atomic import KIND_ATTR, atomic_dir
+from ooc_kernels._paths import user_path
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
@@ -285,7 +286,7 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False,
     chunks = ds["prediction"].chunks[0]
     bounds = np.concatenate([[0], np.cumsum(chunks)]).astype(int)
     lazy = list(variables)  # written region by region; the rest (coordinates) at creation
-    path = Path(path)
+    path = user_path(path)
     with atomic_dir(path, kind="predictions", overwrite=overwrite) as tmp, \
             scheduler_context(getattr(estimator, "scheduler", None)) as sched, \
             progress_bar(total=len(chunks), desc=desc, enabled=progress, unit="chunk",

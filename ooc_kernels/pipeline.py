@@ -66,6 +66,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticVa
 from pydantic import field_validator
 
 from ooc_kernels._atomic import write_json_atomic
+from ooc_kernels._paths import is_path, user_path
 from ooc_kernels._progress import logger
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
 from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
@@ -252,7 +253,7 @@ def load_pipeline(path: str | os.PathLike) -> tuple[PipelineSpec, Path]:
         hyperparameter (the message suggests the closest valid one).  The returned base
         folder is not checked here: :func:`run_pipeline` checks every path.
     """
-    path = Path(path)
+    path = user_path(path, "the pipeline path")
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
@@ -331,10 +332,10 @@ def _allowed_folders(allow_outside: Any) -> list[Path]:
     """The extra folders of an ``allow_outside`` value other than ``True``."""
     if allow_outside is False or allow_outside is None:
         return []
-    if isinstance(allow_outside, (str, os.PathLike)):
+    if is_path(allow_outside):
         allow_outside = [allow_outside]
     try:
-        return [Path(os.fspath(f)).expanduser().resolve() for f in allow_outside]
+        return [user_path(f).resolve() for f in allow_outside]
     except TypeError:
         raise ValidationError(
             f"allow_outside must be True, False, a folder or a list of folders, got "
@@ -500,7 +501,7 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     from ooc_kernels.parallel.scheduler import scheduler_context
 
     spec, _ = load_pipeline(path)
-    paths = _paths(spec, Path(path), allow_outside)
+    paths = _paths(spec, user_path(path, "the pipeline path"), allow_outside)
     where = dict(trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
     try:
         with scheduler_context(scheduler):

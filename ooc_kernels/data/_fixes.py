@@ -68,8 +68,8 @@ class Context:
             return value
         if isinstance(value, str) and value in CONTEXT_KINDS:
             return cls(value)
-        if isinstance(value, (str, os.PathLike)):
-            return cls("store", path=os.fspath(value))
+        if isinstance(value, (str, bytes, os.PathLike)):
+            return cls("store", path=os.fsdecode(os.fspath(value)))
         raise TypeError(f"context must be a Context, one of {list(CONTEXT_KINDS)} or a "
                         f"store path, got {value!r}")
 

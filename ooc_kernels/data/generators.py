@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from .._paths import user_path
 from ..exceptions import DatasetExistsError, ValidationError
 from .declarations import get_schema, make_attrs
 from .factorized import sparse_recovery_chunk, sparse_recovery_measurements
@@ -407,7 +408,7 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
     attrs = make_attrs(spec.task, classes=classes, generator=spec.name,
                        generator_params=resolved, random_state=random_state, split=split,
                        description=spec.description)
-    target = Path(os.fspath(path)).expanduser().absolute()
+    target = user_path(path).absolute()
     sizes = spec.sizes(resolved)
     def kept() -> bool:
         """With ``exist_ok``: whether the store at ``target`` is the one this call writes

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import non_finite_error
+from .._paths import is_path, user_path
 from .._progress import progress_bar
 from ..exceptions import DatasetExistsError, InvalidDataError, ValidationError
 from .declarations import SCHEMA_ATTR, TASKS, infer_task, make_attrs
@@ -85,8 +86,8 @@ def _as_data(source: Any, y: Any = None, chunk_size: int | None = None, *, fit: 
     from .schema import open_zarr_dataset
 
     where = None
-    if isinstance(source, (str, os.PathLike)):
-        where = str(Path(os.fspath(source)).expanduser().absolute())
+    if is_path(source):
+        where = str(user_path(source).absolute())
         source = open_zarr_dataset(source, require_y=fit)
     return as_chunked(source, y, chunk_size=chunk_size, require_y=fit), where
 
@@ -128,7 +129,7 @@ def _provenance(attrs: dict, where: str | None) -> dict:
 
 
 def _check_target(path: Any, overwrite: bool) -> None:
-    target = Path(os.fspath(path)).expanduser().absolute()
+    target = user_path(path).absolute()
     if target.exists() and not overwrite:
         raise DatasetExistsError(
             f"dataset path {str(target)!r} already exists; pass overwrite=True to replace it, "

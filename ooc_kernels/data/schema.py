@@ -68,6 +68,7 @@ import numpy as np
 import xarray as xr
 
 from .._atomic import sweep_stale
+from .._paths import user_path
 from ..exceptions import SchemaError, ValidationError
 from ._checker import ArrayInfo, Resolved, check_arrays
 from ._fixes import Context
@@ -408,7 +409,7 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True,
     >>> open_zarr_dataset(p).X.chunks
     ((100, 100, 100), (2,))
     """
-    p = Path(os.fspath(path)).expanduser()
+    p = user_path(path)
     if not p.exists():
         sweep_stale(p)  # a swap killed between its renames: the previous store goes back
     if not p.exists():

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from .._atomic import KIND_ATTR, atomic_dir
+from .._paths import user_path
 from .._progress import progress_bar
 from ..exceptions import DatasetExistsError, ValidationError
 from ._checker import _dtype_ok, _dtype_words
@@ -191,7 +192,7 @@ def write_chunks(
     if y_dtype is not None:
         dtypes.setdefault("y", y_dtype)
     plan = _plan(schema, n_samples, chunk_size, sizes, dtypes, dict(whole or {}), attrs)
-    target = Path(os.fspath(path)).expanduser().absolute()
+    target = user_path(path).absolute()
     if (target.exists() or target.is_symlink()) and not overwrite:
         raise DatasetExistsError(
             f"dataset path {str(target)!r} already exists; pass overwrite=True "
@@ -353,6 +354,6 @@ def consolidate(path: str | os.PathLike) -> None:
     with warnings.catch_warnings():
         # zarr warns that consolidated metadata is not in the v3 spec yet; xarray uses it
         warnings.simplefilter("ignore")
-        zarr.consolidate_metadata(str(path))
+        zarr.consolidate_metadata(str(user_path(path)))
 
 

@@ -125,7 +125,7 @@ def save_model(estimator, path, *, overwrite: bool = True) -> None:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(estimator, "_state")
-    path = Path(path)
+    path = Path(expand_user(path))  # a str, bytes or os.PathLike path; '~' is the home
     arrays = {name: np.asarray(value) for name, value in estimator._fitted_arrays().items()}
     meta = _checksums.seal(model_metadata(estimator), arrays)
     # only a model of this library is ever replaced (anything else: ModelPathError)

@@ -12,6 +12,7 @@ from typing import Any
 import xarray as xr
 import yaml
 
+from ..._paths import is_path, user_path
 from ..._untrusted import load_yaml, open_regular, short_repr as _r
 from ...exceptions import CatalogError, SchemaError, UnknownEntryError
 from ..declarations import SCHEMAS
@@ -99,12 +100,12 @@ def load_catalog(catalog: Any, *, trusted: bool = False,
                                 allow_env=allow_env)
         check_catalog_paths(catalog, allow_outside=allow_outside, trusted=trusted)
         return catalog
-    if not isinstance(catalog, (str, os.PathLike)):
+    if not is_path(catalog):
         raise CatalogError(
             f"catalog must be a path to an Intake 2 YAML file or an intake Catalog, got "
             f"{type(catalog).__name__}"
         )
-    path = Path(os.fspath(catalog)).expanduser().absolute()
+    path = user_path(catalog, "catalog").absolute()
     return _from_spec(_read_yaml(path, trusted=trusted), path, trusted=trusted,
                       allow_outside=allow_outside, allow_env=allow_env)
 

@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - Windows: the catalog's lock is in-proc
 
 from ..._atomic import path_lock, write_failed
 from ..._fsync import DIRECTORY, fsync
+from ..._paths import user_path
 from ..._untrusted import short_repr as _r
 from ...exceptions import (CatalogError, ForeignPathError, PathEscapeError, SchemaError,
                            UnknownEntryError)
@@ -117,7 +118,7 @@ def check_catalog_target(catalog_path: str | os.PathLike, *, trusted: bool = Fal
     CatalogError
         The path is a folder, or a file that is not an Intake 2 catalog.
     """
-    cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
+    cat_path = user_path(catalog_path, "catalog_path").absolute()
     _refuse_unwritable(cat_path)
     _read_spec(cat_path, trusted=trusted)  # an Intake 2 catalog, or CatalogError
     return cat_path
@@ -320,8 +321,8 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
     {'X': 'features', 'y': 'label'}
     """
     entry = check_entry_name(entry)  # in normal form C: one spelling per name
-    cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
-    data_abs = Path(os.fspath(data_path)).expanduser().absolute()
+    cat_path = user_path(catalog_path, "catalog_path").absolute()
+    data_abs = user_path(data_path, "data_path").absolute()
     base = cat_path.parent.resolve()
     roots = _allowed_roots(base, allow_outside)
     resolved = data_abs.resolve()
@@ -450,7 +451,7 @@ def declare_dataset(catalog_path: str | os.PathLike, entry: str, *,
     >>> open_dataset(f, "sensors")["features"].dims
     ('time', 'channel')
     """
-    cat_path = Path(os.fspath(catalog_path)).expanduser().absolute()
+    cat_path = user_path(catalog_path, "catalog_path").absolute()
     if not cat_path.exists():
         raise CatalogError(
             f"catalog file {str(cat_path)!r} does not exist; create the entry with "

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from ..._paths import is_path, user_path
 from ..._untrusted import open_regular, short_repr as _r, special_file
 from ...exceptions import CatalogError, PathEscapeError, UntrustedCatalogError
 from .trust import _HINT, _key
@@ -88,13 +89,12 @@ def _allowed_roots(base: Path | None, allow_outside: Any) -> list[Path] | None:
         extra = [allow_outside]
     roots = [] if base is None else [base]
     for root in extra:
-        if not isinstance(root, (str, os.PathLike)) or isinstance(root, bool) or not \
-                os.fspath(root):
+        if not is_path(root) or not os.fspath(root):
             raise CatalogError(
                 f"allow_outside must be True, False or a list of folders, found {root!r} in "
                 f"{allow_outside!r}; e.g. allow_outside=['/data/shared']"
             )
-        roots.append(Path(os.fspath(root)).expanduser().resolve())
+        roots.append(user_path(root).resolve())
     return roots
 
 
