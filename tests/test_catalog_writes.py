@@ -6,6 +6,7 @@ and two registrations at once both land."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 import pytest
@@ -87,7 +88,7 @@ def _events(monkeypatch):
         return real_fsync(fd)
 
     def replace(src, dst, **kw):
-        events.append(("replace", os.fspath(src), os.fspath(dst)))
+        events.append(("replace", os.path.realpath(src), os.path.realpath(dst)))
         return real_replace(src, dst, **kw)
 
     monkeypatch.setattr(os, "fsync", fsync)
@@ -101,17 +102,18 @@ def test_a_catalog_write_is_flushed_before_and_after_its_rename(tmp_path, monkey
     cat = tmp_path / "c.yaml"
     events = _events(monkeypatch)
     register_dataset(cat, "a", store)
-    renames = [e for e in events if e[0] == "replace" and e[2] == str(cat)]
+    cat_real, folder = os.path.realpath(cat), os.path.realpath(tmp_path)
+    renames = [e for e in events if e[0] == "replace" and e[2] == cat_real]
     assert len(renames) == 1
     at = events.index(renames[0])
     tmp = renames[0][1]
     assert ("fsync", tmp) in events[:at]  # the file's content, before the rename
-    assert ("fsync", str(tmp_path)) in events[at + 1:]  # the folder's entry, after it
+    assert ("fsync", folder) in events[at + 1:]  # the folder's entry, after it
     del events[:]
     declare_dataset(cat, "a", task="regression")
-    at = next(i for i, e in enumerate(events) if e[0] == "replace" and e[2] == str(cat))
+    at = next(i for i, e in enumerate(events) if e[0] == "replace" and e[2] == cat_real)
     assert ("fsync", events[at][1]) in events[:at]
-    assert ("fsync", str(tmp_path)) in events[at + 1:]
+    assert ("fsync", folder) in events[at + 1:]
 
 
 _KILLED_AT_RENAME = """
@@ -147,8 +149,7 @@ def test_the_next_write_removes_what_a_killed_registration_left(tmp_path):
     p = subprocess.run([sys.executable, "-c", _KILLED_AT_RENAME, str(cat),
                         str(_store(tmp_path, "b"))], capture_output=True, text=True)
     assert p.returncode == -9, p.stderr
-    left = [n for n in os.listdir(tmp_path) if n.startswith(".c.yaml.tmp-")
-            and n[len(".c.yaml.tmp-"):].isalnum() and len(n) == len(".c.yaml.tmp-") + 12
+    left = [n for n in os.listdir(tmp_path) if re.fullmatch(r"\.c\.yaml\.tmp-[0-9a-f]{12}", n)
             and (tmp_path / n).is_file() and not (tmp_path / n).is_symlink()]
     assert len(left) == 1  # the killed writer's temporary, complete but never renamed
     assert cat.read_text() == before  # the catalog is the previous one, whole
