@@ -246,7 +246,7 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False,
     ----------
     estimator : fitted estimator
     X : any input the estimator accepts
-    path : str or path-like
+    path : str, bytes or path-like
         The Zarr store to write.
     overwrite : bool, default False
         Replace an existing prediction store at ``path`` (once the new one is complete).

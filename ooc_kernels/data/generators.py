@@ -350,7 +350,7 @@ def make_dataset(name: str, path: str | os.PathLike, n_samples: int, *,
     ----------
     name : str
         A generator from :func:`available_generators`.
-    path : str or path-like
+    path : str, bytes or path-like
         Output Zarr store (folder).  Written atomically.
     n_samples : int
         Number of samples.

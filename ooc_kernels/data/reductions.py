@@ -162,11 +162,11 @@ def instance_reduction(source: Any, path: str | os.PathLike, rank: int, *,
 
     Parameters
     ----------
-    source : str, path-like, xarray.Dataset or Intake reader
+    source : str, bytes, path-like, xarray.Dataset or Intake reader
         A supervised dataset with targets: a store path (opened with
         :func:`~ooc_kernels.data.open_zarr_dataset`), a Dataset (its variables by name or
         declaration) or a catalog entry's reader.
-    path : str or path-like
+    path : str, bytes or path-like
         The factorized store to write.
     rank : int
         ``d``, the number of rows of ``G`` (at most ``n_samples``).
@@ -284,7 +284,7 @@ def materialize_chunks(source: Any, y: Any = None, *,
 
     Parameters
     ----------
-    source : str, path-like, xarray.Dataset, Intake reader or Factorized
+    source : str, bytes, path-like, xarray.Dataset, Intake reader or Factorized
         Factorized data: a store path, a Dataset or entry of the ``factorized`` schema, or
         ``ok.Factorized(U, V)``.
     y : array-like, optional
@@ -345,7 +345,7 @@ def materialize(source: Any, path: str | os.PathLike, y: Any = None, *,
     ----------
     source, y, chunk_size
         See :func:`materialize_chunks`; targets are required.
-    path : str or path-like
+    path : str, bytes or path-like
         The supervised store to write.
     overwrite : bool, default False
         Replace an existing store at ``path``.

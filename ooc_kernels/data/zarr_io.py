@@ -129,7 +129,7 @@ def write_chunks(
 
     Parameters
     ----------
-    path : str or path-like
+    path : str, bytes or path-like
         Target folder of the Zarr store (conventionally ending in ``.zarr``).
     chunks : iterable of dict
         In sample order, one ``{name: array}`` per chunk holding every variable the schema

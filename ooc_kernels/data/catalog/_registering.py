@@ -262,14 +262,14 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
 
     Parameters
     ----------
-    catalog_path : str or path-like
+    catalog_path : str, bytes or path-like
         The YAML file (created with its folder if missing).
     entry : str
         Entry name: letters and digits of any script, ``_``, ``-`` and ``.``, starting with
         a letter, a digit or ``_`` (e.g. ``"digits_deformed"``, ``"données"``,
         ``"温度"``); written in Unicode normal form C, and an entry whose name has the same
         normal form is replaced (see :mod:`ooc_kernels.data.catalog._names`).
-    data_path : str or path-like
+    data_path : str, bytes or path-like
         The Zarr store (it need not exist yet).
     description : str, optional
         Shown by :func:`describe_catalog` / ``ooc-kernels catalog list``.
@@ -396,7 +396,7 @@ def declare_dataset(catalog_path: str | os.PathLike, entry: str, *,
 
     Parameters
     ----------
-    catalog_path : str or path-like
+    catalog_path : str, bytes or path-like
         An existing Intake 2 catalog file.
     entry : str
         The entry (an alias declares the entry it points at); a name in another Unicode
