@@ -468,6 +468,7 @@ def _check_arrays_present(group, p: Path, zarr) -> None:
     array as its fill value (zeros) everywhere.
     """
     from .._checksums import open_arrays
+    from ._store_limits import check_store_limits
 
     try:
         real = zarr.open_group(str(p), mode="r", use_consolidated=False)
@@ -478,6 +479,8 @@ def _check_arrays_present(group, p: Path, zarr) -> None:
     # every array's own metadata file parsed one by one: a damaged one is named
     arrays = open_arrays(real if real is not None else group, where=f"dataset {str(p)!r}",
                          error=SchemaError, fix=fix)
+    # chunk counts and sizes from the metadata alone, before xarray builds a Dask array
+    check_store_limits(real if real is not None else group, where=f"dataset {str(p)!r}")
     try:
         listed = sorted(group.array_keys())  # the consolidated copy's list, when there is one
     except Exception as err:

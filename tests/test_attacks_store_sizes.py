@@ -1,0 +1,76 @@
+"""Dataset stores whose array metadata declares absurd sizes: a few bytes of ``X/zarr.json``
+saying ``10**12`` rows in chunks of 10 (Dask would allocate a tuple entry per chunk: 800
+GB on opening), or one chunk of ``10**12`` rows (decoded whole when read).  Opening such a
+store, by its path or through a catalog, is the library's ``SchemaError`` naming the array
+and the sizes, from the metadata alone, never NumPy's ``MemoryError``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import zarr
+
+import ooc_kernels as ok
+from ooc_kernels.data import open_zarr_dataset, register_dataset
+from ooc_kernels.data._store_limits import MAX_CHUNKS, check_store_limits
+from ooc_kernels.exceptions import SchemaError
+
+ROWS = 10**12
+
+
+@pytest.fixture()
+def store(tmp_path) -> Path:
+    path = ok.make_dataset("synthetic_krr_2d", tmp_path / "data" / "x.zarr", 20,
+                           chunk_size=10, progress=False)
+    register_dataset(tmp_path / "c.yaml", "x", path)
+    return Path(path)
+
+
+def _declare(store: Path, rows: int, chunk_rows: int) -> None:
+    """Give every array of ``store`` ``rows`` rows in chunks of ``chunk_rows`` rows (its
+    chunk files kept), and drop the consolidated copy of the metadata."""
+    for var in ("X", "y"):
+        meta = store / var / "zarr.json"
+        doc = json.loads(meta.read_text())
+        doc["shape"][0] = rows
+        doc["chunk_grid"]["configuration"]["chunk_shape"][0] = chunk_rows
+        meta.write_text(json.dumps(doc))
+    root = json.loads((store / "zarr.json").read_text())
+    root.pop("consolidated_metadata", None)
+    (store / "zarr.json").write_text(json.dumps(root))
+
+
+OPENS = {
+    "by path": lambda store: open_zarr_dataset(store),
+    "through a catalog": lambda store: ok.open_dataset(store.parent.parent / "c.yaml", "x"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(OPENS))
+def test_a_store_declaring_too_many_chunks_is_refused_on_opening(store, how):
+    _declare(store, ROWS, 10)
+    with pytest.raises(SchemaError, match=rf"array 'X' of shape \(1000000000000, 2\) declares "
+                                          rf"chunks of shape \(10, 2\), 100000000000 chunks "
+                                          rf"in all, more than the {MAX_CHUNKS}"):
+        OPENS[how](store)
+
+
+@pytest.mark.parametrize("how", sorted(OPENS))
+def test_a_store_declaring_a_chunk_larger_than_the_memory_is_refused_on_opening(store, how):
+    _declare(store, ROWS, ROWS)
+    with pytest.raises(SchemaError, match=r"array 'X' of shape \(1000000000000, 2\) declares "
+                                          r"chunks of shape \(1000000000000, 2\), 7\.3 TiB "
+                                          r"each, more than the [0-9.]+ [KMGT]iB of memory"):
+        OPENS[how](store)
+
+
+def test_the_largest_chunk_count_is_accepted_and_one_more_refused():
+    """``MAX_CHUNKS`` chunks (of ``X``: rows times columns) pass, one more does not."""
+    group = zarr.open_group(zarr.storage.MemoryStore(), mode="w")
+    group.create_array("X", shape=(MAX_CHUNKS // 2, 4), chunks=(1, 2), dtype="f4")
+    check_store_limits(group, where="s")
+    group.create_array("y", shape=(MAX_CHUNKS + 1,), chunks=(1,), dtype="f4")
+    with pytest.raises(SchemaError, match=rf"array 'y' .* {MAX_CHUNKS + 1} chunks in all"):
+        check_store_limits(group, where="s")
