@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -681,3 +682,45 @@ def test_leftovers_of_a_killed_checkpoint_write_are_removed_on_resume(tmp_path):
     (tmp_path / f".ck.zarr.tmp-{'ef' * 16}.lock").touch()
     assert read_checkpoint(ck).meta["position"]["epoch"] == 2
     assert sorted(os.listdir(tmp_path)) == ["ck.zarr"]
+
+
+@pytest.mark.parametrize("kind", ["bytes", "pathlike"])
+def test_scheduler_and_tls_files_take_every_path_type(tmp_path, monkeypatch, kind):
+    """A scheduler file and the TLS files may be bytes or any os.PathLike, as every path is."""
+    import distributed
+
+    from ooc_kernels.exceptions import ValidationError
+    from ooc_kernels.parallel.scheduler import make_security, scheduler_context
+
+    class Fs:
+        def __init__(self, p):
+            self.p = p
+
+        def __fspath__(self):
+            return self.p
+
+    def as_kind(p):
+        return os.fsencode(str(p)) if kind == "bytes" else Fs(str(p))
+
+    for name in ("ca.pem", "cert.pem", "sched.json"):
+        (tmp_path / name).write_text("x")
+    sec = make_security(as_kind(tmp_path / "ca.pem"), as_kind(tmp_path / "cert.pem"))
+    assert (sec.tls_ca_file, sec.tls_client_cert) == (str(tmp_path / "ca.pem"),
+                                                       str(tmp_path / "cert.pem"))
+    with pytest.raises(ValidationError, match=re.escape(repr(str(tmp_path / "no.pem")))):
+        make_security(as_kind(tmp_path / "ca.pem"), as_kind(tmp_path / "no.pem"))
+    seen = {}
+
+    class FakeClient:
+        def __init__(self, *args, **kwargs):
+            seen.update(kwargs)
+            raise OSError("stop here")
+
+    monkeypatch.setattr(distributed, "Client", FakeClient)
+    with pytest.raises(Exception, match="scheduler file"):
+        with scheduler_context(scheduler_file=as_kind(tmp_path / "sched.json")):
+            pass
+    assert seen["scheduler_file"] == str(tmp_path / "sched.json")
+    with pytest.raises(ValidationError, match=re.escape(repr(str(tmp_path / "none.json")))):
+        with scheduler_context(scheduler_file=as_kind(tmp_path / "none.json")):
+            pass

@@ -43,11 +43,11 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import dask
 
+from ooc_kernels._paths import user_path
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["SCHEDULER_CHOICES", "check_scheduler", "local_scheduler", "make_security",
@@ -146,19 +146,19 @@ def make_security(ca_file: str | os.PathLike | None = None,
         )
     if cert is None:
         raise ValidationError(
-            f"TLS: the CA file {str(ca_file)!r} was given without a client certificate; "
+            f"TLS: the CA file {os.fsdecode(ca_file)!r} was given without a client certificate; "
             "Dask's TLS needs one on every connection: pass --tls-cert (and --tls-key if the "
             "key is in a separate file)"
         )
     for what, f in (("CA file", ca_file), ("client certificate", cert), ("client key", key)):
-        if f is not None and not Path(os.fspath(f)).expanduser().is_file():
+        if f is not None and not user_path(f).is_file():
             raise ValidationError(
-                f"TLS: the {what} {str(f)!r} does not exist or is not a file; check the path"
+                f"TLS: the {what} {os.fsdecode(f)!r} does not exist or is not a file; check the path"
             )
     from distributed.security import Security
 
     def _s(f):
-        return None if f is None else os.fspath(Path(os.fspath(f)).expanduser())
+        return None if f is None else os.fspath(user_path(f))
 
     return Security(tls_ca_file=_s(ca_file), tls_client_cert=_s(cert),
                     tls_client_key=_s(key), require_encryption=require_encryption)
@@ -320,10 +320,10 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
     if scheduler_file is not None:
         if spec is not None:
             raise ValidationError(
-                f"both a scheduler ({spec!r}) and a scheduler file ({str(scheduler_file)!r}) "
+                f"both a scheduler ({spec!r}) and a scheduler file ({os.fsdecode(scheduler_file)!r}) "
                 "were given; pass only one of them"
             )
-        path = Path(os.fspath(scheduler_file)).expanduser()
+        path = user_path(scheduler_file)
         if not path.is_file():
             raise ValidationError(
                 f"scheduler file {str(path)!r} does not exist; start the scheduler with "
