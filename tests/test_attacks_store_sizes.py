@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 import zarr
 
 import ooc_kernels as ok
@@ -28,9 +29,10 @@ def store(tmp_path) -> Path:
     return Path(path)
 
 
-def _declare(store: Path, rows: int, chunk_rows: int) -> None:
+def _declare(store: Path, rows: int, chunk_rows: int, entry_chunks=None) -> None:
     """Give every array of ``store`` ``rows`` rows in chunks of ``chunk_rows`` rows (its
-    chunk files kept), and drop the consolidated copy of the metadata."""
+    chunk files kept), and drop the consolidated copy of the metadata; the catalog's entry
+    reads it with Dask chunks ``entry_chunks`` when given."""
     for var in ("X", "y"):
         meta = store / var / "zarr.json"
         doc = json.loads(meta.read_text())
@@ -40,6 +42,11 @@ def _declare(store: Path, rows: int, chunk_rows: int) -> None:
     root = json.loads((store / "zarr.json").read_text())
     root.pop("consolidated_metadata", None)
     (store / "zarr.json").write_text(json.dumps(root))
+    if entry_chunks is not None:
+        cat = store.parent.parent / "c.yaml"
+        spec = yaml.safe_load(cat.read_text())
+        spec["entries"]["x"]["kwargs"]["chunks"] = entry_chunks
+        cat.write_text(yaml.safe_dump(spec))
 
 
 OPENS = {
@@ -64,6 +71,29 @@ def test_a_store_declaring_a_chunk_larger_than_the_memory_is_refused_on_opening(
                                           r"chunks of shape \(1000000000000, 2\), 7\.3 TiB "
                                           r"each, more than the [0-9.]+ [KMGT]iB of memory"):
         OPENS[how](store)
+
+
+@pytest.mark.parametrize("rows, chunks, match", [
+    (10**9, {"sample": 1}, r"is read with chunks=\{'sample': 1\} in chunks of shape \(1, 2\), "
+                           r"1000000000 chunks in all"),
+    (ROWS, {"sample": -1}, r"is read with chunks=\{'sample': -1\} in chunks of shape "
+                           r"\(1000000000000, 2\), 7\.3 TiB each, more than"),
+    (ROWS, 1, r"is read with chunks=1 in chunks of shape \(1, 1\), 2000000000000 chunks"),
+    (ROWS, {"sample": "{N}"}, r"chunks=\{'sample': '\{N\}'\} sets '\{N\}' for a dimension, "
+                              r"which cannot be checked"),
+])
+def test_a_catalog_entry_that_reads_a_store_in_too_many_or_too_large_chunks_is_refused(
+        store, rows, chunks, match):
+    """The store's own chunks (10**6 rows: at most 10**6 chunks) pass; the entry's
+    ``chunks`` argument would split it into too many Dask chunks or join it into one."""
+    _declare(store, rows, 10**6, entry_chunks=chunks)
+    with pytest.raises(SchemaError, match=match):
+        OPENS["through a catalog"](store)
+
+
+def test_a_catalog_entry_with_chunks_that_fit_opens(store):
+    _declare(store, 20, 10, entry_chunks={"sample": 20})
+    assert OPENS["through a catalog"](store)["X"].data.chunks == ((20,), (2,))
 
 
 def test_the_largest_chunk_count_is_accepted_and_one_more_refused():

@@ -56,9 +56,45 @@ def _arrays(group) -> list[tuple[str, Any]]:
                   if isinstance(node, zarr.Array))
 
 
-def check_store_limits(group, *, where: str, limit: int | None = None) -> None:
+def _dims(arr) -> tuple:
+    """The dimension names of a Zarr array (format 3 metadata, or xarray's attribute in
+    format 2), or ``()``."""
+    names = getattr(arr.metadata, "dimension_names", None)
+    if names is None:
+        names = arr.attrs.get("_ARRAY_DIMENSIONS")
+    return tuple(names) if isinstance(names, (list, tuple)) else ()
+
+
+def _requested(chunks: Any, dims: tuple, shape: tuple, stored: tuple, where: str) -> tuple:
+    """The Dask chunk shape ``chunks`` (xarray's ``chunks=`` argument: ``{}``, ``None``,
+    ``"auto"``, a number for every dimension, or a mapping of dimension names to numbers,
+    ``-1`` or ``None`` for the whole dimension) gives an array, for counting its chunks."""
+    if chunks is None or chunks == "auto" or (isinstance(chunks, dict) and not chunks):
+        return stored
+    if isinstance(chunks, dict):
+        values = [chunks.get(d, c) for d, c in zip(dims, stored)] if dims else list(stored)
+    else:
+        values = [chunks] * len(shape)
+    out = []
+    for n, c, v in zip(shape, stored, values):
+        if v is None or v == -1:
+            out.append(max(n, 1))
+        elif v == "auto":
+            out.append(c)
+        elif isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            out.append(v)
+        else:
+            raise SchemaError(
+                f"{where}: chunks={chunks!r} sets {v!r} for a dimension, which cannot be "
+                f"checked; give a positive number of rows, -1 or 'auto' per dimension, or "
+                f"leave chunks out (the store's own chunks)")
+    return tuple(out)
+
+
+def check_store_limits(group, *, where: str, limit: int | None = None,
+                       chunks: Any = None) -> None:
     """Refuse a store an array of which has more than :data:`MAX_CHUNKS` chunks, or a
-    stored chunk (or shard) of more bytes than the machine's memory.
+    chunk of more bytes than the machine's memory, stored or as read with ``chunks``.
 
     Parameters
     ----------
@@ -69,6 +105,9 @@ def check_store_limits(group, *, where: str, limit: int | None = None) -> None:
     limit : int, optional
         Bytes one chunk may have: by default the machine's physical memory
         (:func:`ooc_kernels._memory.physical_memory`; no limit where it is unknown).
+    chunks : optional
+        The Dask chunks the store will be read with (xarray's ``chunks=``, e.g. a catalog
+        entry's ``chunks: {sample: 1}``), checked besides the stored ones.
 
     Raises
     ------
@@ -79,22 +118,31 @@ def check_store_limits(group, *, where: str, limit: int | None = None) -> None:
     for name, arr in _arrays(group):
         stored = tuple(int(c) for c in (getattr(arr, "shards", None) or arr.chunks))
         shape = tuple(int(n) for n in arr.shape)
-        count = 1
-        for n, c in zip(shape, stored):
-            count *= -(-n // max(c, 1))
-        if count > MAX_CHUNKS:
-            raise SchemaError(
-                f"{where}: array {name!r} of shape {shape} declares chunks of shape "
-                f"{stored}, {count} chunks in all, more than the {MAX_CHUNKS} a dataset may "
-                f"have (Dask keeps an entry and a task per chunk, so opening it would "
-                f"allocate memory in proportion); {_FIX}"
-            )
-        n_bytes = int(np.dtype(arr.dtype).itemsize)
-        for c in stored:
-            n_bytes *= c
-        if limit is not None and n_bytes > limit:
-            raise SchemaError(
-                f"{where}: array {name!r} of shape {shape} declares chunks of shape {stored}, "
-                f"{size_text(n_bytes)} each, more than the {size_text(limit)} of memory of "
-                f"this machine (a chunk is decoded whole); {_FIX}"
-            )
+        _check_chunks(name, shape, stored, arr.dtype, where, limit, "declares")
+        read = _requested(chunks, _dims(arr), shape, stored, where)
+        if read != stored:
+            _check_chunks(name, shape, read, arr.dtype, where, limit,
+                          f"is read with chunks={chunks!r} in")
+
+
+def _check_chunks(name: str, shape: tuple, chunks: tuple, dtype, where: str,
+                  limit: int | None, how: str) -> None:
+    count = 1
+    for n, c in zip(shape, chunks):
+        count *= -(-n // max(c, 1))
+    if count > MAX_CHUNKS:
+        raise SchemaError(
+            f"{where}: array {name!r} of shape {shape} {how} chunks of shape "
+            f"{chunks}, {count} chunks in all, more than the {MAX_CHUNKS} a dataset may "
+            f"have (Dask keeps an entry and a task per chunk, so opening it would "
+            f"allocate memory in proportion); {_FIX}"
+        )
+    n_bytes = int(np.dtype(dtype).itemsize)
+    for n, c in zip(shape, chunks):
+        n_bytes *= c if how == "declares" else min(c, max(n, 1))
+    if limit is not None and n_bytes > limit:
+        raise SchemaError(
+            f"{where}: array {name!r} of shape {shape} {how} chunks of shape {chunks}, "
+            f"{size_text(n_bytes)} each, more than the {size_text(limit)} of memory of "
+            f"this machine (a chunk is read whole); {_FIX}"
+        )

@@ -387,10 +387,11 @@ def _check_data_argument(entry, name: str) -> None:
     )
 
 
-def _check_store_limits(url: Any, name: str) -> None:
-    """Refuse a local store whose metadata declares more chunks, or larger ones, than can
-    be opened (:func:`ooc_kernels.data._store_limits.check_store_limits`), before xarray
-    builds its Dask arrays; a store that zarr cannot open is left to the reader's error."""
+def _check_store_limits(url: Any, name: str, chunks: Any) -> None:
+    """Refuse a local store whose metadata declares, or whose entry reads it with
+    ``chunks``, more chunks or larger ones than can be opened
+    (:func:`ooc_kernels.data._store_limits.check_store_limits`), before xarray builds its
+    Dask arrays; a store that zarr cannot open is left to the reader's error."""
     if not isinstance(url, str) or "://" in url or "::" in url or not os.path.isdir(url):
         return
     import zarr
@@ -398,7 +399,7 @@ def _check_store_limits(url: Any, name: str) -> None:
     from .._store_limits import check_store_limits
 
     try:
-        check_store_limits(zarr.open_group(url, mode="r"),
+        check_store_limits(zarr.open_group(url, mode="r"), chunks=chunks,
                            where=f"catalog entry {_r(name)} (data {_r(url)})")
     except SchemaError:
         raise
@@ -412,7 +413,7 @@ def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
     ``variables``) applied but not validated, and the :class:`Context` for validating it."""
     entry = _entry(cat, name)
     _check_data_argument(entry, name)
-    _check_store_limits(_entry_url(cat, entry), name)
+    _check_store_limits(_entry_url(cat, entry), name, entry.kwargs.get("chunks", {}))
     try:
         reader = cat[find_entry(list(cat.entries) + list(cat.aliases), name)]
         extra = {} if "chunks" in entry.kwargs else {"chunks": {}}
