@@ -25,6 +25,24 @@ When the folder cannot be created or written (a read-only home folder), the kern
 compiled in every process, without a disk cache (set ``OOC_KERNELS_JIT_CACHE_DIR`` to a
 writable folder to keep the cache).
 
+numba's cache files are pickles, and loading a pickle can run any code, so the cache is
+only used in a folder that no other user can write (:func:`cache_problem`): the three
+folders the library creates (``<root>``, ``jit``, ``<version>-<digest>``) are created with
+mode ``0o700`` and must be owned by the user, not links, and writable by nobody else, and
+every folder above them must be owned by the user or by root and be writable by nobody
+else unless it has the sticky bit (``/tmp``).  A folder that fails this (a shared
+``NUMBA_CACHE_DIR``, ``OOC_KERNELS_JIT_CACHE_DIR=/shared/cache`` writable by a group) is
+never read: the kernels are compiled in every process and an
+:class:`~ooc_kernels.exceptions.OocKernelsWarning` names the folder and the fix, once per
+folder and process.
+
+Every index and data file the cache writes starts with a header and the CRC32C of the
+pickle that follows (:func:`ooc_kernels._checksums.crc32c`), checked before the pickle is
+read: a truncated file or a flipped byte (a damaged disk, a half-copied folder) is ignored
+with an :class:`~ooc_kernels.exceptions.OocKernelsWarning` naming the file, and the kernel is
+compiled again and its entry rewritten.  The checksum detects damage, not an attacker (who
+can recompute it); the folder's permissions are what keep other users' files out.
+
 Examples
 --------
 >>> from ooc_kernels._jit._cache import cache_dir
@@ -36,8 +54,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
+import pickle
+import stat
+import struct
 import sys
+import warnings
 from pathlib import Path
 
 import numba
@@ -50,9 +73,11 @@ from numba.core.caching import (
     _SourceFileBackedLocatorMixin,
 )
 
+from ooc_kernels._checksums import crc32c
 from ooc_kernels._version import __version__
+from ooc_kernels.exceptions import OocKernelsWarning
 
-__all__ = ["CACHE_DIR_ENV_VAR", "cache_dir", "kernel_sources", "njit"]
+__all__ = ["CACHE_DIR_ENV_VAR", "cache_dir", "cache_problem", "kernel_sources", "njit"]
 
 #: The environment variable that names the folder of the compiled-kernel cache.
 CACHE_DIR_ENV_VAR = "OOC_KERNELS_JIT_CACHE_DIR"
@@ -113,6 +138,64 @@ def cache_dir() -> Path:
     return root.absolute() / "jit" / f"{__version__}-{_sources_digest()}"
 
 
+_WARNED: set[str] = set()
+
+
+def _warn_once(path: Path, message: str) -> None:
+    if str(path) not in _WARNED:
+        _WARNED.add(str(path))
+        warnings.warn(message, OocKernelsWarning, stacklevel=3)
+
+
+def cache_problem(path: str | os.PathLike) -> str | None:
+    """Why another user could write the cache folder ``path``, or ``None`` when only the user
+    (and root) can.
+
+    ``path`` and its two parents (the folders the library creates: ``<root>/jit/<version>``)
+    must be folders (``jit`` and ``<version>`` not links), owned by the user and writable by nobody else; every
+    folder above them, and every folder of the path with its links resolved, must be owned by
+    the user or by root and be writable by nobody else unless it has the sticky bit
+    (``/tmp``, where no one can rename another's folder).  Always ``None`` where there are
+    no POSIX owners (Windows keeps the cache in the user's own ``LOCALAPPDATA``).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> for sub in ("jit", "jit/v"):
+    ...     os.mkdir(os.path.join(root, sub), 0o700)
+    >>> cache_problem(os.path.join(root, "jit", "v")) is None
+    True
+    >>> os.chmod(os.path.join(root, "jit"), 0o777)
+    >>> cache_problem(os.path.join(root, "jit", "v"))      # doctest: +ELLIPSIS
+    "the folder '...jit' can be written by other users (mode 0o777)"
+    """
+    if not hasattr(os, "getuid"):
+        return None
+    uid = os.getuid()
+    path = Path(os.path.abspath(path))
+    # the root may be a link (its target and the folders above both are checked)
+    own = [(path, os.lstat), (path.parent, os.lstat), (path.parent.parent, os.stat)]
+    for folder, stat_of in own:
+        st = stat_of(folder)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            return f"{str(folder)!r} is not a folder (a link, or a file)"
+        if st.st_uid != uid:
+            return f"the folder {str(folder)!r} belongs to user id {st.st_uid}, not {uid}"
+        if st.st_mode & 0o022:
+            return (f"the folder {str(folder)!r} can be written by other users "
+                    f"(mode {oct(stat.S_IMODE(st.st_mode))})")
+    above = [*path.parent.parent.parents, *Path(os.path.realpath(path)).parents]
+    for folder in above:
+        st = os.stat(folder)
+        if st.st_uid not in (uid, 0):
+            return f"the folder {str(folder)!r} belongs to user id {st.st_uid}"
+        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            return (f"the folder {str(folder)!r} can be written by other users "
+                    f"(mode {oct(stat.S_IMODE(st.st_mode))}, no sticky bit)")
+    return None
+
+
 class _KernelCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
     """Numba cache locator: every kernel of ``ooc_kernels._jit`` in :func:`cache_dir`.
 
@@ -128,6 +211,24 @@ class _KernelCacheLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
 
     def get_cache_path(self) -> str:
         return self._cache_path
+
+    def ensure_cache_path(self) -> None:
+        """Create the cache folder (mode ``0o700``) and check that only the user can write
+        it; ``OSError`` (numba: no disk cache) when it cannot be made or is not private."""
+        path = Path(self._cache_path)
+        path.parent.parent.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (path.parent.parent, path.parent, path):
+            folder.mkdir(mode=0o700, exist_ok=True)
+        problem = cache_problem(path)
+        if problem is not None:
+            _warn_once(path, f"the compiled-kernel cache folder {str(path)!r} is not used: "
+                       f"{problem}. numba's cache files are pickles, which run code when "
+                       "read, so the kernels are compiled in this process instead. Set "
+                       f"{CACHE_DIR_ENV_VAR} to a folder only you can write (e.g. one made "
+                       "by `mktemp -d`), or remove write access for others "
+                       "(`chmod go-w FOLDER`).")
+            raise PermissionError(problem)
+        super().ensure_cache_path()
 
 
 class _KernelCacheImpl(CompileResultCacheImpl):
@@ -159,6 +260,70 @@ class _KeyedDataCacheFile(IndexDataCacheFile):
     def _keyed_data_name(self, key) -> str:
         digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
         return self._index_name[: -len(".nbi")] + f".{digest}.nbc"
+
+    # Every file: _MAGIC, the CRC32C of the rest, then numba's pickle (checked before it is
+    # unpickled; a damaged file is a cache miss, compiled again and rewritten).
+
+    def _write_framed(self, path: str, payload: bytes) -> None:
+        with self._open_for_write(path) as f:
+            f.write(_framed(payload))
+
+    def _read_framed(self, path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return None
+        payload = _unframed(raw)
+        if payload is None:
+            warnings.warn(
+                f"the compiled-kernel cache file {path!r} is damaged (truncated, or its "
+                "CRC32C checksum does not match); it is ignored, and the kernel is compiled "
+                "again and the file rewritten. Delete the folder "
+                f"{self._cache_path!r} if this repeats.", OocKernelsWarning, stacklevel=2)
+        return payload
+
+    def _load_index(self):
+        payload = self._read_framed(self._index_path)
+        if payload is None:
+            return {}
+        stream = io.BytesIO(payload)
+        if pickle.load(stream) != self._version:
+            return {}
+        stamp, overloads = pickle.loads(stream.read())
+        return overloads if stamp == self._source_stamp else {}
+
+    def _save_index(self, overloads) -> None:
+        payload = pickle.dumps(self._version, protocol=-1)
+        self._write_framed(self._index_path,
+                           payload + self._dump((self._source_stamp, overloads)))
+
+    def _load_data(self, name):
+        payload = self._read_framed(self._data_path(name))
+        return None if payload is None else pickle.loads(payload)
+
+    def _save_data(self, name, data) -> None:
+        self._write_framed(self._data_path(name), self._dump(data))
+
+
+#: The first bytes of every file of the kernel cache (then the CRC32C of the rest).
+_MAGIC = b"OOCKJIT1"
+_HEAD = len(_MAGIC) + 4
+
+
+def _framed(payload: bytes) -> bytes:
+    """``payload`` behind :data:`_MAGIC` and its CRC32C."""
+    return _MAGIC + struct.pack("<I", crc32c(payload)) + payload
+
+
+def _unframed(raw: bytes) -> bytes | None:
+    """The payload of a :func:`_framed` file, or ``None`` when it is not one or fails its
+    checksum."""
+    if len(raw) < _HEAD or raw[:len(_MAGIC)] != _MAGIC:
+        return None
+    payload = raw[_HEAD:]
+    return payload if struct.unpack("<I", raw[len(_MAGIC):_HEAD])[0] == crc32c(payload) \
+        else None
 
 
 class _KernelFunctionCache(FunctionCache):
