@@ -180,9 +180,69 @@ def _family_of(module: str) -> str | None:
     return None
 
 
+def _public_names(family: str) -> set[str]:
+    """The names a family's package exports (its ``__all__``, read from its source)."""
+    tree = ast.parse((FAMILIES / family / "__init__.py").read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id in ("__all__", "_PUBLIC") for t in node.targets):
+            names |= {c.value for c in ast.walk(node.value)
+                      if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return names
+
+
+def _package_uses(module: str, path: Path, mine: str | None) -> list[str]:
+    """Names of another family's package that are not among its exports: ``from
+    ooc_kernels.families.<f> import _name``, and ``alias._name`` where ``alias`` is bound
+    to the package (``import ooc_kernels.families.<f> as alias``, ``from
+    ooc_kernels.families import <f>``)."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    aliases, bad = {}, []
+
+    def family_package(name: str) -> str | None:
+        family = _family_of(name)
+        return family if family is not None and name.count(".") == 2 else None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            for a in node.names:
+                if family_package(f"{prefix}.{a.name}"):  # the package bound to a name
+                    aliases[a.asname or a.name] = family_package(f"{prefix}.{a.name}")
+                    continue
+                family = family_package(prefix)
+                if family is None or family == mine or a.name == "*":
+                    continue
+                submodule = (FAMILIES / family / a.name).is_dir() or \
+                    (FAMILIES / family / f"{a.name}.py").is_file()
+                if not submodule and a.name not in _public_names(family):
+                    bad.append(f"{path.name}:{node.lineno}: {module} imports {a.name} from "
+                               f"{prefix}, which does not export it")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname and family_package(a.name):
+                    aliases[a.asname] = family_package(a.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            family = aliases.get(node.value.id)
+            if family is not None and family != mine and \
+                    node.attr not in _public_names(family):
+                bad.append(f"{path.name}:{node.lineno}: {module} reads {node.value.id}."
+                           f"{node.attr}, which {family} does not export")
+    return bad
+
+
 def _internal_uses(module: str, path: Path) -> list[str]:
     """The places where ``module`` imports or names another family's internals: any module
-    of ``ooc_kernels.families.<name>`` below the family's package itself."""
+    of ``ooc_kernels.families.<name>`` below the family's package itself (imported, or
+    named in a string or a docstring, with or without the leading ``ooc_kernels``), and
+    any name of the family's package that the package does not export."""
     mine = _family_of(module)
     modules = _modules()
     bad = []
@@ -191,8 +251,9 @@ def _internal_uses(module: str, path: Path) -> list[str]:
         family = _family_of(name)
         if family is not None and family != mine and name.count(".") > 2:
             bad.append(f"{path.name}:{line}: {module} imports {name}")
+    bad += _package_uses(module, path, mine)
     for line_no, text in enumerate(path.read_text().splitlines(), 1):
-        for family in re.findall(r"ooc_kernels[./]families[./](\w+)[./]\w", text):
+        for family in re.findall(r"(?<![\w-])families[./](\w+)[./]\w", text):
             if family != mine and (FAMILIES / family).is_dir():
                 bad.append(f"{path.name}:{line_no}: {module} names {family}'s internals")
     return bad
@@ -215,6 +276,14 @@ def test_no_module_outside_a_family_names_its_internals():
     ("X = 'ooc_kernels.families.dsg.estimators'\n", "ooc_kernels.cli"),
     ("from ooc_kernels.families.dsg.kernels import dsg_predict\n",
      "ooc_kernels.families.dspdc.fake"),
+    ("from ..dsg._common import DSGModelMixin\n", "ooc_kernels.families.pkawv.fake"),
+    ("import importlib\nm = importlib.import_module('ooc_kernels.families.dspdc._work')\n",
+     "ooc_kernels.estimators.fake"),
+    ('"""Use ``families/dsg/_common.py``\'s mixin."""\n', "ooc_kernels.features.fake"),
+    ('"""See :mod:`families.dspdc._work`."""\n', "ooc_kernels.cli"),
+    ("from ooc_kernels.families.dsg import _PUBLIC\n", "ooc_kernels.evaluation"),
+    ("from ooc_kernels.families import dsg\nx = dsg.solver\n", "ooc_kernels.pipeline"),
+    ("import ooc_kernels.families.dspdc as d\nx = d._work\n", "ooc_kernels.families.dsg.fake"),
 ])
 def test_the_family_rule_sees_a_violation(tmp_path, source, module):
     fake = tmp_path / "mod.py"
@@ -227,6 +296,9 @@ def test_the_family_rule_sees_a_violation(tmp_path, source, module):
     ("from ooc_kernels.families.dsg.kernels import dsg_predict\n",
      "ooc_kernels.families.dsg.solver"),
     ("from ooc_kernels.families import SOLVERS\n", "ooc_kernels.testing._algorithms"),
+    ("from ooc_kernels.families import dsg\nx = dsg.DSGRegressor\n", "ooc_kernels.pipeline"),
+    ("import ooc_kernels.families.pkawv as p\nx = p.OnlineKernelRidge\n", "ooc_kernels.cli"),
+    ('"""Each family: ``families/<name>/solver.py``."""\n', "ooc_kernels.estimators.fake"),
 ])
 def test_the_family_rule_allows_a_family_package_and_its_own_modules(tmp_path, source, module):
     fake = tmp_path / "mod.py"

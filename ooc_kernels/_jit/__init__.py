@@ -13,10 +13,18 @@ losses
     The numba dispatch of the loss table (``ooc_kernels.losses``) on ``loss_id``: one value
     (value, derivative, conjugate, dual prox) and rows (``loss_gradient``,
     ``loss_grad_value``); its twins are the table's.
-dsg
-    ``dsg_predict`` and ``dsg_chunk_update``, the hot path of doubly stochastic gradients.
+coupled
+    Nonlinearities that read several columns of ``X @ W`` per feature (polynomial and
+    additive kernels).
+segments
+    The layout of a block whose columns mix nonlinearities (a sum of kernels).
+hierarchical
+    ``inner_rows``: the inner feature map of a hierarchical kernel, applied to the rows.
 rows
     ``permute_rows_inplace``: mixes the rows of a task's input without a second copy.
+atomic, prefetch
+    ``claim`` (an atomic counter for work items of a parallel region) and ``prefetch_row``
+    (a software prefetch of a row).
 _cache
     ``njit`` and ``cache_dir``: where the compiled kernels are cached.
 

@@ -16,8 +16,8 @@ A :class:`FeatureMap` is everything the library needs to know about a kernel ``k
   setup needs the kernel itself (the step size, the GCV bandwidth, the curvature) and by
   the tests that check the features by Monte Carlo.
 
-The kernels (``families/dsg/kernels*.py``), the block cache (:mod:`ooc_kernels.features.blocks`),
-the DSG setup rules and the saved models all take the map from :func:`get_feature_map`.
+The families' chunk kernels, the block cache (:mod:`ooc_kernels.features.blocks`), the setup
+rules and the saved models all take the map from :func:`get_feature_map`.
 
 Examples
 --------
@@ -149,7 +149,8 @@ class FeatureMap:
     feature_scale : callable
         ``feature_scale(block_size)``: the normalisation of a block.
     params : tuple of str
-        The map's parameters, as the fields of ``DSGConfig`` that hold them.
+        The names of the map's parameters other than ``kernel_params`` (the estimators'
+        parameters that set them: ``("bandwidth",)``).
     kernel_params : tuple of KernelParam
         The kernel's other parameters (``kernel_params=`` of the estimators); a map with
         some is a table row, and ``bind`` makes the map of one setting of them, named
