@@ -23,6 +23,7 @@ import dask.array as da
 import numpy as np
 
 from ooc_kernels._atomic import KIND_ATTR, atomic_dir
+from ooc_kernels._checksums import compressors
 from ooc_kernels._paths import user_path
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.data.zarr_io import consolidate
@@ -240,7 +241,11 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False,
     place when complete: a few chunks at a time (twice as many as the scheduler runs at
     once), each group into its region of the store, so the progress bar advances chunk by
     chunk.  For an xarray input the predictions lie along its own sample dimension, with
-    its coordinates there (e.g. ``time``); otherwise along ``sample``.
+    its coordinates there (e.g. ``time``); otherwise along ``sample``.  Every array of the
+    store (predictions, probabilities, coordinates) is written with the codecs of the
+    library's datasets (:func:`ooc_kernels._checksums.compressors`): each chunk ends with the
+    CRC32C of its bytes, so a damaged chunk fails to decode when the store is read (by
+    ``xarray.open_zarr`` or zarr) instead of decoding to other numbers.
 
     Parameters
     ----------
@@ -292,7 +297,8 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False,
             progress_bar(total=len(chunks), desc=desc, enabled=progress, unit="chunk",
                          log_lines=10) as bar:
         # the store's layout and coordinates; the lazy variables' values come below
-        ds.to_zarr(str(tmp), mode="w", consolidated=False, compute=False)
+        ds.to_zarr(str(tmp), mode="w", consolidated=False, compute=False,
+                   encoding={name: {"compressors": compressors()} for name in ds.variables})
         for first, stop in _batches(len(chunks), sched):
             rows = slice(int(bounds[first]), int(bounds[stop]))
             part = ds[lazy].isel({sample: rows}).drop_vars(list(ds.coords))
