@@ -39,7 +39,8 @@ Example (``pipelines/quickstart.yaml``)::
                                random_state: 1}
     model:
       estimator: DSGClassifier
-      params: {n_features: 8192, max_iter: 3, chunks_per_round: 2, random_state: 0}
+      params: {n_features: 8192, max_iter: 3, tol: null, chunks_per_round: 2,
+               random_state: 0}
     fit: {checkpoint_every: 5, resume: true}
     evaluate: {train: false, predictions: true}   # train: true also scores the train set
     save: {output_dir: outputs/quickstart}
