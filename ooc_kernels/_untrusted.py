@@ -40,8 +40,8 @@ from typing import IO, Any
 import yaml
 from yaml.events import AliasEvent, CollectionStartEvent
 
-__all__ = ["MAX_DEPTH", "MAX_REPR", "clip", "load_yaml", "open_regular", "short_repr",
-           "special_file"]
+__all__ = ["MAX_DEPTH", "MAX_FILES", "MAX_REPR", "clip", "load_yaml", "open_regular",
+           "refuse_special_files", "short_repr", "special_file"]
 
 #: Deepest nesting of mappings and sequences accepted in a YAML file (a catalog needs
 #: about ten levels; Python's recursion limit is about a thousand frames).
@@ -172,6 +172,66 @@ def open_regular(path: Any, *, what: str, error: type[Exception],
         os.close(fd)
         raise
     return stream
+
+
+#: Most files and folders :func:`refuse_special_files` looks at in one folder tree (a saved
+#: model or a checkpoint holds a few dozen).
+MAX_FILES = 100_000
+
+
+def refuse_special_files(folder: Any, *, what: str, error: type[Exception],
+                         fix: str) -> None:
+    """Refuse a named pipe, a device or a socket anywhere in the folder tree ``folder``, or
+    at the end of a symbolic link there, before anything in it is read.
+
+    A saved model or checkpoint is a folder of files that someone else may have written
+    (an archive from elsewhere can hold a named pipe, ``tar`` restores them): reading a
+    ``zarr.json`` or a chunk file that is a pipe waits for a writer without end.  One walk
+    with ``os.scandir`` (no file is opened); links to folders are walked too, each folder
+    once, and at most :data:`MAX_FILES` entries in all.
+
+    Raises
+    ------
+    error
+        Naming the file and what it is, or saying that the tree holds more than
+        :data:`MAX_FILES` entries; ``fix`` ends the message.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> os.mkfifo(os.path.join(d, "zarr.json"))
+    >>> refuse_special_files(d, what="model 'm.zarr'", error=ValueError, fix="re-save it")
+    Traceback (most recent call last):
+    ...
+    ValueError: model 'm.zarr' holds '.../zarr.json', a named pipe (FIFO): ...; re-save it.
+    """
+    stack, seen, count = [os.fspath(folder)], set(), 0
+    while stack:
+        current = stack.pop()
+        try:
+            info = os.stat(current)
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            with os.scandir(current) as entries:
+                items = list(entries)
+        except OSError:
+            continue  # unreadable: the reader reports it
+        for item in items:
+            count += 1
+            if count > MAX_FILES:
+                raise error(f"{what} holds more than {MAX_FILES} files and folders, far more "
+                            f"than the library writes; {fix}.")
+            try:
+                mode = os.stat(item.path).st_mode  # where a link leads
+            except OSError:
+                continue  # a dangling link: the reader reports what it misses
+            if stat.S_ISDIR(mode):
+                stack.append(item.path)
+            elif special_file(mode) is not None:
+                raise error(f"{what} holds {short_repr(item.path)}, {special_file(mode)}: "
+                            f"reading it could wait for a writer or never end; {fix}.")
 
 
 def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str):

@@ -1,6 +1,6 @@
 """Named pipes and devices where a catalog reads a file: the catalog file itself, a file
 inside the store an entry reads (``zarr.json``, a chunk), the end of a link inside that
-store, and a reference file.  ``open()`` of a named pipe waits for a writer without end and
+store, and a reference file; and in a saved model or a checkpoint.  ``open()`` of a named pipe waits for a writer without end and
 ``/dev/zero`` never ends, so each is refused with the library's error naming the file.
 
 Before the refusal existed these reads hung; each test runs a feeder thread that writes
@@ -12,15 +12,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import threading
 import time
 
+import numpy as np
 import pytest
 import yaml
 
 import ooc_kernels as ok
 from ooc_kernels.data import register_dataset
-from ooc_kernels.exceptions import CatalogError, UntrustedCatalogError
+from ooc_kernels.exceptions import (CatalogError, CheckpointError, ModelFormatError,
+                                    UntrustedCatalogError)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes")
 
@@ -104,3 +107,42 @@ def test_a_reference_file_that_is_a_named_pipe_is_refused(world):
                                                                 r"'.*refs\.json', which is a "
                                                                 r"named pipe"):
         ok.list_datasets(world / "r.yaml")
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A saved DSG model and the checkpoint of its fit."""
+    folder = tmp_path_factory.mktemp("saved")
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    ok.DSGRegressor(n_features=256, max_iter=1, tol=None, random_state=0, scheduler="sync",
+                    progress=False).fit(X, X[:, 0], checkpoint=folder / "ck.zarr",
+                                        checkpoint_every=1).save(folder / "m.zarr")
+    return folder, X
+
+
+def _resume(path, X):
+    ok.DSGRegressor(n_features=256, max_iter=2, tol=None, random_state=0, scheduler="sync",
+                    progress=False).fit(X, X[:, 0], checkpoint=path, resume=True)
+
+
+@pytest.mark.parametrize("where", ["zarr.json", "coef/zarr.json", "coef/c/0/0/0",
+                                   "link to it"])
+@pytest.mark.parametrize("kind", ["model", "checkpoint"])
+def test_a_named_pipe_in_a_saved_model_or_checkpoint_is_refused(saved, tmp_path, kind,
+                                                                 where):
+    """A pipe at the metadata file, an array's metadata file or a chunk file, or a link
+    at the chunk file to a pipe beside the folder: the library's error naming it."""
+    folder, X = saved
+    name = "m.zarr" if kind == "model" else "ck.zarr"
+    path = tmp_path / name
+    shutil.copytree(folder / name, path)
+    member = path / ("coef/c/0/0/0" if where == "link to it" else where)
+    os.remove(member)
+    fifo = tmp_path / "pipe" if where == "link to it" else member
+    os.mkfifo(fifo)
+    if where == "link to it":
+        os.symlink(fifo, member)
+    error = ModelFormatError if kind == "model" else CheckpointError
+    with _fed(fifo), pytest.raises(error, match=r"holds '.*/c/0/0/0', a named pipe|holds "
+                                                r"'.*zarr\.json', a named pipe"):
+        ok.load(path) if kind == "model" else _resume(path, X)

@@ -27,6 +27,7 @@ import copy
 import weakref
 
 from ooc_kernels._atomic import check_replaceable, expand_user
+from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators.persistence import json_params, model_metadata, restore_model
 from ooc_kernels.exceptions import (
@@ -40,11 +41,12 @@ from ooc_kernels.parallel.checkpoint import (
     Checkpoint,
     dataset_identity,
     differences,
+    read_checkpoint,
     write_checkpoint,
 )
 
 __all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint", "expand_user",
-           "resume_end", "resume_position"]
+           "read_resume_checkpoint", "resume_end", "resume_position"]
 
 _FIX = f"remove the checkpoint (or pass {START_OVER}) to start the fit again"
 
@@ -68,6 +70,20 @@ def dataset_fingerprint(data) -> dict:
     ref = weakref.ref(data, lambda _ref, key=key: _FINGERPRINTS.pop(key, None))
     _FINGERPRINTS[key] = (ref, found)
     return found
+
+
+def read_resume_checkpoint(path) -> Checkpoint:
+    """The checkpoint a fit resumes from (``read_checkpoint``), after refusing a named
+    pipe, a device or a socket in its folder (reading one would wait without end).
+
+    Raises
+    ------
+    CheckpointError
+        Naming the file, or what ``read_checkpoint`` finds wrong.
+    """
+    refuse_special_files(path, what=f"checkpoint {str(path)!r}", error=CheckpointError,
+                         fix=f"remove it (or pass {START_OVER})")
+    return read_checkpoint(path)
 
 
 def check_checkpoint_target(path) -> None:

@@ -564,10 +564,10 @@ class ChunkedEstimator(BaseEstimator):
             check_checkpoint_target,
             expand_user,
             lost_scheduler_hint,
+            read_resume_checkpoint,
             resume_end,
             resume_position,
         )
-        from ooc_kernels.parallel.checkpoint import read_checkpoint
 
         self._validate_params()
         checkpoint = expand_user(checkpoint)  # '~/ck.zarr' is in the home folder
@@ -582,7 +582,8 @@ class ChunkedEstimator(BaseEstimator):
         with scheduler_context(self.scheduler) as sched, reporting_scheduler_loss(
                 sched, lambda: lost_scheduler_hint(writer, checkpoint, ck is not None)):
             data = self._fit_data(X, y, reset=not warm, sample_weight=sample_weight)
-            ck = read_checkpoint(checkpoint) if (checkpoint is not None and resume) else None
+            ck = read_resume_checkpoint(checkpoint) if (checkpoint is not None and resume) \
+                else None
             end = self.max_iter
             if ck is not None:
                 self.chunks_per_round_ = None  # the checkpoint's K (restored with its model)

@@ -61,6 +61,7 @@ import zarr
 from ooc_kernels import _checksums
 from ooc_kernels._atomic import (KIND_ATTR, atomic_dir, expand_user, read_consistent,
                                  sweep_stale)
+from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._param_json import MAPPING_TAG, decoded_mapping, json_param
 from ooc_kernels.estimators._registry import ESTIMATORS
@@ -179,6 +180,8 @@ def load(path):
                                ) from None
     if not found:
         raise ModelFormatError(f"no model at {str(path)!r}: the path does not exist.")
+    # a named pipe in the folder would make zarr's read wait without end
+    refuse_special_files(path, what=repr(str(path)), error=ModelFormatError, fix=_FIX)
     # metadata and arrays of one folder, also while another process saves to the path
     meta, arrays = read_consistent(path, lambda: _read_model(path))
     return restore_model(meta, arrays, where=str(path))
