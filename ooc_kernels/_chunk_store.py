@@ -190,7 +190,9 @@ class ChunkStore:
     def read(self, name: str, chunk: int, version: tuple[int, int], *, n_rows: int,
              dtype: str | np.dtype = "float64") -> np.ndarray:
         """The array ``name`` of ``chunk`` at ``version`` (zeros of ``n_rows`` at
-        :data:`INITIAL`, and for a chunk without rows), checked against its checksum."""
+        :data:`INITIAL`, and for a chunk without rows), checked against its checksum and
+        its header: ``n_rows`` values of ``dtype`` (the checksum covers the values' bytes,
+        so an edited header, ``<f8`` made ``>f8``, is caught here)."""
         if tuple(version) == INITIAL or int(n_rows) == 0:
             return np.zeros(int(n_rows), dtype=dtype)
         where = self._folder(name) / _chunk_dir(chunk) / _key(version)
@@ -204,12 +206,15 @@ class ChunkStore:
                 "start the fit again without resume (or from an earlier checkpoint whose "
                 "work store is intact)."
             ) from None
-        if data.shape != (int(n_rows),) or expected is None or _checksum(data) != expected:
+        crc = "missing" if expected is None else \
+            "ok" if _checksum(data) == expected else "mismatch"
+        if data.shape != (int(n_rows),) or data.dtype != np.dtype(dtype) or crc != "ok":
             raise CorruptChunkError(
                 f"chunk-local array {name!r} of chunk {chunk} at version {tuple(version)} in "
                 f"the work store {str(self.path)!r} is damaged (shape {data.shape}, expected "
-                f"({int(n_rows)},); checksum {'missing' if expected is None else 'mismatch'}"
-                "). Start the fit again without resume."
+                f"({int(n_rows)},); dtype {data.dtype.str!r}, expected "
+                f"{np.dtype(dtype).str!r}; checksum {crc}). Start the fit again without "
+                "resume."
             )
         return data
 

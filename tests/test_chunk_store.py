@@ -174,3 +174,23 @@ def test_a_full_disk_is_the_librarys_error_and_the_earlier_bytes_stay(tmp_path, 
     monkeypatch.undo()
     np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=4), np.ones(4))
     assert not [p for p in (tmp_path / "w").rglob("*.tmp")]
+
+
+@pytest.mark.parametrize("edited", [b"'>f8'", b"'<i8'"])
+def test_a_version_whose_header_names_another_dtype_is_a_corrupt_chunk_error(tmp_path,
+                                                                              edited):
+    """The checksum covers the values' bytes, not the .npy header: a header edited to read
+    the same bytes as big-endian floats or as integers (same length, same checksum) is
+    refused, not read as other numbers."""
+    store = ChunkStore(tmp_path / "w")
+    values = np.linspace(-1.0, 1.0, 8)
+    store.write("y", 0, (1, 2), values)
+    (version_file,) = list((tmp_path / "w" / "y" / "c0000000").iterdir())
+    raw = version_file.read_bytes()
+    assert raw.count(b"'<f8'") == 1
+    version_file.write_bytes(raw.replace(b"'<f8'", edited))
+    with pytest.raises(CorruptChunkError, match=r"chunk 0 at version \(1, 2\).*damaged.*"
+                       r"dtype '(>f8|<i8)', expected '<f8'; checksum ok"):
+        store.read("y", 0, (1, 2), n_rows=8)
+    version_file.write_bytes(raw)
+    np.testing.assert_array_equal(store.read("y", 0, (1, 2), n_rows=8), values)
