@@ -32,8 +32,9 @@ __all__ = ["EPSILON", "QUANTILE", "LOSS_PARAM_CONSTRAINTS", "LOSS_PARAMS_DOC", "
 
 #: Defaults of ``DSGRegressor(epsilon=..., quantile=...)``.  ``epsilon=None`` is the loss's
 #: own default (the table's: 1 for huber, the paper's threshold; 0.1 for
-#: epsilon-insensitive), in standard deviations of ``y`` with ``standardize=True``
-#: (docs/machines/regression.md measures them).
+#: epsilon-insensitive), in robust standard deviations of ``y`` (1.4826 times the median
+#: absolute deviation) when the targets are standardized (docs/machines/regression.md
+#: measures them).
 EPSILON = None
 QUANTILE = 0.5
 
@@ -51,10 +52,12 @@ LOSS_PARAMS_DOC = """
         which errors cost nothing, >= 0; 0 is least absolute deviation); the other losses
         do not use it, as in scikit-learn's ``SGDRegressor``.  None: the loss's default, 1
         for huber (the threshold of Dai et al.) and 0.1 for epsilon_insensitive.  It is in
-        the units the model fits: with ``standardize=True`` (the default) targets are
-        standardized, so ``epsilon`` counts standard deviations of ``y`` and the defaults
-        need no tuning to the targets' scale; with ``standardize=False`` it is in the units
-        of ``y``.  Saved with the model.
+        the units the model fits: with ``standardize`` True or "auto" (the default) the
+        targets of huber, epsilon_insensitive and quantile are centred on their median and
+        divided by 1.4826 times their median absolute deviation (the standard deviation of
+        normal targets, which outliers do not inflate), so ``epsilon`` counts such robust
+        standard deviations of ``y`` and the defaults need no tuning to the targets' scale;
+        with ``standardize=False`` it is in the units of ``y``.  Saved with the model.
     quantile : float, default=0.5
         Used only by ``loss="quantile"``: the level ``tau`` in (0, 1) of the conditional
         quantile the model predicts (0.5: the median); the other losses do not use it.

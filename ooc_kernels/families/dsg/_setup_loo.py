@@ -54,9 +54,11 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.families.dsg._bandwidth import (CANDIDATES, TIE, _standardized,
                                                  class_row_weights, gcv_targets, score)
 from ooc_kernels.families.dsg import _large_data
+from ooc_kernels.families.dsg._robust_targets import clip_targets
 from ooc_kernels.features.ard import solve_spd
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.maps import get_feature_map
+from ooc_kernels.losses import loss_by_id
 
 __all__ = ["LOO_ROWS", "LOO_FEATURES", "LOO_RIDGE", "WIDTH_TIE", "SCAN_START", "LOO_MIN_ROWS", "use_loo_setup", "loo_predictions",
            "random_feature_gram", "scan_candidates", "select_setup_loo", "SetupLOOAhead"]
@@ -245,7 +247,7 @@ def select_setup_loo(base_config, common_config, sample, y, weights, *, classes,
     yr = np.asarray(y)[rows]
     if classes is None:
         t = (np.asarray(yr, dtype=np.float64) - base_config.y_shift) / base_config.y_scale
-        T = gcv_targets(t, None)
+        T = gcv_targets(clip_targets(t, loss_by_id(base_config.loss_id).name), None)
     else:
         T = gcv_targets(yr, classes)
     # the objective sum_i w_i (t_i - f(x_i))^2 / W + alpha ||f||^2 (W = sum(w) = rows)

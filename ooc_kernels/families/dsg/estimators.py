@@ -47,6 +47,7 @@ from ooc_kernels.families.dsg._large_data import (auto_n_features, large_data_al
 from ooc_kernels.families.dsg._loss_params import (EPSILON, LOSS_PARAM_CONSTRAINTS,
                                                     LOSS_PARAMS_DOC, QUANTILE, loss_param)
 from ooc_kernels.families.dsg._memory import check_fit_memory
+from ooc_kernels.families.dsg._robust_targets import clip_targets, target_moments
 from ooc_kernels.families.dsg._saved_config import check_saved_config
 from ooc_kernels.families.dsg._schedule import (curvature_estimate, growth_step_eigenvalue,
                                                   resolve_schedule, small_data_step_factor)
@@ -314,9 +315,9 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         shift, scale = weighted_moments(X, w)   # finite for every finite column
         scale[~(scale > 0)] = 1.0  # constant features: left as they are
         out = {"x_shift": tuple(shift.tolist()), "x_scale": tuple(scale.tolist())}
-        if target == "regression":
-            mean, sd = weighted_moments(np.asarray(y, dtype=np.float64), w)
-            out.update(y_shift=float(mean), y_scale=float(sd) if sd > 0 else 1.0)
+        if target == "regression":  # robust losses: the median and a robust spread
+            y_shift, y_scale = target_moments(self.loss, y, w)
+            out.update(y_shift=y_shift, y_scale=y_scale)
         return out
 
     def _needs_sample(self, data: ChunkedData) -> bool:
@@ -385,8 +386,8 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         # per-input widths (an array, or ARD's relative widths): folded into the
         # standardization, so that everything below sees the rows x / widths
         targets = None if mode not in ("auto", "ard") or not sampled else gcv_targets(
-            (y_sample - base.y_shift) / base.y_scale if classes is None else y_sample,
-            None if classes is None else np.asarray(classes))
+            clip_targets((y_sample - base.y_shift) / base.y_scale, loss_name)
+            if classes is None else y_sample, None if classes is None else np.asarray(classes))
         # Every row was read (a small data set): bandwidth by GCV on all of them.
         every_row = sampled and data.n_samples <= GCV_MAX_ROWS and len(positive) >= 2
         threads = task_threads(getattr(self, "n_jobs", None))
