@@ -60,3 +60,20 @@ with registered_solvers():
 def test_example_solver_contract(name, check, request):
     with registered_solvers():
         _run(check, SOLVERS, name, request)
+
+
+@pytest.mark.parametrize("name", ESTIMATORS.names())
+def test_every_estimators_chunk_algorithm_is_a_registered_solver(name):
+    """The algorithm half of the contract reaches every estimator: the chunk algorithm a
+    fitted estimator runs is the algorithm of a registered solver."""
+    from ooc_kernels.testing import problem
+
+    cls = ESTIMATORS.get(name)
+    params = cls().get_params()
+    est = cls(**{k: v for k, v in dict(max_iter=1, tol=None, scheduler="sync",
+                                       progress=False, chunk_size=40).items() if k in params})
+    est.fit(*problem(cls))
+    algorithms = {SOLVERS.get(solver).algorithm for solver in SOLVERS.names()}
+    assert type(est._make_algorithm()) in algorithms, (
+        f"{name} runs {type(est._make_algorithm()).__name__}, which no SolverSpec registers: "
+        "the algorithm contract never checks it")

@@ -35,8 +35,9 @@ Estimator contract (:func:`estimator_checks`)
 Examples
 --------
 >>> from ooc_kernels.testing import algorithm_checks, estimator_checks
->>> sorted({name for name, _ in algorithm_checks()})
-['dsg', 'dsg_check', 'dsg_density_ratio', 'dsg_one_class', 'dsg_uniform', 'dspdc', 'pkawv-online']
+>>> sorted({name for name, _ in algorithm_checks()})  # doctest: +NORMALIZE_WHITESPACE
+['dsg', 'dsg_check', 'dsg_density_ratio', 'dsg_one_class', 'dsg_uniform', 'dspdc', 'pkawv-batch',
+ 'pkawv-online']
 >>> [check.__name__ for name, check in estimator_checks() if name == "DSGRegressor"][:3]
 ['check_estimator_capabilities', 'check_estimator_schedulers', 'check_estimator_storage_order']
 """

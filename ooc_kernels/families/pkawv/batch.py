@@ -595,3 +595,56 @@ def _median_bandwidth(rows: np.ndarray, weights: np.ndarray, seed: int) -> float
     unit = bool(np.all(weights == 1.0))   # the plain median: no pair weights to sort
     return float(median_heuristic(rows, 1.0, random_state=seed % 2**32,
                                   sample_weight=None if unit else weights)) or 1.0
+
+
+def _state_arrays(state) -> dict:
+    """The arrays of a state (the contract suite compares them)."""
+    return {k: np.asarray(state[k]) for k in _STATS}
+
+
+def _make_case(seed: int, shuffle: bool = False):
+    """Three chunks of weighted rows, one row with NaN (``on_invalid="skip"``), on a Taylor
+    basis of degree 3 in 2 dimensions (10 features)."""
+    from ooc_kernels.families import AlgorithmCase
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(30, 2))
+    X[13, 1] = np.nan
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=30)
+    w = rng.uniform(0.5, 2.0, size=30)
+    basis = TaylorBasis(2, degree=3, bandwidth=1.0)
+    state = {"gram": np.zeros((basis.n_components, basis.n_components)),
+             "rhs": np.zeros(basis.n_components), "n_rows": np.float64(0),
+             "weight_sum": np.float64(0), "n_skipped": np.float64(0)}
+    chunks = [{"X": X[i:i + 10], "y": y[i:i + 10], "sample_weight": w[i:i + 10]}
+              for i in range(0, 30, 10)]
+    return AlgorithmCase(algorithm=ProjectedRidgeAlgorithm(basis, on_invalid="skip"),
+                         state=state, chunks=chunks,
+                         dims={"X": ("sample", "feature"), "y": ("sample",),
+                               "sample_weight": ("sample",)}, seed=seed)
+
+
+def _reference(case) -> dict:
+    """The statistics of all the finite rows at once, the features by the basis' plain
+    NumPy formula (:meth:`TaylorBasis.transform_ref`)."""
+    X = np.concatenate([c["X"] for c in case.chunks])
+    y = np.concatenate([c["y"] for c in case.chunks])
+    w = np.concatenate([c["sample_weight"] for c in case.chunks])
+    keep = np.isfinite(X).all(axis=1) & np.isfinite(y) & np.isfinite(w)
+    Phi = case.algorithm.basis.transform_ref(X[keep])
+    return {"gram": (Phi * w[keep, None]).T @ Phi, "rhs": Phi.T @ (w[keep] * y[keep]),
+            "n_rows": np.float64(keep.sum()), "weight_sum": np.float64(w[keep].sum()),
+            "n_skipped": np.float64((~keep).sum())}
+
+
+def _register_solver() -> None:
+    from ooc_kernels.families import SolverSpec, register_solver
+
+    register_solver(SolverSpec(
+        name="pkawv-batch", algorithm=ProjectedRidgeAlgorithm, state_arrays=_state_arrays,
+        make_case=_make_case, reference=_reference, execution="rounds",
+        description="projected kernel ridge: Phi^T S Phi and Phi^T S y summed over the "
+                    "chunks"))
+
+
+_register_solver()
