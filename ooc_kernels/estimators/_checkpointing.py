@@ -279,7 +279,9 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
         problems.append(f"estimator: checkpoint has {model.get('estimator')!r}, this fit is "
                         f"{type(estimator).__name__}")
     if not problems:  # same version and estimator: compare what they record
-        may_differ = set(estimator._resumable_params)
+        # where the fits run and write (``_runtime_params``) is never compared: a
+        # checkpoint's value of them is never used
+        may_differ = set(estimator._resumable_params) | set(estimator._runtime_params)
         # a hyperparameter added since the checkpoint was written: the value that gives the
         # behaviour of the version that wrote it (the estimator's ``_absent_params``)
         recorded = {**getattr(estimator, "_absent_params", {}), **model["params"]}

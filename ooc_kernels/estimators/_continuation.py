@@ -4,8 +4,8 @@ A ``warm_start`` fit and ``partial_fit`` continue the fitted model, and ``save``
 with its hyperparameters; a hyperparameter changed with ``set_params`` since the fit would
 be ignored by the first two and misdescribe the model in the third.  :func:`model_params`
 gives the hyperparameters that define the model (all but :data:`CONTINUATION_PARAMS`: how
-long, where and how a fit runs), recorded when a model is set up or restored, and
-:func:`check_unchanged_params` refuses a change.
+long, where and how a fit runs, and the estimator's ``_runtime_params``), recorded when a
+model is set up or restored, and :func:`check_unchanged_params` refuses a change.
 
 Examples
 --------
@@ -43,9 +43,11 @@ def _same_value(a, b) -> bool:
 
 def model_params(estimator) -> dict:
     """The hyperparameters of ``estimator`` that define its model (all but
-    :data:`CONTINUATION_PARAMS`)."""
+    :data:`CONTINUATION_PARAMS` and the estimator's ``_runtime_params``: where it runs and
+    writes, which are never saved with it)."""
+    runtime = frozenset(getattr(estimator, "_runtime_params", ()))
     return {k: v for k, v in estimator.get_params(deep=False).items()
-            if k not in CONTINUATION_PARAMS}
+            if k not in CONTINUATION_PARAMS and k not in runtime}
 
 
 def switchable(estimator) -> frozenset:

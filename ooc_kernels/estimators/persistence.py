@@ -28,14 +28,16 @@ without checksum verification (a file of format 1 or 2 that carries checksums wa
 and is refused).
 
 The estimator class is found in the registry (:mod:`ooc_kernels.estimators._registry`), so
-this module names no family.  Where tasks run (``scheduler``) and whether bars are shown
-(``progress``) are never saved: a loaded model has ``scheduler=None``.  A save writes into a
-temporary sibling folder and renames it into place, so an interrupted save never leaves a
-half-written model at ``path``; an existing ``path`` is replaced only if it is a model this
-library wrote (anything else raises :class:`~ooc_kernels.exceptions.ModelPathError`), and what
-a killed save left beside ``path`` is removed by the next save or load of ``path``
-(:mod:`ooc_kernels._atomic`).  Models of format 1 (ooc_kernels 0.1) load through their
-family's ``_upgrade_saved``; formats 2 and 3 differ only by the checksums.
+this module names no family.  Where tasks run (``scheduler``), whether bars are shown
+(``progress``) and the estimator's other ``_runtime_params`` (where a fit writes its work
+files, a ``work_dir``) are never saved: a loaded model has ``scheduler=None``.  A save
+writes into a temporary sibling folder and renames it into place, so an interrupted save
+never leaves a half-written model at ``path``; an existing ``path`` is replaced only if it
+is a model this library wrote (anything else raises
+:class:`~ooc_kernels.exceptions.ModelPathError`), and what a killed save left beside
+``path`` is removed by the next save or load of ``path`` (:mod:`ooc_kernels._atomic`).
+Models of format 1 (ooc_kernels 0.1) load through their family's ``_upgrade_saved``;
+formats 2 and 3 differ only by the checksums.
 
 Examples
 --------
@@ -53,6 +55,7 @@ True
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +68,8 @@ from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._param_json import MAPPING_TAG, decoded_mapping, json_param
 from ooc_kernels.estimators._registry import ESTIMATORS
-from ooc_kernels.exceptions import ModelFormatError, RegistryError, ValidationError
+from ooc_kernels.exceptions import (ModelFormatError, OocKernelsWarning, RegistryError,
+                                    ValidationError)
 
 __all__ = ["save_model", "load", "model_metadata", "restore_model", "json_params",
            "FORMAT_VERSION"]
@@ -156,6 +160,13 @@ def load(path):
         The path holds no model, a corrupt one, one of a newer format version, one of an
         estimator this installation does not have, or a file that sets what a model file
         may not choose (``scheduler``, ``progress``).
+
+    Warns
+    -----
+    OocKernelsWarning
+        The file sets a parameter of the estimator's ``_dropped_params`` (where a fit
+        writes, a ``work_dir``) to a value other than None: it is ignored, the loaded model
+        has None.
 
     Examples
     --------
@@ -298,15 +309,37 @@ def _decoded_param(name, value, where: str):
             f"file was edited or damaged; {_FIX}.") from err
 
 
+def _without_dropped(cls, params: dict, where: str) -> dict:
+    """``params`` without the runtime parameters that a model file may hold but never
+    chooses (``cls._dropped_params``, such as a ``work_dir``): a file's value is never
+    used; a value other than None is dropped with an
+    :class:`~ooc_kernels.exceptions.OocKernelsWarning` naming it."""
+    dropped = set(getattr(cls, "_dropped_params", ())) & set(params)
+    for name in sorted(dropped):
+        if params[name] is not None:
+            shown = repr(params[name])
+            shown = shown if len(shown) <= 200 else shown[:200] + "..."
+            warnings.warn(
+                f"{where}: the model file sets {name}={shown}, which a model file does not "
+                "choose (where a fit writes belongs to the person running it): it is ignored "
+                f"and the loaded model has {name}=None. Pass your own with "
+                f"model.set_params({name}=...) before fitting; estimator.save() writes "
+                "files without it.", OocKernelsWarning, stacklevel=5)  # ok.load's caller
+    return {k: v for k, v in params.items() if k not in dropped}
+
+
 def _construct(cls, params, where: str):
     """The estimator of a model file, built from its saved hyperparameters only.
 
     Where tasks run (``scheduler``) and whether bars are shown (``progress``) belong to the
     person using the model, never to the file: a file that sets them is refused (this
-    library never writes them), and the loaded estimator has ``scheduler=None``.
+    library never writes them), and the loaded estimator has ``scheduler=None``.  Where a
+    fit writes (``cls._dropped_params``, a ``work_dir``) belongs to that person too:
+    a file's value is dropped (:func:`_without_dropped`), the loaded estimator has None.
     """
     if not isinstance(params, dict):
         raise ModelFormatError(f"{where}: 'params' must be a mapping, found {params!r}.")
+    params = _without_dropped(cls, params, where)
     forbidden = sorted(set(params) & set(cls._runtime_params))
     if forbidden:
         raise ModelFormatError(

@@ -86,12 +86,13 @@ _PARAMS_DOC = """alpha : float, default=1e-4
         own: the next epoch's tasks sum the losses of the rows they read at that iterate,
         and a fit that stops on it returns that iterate.  Only the last epoch (``max_iter``,
         ``max_time``) gets a streaming pass over the data for its own gap.
-    work_dir : str, path or None, default=None
+    work_dir : str, bytes, os.PathLike or None, default=None
         Folder in which every fit creates its own work store of the duals (one array per
         chunk, versioned), locked while the fit runs; None: ``PATH.work`` beside the
         checkpoint when there is one, else the system's temporary folder.  A store is
         removed when its fit ends, unless a checkpoint needs it.  Must be reachable from
-        every worker.
+        every worker.  Like ``scheduler``, it belongs to whoever runs the fit: never saved
+        with the model (a loaded model has None; ``docs/security.md``).
 """
 
 

@@ -47,6 +47,7 @@ import tempfile
 from pathlib import Path
 
 from ooc_kernels._atomic import expand_user
+from ooc_kernels._paths import user_path
 from ooc_kernels._chunk_store import (
     WORK_MARKER,
     FolderLock,
@@ -80,14 +81,14 @@ class WorkStores:
 
     Parameters
     ----------
-    work_dir : str, path or None
-        The estimator's ``work_dir``.
+    work_dir : str, bytes, os.PathLike or None
+        The estimator's ``work_dir`` (read by :func:`~ooc_kernels._paths.user_path`).
     checkpoint : str, path or None
         The checkpoint the fit writes (or resumes from).
     """
 
     def __init__(self, work_dir, checkpoint) -> None:
-        self.work_dir = None if work_dir is None else Path(expand_user(work_dir))
+        self.work_dir = None if work_dir is None else user_path(work_dir, "work_dir")
         self.checkpoint = None if checkpoint is None else Path(expand_user(checkpoint))
         self.store: Path | None = None
         self._locks: list[FolderLock] = []
@@ -187,8 +188,9 @@ class WorkStores:
         if not (Path(recorded).name.startswith(_PREFIX) and is_work_folder(store)):
             raise CheckpointError(
                 f"the work store {str(store)!r} that checkpoint {str(self.checkpoint)!r} "
-                "needs (the duals of its rows) is missing or was replaced. Start the fit "
-                f"again with {START_OVER}."
+                "needs (the duals of its rows) is missing or was replaced. Resume with the "
+                "work_dir of the fit that wrote the checkpoint, or start the fit again with "
+                f"{START_OVER}."
             )
         self._lock(store)
         self.store, self._keep = store, True

@@ -25,7 +25,6 @@ from __future__ import annotations
 import time
 import warnings
 from numbers import Integral, Real
-from pathlib import Path
 
 import dask
 import numpy as np
@@ -35,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._capabilities import Capabilities
+from ooc_kernels._paths import PATH_TYPES
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._inputs import checked_class_weights
 from ooc_kernels.families.dspdc._chunk_tasks import (
@@ -76,7 +76,6 @@ from ooc_kernels.estimators.base import (
 )
 from ooc_kernels.exceptions import (
     DivergenceError,
-    InvalidDataError,
     ModelFormatError,
     ValidationError,
 )
@@ -109,7 +108,7 @@ _CONSTRAINTS = {
     "tol": [Interval(Real, 0, None, closed="left"), None],
     "max_time": [Interval(Real, 0, None, closed="neither"), None],
     "gap_every": [Interval(Integral, 1, None, closed="left")],
-    "work_dir": [str, Path, None],
+    "work_dir": [*PATH_TYPES, None],     # str, bytes, os.PathLike: _paths.user_path
 }
 _CONSTRAINTS.pop("on_invalid")
 
@@ -122,6 +121,9 @@ class _DSPDCEstimator(ChunkedEstimator):
 
     _sgd_stopping = False
     _lazy_data_token = True      # a fit on rows held in memory never asks for the token
+    # where a fit writes belongs to whoever runs it: never saved; a file's work_dir dropped
+    _runtime_params = ("scheduler", "progress", "work_dir")
+    _dropped_params = ("work_dir",)
     _resumable_params = ("max_iter", "tol", "max_time", "gap_every")
     # checkpoints and models written before ``standardize``, ``steps`` and ``sampling``
     # existed solved the raw problem with the theorems' steps, rows drawn independently
@@ -143,22 +145,18 @@ class _DSPDCEstimator(ChunkedEstimator):
             return int(data.n_chunks)
         return super()._resolve_shuffle_chunks(data)
 
-    def _work_store(self) -> str:
-        return self._work.new_store()
-
     def fit(self, X, y=None, sample_weight=None, *, checkpoint=None, checkpoint_every=1,
             resume=False):
         """Fit to a relative duality gap ``tol`` (see the class docstring).
 
         Parameters are those of :meth:`ChunkedEstimator.fit`.  ``sample_weight`` (in memory,
         or a Dask array such as ``ds["weight"].data``, read chunk by chunk with the rows)
-        weighs each row's loss:
-        the problem is ``(1/W) sum_i w_i phi_i(a_i^T x) + g(x)`` with ``W = sum_i w_i``, so a
-        weight of ``k`` is ``k`` copies of the row and a weight of 0 removes it; the duality
-        gap certifies that weighted problem.  The duals live in a work store
-        private to this fit (in ``work_dir``, or beside ``checkpoint``), locked while the
-        fit runs, so that concurrent fits never share one and a resumed fit continues
-        exactly (``ooc_kernels/families/dspdc/_work.py``).
+        weighs each row's loss: the problem is ``(1/W) sum_i w_i phi_i(a_i^T x) + g(x)``
+        with ``W = sum_i w_i``, so a weight of ``k`` is ``k`` copies of the row and a weight
+        of 0 removes it; the duality gap certifies that weighted problem.  The duals live in
+        a work store private to this fit (in ``work_dir``, or beside ``checkpoint``), locked
+        while the fit runs, so that concurrent fits never share one and a resumed fit
+        continues exactly (``ooc_kernels/families/dspdc/_work.py``).
 
         Raises
         ------
@@ -268,7 +266,7 @@ class _DSPDCEstimator(ChunkedEstimator):
             max_local_passes=resolve_max_local_passes(self, local_passes),
             mode=self.mode, theta=self.theta, tau=self.tau, sigma=self.sigma,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
-            work_store=self._work_store(), factorized=factorized,
+            work_store=self._work.new_store(), factorized=factorized,
             intercept_scaling=scaling, **weighting, **scaled,
             step_boost=STEP_BOOST[self.loss] if self.steps == "adaptive" else 1.0,
             mean_lambda=self.steps == "adaptive", permuted_rows=resolve_permuted_rows(self))
