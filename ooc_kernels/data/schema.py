@@ -58,6 +58,7 @@ True
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Mapping
@@ -69,6 +70,7 @@ import xarray as xr
 
 from .._atomic import sweep_stale
 from .._paths import user_path
+from .._untrusted import clip
 from ..exceptions import SchemaError, ValidationError
 from ._checker import ArrayInfo, Resolved, check_arrays
 from ._fixes import Context
@@ -496,3 +498,23 @@ def _check_arrays_present(group, p: Path, zarr) -> None:
                 "damaged: regenerate it (ooc_kernels.data.make_dataset(..., overwrite=True)) "
                 "or restore it from a backup"
             )
+        copy, own = _described(group[name]), _described(arrays[name])
+        if copy != own:
+            keys = sorted(k for k in set(copy) | set(own) if copy.get(k) != own.get(k))
+            raise SchemaError(
+                f"the consolidated metadata of {str(p)!r} describes variable {name!r} "
+                f"otherwise than its own metadata file ({name}/zarr.json): "
+                + "; ".join(f"{k} {clip(copy.get(k))} there, {clip(own.get(k))} in the "
+                            "array's file" for k in keys)
+                + f" (xarray would read the array as the consolidated copy says); {fix}; if "
+                f"the array's file was edited on purpose, consolidate again: "
+                f"zarr.consolidate_metadata({str(p)!r})"
+            )
+
+
+def _described(array) -> dict:
+    """What zarr reads an array by (shape, data type, chunks, codecs, fill value, dimension
+    names ...: its metadata without the user attributes), each value as JSON text."""
+    meta = array.metadata.to_dict()
+    return {k: json.dumps(v, sort_keys=True, default=repr) for k, v in meta.items()
+            if k != "attributes"}

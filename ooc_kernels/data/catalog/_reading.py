@@ -391,16 +391,22 @@ def _check_store_limits(url: Any, name: str, chunks: Any) -> None:
     """Refuse a local store whose metadata declares, or whose entry reads it with
     ``chunks``, more chunks or larger ones than can be opened
     (:func:`ooc_kernels.data._store_limits.check_store_limits`), before xarray builds its
-    Dask arrays; a store that zarr cannot open is left to the reader's error."""
+    Dask arrays, and one whose consolidated metadata lists an array that is missing or
+    describes one otherwise than the array's own metadata file (the checks of
+    :func:`~ooc_kernels.data.open_zarr_dataset`: xarray reads by the consolidated copy, a
+    missing ``y`` as zeros); a store that zarr cannot open is left to the reader's error."""
     if not isinstance(url, str) or "://" in url or "::" in url or not os.path.isdir(url):
         return
     import zarr
 
     from .._store_limits import check_store_limits
+    from ..schema import _check_arrays_present
 
     try:
-        check_store_limits(zarr.open_group(url, mode="r"), chunks=chunks,
+        group = zarr.open_group(url, mode="r")
+        check_store_limits(group, chunks=chunks,
                            where=f"catalog entry {_r(name)} (data {_r(url)})")
+        _check_arrays_present(group, Path(url), zarr)
     except SchemaError:
         raise
     except Exception:  # noqa: BLE001 - not a group, a damaged array: the reader says so
