@@ -310,7 +310,22 @@ class _Checker:
                 self.problem(f"{self.label(v.name)}: expected a single chunk along "
                              f"{info.dims[i]!r}, found {len(info.chunks[i])} chunks "
                              f"{_short(info.chunks[i])}; "
-                             f"{fix.one_chunk(self.ctx, user, info.dims[i], i)}")
+                             f"{fix.one_chunk(self.ctx, user, info.dims[i], i)}"
+                             f"{self.rows_along_second_dim(v, info, i)}")
+
+    def rows_along_second_dim(self, v: Variable, info: ArrayInfo, i: int) -> str:
+        """For a 2-D variable chunked along its second dim ``i`` but in one chunk along its
+        first (the sample axis), which is the shorter: the other fix, when the rows are
+        along the second dim (``X`` given as features x samples, e.g. a DataArray with its
+        dims in the other order and no ``y`` to tell), a transpose.  "" otherwise."""
+        if (len(v.dims) != 2 or v.whole or i != 1 or len(info.chunks[0]) != 1
+                or info.shape[0] >= info.shape[1]):
+            return ""
+        user = self.names[v.name]
+        have = tuple(info.dims)
+        return (f"; but if the samples are along {have[1]!r} ({user!r} holds "
+                f"{info.shape[0]} x {info.shape[1]} values, {have[0]!r} x {have[1]!r}: it "
+                f"looks transposed), {fix.dims(self.ctx, user, (have[1], have[0]), have)}")
 
     # --- across variables ----------------------------------------------------------------
     def check_lengths(self, present) -> None:

@@ -86,9 +86,13 @@ def _from_dask(X: da.Array, y: Any, chunk_size: int, check_y: bool = True) -> Ch
             "reshape it, e.g. X.reshape(-1, 1) for a single feature."
         )
     if len(X.chunks[1]) != 1:
+        transposed = (f" But if the samples are along axis 1 (X holds {X.shape[0]} x "
+                      f"{X.shape[1]} values in one chunk along axis 0: it looks transposed), "
+                      "transpose it: X = X.T."
+                      if len(X.chunks[0]) == 1 and X.shape[0] < X.shape[1] else "")
         raise SchemaError(
             f"X is chunked along the feature axis (feature chunks {X.chunks[1]}); chunks must "
-            "span all features. Fix: X = X.rechunk({1: -1})."
+            f"span all features. Fix: X = X.rechunk({{1: -1}}).{transposed}"
         )
     if any(np.isnan(c) for c in X.chunks[0]):
         raise ValidationError(
