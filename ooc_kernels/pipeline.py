@@ -392,6 +392,7 @@ def _paths(spec: PipelineSpec, path: Path, allow_outside: Any) -> dict[str, Path
                                     key="data.catalog"),
            "save.output_dir": _resolve(base, spec.save.output_dir,
                                        allow_outside=allow_outside, key="save.output_dir")}
+    _check_not_in_store(spec, out["save.output_dir"], base)
     seen: dict[Path, str] = {}
     for name in ("model", "metrics", "predictions", "checkpoint"):
         key = f"save.{name}"
@@ -416,6 +417,28 @@ def _paths(spec: PipelineSpec, path: Path, allow_outside: Any) -> dict[str, Path
         seen[target] = key
         out[key] = target
     return out
+
+
+#: Files that make a folder a Zarr store (format 3, and format 2 groups and arrays).
+_STORE_MARKERS = ("zarr.json", ".zgroup", ".zarray")
+
+
+def _check_not_in_store(spec: PipelineSpec, out_dir: Path, base: Path) -> None:
+    """Refuse a ``save.output_dir`` that is, or lies inside, a Zarr store (a dataset, a
+    model, a checkpoint ...): the outputs would be written into that store, and go with it
+    when it is rewritten (``data make --overwrite``) or removed."""
+    for folder in (out_dir, *out_dir.parents):
+        if any((folder / marker).is_file() for marker in _STORE_MARKERS):
+            raise PipelineConfigError(
+                f"pipeline key 'save.output_dir' = {short_repr(spec.save.output_dir)} "
+                f"resolves to {short_repr(str(out_dir))}, "
+                f"{'which is' if folder == out_dir else 'inside'} the Zarr store "
+                f"{short_repr(str(folder))}; the model, predictions, checkpoint and metrics "
+                "would be written into that store and go with it when it is rewritten or "
+                "removed: choose an output folder outside every store, e.g. 'outputs/run1'."
+            )
+        if folder == base:
+            return
 
 
 def _ensure_datasets(spec: PipelineSpec, catalog: Path, progress, where: dict) -> None:

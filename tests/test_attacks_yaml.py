@@ -205,3 +205,23 @@ def test_an_alias_to_a_name_yaml_reads_as_another_type_is_refused(tmp_path):
     with pytest.raises(CatalogError, match=r"alias 'norway' points at the entry name False is "
                                            r"of type bool"):
         ok.list_datasets(cat)
+
+
+@pytest.mark.parametrize("output_dir, store", [("data/x.zarr", "data/x.zarr"),
+                                               ("data/x.zarr/X/runs", "data/x.zarr/X"),
+                                               ("data/x.zarr/runs", "data/x.zarr")])
+def test_a_pipeline_output_folder_in_a_zarr_store_is_refused_before_any_work(
+        tmp_path, output_dir, store):
+    """Outputs written into a dataset store (the store itself, an array folder, a new
+    folder inside it) would become part of that store; refused, and nothing is written."""
+    data = ok.make_dataset("synthetic_krr_2d", tmp_path / "data" / "x.zarr", 20,
+                           chunk_size=10, progress=False)
+    register_dataset(tmp_path / "c.yaml", "a", data)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    path = _write(tmp_path, BASE.replace("{output_dir: out}", f"{{output_dir: {output_dir}}}"))
+    with pytest.raises(PipelineConfigError,
+                       match=rf"'save.output_dir' = '{output_dir}' resolves to .*, (which is|"
+                             rf"inside) the Zarr store '.*{store}'"):
+        run_pipeline(path)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")
+                  if p.name != "p.yaml") == before
