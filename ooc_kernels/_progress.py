@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -174,6 +175,48 @@ def log_to_stderr(enabled: bool = True) -> Iterator[logging.Handler | None]:
         logger.removeHandler(handler)
         logger.setLevel(level)
         handler.flush()
+
+
+@contextlib.contextmanager
+def warnings_to_log(category: type[Warning], prefix: str = "") -> Iterator[None]:
+    """Show each warning of ``category`` raised in the block as a WARNING line of
+    :data:`logger` (``prefix`` before the message), whatever the warning filters say.
+
+    What a command does with a warning that is part of its report (a fit that stopped at
+    ``max_iter`` before converging): one log line beside the stage lines, instead of
+    Python's warning display with a source line.  Other warnings are shown as before.
+    Without a handler on the logger, Python's last-resort handler still prints the line
+    on standard error.
+
+    Parameters
+    ----------
+    category : type of Warning
+        The warnings to log (subclasses included).
+    prefix : str, default ""
+        Put before each message.
+
+    Examples
+    --------
+    >>> import io, sys, warnings
+    >>> err, sys.stderr = sys.stderr, io.StringIO()
+    >>> with log_to_stderr(), warnings_to_log(RuntimeWarning, "fit: "):
+    ...     warnings.warn("stopped at max_iter", RuntimeWarning)
+    >>> text, sys.stderr = sys.stderr.getvalue(), err
+    >>> text.rstrip().endswith("ooc-kernels: fit: stopped at max_iter")
+    True
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", category)
+        show = warnings.showwarning
+
+        def log_or_show(message, cat, filename, lineno, file=None, line=None):
+            if issubclass(cat, category):
+                logger.warning("%s%s", prefix, message)
+            else:
+                show(message, cat, filename, lineno, file, line)
+
+        warnings.showwarning = log_or_show
+        yield
 
 
 def logs_instead(enabled: bool | None, bar: Any) -> bool:

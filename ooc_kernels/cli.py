@@ -506,7 +506,10 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     DSGClassifier for classification; DSPDCRegressor and DSPDCClassifier for a factorized
     entry (see --estimator).
     """
+    from sklearn.exceptions import ConvergenceWarning
+
     from ooc_kernels._params import unknown_key_hint
+    from ooc_kernels._progress import warnings_to_log
     from ooc_kernels.exceptions import ValidationError
 
     from ooc_kernels.estimators._registry import get_estimator
@@ -546,8 +549,10 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
             est.set_params(progress=_progress(quiet))
             if data is None:
                 data = _open(catalog_file, entry, trusted, allow_outside)
-            est.fit(data, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
-                    resume=resume)
+            # a fit that stops at max_iter before its tol: one log line, as in run
+            with warnings_to_log(ConvergenceWarning, "train: "):
+                est.fit(data, checkpoint=checkpoint, checkpoint_every=checkpoint_every,
+                        resume=resume)
             _refuse_existing(out, overwrite, "model")  # written by someone else meanwhile?
             save_model(est, out, overwrite=overwrite)  # and again under the path's lock
     except KeyboardInterrupt as err:

@@ -68,7 +68,7 @@ from pydantic import field_validator
 
 from ooc_kernels._atomic import write_json_atomic
 from ooc_kernels._paths import is_path, user_path
-from ooc_kernels._progress import logger
+from ooc_kernels._progress import logger, warnings_to_log
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
 from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
 from ooc_kernels.exceptions import DatasetExistsError, PipelineConfigError, ValidationError
@@ -560,6 +560,7 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     from ooc_kernels.data.schema import sample_dim
     from ooc_kernels._atomic import check_replaceable, check_replaceable_file
     from ooc_kernels.evaluation import evaluate, write_predictions
+    from sklearn.exceptions import ConvergenceWarning
 
     catalog, out_dir = paths["data.catalog"], paths["save.output_dir"]
     logger.info("pipeline %s: data stage (catalog %s)", spec.name, catalog)
@@ -581,9 +582,11 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     logger.info("pipeline %s: fit stage, %s(%s)", spec.name, spec.model.estimator,
                 ", ".join(f"{k}={v!r}" for k, v in spec.model.params.items()))
     t0 = time.perf_counter()
-    est.fit(train, checkpoint=paths["save.checkpoint"],
-            checkpoint_every=spec.fit.checkpoint_every,
-            resume=spec.fit.resume)
+    # a fit that stops at max_iter before its tol says so in one log line (WARNING)
+    with warnings_to_log(ConvergenceWarning, f"pipeline {spec.name}: "):
+        est.fit(train, checkpoint=paths["save.checkpoint"],
+                checkpoint_every=spec.fit.checkpoint_every,
+                resume=spec.fit.resume)
     fit_seconds = time.perf_counter() - t0
     logger.info("pipeline %s: fit done in %.1f s", spec.name, fit_seconds)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -132,7 +132,7 @@ def test_an_unknown_bandwidth_name_lists_the_options():
 def test_per_input_widths_are_saved_with_the_model(tmp_path):
     X, y = _planted(400, 4)
     clf = ok.DSGClassifier(bandwidth=np.linspace(1.0, 3.0, 10), n_features=256,
-                           block_size=32, max_iter=2, random_state=0, progress=False,
+                           block_size=32, max_iter=2, tol=None, random_state=0, progress=False,
                            scheduler="sync").fit(X, y)
     clf.save(tmp_path / "m.zarr")
     loaded = ok.load(tmp_path / "m.zarr")

@@ -74,7 +74,7 @@ def _files(path: Path) -> list:
 def stores(tmp_path_factory):
     """A saved DSG model and the checkpoint of its fit."""
     folder = tmp_path_factory.mktemp("stores")
-    ok.DSGRegressor(max_iter=1, **P).fit(X, Y, checkpoint=folder / "ck.zarr",
+    ok.DSGRegressor(max_iter=1, tol=None, **P).fit(X, Y, checkpoint=folder / "ck.zarr",
                                          checkpoint_every=1).save(folder / "m.zarr")
     return folder
 
@@ -83,7 +83,7 @@ def stores(tmp_path_factory):
 READS = {
     "model": ("m.zarr", lambda path: ok.load(path), ModelFormatError,
               r"m\.zarr.*: array 'coef' .*; re-save the model"),
-    "checkpoint": ("ck.zarr", lambda path: ok.DSGRegressor(max_iter=2, **P).fit(
+    "checkpoint": ("ck.zarr", lambda path: ok.DSGRegressor(max_iter=2, tol=None, **P).fit(
         X, Y, checkpoint=path, resume=True), CheckpointError,
         r"checkpoint '.*ck\.zarr': array 'coef' .*; remove it \(or pass resume=False "
         r"\(command line: --no-resume; pipeline file: fit: \{resume: false\}\)\)"),

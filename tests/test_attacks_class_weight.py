@@ -14,8 +14,9 @@ rng = np.random.default_rng(0)
 X = rng.normal(size=(60, 3))
 Y = (X[:, 0] > 0).astype(int)
 MAKERS = {
-    "DSGClassifier": lambda cw: ok.DSGClassifier(n_features=256, max_iter=1, class_weight=cw,
-                                                 progress=False, random_state=0),
+    "DSGClassifier": lambda cw: ok.DSGClassifier(n_features=256, max_iter=1, tol=None,
+                                                 class_weight=cw, progress=False,
+                                                 random_state=0),
     "DSPDCClassifier": lambda cw: ok.DSPDCClassifier(max_iter=1, tol=None, class_weight=cw,
                                                      progress=False, random_state=0),
 }

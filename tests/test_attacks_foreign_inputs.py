@@ -17,7 +17,7 @@ RNG = np.random.default_rng(0)
 X = RNG.normal(size=(60, 3))
 Y_REG = X[:, 0] - 2 * X[:, 1] + 0.1 * RNG.normal(size=60)
 FAST = dict(random_state=0, scheduler="sync", progress=False)
-DSG = dict(n_features=64, block_size=32, max_iter=2, chunk_size=20, **FAST)
+DSG = dict(n_features=64, block_size=32, max_iter=2, tol=None, chunk_size=20, **FAST)
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
@@ -204,7 +204,7 @@ def test_density_ratio_standardizes_huge_and_tiny_columns_like_any_unit(unit):
     1e154 (squares overflow float64) or below 1e-154 (squares underflow) give the model of
     the same values in another unit, not a model that ignores the column."""
     P, Q = _two_samples()
-    kw = dict(n_features=64, block_size=32, max_iter=2, dtype="float64", **FAST)
+    kw = dict(n_features=64, block_size=32, max_iter=2, tol=None, dtype="float64", **FAST)
     plain = ok.DSGDensityRatio(**kw).fit(P, Q)
     u = np.array([1.0, unit])
     scaled = ok.DSGDensityRatio(**kw).fit(P * u, Q * u)
@@ -240,7 +240,7 @@ def test_density_ratio_refuses_scales_below_float32s_range_in_float32():
     with pytest.raises(InvalidDataError, match=r"column 1 of X has a standard deviation of "
                                                r".*e-10\d, below float32's smallest normal "
                                                r".*dtype='float64'"):
-        ok.DSGDensityRatio(dtype="float32", n_features=64, block_size=32, max_iter=1,
+        ok.DSGDensityRatio(dtype="float32", n_features=64, block_size=32, max_iter=1, tol=None,
                            **FAST).fit(P * u, Q * u)
 
 

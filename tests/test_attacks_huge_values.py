@@ -59,7 +59,7 @@ def test_an_input_of_huge_values_that_carries_the_label_is_used():
     y = (X[:, 2] > 0).astype(int)            # only the last input carries the label
     huge = X.copy()
     huge[:, 2] *= 1e200                      # finite in float64; its square is not
-    kw = dict(dtype="float64", max_iter=2, n_features=256, block_size=128, progress=False,
+    kw = dict(dtype="float64", max_iter=2, tol=None, n_features=256, block_size=128, progress=False,
               random_state=0)
     with np.errstate(over="raise", invalid="raise"):   # no overflow in the set-up
         model = ok.DSGClassifier(**kw).fit(huge, y)
@@ -86,7 +86,7 @@ def test_a_regression_target_of_huge_values_is_fitted_as_the_same_target_scaled_
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1100, 2))
     y = np.sin(2 * X[:, 0])
-    kw = dict(dtype="float64", max_iter=1, n_features=256, block_size=128, progress=False,
+    kw = dict(dtype="float64", max_iter=1, tol=None, n_features=256, block_size=128, progress=False,
               random_state=0)
     small = ok.DSGRegressor(**kw).fit(X, y)
     huge = ok.DSGRegressor(**kw).fit(X, y * 1e200)
@@ -133,7 +133,7 @@ def test_a_regression_target_of_tiny_values_is_fitted_as_the_same_target_scaled_
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2))
     y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1]
-    kw = dict(dtype="float64", max_iter=2, n_features=256, block_size=128, progress=False,
+    kw = dict(dtype="float64", max_iter=2, tol=None, n_features=256, block_size=128, progress=False,
               random_state=0)
     plain = ok.DSGRegressor(**kw).fit(X, y)
     tiny = ok.DSGRegressor(**kw).fit(X, y * unit)
@@ -149,7 +149,7 @@ def test_an_input_of_tiny_values_that_carries_the_label_is_used():
     y = (X[:, 2] > 0).astype(int)            # only the last input carries the label
     tiny = X.copy()
     tiny[:, 2] *= 1e-200                     # its square underflows float64
-    kw = dict(dtype="float64", max_iter=2, n_features=256, block_size=128, progress=False,
+    kw = dict(dtype="float64", max_iter=2, tol=None, n_features=256, block_size=128, progress=False,
               random_state=0)
     model = ok.DSGClassifier(**kw).fit(tiny, y)
     assert 0 < model._config.x_scale[2] < 1e-199
@@ -170,7 +170,7 @@ def test_scales_below_float32s_range_are_refused_in_float32(where):
         y = y * 1e-100
     else:
         X[:, 1] *= 1e-100
-    kw = dict(max_iter=1, n_features=256, block_size=128, progress=False, random_state=0)
+    kw = dict(max_iter=1, tol=None, n_features=256, block_size=128, progress=False, random_state=0)
     what = "the regression target y" if where == "y" else "column 1 of X"
     with pytest.raises(InvalidDataError, match=rf"{what} has a standard deviation of .*e-10"
                                                r"\d, below float32's smallest normal.*"

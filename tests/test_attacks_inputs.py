@@ -21,14 +21,14 @@ RNG = np.random.default_rng(0)
 X = RNG.normal(size=(120, 3))
 Y = X[:, 0] > 0
 FAST = dict(random_state=0, scheduler="sync", progress=False)
-DSG = dict(n_features=64, block_size=32, batch_size=16, max_iter=1, chunk_size=40, **FAST)
+DSG = dict(n_features=64, block_size=32, batch_size=16, max_iter=1, tol=None, chunk_size=40, **FAST)
 
 ESTIMATORS = {
     "DSGClassifier": lambda bw: ok.DSGClassifier(bandwidth=bw, **DSG).fit(X, Y),
     "DSGOneClassSVM": lambda bw: ok.DSGOneClassSVM(bandwidth=bw, basis="nystroem", **DSG)
     .fit(X),
     "DSGDensityRatio": lambda bw: ok.DSGDensityRatio(bandwidth=bw, n_features=64,
-                                                     block_size=32, max_iter=1, **FAST)
+                                                     block_size=32, max_iter=1, tol=None, **FAST)
     .fit(X, X + 0.5),
     "ProjectedKernelRidge": lambda bw: ok.ProjectedKernelRidge(
         bandwidth=bw, basis="nystrom-fixed", n_components=16, **FAST).fit(X, X[:, 0]),

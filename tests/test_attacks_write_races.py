@@ -17,7 +17,7 @@ from ooc_kernels.cli import main
 
 def _fitted(seed):
     X = np.random.default_rng(0).normal(size=(60, 3))
-    return ok.DSGRegressor(n_features=64, block_size=32, batch_size=10, max_iter=1,
+    return ok.DSGRegressor(n_features=64, block_size=32, batch_size=10, max_iter=1, tol=None,
                            random_state=seed, scheduler="sync").fit(X, X[:, 0] + 0.1)
 
 
@@ -183,7 +183,7 @@ def test_a_path_starting_with_tilde_is_in_the_home_folder_for_every_write_and_re
     monkeypatch.chdir(cwd)
     ok.make_dataset("synthetic_krr_2d", "~/d.zarr", 40, chunk_size=20, progress=False)
     data = open_zarr_dataset("~/d.zarr")
-    model = ok.DSGRegressor(n_features=64, block_size=32, batch_size=10, max_iter=1,
+    model = ok.DSGRegressor(n_features=64, block_size=32, batch_size=10, max_iter=1, tol=None,
                             random_state=0, scheduler="sync")
     model.fit(data, checkpoint="~/ck.zarr", resume=True)
     model.save("~/m.zarr")

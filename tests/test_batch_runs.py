@@ -127,11 +127,11 @@ def _fitted(kind, chunk_size=70):
     X = rng.normal(size=(500, 3)).astype("float32")
     if kind == "classifier":
         y = np.where(X[:, 0] + 0.3 * X[:, 1] > 0, "yes", "no")
-        est = ok.DSGClassifier(n_features=256, max_iter=2, chunk_size=chunk_size,
+        est = ok.DSGClassifier(n_features=256, max_iter=2, tol=None, chunk_size=chunk_size,
                                random_state=0, scheduler="sync")
     else:
         y = 3.0 * X[:, 0] + np.sin(X[:, 1]) + 1e4  # a large offset: r2 about the mean
-        est = ok.DSGRegressor(n_features=256, max_iter=2, chunk_size=chunk_size,
+        est = ok.DSGRegressor(n_features=256, max_iter=2, tol=None, chunk_size=chunk_size,
                               random_state=0, scheduler="sync")
     return est.fit(X, y), X, y
 

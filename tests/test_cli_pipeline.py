@@ -528,7 +528,8 @@ def test_cli_param_in_exponent_notation(tmp_path):
         "train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "nb", "-p", "eta0=2e5",
         "-p", "learning_rate=inverse", "-p", "t0=1E+3", "-p", "alpha=1e-6", "-p", "n_features=1e3", "-p", "block_size=8",
         "-p", "batch_size=16", "-p", "bandwidth=median", "-p", "random_state=0",
-        "-p", "max_iter=3", "--out", str(tmp_path / "m.zarr"), "--scheduler", "sync", "-q"])
+        "-p", "max_iter=3", "-p", "tol=null", "--out", str(tmp_path / "m.zarr"),
+        "--scheduler", "sync", "-q"])
     assert r.exit_code == 0, r.output
     model = ok.load(tmp_path / "m.zarr")
     params = model.get_params()
@@ -539,7 +540,7 @@ def test_cli_param_in_exponent_notation(tmp_path):
     reference = ok.DSGClassifier(learning_rate="inverse", eta0=200000.0, t0=1000.0,
                                  alpha=0.000001, n_features=1000, block_size=8,
                                  batch_size=16, bandwidth="median", random_state=0,
-                                 max_iter=3, scheduler="sync", progress=False)
+                                 max_iter=3, tol=None, scheduler="sync", progress=False)
     reference.fit(ok.open_dataset(tmp_path / "c.yaml", "nb"))
     np.testing.assert_array_equal(model.coef_, reference.coef_)
     # generator parameters too
@@ -903,7 +904,8 @@ def test_evaluate_refuses_the_estimators_it_has_no_metrics_for(tmp_path):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))
     y = (X[:, 0] > 0).astype(int)
-    small = dict(n_features=256, max_iter=2, random_state=0, scheduler="sync", progress=False)
+    small = dict(n_features=256, max_iter=2, tol=None, random_state=0, scheduler="sync",
+                 progress=False)
     det = ok.DSGOneClassSVM(**small).fit(X)
     with pytest.raises(ValidationError, match=r"evaluate scores classifiers \(accuracy.*\) "
                                               r"and regressors \(r2, rmse, mae\); "

@@ -17,7 +17,7 @@ from ooc_kernels.parallel.scheduler import scheduler_context, task_worker
 distributed = pytest.importorskip("distributed")
 
 #: Small and fast; ``scheduler`` is left to the search (the default: Dask's choice).
-PARAMS = dict(n_features=256, block_size=64, max_iter=3, random_state=0)
+PARAMS = dict(n_features=256, block_size=64, max_iter=3, tol=None, random_state=0)
 GRID = {"alpha": [1e-4, 1e-2]}
 
 

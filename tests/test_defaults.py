@@ -16,6 +16,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from sklearn.datasets import make_circles, make_moons
+from sklearn.exceptions import ConvergenceWarning
 
 import ooc_kernels as ok
 from ooc_kernels.features.blocks import rff_map
@@ -158,12 +159,12 @@ def test_inverse_schedule_outside_the_theory_warns_with_the_range_and_the_value(
     X, y = _moons(n=200)
     with pytest.warns(StepSizeWarning, match=r"eta0 \* alpha = 0\.001 \(eta0=100, "
                                              r"alpha=1e-05\) is outside \(1, 2\)"):
-        ok.DSGClassifier(learning_rate="inverse", eta0=100, alpha=1e-5, max_iter=1,
+        ok.DSGClassifier(learning_rate="inverse", eta0=100, alpha=1e-5, max_iter=1, tol=None,
                          **FAST).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", StepSizeWarning)       # 1.5 and 2 are in the range
         for eta0 in (1.5e5, 2e5):
-            ok.DSGClassifier(learning_rate="inverse", eta0=eta0, alpha=1e-5, max_iter=1,
+            ok.DSGClassifier(learning_rate="inverse", eta0=eta0, alpha=1e-5, max_iter=1, tol=None,
                              **FAST).fit(X, y)
 
 
@@ -225,7 +226,11 @@ def test_early_stopping_continues_while_the_validation_score_still_improves():
     Xd, yd = da.from_array(X, chunks=(200, 1)), da.from_array(y, chunks=200)
     reg = ok.DSGRegressor(early_stopping=True, validation_fraction=0.2, max_iter=12,
                           n_iter_no_change=3, tol=1e-3, learning_rate="constant", eta0=1e-2,
-                          **FAST).fit(Xd, yd)
+                          **FAST)
+    # the fit runs out of epochs with the score still rising: scikit-learn's warning says so
+    with pytest.warns(ConvergenceWarning, match=r"DSGRegressor ran max_iter=12 epochs and "
+                                                r"the last epoch improved the validation"):
+        reg.fit(Xd, yd)
     scores = [h["validation_score"] for h in reg.history_]
     # scikit-learn's rule replayed: an epoch counts as "no change" when its score is not
     # above the best before it plus tol; 3 in a row would stop the fit
@@ -407,7 +412,7 @@ def test_bandwidth_trials_never_score_a_weightless_validation_part():
     for seed in range(8):
         w = np.zeros(60)
         w[np.random.default_rng(seed).choice(60, 5, replace=False)] = 1.0
-        clf = ok.DSGClassifier(random_state=seed, scheduler="sync", max_iter=3,
+        clf = ok.DSGClassifier(random_state=seed, scheduler="sync", max_iter=3, tol=None,
                                n_features=256, block_size=64).fit(X, y, sample_weight=w)
         assert all(np.isfinite(list(clf.bandwidth_scores_.values())))
 

@@ -196,7 +196,8 @@ def test_lazy_and_zarr_inputs_equal_in_memory(tmp_path):
 def test_save_and_load_keep_the_ratio_and_the_divergence(tmp_path):
     rng = np.random.default_rng(3)
     X_p, X_q = rng.normal(size=(200, 2)), rng.normal(0.5, 1, size=(200, 2))
-    est = ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=2, **FAST).fit(X_p, X_q)
+    est = ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=2, tol=None,
+                             **FAST).fit(X_p, X_q)
     est.save(tmp_path / "m")
     back = ok.load(tmp_path / "m")
     assert back.divergence_ == est.divergence_
@@ -223,7 +224,7 @@ def test_load_refuses_a_configuration_no_ratio_fit_writes(tmp_path, keys, value,
 
     rng = np.random.default_rng(3)
     X_p, X_q = rng.normal(size=(200, 2)), rng.normal(0.5, 1, size=(200, 2))
-    ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=1, **FAST).fit(
+    ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=1, tol=None, **FAST).fit(
         X_p, X_q).save(tmp_path / "m.zarr")
     edit_attrs(tmp_path / "m.zarr", "ooc_kernels",
                set_at("fitted", *keys, value=value, drop=drop))
@@ -239,7 +240,8 @@ def test_a_model_saved_without_the_averaging_count_loads_as_before(tmp_path):
 
     rng = np.random.default_rng(5)
     X_p, X_q = rng.normal(size=(200, 2)), rng.normal(0.5, 1, size=(200, 2))
-    est = ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=1, **FAST).fit(X_p, X_q)
+    est = ok.DSGDensityRatio(n_features=64, block_size=16, max_iter=1, tol=None,
+                             **FAST).fit(X_p, X_q)
     est.save(tmp_path / "m.zarr")
     edit_attrs(tmp_path / "m.zarr", "ooc_kernels",
                set_at("fitted", "state", "n_avg", drop=True))
@@ -263,9 +265,9 @@ def test_bad_inputs_raise_clear_errors():
         ok.DSGDensityRatio(**FAST).fit(X_p, bad)
     with pytest.raises(InvalidDataError, match=r"X_q has a non-finite value \(nan\) in "
                                                r"feature 1 of row 7 of the rows of chunk"):
-        ok.DSGDensityRatio(max_iter=1, **FAST).fit(da.from_array(X_p, chunks=(50, 2)),
+        ok.DSGDensityRatio(max_iter=1, tol=None, **FAST).fit(da.from_array(X_p, chunks=(50, 2)),
                                                    da.from_array(bad, chunks=(40, 2)))
-    skip = ok.DSGDensityRatio(max_iter=1, on_invalid="skip", **FAST).fit(
+    skip = ok.DSGDensityRatio(max_iter=1, tol=None, on_invalid="skip", **FAST).fit(
         da.from_array(X_p, chunks=(50, 2)), da.from_array(bad, chunks=(40, 2)))
     assert skip.n_samples_skipped_ == 1 and np.isfinite(skip.divergence_)
     with pytest.raises(AttributeError, match="has no attribute 'partial_fit'"):
@@ -280,7 +282,7 @@ def _frames(n=300):
     return P, Q
 
 
-SMALL = dict(n_features=256, max_iter=2, **FAST)
+SMALL = dict(n_features=256, max_iter=2, tol=None, **FAST)
 
 
 @pytest.mark.parametrize("lazy_p", [False, True], ids=["pandas", "dask-frame"])

@@ -3,10 +3,12 @@ training loss (DSGClassifier: ``loss_scale=0.1``), against a plain-Python twin o
 hand-computed histories, its boundaries, ``tol=None``, warm starts and a small fit."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.datasets import make_moons
+from sklearn.exceptions import ConvergenceWarning
 
 import ooc_kernels as ok
 from ooc_kernels.estimators._stopping import TOL_LOSS_SCALE, EpochMonitor
@@ -157,8 +159,14 @@ def test_warm_start_one_epoch_at_a_time_stops_where_one_fit_does():
     one = ok.DSGClassifier(max_iter=100, n_iter_no_change=3, **FAST).fit(X, y)
     warm = ok.DSGClassifier(max_iter=1, n_iter_no_change=3, warm_start=True, **FAST)
     for _ in range(100):
-        warm.fit(X, y)
-        if not warm.stop_reason_.startswith("max_iter"):
+        # each call that ends at its max_iter (tol set) warns, as scikit-learn's SGD does;
+        # the call the rule ends does not
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warm.fit(X, y)
+        unconverged = warm.stop_reason_.startswith("max_iter")
+        assert [w.category for w in caught] == [ConvergenceWarning] * unconverged
+        if not unconverged:
             break
     assert _history(warm) == _history(one)
     assert warm.n_iter_ == one.n_iter_ and warm.stop_reason_ == one.stop_reason_

@@ -94,7 +94,7 @@ def test_row_estimators_refuse_factorized_data_before_reading_it(make, kind):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: ok.DSGRegressor(n_features=256, max_iter=1, random_state=0),
+    lambda: ok.DSGRegressor(n_features=256, max_iter=1, tol=None, random_state=0),
     lambda: ok.ProjectedKernelRidge(degree=2),
     lambda: ok.OnlineKernelRidge(degree=2),
 ])

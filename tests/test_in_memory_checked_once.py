@@ -17,7 +17,7 @@ def _rows():
 
 
 @pytest.mark.parametrize("make", [lambda: ok.DSPDCRegressor(max_iter=2, tol=None),
-                                  lambda: ok.DSGRegressor(max_iter=1, n_features=256)])
+                                  lambda: ok.DSGRegressor(max_iter=1, tol=None, n_features=256)])
 def test_the_rows_are_checked_for_nan_once(monkeypatch, make):
     X, y = _rows()
     checks = []

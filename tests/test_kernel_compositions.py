@@ -116,7 +116,7 @@ def test_kernel_objects_clone_compare_and_survive_save_and_load(tmp_path):
                                          bandwidth_multiplier=2)
     assert terms == "0.5*rbf@1.0+0.5*poly(degree=2,coef0=1.0)@2.0"
     model = ok.DSGRegressor(kernel="sum", kernel_params={"terms": terms}, n_features=128,
-                            block_size=32, max_iter=2, progress=False, random_state=0,
+                            block_size=32, max_iter=2, tol=None, progress=False, random_state=0,
                             scheduler="sync")
     twin = clone(model)
     assert twin.get_params()["kernel_params"] == {"terms": terms}
@@ -139,7 +139,7 @@ def test_a_kernel_object_passed_as_kernel_is_the_sum_of_its_terms(tmp_path):
     """``kernel=Kernel(...)`` fits the model of ``kernel="sum"`` with the same terms bit for
     bit, is cloned as itself, is saved and loaded, and refuses ``kernel_params`` beside it."""
     terms = 0.5 * Kernel("rbf") + Kernel("poly", degree=2, weight=0.5)
-    common = dict(n_features=128, block_size=32, max_iter=2, progress=False,
+    common = dict(n_features=128, block_size=32, max_iter=2, tol=None, progress=False,
                   random_state=0, scheduler="sync")
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, size=(120, 2))
@@ -232,7 +232,7 @@ def test_a_hierarchical_model_predicts_through_its_own_inner_seed(tmp_path):
     X, y, Xt, yt = _problem()
     model = ok.DSGRegressor(kernel="hierarchical", kernel_params={"inner_seed": 3,
                                                                  "inner_features": 64},
-                            n_features=256, block_size=64, max_iter=10, progress=False,
+                            n_features=256, block_size=64, max_iter=10, tol=None, progress=False,
                             random_state=0, scheduler="sync").fit(X, y)
     assert "inner_seed=3" in model._config.kernel and model.score(Xt, yt) > 0.8
     model.save(tmp_path / "m.ooc")
@@ -248,7 +248,7 @@ def test_a_hierarchical_model_reads_lazy_chunks_as_in_memory_rows():
     import dask.array as da
     X, y, Xt, _ = _problem()
     kw = dict(kernel="hierarchical", kernel_params={"inner_features": 32}, n_features=128,
-              block_size=32, max_iter=2, progress=False, random_state=0, scheduler="sync",
+              block_size=32, max_iter=2, tol=None, progress=False, random_state=0, scheduler="sync",
               chunk_size=100)
     eager = ok.DSGRegressor(**kw).fit(X, y)
     lazy = ok.DSGRegressor(**kw).fit(da.from_array(X, chunks=(100, 2)),

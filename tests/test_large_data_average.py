@@ -41,7 +41,7 @@ def few_rows_are_many(monkeypatch):
 @pytest.mark.parametrize("classes", [2, 3])
 def test_a_classifier_on_many_rows_averages_after_the_epochs(few_rows_are_many, classes):
     X, y = _rows(600, classes)
-    clf = ok.DSGClassifier(max_iter=1, batch_size=32, random_state=0).fit(X, y)
+    clf = ok.DSGClassifier(max_iter=1, tol=None, batch_size=32, random_state=0).fit(X, y)
     # the schedule's first averaged step: the samples of AVERAGE_FROM_EPOCH epochs, in steps
     assert clf._config.average == AVERAGE_FROM_EPOCH * 600 // 32 + 1
 
@@ -53,12 +53,12 @@ def test_a_classifier_on_many_rows_averages_after_the_epochs(few_rows_are_many, 
 ])
 def test_elsewhere_the_last_iterate_predicts(few_rows_are_many, params, n):
     X, y = _rows(n, 2)
-    clf = ok.DSGClassifier(max_iter=1, batch_size=32, random_state=0, **params).fit(X, y)
+    clf = ok.DSGClassifier(max_iter=1, tol=None, batch_size=32, random_state=0, **params).fit(X, y)
     assert clf._config.average == 0
 
 
 def test_the_regressor_keeps_the_last_iterate_on_many_rows(few_rows_are_many):
     X, _ = _rows(600, 2)
-    reg = ok.DSGRegressor(n_features="auto", max_iter=1, batch_size=32,
+    reg = ok.DSGRegressor(n_features="auto", max_iter=1, tol=None, batch_size=32,
                           random_state=0).fit(X, X[:, 0])
     assert reg._config.average == 0

@@ -22,7 +22,7 @@ REGRESSORS = {
     "DSGRegressor": lambda: ok.DSGRegressor(n_features=256, max_iter=2, tol=None,
                                             chunk_size=100, on_invalid="skip", **QUIET),
     "DSGGaussianProcessRegressor": lambda: ok.DSGGaussianProcessRegressor(
-        n_features=256, max_iter=2, chunk_size=100, on_invalid="skip", **QUIET),
+        n_features=256, max_iter=2, tol=None, chunk_size=100, on_invalid="skip", **QUIET),
     "OnlineKernelRidge": lambda: ok.OnlineKernelRidge(chunk_size=100, on_invalid="skip",
                                                       **QUIET),
     "ProjectedKernelRidge": lambda: ok.ProjectedKernelRidge(chunk_size=100,
@@ -53,7 +53,7 @@ def test_an_invalid_row_is_counted_once_however_many_epochs_visit_it(max_iter):
     clf = ok.DSGClassifier(n_features=256, max_iter=max_iter, tol=None, chunk_size=100,
                            chunks_per_round=2, on_invalid="skip", **QUIET)
     assert clf.fit(BAD_X, Y > 0).n_samples_skipped_ == 1
-    ocsvm = ok.DSGOneClassSVM(n_features=256, max_iter=max_iter, chunk_size=100,
+    ocsvm = ok.DSGOneClassSVM(n_features=256, max_iter=max_iter, tol=None, chunk_size=100,
                               on_invalid="skip", **QUIET)
     assert ocsvm.fit(BAD_X).n_samples_skipped_ == 1
 

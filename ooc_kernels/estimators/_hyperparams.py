@@ -28,7 +28,8 @@ STOPPING_PARAMS_DOC = """    max_iter : int, default=1000
     tol : float or None, default=1e-3
         Stop when an epoch's loss (progressive-validation loss, or minus the validation
         score with ``early_stopping``) improves by less than ``tol`` on the best so far, for
-        ``n_iter_no_change`` epochs in a row.  None: always run ``max_iter`` epochs.
+        ``n_iter_no_change`` epochs in a row.  None: always run ``max_iter`` epochs.  A fit
+        with a ``tol`` that reaches ``max_iter`` emits scikit-learn's ``ConvergenceWarning``.
     n_iter_no_change : int, default=5
     early_stopping : bool, default=False
         Hold out whole chunks (``validation_fraction`` of them, at least one) and stop on

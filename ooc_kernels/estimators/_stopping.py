@@ -16,6 +16,11 @@ sets it: the one-class machine's 200).  Within a family's ``overshoot_steps`` (t
 estimators: the steps above the stable step), an epoch whose training loss rises above the
 best by more than the tolerance is neither: the steps overshoot and the loss oscillates.
 
+A ``fit`` with ``tol`` set that runs all its ``max_iter`` epochs without the rule ending it
+has not converged: :meth:`EpochMonitor.warn_unconverged` emits scikit-learn's
+``ConvergenceWarning`` then, as ``SGDClassifier`` does (the estimator base calls it at the end
+of every ``fit``, never of ``partial_fit``; ``docs/defaults.md``, "Stopping").
+
 A family may give the training-loss rule a ``loss_scale``: the tolerance then grows with the
 loss above it, ``tol * max(1, best_loss / loss_scale)`` (the DSG classifier's 0.1: ``tol``
 absolute up to a loss of 0.1, ``10 * tol`` of the loss above).  On a problem whose loss is
@@ -49,9 +54,15 @@ loss_scale=0.1) for n_iter_no_change=2 epochs
 from __future__ import annotations
 
 import math
+import os
+import sys
+import warnings
 from dataclasses import dataclass, field
 
-__all__ = ["EpochMonitor", "TOL_LOSS_SCALE", "TOL_DOC", "LOSS_SCALED_TOL_DOC"]
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = ["EpochMonitor", "TOL_LOSS_SCALE", "TOL_DOC", "LOSS_SCALED_TOL_DOC",
+           "max_iter_reason"]
 
 #: The classifier's ``loss_scale``: ``tol`` is absolute up to a training loss of 0.1 and
 #: ``10 * tol`` of the loss above it (``docs/defaults.md``, "Stopping").
@@ -62,7 +73,8 @@ TOL_LOSS_SCALE = 0.1
 TOL_DOC = """    tol : float or None, default=1e-3
         Stop when an epoch's loss (progressive-validation loss, or minus the validation
         score with ``early_stopping``) improves by less than ``tol`` on the best so far, for
-        ``n_iter_no_change`` epochs in a row.  None: always run ``max_iter`` epochs.
+        ``n_iter_no_change`` epochs in a row.  None: always run ``max_iter`` epochs.  A fit
+        with a ``tol`` that reaches ``max_iter`` emits scikit-learn's ``ConvergenceWarning``.
 """
 
 #: The ``tol`` entry of an estimator whose loss rule has the ``loss_scale`` 0.1.
@@ -73,7 +85,8 @@ LOSS_SCALED_TOL_DOC = """    tol : float or None, default=1e-3
         has levelled off are a share of the loss), or with ``early_stopping`` when the
         validation score improves by less than ``tol``, for ``n_iter_no_change`` epochs in
         a row; ``stop_reason_`` gives the tolerance that ended the fit.  None: always run
-        ``max_iter`` epochs.
+        ``max_iter`` epochs.  A fit with a ``tol`` that reaches ``max_iter`` emits
+        scikit-learn's ``ConvergenceWarning``.
 """
 
 
@@ -128,14 +141,70 @@ class EpochMonitor:
         self.best = min(self.best, value)
         if self.no_improve >= self.n_iter_no_change and (
                 steps is None or int(steps) >= self.min_steps):
-            what = "validation score" if self.early_stopping else "training loss"
-            by = f"tol={self.tol}" if tol == self.tol else (
-                f"{tol:.3g} (tol={self.tol} times the best loss {before:.4g} over "
-                f"loss_scale={self.loss_scale})")
-            self.stop_reason = (f"the {what} improved by less than {by} for "
+            self.stop_reason = (f"the {self._what()} improved by less than "
+                                f"{self._tol_text(tol, before)} for "
                                 f"n_iter_no_change={self.n_iter_no_change} epochs")
             return True
         return False
+
+    def _what(self) -> str:
+        return "validation score" if self.early_stopping else "training loss"
+
+    def _tol_text(self, tol: float, before: float) -> str:
+        """``tol``, or the scaled tolerance ``tol`` with where it comes from."""
+        return f"tol={self.tol}" if tol == self.tol else (
+            f"{tol:.3g} (tol={self.tol} times the best loss {before:.4g} over "
+            f"loss_scale={self.loss_scale})")
+
+    def warn_unconverged(self, estimator) -> None:
+        """scikit-learn's :class:`~sklearn.exceptions.ConvergenceWarning` when
+        ``estimator``'s fit ran all its ``max_iter`` epochs without the rule ending it.
+
+        The rule of scikit-learn's ``SGDClassifier``: a fit with ``tol`` set (not None)
+        that stops at ``max_iter`` (its ``stop_reason_`` is :func:`max_iter_reason`) has
+        not converged; with ``tol=None`` the fit is meant to run ``max_iter`` epochs and
+        nothing is said.  The message names the estimator, ``max_iter``, the last epoch's
+        change of the training loss (or of the validation score with ``early_stopping``)
+        against the tolerance, and the fixes.
+        """
+        reason = getattr(estimator, "stop_reason_", None)
+        if self.tol is None or not isinstance(reason, str) or \
+                not reason.startswith(_MAX_ITER_PREFIX):
+            return
+        name, max_iter = type(estimator).__name__, getattr(estimator, "max_iter", None)
+        warnings.warn(
+            f"Maximum number of iteration reached before convergence: {name} ran "
+            f"max_iter={max_iter} epochs and {self.last_change()}. Consider increasing "
+            "max_iter to improve the fit, or set tol=None to run exactly max_iter epochs "
+            "(no stopping rule, no warning).", ConvergenceWarning, stacklevel=_user_level())
+
+    def last_change(self) -> str:
+        """The last epoch of :attr:`history` against the stopping rule, in words."""
+        key = "validation_score" if self.early_stopping else "loss"
+        sign = -1.0 if self.early_stopping else 1.0   # the rule minimizes sign * value
+        values = [math.inf if e.get(key) is None else sign * float(e[key])
+                  for e in self.history]
+        what = self._what()
+        if not values:
+            return f"no epoch's {what} was recorded"
+        last, before = values[-1], min(values[:-1], default=math.inf)
+        if not math.isfinite(before):
+            return (f"the rule compares an epoch's {what} with the best before it, which "
+                    f"{'the first epoch' if len(values) == 1 else 'this fit'} did not have")
+        tol = self.tol if self.loss_scale is None or self.early_stopping else \
+            self.tol * max(1.0, before / self.loss_scale)
+        gain = before - last
+        text = (f"the last epoch {'improved' if gain >= 0 else 'worsened'} the {what} by "
+                f"{abs(gain):.3g} on the best before it "
+                f"({sign * before:.6g} -> {sign * last:.6g}), against "
+                f"{self._tol_text(tol, before)}; {self.no_improve} epoch(s) in a row "
+                f"improved by less, of the n_iter_no_change={self.n_iter_no_change} that "
+                "end the fit")
+        steps = self.history[-1].get("steps")
+        if self.min_steps and steps is not None and int(steps) < self.min_steps:
+            text += (f", and the rule ends a fit only after {self.min_steps} steps "
+                     f"(this one took {int(steps)})")
+        return text
 
     def tolerance(self) -> float:
         """The gain on the best value so far that the next epoch must make to count as an
@@ -166,6 +235,24 @@ class EpochMonitor:
         """Record the running ``(loss_sum, weight_sum)`` totals at the start of an epoch
         (``None`` for families without a training loss)."""
         self.epoch_start = None if totals is None else [float(v) for v in totals]
+
+
+_MAX_ITER_PREFIX = "max_iter="
+
+
+def max_iter_reason(end_epoch: int) -> str:
+    """``stop_reason_`` of a fit that ran all its epochs (up to epoch ``end_epoch``)."""
+    return f"{_MAX_ITER_PREFIX}{end_epoch} epochs reached"
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` (for a warning of the function that calls this) of the first
+    frame outside the package: the warning points at the user's line."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _plain(value):

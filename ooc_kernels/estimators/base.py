@@ -100,6 +100,7 @@ from ooc_kernels.estimators._inputs import (
 )
 from ooc_kernels.estimators._continuation import check_unchanged_params, model_params
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
+from ooc_kernels.estimators._stopping import EpochMonitor, max_iter_reason
 from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
                                     UnresolvedParameterError, ValidationError)
 from ooc_kernels.parallel.checkpoint import START_OVER
@@ -401,8 +402,6 @@ class ChunkedEstimator(BaseEstimator):
         return int(-(-data.n_chunks // n_groups))
 
     def _monitor(self):
-        from ooc_kernels.estimators._stopping import EpochMonitor
-
         mon = EpochMonitor(tol=getattr(self, "tol", None) if self._sgd_stopping else None,
                            n_iter_no_change=getattr(self, "n_iter_no_change", 1),
                            early_stopping=bool(getattr(self, "early_stopping", False)),
@@ -488,8 +487,9 @@ class ChunkedEstimator(BaseEstimator):
         self._n_epochs_done = result.epoch
         self.n_iter_ = result.epoch
         self.stop_reason_ = monitor.stop_reason if result.stopped else (
-            f"max_iter={end_epoch} epochs reached" if stopping else None)
+            max_iter_reason(end_epoch) if stopping else None)
         self._end_fit(data, sched, writer, finish)
+        monitor.warn_unconverged(self)   # ConvergenceWarning: max_iter reached with a tol
 
     def _stop_holds(self, reason: str) -> bool:
         """Whether the stop that ended a checkpoint's fit (its ``stop_reason_``) still ends

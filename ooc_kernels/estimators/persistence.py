@@ -174,8 +174,8 @@ def load(path):
     >>> import numpy as np
     >>> import ooc_kernels as ok
     >>> X = np.random.default_rng(0).normal(size=(60, 2))
-    >>> reg = ok.DSGRegressor(n_features=256, batch_size=8, max_iter=2, random_state=0,
-    ...                       scheduler="sync").fit(X, X[:, 0])
+    >>> reg = ok.DSGRegressor(n_features=256, batch_size=8, max_iter=2, tol=None,
+    ...                       random_state=0, scheduler="sync").fit(X, X[:, 0])
     >>> path = os.path.join(tempfile.mkdtemp(), "reg.zarr")
     >>> reg.save(path)
     >>> loaded = ok.load(path)
