@@ -45,9 +45,11 @@ Examples
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import shutil
+import stat
 import struct
 import uuid
 import zlib
@@ -58,7 +60,7 @@ from pathlib import Path
 import numpy as np
 
 from ooc_kernels._atomic import write_failed
-from ooc_kernels.exceptions import CorruptChunkError, ValidationError
+from ooc_kernels.exceptions import CorruptChunkError, ForeignPathError, ValidationError
 
 __all__ = ["INITIAL", "WORK_MARKER", "ChunkStore", "ChunkVersions", "FolderLock",
            "is_work_folder", "mark_work_folder"]
@@ -352,10 +354,30 @@ class FolderLock:
         self._fd: int | None = None
 
     def acquire(self) -> bool:
-        """Take the lock if no one holds it; False if another holder has it."""
+        """Take the lock if no one holds it; False if another holder has it.
+
+        Raises
+        ------
+        ForeignPathError
+            The folder's ``.lock`` is a symbolic link (never followed: opening it would
+            create or lock a file elsewhere), a folder or anything but a regular file.
+        """
         if self._fd is not None:
             return True
-        fd = os.open(self.folder / _LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        where = self.folder / _LOCK_FILE
+        try:
+            fd = os.open(where, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except OSError as err:
+            if err.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise
+            fd = None
+        if fd is None or not stat.S_ISREG(os.fstat(fd).st_mode):
+            if fd is not None:
+                os.close(fd)
+            raise ForeignPathError(
+                f"{str(where)!r} is not a lock file of this library (a symbolic link, a folder "
+                "or another kind of file; a link is never followed); the fit keeps its lock "
+                "there. Remove it, or give the fit another work folder or checkpoint path.")
         if not _try_lock(fd):
             os.close(fd)
             return False

@@ -194,3 +194,24 @@ def test_a_version_whose_header_names_another_dtype_is_a_corrupt_chunk_error(tmp
         store.read("y", 0, (1, 2), n_rows=8)
     version_file.write_bytes(raw)
     np.testing.assert_array_equal(store.read("y", 0, (1, 2), n_rows=8), values)
+
+
+@pytest.mark.parametrize("what", ["link", "folder"])
+def test_a_lock_file_that_is_a_link_or_a_folder_is_refused_and_never_followed(tmp_path,
+                                                                                what):
+    """A work folder's ``.lock`` that is a link to a file elsewhere: taking the lock created
+    (or locked) that file; a folder there was a raw IsADirectoryError."""
+    from ooc_kernels._chunk_store import FolderLock
+    from ooc_kernels.exceptions import ForeignPathError
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    target = tmp_path / "elsewhere.txt"
+    if what == "link":
+        (folder / ".lock").symlink_to(target)
+    else:
+        (folder / ".lock").mkdir()
+    with pytest.raises(ForeignPathError, match=r"\.lock' is not a lock file of this library"):
+        FolderLock(folder).acquire()
+    assert not target.exists()
+    assert (folder / ".lock").is_symlink() == (what == "link")
