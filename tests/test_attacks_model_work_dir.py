@@ -207,3 +207,21 @@ def test_a_checkpoint_names_its_store_only_inside_the_resuming_fits_folder(tmp_p
     resumed = ok.DSPDCClassifier(work_dir=work, **FAST).fit(X, y, checkpoint=ck, resume=True)
     assert resumed.n_iter_ == 4
     assert state() == before
+
+
+def test_model_and_checkpoint_record_the_work_store_by_its_name_only(tmp_path):
+    """A model file and a checkpoint name the fit's work store by its folder name only: no
+    folder of the writing machine (its work_dir, its home) goes into a file that may be
+    shared, and a resume finds the store by that name in its own work_dir."""
+    X, y = _problem()
+    work, ck = tmp_path / "private" / "work", tmp_path / "ck.zarr"
+    clf = ok.DSPDCClassifier(work_dir=work, **dict(FAST, max_iter=2)).fit(X, y, checkpoint=ck)
+    clf.save(tmp_path / "m.zarr")
+    (store,) = work.iterdir()
+    model = json.loads((tmp_path / "m.zarr" / "zarr.json").read_text())["attributes"]
+    checkpoint = json.loads((ck / "zarr.json").read_text())["attributes"]
+    for meta in (model["ooc_kernels"], checkpoint["ooc_kernels_checkpoint"]["model"]):
+        assert meta["fitted"]["config"]["work_store"] == store.name
+        assert str(tmp_path) not in json.dumps(meta)
+    resumed = ok.DSPDCClassifier(work_dir=work, **FAST).fit(X, y, checkpoint=ck, resume=True)
+    assert resumed.n_iter_ == 4

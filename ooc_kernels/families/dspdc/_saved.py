@@ -1,5 +1,6 @@
-"""Reading the saved configuration of a DSPDC model: its loss and its local problems,
-checked, with errors that say the model file is damaged.
+"""The saved configuration of a DSPDC model: written (its work store by its folder name
+only), and read back with its loss and its local problems checked, with errors that say the
+model file is damaged.
 
 Examples
 --------
@@ -11,12 +12,13 @@ Examples
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
 from ooc_kernels._saved_fields import check_fields, is_int, is_real
 from ooc_kernels.exceptions import ModelFormatError
-from ooc_kernels.losses import get_loss, losses_for
+from ooc_kernels.losses import get_loss, loss_by_id, losses_for
 
 #: The loss ids of a saved configuration that names no loss (ooc_kernels 0.2.0 numbered
 #: DSPDC's three losses 0, 1, 2).
@@ -153,6 +155,33 @@ def _check_config_fields(config: dict, where: str) -> None:
             f"{where}: the metadata's fitted.config has entries no fit writes "
             f"({_short(unknown)}); re-save the model or restore it from a backup.")
     check_fields("config", _CONFIG_FIELDS, config, where)
+
+
+def _store_name(path: str) -> str:
+    """The folder name of a work store (``""`` for none): what a model file or a checkpoint
+    records of it.  The folder it is in belongs to the machine that wrote it; a resume looks
+    the name up in its own (:meth:`~ooc_kernels.families.dspdc._work.WorkStores.resume_store`).
+
+    Examples
+    --------
+    >>> _store_name("/home/alice/work/dspdc-0123456789ab-x1y2z3w4"), _store_name("")
+    ('dspdc-0123456789ab-x1y2z3w4', '')
+    """
+    return os.path.basename(os.path.normpath(path)) if path else ""
+
+
+def _saved_config(config) -> dict:
+    """``fitted.config`` of a model file or a checkpoint: the solver's configuration
+    (:class:`~ooc_kernels.families.dspdc.solver.DSPDCConfig`) as JSON, its loss by name and
+    id, its work store by its folder name only (:func:`_store_name`)."""
+    import dataclasses
+
+    saved = dataclasses.asdict(config)
+    saved["loss"] = loss_by_id(saved["loss_id"]).name
+    for key in ("classes", "class_weight"):
+        saved[key] = None if saved[key] is None else list(saved[key])
+    saved["work_store"] = _store_name(saved["work_store"])
+    return saved
 
 
 def _counters(state) -> dict:

@@ -52,9 +52,11 @@ from ooc_kernels.families.dspdc._saved import (
     _counters,
     _local_problems,
     _restored_start,
+    _saved_config,
     _saved_loss_id,
     _saved_state,
     _start_arrays,
+    _store_name,
     _tail_sums,
 )
 from ooc_kernels.families.dspdc._setup_pass import (
@@ -79,7 +81,7 @@ from ooc_kernels.exceptions import (
     ModelFormatError,
     ValidationError,
 )
-from ooc_kernels.losses import get_loss, loss_by_id, losses_for
+from ooc_kernels.losses import get_loss, losses_for
 
 __all__ = ["DSPDCRegressor", "DSPDCClassifier"]
 
@@ -559,16 +561,9 @@ class _DSPDCEstimator(ChunkedEstimator):
         return arrays
 
     def _fitted_meta(self) -> dict:
-        import dataclasses
-
-        config = dataclasses.asdict(self._config)
-        config["loss"] = loss_by_id(config["loss_id"]).name
-        config["classes"] = None if config["classes"] is None else list(config["classes"])
-        config["class_weight"] = None if config["class_weight"] is None \
-            else list(config["class_weight"])
         state = _saved_state(self)
         start = state.epoch_start
-        return {"config": config,
+        return {"config": _saved_config(self._config),
                 "state": {**_counters(state), "start_loss": float(state.start_loss),
                           "start_rows": int(state.start_rows), **_tail_sums(state)},
                 "epoch_start": None if start is None else _counters(start),
@@ -593,6 +588,8 @@ class _DSPDCEstimator(ChunkedEstimator):
             config[key] = None if config.get(key) is None else tuple(config[key])
         if getattr(self, "_work", None) is not None:   # resuming: this fit's store, locked
             config["work_store"] = self._work.resume_store(config["work_store"])
+        else:              # a loaded model has no store: the name its file gives, no folder
+            config["work_store"] = _store_name(config["work_store"])
         self._config = DSPDCConfig(**config)
         x = np.asarray(arrays["x"], dtype=np.float64)
         if x.shape != (self._config.n_features,):
