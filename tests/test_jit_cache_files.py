@@ -78,8 +78,8 @@ def test_the_cache_folders_are_private_and_checked(tmp_path, monkeypatch):
     for f in (folder, folder.parent, folder.parent.parent):
         assert oct(os.stat(f).st_mode & 0o777) == "0o700"
     assert cache_problem(folder) is None
-    os.chmod(folder.parent, 0o770)
-    assert "can be written by other users (mode 0o770)" in cache_problem(folder)
+    os.chmod(folder.parent, 0o707)
+    assert "can be written by other users (mode 0o707)" in cache_problem(folder)
     os.chmod(folder.parent, 0o700)
     above = tmp_path / "root"
     os.chmod(tmp_path, 0o777)            # the parent of the root: others could replace it
@@ -125,3 +125,25 @@ def test_a_damaged_cache_file_is_ignored_and_rewritten(tmp_path, monkeypatch, wh
     again = njit(cache=True)(_probe)
     np.testing.assert_array_equal(again(x), x * 2.0 + 1.0)
     assert sum(again.stats.cache_hits.values()) == 1
+
+
+def test_a_folder_writable_by_a_shared_group_is_refused_by_the_users_own_group_not(tmp_path):
+    """Group write counts as others' write unless the group is the user's private group
+    (named as the user, the primary group, no other members), as in the ``umask 002`` homes
+    of Debian and Ubuntu, whose ``~/.cache`` is often mode 0o775."""
+    import grp
+    import pwd
+
+    folder = tmp_path / "root" / "jit" / "v"
+    folder.mkdir(parents=True, mode=0o700)
+    os.chmod(folder.parent.parent, 0o700)
+    os.chmod(folder.parent, 0o770)
+    user = pwd.getpwuid(os.getuid()).pw_name
+    own = grp.getgrgid(os.getgid())
+    if own.gr_name == user and set(own.gr_mem) <= {user}:
+        assert cache_problem(folder) is None           # the user's private group
+    if os.getuid() == 0:                               # root can hand the folder to a group
+        shared = next((g for g in grp.getgrall() if g.gr_gid != os.getgid()), None)
+        if shared is not None:
+            os.chown(folder.parent, -1, shared.gr_gid)
+            assert "can be written by other users (mode 0o770)" in cache_problem(folder)

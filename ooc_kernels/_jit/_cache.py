@@ -147,16 +147,41 @@ def _warn_once(path: Path, message: str) -> None:
         warnings.warn(message, OocKernelsWarning, stacklevel=3)
 
 
+def _others_can_write(st: os.stat_result) -> bool:
+    """Whether users other than the owner may write the folder ``st`` describes."""
+    if st.st_mode & 0o002:
+        return True
+    return bool(st.st_mode & 0o020) and not _private_group(st.st_gid)
+
+
+@functools.cache
+def _private_group(gid: int) -> bool:
+    """Whether ``gid`` is the user's private group: named as the user, the user's primary
+    group, with no other listed members."""
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(os.getuid()).pw_name
+        group = grp.getgrgid(gid)
+    except (ImportError, KeyError):
+        return False
+    return gid == os.getgid() and group.gr_name == user and set(group.gr_mem) <= {user}
+
+
 def cache_problem(path: str | os.PathLike) -> str | None:
     """Why another user could write the cache folder ``path``, or ``None`` when only the user
     (and root) can.
 
     ``path`` and its two parents (the folders the library creates: ``<root>/jit/<version>``)
-    must be folders (``jit`` and ``<version>`` not links), owned by the user and writable by nobody else; every
-    folder above them, and every folder of the path with its links resolved, must be owned by
-    the user or by root and be writable by nobody else unless it has the sticky bit
-    (``/tmp``, where no one can rename another's folder).  Always ``None`` where there are
-    no POSIX owners (Windows keeps the cache in the user's own ``LOCALAPPDATA``).
+    must be folders (``jit`` and ``<version>`` not links), owned by the user and writable by
+    nobody else; every folder above them, and every folder of the path with its links
+    resolved, must be owned by the user or by root and be writable by nobody else unless it
+    has the sticky bit (``/tmp``, where no one can rename another's folder).  A folder
+    writable by its group counts as writable by nobody else when that group is the user's
+    private group (named as the user, the user's primary group, no other members: the
+    ``umask 002`` homes of Debian and Ubuntu).  Always ``None`` where there are no POSIX
+    owners (Windows keeps the cache in the user's own ``LOCALAPPDATA``).
 
     Examples
     --------
@@ -182,7 +207,7 @@ def cache_problem(path: str | os.PathLike) -> str | None:
             return f"{str(folder)!r} is not a folder (a link, or a file)"
         if st.st_uid != uid:
             return f"the folder {str(folder)!r} belongs to user id {st.st_uid}, not {uid}"
-        if st.st_mode & 0o022:
+        if _others_can_write(st):
             return (f"the folder {str(folder)!r} can be written by other users "
                     f"(mode {oct(stat.S_IMODE(st.st_mode))})")
     above = [*path.parent.parent.parents, *Path(os.path.realpath(path)).parents]
@@ -190,7 +215,7 @@ def cache_problem(path: str | os.PathLike) -> str | None:
         st = os.stat(folder)
         if st.st_uid not in (uid, 0):
             return f"the folder {str(folder)!r} belongs to user id {st.st_uid}"
-        if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+        if _others_can_write(st) and not st.st_mode & stat.S_ISVTX:
             return (f"the folder {str(folder)!r} can be written by other users "
                     f"(mode {oct(stat.S_IMODE(st.st_mode))}, no sticky bit)")
     return None
