@@ -217,10 +217,26 @@ def test_wrong_X_dimensionality(lazy, shape, match_np, match_lazy):
 def test_y_with_several_columns(lazy):
     X, _, y = _data()
     Y = np.c_[y, y]
-    match = r"y must be 1-D \(n_samples,\), got shape \(30, 2\)" if lazy else \
-        r"y should be a 1d array, got an array of shape \(30, 2\)"
+    match = r"y must be 1-D \(n_samples,\), got shape \(30, 2\)" if lazy else re.escape(
+        "y has 2 columns (shape (30, 2)), and DSGRegressor fits one target: a 1-D y of 30 "
+        "values. Fit one model per column with sklearn.multioutput.MultiOutputRegressor("
+        "DSGRegressor()), or pass one column, y[:, j].")
     with pytest.raises(ValidationError, match=match):
         _reg().fit(_lazy(X) if lazy else X, _lazy(Y) if lazy else Y)
+
+
+@pytest.mark.parametrize("make", [lambda: _reg(), lambda: ok.DSPDCRegressor(random_state=0),
+                                  lambda: ok.ProjectedKernelRidge()])
+def test_the_wrapper_a_several_column_y_is_pointed_to_fits_one_model_per_column(make):
+    """The fix the message above names, ``MultiOutputRegressor(estimator)``, gives every
+    column the model that a fit on that column alone gives."""
+    from sklearn.multioutput import MultiOutputRegressor
+
+    X, _, y = _data()
+    Y = np.c_[y, 2.0 * y + X[:, 0]]
+    both = MultiOutputRegressor(make()).fit(X, Y).predict(X)
+    for j in range(2):
+        np.testing.assert_array_equal(both[:, j], make().fit(X, Y[:, j]).predict(X))
 
 
 @pytest.mark.parametrize("kind", ["numpy", "dask", "dask X, numpy y"])

@@ -75,6 +75,7 @@ def validated_xy(estimator, X, y, *, reset: bool, skip: bool):
     """
     dtype = [np.float64, np.float32]
     numeric = not estimator._is_classifier
+    _check_one_target(estimator, y)
     if not skip or y is None:
         return sklearn_validated(validate_data, estimator, X, y, reset=reset, dtype=dtype,
                                  y_numeric=numeric, multi_output=False,
@@ -84,6 +85,39 @@ def validated_xy(estimator, X, y, *, reset: bool, skip: bool):
     y = sklearn_validated(_targets_with_invalid, y, numeric)
     sklearn_validated(check_consistent_length, X, y)
     return X, y
+
+
+def _check_one_target(estimator, y) -> None:
+    """Refuse a ``y`` of several columns (several targets, or a label indicator matrix),
+    naming its shape and the scikit-learn wrapper that fits one model per column.
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> class Toy(BaseEstimator):
+    ...     _is_classifier = False
+    >>> _check_one_target(Toy(), np.ones((4, 1)))        # one column: scikit-learn's ravel
+    >>> _check_one_target(Toy(), [[1.0, 2.0], [3.0, 4.0]])
+    Traceback (most recent call last):
+    ...
+    ooc_kernels.exceptions.ValidationError: y has 2 columns (shape (2, 2)), and Toy fits \
+one target: a 1-D y of 2 values. Fit one model per column with \
+sklearn.multioutput.MultiOutputRegressor(Toy()), or pass one column, y[:, j].
+    """
+    shape = getattr(y, "shape", None)
+    if shape is None and isinstance(y, (list, tuple)):
+        try:
+            shape = np.shape(y)
+        except ValueError:   # ragged: scikit-learn's own message
+            return
+    if shape is None or len(shape) != 2 or shape[1] <= 1:
+        return
+    name = type(estimator).__name__
+    wrapper = "MultiOutputClassifier" if estimator._is_classifier else "MultiOutputRegressor"
+    raise ValidationError(
+        f"y has {shape[1]} columns (shape {tuple(int(v) for v in shape)}), and {name} "
+        f"fits one target: a 1-D y of {shape[0]} values. Fit one model per column with "
+        f"sklearn.multioutput.{wrapper}({name}()), or pass one column, y[:, j].")
 
 
 def _targets_with_invalid(y, numeric: bool) -> np.ndarray:
