@@ -16,8 +16,8 @@ Examples
 >>> from ooc_kernels.data.matrix_data import multitask_classes
 >>> from ooc_kernels.families.dspdc.mtlmnn import MultiTaskLMNN
 >>> X, y, task = multitask_classes(2, 40, 5, 2, seed=0)
->>> est = MultiTaskLMNN(tol=1e-4, random_state=0).fit(X, y, task=task)
->>> est.metrics_.shape, est.gap_history_[-1]["gap"] <= 1e-4
+>>> est = MultiTaskLMNN(random_state=0).fit(X, y, task=task)
+>>> est.metrics_.shape, est.gap_history_[-1]["relative_gap"] <= est.tol
 ((2, 5, 5), True)
 >>> est.predict(X[:3], task=task[:3]).shape
 (3,)
@@ -26,7 +26,7 @@ Examples
 
 Without ``task`` every row belongs to one task (single-task LMNN, metric ``X_1 + X_0``):
 
->>> MultiTaskLMNN(tol=1e-4, random_state=0).fit(X, y).components_.shape
+>>> MultiTaskLMNN(random_state=0).fit(X, y).components_.shape
 (1, 5, 5)
 """
 
@@ -42,6 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, check_random_state, validate_data
 
+from ooc_kernels._moments import weighted_moments
 from ooc_kernels.estimators._constraints import (RANDOM_STATE, Interval, StrOptions,
                                                  validate_params)
 from ooc_kernels.estimators.base import sklearn_validated
@@ -57,7 +58,7 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
 
     The fit solves (35) of Yu, Lin, Yang with DSPDC (Algorithm 3): triplets ``(u, v, w)``
     per task (``v`` among the ``n_neighbors`` nearest same-label points of ``u``, ``w`` the
-    nearest point with another label, Euclidean in the (standardized) input space), the
+    nearest point with another label, Euclidean in the standardized input space), the
     smoothed hinge on ``d^2(u, w) - d^2(u, v)``, the target distances as a linear term and
     Frobenius regularizers ``lambda0/2 ||X_0 - I||^2`` and ``lambda_task/2 ||X_j||^2``.
 
@@ -73,6 +74,15 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
 
     In-memory: not in the chunked-estimator registry (see the module docstring).
 
+    The defaults were measured against Euclidean 3-NN on scikit-learn's iris, wine, breast
+    cancer and digits data and on a two-task set, three stratified splits each
+    (``benchmarks/mtlmnn_defaults.py``; the table is in ``docs/dspdc_blocks.md``).  The
+    per-column scaling carries the wine data (column means from 0.4 to 750) from 0.76
+    held-out accuracy with one divisor for all columns to 0.98, and the breast cancer
+    data from 0.92 to 0.945 (3-NN: 0.93 on the raw columns, 0.957 after
+    ``StandardScaler``); on the digits 3-NN stays ahead (0.983).  ``tol=1e-3`` scored as
+    well as ``1e-4`` and ``1e-5`` on the iris, wine and two-task sets.
+
     Parameters
     ----------
     n_neighbors : int, default=3
@@ -87,16 +97,25 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
     q : int or None, default=None
         Metrics (of ``n_tasks + 1``) updated per iteration; ``None``:
         ``ceil((n_tasks + 1) / 5)``.
-    tol : float, default=1e-6
-        Stop when the duality gap of (35) is at most ``tol``.
+    tol : float, default=1e-3
+        Stop when the relative duality gap ``(P - D) / |P|`` of (35) is at most ``tol``
+        (the definition of the DSPDC family's other estimators): a bound on the primal
+        value's relative distance to the optimum, whatever the units of ``X`` and the
+        number of triplets.
     max_iter : int, default=100_000
         Iterations at most.
     Lambda : {"upper_bound", "heuristic"} or float, default="upper_bound"
         The block scale constant (:func:`ooc_kernels.families.dspdc.in_memory.mtlmnn.mtlmnn_lambda`).
-    standardize : bool, default=True
-        Divide ``X`` by one scalar (the root mean feature variance) before building the
-        triplets, so that ``lambda0`` and ``lambda_task`` do not depend on the units of
-        ``X``; ``metrics_`` are reported for the unscaled input.
+    standardize : bool or "scalar", default=True
+        ``True``: divide every column of ``X`` by its standard deviation on the training
+        rows (a constant column by 1), as ``StandardScaler`` does (distances do not depend
+        on the shift), before building the triplets: the triplets and the starting metric
+        ``X_0 = I`` then weigh every feature alike, and ``lambda0`` and ``lambda_task``
+        do not depend on the units of ``X``.  ``"scalar"``: divide all columns by one
+        number, the root mean column variance, for columns that share their units (pixel
+        intensities: the digits data converge faster this way, see ``docs/dspdc_blocks.md``).
+        ``False``: the columns as they are.  ``metrics_`` are reported for the input's
+        units, so ``predict`` and ``transform`` apply the scaling.
     max_time : float or None, default=None
         Seconds at most for the solver.
     random_state : int, RandomState instance or None, default=None
@@ -116,8 +135,9 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
     task_metrics_ : ndarray (n_tasks, d, d)
         ``X_j`` without ``X_0`` (input units).
     gap_history_ : list of dict
-        Per gap check: ``iteration``, ``passes``, ``time``, ``primal``, ``dual``, ``gap``
-        (of the standardized problem).
+        Per gap check: ``iteration``, ``passes``, ``time``, ``primal``, ``dual``, ``gap``,
+        ``relative_gap`` (``gap / |primal|``, what ``tol`` bounds), of the standardized
+        problem.
     tasks_ : ndarray
         The task values seen in ``fit``.
     classes_ : ndarray
@@ -125,8 +145,9 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
     n_triplets_ : int
     n_iter_ : int
     converged_ : bool
-    scale_ : float
-        The divisor of ``X`` (1 without ``standardize``).
+    scale_ : ndarray (n_features,)
+        The divisor of each column of ``X`` (as ``standardize`` says; 1 for a constant
+        column, and for every column with ``standardize=False``).
     n_features_in_ : int
     """
 
@@ -140,12 +161,12 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "Lambda": [StrOptions({"upper_bound", "heuristic"}),
                    Interval(Real, 0, None, closed="neither")],
-        "standardize": ["boolean"],
+        "standardize": ["boolean", StrOptions({"scalar"})],
         "max_time": [Interval(Real, 0, None, closed="neither"), None],
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, n_neighbors=3, lambda0=0.01, lambda_task=0.1, m=None, q=None, tol=1e-6,
+    def __init__(self, n_neighbors=3, lambda0=0.01, lambda_task=0.1, m=None, q=None, tol=1e-3,
                  max_iter=100_000, Lambda="upper_bound", standardize=True, max_time=None,
                  random_state=None):
         self.n_neighbors = n_neighbors
@@ -245,8 +266,12 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
                 f"y has one class ({self.classes_[0]!r}): LMNN needs at least two classes "
                 "(and two in every task); fit on data with at least two labels")
         codes = self._task_codes(task, X.shape[0], fitting=True)
-        scale = float(np.sqrt(X.var(axis=0).mean())) if self.standardize else 1.0
-        self.scale_ = scale if scale > 0.0 else 1.0
+        self.scale_ = np.ones(X.shape[1])
+        if self.standardize:   # finite for every finite column (weighted_moments)
+            sd = weighted_moments(X)[1]
+            if self.standardize == "scalar":   # the root mean variance, for all columns
+                sd = np.full(X.shape[1], np.sqrt(np.mean(sd ** 2)))
+            self.scale_ = np.where(sd > 0, sd, 1.0)   # constant columns: left as they are
         Xs = X / self.scale_
         tr = build_triplets(Xs, y, codes, self.n_neighbors)
         n_blocks = tr.n_tasks + 1
@@ -258,9 +283,9 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
         res = mtlmnn_dspdc(tr, self.lambda0, self.lambda_task, m=m, q=self.q,
                            Lambda=self.Lambda, tol=self.tol, max_iter=self.max_iter,
                            max_time=self.max_time, seed=seed)
-        s2 = self.scale_ ** 2
-        self.shared_metric_ = res.shared / s2
-        self.task_metrics_ = res.task_metrics / s2
+        unscale = np.outer(1.0 / self.scale_, 1.0 / self.scale_)   # back to input units
+        self.shared_metric_ = res.shared * unscale
+        self.task_metrics_ = res.task_metrics * unscale
         self.metrics_ = self.task_metrics_ + self.shared_metric_
         self.components_ = np.stack([_factor(M) for M in self.metrics_])
         self.gap_history_ = res.history
@@ -271,9 +296,10 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
         if not res.converged:
             warnings.warn(
                 f"MultiTaskLMNN stopped ({res.stop_reason}: {res.n_iter} iterations) before "
-                f"converging: the duality gap is {res.gap:.3g} (primal {res.primal:.6g}), "
-                f"above tol={self.tol}; the metrics may be far from the solution. Raise "
-                "max_iter (or max_time), or loosen tol.", ConvergenceWarning, stacklevel=2)
+                f"converging: the relative duality gap (P - D) / |P| is "
+                f"{res.relative_gap:.3g} (primal {res.primal:.6g}), above tol={self.tol}; "
+                "the metrics may be far from the solution. Raise max_iter (or max_time), or "
+                "loosen tol.", ConvergenceWarning, stacklevel=2)
         return self
 
     def transform(self, X, *, task=None):

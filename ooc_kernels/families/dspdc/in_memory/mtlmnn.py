@@ -53,6 +53,7 @@ from ooc_kernels.families.dspdc.in_memory.block_prox import PSDBlock, SeparableL
 from ooc_kernels.families.dspdc.in_memory.blocks import _check_tol, lambda_from_block_norms
 from ooc_kernels.families.dspdc.lambda_stats import power_iteration_sq
 from ooc_kernels.families.dspdc.params import DSPDCParameters, dspdc_parameters
+from ooc_kernels.families.dspdc.solver import _relative_gap
 
 __all__ = ["Triplets", "build_triplets", "mtlmnn_lambda", "mtlmnn_objectives",
            "MTLMNNResult", "mtlmnn_dspdc"]
@@ -365,13 +366,16 @@ class MTLMNNResult:
     y : ndarray (n,)
     primal, dual, gap : float
         At the last check.
+    relative_gap : float
+        ``gap / |primal|`` at the last check (``|primal|`` at least the smallest positive
+        float).
     converged : bool
     stop_reason : str
         ``"tol"``, ``"max_iter"`` or ``"max_time"``.
     n_iter : int
     history : list of dict
         ``iteration``, ``passes`` (``iteration m / n``), ``time`` (iterations only),
-        ``primal``, ``dual``, ``gap`` per check.
+        ``primal``, ``dual``, ``gap``, ``relative_gap`` per check.
     params : DSPDCParameters
         With ``p = n_tasks + 1`` blocks.
     """
@@ -382,6 +386,7 @@ class MTLMNNResult:
     primal: float
     dual: float
     gap: float
+    relative_gap: float
     converged: bool
     stop_reason: str
     n_iter: int
@@ -418,7 +423,10 @@ def mtlmnn_dspdc(tr, lambda0=0.01, lambda_task=0.1, *, m=None, q=None, Lambda="u
         Start duals in ``[-1, 0]``; default 0.
     max_iter : int
     tol : float
-        Stop when the duality gap is at most ``tol`` at a check.
+        Stop when the relative duality gap ``(P - D) / |P|`` is at most ``tol`` at a check
+        (the definition of the DSPDC family's other estimators: a bound on the primal
+        value's relative distance to the optimum, whatever the scale of the data and the
+        number of triplets).
     check_every : int, optional
         Default ``10 ceil(max(n/m, (n_tasks + 1)/q))`` (a check costs a pass over the
         triplets and ``n_tasks + 1`` eigendecompositions).
@@ -438,7 +446,7 @@ def mtlmnn_dspdc(tr, lambda0=0.01, lambda_task=0.1, *, m=None, q=None, Lambda="u
     >>> tr = build_triplets(np.array([[0.0], [1.0], [3.0], [10.0]]), [0, 0, 1, 1],
     ...                     [0, 0, 0, 0], n_neighbors=1)
     >>> res = mtlmnn_dspdc(tr, 1.0, 1.0, m=2, q=1, tol=1e-12)
-    >>> res.converged, res.gap <= 1e-12
+    >>> res.converged, res.gap <= 1e-12 * abs(res.primal)
     (True, True)
     """
     if not isinstance(tr, Triplets):
@@ -493,12 +501,13 @@ def _algorithm3(tr, regs, loss, prm, X, y, max_iter, tol, check_every, max_time,
             raise DivergenceError(f"MT-LMNN DSPDC diverged at iteration {t}: primal {primal}, "
                                   f"dual {dual} (theta={theta}, tau={tau}, sigma={sigma}); "
                                   "use the theorems' parameters (no overrides)")
+        rel = float(_relative_gap(primal, dual))
         history.append({"iteration": t, "passes": t * m / n, "time": iter_time,
-                        "primal": primal, "dual": dual, "gap": gap})
-        return gap
+                        "primal": primal, "dual": dual, "gap": gap, "relative_gap": rel})
+        return rel
 
-    gap = check(0)
-    stop, t = ("tol" if gap <= tol else None), 0
+    rel = check(0)
+    stop, t = ("tol" if rel <= tol else None), 0
     while stop is None and t < max_iter:
         t0 = time.perf_counter()
         u = rng.random(m + q)
@@ -532,10 +541,10 @@ def _algorithm3(tr, regs, loss, prm, X, y, max_iter, tol, check_every, max_time,
             ybar_shift[I_prev] = shift_prev
             callback(t, {"X": X, "Xbar": Xbar, "W": W, "y": y, "ybar_shift": ybar_shift})
         if t % check_every == 0 or t == max_iter:
-            gap = check(t)
+            rel = check(t)
             # W from scratch (no drift): ybar = y + (n/m - 1) delta on the last I
             W = _block_sums(tr, y)[0] + ((n - m) / m) * B_prev
-            if gap <= tol:
+            if rel <= tol:
                 stop = "tol"
             elif max_time is not None and time.perf_counter() - start >= max_time:
                 stop = "max_time"
@@ -543,4 +552,6 @@ def _algorithm3(tr, regs, loss, prm, X, y, max_iter, tol, check_every, max_time,
         check(t)
     last = history[-1]
     return MTLMNNResult(X[0].copy(), X[1:].copy(), y, last["primal"], last["dual"],
-                        last["gap"], last["gap"] <= tol, stop or "max_iter", t, history, prm)
+                        last["gap"], last["relative_gap"], last["relative_gap"] <= tol,
+                        stop or "max_iter", t, history, prm)
+
