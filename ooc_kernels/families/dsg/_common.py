@@ -42,7 +42,7 @@ from ooc_kernels.features.structured import (centered_input_message, check_nonne
 __all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMixin",
            "TINY_VALUES", "check_bandwidth_sample", "check_dtype_scales",
            "check_whole_blocks", "describe_steps",
-           "finite_sample_rows", "weighted_moments", "with_threads"]
+           "finite_sample_rows", "weighted_moments", "with_run_settings"]
 
 
 def check_whole_blocks(name: str, value: int, block_size: int, why: str) -> None:
@@ -176,12 +176,24 @@ N_JOBS_CONSTRAINTS = {"n_jobs": [None, Interval(Integral, 1, None, closed="left"
                                  Interval(Integral, None, -1, closed="right")]}
 
 
-def with_threads(estimator, config):
-    """``config`` with the estimator's current ``n_jobs`` (a loaded or warm-started model
-    runs with the value set now), unchanged for an estimator without the parameter."""
-    if not hasattr(estimator, "n_jobs") or config.n_jobs == estimator.n_jobs:
-        return config
-    return dataclasses.replace(config, n_jobs=estimator.n_jobs)
+#: The fields of a DSG config that say how a fit runs and reads its rows, not which model it
+#: fits: hyperparameters a continuation may change (``CONTINUATION_PARAMS``).
+RUN_SETTINGS = ("n_jobs", "on_invalid", "shuffle")
+
+
+def with_run_settings(estimator, config):
+    """``config`` with the estimator's current :data:`RUN_SETTINGS` (``n_jobs``,
+    ``on_invalid``, ``shuffle``): a loaded, warm-started or ``partial_fit`` model runs and
+    reads its rows with the values set now.  A setting the estimator or the config lacks is
+    left as it is."""
+    changes = {}
+    for name in RUN_SETTINGS:
+        if hasattr(estimator, name) and hasattr(config, name):
+            value = getattr(estimator, name)
+            value = bool(value) if name == "shuffle" else value
+            if getattr(config, name) != value:
+                changes[name] = value
+    return dataclasses.replace(config, **changes) if changes else config
 
 
 def nonnegative_kernel(kernel) -> str | None:
@@ -327,7 +339,7 @@ class DSGModelMixin:
         return predict_chunk(config, state, X)  # one chunk in, its decision values out
 
     def _predict_payload(self):
-        return with_threads(self, self._config), self._state
+        return with_run_settings(self, self._config), self._state
 
     def _predict_data(self, X):
         """The base's prediction input, checked for negative values (chunk by chunk for a

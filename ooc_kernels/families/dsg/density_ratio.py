@@ -39,7 +39,8 @@ from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_CONSTRAINTS, BASE_PARAMS_DOC, ChunkedEstimator
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, DSGModelMixin,
-                                             check_dtype_scales, weighted_moments)
+                                             check_dtype_scales, weighted_moments,
+                                             with_run_settings)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._ratio_solver import RatioAlgorithm, RatioConfig
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
@@ -327,7 +328,7 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
         self._publish()
 
     def _make_algorithm(self) -> RatioAlgorithm:
-        return RatioAlgorithm(self._config)
+        return RatioAlgorithm(with_run_settings(self, self._config))
 
     def _finish(self, state, data, sched):
         """``divergence_``: one pass over both samples with the final model."""

@@ -33,7 +33,7 @@ from ooc_kernels.estimators._inputs import checked_class_weights
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, N_JOBS_CONSTRAINTS,
                                                N_JOBS_DOC, DSGModelMixin, check_dtype_scales,
                                                check_bandwidth_sample, weighted_moments,
-                                               with_threads)
+                                               with_run_settings)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
 from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS,
@@ -552,7 +552,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         return None
 
     def _make_algorithm(self) -> DSGAlgorithm:
-        return DSGAlgorithm(with_threads(self, self._config))
+        return DSGAlgorithm(with_run_settings(self, self._config))
 
     # ------------------------------------------------------------------ prediction
     @staticmethod

@@ -306,7 +306,7 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
             seed=derive_seed(self.random_seed_, 11), seed_prime=derive_seed(self.random_seed_, 12),
             n_features_in=cfg.n_features_in, bandwidth=cfg.bandwidth, kernel=cfg.kernel,
             x_shift=cfg.x_shift, x_scale=cfg.x_scale, batch_size=cfg.batch_size,
-            on_invalid=cfg.on_invalid, y_shift=float(cfg.y_shift), y_scale=float(cfg.y_scale))
+            on_invalid=self.on_invalid, y_shift=float(cfg.y_shift), y_scale=float(cfg.y_scale))
 
     def _finish(self, state, data, sched):
         """One pass over ``data`` reduces ``Phi^T Phi``, ``Phi^T y`` and ``y^T y``: the

@@ -39,7 +39,7 @@ from ooc_kernels.estimators.base import BASE_PARAMS_DOC
 from ooc_kernels.exceptions import DivergenceError, ModelFormatError, ValidationError
 from ooc_kernels.families.dsg._bandwidth import _standardized
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, check_bandwidth_sample,
-                                               finite_sample_rows)
+                                               finite_sample_rows, with_run_settings)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
 from ooc_kernels.families.dsg.one_class_basis import (check_basis, draw_nystroem_basis,
@@ -457,7 +457,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         return MIN_STEPS_BEFORE_TOL   # the ranking's steps (MIN_STEPS_BEFORE_TOL's comment)
 
     def _make_algorithm(self) -> OneClassAlgorithm:
-        return OneClassAlgorithm(self._config, basis=getattr(self, "_basis", None))
+        return OneClassAlgorithm(with_run_settings(self, self._config),
+                                 basis=getattr(self, "_basis", None))
 
     def _after_round(self, state, info) -> None:
         super()._after_round(state, info)
