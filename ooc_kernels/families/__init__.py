@@ -19,6 +19,9 @@ Families
 ``dspdc``
     The doubly stochastic primal-dual coordinate method (Yu, Lin, Yang 2015):
     ``DSPDCClassifier``, ``DSPDCRegressor`` and the in-memory ``MultiTaskLMNN``.
+``pkawv``
+    Online kernel regression with projections (Jezequel, Gaillard, Rudi 2019):
+    ``ProjectedKernelRidge``, ``OnlineKernelRidge``.
 
 Examples
 --------
