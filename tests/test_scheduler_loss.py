@@ -106,3 +106,41 @@ def test_a_lost_scheduler_without_a_checkpoint_says_so(tmp_path):
                                                      "checkpoint was in use"):
             est.fit(X, y)
         assert time.monotonic() - start < 10
+
+
+def _slow_first_read(block, started):
+    started.set()
+    time.sleep(2.0)
+    return block
+
+
+@pytest.mark.slow
+def test_a_scheduler_lost_during_the_set_up_is_reported_promptly():
+    """The set-up's reads (the labels, the sampled rows) wait with the bounded waits of the
+    rounds: the scheduler closed while they run is a SchedulerLostError within seconds, not
+    after Dask's reconnection timeout (20 s here)."""
+    X, y = _data()
+    started = threading.Event()
+    X = X.map_blocks(_slow_first_read, started, dtype=X.dtype)
+    with dask.config.set({"distributed.comm.timeouts.connect": "20s"}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster, timeout="3s") as client:
+        out = {}
+
+        def fit():
+            try:
+                ok.DSGClassifier(**PARAMS, scheduler=client).fit(X, y)
+            except BaseException as err:  # noqa: BLE001 - checked below
+                out["error"] = err
+            out["end"] = time.monotonic()
+
+        runner = threading.Thread(target=fit, daemon=True)
+        runner.start()
+        assert started.wait(120), "the set-up never read a chunk"
+        lost_at = time.monotonic()
+        cluster.sync(cluster.scheduler.close)
+        runner.join(timeout=60)
+        assert not runner.is_alive()
+    assert isinstance(out.get("error"), SchedulerLostError), out
+    assert out["end"] - lost_at < 10, out["end"] - lost_at

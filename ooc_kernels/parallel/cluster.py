@@ -82,7 +82,7 @@ register_defaults()  # the ooc-kernels.cluster.* keys read below
 
 __all__ = ["POLL_SECONDS", "ClusterRounds", "active_client", "auto_tasks_per_round",
            "cluster_rounds",
-           "compute_on_client", "reporting_scheduler_loss", "run_on_client",
+           "compute", "compute_on_client", "reporting_scheduler_loss", "run_on_client",
            "scheduler_lost"]
 
 #: Seconds between two looks at the Client's connection while the client waits for tasks:
@@ -440,6 +440,40 @@ def compute_on_client(client, obj) -> Any:
     :class:`~ooc_kernels.exceptions.SchedulerLostError` promptly."""
     try:
         return _result(client, client.compute(obj))
+    except Exception as err:
+        _raise_if_cancelled_by_loss(client, err)
+        raise
+
+
+def compute(*objs: Any, scheduler: Any = None) -> tuple:
+    """``dask.compute(*objs, scheduler=scheduler)``, with the bounded waits of
+    :func:`compute_on_client` when the computation runs on a Client: a scheduler lost while
+    it runs raises :class:`~ooc_kernels.exceptions.SchedulerLostError` within
+    :data:`POLL_SECONDS` of the Client noticing, not after Dask's reconnection timeout.
+
+    ``scheduler`` is what :func:`~ooc_kernels.parallel.scheduler.local_scheduler` takes: a
+    Client, a local scheduler's name, or None (Dask's configuration, then the default
+    Client).  The objects are computed together (one graph, shared tasks computed once);
+    objects that are not Dask collections come back as they are.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> compute(da.ones(4, chunks=2).sum(), 3, scheduler="sync")
+    (4.0, 3)
+    """
+    from ooc_kernels.parallel.scheduler import local_scheduler
+
+    sched = local_scheduler(scheduler)
+    client = active_client(sched)
+    if client is None:
+        return dask.compute(*objs, scheduler=sched)
+    if scheduler_lost(client):
+        raise _lost_error(client)
+    futures = client.compute(list(objs))
+    try:
+        return tuple(_result(client, f) if dask.is_dask_collection(o) else o
+                     for o, f in zip(objs, futures))
     except Exception as err:
         _raise_if_cancelled_by_loss(client, err)
         raise

@@ -23,7 +23,7 @@ import numpy as np
 
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.scheduler import local_scheduler
+from ooc_kernels.parallel.cluster import compute
 
 __all__ = ["RowDraw", "draw_rows", "labels_and_rows", "sample_dictionary", "sample_rows"]
 
@@ -61,7 +61,7 @@ class RowDraw:
     def read(self, scheduler: Any = None, return_index: bool = False):
         """Read the drawn rows now, every variable in one computation: :func:`sample_rows`'
         result."""
-        got = dask.compute(*self.parts, scheduler=local_scheduler(scheduler))
+        got = compute(*self.parts, scheduler=scheduler)
         return self.rows(got, return_index)
 
 
@@ -175,7 +175,7 @@ def labels_and_rows(data: ChunkedData, draw: RowDraw, *, labels: str = "y",
     parts = [dask.delayed(_chunk_labels_rows, pure=True)(
         readers[labels][c], [readers[n][c] for n in draw.names] if c in picks else [],
         picks.get(c), y_at, counts) for c in range(data.n_chunks)]
-    got = dask.compute(*parts, scheduler=local_scheduler(scheduler))
+    got = compute(*parts, scheduler=scheduler)
     values = np.concatenate([found[0] for found, _ in got])
     if counts:
         found, where = np.unique(values, return_inverse=True)
@@ -249,7 +249,7 @@ def sample_dictionary(X, n_components: int, *, seed: int, scheduler: Any = None,
         parts = [dask.delayed(_take)(blocks[c], rows[chunk_of == c] - starts[c])
                  for c in used]
         # each task returns only its chunk's drawn rows: n_components rows in all
-        D = np.concatenate(dask.compute(*parts, scheduler=local_scheduler(scheduler)))
+        D = np.concatenate(compute(*parts, scheduler=scheduler))
         D = np.asarray(D, dtype=np.float64)
     finite = np.isfinite(D).all(axis=1)
     if on_invalid == "skip":
