@@ -459,7 +459,8 @@ def compute(*objs: Any, scheduler: Any = None) -> tuple:
     Examples
     --------
     >>> import dask.array as da
-    >>> compute(da.ones(4, chunks=2).sum(), 3, scheduler="sync")
+    >>> total, three = compute(da.ones(4, chunks=2).sum(), 3, scheduler="sync")
+    >>> float(total), three
     (4.0, 3)
     """
     from ooc_kernels.parallel.scheduler import local_scheduler
