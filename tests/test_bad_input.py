@@ -217,7 +217,10 @@ def test_wrong_X_dimensionality(lazy, shape, match_np, match_lazy):
 def test_y_with_several_columns(lazy):
     X, _, y = _data()
     Y = np.c_[y, y]
-    match = r"y must be 1-D \(n_samples,\), got shape \(30, 2\)" if lazy else re.escape(
+    match = re.escape(
+        "y has 2 columns (shape (30, 2)), and the estimators fit one target: fit one model "
+        "per column with sklearn.multioutput's MultiOutputRegressor or "
+        "MultiOutputClassifier, or pass one column, y[:, j].") if lazy else re.escape(
         "y has 2 columns (shape (30, 2)), and DSGRegressor fits one target: a 1-D y of 30 "
         "values. Fit one model per column with sklearn.multioutput.MultiOutputRegressor("
         "DSGRegressor()), or pass one column, y[:, j].")

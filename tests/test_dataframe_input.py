@@ -305,8 +305,13 @@ def test_y_of_another_length_and_other_misuses():
     with pytest.raises(ValidationError, match="different numbers of samples: 600 and 593"):
         _fit(X, df["y"].to_numpy()[:-7])               # an in-memory y too
     ddf = dd.from_pandas(df, npartitions=3)
-    with pytest.raises(ValidationError, match="single target"):
+    # two target columns: one model per column, never y.ravel() (twice the rows)
+    two = r"y has 2 columns \(shape \(600, 2\)\).*MultiOutputRegressor.*y\[:, j\]"
+    with pytest.raises(ValidationError, match="Dask DataFrame with 2 columns.*single target"):
         _fit(ddf[FEATURES], ddf[["y", "f0"]])
+    with pytest.raises(ValidationError, match=two):
+        _fit(ddf[FEATURES].to_dask_array(lengths=True), ddf[["y", "f0"]].to_dask_array(
+            lengths=True))
     with pytest.raises(ValidationError, match=r"Dask Series.*ddf\[\['column'\]\]"):
         _fit(ddf["f0"], ddf["y"])
 

@@ -127,9 +127,13 @@ def _y_problem(y: Any, n: int, name: str = "X") -> str | None:
             return (f"{name} and y have different numbers of samples: {n} and "
                     f"{y.shape[0] if y.ndim else 'a scalar y'}; they must describe the same "
                     "samples.")
-    if y.ndim not in (1, 2) or (y.ndim == 2 and y.shape[1] != 1):
-        return (f"y must be 1-D (n_samples,), got shape {y.shape}; pass y.ravel() for a "
-                "single target.")
+    if y.ndim == 2 and y.shape[1] != 1:
+        return (f"y has {y.shape[1]} columns (shape {y.shape}), and the estimators fit one "
+                "target: fit one model per column with sklearn.multioutput's "
+                "MultiOutputRegressor or MultiOutputClassifier, or pass one column, y[:, j].")
+    if y.ndim not in (1, 2):
+        return (f"y must be 1-D (n_samples,), got shape {y.shape}; give one target per "
+                "sample.")
     if isinstance(y, da.Array) and any(np.isnan(c) for c in y.chunks[0]):
         return "y has unknown chunk sizes along samples; call y.compute_chunk_sizes() first."
     if y.shape[0] != n:
