@@ -54,7 +54,6 @@ import json
 import os
 import re
 import shutil
-import stat
 import threading
 import uuid
 from collections.abc import Iterator
@@ -68,6 +67,8 @@ except ImportError:  # pragma: no cover - Windows: renames are serialised in-pro
 from ooc_kernels._fsync import DIRECTORY as _DIRECTORY
 from ooc_kernels._fsync import fsync as _fsync, fsync_tree as _fsync_tree
 from ooc_kernels._paths import expand_user
+from ooc_kernels._path_lock import path_lock
+from ooc_kernels._untrusted import open_regular, special_file
 from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelPathError,
                                     WriteFailedError,
                                     ValidationError)
@@ -105,11 +106,6 @@ _UNMARKED = (
 )
 _ERRORS = {"model": ModelPathError}
 _ID = re.compile(r"[0-9a-f]{12}|[0-9a-f]{32}")  # the ids of temporaries (older writers: 12)
-
-# flock locks belong to open file descriptions, so threads of one process that open the lock
-# file separately already exclude each other; this lock covers platforms without fcntl.
-_THREAD_LOCK = threading.RLock()
-
 
 # What a writer puts beside ``NAME``: the longest is ``.NAME.tmp-ID.lock`` (ID: 32 hex digits).
 _SIBLING_EXTRA = len("..tmp-.lock") + 32
@@ -179,99 +175,36 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     return path
 
 
-def _lock_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.lock")
-
-
-def _foreign_lock(lock: Path, path: Path, what: str) -> ForeignPathError:
-    return ForeignPathError(
-        f"refusing to use {str(lock)!r} as the lock of {str(path)!r}: it is {what}, not an "
-        "ooc_kernels lock file (an empty file the library creates there while it writes "
-        f"{path.name!r}, and removes). Move it away, or write {path.name!r} under another name."
-    )
-
-
-def _open_lock(lock: Path, path: Path) -> int:
-    """A descriptor of the lock file ``lock`` (created when missing), never through a link
-    and only of a regular file."""
-    try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
-    except IsADirectoryError:
-        raise _foreign_lock(lock, path, "a folder") from None
-    except OSError as exc:
-        if lock.is_symlink():
-            raise _foreign_lock(lock, path, "a symbolic link") from exc
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise _foreign_lock(lock, path, "not a regular file")
-    return fd
-
-
-@contextlib.contextmanager
-def path_lock(path: str | os.PathLike) -> Iterator[Path]:
-    """Hold an exclusive advisory lock on ``path`` (through ``.NAME.lock`` next to it).
-
-    Every writer of ``path`` that goes through this module takes this lock around its swap,
-    so swaps of the same path never interleave, across threads and processes.  The lock file
-    is created on entry and removed on exit; a writer that opened a lock file which another
-    writer removed in the meantime notices it (different inode) and retries.
-
-    The library's lock files are empty regular files.  Anything else found at the lock's
-    name (a symbolic link, never followed; a file with content; a folder) is not the
-    library's: it is refused with :class:`ForeignPathError` and left as it is.
-
-    Yields the lock file's path.
-    """
-    path = Path(path)
-    lock = _lock_path(path)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:  # pragma: no cover
-        with _THREAD_LOCK:
-            yield lock
-        return
-    while True:
-        fd = _open_lock(lock, path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                same = os.fstat(fd).st_ino == os.stat(lock, follow_symlinks=False).st_ino
-            except FileNotFoundError:
-                same = False
-            if same and os.fstat(fd).st_size:
-                raise _foreign_lock(lock, path, "a file with content")
-        except BaseException:
-            os.close(fd)
-            raise
-        if same:
-            break
-        os.close(fd)  # the file we locked was unlinked by the previous holder: retry
-    try:
-        yield lock
-    finally:
-        # unlink while still holding the lock: a waiter on the old inode will retry
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(lock)
-        os.close(fd)
-
-
 def store_kind(path: str | os.PathLike) -> str | None:
     """The kind of library store at ``path`` (a key of :data:`KINDS`), or ``None``.
 
     ``None`` when ``path`` is not a folder, is a symbolic link (never followed), or holds no
     readable Zarr 3 ``zarr.json`` marked by this library.  Reads that one file only.
     """
-    path = Path(path)
+    attrs = _store_attrs(Path(path))
+    return None if attrs is None else _kind_of(attrs)
+
+
+def _store_attrs(path: Path) -> dict | None:
+    """The attributes of the Zarr 3 ``zarr.json`` of the folder ``path``, or ``None``: not a
+    folder, a symbolic link (never followed), or no such readable file (a named pipe or a
+    device there, also one swapped in while this looks, is never read)."""
     meta = path / "zarr.json"
     try:
-        if path.is_symlink() or not path.is_dir() or meta.is_symlink() or not meta.is_file():
+        if path.is_symlink() or not path.is_dir() or meta.is_symlink():
             return None
-        doc = json.loads(meta.read_bytes())
+        with open_regular(meta, what=repr(str(meta)), error=ValueError) as f:
+            doc = json.loads(f.read())
     except (OSError, ValueError):
         return None
     attrs = doc.get("attributes") if isinstance(doc, dict) else None
     if doc.get("zarr_format") != 3 or not isinstance(attrs, dict):
         return None
+    return attrs
+
+
+def _kind_of(attrs: dict) -> str | None:
+    """The kind of library store whose ``zarr.json`` has the attributes ``attrs``."""
     kind = attrs.get(KIND_ATTR)
     if kind is not None:
         return kind if kind in KINDS else None
@@ -688,17 +621,27 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
 
 def file_kind(path: str | os.PathLike) -> str | None:
     """The kind of JSON file this library wrote at ``path`` (a key of :data:`FILE_KINDS`),
-    or ``None``: not a regular file, a symbolic link (never followed), larger than 1 MiB, not
-    a JSON object, or without the marker :data:`FILE_KIND_KEY`."""
-    path = Path(path)
+    or ``None``: not a regular file (a named pipe or a device is never read, also one
+    swapped in after a check), a symbolic link (never followed), larger than 1 MiB, not a
+    JSON object, or without the marker :data:`FILE_KIND_KEY`."""
+    doc = _marked_file(Path(path))
+    return None if doc is None else doc[FILE_KIND_KEY]
+
+
+def _marked_file(path: Path) -> dict | None:
+    """The JSON object of the file this library wrote at ``path`` (see :func:`file_kind`)."""
     try:
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > _MAX_MARKED_FILE:
+        if path.is_symlink():
             return None
-        doc = json.loads(path.read_bytes())
+        with open_regular(path, what=repr(str(path)), error=ValueError) as f:
+            if os.fstat(f.fileno()).st_size > _MAX_MARKED_FILE:
+                return None
+            doc = json.loads(f.read(_MAX_MARKED_FILE + 1))
     except (OSError, ValueError):
         return None
-    kind = doc.get(FILE_KIND_KEY) if isinstance(doc, dict) else None
-    return kind if kind in FILE_KINDS else None
+    if not isinstance(doc, dict) or doc.get(FILE_KIND_KEY) not in FILE_KINDS:
+        return None
+    return doc
 
 
 def check_replaceable_file(path: str | os.PathLike, kind: str, *,
@@ -725,10 +668,15 @@ def check_replaceable_file(path: str | os.PathLike, kind: str, *,
         )
     if file_kind(path) == kind:
         return
+    special = None
+    with contextlib.suppress(OSError):
+        special = special_file(os.lstat(path).st_mode)
     if path.is_symlink():
         what = "it is a symbolic link (a link is never followed, replaced or removed)"
     elif path.is_dir():
         what = "it is a folder"
+    elif special is not None:
+        what = f"it is {special}, not an ooc_kernels {FILE_KINDS[kind]}"
     else:
         what = f"it is a file that is not an ooc_kernels {FILE_KINDS[kind]}"
     raise ForeignPathError(

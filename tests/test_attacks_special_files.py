@@ -146,3 +146,66 @@ def test_a_named_pipe_in_a_saved_model_or_checkpoint_is_refused(saved, tmp_path,
     with _fed(fifo), pytest.raises(error, match=r"holds '.*/c/0/0/0', a named pipe|holds "
                                                 r"'.*zarr\.json', a named pipe"):
         ok.load(path) if kind == "model" else _resume(path, X)
+
+
+@pytest.mark.parametrize("target", ["metrics.json", "model.zarr"])
+def test_a_named_pipe_swapped_in_after_the_check_never_hangs_a_writer(tmp_path, monkeypatch,
+                                                                      target):
+    """The check saw a file (``is_file`` reports one), then a FIFO is there: at a metrics
+    path, or as the ``zarr.json`` of a store at a model's path.  The writer refuses it at
+    once.  A feeder writes a document of the library's kind into the pipe after 3 s, so a
+    reader that blocked on it returns (and is caught by the time and the missing refusal)
+    instead of hanging the test."""
+    from pathlib import Path
+
+    from ooc_kernels._atomic import check_replaceable, write_json_atomic
+    from ooc_kernels.exceptions import ForeignPathError, ModelPathError
+
+    if target == "metrics.json":
+        fifo = tmp_path / target
+        doc = b'{"ooc_kernels_file": "metrics"}'
+        error, match = ForeignPathError, "named pipe"
+
+        def write():
+            write_json_atomic(fifo, {"r2": 1.0}, kind="metrics", overwrite=True)
+    else:
+        (tmp_path / target).mkdir()
+        fifo = tmp_path / target / "zarr.json"
+        doc = b'{"zarr_format": 3, "attributes": {"ooc_kernels_store": "model"}}'
+        error, match = ModelPathError, "not an ooc_kernels model"
+
+        def write():
+            check_replaceable(tmp_path / target, "model")
+    os.mkfifo(fifo)
+    real_is_file = Path.is_file
+    monkeypatch.setattr(Path, "is_file",
+                        lambda self: True if self == fifo else real_is_file(self))
+    stop = threading.Event()
+
+    def feeder():
+        if stop.wait(3.0):
+            return
+        while not stop.is_set():
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # no reader waiting (ENXIO), or no longer a pipe
+                time.sleep(0.02)
+                continue
+            try:
+                os.write(fd, doc)
+            except OSError:
+                pass
+            os.close(fd)
+
+    thread = threading.Thread(target=feeder, daemon=True)
+    thread.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(error, match=match):
+            write()
+    finally:
+        elapsed = time.monotonic() - t0
+        stop.set()
+        thread.join(5)
+    assert elapsed < 3.0
+    assert os.path.exists(fifo) and not real_is_file(fifo)      # the pipe is left there
