@@ -16,7 +16,9 @@ store marked with its kind (``"model"``, ``"checkpoint"``, ``"predictions"``, ``
 ``"chunk-local"``) in the attribute :data:`KIND_ATTR` of its ``zarr.json``; an existing
 ``path`` is replaced only when the caller asked for it (``overwrite``) and it is a store of
 the same kind (:func:`check_replaceable`).  A plain file, a folder that is not such a store,
-or a symbolic link (never followed) is refused with :class:`ForeignPathError`.
+or a symbolic link (never followed) is refused with :class:`ForeignPathError`.  The outputs of
+a pipeline run also record which pipeline wrote them, and the run replaces only its own
+(:mod:`ooc_kernels._output_owner`).
 
 Leftovers of a writer that died (killed, power cut) are removed by the next write or load
 of the same path (:func:`sweep_stale`): each writer holds an ``flock`` on
@@ -67,6 +69,7 @@ except ImportError:  # pragma: no cover - Windows: renames are serialised in-pro
 from ooc_kernels._fsync import DIRECTORY as _DIRECTORY
 from ooc_kernels._fsync import fsync as _fsync, fsync_tree as _fsync_tree
 from ooc_kernels._paths import expand_user
+from ooc_kernels._output_owner import OWNER_ATTR, check_owner, mark_store, owner_for
 from ooc_kernels._path_lock import path_lock
 from ooc_kernels._untrusted import open_regular, special_file
 from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelPathError,
@@ -240,15 +243,20 @@ def check_replaceable(path: str | os.PathLike, kind: str) -> None:
     ForeignPathError
         ``path`` is a file, a symbolic link, a folder that is not a Zarr store of this
         library, or a store of another kind (:class:`ModelPathError` when ``kind`` is
-        ``"model"``).  The message names the path, what is there and the fix.  Also
-        raised, like :class:`~ooc_kernels.exceptions.ValidationError`, for a path no store
-        can be written at (:func:`check_target`).
+        ``"model"``); for an output of a pipeline run, also a store of ``kind`` that another
+        pipeline or no pipeline wrote (:mod:`ooc_kernels._output_owner`).  The message
+        names the path, what is there and the fix.  Also raised, like
+        :class:`~ooc_kernels.exceptions.ValidationError`, for a path no store can be
+        written at (:func:`check_target`).
     """
     path = check_target(path, kind)
     while True:
         if not (path.exists() or path.is_symlink()):
             return
-        if not path.is_symlink() and store_kind(path) == kind:
+        attrs = None if path.is_symlink() else _store_attrs(path)
+        if attrs is not None and _kind_of(attrs) == kind:
+            check_owner(path, KINDS[kind], attrs.get(OWNER_ATTR),
+                        _ERRORS.get(kind, ForeignPathError))
             return
         if path.exists() or path.is_symlink():
             break
@@ -609,6 +617,7 @@ def atomic_dir(path: str | os.PathLike, *, kind: str, overwrite: bool = True) ->
                 raise
             raise failed from err
         try:
+            mark_store(tmp, path)  # a pipeline's output: which pipeline wrote it
             _fsync_tree(tmp)  # on the disk before it replaces the previous store
             replace_dir(tmp, path, kind=kind, overwrite=overwrite)
         except BaseException as err:
@@ -654,7 +663,9 @@ def check_replaceable_file(path: str | os.PathLike, kind: str, *,
         ``path`` exists and ``overwrite`` is False.
     ForeignPathError
         ``path`` is a folder, a symbolic link, or a file that is not a ``kind`` file written
-        by this library.  The message names the path, what is there and the fix.
+        by this library; for an output of a pipeline run, also a ``kind`` file that another
+        pipeline or no pipeline wrote (:mod:`ooc_kernels._output_owner`).  The message
+        names the path, what is there and the fix.
     ValidationError
         A path no file can be written at (:func:`check_target`).
     """
@@ -666,7 +677,9 @@ def check_replaceable_file(path: str | os.PathLike, kind: str, *,
             f"{str(path)!r} already exists; pass overwrite=True (--overwrite) to replace it "
             f"(only an ooc_kernels {FILE_KINDS[kind]} is ever replaced), or choose another path"
         )
-    if file_kind(path) == kind:
+    doc = _marked_file(path)
+    if doc is not None and doc[FILE_KIND_KEY] == kind:
+        check_owner(path, FILE_KINDS[kind], doc.get(OWNER_ATTR), ForeignPathError)
         return
     special = None
     with contextlib.suppress(OSError):
@@ -710,7 +723,8 @@ def write_json_atomic(path: str | os.PathLike, doc: dict, *, kind: str,
     ooc_kernels.exceptions.ForeignPathError: refusing to replace ...
     """
     path = check_target(path)
-    doc = {FILE_KIND_KEY: kind, **doc}
+    owner = owner_for(path)  # a pipeline's output records which pipeline wrote it
+    doc = {FILE_KIND_KEY: kind, **({OWNER_ATTR: owner} if owner is not None else {}), **doc}
     text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     check_replaceable_file(path, kind, overwrite=overwrite)
     tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")

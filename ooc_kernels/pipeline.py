@@ -67,6 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticVa
 from pydantic import field_validator
 
 from ooc_kernels._atomic import write_json_atomic
+from ooc_kernels._output_owner import owned_by, pipeline_owner
 from ooc_kernels._paths import is_path, user_path
 from ooc_kernels._progress import logger, warnings_to_log
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
@@ -474,7 +475,11 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     """Run a pipeline file end to end and return its metrics.
 
     Writes ``model.zarr``, ``metrics.json`` and (with ``evaluate.predictions``)
-    ``predictions.zarr`` into ``save.output_dir``, each atomically.  The ``evaluate`` stage
+    ``predictions.zarr`` into ``save.output_dir``, each atomically, each recording the
+    pipeline that wrote it (its name and resolved output folder).  A run replaces only what
+    runs of the same pipeline wrote there: a model saved by hand (``est.save``), another
+    pipeline's output or one that records no pipeline at one of these paths (or at the
+    checkpoint's) is refused before any work.  The ``evaluate`` stage
     scores the test set, and the training set only with ``evaluate.train: true``.  Each
     stage writes a line to the ``ooc_kernels`` logger (INFO), the fit one per epoch, and
     scoring and predictions their progress when no bar is shown: ``ooc-kernels run``
@@ -518,6 +523,9 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     PipelineConfigError
         Invalid pipeline file, or a path outside its folder without ``allow_outside``
         (both before any work).
+    ForeignPathError
+        An output path holds something this pipeline's runs did not write (before any
+        work; :class:`~ooc_kernels.exceptions.ModelPathError` for the model).
     KeyboardInterrupt
         Re-raised on interruption with a note (``err.__notes__``) saying how to continue:
         running the same pipeline again resumes from the last checkpoint.
@@ -527,16 +535,24 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     spec, _ = load_pipeline(path)
     paths = _paths(spec, user_path(path, "the pipeline path"), allow_outside)
     where = dict(trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
+    # its outputs record this pipeline, and a run replaces only what its own runs wrote
+    owner = pipeline_owner(spec.name, paths["save.output_dir"])
+    outputs = [paths[f"save.{name}"] for name in _OUTPUTS]
     try:
-        with scheduler_context(scheduler):
+        with scheduler_context(scheduler), owned_by(owner, outputs):
             metrics = _run(spec, paths, where, progress)
     except KeyboardInterrupt as err:
         err.add_note(_interrupted_note(spec, paths["save.checkpoint"]))
         raise
-    # a re-run replaces only its own metrics file (checked before the fit too)
-    write_json_atomic(paths["save.metrics"], metrics, kind="metrics", overwrite=True)
+    # a re-run replaces only its own metrics file (checked before any work too)
+    with owned_by(owner, outputs):
+        write_json_atomic(paths["save.metrics"], metrics, kind="metrics", overwrite=True)
     logger.info("pipeline %s: saved the metrics to %s", spec.name, paths["save.metrics"])
     return metrics
+
+
+#: The files a run writes in ``save.output_dir`` (keys of ``save``).
+_OUTPUTS = ("model", "metrics", "predictions", "checkpoint")
 
 
 def _interrupted_note(spec: PipelineSpec, checkpoint: Path) -> str:
@@ -563,6 +579,13 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     from sklearn.exceptions import ConvergenceWarning
 
     catalog, out_dir = paths["data.catalog"], paths["save.output_dir"]
+    # before any work: a re-run replaces only its own model, checkpoint, metrics file and
+    # prediction store, never what someone else wrote there (_output_owner)
+    check_replaceable(paths["save.model"], "model")
+    check_replaceable(paths["save.checkpoint"], "checkpoint")
+    check_replaceable_file(paths["save.metrics"], "metrics")
+    if spec.data.test and spec.evaluate.predictions:
+        check_replaceable(paths["save.predictions"], "predictions")
     logger.info("pipeline %s: data stage (catalog %s)", spec.name, catalog)
     _ensure_datasets(spec, catalog, progress, where)
     train = open_dataset(catalog, spec.data.train, variables=spec.data.variables, **where)
@@ -574,11 +597,6 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
                         ds.sizes[sample_dim(ds)])
     est = _build_estimator(spec)
     est.set_params(progress=progress)
-    # before the fit: a re-run replaces only its own model, metrics file and prediction store
-    check_replaceable(paths["save.model"], "model")
-    check_replaceable_file(paths["save.metrics"], "metrics")
-    if test is not None and spec.evaluate.predictions:
-        check_replaceable(paths["save.predictions"], "predictions")
     logger.info("pipeline %s: fit stage, %s(%s)", spec.name, spec.model.estimator,
                 ", ".join(f"{k}={v!r}" for k, v in spec.model.params.items()))
     t0 = time.perf_counter()
