@@ -1,10 +1,10 @@
-"""The package's imports flow one way (DESIGN.md section 4) and form no circle.
+"""The package's imports flow one way (the layers of docs/architecture.md) and form no circle.
 
 Every ``import`` of every module is read from its source (module level and inside
 functions).  A module may import only modules of its own layer or of the layers listed
 before it, and no modules import each other in a circle (not even through imports inside
-functions, which is how the estimators/persistence/checkpointing circle of 0.1.0 went
-unnoticed).  Importing the package, or the numba kernels, must stay cheap.
+functions, where a circle such as estimators -> persistence -> checkpointing -> estimators
+is easy to miss).  Importing the package, or the numba kernels, must stay cheap.
 """
 
 import ast
