@@ -209,6 +209,17 @@ def _citations(path: Path):
         yield line, found.group(0), link, found.group(1), after.group(1) if after else ""
 
 
+def test_no_guide_or_module_cites_a_file_outside_the_repository():
+    """A clone holds everything the docs and docstrings cite: no ``../shared/...`` design
+    file or specification."""
+    outside = re.compile(r"\.\./shared/|shared/(?:DESIGN|STYLE)\.md")
+    files = [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"),
+             *(ROOT / "ooc_kernels").rglob("*.py"), *(ROOT / "benchmarks").rglob("*.py")]
+    found = [f"{f.relative_to(ROOT)}:{f.read_text().count(chr(10), 0, m.start()) + 1}"
+             for f in files for m in outside.finditer(f.read_text())]
+    assert not found, found
+
+
 def test_the_specifications_are_in_the_repository():
     assert {p.name for p in SPECS.glob("*.md")} >= {
         "README.md", "dsg.md", "dsg_old_coords.md", "dspdc.md", "pkawv.md"}
