@@ -41,7 +41,7 @@ import yaml
 from yaml.events import AliasEvent, CollectionStartEvent
 
 __all__ = ["MAX_DEPTH", "MAX_FILES", "MAX_REPR", "clip", "load_yaml", "open_regular",
-           "refuse_special_files", "short_repr", "special_file"]
+           "refuse_special_files", "scan_once", "short_repr", "special_file"]
 
 #: Deepest nesting of mappings and sequences accepted in a YAML file (a catalog needs
 #: about ten levels; Python's recursion limit is about a thousand frames).
@@ -179,6 +179,31 @@ def open_regular(path: Any, *, what: str, error: type[Exception],
 MAX_FILES = 100_000
 
 
+def scan_once(folder: Any, seen: set) -> list[os.DirEntry]:
+    """The entries of ``folder`` (``os.scandir``, following a link to it), or none when a
+    folder of the same device and inode is in ``seen`` already or the folder cannot be
+    read; ``folder`` is added to ``seen``.  A walk that calls it for every folder it
+    descends into reads each folder once, whatever links lead to it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d, seen = tempfile.mkdtemp(), set()
+    >>> open(os.path.join(d, "a"), "w").close()
+    >>> [e.name for e in scan_once(d, seen)], scan_once(d, seen)
+    (['a'], [])
+    """
+    try:
+        info = os.stat(folder)
+        if (info.st_dev, info.st_ino) in seen:
+            return []
+        seen.add((info.st_dev, info.st_ino))
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
+
+
 def refuse_special_files(folder: Any, *, what: str, error: type[Exception],
                          fix: str) -> None:
     """Refuse a named pipe, a device or a socket anywhere in the folder tree ``folder``, or
@@ -208,17 +233,7 @@ def refuse_special_files(folder: Any, *, what: str, error: type[Exception],
     """
     stack, seen, count = [os.fspath(folder)], set(), 0
     while stack:
-        current = stack.pop()
-        try:
-            info = os.stat(current)
-            if (info.st_dev, info.st_ino) in seen:
-                continue
-            seen.add((info.st_dev, info.st_ino))
-            with os.scandir(current) as entries:
-                items = list(entries)
-        except OSError:
-            continue  # unreadable: the reader reports it
-        for item in items:
+        for item in scan_once(stack.pop(), seen):  # unreadable: the reader reports it
             count += 1
             if count > MAX_FILES:
                 raise error(f"{what} holds more than {MAX_FILES} files and folders, far more "

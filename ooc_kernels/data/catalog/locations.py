@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ..._paths import is_path, user_path
-from ..._untrusted import open_regular, short_repr as _r, special_file
+from ..._untrusted import open_regular, scan_once, short_repr as _r, special_file
 from ...exceptions import CatalogError, PathEscapeError, UntrustedCatalogError
 from .trust import _HINT, _key
 
@@ -435,17 +435,8 @@ class _LocationCheck:
         self.walked.add(store)
         stack, seen = [store], set()
         while stack:
-            folder = stack.pop()
-            try:
-                info = folder.stat()
-                if (info.st_dev, info.st_ino) in seen:
-                    continue
-                seen.add((info.st_dev, info.st_ino))
-                with os.scandir(folder) as entries:
-                    items = list(entries)
-            except OSError:
-                continue  # unreadable: nothing can be read through it either
-            for item in items:
+            # an unreadable folder: nothing can be read through it either
+            for item in scan_once(stack.pop(), seen):
                 if item.is_symlink():
                     target = Path(os.path.realpath(item.path))
                     if _outside(target, self.roots):
