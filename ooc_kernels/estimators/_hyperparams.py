@@ -20,7 +20,7 @@ from ooc_kernels.estimators._constraints import (RANDOM_STATE, Interval, Schedul
                                                  StrOptions)
 
 __all__ = ["BASE_CONSTRAINTS", "BASE_PARAMS_DOC", "ORDER_PARAMS", "SEQUENTIAL_CONSTRAINTS",
-           "SHUFFLE_BYTES", "STOPPING_CONSTRAINTS", "STOPPING_PARAMS_DOC"]
+           "SHUFFLE_BYTES", "STOPPING_CONSTRAINTS", "STOPPING_PARAMS_DOC", "TOL_CONSTRAINT"]
 
 #: numpydoc of the stopping hyperparameters (families that declare them append it).
 STOPPING_PARAMS_DOC = """    max_iter : int, default=1000
@@ -63,9 +63,13 @@ BASE_CONSTRAINTS: dict = {
     "progress": ["boolean", None],
 }
 
+#: Constraint of ``tol`` (a non-negative float, or None to run ``max_iter`` passes): the
+#: SGD stopping rule's, DSG density ratio's and DSPDC's duality-gap ``tol`` alike.
+TOL_CONSTRAINT: list = [Interval(Real, 0, None, closed="left"), None]
+
 #: Constraints of the stopping rule, warm start and verbosity (scikit-learn's SGD names).
 STOPPING_CONSTRAINTS: dict = {
-    "tol": [Interval(Real, 0, None, closed="left"), None],
+    "tol": TOL_CONSTRAINT,
     "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
     "early_stopping": ["boolean"],
     "validation_fraction": [Interval(Real, 0, 1, closed="neither")],

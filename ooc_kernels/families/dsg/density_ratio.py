@@ -35,6 +35,7 @@ from ooc_kernels._capabilities import Capabilities
 from ooc_kernels._seeds import derive_seed
 from ooc_kernels.data.inputs import wrap_prediction
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._hyperparams import TOL_CONSTRAINT
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_CONSTRAINTS, BASE_PARAMS_DOC, ChunkedEstimator
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
@@ -186,7 +187,7 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
                                 finishing=True)
     _parameter_constraints = {
         **BASE_CONSTRAINTS,
-        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "tol": TOL_CONSTRAINT,
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "verbose": ["verbose"],
         "kernel": [StrOptions(set(available_kernels())), Kernel],

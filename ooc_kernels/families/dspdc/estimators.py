@@ -36,6 +36,7 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._capabilities import Capabilities
 from ooc_kernels._paths import PATH_TYPES
 from ooc_kernels.estimators._constraints import Interval, StrOptions
+from ooc_kernels.estimators._hyperparams import TOL_CONSTRAINT
 from ooc_kernels.estimators._inputs import checked_class_weights
 from ooc_kernels.families.dspdc._chunk_tasks import (
     _chunk_weights,
@@ -107,7 +108,7 @@ _CONSTRAINTS = {
     "theta": [Interval(Real, 0, None, closed="left"), None],
     "tau": [Interval(Real, 0, None, closed="neither"), None],
     "sigma": [Interval(Real, 0, None, closed="neither"), None],
-    "tol": [Interval(Real, 0, None, closed="left"), None],
+    "tol": TOL_CONSTRAINT,
     "max_time": [Interval(Real, 0, None, closed="neither"), None],
     "gap_every": [Interval(Integral, 1, None, closed="left")],
     "work_dir": [*PATH_TYPES, None],     # str, bytes, os.PathLike: _paths.user_path
