@@ -148,9 +148,6 @@ class FeatureMap:
         rows.
     feature_scale : callable
         ``feature_scale(block_size)``: the normalisation of a block.
-    params : tuple of str
-        The names of the map's parameters other than ``kernel_params`` (the estimators'
-        parameters that set them: ``("bandwidth",)``).
     kernel_params : tuple of KernelParam
         The kernel's other parameters (``kernel_params=`` of the estimators); a map with
         some is a table row, and ``bind`` makes the map of one setting of them, named
@@ -174,7 +171,6 @@ class FeatureMap:
     writer: Callable
     exact: Callable
     feature_scale: Callable[[int], float]
-    params: tuple[str, ...] = ("bandwidth",)
     kernel_params: tuple[KernelParam, ...] = ()
     bind: Callable | None = None
     nonnegative_inputs: bool = False
