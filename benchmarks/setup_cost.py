@@ -142,13 +142,13 @@ def parts(repeats: int) -> dict:
     from scipy.spatial.distance import pdist
 
     from ooc_kernels._blas import single_threaded_blas
-    from ooc_kernels.features.bandwidth import _weighted_median
+    from ooc_kernels._moments import weighted_median
 
     dist = pdist(np.random.default_rng(0).normal(size=(2000, N_FEATURES)))
     ones = np.ones(len(dist))
 
     def sort():
-        _weighted_median(np.append(dist, 0.0), np.append(ones, 0.0))
+        weighted_median(np.append(dist, 0.0), np.append(ones, 0.0))
 
     def partition():
         np.median(dist)

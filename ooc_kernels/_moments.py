@@ -1,7 +1,8 @@
-"""Column moments of the rows a fit standardizes with: finite for every finite column.
+"""Column moments of the rows a fit standardizes with: finite for every finite column;
+and the library's one weighted median.
 
 Shared by the families that standardize their inputs and targets (the DSG estimators,
-the PKAWV estimators).
+the PKAWV estimators) and by the median heuristic of the bandwidth.
 
 Examples
 --------
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TINY_VALUES", "weighted_moments"]
+__all__ = ["TINY_VALUES", "weighted_median", "weighted_moments"]
 
 
 #: The magnitude below which a column's squares lose precision in float64 (subnormal below
@@ -52,3 +53,39 @@ def weighted_moments(values, weights=None):
         mean_s = np.average(scaled, axis=0, weights=weights)
         sd_s = np.sqrt(np.average((scaled - mean_s) ** 2, axis=0, weights=weights))
         return np.where(plain, mean, mean_s * big), np.where(plain, sd, sd_s * big)
+
+
+def weighted_median(values, weights=None) -> float:
+    """The median of the 1-d ``values``, value ``i`` counted ``weights[i]`` times (None:
+    each once): :func:`numpy.median` of the values repeated, for integer weights (the mean
+    of the two middle values when the total weight is even, the middle one when it is
+    odd); for other non-negative weights, the same rule on the cumulative weight.  So unit
+    weights give the unweighted median, and a weight of 2 is a repeated row.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n,)
+    weights : ndarray of shape (n,) or None
+        Non-negative, with a positive sum.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> weighted_median(np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 1.0]))  # 1 1 2 3
+    1.5
+    >>> weighted_median(np.array([3.0, 1.0, 2.0]), np.array([1.0, 1.0, 1.0]))  # 1 2 3
+    2.0
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if weights is None:
+        return float(np.median(values))
+    order = np.argsort(values, kind="stable")
+    values, cum = values[order], np.cumsum(np.asarray(weights, dtype=np.float64)[order])
+    half = cum[-1] / 2.0
+    last = len(values) - 1
+    lower = values[min(np.searchsorted(cum, half, side="left"), last)]
+    upper = values[min(np.searchsorted(cum, half, side="right"), last)]
+    return float((lower + upper) / 2.0)

@@ -91,7 +91,7 @@ def test_unit_weights_take_the_plain_median_of_the_distances(monkeypatch, n):
     def no_sort(values, weights):
         raise AssertionError("unit weights sorted the distances")
 
-    monkeypatch.setattr(median_module, "_weighted_median", no_sort)
+    monkeypatch.setattr(median_module, "weighted_median", no_sort)
     assert median_heuristic(X, 2.0, sample_weight=np.ones(n)) == 2.0 * np.median(pdist(X))
     # a row of weight 0 is left out: the median of the other rows' distances
     w = np.ones(n)

@@ -31,6 +31,7 @@ from numbers import Real
 import numpy as np
 from scipy.spatial.distance import pdist
 
+from ooc_kernels._moments import weighted_median
 from ooc_kernels.exceptions import ValidationError
 
 __all__ = ["median_heuristic"]
@@ -139,26 +140,9 @@ def median_heuristic(sample, multiplier=1.0, *, max_points=2000, random_state=No
     first, second = np.triu_indices(len(w), k=1)
     pair_w = w[first] * w[second]
     copies = float(np.maximum(w * (w - 1.0) / 2.0, 0.0).sum())  # pairs of copies: distance 0
-    med = _weighted_median(np.append(dist, 0.0), np.append(pair_w, copies))
+    med = weighted_median(np.append(dist, 0.0), np.append(pair_w, copies))
     if med == 0.0:
         nonzero = dist > 0
-        med = _weighted_median(dist[nonzero], pair_w[nonzero]) if nonzero.any() else 1.0
+        med = weighted_median(dist[nonzero], pair_w[nonzero]) if nonzero.any() else 1.0
     return float(multiplier) * med
 
-
-def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
-    """The median of ``values`` repeated ``weights`` times, as :func:`numpy.median` gives it
-    for integer weights (the mean of the two middle values when the total is even); for
-    other weights, the same rule on the cumulative weight.
-
-    Examples
-    --------
-    >>> _weighted_median(np.array([3.0, 1.0, 2.0]), np.array([1.0, 2.0, 1.0]))  # 1 1 2 3
-    1.5
-    """
-    order = np.argsort(values, kind="stable")
-    values, cum = values[order], np.cumsum(weights[order])
-    half = cum[-1] / 2.0
-    lower = values[min(np.searchsorted(cum, half, side="left"), len(values) - 1)]
-    upper = values[min(np.searchsorted(cum, half, side="right"), len(values) - 1)]
-    return float((lower + upper) / 2.0)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ooc_kernels._moments import weighted_moments
+from ooc_kernels._moments import weighted_median, weighted_moments
 
 __all__ = ["ROBUST_LOSSES", "MAD_TO_SD", "TARGET_CLIP", "robust_target_moments",
            "target_moments", "clip_targets"]
@@ -47,16 +47,6 @@ MAD_TO_SD = 1.482602218505602
 TARGET_CLIP = 3.0
 
 
-def _weighted_median(values: np.ndarray, weights) -> float:
-    """The smallest value at which the (weighted) share of the values at or below it
-    reaches one half (the lower median); ``weights=None``: NumPy's median."""
-    if weights is None:
-        return float(np.median(values))
-    order = np.argsort(values, kind="stable")
-    cumulative = np.cumsum(weights[order])
-    return float(values[order][np.searchsorted(cumulative, 0.5 * cumulative[-1])])
-
-
 def robust_target_moments(y: np.ndarray, weights=None) -> tuple[float, float]:
     """``(median, MAD_TO_SD * median absolute deviation)`` of the targets ``y``, rows
     weighted by ``weights`` (None: unweighted).
@@ -65,9 +55,9 @@ def robust_target_moments(y: np.ndarray, weights=None) -> tuple[float, float]:
     standard deviation is the scale, and 1 when that is 0 too.
     """
     y = np.asarray(y, dtype=np.float64)
-    shift = _weighted_median(y, weights)
+    shift = weighted_median(y, weights)
     with np.errstate(over="ignore", invalid="ignore"):
-        scale = MAD_TO_SD * _weighted_median(np.abs(y - shift), weights)
+        scale = MAD_TO_SD * weighted_median(np.abs(y - shift), weights)
     if not (np.isfinite(scale) and scale > 0):
         scale = float(weighted_moments(y, weights)[1])
     return shift, scale if np.isfinite(scale) and scale > 0 else 1.0
