@@ -39,7 +39,7 @@ from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param
 from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS,
                                                    TIE, _standardized, common_scale,
                                                    gcv_targets, scales_differ,
-                                                   select_bandwidth, select_bandwidth_gcv,
+                                                   select_bandwidth, select_setup_gcv,
                                                    select_scale_and_alpha)
 from ooc_kernels.families.dsg._setup_loo import SetupLOOAhead, use_loo_setup
 from ooc_kernels.families.dsg._large_data import (auto_n_features, large_data_alpha_factor,
@@ -156,8 +156,8 @@ _PARAMS_DOC = """
     alpha : float or "auto", default="auto"
         Regularization strength (the paper's nu): every step multiplies the existing
         coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``, or
-        ``0.1 / n_samples`` when the bandwidth trials (``bandwidth="auto"`` on more than
-        1,000 rows) score it more than 0.005 higher (``setup_scores_``).
+        ``0.1 / n_samples`` when the set-up's scores (``bandwidth="auto"``) rate it more
+        than 0.005 higher (``setup_scores_``).
     n_features : int or "auto", default=4096
         How many random features the model may hold (a multiple of ``block_size``).  Each
         step adds a block of ``block_size`` new features (Algorithm 1) until the model holds
@@ -243,10 +243,10 @@ _ATTRIBUTES_DOC = """
         score}``, the validation score of each trial, or for data sets of at most 1000 rows the
         generalized cross-validation R^2 of kernel ridge regression on every row.
     setup_scores_ : dict or None
-        When the bandwidth trials also tried a common scale (``standardize="auto"``) or
-        ``alpha / 10`` (``alpha="auto"``): ``{(scaling, alpha factor): validation score}``,
-        ``scaling`` ``"per-input"`` or ``"common"``, at the chosen multiple of the median
-        distance; None otherwise.
+        When the set-up also tried a common scale (``standardize="auto"``) or ``alpha /
+        10`` (``alpha="auto"``): ``{(scaling, alpha factor): validation or leave-one-out
+        score}``, ``scaling`` ``"per-input"`` or ``"common"``, at the chosen multiple of the
+        median distance; None otherwise.
     dtype_ : str
         The precision used (``dtype`` resolved).
     feature_seed_ : int
@@ -452,8 +452,10 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         if mode in ("auto", "ard") and every_row:
             median = median_heuristic(seen, 1.0, sample_weight=row_w)
             alpha = schedule(median, data.n_samples, self.batch_size).alpha
-            bandwidth, self.bandwidth_scores_ = select_bandwidth_gcv(
-                seen, targets, row_w, alpha=alpha, median=median, kernel=kernel_spec(self.kernel, self.kernel_params))
+            bandwidth, self.bandwidth_scores_, alpha_factor, self.setup_scores_ = select_setup_gcv(
+                seen, targets, row_w, alpha=alpha, median=median, kernel=kernel_spec(self.kernel, self.kernel_params),
+                alpha_factors=ALPHA_FACTORS if isinstance(self.alpha, str) else (1.0,), scoring=(
+                    base, y_sample, w_sample, None if classes is None else np.asarray(classes)))
         elif loo is not None:
             # up to 50,000 rows: leave-one-out of kernel ridge regression, no trial fit
             base, bandwidth, alpha_factor, self.bandwidth_scores_, self.setup_scores_ = \
