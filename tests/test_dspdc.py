@@ -86,7 +86,10 @@ def test_logistic_objective_matches_scikit_learn():
 # --------------------------------------------------------------------------- rounds
 @pytest.mark.parametrize("K", [1, 2, 4])
 @pytest.mark.parametrize("kind", ["ridge", "logistic"])
-def test_the_gap_goes_to_zero_with_several_chunks_per_round(K, kind):
+def test_the_gap_goes_to_zero_with_several_chunks_per_round(K, kind, monkeypatch):
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)   # the rounds from zero
     X, y = _ridge_problem(n=480) if kind == "ridge" else _binary_problem(n=480)
     Est = ok.DSPDCRegressor if kind == "ridge" else ok.DSPDCClassifier
     Xd, yd = da.from_array(X, chunks=(60, X.shape[1])), da.from_array(y, chunks=60)

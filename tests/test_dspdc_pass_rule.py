@@ -102,10 +102,14 @@ def _lazy_ridge(n=1200, p=6, seed=0):
     return A, y, (da.from_array(A, chunks=(100, p)), da.from_array(y, chunks=100))
 
 
-def test_auto_out_of_core_certifies_the_users_problem():
+def test_auto_out_of_core_certifies_the_users_problem(monkeypatch):
     """Ridge on raw columns without an intercept, out of core (12 chunks, groups of 3 drawn
-    anew): the rule runs more than 3 passes per read, and the certified gap bounds the
-    distance to the closed-form optimum of the user's problem."""
+    anew), from the zero start (the squared loss's start would certify it at the set-up):
+    the rule runs more than 3 passes per read, and the certified gap bounds the distance to
+    the closed-form optimum of the user's problem."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     A, y, lazy = _lazy_ridge()
     n, alpha = len(y), 1e-2
     reg = ok.DSPDCRegressor(alpha=alpha, standardize=False, fit_intercept=False, tol=1e-9,

@@ -16,6 +16,15 @@ from scipy.optimize import minimize
 import ooc_kernels as ok
 from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm, DSPDCState
 
+@pytest.fixture(autouse=True)
+def _zero_start(monkeypatch):
+    """The rounds from the zero start: the squared loss's start (``_squared_start``) would
+    certify these problems at the set-up, with no round to certify a tail."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
+
+
 def _problem(loss, n=1200, p=6, seed=0):
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(n, p)) * np.array([1.0, 3.0, 0.3, 1.0, 2.0, 1.0])

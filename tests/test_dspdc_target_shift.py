@@ -169,12 +169,15 @@ def test_a_damaged_target_shift_is_refused(tmp_path, value):
         ok.load(path)
 
 
-def test_a_resumed_fit_keeps_the_target_shift(tmp_path):
+def test_a_resumed_fit_keeps_the_target_shift(tmp_path, monkeypatch):
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)   # no start: rounds to run
     X, y = _problem()
     y = y + 1e4
     Xd, yd = da.from_array(X, chunks=(60, -1)), da.from_array(y, chunks=60)
     ckpt = tmp_path / "ckpt.zarr"
-    kw = dict(FAST, alpha=ALPHA, tol=1e-10, q=4)     # q < p: no start, rounds to run
+    kw = dict(FAST, alpha=ALPHA, tol=1e-10, q=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")              # stopped at max_iter: warns
         first = ok.DSPDCRegressor(**{**kw, "max_iter": 2}).fit(Xd, yd, checkpoint=str(ckpt))

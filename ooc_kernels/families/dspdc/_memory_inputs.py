@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["fit_memory_chunks", "memory_chunks", "memory_classes", "one_group_in_memory",
-           "setup_calls", "setup_inputs", "weight_sums"]
+__all__ = ["fit_memory_chunks", "in_memory_rounds", "memory_chunks", "memory_classes",
+           "one_group_in_memory", "setup_calls", "setup_inputs", "weight_sums"]
 
 
 def memory_chunks(data, X, y, sample_weight, *, regression: bool) -> dict | None:
@@ -121,7 +121,10 @@ def setup_inputs(estimator, data, sched):
     """``(chunks, defer, value)`` of a set-up pass of ``estimator``'s fit on ``data``:
     the chunks as NumPy arrays with calls made now when the input is held in memory
     (:func:`fit_memory_chunks`), else ``data``'s delayed chunks with Dask's
-    (:func:`setup_calls`)."""
+    (:func:`setup_calls`).  Records in ``estimator._start_in_memory`` whether the fit's
+    rounds run in memory and compute the start from the rows they hold
+    (:func:`in_memory_rounds`; else the set-up's read gathers what the start needs)."""
+    estimator._start_in_memory = in_memory_rounds(estimator, data, sched)
     memory = fit_memory_chunks(estimator, data)
     chunks = data.delayed_chunks() if memory is None else memory
     return (chunks, *setup_calls(memory is None, sched))
@@ -166,4 +169,22 @@ def one_group_in_memory(estimator, data) -> bool:
             and bool(getattr(estimator, "_rows_in_memory", False))
             and getattr(estimator, "_checkpoint_path", None) is None
             and estimator._tasks_per_round == 1 and not estimator._factorized(data)
+            and data.n_samples * width * 8 <= DIRECT_BYTES)
+
+
+def in_memory_rounds(estimator, data, sched) -> bool:
+    """Whether ``estimator``'s fit on ``data`` runs its rounds in memory
+    (:func:`~ooc_kernels.families.dspdc._direct.direct_applies` for a fresh fit: input held
+    in memory, dense, one task per round, no checkpoint, no distributed Client, rows within
+    :data:`~ooc_kernels.families.dspdc._direct.DIRECT_BYTES`), where the rounds compute the
+    start from the rows they hold (:mod:`~ooc_kernels.families.dspdc._start_rule`); known
+    before the set-up reads anything."""
+    from ooc_kernels.families.dspdc._direct import DIRECT_BYTES
+    from ooc_kernels.parallel.cluster import active_client
+
+    width = data.n_features + (1 if estimator.fit_intercept else 0)
+    return (bool(getattr(estimator, "_in_memory_input", False))
+            and not estimator._factorized(data) and estimator._tasks_per_round == 1
+            and getattr(estimator, "_checkpoint_path", None) is None
+            and active_client(sched) is None
             and data.n_samples * width * 8 <= DIRECT_BYTES)

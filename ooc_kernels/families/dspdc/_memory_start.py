@@ -57,7 +57,7 @@ import dataclasses
 import numpy as np
 
 from ooc_kernels.families.dspdc._squared_start import MAX_SWEEPS, SWEEP_TOL
-from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SQUARED
+from ooc_kernels.losses import LOSS_LOGISTIC
 
 __all__ = ["MAX_SWEEPS", "SWEEP_TOL", "held_rows", "logistic_memory_start", "memory_start",
            "memory_start_applies", "start_in_memory"]
@@ -78,20 +78,14 @@ def held_rows(estimator, data):
 
 
 def memory_start_applies(config) -> bool:
-    """Whether a fit of ``config`` on rows held in memory starts from the solution of the
-    standardized problem: dense rows, an l2 part, and the squared loss (the ridge solution,
-    at most ``START_MAX_FEATURES`` columns) or the logistic loss without an l1 part
-    (Newton's, :mod:`~ooc_kernels.families.dspdc._logistic_start`, at most
-    ``NEWTON_MAX_FEATURES`` of them too)."""
-    from ooc_kernels.families.dspdc import _logistic_start, _squared_start
+    """Whether a fit of ``config`` on rows held in memory starts from the solution of a
+    simpler problem: the start's rule
+    (:func:`~ooc_kernels.families.dspdc._start_rule.start_kind`), the ridge or elastic
+    net's solution for the squared loss, Newton's for the logistic loss."""
+    from ooc_kernels.families.dspdc._start_rule import start_kind
 
-    loss = int(config.loss_id)
-    limit = _squared_start.START_MAX_FEATURES
-    if loss == LOSS_LOGISTIC:
-        limit = min(limit, _logistic_start.NEWTON_MAX_FEATURES)
-    return ((loss == LOSS_SQUARED or (loss == LOSS_LOGISTIC and float(config.lam1) == 0.0))
-            and not config.factorized and float(config.lam2) > 0.0
-            and int(config.n_features) <= limit)
+    return start_kind(int(config.loss_id), float(config.lam1), float(config.lam2),
+                      int(config.n_features), bool(config.factorized)) is not None
 
 
 def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,

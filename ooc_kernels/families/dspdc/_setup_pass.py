@@ -330,9 +330,10 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     ``A``); ``row_w``: their row weights
     (None entries when unweighted); ``defer``/``value`` as in
     :func:`~ooc_kernels.families.dspdc._memory_inputs.setup_calls`.  ``ys``: the targets
-    chunk by chunk; where :func:`~ooc_kernels.families.dspdc._squared_start.start_applies`,
-    the one read also gathers their scatter with the rows, ``scaled`` holds the start
-    from the solution of the standardized problem
+    chunk by chunk; where :func:`~ooc_kernels.families.dspdc._start_rule.start_applies`,
+    the set-up's first read of the rows (the one read, the moments' or ``Lambda``'s; a read
+    of its own where the set-up makes none) also gathers their scatter with the rows,
+    ``scaled`` holds the start from the solution of the problem
     (:mod:`~ooc_kernels.families.dspdc._squared_start`) and ``estimator._setup_scatter``
     the scatter, for the start's certificate
     (:mod:`~ooc_kernels.families.dspdc._scatter_gap`).  ``check``: the name of rows not
@@ -343,8 +344,8 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     scatter where it gathers one; its own read of ``ys`` where the rows are not read)."""
     from ooc_kernels.families.dspdc._chunk_tasks import _lambda_stats, _moments_chunk
     from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
-    from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start, \
-        start_applies
+    from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start
+    from ooc_kernels.families.dspdc._start_rule import start_applies
     from ooc_kernels.families.dspdc.lambda_stats import combine_lambda_stats, \
         lambda_from_stats
 
@@ -353,48 +354,57 @@ def setup_statistics(estimator, chunks, row_w, defer, value, *, V, n_features: i
     keep = min(KEEP_ROWS, KEEP_VALUES // max(1, len(chunks) * n_features))
     one_read = (estimator.standardize and isinstance(estimator.Lambda, str) and not factorized
                 and m == 1 and q >= p and keep >= MIN_KEEP_ROWS)
-    start = one_read and ys is not None and start_applies(estimator, p, factorized)
+    start = ys is not None and start_applies(estimator, p, factorized)
     centred = ys is not None and centres_targets(estimator, scaling)
     # the targets' weighted mean: read with the rows' first pass (no read of its own); the
     # scatter of [X, y] gathered for the start holds it
     targets = [defer(target_mean)(yk, rw) for yk, rw in zip(ys, row_w)] \
         if centred and not start else []
-    shift = {}
+    scatters = [defer(chunk_scatter)(c, yk, rw)       # with the first read of each chunk
+                for c, yk, rw in zip(chunks, ys, row_w)] if start else []
+    while len(scatters) > 1:   # merged in a tree: a few chunks' p x p matrices at a time
+        scatters = [defer(_merge_scatters)(*scatters[i:i + SCATTER_FAN_IN])
+                    for i in range(0, len(scatters), SCATTER_FAN_IN)]
+    shift, gathered = {}, {}
 
     def read(result):
-        """``value(result)``; the first also gives the targets' shift (``shift``)."""
-        if not targets:
+        """``value(result)``; the first also gives the targets' shift (``shift``) and the
+        scatter (``gathered``)."""
+        extra = [defer(target_shift)(*targets)] if targets else []
+        if not extra and not scatters:
             return value(result)
-        out, shift["y_shift"] = value((result, defer(target_shift)(*targets)))
+        out, *got = value((result, *extra, *scatters))
+        if targets:
+            shift["y_shift"] = got.pop(0)
+        if scatters:
+            gathered["scatter"] = got.pop(0)
         targets.clear()
+        scatters.clear()
         return out
 
     def done(scaled, Lambda, reads):
-        if targets:   # no pass over the rows: the targets' own
-            shift["y_shift"] = value(defer(target_shift)(*targets))
-        return {**scaled, **shift}, float(Lambda), reads
+        if targets or scatters:   # no pass over the rows: a read of the targets (and rows)
+            reads += 1 if scatters else 0
+            read(None)
+        scaled = {**scaled, **shift}
+        scatter = gathered.get("scatter")
+        if start and centred:   # the scatter's mean of the targets
+            scaled["y_shift"] = target_shift(None if scatter is None else (1.0, scatter[1][-1]))
+        if scatter is not None:
+            scaled.update(squared_start(scatter, scaled, scaling, estimator.alpha * (
+                1.0 - estimator.l1_ratio), int(round(scatter[0])),
+                estimator.alpha * estimator.l1_ratio))
+            # the start's certificate from the same scatter (_scatter_gap.setup_runner)
+            estimator._setup_scatter = (scatter, scaled.get("start_x"))
+        return scaled, float(Lambda), reads
 
     scaled, reads = {}, 0
     origins = [None if check is None else (check, k) for k in range(len(chunks))]
     if one_read:   # the moments and the rows that may hold the largest norm
         parts = [defer(candidate_rows)(c, rw, center, keep, origin)
                  for c, rw, origin in zip(chunks, row_w, origins)]
-        scatters = [defer(chunk_scatter)(c, yk, rw)       # the same read of each chunk
-                    for c, yk, rw in zip(chunks, ys, row_w)] if start else []
-        while len(scatters) > 1:   # merged in a tree: a few chunks' p x p matrices at a time
-            scatters = [defer(_merge_scatters)(*scatters[i:i + SCATTER_FAN_IN])
-                        for i in range(0, len(scatters), SCATTER_FAN_IN)]
-        moments, candidates, scatter = read(defer(_combine_all)(len(parts), *parts,
-                                                                *scatters))
-        if start and centred:
-            shift["y_shift"] = target_shift(None if scatter is None else (1.0, scatter[1][-1]))
-        scaled, reads = {**standardization(moments, center=center), **shift}, 1
-        if scatter is not None:
-            scaled.update(squared_start(scatter, scaled, scaling, estimator.alpha * (
-                1.0 - estimator.l1_ratio), int(round(moments[0])),
-                estimator.alpha * estimator.l1_ratio))
-            # the start's certificate from the same scatter (_scatter_gap.setup_runner)
-            estimator._setup_scatter = (scatter, scaled.get("start_x"))
+        moments, candidates, _ = read(defer(_combine_all)(len(parts), *parts))
+        scaled, reads = standardization(moments, center=center), 1
         Lambda = lambda_from_candidates(candidates, scaled, scaling, m, q, p, estimator.Lambda)
         if Lambda is not None:
             return done(scaled, Lambda, reads)

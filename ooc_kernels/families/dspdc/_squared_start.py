@@ -1,12 +1,14 @@
-"""The squared loss's start out of core: the solution of the standardized problem from the
+"""The squared loss's start out of core: the solution of the solver's problem from the
 set-up's read.
 
 Out of core a DSPDC fit reads the store once for its set-up (the column moments and
 ``Lambda``, :mod:`~ooc_kernels.families.dspdc._setup_pass`) and once per epoch.  For the
-squared loss with few columns the same set-up read also gathers the scatter matrix of the
-columns and the targets, ``[X, b]^T W [X, b]`` about their means (``(p + 1)^2`` numbers per
-chunk, merged by Chan et al.'s pairwise update like the moments), from which the solver's
-standardized problem ``A`` (with the intercept's column) gives
+squared loss with few columns (the start's rule,
+:mod:`~ooc_kernels.families.dspdc._start_rule`) the set-up's first read of the rows (a read
+of its own where the set-up reads none) also gathers the scatter matrix of the raw columns
+and the targets, ``[X, b]^T W [X, b]`` about their means (``(p + 1)^2`` numbers per chunk,
+merged by Chan et al.'s pairwise update like the moments), from which the solver's problem
+``A`` (standardized or raw columns, with the intercept's column) gives
 
     H = A^T W A / n,    c = A^T W b / n,    x_0 = (H + lam2 I)^{-1} c
 
@@ -53,7 +55,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["MAX_SWEEPS", "START_MAX_FEATURES", "SWEEP_TOL", "chunk_scatter", "initial_duals",
-           "squared_start", "standardized_scatter", "start_applies"]
+           "squared_start", "standardized_scatter"]
 
 #: The most columns of the solver (the intercept's included) for which the set-up gathers
 #: the scatter matrix and the fit starts from the solution of the standardized problem (the
@@ -67,15 +69,6 @@ START_MAX_FEATURES = 512
 MAX_SWEEPS = 1000
 #: The descent stops once a sweep moves no coordinate by more than this times the largest.
 SWEEP_TOL = 1e-13
-
-
-def start_applies(estimator, p: int, factorized: bool) -> bool:
-    """Whether a fit of ``estimator`` on ``p`` solver columns starts from the set-up's ridge
-    solution: the squared loss, dense rows read out of core (rows held in memory take the
-    in-memory path), at most :data:`START_MAX_FEATURES` columns."""
-    return (getattr(estimator, "loss", None) == "squared" and not factorized
-            and not getattr(estimator, "_rows_in_memory", True)
-            and p <= START_MAX_FEATURES)
 
 
 def chunk_scatter(rows, y, weights):

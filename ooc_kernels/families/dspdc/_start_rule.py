@@ -1,0 +1,72 @@
+"""Which start a DSPDC fit takes: one rule for every input and every path.
+
+A fit starts from the solution of a simpler problem where that solution is cheap and its
+conditions on the problem hold, whatever the input (NumPy, pandas, Dask, Zarr, xarray) and
+whatever ``chunks_per_round``:
+
+* the squared loss (ridge, the elastic net) on dense rows of at most
+  :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` solver columns (the
+  intercept's included): the solution of the problem from the scatter matrix of ``[A, b]``
+  (:mod:`~ooc_kernels.families.dspdc._squared_start`);
+* the binary logistic loss with no l1 part on dense rows of at most
+  :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES` solver columns:
+  Newton's solution (:mod:`~ooc_kernels.families.dspdc._logistic_start`), computed by
+  rounds that run in memory; out of core, where each Newton iteration would be a read of
+  the rows, the logistic fit starts from zero.
+
+:func:`start_kind` is the rule.  Which path computes the squared loss's start follows from
+where the rounds run
+(:func:`~ooc_kernels.families.dspdc._memory_inputs.in_memory_rounds`): the in-memory rounds
+from the rows they hold (:mod:`~ooc_kernels.families.dspdc._memory_start`), every other fit
+from the scatter its set-up gathers (:func:`start_applies`; in a read the set-up makes
+anyway, the column moments' or ``Lambda``'s, or one read of its own where it makes none).
+
+Examples
+--------
+>>> from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SQUARED
+>>> start_kind(LOSS_SQUARED, 0.0, 0.1, 51, False), start_kind(LOSS_LOGISTIC, 0.0, 0.1, 51, False)
+('squared', 'logistic')
+>>> start_kind(LOSS_LOGISTIC, 0.01, 0.1, 51, False), start_kind(LOSS_SQUARED, 0.0, 0.1, 600, False)
+(None, None)
+"""
+
+from __future__ import annotations
+
+from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SQUARED
+
+__all__ = ["start_applies", "start_kind"]
+
+
+def start_kind(loss_id: int, lam1: float, lam2: float, p: int, factorized: bool) -> str | None:
+    """``"squared"``, ``"logistic"`` or None: the start a fit of the loss ``loss_id`` with
+    the penalties ``lam1``, ``lam2`` on ``p`` solver columns (the intercept's included)
+    takes; ``factorized`` rows take none.  The input's type and ``chunks_per_round`` do not
+    enter."""
+    from ooc_kernels.families.dspdc import _logistic_start, _squared_start
+
+    if factorized or not float(lam2) > 0.0 or p > _squared_start.START_MAX_FEATURES:
+        return None                           # every start's limit; Newton's is lower
+    loss = int(loss_id)
+    if loss == LOSS_SQUARED:
+        return "squared"
+    if (loss == LOSS_LOGISTIC and float(lam1) == 0.0
+            and p <= _logistic_start.NEWTON_MAX_FEATURES):
+        return "logistic"
+    return None
+
+
+def start_applies(estimator, p: int, factorized: bool) -> bool:
+    """Whether the set-up of ``estimator``'s fit on ``p`` solver columns gathers the scatter
+    and starts the fit from the solution of the squared loss's problem
+    (:mod:`~ooc_kernels.families.dspdc._squared_start`): where :func:`start_kind` gives
+    ``"squared"``, unless the rounds run in memory (``estimator._start_in_memory``,
+    :func:`~ooc_kernels.families.dspdc._memory_inputs.in_memory_rounds`), which compute the
+    same start from the rows they hold."""
+    from ooc_kernels.losses import get_loss
+
+    loss = getattr(estimator, "loss", None)
+    if loss != "squared" or getattr(estimator, "_start_in_memory", False):
+        return False
+    alpha, l1_ratio = float(estimator.alpha), float(estimator.l1_ratio)
+    return start_kind(get_loss(loss).loss_id, alpha * l1_ratio, alpha * (1.0 - l1_ratio), p,
+                      factorized) == "squared"
