@@ -9,7 +9,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF
 
 import ooc_kernels as ok
-from ooc_kernels.exceptions import ModelTooLargeError, ValidationError
+from ooc_kernels.exceptions import ModelTooLargeError, OocKernelsWarning, ValidationError
 from ooc_kernels.families.dsg._gp_variance import VarianceConfig, variance_features
 from ooc_kernels.families.dsg.kernels_gp import operator_steps, operator_steps_ref
 from ooc_kernels.features.blocks import rff_map
@@ -39,6 +39,13 @@ def _gp(n_features, **kw):
                   n_variance_features=n_features, block_size=32, batch_size=16,
                   max_iter=100, tol=None, random_state=0, **FAST)
     params.update(kw)
+    # the DSG iteration settings only where they act (a fixed bandwidth: mean="dsg", and
+    # the steps and passes of variance="operator"); elsewhere the fit warns they do not
+    if params.get("mean", "features") == "features":
+        keep = ("batch_size", "max_iter") if params.get("variance") == "operator" else ()
+        for name in ("n_features", "batch_size", "max_iter", "tol"):
+            if name not in keep:
+                params.pop(name)
     return ok.DSGGaussianProcessRegressor(**params)
 
 
@@ -133,7 +140,8 @@ def test_features_mean_runs_no_dsg_epoch(monkeypatch):
     monkeypatch.setattr(DSGAlgorithm, "chunk_step",
                         lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     X, y, _ = _problem(n=120)
-    gp = _gp(64, max_iter=50, chunk_size=40).fit(X, y)
+    with pytest.warns(OocKernelsWarning, match="max_iter=50 has no effect"):
+        gp = _gp(64, chunk_size=40).set_params(max_iter=50).fit(X, y)
     assert calls == [] and gp.n_iter_ == 1 and gp.history_ == []  # the one pass
     _gp(64, mean="dsg", max_iter=1, chunk_size=40).fit(X, y)
     assert len(calls) >= 1  # the DSG mean runs its tasks through the same hook

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -51,9 +52,10 @@ from ooc_kernels.data.inputs import wrap_prediction
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import ChunkedRegressorMixin
-from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.exceptions import ModelFormatError, OocKernelsWarning, ValidationError
 from ooc_kernels.families.dsg._common import check_whole_blocks
 from ooc_kernels.families.dsg._gp_mean import features_mean, select_noise
+from ooc_kernels.families.dsg._gp_unused import unused_message, unused_params
 from ooc_kernels.families.dsg._gp_variance import (VARIANCE_MODES, VarianceConfig,
                                                    check_variance_memory, gram_factor,
                                                    mean_std_block, operator_pass,
@@ -116,13 +118,20 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
         the variance's pass: one pass over the data, no DSG epoch.  ``"dsg"``: the paper's
         doubly stochastic functional gradient (kernel ridge regression with ``alpha =
         noise / n_samples``, the rounds of ``DSGRegressor``), up to ``max_iter`` epochs,
-        then the variance's pass.  The parameters of the DSG iteration (``n_features``,
-        ``batch_size``, ``learning_rate``, ``eta0``, ``t0``, ``average``, ``max_iter``,
-        ``tol``, ``n_iter_no_change``, ``early_stopping``, ``validation_fraction``,
-        ``warm_start``, ``chunks_per_round``, ``shuffle``, ``shuffle_chunks``, ``dtype``)
-        apply to ``mean="dsg"`` only, except that ``bandwidth="auto"`` runs short DSG trial
-        fits with them and ``variance="operator"`` takes its step sizes from them and runs
-        ``max_iter`` passes with ``mean="features"``.  ``docs/machines/gaussian_process.md``
+        then the variance's pass.  The parameters of the DSG iteration (``dtype``,
+        ``n_features``, ``batch_size``, ``learning_rate``, ``eta0``, ``t0``, ``average``,
+        ``max_iter``, ``tol``, ``n_iter_no_change``, ``early_stopping``,
+        ``validation_fraction``, ``chunks_per_round``, ``shuffle``, ``shuffle_chunks``)
+        apply to ``mean="dsg"``; with ``mean="features"`` only where the fit still runs
+        DSG: ``variance="operator"`` takes its step sizes from ``learning_rate``, ``eta0``,
+        ``t0`` and ``batch_size`` and runs ``max_iter`` passes; ``bandwidth="auto"`` or
+        ``"ard"`` on more than 1000 rows ranks the widths on ``n_features`` random
+        features, and on more than 50,000 rows by short DSG trial fits with ``dtype``,
+        ``n_features``, ``batch_size``, ``learning_rate``, ``eta0``, ``t0`` and
+        ``average``.  A ``mean="features"`` fit warns (``OocKernelsWarning``) naming those
+        set away from their defaults that have no effect on it
+        (:mod:`ooc_kernels.families.dsg._gp_unused`).  ``warm_start`` applies to both: a
+        new fit keeps the set-up (bandwidth, standardization) of the last.  ``docs/machines/gaussian_process.md``
         compares the two at equal time.
     variance : {"features", "operator"}, default="features"
         How the predictive variance is estimated
@@ -259,11 +268,29 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
             return data, None
         return super()._split_validation(data)
 
+    def _samples(self, X, y, *, reset, name="X"):
+        # mean="features" holds no chunk out: in-memory input keeps its chunk_size chunks
+        # (early_stopping would cut it into validation_fraction-sized ones)
+        if not (self._features_mean() and self.early_stopping):
+            return super()._samples(X, y, reset=reset, name=name)
+        early_stopping, self.early_stopping = self.early_stopping, False
+        try:
+            return super()._samples(X, y, reset=reset, name=name)
+        finally:
+            self.early_stopping = early_stopping
+
     def _run(self, data, sched, *, start, end_epoch, **kwargs):
         """The engine's rounds (``mean="dsg"``), or none (``mean="features"``: the finishing
-        pass computes the mean), then the finishing pass."""
+        pass computes the mean), then the finishing pass; with ``mean="features"``, a
+        :class:`~ooc_kernels.exceptions.OocKernelsWarning` names the DSG parameters set
+        away from their defaults that have no effect on this fit
+        (:mod:`ooc_kernels.families.dsg._gp_unused`)."""
         if self._features_mean():
             end_epoch = start[0]
+            unused = unused_params(self, n_samples=data.n_samples,
+                                   chunk_sizes=data.chunk_sizes)
+            if unused:
+                warnings.warn(unused_message(self, unused), OocKernelsWarning, stacklevel=4)
         super()._run(data, sched, start=start, end_epoch=end_epoch, **kwargs)
 
     def fit(self, X, y=None, *, checkpoint=None, checkpoint_every=1, resume=False):
