@@ -101,7 +101,7 @@ def unused_message(est, names) -> str:
     return (
         f"{type(est).__name__}: {settings} {'has' if len(names) == 1 else 'have'} no effect "
         f"with mean='features' (variance={est.variance!r}, bandwidth="
-        f"{est.bandwidth if isinstance(est.bandwidth, str) else 'a number'!r}): the mean "
+        f"{est.bandwidth if isinstance(est.bandwidth, str) else 'fixed'!r}): the mean "
         "is exact on the random features, from one pass, and no DSG epoch runs. "
         + (f"({'; '.join(hints)}.) " if hints else "")
         + "They set the DSG iteration of mean='dsg': pass mean='dsg' (with a numeric "
