@@ -9,8 +9,9 @@ from scipy.spatial.distance import cdist
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.families.dsg._ard import auto_ard
-from ooc_kernels.families.dsg._ard_refine import (REFINE_GAIN, REFINE_SCREEN_MARGIN,
-                                                  REFINE_WIDE, check_widths, loo_fit,
+from ooc_kernels.families.dsg._ard_refine import (REFINE_DEGREE, REFINE_GAIN,
+                                                  REFINE_SCREEN_MARGIN, REFINE_WIDE,
+                                                  check_widths, loo_fit,
                                                   refine_widths, residual_statistics)
 from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES
 
@@ -69,12 +70,15 @@ def test_residual_statistics_match_least_squares():
     n = 300
     Z = rng.normal(size=(n, 4)) * [1.0, 2.0, 0.5, 3.0] + [0.0, 1.0, -2.0, 0.5]
     Z[:, 3] = np.abs(Z[:, 3])                      # skewed: z^2 correlates with z
-    R = np.column_stack([Z[:, 1] ** 2 + rng.normal(size=n), rng.normal(size=n)])
+    # 2 values: every power is a line in z, least squares drops them (rank 2)
+    Z = np.column_stack([Z, np.where(rng.random(n) < 0.3, 2.0, -1.0)])
+    R = np.column_stack([Z[:, 1] ** 2 + Z[:, 4] + rng.normal(size=n), rng.normal(size=n)])
     w = rng.uniform(0.2, 1.0, n)
     stat = residual_statistics(Z, R, w)
-    expected = np.zeros(4)
-    for j in range(4):
-        A = np.column_stack([np.ones(n), Z[:, j], Z[:, j] ** 2]) * np.sqrt(w)[:, None]
+    expected = np.zeros(5)
+    for j in range(5):
+        A = np.column_stack([Z[:, j] ** k for k in range(REFINE_DEGREE + 1)]) \
+            * np.sqrt(w)[:, None]
         for c in range(R.shape[1]):
             b = R[:, c] * np.sqrt(w)
             coef = np.linalg.lstsq(A, b, rcond=None)[0]
@@ -182,3 +186,51 @@ def test_one_width_far_from_chance_still_tries_the_screened_widths():
     between = expected - (0.015 + REFINE_SCREEN_MARGIN) / 2
     assert check_widths(Z, T, w, None, {"one width": between, "per-input": 0.0},
                         classification=False, margin=0.015) is None
+
+
+def _even_effect(n, rng, outliers):
+    """The regression of ``benchmarks/dsg_losses.py``: inputs uniform on ``[-3, 3]^4``,
+    ``f = sin(x1) + cos(2 x2) / 2`` (an even effect of x2 with two minima over its range),
+    noise ``0.2 + 0.3 |x1|``, a share ``outliers`` of the targets replaced by
+    ``6 + 3 N(0, 1)``; also which rows were replaced."""
+    X = rng.uniform(-3, 3, size=(n, 4))
+    f = np.sin(X[:, 0]) + 0.5 * np.cos(2 * X[:, 1])
+    y = f + (0.2 + 0.3 * np.abs(X[:, 0])) * rng.normal(size=n)
+    replaced = rng.random(n) < outliers
+    y = np.where(replaced, 6.0 + 3.0 * rng.normal(size=n), y)
+    return X.astype(np.float32), y.astype(np.float32), f, replaced
+
+
+def test_screening_sees_an_even_effect_with_two_minima():
+    # cos(2 x2) / 2 on [-3, 3] is nearly orthogonal to x2 and x2^2: the screening must
+    # still call x2 relevant, and the noise inputs x3, x4 not
+    from ooc_kernels.families.dsg._ard_refine import screened_widths
+
+    X, y, _, _ = _even_effect(500, np.random.default_rng(2), 0.0)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    T = ((y - y.mean()) / y.std())[:, None]
+    assert screened_widths(Z, T, np.ones(500)).tolist() == [1.0, 1.0, ARD_MAX_RATIO,
+                                                             ARD_MAX_RATIO]
+
+
+def test_auto_keeps_an_input_with_a_weaker_even_effect():
+    # bandwidth="auto" on 8,000 rows of the even-effect regression with 5% outliers, the
+    # sample of random_state 3: x2 keeps a width near x1's, and the fit's error against f
+    # stays within twice that of exact kernel ridge regression on the true inputs x1, x2
+    # of the uncontaminated rows among the first 2,000 (switching x2 off costs
+    # var(cos(2 x2) / 2) = 0.125)
+    from sklearn.kernel_ridge import KernelRidge
+
+    from ooc_kernels import DSGRegressor
+
+    X, y, f, replaced = _even_effect(8000, np.random.default_rng(0), 0.05)
+    X_test, _, f_test, _ = _even_effect(5000, np.random.default_rng(1), 0.0)
+    est = DSGRegressor(loss="huber", random_state=3, max_iter=1, tol=None,
+                       progress=False).fit(X, y)
+    widths = np.asarray(est.bandwidth_)
+    assert widths.shape == (4,) and widths[1] < REFINE_WIDE * widths[0]
+    clean = ~replaced[:2000]
+    reference = KernelRidge(alpha=1.0, kernel="rbf", gamma=0.5).fit(
+        X[:2000][clean][:, :2], y[:2000][clean])
+    reference_mse = np.mean((reference.predict(X_test[:, :2]) - f_test) ** 2)
+    assert np.mean((est.predict(X_test) - f_test) ** 2) < 2.0 * reference_mse

@@ -8,11 +8,11 @@ leave-one-out comparison with one width cannot tell when one width is itself nea
 of kernel ridge regression (:func:`loo_fit`):
 
 1. *screening*: the score statistic ``n R^2`` of the regression of the targets (or of
-   leave-one-out residuals, below) on ``x_j`` and ``x_j^2`` (standardized, the second
-   orthogonal to the first), summed over the target's columns
-   (:func:`residual_statistics`), is chi-squared with ``2 c`` degrees of freedom when they
-   do not depend on ``x_j``; an input is *relevant* when the targets' statistic exceeds the
-   Bonferroni level :data:`REFINE_LEVEL` / ``d``;
+   leave-one-out residuals, below) on ``x_j``, ``x_j^2``, ``x_j^3`` and ``x_j^4``
+   (:data:`REFINE_DEGREE`; standardized, each orthogonal to the lower powers), summed over
+   the target's columns (:func:`residual_statistics`), is chi-squared with ``4 c`` degrees
+   of freedom when they do not depend on ``x_j``; an input is *relevant* when the targets'
+   statistic exceeds the Bonferroni level :data:`REFINE_LEVEL` / ``d``;
 2. *screened widths*: when some but not all inputs are relevant, the widths 1 on the
    relevant inputs and :data:`~ooc_kernels.features.ard.ARD_MAX_RATIO` on the others
    replace the search's when their leave-one-out score is higher;
@@ -59,7 +59,8 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.features.ard import ARD_MAX_RATIO, LOO_MULTIPLES, loo_at
 
 __all__ = ["REFINE_WIDE", "REFINE_LEVEL", "REFINE_GAIN", "REFINE_PATIENCE",
-           "REFINE_MAX_CHECKS", "REFINE_SCREEN_MARGIN", "loo_fit", "residual_statistics",
+           "REFINE_MAX_CHECKS", "REFINE_DEGREE", "REFINE_SCREEN_MARGIN", "loo_fit",
+           "residual_statistics",
            "refine_widths", "screened_widths", "check_widths"]
 
 #: An input is narrow when its width is within this factor of the narrowest, a candidate
@@ -73,6 +74,11 @@ REFINE_GAIN = 0.01
 REFINE_PATIENCE = 2
 #: Most candidates checked.
 REFINE_MAX_CHECKS = 12
+#: Highest power of an input in the screening statistic (:func:`residual_statistics`):
+#: ``x_j`` and ``x_j^2`` alone miss an even effect with two minima over the input's range
+#: (``cos(2 x) / 2`` on ``[-3, 3]``: statistic 0.4 to 11 on 500 rows, level 12.0;
+#: ``docs/benchmarks.md``, "An even effect in the screening").
+REFINE_DEGREE = 4
 #: When per-input widths are not taken, the screened widths replace one width when their
 #: leave-one-out score is more than this above one width's (or the decision's margin, if
 #: larger).
@@ -119,8 +125,12 @@ def loo_fit(squared, targets, weights, *, classification: bool, multiples=LOO_MU
 
 def residual_statistics(Z, residual, weights) -> np.ndarray:
     """The score statistic ``n R^2`` of every column of ``Z`` for ``residual`` (shape
-    ``(d,)``): the weighted regression of each residual column on ``z_j`` and ``z_j^2``
-    (standardized, the second orthogonal to the first), ``R^2`` summed over the columns.
+    ``(d,)``): the weighted regression of each residual column on the powers ``z_j``,
+    ``z_j^2``, ... of ``z_j`` up to :data:`REFINE_DEGREE` (standardized, each orthogonal to
+    the lower ones), ``R^2`` summed over the columns; chi-squared with
+    :data:`REFINE_DEGREE` degrees of freedom per column when the residuals do not depend on
+    ``z_j``.  A power that the lower ones fit to within 1e-8 of its spread (an input of 2
+    values: ``z^2``) adds nothing.
 
     Examples
     --------
@@ -139,17 +149,25 @@ def residual_statistics(Z, residual, weights) -> np.ndarray:
     scale = np.sqrt(w @ R ** 2)
     R = R / np.where(scale > 0, scale, 1.0)
 
-    def standardize(A):
+    def centred(A):
         A = A - w @ A
-        s = np.sqrt(w @ A ** 2)
-        return A / np.where(s > 0, s, np.inf)
+        return A, np.sqrt(w @ A ** 2)
 
-    first = standardize(np.asarray(Z, dtype=np.float64))
-    second = first ** 2
-    second = standardize(second - first * (w @ (second * first)))
-    # weighted correlations of every (input feature, residual column) pair
-    return n * (((w[:, None] * first).T @ R) ** 2
-                + ((w[:, None] * second).T @ R) ** 2).sum(axis=1)
+    first, spread = centred(np.asarray(Z, dtype=np.float64))
+    first = first / np.where(spread > 0, spread, np.inf)
+    power, basis, total = np.ones_like(first), [], np.zeros(first.shape[1])
+    for _ in range(REFINE_DEGREE):
+        power = power * first
+        column, spread = centred(power)
+        for lower in basis:        # Gram-Schmidt against the lower powers
+            column = column - lower * (w @ (column * lower))
+        norm = np.sqrt(w @ column ** 2)
+        keep = norm > 1e-8 * spread
+        column = np.where(keep, column / np.where(keep, norm, 1.0), 0.0)
+        basis.append(column)
+        # weighted correlations of every (input power, residual column) pair
+        total += (((w[:, None] * column).T @ R) ** 2).sum(axis=1)
+    return n * total
 
 
 def refine_widths(Z, targets, weights, shape, *, classification: bool, score=None):
@@ -205,7 +223,7 @@ def _forward_check(Z, T, weights, shape, squared, score, residual, *, classifica
     candidates = np.flatnonzero(shape > REFINE_WIDE * reference)
     if len(candidates) == 0:
         return shape / np.exp(np.mean(np.log(shape))), score
-    threshold = float(chi2.isf(REFINE_LEVEL / len(candidates), 2 * T.shape[1]))
+    threshold = float(chi2.isf(REFINE_LEVEL / len(candidates), REFINE_DEGREE * T.shape[1]))
     open_ = np.ones(len(candidates), dtype=bool)
     stats = residual_statistics(Z[:, candidates], residual, weights)
     misses = checks = 0
@@ -247,7 +265,7 @@ def screened_widths(Z, targets, weights):
     T = np.asarray(targets, dtype=np.float64).reshape(len(Z), -1)
     d = Z.shape[1]
     relevant = residual_statistics(Z, T, weights) \
-        > float(chi2.isf(REFINE_LEVEL / d, 2 * T.shape[1]))
+        > float(chi2.isf(REFINE_LEVEL / d, REFINE_DEGREE * T.shape[1]))
     if not 0 < relevant.sum() < d:
         return None
     return np.where(relevant, 1.0, ARD_MAX_RATIO)
