@@ -81,8 +81,10 @@ def pinball(pred, y, tau):
 
 def _features(ds, sigma, components, seed):
     first = np.asarray(ds.X.data.blocks[0].compute(), dtype=np.float64)
-    mean, sd = first.mean(0), first.std(0)
-    nys = Nystroem(gamma=0.5 / sigma ** 2, n_components=components, random_state=seed)
+    # DSG's kernel on the same standardization: one width, or one per input (the inputs
+    # divided by their widths, then a unit width)
+    mean, sd = first.mean(0), first.std(0) * np.asarray(sigma, dtype=np.float64)
+    nys = Nystroem(gamma=0.5, n_components=components, random_state=seed)
     nys.fit((first[:5000] - mean) / sd)
     return lambda X: nys.transform((np.asarray(X, dtype=np.float64) - mean) / sd)
 
