@@ -19,7 +19,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable
 
