@@ -264,7 +264,9 @@ def select_setup_gcv(Z: np.ndarray, targets: np.ndarray, weights: np.ndarray, *,
     for factor in factors:
         shrink = eig / (eig + ridge * factor)
         error = t - Q @ (shrink[:, None] * proj)            # D^1/2 (t - f)
-        leverage = np.clip(1.0 - (Q ** 2) @ shrink, 1e-12, None)
+        # a row of integer weight w is w copies of one row: leaving one copy out removes
+        # 1/w of its influence (S_ii / w), as leaving out one of w repeated rows does
+        leverage = np.clip(1.0 - (Q ** 2) @ shrink / np.maximum(w, 1.0), 1e-12, None)
         # rows of weight 0 have no residual and count for nothing in the score
         held_out = targets - np.divide(error / leverage[:, None], root[:, None],
                                        out=np.zeros_like(error), where=root[:, None] > 0)
@@ -336,14 +338,15 @@ def score(config, F: np.ndarray, yv: np.ndarray, wv: np.ndarray, classes) -> flo
         return 1.0 - float(np.sum(wv * loss.value(z, t))) / base if base > 0 else 0.0
     if classes is None:  # R^2
         pred = F[:, 0].astype(np.float64)
-        big = 1.0
-        for _ in range(2):   # again on the values over the largest where squares overflow
-            with np.errstate(over="ignore", invalid="ignore"):
-                mean = np.average(yv / big, weights=wv)
-                total = float(np.sum(wv * (yv / big - mean) ** 2))
-                error = float(np.sum(wv * (yv / big - pred / big) ** 2))
-            big = float(max(np.max(np.abs(yv)), np.max(np.abs(pred)), 1.0))
-            if (np.isfinite(total) and np.isfinite(error)) or not np.isfinite(big):
+        # again on the values over the largest where squares overflow or underflow
+        big = float(max(np.max(np.abs(yv)), np.max(np.abs(pred))))
+        for scale in (1.0, big):
+            with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+                mean = np.average(yv / scale, weights=wv)
+                total = float(np.sum(wv * (yv / scale - mean) ** 2))
+                error = float(np.sum(wv * (yv / scale - pred / scale) ** 2))
+            if (np.isfinite(total) and np.isfinite(error) and total > np.finfo(float).tiny) \
+                    or not (np.isfinite(big) and big > 0):
                 break
         return 1.0 - error / total if total > 0 else 0.0
     wv = class_row_weights(config, yv, wv, classes)
