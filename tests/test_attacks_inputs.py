@@ -146,5 +146,6 @@ def test_a_bad_value_in_the_last_chunk_only_is_refused_before_a_checkpoint_is_wr
 def test_y_of_the_wrong_length_or_shape_is_refused():
     with pytest.raises(ValidationError, match=r"inconsistent numbers of samples"):
         ok.DSGClassifier(**DSG).fit(X, Y[:-1])
-    with pytest.raises(ValidationError, match=r"y should be a 1d array"):
+    with pytest.raises(ValidationError, match=r"y has 2 columns \(shape \(120, 2\)\), and "
+                       r"DSGClassifier fits one target.*MultiOutputClassifier"):
         ok.DSGClassifier(**DSG).fit(X, np.array([[1, 2]] * len(X), dtype=object))

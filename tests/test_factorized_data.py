@@ -383,7 +383,7 @@ def test_every_bad_factorized_input_is_reported_at_once():
     (lambda U, V, y: (U.astype(complex), V, y), SchemaError,
      ["U must hold numbers, got dtype complex128", "U = U.astype('float32')"]),
     (lambda U, V, y: (U, V, y[:, None].repeat(2, 1)), SchemaError,
-     ["y must be 1-D (n_samples,), got shape (10, 2)", "y.ravel()"]),
+     ["y has 2 columns (shape (10, 2))", "MultiOutputRegressor", "y[:, j]"]),
     (lambda U, V, y: (U[:0], V, y[:0]), SchemaError,
      ["the dataset is empty: U has shape (0, 3) (0 samples)"]),
     (lambda U, V, y: (xr.DataArray(U, dims=("time", "r")),
