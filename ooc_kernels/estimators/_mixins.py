@@ -32,6 +32,7 @@ from ooc_kernels.estimators._inputs import (
 )
 from ooc_kernels.exceptions import InputTypeError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.cluster import compute
 from ooc_kernels.parallel.sampling import labels_and_rows
 from ooc_kernels.parallel.scheduler import scheduler_context
 
@@ -118,7 +119,7 @@ class ChunkedClassifierMixin:
         draw = self._setup_draw(data)
         if draw is None:
             # the distinct labels: a reduction whose result is a few values, not the data
-            return np.asarray(da.unique(data.y).compute(scheduler=sched))
+            return np.asarray(compute(da.unique(data.y), scheduler=sched)[0])
         counted = isinstance(getattr(self, "class_weight", None), str)  # "balanced"
         found, counts, self._setup_sample_read = labels_and_rows(
             data, draw, counts=counted, scheduler=sched)

@@ -65,6 +65,7 @@ import concurrent.futures
 import contextlib
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -471,13 +472,27 @@ def compute(*objs: Any, scheduler: Any = None) -> tuple:
         return dask.compute(*objs, scheduler=sched)
     if scheduler_lost(client):
         raise _lost_error(client)
-    futures = client.compute(list(objs))
     try:
+        futures = client.compute(list(objs))
         return tuple(_result(client, f) if dask.is_dask_collection(o) else o
                      for o, f in zip(objs, futures))
     except Exception as err:
         _raise_if_cancelled_by_loss(client, err)
+        # a scheduler closing while the graph is sent fails the send with another error
+        # (a serialization TypeError) before the Client's connection says so
+        if not isinstance(err, OocKernelsError) and _lost_within(client, 2 * POLL_SECONDS):
+            raise _lost_error(client) from err
         raise
+
+
+def _lost_within(client, seconds: float) -> bool:
+    """Whether ``client`` loses its scheduler within ``seconds`` (looked at every 50 ms)."""
+    end = time.monotonic() + seconds
+    while not scheduler_lost(client):
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _await(client, rnd: _Round, bar) -> Any:
