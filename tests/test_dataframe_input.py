@@ -250,7 +250,7 @@ def test_score_on_a_frame_with_its_columns_reordered_is_refused_as_predict_is(ma
     with pytest.raises(ValueError, match="feature names"):   # the reference
         Ridge().fit(df[FEATURES], df["y"]).score(df[reordered], df["y"])
     y = dd.from_pandas(df["y"], npartitions=3)
-    with pytest.raises(NotFittedError):
+    with pytest.raises(NotFittedError, match="is not fitted yet"):
         make().score(dd.from_pandas(df[FEATURES], npartitions=3), y)
     est = make().fit(dd.from_pandas(df[FEATURES], npartitions=3), y)
     X_other = dd.from_pandas(df[reordered], npartitions=3)

@@ -325,12 +325,12 @@ def test_cli_refuses_escapes_unless_allowed(tmp_path, escaping):
 
 # --- 3. TLS to remote schedulers -------------------------------------------------------
 
-def test_security_reaches_the_client(tmp_path, monkeypatch):
-    """The CLI's TLS options build a Security(require_encryption=True) given to Client."""
+@pytest.fixture
+def client_kwargs(monkeypatch):
+    """What ``distributed.Client`` is given: a Client that records its keyword arguments
+    and then fails to connect."""
     import distributed
 
-    for name in ("ca.pem", "cert.pem", "key.pem"):
-        (tmp_path / name).write_text("x")
     seen = {}
 
     class FakeClient:
@@ -339,6 +339,14 @@ def test_security_reaches_the_client(tmp_path, monkeypatch):
             raise OSError("stop here")
 
     monkeypatch.setattr(distributed, "Client", FakeClient)
+    return seen
+
+
+def test_security_reaches_the_client(tmp_path, client_kwargs):
+    """The CLI's TLS options build a Security(require_encryption=True) given to Client."""
+    for name in ("ca.pem", "cert.pem", "key.pem"):
+        (tmp_path / name).write_text("x")
+    seen = client_kwargs
     r = CliRunner().invoke(main, [
         # --estimator: the catalog (absent here) is then opened only once connected
         "train", "--catalog", str(tmp_path / "c.yaml"), "--entry", "x", "--estimator",
@@ -685,10 +693,8 @@ def test_leftovers_of_a_killed_checkpoint_write_are_removed_on_resume(tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["bytes", "pathlike"])
-def test_scheduler_and_tls_files_take_every_path_type(tmp_path, monkeypatch, kind):
+def test_scheduler_and_tls_files_take_every_path_type(tmp_path, client_kwargs, kind):
     """A scheduler file and the TLS files may be bytes or any os.PathLike, as every path is."""
-    import distributed
-
     from ooc_kernels.exceptions import ValidationError
     from ooc_kernels.parallel.scheduler import make_security, scheduler_context
 
@@ -709,15 +715,8 @@ def test_scheduler_and_tls_files_take_every_path_type(tmp_path, monkeypatch, kin
                                                        str(tmp_path / "cert.pem"))
     with pytest.raises(ValidationError, match=re.escape(repr(str(tmp_path / "no.pem")))):
         make_security(as_kind(tmp_path / "ca.pem"), as_kind(tmp_path / "no.pem"))
-    seen = {}
-
-    class FakeClient:
-        def __init__(self, *args, **kwargs):
-            seen.update(kwargs)
-            raise OSError("stop here")
-
-    monkeypatch.setattr(distributed, "Client", FakeClient)
-    with pytest.raises(Exception, match="scheduler file"):
+    seen = client_kwargs
+    with pytest.raises(ValidationError, match="cannot connect to the scheduler file"):
         with scheduler_context(scheduler_file=as_kind(tmp_path / "sched.json")):
             pass
     assert seen["scheduler_file"] == str(tmp_path / "sched.json")

@@ -32,6 +32,23 @@ def _data():
     return da.from_array(X, chunks=50), da.from_array(y, chunks=50)
 
 
+def _in_a_thread(fit):
+    """Run ``fit()`` in a started daemon thread; the thread and a dict that gets the error
+    the call raised (``"error"``) and the monotonic time it ended (``"end"``)."""
+    out = {}
+
+    def run():
+        try:
+            fit()
+        except BaseException as err:  # noqa: BLE001 - checked by the caller
+            out["error"] = err
+        out["end"] = time.monotonic()
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    return runner, out
+
+
 def _fit_and_lose_the_scheduler(ck, pipeline):
     """Start a fit with a checkpoint on a LocalCluster, close its scheduler once a few
     checkpoints are written; the fit's error and the seconds it took to arrive."""
@@ -40,17 +57,8 @@ def _fit_and_lose_the_scheduler(ck, pipeline):
             distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                      dashboard_address=None) as cluster, \
             distributed.Client(cluster, timeout="3s") as client:
-        out = {}
-
-        def fit():
-            try:
-                ok.DSGClassifier(**PARAMS, scheduler=client).fit(X, y, checkpoint=ck)
-            except BaseException as err:  # noqa: BLE001 - checked below
-                out["error"] = err
-            out["end"] = time.monotonic()
-
-        runner = threading.Thread(target=fit, daemon=True)
-        runner.start()
+        runner, out = _in_a_thread(
+            lambda: ok.DSGClassifier(**PARAMS, scheduler=client).fit(X, y, checkpoint=ck))
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (ck / "zarr.json").exists() \
                 and runner.is_alive():
@@ -126,17 +134,8 @@ def test_a_scheduler_lost_during_the_set_up_is_reported_promptly():
             distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                      dashboard_address=None) as cluster, \
             distributed.Client(cluster, timeout="3s") as client:
-        out = {}
-
-        def fit():
-            try:
-                ok.DSGClassifier(**PARAMS, scheduler=client).fit(X, y)
-            except BaseException as err:  # noqa: BLE001 - checked below
-                out["error"] = err
-            out["end"] = time.monotonic()
-
-        runner = threading.Thread(target=fit, daemon=True)
-        runner.start()
+        runner, out = _in_a_thread(
+            lambda: ok.DSGClassifier(**PARAMS, scheduler=client).fit(X, y))
         assert started.wait(120), "the set-up never read a chunk"
         lost_at = time.monotonic()
         cluster.sync(cluster.scheduler.close)
