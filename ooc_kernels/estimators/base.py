@@ -66,7 +66,6 @@ from __future__ import annotations
 import math
 import time
 
-import dask
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -99,9 +98,11 @@ from ooc_kernels.estimators._inputs import (
     validated_xy,
 )
 from ooc_kernels.estimators._continuation import check_unchanged_params, model_params
+from ooc_kernels.estimators._family_hooks import FamilyHooks
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
+from ooc_kernels.estimators._prediction import ChunkedPrediction
 from ooc_kernels.estimators._stopping import EpochMonitor, max_iter_reason
-from ooc_kernels.exceptions import (CheckpointError, ModelFormatError, OocKernelsError,
+from ooc_kernels.exceptions import (CheckpointError, ModelFormatError,
                                     UnresolvedParameterError, ValidationError)
 from ooc_kernels.parallel.checkpoint import START_OVER
 from ooc_kernels.parallel.chunked import ChunkedData
@@ -115,7 +116,7 @@ __all__ = ["ChunkedEstimator", "ChunkedClassifierMixin", "ChunkedRegressorMixin"
            "sklearn_validated"]
 
 
-class ChunkedEstimator(BaseEstimator):
+class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
     """Family-neutral machinery of the library's estimators (see the module docstring)."""
 
     _parameter_constraints: dict = BASE_CONSTRAINTS
@@ -677,106 +678,6 @@ class ChunkedEstimator(BaseEstimator):
                       finish=self.capabilities.finishing and self._finish_after_partial_fit)
         return self
 
-    # ------------------------------------------------------------------ family hooks
-    # The hooks below have no default: every family defines them (the contract suite,
-    # tests/test_contract.py, fits every registered estimator through them).
-    def _initialize(self, data: ChunkedData, sched, classes=None) -> None:
-        """Resolve the data-dependent settings and set ``self._state``."""
-        raise NotImplementedError(f"{type(self).__name__} must define _initialize")
-
-    def _make_algorithm(self):
-        """The family's registered algorithm for ``self._state``'s configuration."""
-        raise NotImplementedError(f"{type(self).__name__} must define _make_algorithm")
-
-    def _after_round(self, state, info) -> None:
-        """Called after every round (families check their state here)."""
-
-    def _publish(self) -> None:
-        """Set the public fitted attributes from ``self._state``."""
-
-    def _training_loss(self, state) -> tuple[float, float] | None:
-        """Running ``(loss_sum, weight_sum)`` of the progressive training loss, if any."""
-        return None
-
-    def _history_extra(self, state) -> dict:
-        """More per-epoch figures for ``history_`` (families override)."""
-        return {}
-
-    def _epoch_report(self, state, epoch: int, data: ChunkedData, sched
-                      ) -> tuple[dict, str | None]:
-        """Figures of the epoch that need the data, and a stop reason (or None)."""
-        return {}, None
-
-    def _on_checkpoint(self, state) -> None:
-        """Called after a checkpoint of ``state`` was written."""
-
-    def _finish(self, state, data: ChunkedData, sched):
-        """The finished state from the rounds' last one (families that declare
-        ``capabilities.finishing``): e.g. a solve from the statistics the rounds reduced.
-        Run once per ``fit``, after the last round (also when the fit resumed from a
-        checkpoint), and after ``partial_fit`` when ``_finish_after_partial_fit``."""
-        # Only reached by a family that declares ``capabilities.finishing`` without the
-        # step itself (the contract suite's capabilities check names such a class too).
-        raise OocKernelsError(
-            f"{type(self).__name__} declares capabilities.finishing, so it must define "
-            "_finish(state, data, sched)")
-
-    @property
-    def _n_outputs(self) -> int:
-        """Columns of the decision function."""
-        raise NotImplementedError(f"{type(self).__name__} must define _n_outputs")
-
-    @staticmethod
-    def _predict_block(X, payload):
-        """Decision values of one chunk ``X`` from ``payload`` (pure: runs on workers)."""
-        raise NotImplementedError("a ChunkedEstimator family must define _predict_block")
-
-    def _predict_payload(self):
-        """What :meth:`_predict_block` needs, shipped once per prediction graph."""
-        raise NotImplementedError(f"{type(self).__name__} must define _predict_payload")
-
-    @property
-    def _predict_dtype(self) -> np.dtype:
-        return np.dtype(np.float64)
-
-    # ------------------------------------------------------------------ prediction
-    def _decision_2d(self, X):
-        """Decision values ``(n, n_outputs)``: NumPy for in-memory input, a lazy Dask array
-        for lazy input (chunk by chunk, NaN/inf named by chunk and row)."""
-        check_is_fitted(self, "_state")  # before the payload, which only a fitted model has
-        return self._chunk_outputs(X, type(self)._predict_block, self._predict_payload(),
-                                   self._n_outputs, self._predict_dtype)
-
-    def _chunk_outputs(self, X, block, payload, n_outputs: int, dtype=np.float64):
-        """``block(X_chunk, payload)`` chunk by chunk: an ``(n, n_outputs)`` array, NumPy
-        for in-memory input, a lazy Dask array for lazy input.
-
-        The prediction path of every output: decision values (:meth:`_decision_2d`) and a
-        family's own outputs (a ratio estimate, a mean and a standard deviation, a
-        transform), each from a picklable ``block`` and its ``payload``; wrap the columns
-        with :func:`~ooc_kernels.data.inputs.wrap_prediction` to give them the input's
-        sample coordinate.
-        """
-        data, lazy = self._predict_data(X)
-        return self._block_outputs(data, lazy, block, payload, n_outputs, dtype)
-
-    def _block_outputs(self, data, lazy: bool, block, payload, n_outputs: int,
-                       dtype=np.float64):
-        """:meth:`_chunk_outputs` of an input that :meth:`_predict_data` adapted already
-        (``data, lazy``: its result), for a family that looks at the data first."""
-        dtype = np.dtype(dtype)
-        if lazy:
-            from ooc_kernels.data.integrity import check_finite_blocks
-
-            model = dask.delayed(payload, traverse=False)
-            Xc = check_finite_blocks(data.X, "X")
-            return Xc.map_blocks(_apply_block, block, model,
-                                 chunks=(Xc.chunks[0], (n_outputs,)), dtype=dtype,
-                                 meta=np.empty((0, 0), dtype=dtype))
-        step = self.chunk_size  # the caller's validated array, sliced without a copy
-        out = [block(data[lo:lo + step], payload) for lo in range(0, data.shape[0], step)]
-        return np.concatenate(out) if out else np.zeros((0, n_outputs))
-
     def save(self, path) -> None:
         """Write the fitted model to a Zarr group at ``path`` (atomically, no pickle).
 
@@ -786,10 +687,6 @@ class ChunkedEstimator(BaseEstimator):
 
         self._check_unchanged_params("save")
         save_model(self, path)
-
-
-def _apply_block(X, block, payload):
-    return block(X, payload)  # one chunk in, one chunk of outputs out
 
 
 def _epoch_loss(before, after) -> float | None:
