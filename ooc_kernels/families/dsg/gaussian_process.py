@@ -60,8 +60,8 @@ from ooc_kernels.families.dsg._gp_variance import (VARIANCE_MODES, VarianceConfi
                                                    check_variance_memory, gram_factor,
                                                    mean_std_block, operator_pass,
                                                    statistics_pass)
-from ooc_kernels.families.dsg.estimators import (_ATTRIBUTES_DOC, _DSG_CONSTRAINTS,
-                                                 _PARAMS_DOC, _DSGEstimator)
+from ooc_kernels.families.dsg._estimator_docs import _ATTRIBUTES_DOC, _PARAMS_DOC
+from ooc_kernels.families.dsg.estimators import _DSG_CONSTRAINTS, _DSGEstimator
 from ooc_kernels.families.dsg.solver import DSGState, step_sizes
 from ooc_kernels.losses import get_loss
 
