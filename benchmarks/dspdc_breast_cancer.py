@@ -179,7 +179,7 @@ def main(argv=None):
     from sklearn.datasets import load_breast_cancer
     from sklearn.linear_model import LogisticRegression
 
-    from ooc_kernels.families.dspdc import estimators
+    from ooc_kernels.families.dspdc import _gap_report, estimators
     from ooc_kernels.families.dspdc.in_memory.baselines import sdca
     from ooc_kernels.families.dspdc.params import dspdc_parameters
 
@@ -215,17 +215,17 @@ def main(argv=None):
                      "promised": b2["rate"]} for a, b2 in zip(h[:-1], h[1:])]
     out["default"] = {"passes_1e-4": first_pass(h, 1e-4), "final_relative_gap":
                       float(h[-1]["relative_gap"]), "epochs": int(default.n_iter_)}
-    stalled, boost = estimators.gap_stalled, dict(estimators.STEP_BOOST)
+    stalled, boost = _gap_report.gap_stalled, dict(estimators.STEP_BOOST)
     fixed = []
     try:
-        estimators.gap_stalled = lambda history, *a, **k: False
+        _gap_report.gap_stalled = lambda history, *a, **k: False
         for bst in args.boosts:
             estimators.STEP_BOOST["logistic"] = bst
             hf = fit(X, y, max_iter=args.passes + 3).gap_history_
             fixed.append({"step_boost": bst, "relative_gap": gap_at(hf, args.passes),
                           "passes_1e-4": first_pass(hf, 1e-4)})
     finally:
-        estimators.gap_stalled = stalled
+        _gap_report.gap_stalled = stalled
         estimators.STEP_BOOST.update(boost)
     for gb in args.gamma_boosts:
         prm = dspdc_parameters(n, A.shape[1], 1, A.shape[1], out["optimum"]
