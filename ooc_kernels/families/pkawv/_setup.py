@@ -1,9 +1,11 @@
 """What the PKAWV estimators take from a sample of rows before training: the shifts and
 scales of the inputs and targets, and the bandwidth trials.
 
-Both estimators draw up to :data:`SETUP_ROWS` rows (with their targets and weights) from up
-to 8 chunks of the data of their first ``fit`` or ``partial_fit`` call, once; nothing else
-is read before the training pass, and the statistics stay fixed for the model's life
+``OnlineKernelRidge`` draws up to :data:`SETUP_ROWS` rows (with their targets and weights)
+from up to 8 chunks of the data of its first ``fit`` or ``partial_fit`` call, once;
+``ProjectedKernelRidge`` takes the moments of all the rows and a uniform draw of
+:data:`SETUP_ROWS` of them in one set-up pass (``_setup_pass``, the same whatever the
+chunking).  The statistics stay fixed for the model's life
 (every later ``partial_fit`` call, every continuation).  The model then sees
 ``(X - x_shift) / x_scale`` and ``(y - y_shift) / y_scale``, chunk by chunk
 (:func:`scaled_data`: a lazy map of the chunks, no copy of the data set), and predicts
@@ -30,7 +32,7 @@ from ooc_kernels._moments import weighted_moments
 __all__ = ["SETUP_ROWS", "TRIAL_ROWS", "BANDWIDTH_MULTIPLES", "moments", "unit_range",
            "scale_rows", "scaled_data", "gcv_error", "bandwidth_trials"]
 
-#: Rows drawn (from up to 8 chunks) for the statistics, the bandwidth and the Taylor centre.
+#: Rows drawn for the statistics, the bandwidth and the Taylor centre.
 SETUP_ROWS = 2000
 #: Rows of the setup sample that the bandwidth trials fit (their first ones: a uniform draw).
 TRIAL_ROWS = 1000

@@ -15,7 +15,9 @@ y`` (``r``); the engine sums the shares of a round in its fixed tree and adds th
 state; the finishing step solves the ``r x r`` system once, by Cholesky.  The sums do not
 depend on the order of the rows, so any number of chunks, any ``chunks_per_round`` and any
 scheduler give the same model up to the rounding of the sums (bit for bit for a given
-``chunks_per_round``).
+``chunks_per_round``).  The set-up statistics (the standardization, the Taylor centre, the
+rows of the bandwidth trials) come from a set-up pass that does not depend on the chunking
+either (:mod:`~ooc_kernels.families.pkawv._setup_pass`).
 
 The bases (``basis``):
 
@@ -63,14 +65,14 @@ from ooc_kernels.estimators.base import (
 )
 from ooc_kernels.exceptions import InvalidDataError, ModelFormatError, ValidationError
 from ooc_kernels.families.pkawv._setup import (SETUP_ROWS, TRIAL_ROWS, bandwidth_trials,
-                                                moments, scale_rows, scaled_data)
+                                                scale_rows, scaled_data)
+from ooc_kernels.families.pkawv._setup_pass import setup_pass
 from ooc_kernels.families.pkawv.nystrom_fixed import FixedNystromBasis, sample_dictionary
 from ooc_kernels.families.pkawv.taylor import TaylorBasis
 from ooc_kernels.families.pkawv.taylor import n_components as taylor_size
 from ooc_kernels.families.pkawv.taylor import truncation_bound
 from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
-from ooc_kernels.parallel.sampling import sample_rows
 
 __all__ = ["ProjectedKernelRidge", "CenteredBasis", "basis_statistics", "MAX_COMPONENTS"]
 
@@ -204,8 +206,8 @@ _PARAMS_DOC = """
     bandwidth : float, "auto" or "median", default="auto"
         ``sigma`` of ``k(x, x') = exp(-||x - x'||^2 / (2 sigma^2))``, in the units the
         model sees (standardized with ``standardize``).  ``"median"``: the median pairwise
-        distance of up to 2000 rows drawn from up to 8 chunks, the pairs weighted by the
-        rows' sample weights (1.0 when fewer than two distinct rows are drawn).
+        distance of 2000 rows drawn uniformly among all the rows at setup, the pairs
+        weighted by the rows' sample weights (1.0 when fewer than two distinct rows are drawn).
         ``"auto"``: of 0.125, 0.25, 0.5, 1 and 2 times that median, the width whose model
         (the same basis, its own ``degree="auto"``, ``alpha`` scaled to the rows) has the
         smallest generalized cross-validation error on 1000 of those rows (in closed form,
@@ -216,9 +218,9 @@ _PARAMS_DOC = """
         of rows, as in scikit-learn's ``KernelRidge`` and in the paper).
     standardize : bool, default=True
         The model sees every input centred and scaled to unit variance, and learns the
-        targets centred and scaled to unit variance (means and standard deviations of the
-        rows drawn at setup, weighted by their sample weights; a constant input or target
-        keeps a scale of 1), and predicts in the original units; the Gaussian kernel then
+        targets centred and scaled to unit variance (means and standard deviations of all
+        the rows, from a set-up pass over the data, weighted by their sample weights; a
+        constant input or target keeps a scale of 1), and predicts in the original units; the Gaussian kernel then
         weighs the inputs alike whatever their units, and ``alpha`` shrinks towards the
         targets' mean instead of 0.  The statistics are fixed by the first ``fit`` or
         ``partial_fit`` call (``x_shift_``, ``x_scale_``, ``y_shift_``, ``y_scale_``) and
@@ -226,11 +228,11 @@ _PARAMS_DOC = """
         targets (the paper's setting, for inputs scaled to ``[-1, 1]``).
     center : bool, default=True
         With ``standardize=False``: expand the Taylor basis around the (weighted) mean of
-        the rows drawn at setup (``center_``) instead of the origin: the same kernel, a
+        all the rows, from the set-up pass (``center_``) instead of the origin: the same kernel, a
         smaller truncation error for data away from the origin.  ``False``: around the
         origin, as the paper (for data scaled to ``[-1, 1]``).  Standardized inputs have
         their mean at the origin, so with ``standardize=True`` the expansion is around
-        the origin of the standardized inputs (the setup rows' mean) either way.
+        the origin of the standardized inputs (the rows' mean) either way.
     max_iter : int, default=1
         Passes over the data.  Every pass adds its rows' statistics, as every
         :meth:`partial_fit` call adds its batch's: a second pass over the same rows counts
@@ -343,20 +345,11 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
 
     # ------------------------------------------------------------------ fit
     def _setup_rows(self, data, sched):
-        """Up to :data:`SETUP_ROWS` finite rows drawn from up to 8 chunks, with their
-        targets and sample weights (one draw of the three variables)."""
-        seed = derive_seed(self.random_seed_, 3)
-        names = ("X", "y") + (("sample_weight",) if "sample_weight" in data.variables
-                              else ())
-        drawn = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8, seed=seed,
-                            scheduler=sched, var=names)
-        rows = np.asarray(drawn[0], dtype=np.float64)
-        y = np.asarray(drawn[1], dtype=np.float64).reshape(len(rows))
-        weights = np.asarray(drawn[2], dtype=np.float64) if len(drawn) > 2 else \
-            np.ones(len(rows))
-        keep = np.isfinite(rows).all(axis=1) & np.isfinite(y) & np.isfinite(weights) & \
-            (weights > 0)
-        return rows[keep], y[keep], weights[keep]
+        """The set-up pass (:func:`~ooc_kernels.families.pkawv._setup_pass.setup_pass`):
+        the exact moments of the rows and :data:`SETUP_ROWS` of them drawn uniformly, with
+        their targets and sample weights, the same whatever the chunking."""
+        return setup_pass(data, n_rows=SETUP_ROWS, seed=derive_seed(self.random_seed_, 3),
+                          scheduler=sched)
 
     def _initialize(self, data, sched, classes=None) -> None:
         d = data.n_features
@@ -370,20 +363,20 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                 "n_components <= 10000.")
         needs_rows = self.standardize or isinstance(self.bandwidth, str) or (
             taylor and (self.center or self.degree == "auto"))
-        rows, y, weights = self._setup_rows(data, sched) if needs_rows else \
+        stats = self._setup_rows(data, sched) if needs_rows else None
+        rows, y, weights = (stats.rows, stats.y, stats.weights) if needs_rows else \
             (np.zeros((0, d)), np.zeros(0), np.ones(0))
         unit = None if len(weights) == 0 or np.all(weights == weights[0]) else weights
         x_shift = x_scale = None
         y_shift, y_scale = 0.0, 1.0
         if self.standardize and len(rows):
-            x_shift, x_scale = moments(rows, unit)
-            y_mean, y_sd = moments(y[:, None], unit)
-            y_shift, y_scale = float(y_mean[0]), float(y_sd[0])
+            x_shift, x_scale = stats.x_mean, stats.x_sd
+            y_shift, y_scale = stats.y_mean, stats.y_sd
             rows = (rows - x_shift) / x_scale
         self._set_scaling(x_shift, x_scale, y_shift, y_scale)
         center = None
         if taylor and self.center and not self.standardize:
-            center = np.average(rows, axis=0, weights=weights) if len(rows) else np.zeros(d)
+            center = stats.x_mean
         offsets = rows - (0.0 if center is None else center)
 
         def degree_for(sigma):
