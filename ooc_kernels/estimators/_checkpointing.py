@@ -9,7 +9,11 @@ fit ends with exactly the model of an uninterrupted one.
 
 The identity of the dataset (:func:`dataset_fingerprint`) is its structure (shapes, dtypes,
 chunks, attributes, Dask token) and the fingerprint of what its Zarr stores hold, so a
-store regenerated at the same path with the same shape is another dataset.  For stores
+store regenerated at the same path with the same shape is another dataset.  In the token a
+variable that reads one whole Zarr array as it is stored (what ``ok.open_dataset`` and a
+catalog give) is named by that fingerprint rather than by its store's path: a store copied
+or moved with its checkpoint (a project folder copied to a scratch disk) is the same
+dataset, and a fit resumes from the checkpoint there.  For stores
 whose chunks carry a CRC32C (every store written by ooc_kernels) that costs one 4-byte read
 per chunk file; other Zarr stores are read once, chunk file by chunk file (their stored
 bytes, not decoded), when a fit with a checkpoint starts and once more when it resumes.
@@ -65,11 +69,40 @@ def dataset_fingerprint(data) -> dict:
     hit = _FINGERPRINTS.get(key)
     if hit is not None and hit[0]() is data:
         return hit[1]
-    found = dict(dataset_identity(data),
-                 content=content_fingerprint({**data.variables, **data.whole}))
+    content = content_fingerprint({**data.variables, **data.whole})
+    found = dict(dataset_identity(data), content=content)
+    found["token"] = _location_free_token(data, content)
     ref = weakref.ref(data, lambda _ref, key=key: _FINGERPRINTS.pop(key, None))
     _FINGERPRINTS[key] = (ref, found)
     return found
+
+
+def _whole_store_read(arr) -> bool:
+    """Whether the Dask array ``arr`` reads one whole Zarr array as it is stored and does
+    nothing else: the one-layer graph of :func:`ooc_kernels.data.integrity.guard_dask_array`."""
+    from ooc_kernels.data.integrity import zarr_sources
+
+    layers = getattr(getattr(arr, "__dask_graph__", lambda: None)(), "layers", None)
+    return (layers is not None and list(layers) == [arr.name]
+            and arr.name.startswith("checked-") and len(zarr_sources(arr)) == 1)
+
+
+def _location_free_token(data, content: dict) -> str:
+    """``data.token`` with every variable that reads one whole Zarr array
+    (:func:`_whole_store_read`) named by the fingerprint of its stored contents (``content``,
+    by variable), its chunks and dtype instead of its Dask name (which holds the store's
+    path)."""
+    import dask.base
+
+    def name(key, arr, other):
+        if str(key) in content and _whole_store_read(arr):
+            return ("zarr", content[str(key)], [list(c) for c in arr.chunks], str(arr.dtype))
+        return other()
+
+    names = {k: name(k, v, lambda v=v: data.identities[v.name]() if v.name in data.identities
+                     else v.name) for k, v in data.variables.items()}
+    return dask.base.tokenize(sorted(names.items()), sorted(
+        (k, name(k, v, lambda v=v: dask.base.tokenize(v))) for k, v in data.whole.items()))
 
 
 def read_resume_checkpoint(path) -> Checkpoint:
@@ -288,8 +321,11 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
         saved = {k: v for k, v in recorded.items() if k not in may_differ}
         now = {k: v for k, v in json_params(estimator).items() if k not in may_differ}
         problems += differences(saved, now, prefix="hyperparameter ")
-        problems += differences(meta["dataset"], dataset_fingerprint(data),
-                                prefix="dataset ")
+        now = dataset_fingerprint(data)
+        recorded = meta["dataset"].get("token") if isinstance(meta["dataset"], dict) else None
+        if recorded != now["token"] and recorded == data.token:
+            now = dict(now, token=recorded)  # a token naming the stores by their path
+        problems += differences(meta["dataset"], now, prefix="dataset ")
         end = resume_end(estimator, meta, where)
         if position > (end, 0):
             problems.append(f"max_iter: the checkpoint is already at epoch {position[0]}, "
