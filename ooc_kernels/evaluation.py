@@ -28,7 +28,7 @@ from ooc_kernels._paths import user_path
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
-from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.parallel.cluster import active_client, compute_on_client
 from ooc_kernels.parallel.scheduler import scheduler_context
 
@@ -52,9 +52,65 @@ _UNSCORED = {
 }
 
 
-def _y_index(y, classes):
-    idx = np.searchsorted(classes, y)
-    return np.clip(idx, 0, len(classes) - 1)
+def _shown(values, most: int = 10) -> str:
+    """A list of classes for a message: the first ``most`` of a longer one, and the count."""
+    values = list(values)
+    return repr(values) if len(values) <= most else \
+        f"{values[:most]!r} (the first {most} of {len(values)})"
+
+
+def _kind(dtype) -> str | None:
+    """``"numbers"`` or ``"text"`` for a dtype of labels or targets; None for objects
+    (checked value by value)."""
+    kind = np.dtype(dtype).kind
+    return "numbers" if kind in "biuf" else "text" if kind in "US" else \
+        None if kind == "O" else f"values of dtype {np.dtype(dtype)}"
+
+
+def _check_target_kind(estimator, y, classifier: bool) -> None:
+    """Refuse, before any chunk is read, targets that cannot be what ``estimator``
+    predicts: a regressor's targets are numbers, a classifier's labels of the kind of its
+    classes (NumPy would compare text with numbers as text: never equal, so every row would
+    count as wrong and the log loss would take another class's probability)."""
+    name = type(estimator).__name__
+    have = _kind(y.dtype)
+    if classifier:
+        classes = np.asarray(estimator.classes_)
+        want = _kind(classes.dtype)
+        if have is None or want is None or have == want:
+            return
+        raise InvalidDataError(
+            f"y holds {have} (dtype {y.dtype}), but {name} was fitted on classes of "
+            f"{want} ({_shown(classes.tolist())}); score it on labels of the same kind as "
+            "its classes (e.g. the same column of the same dataset), or fit it on these "
+            "labels.")
+    if have in (None, "numbers"):
+        return
+    raise InvalidDataError(
+        f"y holds {have} (dtype {y.dtype}), but {name} is a regressor: its targets are "
+        "numbers; score it on numeric targets, or fit a classifier on these labels.")
+
+
+def _y_index(y, classes, block_info=None):
+    """Each label's position in ``classes``; a label that is not a class is an
+    :class:`InvalidDataError` naming it, its chunk and row (its log loss is undefined, as
+    scikit-learn's ``log_loss`` says)."""
+    y = np.asarray(y)
+    try:
+        idx = np.clip(np.searchsorted(classes, y), 0, len(classes) - 1)
+        bad = np.asarray(classes[idx] != y, dtype=bool)
+    except TypeError:   # labels of objects that cannot be compared with the classes
+        bad = np.ones(len(y), dtype=bool)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        chunk = block_info[0]["chunk-location"][0] if block_info else "?"
+        raise InvalidDataError(
+            f"label {y[row].tolist()!r} in chunk {chunk}, row {row} is not one of the classes "
+            f"{_shown(np.asarray(classes).tolist())} the model was fitted on, so its log "
+            "loss is undefined; score the rows whose labels are among the classes "
+            "(keep = numpy.isin(y, est.classes_)), or fit the model with every class "
+            "(classes=... in partial_fit, or the dataset's 'classes' attribute).")
+    return idx
 
 
 def _take_true(proba, idx):
@@ -70,7 +126,12 @@ def _classifier_stats(pred, y, p_true=None):
 def _regressor_stats(pred, y):
     """One chunk's row: ``[rows, mean of y, squared deviations of y from that mean,
     summed squared residual, summed absolute residual]``."""
-    y = np.asarray(y, dtype=np.float64)
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as err:   # objects that are not numbers
+        raise InvalidDataError(
+            f"a regressor's targets are numbers, but y cannot be read as numbers "
+            f"({type(err).__name__}: {err}); score it on numeric targets.") from err
     resid = y - np.asarray(pred, dtype=np.float64)
     mean = y.mean() if len(y) else 0.0
     return np.array([[len(y), mean, float(((y - mean) ** 2).sum()),
@@ -125,6 +186,7 @@ def _chunk_stats(estimator, data) -> tuple[da.Array, bool]:
     pred = estimator.predict(Xd)
     args = [pred, yd]
     classifier = hasattr(estimator, "classes_")
+    _check_target_kind(estimator, yd, classifier)
     if classifier:
         stats, k = _classifier_stats, 3
         if hasattr(estimator, "predict_proba"):
