@@ -29,7 +29,7 @@ from ooc_kernels._progress import progress_bar
 from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
-from ooc_kernels.parallel.cluster import active_client, compute_on_client
+from ooc_kernels.parallel.cluster import active_client, compute
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["evaluate", "scored_task", "write_predictions"]
@@ -138,6 +138,17 @@ def _regressor_stats(pred, y):
                       float((resid ** 2).sum()), float(np.abs(resid).sum())]])
 
 
+def _r2(ss_res: float, ss_tot: float, n: float) -> float:
+    """R^2 as scikit-learn's ``r2_score`` gives it: NaN for fewer than two rows, and for
+    constant targets (``ss_tot == 0``) 1.0 when every prediction is exact, else 0.0
+    (``force_finite=True``), not ``-inf`` or NaN."""
+    if n < 2:
+        return float("nan")
+    if ss_tot == 0:
+        return 1.0 if ss_res == 0 else 0.0
+    return 1.0 - ss_res / ss_tot
+
+
 def scored_task(estimator) -> str:
     """``"classification"`` or ``"regression"``: the metrics :func:`evaluate` computes for
     ``estimator`` (an estimator or its class); the task comes from its ``capabilities``, or
@@ -222,11 +233,8 @@ def _batches(n_chunks: int, sched) -> list[tuple[int, int]]:
 
 def _compute(obj, sched):
     """``dask.compute(obj)[0]`` on ``sched`` (on a Client with bounded waits: a lost
-    scheduler is reported)."""
-    client = active_client(sched)
-    if client is not None:
-        return compute_on_client(client, obj)
-    (value,) = dask.compute(obj, scheduler=sched)
+    scheduler is reported, :func:`~ooc_kernels.parallel.cluster.compute`)."""
+    (value,) = compute(obj, scheduler=sched)
     return value
 
 
@@ -290,7 +298,7 @@ def evaluate(estimator, X, y=None, *, progress: bool | None = None,
         counts, means, m2 = rows[:, 0], rows[:, 1], rows[:, 2]
         mean = (counts * means).sum() / n
         ss_tot = m2.sum() + (counts * (means - mean) ** 2).sum()
-        out = {"r2": 1.0 - rows[:, 3].sum() / ss_tot, "rmse": np.sqrt(rows[:, 3].sum() / n),
+        out = {"r2": _r2(rows[:, 3].sum(), ss_tot, n), "rmse": np.sqrt(rows[:, 3].sum() / n),
                "mae": rows[:, 4].sum() / n}
     return {k: float(v) for k, v in out.items()}
 

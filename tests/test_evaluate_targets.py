@@ -6,7 +6,7 @@ regressor are an ``InvalidDataError`` naming the value; labels that equal the cl
 
 import numpy as np
 import pytest
-from sklearn.metrics import accuracy_score, log_loss
+from sklearn.metrics import accuracy_score, log_loss, r2_score
 
 import ooc_kernels as ok
 from ooc_kernels.evaluation import evaluate
@@ -60,3 +60,16 @@ def test_a_regressor_refuses_text_targets(data):
         evaluate(reg, X, np.where(y == 1, "up", "down"))
     with pytest.raises(InvalidDataError, match="cannot be read as numbers"):
         evaluate(reg, X, np.array(["up"] * len(y), dtype=object))
+
+
+def test_r2_of_constant_targets_is_scikit_learns():
+    X = np.random.default_rng(1).normal(size=(60, 2))
+    constant = np.full(60, 1.5)
+    for est, y in ((ok.DSGRegressor(n_features=256, max_iter=2, tol=None, random_state=0,
+                                    scheduler="sync"), X[:, 0]),        # predictions vary
+                   (ok.ProjectedKernelRidge(), constant)):              # predictions exact
+        est.fit(X, y)
+        pred = est.predict(X)
+        out = evaluate(est, X, constant)
+        assert out["r2"] == r2_score(constant, pred)   # 0.0 / 1.0, not -inf / nan
+        assert np.isfinite(out["r2"])
