@@ -411,3 +411,22 @@ def test_combine_does_not_apply_to_a_sequential_solver():
 
     with pytest.raises(NotApplicable, match="never combines"):
         check_combine(LMS_SOLVER)
+
+
+class _ReadsLabelsByPosition(DSGRegressor):
+    """Drops the feature labels of an xarray input before predicting: reads by position."""
+
+    def _predict_data(self, X):
+        import xarray as xr
+
+        if isinstance(X, xr.DataArray) and X.dims[1] in X.coords:
+            X = X.drop_vars(X.dims[1])
+        return super()._predict_data(X)
+
+
+def test_an_estimator_that_reads_labelled_features_by_position_is_caught():
+    from ooc_kernels.testing import check_estimator_feature_coords
+
+    with pytest.raises(AssertionError, match="_ReadsLabelsByPosition.predict of reordered "
+                       "coordinates was accepted"):
+        check_estimator_feature_coords(_ReadsLabelsByPosition)

@@ -53,3 +53,12 @@ def test_the_check_sees_a_docstring_that_is_not_one():
 
     assert _problems(Concatenated) == ["no docstring of its own"]
     assert _problems(Partial) == ["parameter 'beta' not documented", "no example"]
+
+
+@pytest.mark.parametrize("name", available_estimators())
+def test_every_estimator_documents_the_feature_labels_it_records(name):
+    """Every estimator records ``feature_coords_`` from labelled xarray input (the shared
+    input path of ``ChunkedEstimator``), so every one lists it under Attributes."""
+    doc = docscrape.ClassDoc(get_estimator(name))
+    names = {n.strip() for attr in doc["Attributes"] for n in attr.name.split(",")}
+    assert "feature_coords_" in names

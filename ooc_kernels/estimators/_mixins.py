@@ -24,6 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from ooc_kernels._checks import check_plain_array
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
+from ooc_kernels.estimators._feature_coords import check_feature_coords, opened_input
 from ooc_kernels.estimators._inputs import (
     _is_chunked_input,
     _with_sample_weight,
@@ -217,9 +218,11 @@ def _scored_data(estimator, X, y, sample_weight) -> ChunkedData:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(estimator, "_state")
+    X = opened_input(X)
     data = check_row_input(estimator, as_chunked(X, y, chunk_size=estimator.chunk_size,
                                                  require_y=True))
     estimator._check_lazy_features(data)
+    check_feature_coords(estimator, X)
     return _with_sample_weight(data, sample_weight)
 
 

@@ -98,6 +98,8 @@ from ooc_kernels.estimators._inputs import (
     validated_xy,
 )
 from ooc_kernels.estimators._continuation import check_unchanged_params, model_params
+from ooc_kernels.estimators._feature_coords import (check_feature_coords, opened_input,
+                                                    record_feature_coords)
 from ooc_kernels.estimators._family_hooks import FamilyHooks
 from ooc_kernels.estimators._mixins import ChunkedClassifierMixin, ChunkedRegressorMixin
 from ooc_kernels.estimators._prediction import ChunkedPrediction
@@ -252,6 +254,7 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
                 "array, a Dataset or a catalog entry."
             )
         if _is_chunked_input(X):
+            X = opened_input(X)   # an Intake reader is read once: its rows and its labels
             data = check_row_input(self, as_chunked(
                 X, y, chunk_size=self.chunk_size, require_y=supervised, check_y=not skip),
                 name)
@@ -261,8 +264,10 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
                     self.feature_names_in_ = np.asarray(data.feature_names, dtype=object)
                 elif hasattr(self, "feature_names_in_"):
                     del self.feature_names_in_
+                record_feature_coords(self, X)
             elif reset is not None:
                 self._check_lazy_features(data)
+            check_feature_coords(self, X, name)   # xarray feature labels in fit's order
             return data
         if reset is None:
             from sklearn.utils.validation import check_array
@@ -310,8 +315,10 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
         declares ``capabilities.factorized``, a ``ValidationError`` for the others."""
         check_is_fitted(self, "_state")
         if _is_chunked_input(X):
+            X = opened_input(X)
             data = check_row_input(self, as_chunked(X, chunk_size=self.chunk_size))
             self._check_lazy_features(data)
+            check_feature_coords(self, X)
             return data, True
         X = sklearn_validated(validate_data, self, X, reset=False,
                               dtype=[np.float64, np.float32])

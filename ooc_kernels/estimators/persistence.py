@@ -66,6 +66,8 @@ from ooc_kernels._atomic import (KIND_ATTR, atomic_dir, expand_user, read_consis
                                  sweep_stale)
 from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
+from ooc_kernels.estimators._feature_coords import (restore_feature_coords,
+                                                   saved_feature_coords)
 from ooc_kernels.estimators._param_json import MAPPING_TAG, decoded_mapping, json_param
 from ooc_kernels.estimators._registry import ESTIMATORS
 from ooc_kernels.exceptions import (ModelFormatError, OocKernelsWarning, RegistryError,
@@ -93,6 +95,7 @@ def _base_meta(estimator) -> dict:
     return {
         "n_features_in_": int(estimator.n_features_in_),
         "feature_names_in_": None if names is None else [str(n) for n in names],
+        "feature_coords_": saved_feature_coords(estimator),
         "random_seed_": int(estimator.random_seed_),
         "data_seed": str(estimator._data_seed),
         "n_epochs_done": int(estimator._n_epochs_done),
@@ -476,6 +479,7 @@ def restore_model(meta: dict, arrays: dict, *, where: str = "model", estimator=N
                     f"{est.n_features_in_} strings, found {names!r}; {_FIX}."
                 )
             est.feature_names_in_ = np.asarray(names, dtype=object)
+        restore_feature_coords(est, base.get("feature_coords_"), est.n_features_in_, where)
         est.random_seed_ = _count(base, "random_seed_", where)
         est._data_seed = int(base["data_seed"])
         est._n_epochs_done = _count(base, "n_epochs_done", where)

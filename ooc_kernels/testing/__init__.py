@@ -27,7 +27,9 @@ Estimator contract (:func:`estimator_checks`)
     give; a finishing step runs once, also in a resumed fit; save and load give identical
     outputs; ``fit`` equals the loop of ``partial_fit`` over the epochs; lazy and
     in-memory outputs agree; probabilities sum to one, standard deviations are
-    non-negative.  The data (:func:`problem`) follows the declared inputs and task:
+    non-negative; a model fitted on xarray features with coordinate labels refuses them in
+    another order (every output, ``score``, ``partial_fit``, a ``warm_start`` fit, after
+    save and load too) and reads unlabelled features by position.  The data (:func:`problem`) follows the declared inputs and task:
     labelled classes, real targets, unlabelled rows or two samples.
     scikit-learn's ``check_estimator`` runs on the *default-constructed* estimator (see
     ``tests/test_sklearn_checks.py``).
@@ -49,6 +51,7 @@ from ooc_kernels.testing._algorithms import (
     check_algorithm_schedulers,
     check_combine,
 )
+from ooc_kernels.testing._coords import check_estimator_feature_coords
 from ooc_kernels.testing._declared import check_estimator_capabilities
 from ooc_kernels.testing._estimators import (
     check_estimator_finishing,
@@ -77,6 +80,7 @@ __all__ = [
     "check_algorithm_schedulers",
     "check_combine",
     "check_estimator_capabilities",
+    "check_estimator_feature_coords",
     "check_estimator_finishing",
     "check_estimator_lazy_predictions",
     "check_estimator_partial_fit_loop",

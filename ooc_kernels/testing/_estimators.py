@@ -20,6 +20,7 @@ import dask.array as da
 import numpy as np
 
 from ooc_kernels.estimators._registry import ESTIMATORS
+from ooc_kernels.testing._coords import check_estimator_feature_coords
 from ooc_kernels.testing._declared import check_estimator_capabilities
 from ooc_kernels.testing._problems import (
     CHUNK,
@@ -379,7 +380,8 @@ def check_estimator_probabilistic(cls, client=None) -> None:
 _CHECKS = (check_estimator_capabilities, check_estimator_schedulers,
            check_estimator_storage_order, check_estimator_resume, check_estimator_finishing,
            check_estimator_save_load, check_estimator_partial_fit_loop,
-           check_estimator_lazy_predictions, check_estimator_probabilistic)
+           check_estimator_lazy_predictions, check_estimator_probabilistic,
+           check_estimator_feature_coords)
 
 
 def estimator_checks() -> Iterator[tuple[str, Callable]]:

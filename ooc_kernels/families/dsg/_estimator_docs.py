@@ -163,6 +163,11 @@ _ATTRIBUTES_DOC = """
         pass over the data (of the last epoch of ``fit``, of the data of the last
         ``partial_fit`` call).
     n_features_in_ : int
+    feature_coords_ : ndarray of shape (n_features_in,)
+        The labels of the feature coordinate of an xarray ``fit`` input (a DataArray's
+        second dimension, a Dataset's ``X`` variable's), when it has them; a later input
+        with labels must have these in this order (``X.sel({dim: model.feature_coords_})``
+        selects them), one without labels is read by position.  Not set otherwise.
     shuffle_chunks_ : int
         Chunks whose rows one task mixed (the resolved ``shuffle_chunks``).
 """

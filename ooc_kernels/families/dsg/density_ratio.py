@@ -170,6 +170,12 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
     n_iter_, t_, history_, stop_reason_, n_blocks_seen_, n_samples_seen_,
     n_samples_skipped_ : as the DSG estimators
     n_features_in_ : int
+    feature_coords_ : ndarray of shape (n_features_in,)
+        The labels of the feature coordinate of an xarray ``X_p`` (a DataArray's second
+        dimension, a Dataset's ``X`` variable's), when it has them; ``X_q`` and later
+        inputs with labels must have these in this order
+        (``X.sel({dim: model.feature_coords_})`` selects them), inputs without labels are
+        read by position.  Not set otherwise.
 
     Examples
     --------

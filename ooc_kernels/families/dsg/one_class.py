@@ -288,7 +288,8 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         With ``basis="nystroem"``: the landmarks, in the units the model sees (standardized
         with ``standardize``); None with ``basis="random"``.
     n_iter_, t_, history_, stop_reason_, n_blocks_seen_, n_samples_seen_,
-    n_samples_skipped_, n_features_in_, shuffle_chunks_ : as in :class:`DSGRegressor`
+    n_samples_skipped_, n_features_in_, shuffle_chunks_, feature_coords_ : as in
+        :class:`DSGRegressor`
 
     Examples
     --------

@@ -134,6 +134,13 @@ _ATTRIBUTES_DOC = """
         One entry when every task has the same rows (one group of chunks, ``K = 1``).
     local_rows_, local_tasks_ : ndarray of int of shape (n_local_problems,)
         Sorted by rows, then tasks.
+    n_features_in_ : int
+    feature_coords_ : ndarray of shape (n_features_in,)
+        The labels of the feature coordinate of an xarray ``fit`` input (a DataArray's
+        second dimension, a Dataset's ``X`` variable's, the second dimension of a
+        factorized input's DataArray ``V``), when it has them; a later input with labels
+        must have these in this order (``X.sel({dim: model.feature_coords_})`` selects
+        them), one without labels is read by position.  Not set otherwise.
 """
 
 

@@ -45,6 +45,8 @@ from sklearn.utils.validation import check_is_fitted, check_random_state, valida
 from ooc_kernels._moments import weighted_moments
 from ooc_kernels.estimators._constraints import (RANDOM_STATE, Interval, StrOptions,
                                                  validate_params)
+from ooc_kernels.estimators._feature_coords import (check_feature_coords,
+                                                    record_feature_coords)
 from ooc_kernels.estimators.base import sklearn_validated
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dspdc.in_memory.mtlmnn import build_triplets, mtlmnn_dspdc
@@ -149,6 +151,13 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
         The divisor of each column of ``X`` (as ``standardize`` says; 1 for a constant
         column, and for every column with ``standardize=False``).
     n_features_in_ : int
+    feature_coords_ : ndarray (n_features_in,)
+        The labels of the feature coordinate of an xarray ``X`` given to ``fit`` (its
+        second dimension's), when it has them; not set otherwise.  ``transform``,
+        ``predict`` and ``predict_proba`` refuse an ``X`` whose labels differ or come in
+        another order (``ValidationError``; select them as in fit with
+        ``X.sel({dim: model.feature_coords_})``) and read an ``X`` without labels by
+        position.
     """
 
     _parameter_constraints: dict = {
@@ -231,7 +240,9 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
     def _validated(self, X):
         """``X`` of a fitted model's method: finite, 2-d, ``n_features_in_`` columns."""
         check_is_fitted(self, "metrics_")
-        return sklearn_validated(validate_data, self, X, dtype=np.float64, reset=False)
+        checked = sklearn_validated(validate_data, self, X, dtype=np.float64, reset=False)
+        check_feature_coords(self, X)
+        return checked
 
     def fit(self, X, y, *, task=None):
         """Build the triplets of every task and solve (35) by DSPDC.
@@ -258,6 +269,7 @@ class MultiTaskLMNN(ClassNamePrefixFeaturesOutMixin, ClassifierMixin, Transforme
             or with one class, ``task`` of the wrong length, a task with one class.
         """
         validate_params(self)
+        record_feature_coords(self, X)
         X, y = sklearn_validated(validate_data, self, X, y, dtype=np.float64, reset=True)
         sklearn_validated(check_classification_targets, y)
         self.classes_ = np.unique(y)

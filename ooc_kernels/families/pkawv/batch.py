@@ -282,6 +282,11 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         Rows added to the statistics, and rows left out by ``on_invalid="skip"``.
     n_iter_ : int
     n_features_in_ : int
+    feature_coords_ : ndarray of shape (n_features_in,)
+        The labels of the feature coordinate of an xarray ``fit`` input (a DataArray's
+        second dimension, a Dataset's ``X`` variable's), when it has them; a later input
+        with labels must have these in this order (``X.sel({dim: model.feature_coords_})``
+        selects them), one without labels is read by position.  Not set otherwise.
 
     Examples
     --------

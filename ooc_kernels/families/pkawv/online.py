@@ -312,6 +312,11 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
     y_shift_, y_scale_ : float
         The model learns ``(y - y_shift_) / y_scale_`` (0.0 and 1.0: the raw targets).
     n_features_in_ : int
+    feature_coords_ : ndarray of shape (n_features_in,)
+        The labels of the feature coordinate of an xarray ``fit`` input (a DataArray's
+        second dimension, a Dataset's ``X`` variable's), when it has them; a later input
+        with labels must have these in this order (``X.sel({{dim: model.feature_coords_}})``
+        selects them), one without labels is read by position.  Not set otherwise.
     n_iter_ : int
         Passes done.
 

@@ -1,0 +1,167 @@
+"""The feature coordinate labels of a model fitted on xarray data: recorded at fit as
+``feature_coords_``, compared at every later call that reads features, saved with the model.
+
+A model reads the features of its input by position.  An xarray input whose feature
+dimension has an index coordinate names its columns, so a fit on such an input records the
+labels (:func:`record_feature_coords`), and every later input with labels is checked against
+them (:func:`check_feature_coords`): the same labels in another order, or other labels, are
+refused with a :class:`~ooc_kernels.exceptions.ValidationError` that names the first
+mismatch and how to select the features in fit's order, as a pandas or Dask DataFrame with
+reordered columns is refused by its column names.  An input without labels (NumPy, Dask, a
+DataArray without a feature coordinate) is taken by position, as always.  The labels are not
+``feature_names_in_``: scikit-learn would then warn at every call on NumPy input.
+
+Examples
+--------
+>>> import numpy as np, xarray as xr
+>>> from sklearn.base import BaseEstimator
+>>> X = xr.DataArray(np.zeros((2, 3)), dims=("time", "channel"),
+...                  coords={"channel": ["a", "b", "c"]})
+>>> model = BaseEstimator()
+>>> record_feature_coords(model, X)
+>>> model.feature_coords_.tolist()
+['a', 'b', 'c']
+>>> check_feature_coords(model, X.sel(channel=["a", "b", "c"]))
+>>> try:
+...     check_feature_coords(model, X.sel(channel=["b", "a", "c"]))
+... except ValidationError as err:
+...     print(str(err)[:76])
+X's feature coordinate 'channel' has the labels the model was fitted with in
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ooc_kernels.data._feature_coords import KEPT_KINDS, feature_coords, opened_input
+from ooc_kernels.exceptions import ModelFormatError, ValidationError
+
+__all__ = ["ATTRIBUTE", "check_feature_coords", "opened_input", "record_feature_coords",
+           "restore_feature_coords", "saved_feature_coords"]
+
+#: The fitted attribute holding the labels.
+ATTRIBUTE = "feature_coords_"
+
+_FIX = "re-save the model or restore it from a backup"
+
+
+def record_feature_coords(estimator, X) -> None:
+    """Set ``estimator.feature_coords_`` from the feature labels of the fit input ``X``, or
+    remove it when ``X`` has none."""
+    found = feature_coords(X)
+    if found is not None:
+        setattr(estimator, ATTRIBUTE, found[1])
+    elif hasattr(estimator, ATTRIBUTE):
+        delattr(estimator, ATTRIBUTE)
+
+
+def _short(values: list, limit: int = 8) -> str:
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
+
+
+def check_feature_coords(estimator, X, name: str = "X") -> None:
+    """Refuse an input ``X`` whose feature labels are not ``estimator.feature_coords_`` in
+    the same order; accept an input without labels, or any input of a model fitted without
+    them.  Call it after the number of features was checked.
+
+    Raises
+    ------
+    ValidationError
+        The same labels in another order (the message names the first position that
+        differs), or other labels (it names the first one the model was not fitted with);
+        either way it says how to select the features as in fit.
+    """
+    fitted = getattr(estimator, ATTRIBUTE, None)
+    found = None if fitted is None else feature_coords(X)
+    if found is None:
+        return
+    import pandas as pd
+
+    dim, given = found
+    want, got = pd.Index(fitted), pd.Index(given)
+    if want.equals(got):
+        return
+    cls = type(estimator).__name__
+    select = f"{name}.sel({{{dim!r}: model.feature_coords_}})"
+    both = f"fitted with {_short(list(want))}, got {_short(list(got))}"
+    if len(want) == len(got) and want.is_unique and got.is_unique \
+            and want.isin(got).all() and got.isin(want).all():
+        i = next(i for i, (a, b) in enumerate(zip(want, got)) if not a == b)
+        raise ValidationError(
+            f"{name}'s feature coordinate {dim!r} has the labels the model was fitted with "
+            f"in another order: position {i} is {got[i]!r}, where {cls} was fitted with "
+            f"{want[i]!r} ({both}); features are read by position, so order them as in "
+            f"fit, e.g. {select}.")
+    unknown = [v for v, known in zip(got, got.isin(want)) if not known]
+    which = (f"{unknown[0]!r} (position {list(got).index(unknown[0])}) is not one of "
+             "them" if unknown else "some are repeated or missing")
+    raise ValidationError(
+        f"{name}'s feature coordinate {dim!r} does not have the labels {cls} was fitted "
+        f"with: {which} ({both}); give the features the model was fitted with, in fit's "
+        f"order, e.g. {select}, or drop the labels ({name}.drop_vars({dim!r})) if these "
+        "are the same features under other names.")
+
+
+def saved_feature_coords(estimator) -> dict | None:
+    """``feature_coords_`` as JSON for a model file: ``{"dtype", "values"}`` (times as
+    integers of their unit), or None when the model has none."""
+    labels = getattr(estimator, ATTRIBUTE, None)
+    if labels is None:
+        return None
+    arr = np.asarray(labels)
+    values = arr.astype(np.int64) if arr.dtype.kind in "Mm" else arr
+    return {"dtype": arr.dtype.str, "values": values.tolist()}
+
+
+def _valid_value(kind: str):
+    if kind == "b":
+        return lambda v: isinstance(v, bool)
+    if kind in "iuMm":
+        return lambda v: isinstance(v, int) and not isinstance(v, bool)
+    if kind == "f":
+        return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) \
+            and math.isfinite(v)
+    return lambda v: isinstance(v, str)
+
+
+def restore_feature_coords(estimator, saved, n_features: int, where: str) -> None:
+    """Set ``feature_coords_`` from :func:`saved_feature_coords`'s entry of a model file
+    (absent, None: the model has none).
+
+    Raises
+    ------
+    ModelFormatError
+        The entry is not ``n_features`` labels of a kind a fit records.
+    """
+    if saved is None:
+        if hasattr(estimator, ATTRIBUTE):
+            delattr(estimator, ATTRIBUTE)
+        return
+    problem = None
+    dtype = saved.get("dtype") if isinstance(saved, dict) else None
+    values = saved.get("values") if isinstance(saved, dict) else None
+    try:
+        kind = np.dtype(dtype).kind if isinstance(dtype, str) else None
+    except TypeError:
+        kind = None
+    if kind is None or kind not in KEPT_KINDS + "O":
+        problem = "a dtype of numbers, bools, text or times"
+    elif not isinstance(values, list) or len(values) != n_features \
+            or not all(map(_valid_value(kind), values)):
+        problem = f"{n_features} values of dtype {dtype}"
+    if problem is not None:
+        text = repr(saved)
+        raise ModelFormatError(
+            f"{where}: the metadata's base.feature_coords_ must be {{'dtype', 'values'}} "
+            f"with {problem}, found {text[:80] + ('...' if len(text) > 80 else '')}; "
+            f"{_FIX}.")
+    if kind in "Mm":
+        labels = np.asarray(values, dtype=np.int64).astype(np.dtype(dtype))
+    elif kind == "O":
+        labels = np.array(values, dtype=object)
+    else:
+        labels = np.asarray(values, dtype=np.dtype(dtype))
+    setattr(estimator, ATTRIBUTE, labels)
