@@ -17,9 +17,11 @@ ooc_kernels.exceptions.InvalidDataError: X has a non-finite value (inf) in chunk
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from ooc_kernels.exceptions import InvalidDataError, ValidationError
+from ooc_kernels.exceptions import InputTypeError, InvalidDataError, ValidationError
 
 __all__ = ["RowOrigin", "SampleOrigin", "check_finite", "check_plain_array",
            "non_finite_error"]
@@ -129,8 +131,10 @@ def check_finite(values: np.ndarray, var: str, chunk) -> None:
 
 def check_plain_array(value, name: str) -> None:
     """Refuse a NumPy masked array with masked values (NumPy's conversions drop the mask
-    and keep the values under it, which would be read as data) and a structured (record)
-    array (named fields, not columns).
+    and keep the values under it, which would be read as data), a structured (record)
+    array (named fields, not columns), and a path or other text given as data (a Zarr
+    store's path as ``X``: scikit-learn's checks would report a missing ``y`` or a string
+    that cannot be converted to float, never how to read the store).
 
     Examples
     --------
@@ -140,6 +144,8 @@ def check_plain_array(value, name: str) -> None:
     ...
     ooc_kernels.exceptions.ValidationError: y is a masked array with 1 masked value ...
     """
+    if isinstance(value, (str, bytes, os.PathLike)):
+        raise _path_as_data(value, name)
     fields = getattr(getattr(value, "dtype", None), "names", None)
     if isinstance(value, np.ndarray) and fields:
         raise ValidationError(
@@ -163,4 +169,18 @@ def check_plain_array(value, name: str) -> None:
         f"first at {where}); NumPy's conversion keeps the values under the mask, which "
         f"would be read as data. Fill them, e.g. {name}.filled(np.nan) (and fit with "
         f"on_invalid='skip' to leave those rows out), or drop them: {drop}."
+    )
+
+
+def _path_as_data(value, name: str) -> InputTypeError:
+    """The error for text (a path, most likely) where ``name`` must hold data."""
+    shown = repr(os.fspath(value) if isinstance(value, os.PathLike) else value)
+    if len(shown) > 200:
+        shown = f"{shown[:200]}... ({len(shown)} characters in all)"
+    return InputTypeError(
+        f"{name} is {type(value).__name__} {shown}, not data; the estimators take arrays, "
+        "DataFrames, Dask or xarray objects. For a Zarr store at that path, pass the "
+        f"store opened as a Dataset: ooc_kernels.data.open_zarr_dataset({shown}) (with "
+        "variables={'X': NAME, 'y': NAME} for a store whose variables have other names); "
+        "for a catalog entry, ooc_kernels.open_dataset(catalog, entry)."
     )
