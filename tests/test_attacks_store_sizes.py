@@ -81,6 +81,9 @@ def test_a_store_declaring_a_chunk_larger_than_the_memory_is_refused_on_opening(
     (ROWS, 1, r"is read with chunks=1 in chunks of shape \(1, 1\), 2000000000000 chunks"),
     (ROWS, {"sample": "{N}"}, r"chunks=\{'sample': '\{N\}'\} sets '\{N\}' for a dimension, "
                               r"which cannot be checked"),
+    # beyond 64 bits: NumPy's TypeError inside Dask, reported as a CatalogError about isnan
+    (20, {"sample": 10**23}, r"sets 100000000000000000000000 for a dimension, which cannot "
+                             r"be checked; give a positive number of rows \(at most 2\*\*63"),
 ])
 def test_a_catalog_entry_that_reads_a_store_in_too_many_or_too_large_chunks_is_refused(
         store, rows, chunks, match):

@@ -43,6 +43,8 @@ __all__ = ["MAX_CHUNKS", "check_store_limits"]
 #: Most chunks one array of a dataset store may have (all dimensions together).
 MAX_CHUNKS = 10**6
 
+_MAX_INT64 = 2**63 - 1
+
 _FIX = ("the store's metadata was edited or damaged, or the store was written with other "
         "chunks: rewrite it with ooc_kernels.data.write_chunks (chunks of 10,000 to 100,000 "
         "rows) or restore it from a backup")
@@ -81,13 +83,13 @@ def _requested(chunks: Any, dims: tuple, shape: tuple, stored: tuple, where: str
             out.append(max(n, 1))
         elif v == "auto":
             out.append(c)
-        elif isinstance(v, int) and not isinstance(v, bool) and v > 0:
+        elif isinstance(v, int) and not isinstance(v, bool) and 0 < v <= _MAX_INT64:
             out.append(v)
-        else:
+        else:   # beyond 64 bits, NumPy and Dask cannot hold the chunk size (a TypeError)
             raise SchemaError(
                 f"{where}: chunks={chunks!r} sets {v!r} for a dimension, which cannot be "
-                f"checked; give a positive number of rows, -1 or 'auto' per dimension, or "
-                f"leave chunks out (the store's own chunks)")
+                f"checked; give a positive number of rows (at most 2**63 - 1), -1 or "
+                f"'auto' per dimension, or leave chunks out (the store's own chunks)")
     return tuple(out)
 
 
