@@ -145,7 +145,11 @@ def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
     Returns ``x`` (``(p,)`` float64), or None when a value is not finite (no start: the fit
     starts from zero and reports the values), and the iterations run.  Every iteration
     whose full step is accepted reads the rows once (:func:`newton_pass` at the trial
-    point); a shorter step costs one more read (:func:`newton_pass` at the point taken)."""
+    point); a shorter step costs one more read (:func:`newton_pass` at the point taken).
+    Rows with more columns than rows
+    (:func:`~ooc_kernels.families.dspdc._wide_newton.wide_applies`) take the same steps
+    solved in the ``n``-space instead
+    (:func:`~ooc_kernels.families.dspdc._wide_newton.newton_solution`)."""
     n, p = rows.shape
     tol = DEFAULT_TOL if tol is None else float(tol)
     subsample = n >= SUBSAMPLE * 8 * p              # every SUBSAMPLE-th row leaves >= 8 p

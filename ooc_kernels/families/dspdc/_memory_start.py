@@ -27,7 +27,9 @@ w_i phi*(y_i)`` are the sums the tasks keep, not the scatter's).  Other in-memor
 
 The binary logistic loss with an l2 part and no l1 part starts likewise from Newton's
 solution of the standardized problem on the rows held
-(:func:`~ooc_kernels.families.dspdc._logistic_start.logistic_newton`, to the fit's ``tol``),
+(:func:`~ooc_kernels.families.dspdc._logistic_start.logistic_newton`, to the fit's ``tol``;
+on wide rows, fewer rows than columns, its steps solved in the ``n``-space:
+:mod:`~ooc_kernels.families.dspdc._wide_newton`),
 with the duals ``y_i = phi_i'(a_i^T x_0)`` (:func:`logistic_memory_start`, and for the
 fused tasks ``MemoryTasks.start_at``).
 
@@ -85,7 +87,8 @@ def memory_start_applies(config) -> bool:
     from ooc_kernels.families.dspdc._start_rule import start_kind
 
     return start_kind(int(config.loss_id), float(config.lam1), float(config.lam2),
-                      int(config.n_features), bool(config.factorized)) is not None
+                      int(config.n_features), bool(config.factorized),
+                      n=int(config.n_samples)) is not None
 
 
 def memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
@@ -113,15 +116,16 @@ def logistic_memory_start(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
                           tol) -> dict:
     """The start fields of the logistic loss (``start_x``, ``start_w``, ``start_conj``) on
     the solver's rows ``rows``, labels ``b`` (``-1 / +1``) and row weights (None: ones):
-    Newton's ``x_0`` (:func:`~ooc_kernels.families.dspdc._logistic_start.logistic_newton`
+    Newton's ``x_0`` (:func:`~ooc_kernels.families.dspdc._wide_newton.newton_solution`
     to the fit's ``tol``), the duals ``y = phi'(A x_0)``, ``A^T (w y)`` and ``sum_i w_i
     phi*(y_i)`` over the rows of weight ``> 0``; empty (the zero start) when a value is not
     finite."""
-    from ooc_kernels.families.dspdc._logistic_start import logistic_duals, logistic_newton
+    from ooc_kernels.families.dspdc._logistic_start import logistic_duals
+    from ooc_kernels.families.dspdc._wide_newton import newton_solution
     from ooc_kernels.families.dspdc.kernels_memory import row_conjugates
 
     z = np.empty(len(b))
-    x0, _ = logistic_newton(rows, b, weights, lam2, tol, margins=z)
+    x0, _ = newton_solution(rows, b, weights, lam2, tol, margins=z)
     if x0 is None:
         return {}
     y = logistic_duals(z, b)                       # z = A x_0 from Newton's last pass
@@ -163,10 +167,10 @@ def start_in_memory(estimator, rows) -> None:
     tol = getattr(estimator, "tol", None)
     margins = None
     if int(cfg.loss_id) == LOSS_LOGISTIC and fused is not None:   # the sums from the tasks
-        from ooc_kernels.families.dspdc._logistic_start import logistic_newton
+        from ooc_kernels.families.dspdc._wide_newton import newton_solution
 
         margins = np.empty(len(b))                 # A x_0 from Newton's last pass
-        x0, _ = logistic_newton(rows.rows, b, weights, float(cfg.lam2), tol, margins=margins)
+        x0, _ = newton_solution(rows.rows, b, weights, float(cfg.lam2), tol, margins=margins)
         start = {} if x0 is None else {"start_x": tuple(float(v) for v in x0)}
     elif int(cfg.loss_id) == LOSS_LOGISTIC:
         start = logistic_memory_start(rows.rows, b, weights, float(cfg.lam2), tol)

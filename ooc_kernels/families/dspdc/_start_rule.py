@@ -12,7 +12,11 @@ whatever ``chunks_per_round``:
   :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES` solver columns:
   Newton's solution (:mod:`~ooc_kernels.families.dspdc._logistic_start`), computed by
   rounds that run in memory; out of core, where each Newton iteration would be a read of
-  the rows, the logistic fit starts from zero.
+  the rows, the logistic fit starts from zero;
+* the same logistic start in memory on wide rows, fewer rows than columns (at most
+  :data:`~ooc_kernels.families.dspdc._wide_newton.WIDE_MAX_ROWS` of them), at any number of
+  columns: Newton's steps solved in the ``n``-space
+  (:mod:`~ooc_kernels.families.dspdc._wide_newton`).
 
 :func:`start_kind` is the rule.  Which path computes the squared loss's start follows from
 where the rounds run
@@ -28,6 +32,8 @@ Examples
 ('squared', 'logistic')
 >>> start_kind(LOSS_LOGISTIC, 0.01, 0.1, 51, False), start_kind(LOSS_SQUARED, 0.0, 0.1, 600, False)
 (None, None)
+>>> start_kind(LOSS_LOGISTIC, 0.0, 0.1, 1001, False, n=200), start_kind(LOSS_LOGISTIC, 0.0, 0.1, 1001, False)
+('logistic', None)
 """
 
 from __future__ import annotations
@@ -37,20 +43,29 @@ from ooc_kernels.losses import LOSS_LOGISTIC, LOSS_SQUARED
 __all__ = ["start_applies", "start_kind"]
 
 
-def start_kind(loss_id: int, lam1: float, lam2: float, p: int, factorized: bool) -> str | None:
+def start_kind(loss_id: int, lam1: float, lam2: float, p: int, factorized: bool,
+               n: int | None = None) -> str | None:
     """``"squared"``, ``"logistic"`` or None: the start a fit of the loss ``loss_id`` with
     the penalties ``lam1``, ``lam2`` on ``p`` solver columns (the intercept's included)
-    takes; ``factorized`` rows take none.  The input's type and ``chunks_per_round`` do not
+    takes; ``factorized`` rows take none.  ``n``: the rows of a fit whose rounds run in
+    memory (None out of core), where the logistic loss also starts from Newton's solution
+    on wide rows (:func:`~ooc_kernels.families.dspdc._wide_newton.wide_applies`: fewer rows
+    than columns, whatever their number).  The input's type and ``chunks_per_round`` do not
     enter."""
     from ooc_kernels.families.dspdc import _logistic_start, _squared_start
+    from ooc_kernels.families.dspdc._wide_newton import wide_applies
 
-    if factorized or not float(lam2) > 0.0 or p > _squared_start.START_MAX_FEATURES:
-        return None                           # every start's limit; Newton's is lower
+    if factorized or not float(lam2) > 0.0:
+        return None
     loss = int(loss_id)
+    logistic = loss == LOSS_LOGISTIC and float(lam1) == 0.0
+    if logistic and n is not None and wide_applies(n, p):
+        return "logistic"                     # Newton in the n-space, at any p
+    if p > _squared_start.START_MAX_FEATURES:
+        return None                           # every other start's limit; Newton's is lower
     if loss == LOSS_SQUARED:
         return "squared"
-    if (loss == LOSS_LOGISTIC and float(lam1) == 0.0
-            and p <= _logistic_start.NEWTON_MAX_FEATURES):
+    if logistic and p <= _logistic_start.NEWTON_MAX_FEATURES:
         return "logistic"
     return None
 
