@@ -710,8 +710,15 @@ def predict(model, catalog_file, entry, trusted, allow_outside, out, overwrite, 
 @click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
               help="An environment variable (repeatable) the catalog's {env(NAME)} templates "
               "may read.")
+@click.option("--adopt-outputs", "adopt_outputs", is_flag=True,
+              help="Take the outputs found at the pipeline's output paths as its own when "
+              "they record no pipeline (an ooc_kernels version that records none, a model "
+              "saved by hand) or a pipeline of the same name (copied from another output "
+              "folder): the fit resumes from them and the run replaces them.  Never an "
+              "output of a pipeline with another name.")
 @_common
-def run(pipeline, trusted, allow_outside, data_root, allow_env, quiet, **sched):
+def run(pipeline, trusted, allow_outside, data_root, allow_env, adopt_outputs, quiet,
+        **sched):
     """Run a PIPELINE YAML file: data, model, fit, evaluate, save.
 
     Prints the metrics as one JSON line, with the paths written under "outputs" (model,
@@ -724,7 +731,8 @@ def run(pipeline, trusted, allow_outside, data_root, allow_env, quiet, **sched):
 
     scheduler = sched["scheduler"]
     trust = dict(trusted=trusted, allow_env=tuple(allow_env), progress=_progress(quiet),
-                 allow_outside=_catalog_allow_outside(allow_outside, data_root))
+                 allow_outside=_catalog_allow_outside(allow_outside, data_root),
+                 adopt_outputs=adopt_outputs)
     try:
         if any(sched[k] is not None for k in ("scheduler_file", "tls_ca_file", "tls_cert",
                                                "tls_key")):

@@ -67,7 +67,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticVa
 from pydantic import field_validator
 
 from ooc_kernels._atomic import write_json_atomic
-from ooc_kernels._output_owner import owned_by, pipeline_owner
+from ooc_kernels._output_owner import (FOLDER_ID_FILE, claim_folder, folder_id,
+                                       new_folder_id, owned_by, pipeline_owner)
 from ooc_kernels._paths import is_path, user_path
 from ooc_kernels._progress import logger, warnings_to_log
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
@@ -415,6 +416,12 @@ def _paths(spec: PipelineSpec, path: Path, allow_outside: Any) -> dict[str, Path
                     "another, so writing one would replace the other; give each output its "
                     "own name in save.output_dir."
                 )
+        if target == out["save.output_dir"] / FOLDER_ID_FILE:
+            raise PipelineConfigError(
+                f"pipeline key {key!r} = {short_repr(getattr(spec.save, name))} is the file "
+                f"that holds the output folder's id ({FOLDER_ID_FILE}); give the output "
+                "another name in save.output_dir."
+            )
         seen[target] = key
         out[key] = target
     return out
@@ -471,15 +478,17 @@ def _ensure_datasets(spec: PipelineSpec, catalog: Path, progress, where: dict) -
 
 def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: bool = False,
                  allow_outside: Any = False, allow_env: Any = (),
-                 progress: bool | None = None) -> dict:
+                 progress: bool | None = None, adopt_outputs: bool = False) -> dict:
     """Run a pipeline file end to end and return its metrics.
 
     Writes ``model.zarr``, ``metrics.json`` and (with ``evaluate.predictions``)
     ``predictions.zarr`` into ``save.output_dir``, each atomically, each recording the
-    pipeline that wrote it (its name and resolved output folder).  A run replaces only what
-    runs of the same pipeline wrote there: a model saved by hand (``est.save``), another
-    pipeline's output or one that records no pipeline at one of these paths (or at the
-    checkpoint's) is refused before any work.  The ``evaluate`` stage
+    pipeline that wrote it (its name and the id of its output folder, kept in the folder's
+    ``.ooc_kernels_output_folder.json``, so a project copied or moved as a whole keeps its
+    outputs).  A run replaces only what runs of the same pipeline wrote there: a model saved
+    by hand (``est.save``), another pipeline's output, an output copied from another output
+    folder or one that records no pipeline at one of these paths (or at the checkpoint's) is
+    refused before any work, unless ``adopt_outputs`` takes it.  The ``evaluate`` stage
     scores the test set, and the training set only with ``evaluate.train: true``.  Each
     stage writes a line to the ``ooc_kernels`` logger (INFO), the fit one per epoch, and
     scoring and predictions their progress when no bar is shown: ``ooc-kernels run``
@@ -511,6 +520,13 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     progress : bool, optional
         Progress bars (default: on a terminal or in a notebook); ``False`` also silences
         the per-epoch and progress log lines.
+    adopt_outputs : bool, default False
+        Take the outputs found at this pipeline's output paths as its own when they record
+        no pipeline (written by an ooc_kernels version that records none, or saved by hand)
+        or a pipeline of the same name (copied from another output folder): the fit resumes
+        from such a checkpoint and the run replaces them.  An output of a pipeline with
+        another name is refused all the same.  Only when asked (``ooc-kernels run
+        --adopt-outputs``); the refusals name it where it applies.
 
     Returns
     -------
@@ -525,7 +541,8 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
         (both before any work).
     ForeignPathError
         An output path holds something this pipeline's runs did not write (before any
-        work; :class:`~ooc_kernels.exceptions.ModelPathError` for the model).
+        work; :class:`~ooc_kernels.exceptions.ModelPathError` for the model), or the
+        output folder's id file is not one.
     KeyboardInterrupt
         Re-raised on interruption with a note (``err.__notes__``) saying how to continue:
         running the same pipeline again resumes from the last checkpoint.
@@ -535,17 +552,19 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     spec, _ = load_pipeline(path)
     paths = _paths(spec, user_path(path, "the pipeline path"), allow_outside)
     where = dict(trusted=trusted, allow_outside=allow_outside, allow_env=allow_env)
-    # its outputs record this pipeline, and a run replaces only what its own runs wrote
-    owner = pipeline_owner(spec.name, paths["save.output_dir"])
+    # its outputs record this pipeline and its output folder's id (a new one, written after
+    # the checks, when the folder has none), and a run replaces only what its own runs wrote
+    out_dir = paths["save.output_dir"]
+    owner = pipeline_owner(spec.name, folder_id(out_dir) or new_folder_id())
     outputs = [paths[f"save.{name}"] for name in _OUTPUTS]
-    try:
-        with scheduler_context(scheduler), owned_by(owner, outputs):
-            metrics = _run(spec, paths, where, progress)
-    except KeyboardInterrupt as err:
-        err.add_note(_interrupted_note(spec, paths["save.checkpoint"]))
-        raise
-    # a re-run replaces only its own metrics file (checked before any work too)
-    with owned_by(owner, outputs):
+    with owned_by(owner, outputs, folder=out_dir, adopt=adopt_outputs):
+        try:
+            with scheduler_context(scheduler):
+                metrics = _run(spec, paths, where, progress)
+        except KeyboardInterrupt as err:
+            err.add_note(_interrupted_note(spec, paths["save.checkpoint"]))
+            raise
+        # a re-run replaces only its own metrics file (checked before any work too)
         write_json_atomic(paths["save.metrics"], metrics, kind="metrics", overwrite=True)
     logger.info("pipeline %s: saved the metrics to %s", spec.name, paths["save.metrics"])
     return metrics
@@ -586,6 +605,7 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     check_replaceable_file(paths["save.metrics"], "metrics")
     if spec.data.test and spec.evaluate.predictions:
         check_replaceable(paths["save.predictions"], "predictions")
+    claim_folder(out_dir)  # the folder's id, which its outputs record
     logger.info("pipeline %s: data stage (catalog %s)", spec.name, catalog)
     _ensure_datasets(spec, catalog, progress, where)
     train = open_dataset(catalog, spec.data.train, variables=spec.data.variables, **where)

@@ -75,9 +75,11 @@ def test_a_pipeline_reruns_over_its_own_outputs_resumed_and_fresh(tmp_path):
     path = _pipeline(tmp_path)
     first = run_pipeline(path, scheduler="sync", progress=False)
     out = tmp_path / "out"
-    assert sorted(os.listdir(out)) == ["checkpoint.zarr", "metrics.json", "model.zarr",
-                                       "predictions.zarr"]
-    owner = {"pipeline": "tiny", "output_dir": str(out.resolve())}
+    assert sorted(os.listdir(out)) == [".ooc_kernels_output_folder.json", "checkpoint.zarr",
+                                       "metrics.json", "model.zarr", "predictions.zarr"]
+    folder_id = json.loads((out / ".ooc_kernels_output_folder.json").read_text())
+    assert folder_id["ooc_kernels_file"] == "output-folder"
+    owner = {"pipeline": "tiny", "output_folder": folder_id["id"]}
     for store in ("checkpoint.zarr", "model.zarr", "predictions.zarr"):
         attrs = json.loads((out / store / "zarr.json").read_text())["attributes"]
         assert attrs["ooc_kernels_owner"] == owner, store
@@ -95,7 +97,7 @@ def test_a_second_pipeline_with_the_same_output_folder_is_refused(tmp_path):
     run_pipeline(_pipeline(tmp_path, name="one"), scheduler="sync", progress=False)
     out = tmp_path / "out"
     before = _digest(out)
-    with pytest.raises(ForeignPathError, match="by the pipeline 'one' with output folder"):
+    with pytest.raises(ForeignPathError, match="written by the pipeline 'one', not by a run of the pipeline 'two'"):
         run_pipeline(_pipeline(tmp_path, name="two"), scheduler="sync", progress=False)
     assert _digest(out) == before
 

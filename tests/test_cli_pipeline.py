@@ -55,7 +55,8 @@ def test_run_tiny_pipeline(tmp_path):
     assert metrics["n_train"] == 600 and metrics["n_test"] == 200
     assert metrics["test_accuracy"] > 0.7
     on_disk = json.loads((tmp_path / "out" / "metrics.json").read_text())
-    owner = {"pipeline": "tiny", "output_dir": str((tmp_path / "out").resolve())}
+    folder_id = json.loads((tmp_path / "out" / ".ooc_kernels_output_folder.json").read_text())
+    owner = {"pipeline": "tiny", "output_folder": folder_id["id"]}
     assert on_disk == {"ooc_kernels_file": "metrics", "ooc_kernels_owner": owner, **metrics}
     model = ok.load(tmp_path / "out" / "model.zarr")
     test = ok.open_dataset(tmp_path / "cat.yaml", "nb_test")
