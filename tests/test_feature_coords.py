@@ -203,3 +203,22 @@ def test_two_samples_with_reordered_labels_are_refused():
     with pytest.raises(ValidationError, match="X_q's feature coordinate 'channel' has the "
                        "labels .* another order"):
         make(cls).fit(labelled(X_p), labelled(X_q).isel(channel=[2, 1, 0]))
+
+
+def test_a_model_fitted_on_a_frame_compares_its_column_names_with_text_labels():
+    import pandas as pd
+
+    cls = ESTIMATORS.get("DSGRegressor")
+    X, y = problem(cls)
+    reg = make(cls).fit(pd.DataFrame(X, columns=CHANNELS), y)
+    assert not hasattr(reg, "feature_coords_")
+    Xl = xr.DataArray(X, dims=("row", "channel"), coords={"channel": CHANNELS})
+    with pytest.raises(ValidationError, match=r"position 0 is 'b', where DSGRegressor was "
+                       r"fitted with 'a'.*X.sel\(\{'channel': "
+                       r"list\(model.feature_names_in_\)\}\)"):
+        reg.predict(Xl.isel(channel=[1, 0, 2]))
+    expected = reg.predict(pd.DataFrame(X, columns=CHANNELS))
+    np.testing.assert_array_equal(np.asarray(reg.predict(Xl)), expected)
+    # labels that are not text do not name columns: read by position
+    numbered = Xl.assign_coords(channel=[0, 1, 2])
+    np.testing.assert_array_equal(np.asarray(reg.predict(numbered)), expected)

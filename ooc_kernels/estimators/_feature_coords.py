@@ -9,7 +9,9 @@ refused with a :class:`~ooc_kernels.exceptions.ValidationError` that names the f
 mismatch and how to select the features in fit's order, as a pandas or Dask DataFrame with
 reordered columns is refused by its column names.  An input without labels (NumPy, Dask, a
 DataArray without a feature coordinate) is taken by position, as always.  The labels are not
-``feature_names_in_``: scikit-learn would then warn at every call on NumPy input.
+``feature_names_in_``: scikit-learn would then warn at every call on NumPy input.  A model
+fitted on a frame (``feature_names_in_``, no ``feature_coords_``) has its column names
+compared in the same way with xarray labels that are all text.
 
 Examples
 --------
@@ -65,7 +67,9 @@ def _short(values: list, limit: int = 8) -> str:
 def check_feature_coords(estimator, X, name: str = "X") -> None:
     """Refuse an input ``X`` whose feature labels are not ``estimator.feature_coords_`` in
     the same order; accept an input without labels, or any input of a model fitted without
-    them.  Call it after the number of features was checked.
+    them.  A model fitted on a frame (``feature_names_in_``, no ``feature_coords_``) has
+    its column names compared with labels that are all text.  Call it after the number of
+    features was checked.
 
     Raises
     ------
@@ -74,9 +78,13 @@ def check_feature_coords(estimator, X, name: str = "X") -> None:
         differs), or other labels (it names the first one the model was not fitted with);
         either way it says how to select the features as in fit.
     """
-    fitted = getattr(estimator, ATTRIBUTE, None)
+    fitted, attribute = getattr(estimator, ATTRIBUTE, None), ATTRIBUTE
+    if fitted is None:
+        fitted, attribute = getattr(estimator, "feature_names_in_", None), \
+            "feature_names_in_"
     found = None if fitted is None else feature_coords(X)
-    if found is None:
+    if found is None or (attribute != ATTRIBUTE
+                         and not all(isinstance(v, str) for v in found[1].tolist())):
         return
     import pandas as pd
 
@@ -85,7 +93,8 @@ def check_feature_coords(estimator, X, name: str = "X") -> None:
     if want.equals(got):
         return
     cls = type(estimator).__name__
-    select = f"{name}.sel({{{dim!r}: model.feature_coords_}})"
+    select = f"{name}.sel({{{dim!r}: " + ("model.feature_coords_})" if attribute == ATTRIBUTE
+                                          else "list(model.feature_names_in_)})")
     both = f"fitted with {_short(list(want))}, got {_short(list(got))}"
     if len(want) == len(got) and want.is_unique and got.is_unique \
             and want.isin(got).all() and got.isin(want).all():
