@@ -2,7 +2,11 @@
 
 :class:`ChunkedPrediction` is a base of
 :class:`~ooc_kernels.estimators.base.ChunkedEstimator`: the prediction path of every
-output of every family, from a picklable block function and its payload.
+output of every family, from a picklable block function and its payload.  Every chunk is
+computed under one BLAS thread (:mod:`ooc_kernels._blas`): OpenBLAS splits a large matrix
+product differently with another thread count and gives other last bits, so a prediction
+is the same bit for bit whatever the caller's ``threadpool_limits`` or
+``OPENBLAS_NUM_THREADS``, lazy or in memory.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import dask
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
+
+from ooc_kernels._blas import single_threaded_blas
 
 __all__ = ["ChunkedPrediction"]
 
@@ -51,9 +57,15 @@ class ChunkedPrediction:
                                  chunks=(Xc.chunks[0], (n_outputs,)), dtype=dtype,
                                  meta=np.empty((0, 0), dtype=dtype))
         step = self.chunk_size  # the caller's validated array, sliced without a copy
-        out = [block(data[lo:lo + step], payload) for lo in range(0, data.shape[0], step)]
+        with single_threaded_blas():   # the bits of the lazy path's chunks
+            out = [block(data[lo:lo + step], payload)
+                   for lo in range(0, data.shape[0], step)]
         return np.concatenate(out) if out else np.zeros((0, n_outputs))
 
 
 def _apply_block(X, block, payload):
-    return block(X, payload)  # one chunk in, one chunk of outputs out
+    """``block(X, payload)``: one chunk in, one chunk of outputs out, under one BLAS thread
+    (:func:`~ooc_kernels._blas.single_threaded_blas`), so that the outputs' bits do not
+    depend on the thread count of the process that computes the chunk."""
+    with single_threaded_blas():
+        return block(X, payload)
