@@ -36,7 +36,6 @@ True
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -138,9 +137,7 @@ def claim_folder(folder: str | os.PathLike) -> str:
                 os.link(tmp, path)
             except FileExistsError:
                 pass
-            except OSError as err:  # no hard links here: create it exclusively
-                if err.errno == errno.EEXIST:
-                    raise
+            except OSError:  # no hard links on this file system: create it exclusively
                 with contextlib.suppress(FileExistsError):
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                                  | getattr(os, "O_NOFOLLOW", 0), 0o666)

@@ -298,3 +298,41 @@ def test_an_output_at_the_folder_id_file_is_refused(tmp_path):
     with pytest.raises(PipelineConfigError, match="holds the output folder's id"):
         _run(project / "tiny.yaml")
     assert not (project / "out").exists()
+
+
+@pytest.mark.parametrize("race", [True, False])
+@pytest.mark.parametrize("links", [True, False])
+def test_two_first_runs_share_the_folder_id_written_first(tmp_path, monkeypatch, links,
+                                                          race):
+    """A run that finds no id file and then loses the race to write it (another first run
+    wrote it meanwhile) keeps that id and records it, on a file system with or without
+    hard links; the file is never replaced.  Without the race, its own id is written."""
+    from ooc_kernels import _output_owner as oo
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    theirs = "0" * 32
+    real_folder_id, calls = oo.folder_id, []
+
+    def late_writer(where):
+        calls.append(where)
+        if len(calls) == 1 and race:  # ours finds none; then another run writes its id
+            (folder / _ID_FILE).write_text(json.dumps(
+                {"ooc_kernels_file": "output-folder", "id": theirs}))
+            return None
+        return real_folder_id(where)
+
+    monkeypatch.setattr(oo, "folder_id", late_writer)
+    if not links:
+        def no_links(*args):
+            raise PermissionError("no hard links here")
+        monkeypatch.setattr(oo.os, "link", no_links)
+    if not race:
+        theirs = "f" * 32
+    with oo.owned_by(oo.pipeline_owner("tiny", "f" * 32), [folder / "model.zarr"],
+                     folder=folder) as record:
+        assert oo.claim_folder(folder) == theirs
+        assert record == oo.owner_for(folder / "model.zarr") == {
+            "pipeline": "tiny", "output_folder": theirs}
+    assert json.loads((folder / _ID_FILE).read_text())["id"] == theirs
+    assert sorted(os.listdir(folder)) == [_ID_FILE]    # no temporary left
