@@ -69,13 +69,30 @@ def _check_own_run(project: Path, first: dict, again: dict, name="tiny"):
     return model
 
 
-def test_a_copied_project_resumes_and_replaces_its_own_outputs(tmp_path):
+@pytest.fixture
+def resumed_at(monkeypatch):
+    """The positions the fits of the test resumed from (epoch, round)."""
+    from ooc_kernels.estimators import _checkpointing
+
+    seen, real = [], _checkpointing.resume_position
+
+    def spy(*args, **kwargs):
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(_checkpointing, "resume_position", spy)
+    return seen
+
+
+def test_a_copied_project_resumes_and_replaces_its_own_outputs(tmp_path, resumed_at):
     project = _project(tmp_path)
     first = _run(project / "tiny.yaml")
     before = ok.load(project / "out" / "model.zarr")
     copy = tmp_path / "scratch" / "project"
     shutil.copytree(project, copy, symlinks=True)
+    assert resumed_at == []
     again = _run(copy / "tiny.yaml")
+    assert resumed_at == [(2, 0)]       # from the copied checkpoint, at the end of the fit
     model = _check_own_run(copy, first, again)
     X, _ = _test_set(copy)
     np.testing.assert_array_equal(model.predict(X), before.predict(X))
@@ -84,7 +101,7 @@ def test_a_copied_project_resumes_and_replaces_its_own_outputs(tmp_path):
     assert _run(copy / "tiny.yaml")["test_accuracy"] == first["test_accuracy"]
 
 
-def test_a_moved_project_resumes_and_replaces_its_own_outputs(tmp_path):
+def test_a_moved_project_resumes_and_replaces_its_own_outputs(tmp_path, resumed_at):
     project = _project(tmp_path)
     first = _run(project / "tiny.yaml")
     X, _ = _test_set(project)
@@ -94,6 +111,7 @@ def test_a_moved_project_resumes_and_replaces_its_own_outputs(tmp_path):
     shutil.move(project, moved)
     assert not project.exists()
     again = _run(moved / "tiny.yaml")
+    assert resumed_at == [(2, 0)]
     model = _check_own_run(moved, first, again)
     np.testing.assert_array_equal(model.predict(X), expected)
 
@@ -336,3 +354,29 @@ def test_two_first_runs_share_the_folder_id_written_first(tmp_path, monkeypatch,
             "pipeline": "tiny", "output_folder": theirs}
     assert json.loads((folder / _ID_FILE).read_text())["id"] == theirs
     assert sorted(os.listdir(folder)) == [_ID_FILE]    # no temporary left
+
+
+def _set_max_iter(path: Path, max_iter: int) -> Path:
+    spec = yaml.safe_load(path.read_text())
+    spec["model"]["params"]["max_iter"] = max_iter
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_a_copied_project_continues_a_fit_where_it_stopped(tmp_path, resumed_at):
+    """One epoch run in place, the project copied, the fit continued to two epochs in the
+    copy: the model of a two-epoch run of a fresh project (exact resume)."""
+    project = _project(tmp_path)
+    _run(_set_max_iter(project / "tiny.yaml", 1))
+    copy = tmp_path / "scratch" / "project"
+    shutil.copytree(project, copy)
+    continued = _run(_set_max_iter(copy / "tiny.yaml", 2))
+    assert resumed_at == [(1, 0)]
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    whole = _run(_pipeline(fresh))                      # max_iter 2, no checkpoint yet
+    assert resumed_at == [(1, 0)]
+    model = _check_own_run(copy, whole, continued)
+    X, _ = _test_set(copy)
+    np.testing.assert_array_equal(model.predict_proba(X),
+                                  ok.load(fresh / "out" / "model.zarr").predict_proba(X))
