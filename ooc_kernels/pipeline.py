@@ -72,7 +72,7 @@ from ooc_kernels._output_owner import (FOLDER_ID_FILE, claim_folder, folder_id,
 from ooc_kernels._paths import is_path, user_path
 from ooc_kernels._progress import logger, warnings_to_log
 from ooc_kernels._untrusted import clip, load_yaml, short_repr
-from ooc_kernels._params import coerce_number, coerce_numbers, unknown_key_hint
+from ooc_kernels._params import coerce_numbers, parse_count, unknown_key_hint
 from ooc_kernels.exceptions import DatasetExistsError, PipelineConfigError, ValidationError
 
 __all__ = ["PipelineSpec", "load_pipeline", "run_pipeline"]
@@ -80,6 +80,16 @@ __all__ = ["PipelineSpec", "load_pipeline", "run_pipeline"]
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=False)
+
+
+def _count(value: Any) -> int:
+    """A count of a pipeline file read as the command line reads its counts
+    (:func:`~ooc_kernels._params.parse_count`): a whole number written in any form (``2e5``
+    and ``1_000``, which YAML 1.1 reads as strings, ``2.0e+5``); ``true`` and ``false`` are
+    refused, not taken as 1 and 0."""
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        value = repr(value)   # a whole float (2.0e+5) is a count, 1.5 is refused by name
+    return parse_count(value)
 
 
 class GenerateSpec(_Strict):
@@ -95,7 +105,7 @@ class GenerateSpec(_Strict):
     @field_validator("n_samples", "random_state", "chunk_size", mode="before")
     @classmethod
     def _number(cls, value):
-        return coerce_number(value)  # 2e5 as written in YAML (read as a string by YAML 1.1)
+        return _count(value)
 
     @field_validator("params", mode="before")
     @classmethod
@@ -151,6 +161,11 @@ class ModelSpec(_Strict):
 class FitSpec(_Strict):
     checkpoint_every: int = Field(default=5, gt=0)
     resume: bool = True
+
+    @field_validator("checkpoint_every", mode="before")
+    @classmethod
+    def _number(cls, value):
+        return _count(value)
 
 
 class EvaluateSpec(_Strict):

@@ -96,7 +96,8 @@ def test_huge_numbers_in_params_are_refused_before_any_work(tmp_path, params, ma
 @pytest.mark.parametrize("extra, match", [
     ("fit: {checkpoint_every: 1e400}\n", r"fit.checkpoint_every"),
     ("data:\n  catalog: c.yaml\n  train: a\n  generate: {a: {generator: g, n_samples: 1e400}}"
-     "\n", r"data.generate.a.n_samples': Input should be a finite number"),
+     "\n", r"data.generate.a.n_samples': Value error, '1e400' is too large: the count must "
+            r"be at most"),
 ])
 def test_huge_numbers_in_stage_settings_are_refused(tmp_path, extra, match):
     text = BASE if "data:" not in extra else BASE.replace("data: {catalog: c.yaml, train: a}\n",
@@ -225,3 +226,47 @@ def test_a_pipeline_output_folder_in_a_zarr_store_is_refused_before_any_work(
         run_pipeline(path)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")
                   if p.name != "p.yaml") == before
+
+
+@pytest.mark.parametrize("where, value, expected", [
+    ("fit.checkpoint_every", "1e3", 1000),          # YAML 1.1 reads 1e3 as a string
+    ("fit.checkpoint_every", "2.0e+3", 2000),       # and 2.0e+3 as a float
+    ("fit.checkpoint_every", "1_000", 1000),
+    ("data.generate.a.n_samples", "6e2", 600),
+    ("data.generate.a.chunk_size", "2.5e2", 250),
+])
+def test_counts_of_the_stages_are_read_as_written(tmp_path, where, value, expected):
+    """The counts of a pipeline file take the forms the command line's counts take
+    (``--checkpoint-every 1e3``, ``--n 6e2``), ``checkpoint_every: 1e3`` as ``n_samples``."""
+    spec = _stage_counts(tmp_path, where, value)
+    stage, key = where.rsplit(".", 1)
+    holder = spec.fit if stage == "fit" else spec.data.generate["a"]
+    got = getattr(holder, key)
+    assert got == expected and type(got) is int
+
+
+@pytest.mark.parametrize("where", ["fit.checkpoint_every", "data.generate.a.n_samples",
+                                   "data.generate.a.chunk_size",
+                                   "data.generate.a.random_state"])
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_a_bool_is_not_a_count(tmp_path, where, value):
+    """``checkpoint_every: true`` (or ``n_samples: true``) is refused, not read as 1 (and
+    ``false`` as 0) as Python reads a bool; the estimators' own number-valued parameters
+    refuse a bool the same way."""
+    with pytest.raises(PipelineConfigError,
+                       match=rf"key '{where}': .*(True|False) is not a number"):
+        _stage_counts(tmp_path, where, value)
+
+
+def _stage_counts(tmp_path, where, value):
+    text = BASE.replace("data: {catalog: c.yaml, train: a}\n", "")
+    gen = {"generator": "g", "n_samples": 10}
+    fit = ""
+    if where == "fit.checkpoint_every":
+        fit = f"fit: {{checkpoint_every: {value}}}\n"
+    else:
+        gen[where.rsplit(".", 1)[1]] = "@V@"
+    data = ("data:\n  catalog: c.yaml\n  train: a\n  generate: {a: "
+            + yaml.safe_dump(gen, default_flow_style=True).strip().replace("'@V@'", value)
+            + "}\n")
+    return load_pipeline(_write(tmp_path, text + data + fit))[0]
