@@ -19,10 +19,15 @@ place, so
 
 Every version is one file, written aside and renamed into place (``os.replace``): a short
 header, then the array in NumPy's ``.npy`` format (a fit writes and reads one per chunk and
-round, so a version costs one file, not a Zarr array's folder and metadata).  It carries
-a CRC-32C-like checksum (``zlib.crc32``) of its bytes, checked when read
-(:class:`~ooc_kernels.exceptions.CorruptChunkError` names the chunk, the version and the
-store).  :meth:`ChunkStore.prune` removes the versions no state and no checkpoint points to.
+round, so a version costs one file, not a Zarr array's folder and metadata).  The header
+names the version's identity, ``<store>/<name>/c<chunk>/e<epoch>_r<round>`` (``<store>``
+the name of the store's folder, unique per fit), and carries a CRC-32C-like checksum
+(``zlib.crc32``) of that identity and the array's bytes, both checked when read: a damaged
+version, or one copied or renamed from another chunk, version or store (whatever its
+length), is a :class:`~ooc_kernels.exceptions.CorruptChunkError` that names the chunk, the
+version and the store.  Versions written without that identity (the earlier formats: a
+file whose checksum covers the values only, or a Zarr array of ooc_kernels 0.2) cannot be
+shown to belong to their chunk and are refused like a version without a checksum.  :meth:`ChunkStore.prune` removes the versions no state and no checkpoint points to.
 The store must be reachable from every worker: a local folder for the local schedulers and a
 ``LocalCluster``, a shared file system for a cluster of several machines.
 
@@ -72,8 +77,12 @@ INITIAL = (-1, -1)
 WORK_MARKER = ".ooc_kernels_work"
 _LOCK_FILE = ".lock"
 _CHECKSUM = "ooc_kernels_crc32"
-#: The first bytes of a version's file (then its checksum, then the array as ``.npy``).
-_MAGIC = b"OOCKCHNK"
+#: The first bytes of a version's file (then its checksum, the length of its identity, the
+#: identity, then the array as ``.npy``).
+_MAGIC = b"OOCKCHK2"
+#: The first bytes of a version written without its identity (the checksum of the values
+#: only): refused when read.
+_MAGIC_UNTIED = b"OOCKCHNK"
 
 
 @dataclass(frozen=True)
@@ -126,25 +135,41 @@ def _parse(key: str) -> tuple[int, int] | None:
         return None
 
 
-def _checksum(array: np.ndarray) -> int:
-    return zlib.crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1)) & 0xFFFFFFFF
+def _checksum(array: np.ndarray, identity: bytes = b"") -> int:
+    """The CRC-32 of ``identity`` followed by the array's bytes."""
+    crc = zlib.crc32(identity)
+    return zlib.crc32(np.ascontiguousarray(array).view(np.uint8).reshape(-1), crc) & 0xFFFFFFFF
 
 
-def _read_version(where: Path) -> tuple[np.ndarray, int | None]:
-    """``(array, checksum)`` of one version: a file (:data:`_MAGIC`, the checksum, then the
-    array in NumPy's ``.npy`` format), or a Zarr array with the checksum in its attributes (the
-    format of version 0.2, still read)."""
+def _identity(store: Path, name: str, chunk: int, version: tuple[int, int]) -> bytes:
+    """The identity a version's header names and its checksum covers: the store's folder
+    name, the array's name, the chunk and the version."""
+    return f"{store.name}/{name}/{_chunk_dir(chunk)}/{_key(version)}".encode()
+
+
+def _read_version(where: Path) -> tuple[np.ndarray, int | None, bytes | None]:
+    """``(array, checksum, identity)`` of one version: a file (:data:`_MAGIC`, the checksum,
+    the identity's length and the identity, then the array in NumPy's ``.npy`` format).
+    Versions of the earlier formats, a file of :data:`_MAGIC_UNTIED` or a Zarr array with
+    the checksum in its attributes (ooc_kernels 0.2), have no identity (None); a file of
+    neither magic has no checksum either."""
     if where.is_dir():
         import zarr
 
         arr = zarr.open_array(str(where), mode="r")
-        return arr[...], arr.attrs.get(_CHECKSUM)
+        return arr[...], arr.attrs.get(_CHECKSUM), None
     raw = where.read_bytes()
-    head = len(_MAGIC) + 4
+    if raw[:len(_MAGIC_UNTIED)] == _MAGIC_UNTIED:
+        head = len(_MAGIC_UNTIED) + 4
+        data = np.lib.format.read_array(io.BytesIO(raw[head:]), allow_pickle=False)
+        return data, struct.unpack("<I", raw[len(_MAGIC_UNTIED):head])[0], None
     if raw[:len(_MAGIC)] != _MAGIC:
-        return np.empty(0), None
-    data = np.lib.format.read_array(io.BytesIO(raw[head:]), allow_pickle=False)
-    return data, struct.unpack("<I", raw[len(_MAGIC):head])[0]
+        return np.empty(0), None, None
+    at = len(_MAGIC)
+    crc, length = struct.unpack("<IH", raw[at:at + 6])
+    identity = raw[at + 6:at + 6 + length]
+    data = np.lib.format.read_array(io.BytesIO(raw[at + 6 + length:]), allow_pickle=False)
+    return data, crc, identity
 
 
 def _remove_earlier_format(where: Path) -> None:
@@ -163,7 +188,8 @@ def _remove_earlier_format(where: Path) -> None:
 
 class ChunkStore:
     """A folder of arrays, one file per version: ``NAME/c<chunk>/e<epoch>_r<round>`` (a
-    version written as a Zarr array, by ooc_kernels 0.2, is read too).
+    version written as a Zarr array, by ooc_kernels 0.2, is refused when read, and replaced
+    or pruned like a file).
 
     Parameters
     ----------
@@ -193,13 +219,21 @@ class ChunkStore:
              dtype: str | np.dtype = "float64") -> np.ndarray:
         """The array ``name`` of ``chunk`` at ``version`` (zeros of ``n_rows`` at
         :data:`INITIAL`, and for a chunk without rows), checked against its checksum and
-        its header: ``n_rows`` values of ``dtype`` (the checksum covers the values' bytes,
-        so an edited header, ``<f8`` made ``>f8``, is caught here)."""
+        its header: the identity of this store, ``name``, ``chunk`` and ``version`` (which
+        the checksum covers too, so a version copied from another chunk, version or store
+        is refused), and ``n_rows`` values of ``dtype`` (the checksum covers the values'
+        bytes, so an edited header, ``<f8`` made ``>f8``, is caught here).
+
+        Raises
+        ------
+        CorruptChunkError
+            The version is missing, unreadable or damaged, belongs to another chunk,
+            version or store, or was written without its identity (an earlier format)."""
         if tuple(version) == INITIAL or int(n_rows) == 0:
             return np.zeros(int(n_rows), dtype=dtype)
         where = self._folder(name) / _chunk_dir(chunk) / _key(version)
         try:
-            data, expected = _read_version(where)
+            data, expected, identity = _read_version(where)
         except Exception as exc:  # noqa: BLE001 - missing or unreadable: one clear error
             raise CorruptChunkError(
                 f"chunk-local array {name!r} of chunk {chunk} at version (epoch, round) = "
@@ -208,8 +242,26 @@ class ChunkStore:
                 "start the fit again without resume (or from an earlier checkpoint whose "
                 "work store is intact)."
             ) from None
+        wanted = _identity(self.path, name, chunk, version)
+        if expected is not None and identity is None:
+            raise CorruptChunkError(
+                f"chunk-local array {name!r} of chunk {chunk} at version {tuple(version)} in "
+                f"the work store {str(self.path)!r} was written without its chunk's identity "
+                "(by an earlier version of ooc_kernels), so nothing shows that it holds this "
+                "chunk's values, and it is refused. Delete the work store (the fit's work_dir, "
+                "or PATH.work beside its checkpoint) and fit again with resume=False."
+            )
+        if identity is not None and identity != wanted:
+            raise CorruptChunkError(
+                f"chunk-local array {name!r} of chunk {chunk} at version {tuple(version)} in "
+                f"the work store {str(self.path)!r} holds the values of "
+                f"{identity.decode(errors='replace')!r}, not of {wanted.decode()!r}: the file "
+                "was copied or renamed from another chunk, version or work store, or its "
+                "header is damaged. Delete the work store (the fit's work_dir, or PATH.work "
+                "beside its checkpoint) and fit again with resume=False."
+            )
         crc = "missing" if expected is None else \
-            "ok" if _checksum(data) == expected else "mismatch"
+            "ok" if _checksum(data, wanted) == expected else "mismatch"
         if data.shape != (int(n_rows),) or data.dtype != np.dtype(dtype) or crc != "ok":
             raise CorruptChunkError(
                 f"chunk-local array {name!r} of chunk {chunk} at version {tuple(version)} in "
@@ -233,8 +285,10 @@ class ChunkStore:
                     "never written through one. Remove the link, or give the fit another "
                     "work folder.")
         target.parent.mkdir(parents=True, exist_ok=True)
+        identity = _identity(self.path, name, chunk, version)
         buffer = io.BytesIO()
-        buffer.write(_MAGIC + struct.pack("<I", _checksum(array)))
+        buffer.write(_MAGIC + struct.pack("<IH", _checksum(array, identity), len(identity))
+                     + identity)
         np.lib.format.write_array(buffer, array, allow_pickle=False)
         tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
         existed = target.exists()

@@ -85,10 +85,10 @@ def test_version_tables_are_immutable_and_the_store_pickles(tmp_path):
         store.write("../escape", 0, (0, 0), np.zeros(1))
 
 
-def test_a_version_written_as_a_zarr_array_is_read_rewritten_and_pruned(tmp_path):
-    """Stores of ooc_kernels 0.2 hold each version as a Zarr array with its checksum in the
-    attributes: read (checksum checked), replaced by a new write of the same version, and
-    pruned like a file."""
+def test_a_version_written_as_a_zarr_array_is_refused_rewritten_and_pruned(tmp_path):
+    """Stores of ooc_kernels 0.2 hold each version as a Zarr array with the checksum of its
+    values in the attributes, which names no chunk: refused when read (nothing shows it is
+    this chunk's), replaced by a new write of the same version, and pruned like a file."""
     import zarr
 
     from ooc_kernels._chunk_store import _checksum
@@ -100,15 +100,72 @@ def test_a_version_written_as_a_zarr_array_is_read_rewritten_and_pruned(tmp_path
         zarr.create_array(str(where / version), data=a, chunks=a.shape,
                           attributes={"ooc_kernels_crc32": _checksum(a),
                                       "ooc_kernels_store": "chunk-local"})
-    np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=5), a)
+    with pytest.raises(CorruptChunkError,
+                       match=r"chunk 0 at version \(0, 0\).*without its chunk's identity.*"
+                             r"Delete the work store.*resume=False"):
+        store.read("y", 0, (0, 0), n_rows=5)
     store.write("y", 0, (0, 0), a + 1)
     assert (where / "e000000_r000000").is_file()
     np.testing.assert_array_equal(store.read("y", 0, (0, 0), n_rows=5), a + 1)
-    zarr.open_array(str(where / "e000001_r000000"), mode="r+")[0] = 9.0
-    with pytest.raises(CorruptChunkError, match=r"chunk 0 at version \(1, 0\).*damaged"):
-        store.read("y", 0, (1, 0), n_rows=5)
     assert store.prune("y", [ChunkVersions.initial(1).updated([0], (0, 0))]) == 1
     assert sorted(p.name for p in where.iterdir()) == ["e000000_r000000"]
+
+
+def _version_file(store_path, name, chunk, version):
+    return store_path / name / f"c{chunk:07d}" / f"e{version[0]:06d}_r{version[1]:06d}"
+
+
+@pytest.mark.parametrize("source", ["another chunk", "another version", "another store"])
+def test_a_version_copied_from_another_chunk_version_or_store_is_refused(tmp_path, source):
+    """A version file copied onto another chunk's (or version's, or store's) name, with the
+    same number of rows: its checksum is of its own identity, so the read refuses it and
+    says what to do."""
+    rng = np.random.default_rng(0)
+    store, other = ChunkStore(tmp_path / "w"), ChunkStore(tmp_path / "v")
+    mine, theirs = rng.normal(size=6), rng.normal(size=6)
+    store.write("y", 2, (1, 0), mine)
+    origin = {"another chunk": (store, 1, (1, 0)), "another version": (store, 2, (0, 0)),
+              "another store": (other, 2, (1, 0))}[source]
+    origin[0].write("y", origin[1], origin[2], theirs)
+    target = _version_file(tmp_path / "w", "y", 2, (1, 0))
+    target.write_bytes(_version_file(origin[0].path, "y", origin[1], origin[2]).read_bytes())
+    with pytest.raises(CorruptChunkError,
+                       match=r"chunk 2 at version \(1, 0\).*holds the values of .*copied or "
+                             r"renamed.*Delete the work store.*resume=False"):
+        store.read("y", 2, (1, 0), n_rows=6)
+    np.testing.assert_array_equal(origin[0].read("y", origin[1], origin[2], n_rows=6), theirs)
+
+
+def test_a_version_whose_named_identity_was_edited_fails_its_checksum(tmp_path):
+    """The identity in the header edited to the chunk it was copied onto (the same length):
+    the checksum covers the identity it was written with."""
+    store = ChunkStore(tmp_path / "w")
+    store.write("y", 1, (0, 0), np.arange(6.0))
+    raw = _version_file(tmp_path / "w", "y", 1, (0, 0)).read_bytes()
+    _version_file(tmp_path / "w", "y", 2, (0, 0)).parent.mkdir(parents=True)
+    _version_file(tmp_path / "w", "y", 2, (0, 0)).write_bytes(
+        raw.replace(b"/y/c0000001/", b"/y/c0000002/", 1))
+    with pytest.raises(CorruptChunkError, match=r"chunk 2 .*damaged.*checksum mismatch"):
+        store.read("y", 2, (0, 0), n_rows=6)
+
+
+def test_a_version_of_the_earlier_file_format_is_refused(tmp_path):
+    """A file whose checksum covers the values only (the format before the identity) cannot
+    be shown to belong to its chunk: refused, as a version without a checksum is."""
+    import io
+    import struct
+
+    from ooc_kernels._chunk_store import _checksum
+
+    a = np.arange(4.0)
+    buffer = io.BytesIO()
+    buffer.write(b"OOCKCHNK" + struct.pack("<I", _checksum(a)))
+    np.lib.format.write_array(buffer, a, allow_pickle=False)
+    where = _version_file(tmp_path / "w", "y", 0, (0, 0))
+    where.parent.mkdir(parents=True)
+    where.write_bytes(buffer.getvalue())
+    with pytest.raises(CorruptChunkError, match="without its chunk's identity"):
+        ChunkStore(tmp_path / "w").read("y", 0, (0, 0), n_rows=4)
 
 
 def test_a_link_or_a_foreign_folder_in_place_of_a_version_is_never_removed(tmp_path):

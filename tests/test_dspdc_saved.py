@@ -1,4 +1,6 @@
-"""DSPDC models and checkpoints written by ooc_kernels 0.2.0 load and resume unchanged.
+"""DSPDC models written by ooc_kernels 0.2.0 load unchanged; its checkpoints are checked
+against the fit that resumes them, and their work stores (versions that name no chunk) are
+refused on resume.
 
 Their configuration stores the loss as DSPDC's own id (1: smoothed hinge) and names no loss;
 the loss table numbers the smoothed hinge 4 (1 is the hinge).  The fixtures in
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 import ooc_kernels as ok
-from ooc_kernels.exceptions import CheckpointMismatchError, ModelFormatError
+from ooc_kernels.exceptions import CheckpointMismatchError, CorruptChunkError, ModelFormatError
 from ooc_kernels.losses import LOSS_SMOOTHED_HINGE
 
 from _tamper import edit_attrs
@@ -46,23 +48,33 @@ def test_a_model_of_0_2_0_loads_with_its_loss_and_predictions(tmp_path):
     assert again._config == clf._config
 
 
-def test_a_checkpoint_of_0_2_0_resumes_exactly(tmp_path):
-    """The checkpoint stopped after 2 of 5 epochs; resumed today, the fit ends where the
-    uninterrupted fit of 0.2.0 ended, bit for bit (the smoothed hinge's dual steps)."""
+def test_a_checkpoint_of_0_2_0_is_refused_on_resume_and_a_fresh_fit_replaces_it(tmp_path):
+    """The checkpoint stopped after 2 of 5 epochs; its work store holds each chunk's duals
+    as a Zarr array whose checksum covers the values only and names no chunk, so resuming
+    it is refused with the fix; a fresh fit on the same path then runs, the same fit on a
+    new checkpoint path bit for bit."""
     shutil.copytree(DATA / "dspdc_checkpoint_v0.2.0", tmp_path / "run")
     assert (tmp_path / "run" / "ckpt.zarr" / "zarr.json").is_file()  # the fixture is there
     expected = np.load(tmp_path / "run" / "expected.npz")
-    clf = ok.DSPDCClassifier(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
-                             max_iter=5, standardize=False,   # 0.2.0: raw columns,
-                             steps="theorem",                 # the theorems' steps and
-                             local_passes=1.0)                # the value it recorded
+    params = dict(loss="smoothed_hinge", alpha=0.1, tol=1e-12, random_state=0,
+                  max_iter=5, standardize=False,   # 0.2.0: raw columns,
+                  steps="theorem",                 # the theorems' steps and
+                  local_passes=1.0)                # the value it recorded
+    with pytest.raises(CorruptChunkError,
+                       match=r"chunk 0 at version \(1, 0\).*without its chunk's identity.*"
+                             r"Delete the work store.*resume=False"):
+        ok.DSPDCClassifier(**params).fit(expected["X"], expected["y"],
+                                         checkpoint=tmp_path / "run" / "ckpt.zarr",
+                                         resume=True)
+    clf, reference = ok.DSPDCClassifier(**params), ok.DSPDCClassifier(**params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                # tol=1e-12 is not reached: warns
         clf.fit(expected["X"], expected["y"], checkpoint=tmp_path / "run" / "ckpt.zarr",
-                resume=True)
-    assert clf.n_iter_ == 5
-    np.testing.assert_array_equal(clf.coef_, expected["coef"])
-    np.testing.assert_array_equal(clf.intercept_, expected["intercept"])
+                resume=False)
+        reference.fit(expected["X"], expected["y"], checkpoint=tmp_path / "new.zarr")
+    assert clf.n_iter_ == reference.n_iter_ == 5
+    np.testing.assert_array_equal(clf.coef_, reference.coef_)
+    np.testing.assert_array_equal(clf.intercept_, reference.intercept_)
 
 
 def test_a_checkpoint_of_0_2_0_names_the_local_passes_to_resume_with(tmp_path):
