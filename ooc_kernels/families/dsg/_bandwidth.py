@@ -388,8 +388,10 @@ def select_bandwidth(base_config, sample: np.ndarray, y: np.ndarray, weights: np
     scores : dict
         ``{multiple: validation score}``.
     """
+    # the rows weighted as the fit weighs them (sample times class weight)
     median = median_heuristic(_standardized(base_config, sample), 1.0,
-                              random_state=seed % 2**32, sample_weight=weights)
+                              random_state=seed % 2**32, sample_weight=class_row_weights(
+                                  base_config, y, weights, classes))
     keys = list(CANDIDATES)
     scores = _run_trials([(base_config, m * median, 1.0) for m in keys], sample, y,
                          weights, classes=classes, make_schedule=make_schedule,
@@ -516,10 +518,11 @@ def select_scale_and_alpha(base_config, common_config, sample, y, weights, *, cl
     options = [("per-input", base_config)]
     if common_config is not None:
         options.append(("common", common_config))
+    row_w = class_row_weights(base_config, y, weights, classes)  # as the fit weighs rows
     trials, keys = [], []
     for name, config in options:
         median = median_heuristic(_standardized(config, sample), 1.0,
-                                  random_state=seed % 2**32, sample_weight=weights)
+                                  random_state=seed % 2**32, sample_weight=row_w)
         for factor in (1.0, *[f for f in alpha_factors if f != 1.0]):
             if (name, factor) != ("per-input", 1.0):
                 trials.append((config, multiple * median, factor))
@@ -534,7 +537,7 @@ def select_scale_and_alpha(base_config, common_config, sample, y, weights, *, cl
         top = ("per-input", 1.0)
     config = dict(options)[top[0]]
     median = median_heuristic(_standardized(config, sample), 1.0,
-                              random_state=seed % 2**32, sample_weight=weights)
+                              random_state=seed % 2**32, sample_weight=row_w)
     return config, multiple * median, top[1], scores
 
 

@@ -259,7 +259,7 @@ def select_setup_loo(base_config, common_config, sample, y, weights, *, classes,
     if common_config is not None:
         options.append(("common", common_config))
     medians = {name: median_heuristic(_standardized(config, sample), 1.0,
-                                      random_state=seed % 2**32, sample_weight=weights)
+                                      random_state=seed % 2**32, sample_weight=w_all)
                for name, config in options}
 
     def scores_at(config, bandwidth, factors_):
