@@ -133,15 +133,18 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     (:func:`~ooc_kernels._paths.expand_user`).  Refused: a path with a NUL
     character or without a last name (``""``, ``"."``, ``"x/.."``), a name too long for the
     temporary ``.NAME.tmp-ID.lock`` written beside it (the file system's limit per name, 255
-    bytes on most), and a path whose folder or one of its parents is a file (or a link to
-    nothing) instead of a folder.
+    bytes on most), a path whose folder or one of its parents is a file (or a link to
+    nothing) instead of a folder, and a path inside a store this library wrote (a model,
+    checkpoint, dataset or prediction store, links resolved): what is written there goes
+    with that store when it is replaced (``overwrite=True``, the next checkpoint) or removed.
 
     Raises
     ------
     ValidationError
         The path has no name, holds a NUL character, or its name is too long.
     ForeignPathError
-        A parent of the path is not a folder (:class:`ModelPathError` for ``kind="model"``).
+        A parent of the path is not a folder, or is a store of this library
+        (:class:`ModelPathError` for ``kind="model"``).
 
     Examples
     --------
@@ -175,7 +178,25 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
             raise _ERRORS.get(kind, ForeignPathError)(
                 f"cannot write {text!r}: {str(parent)!r} is {what}, not a folder; choose a "
                 "path whose parents are folders, or move what is there aside yourself.")
+    _check_outside_stores(path, text, kind)
     return path
+
+
+def _check_outside_stores(path: Path, text: str, kind: str | None) -> None:
+    """Refuse ``path`` when a folder above it (links resolved) is a store this library
+    wrote: it would be written into that store, and removed with it when the library
+    replaces or removes the store."""
+    folder = Path(os.path.realpath(path.parent))
+    for above in (folder, *folder.parents):
+        attrs = _store_attrs(above)
+        found = None if attrs is None else _kind_of(attrs)
+        if found is not None:
+            raise _ERRORS.get(kind, ForeignPathError)(
+                f"cannot write {text!r}: it lies inside {str(above)!r}, a {KINDS[found]} "
+                "that ooc_kernels wrote, and would be removed with it when that store is "
+                "replaced (overwrite=True, --overwrite, the next checkpoint) or removed; "
+                "choose a path outside every store, e.g. "
+                f"{os.path.join(os.path.dirname(above), path.name)!r}.")
 
 
 def store_kind(path: str | os.PathLike) -> str | None:
