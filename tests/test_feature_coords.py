@@ -222,3 +222,40 @@ def test_a_model_fitted_on_a_frame_compares_its_column_names_with_text_labels():
     # labels that are not text do not name columns: read by position
     numbered = Xl.assign_coords(channel=[0, 1, 2])
     np.testing.assert_array_equal(np.asarray(reg.predict(numbered)), expected)
+
+
+def test_a_refit_on_unlabelled_input_forgets_the_labels(tmp_path):
+    cls = ESTIMATORS.get("DSGRegressor")
+    X, y = problem(cls)
+    reg = make(cls).fit(labelled(X), y)
+    reg.fit(X, y)   # NumPy: the features have no labels any more
+    assert not hasattr(reg, "feature_coords_")
+    moved = labelled(X).isel(channel=[1, 0, 2])
+    np.testing.assert_array_equal(np.asarray(reg.predict(moved)),
+                                  reg.predict(X[:, [1, 0, 2]]))
+    reg.save(tmp_path / "m.zarr")
+    assert not hasattr(ok.load(tmp_path / "m.zarr"), "feature_coords_")
+
+
+def test_frames_with_the_labels_as_column_names_in_another_order_are_refused():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    cls = ESTIMATORS.get("DSGRegressor")
+    X, y = problem(cls)
+    reg = make(cls).fit(labelled(X), y)
+    names = ["c1", "c0", "c2"]
+    frame = pd.DataFrame(X[:, [1, 0, 2]], columns=names)
+    for given in (frame, dd.from_pandas(frame, npartitions=2)):
+        with pytest.raises(ValidationError, match=r"X's columns have the labels the model "
+                           r"was fitted with in another order: position 0 is 'c1'.*"
+                           r"X\[list\(model.feature_coords_\)\]"):
+            with warnings.catch_warnings():   # scikit-learn's: fitted without names
+                warnings.simplefilter("ignore", UserWarning)
+                reg.predict(given)
+    expected = reg.predict(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fixed = frame[list(reg.feature_coords_)]
+        np.testing.assert_array_equal(reg.predict(fixed), expected)
+        np.testing.assert_array_equal(reg.predict(pd.DataFrame(X)), expected)  # no names

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["feature_coords", "labels_of", "opened_input"]
+__all__ = ["feature_coords", "frame_columns", "labels_of", "opened_input"]
 
 #: dtype kinds whose labels are kept as they are (bool, integers, floats, text, times).
 KEPT_KINDS = "biufUMm"
@@ -114,3 +114,29 @@ def feature_coords(X: Any) -> tuple[str, np.ndarray] | None:
     if index is None or len(index) != var.shape[pos]:
         return None
     return str(dim), labels_of(index.to_numpy())
+
+
+def frame_columns(X: Any) -> np.ndarray | None:
+    """The column names of a pandas or Dask DataFrame when every one is text (the names
+    scikit-learn records as ``feature_names_in_``), None for any other input.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame_columns(pd.DataFrame({"b": [1.0], "a": [2.0]})).tolist()
+    ['b', 'a']
+    >>> frame_columns(pd.DataFrame([[1.0, 2.0]])) is None
+    True
+    """
+    import pandas as pd
+
+    from ooc_kernels.data._frames import _dask_frame_kind, frame_feature_names
+    from ooc_kernels.exceptions import InputTypeError
+
+    if not (isinstance(X, pd.DataFrame) or _dask_frame_kind(X) == "frame"):
+        return None
+    try:
+        names = frame_feature_names(X)
+    except InputTypeError:   # names of mixed types: the input's validation refuses them
+        return None
+    return None if names is None else np.array(names, dtype=object)

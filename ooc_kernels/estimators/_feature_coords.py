@@ -3,15 +3,16 @@
 
 A model reads the features of its input by position.  An xarray input whose feature
 dimension has an index coordinate names its columns, so a fit on such an input records the
-labels (:func:`record_feature_coords`), and every later input with labels is checked against
-them (:func:`check_feature_coords`): the same labels in another order, or other labels, are
-refused with a :class:`~ooc_kernels.exceptions.ValidationError` that names the first
-mismatch and how to select the features in fit's order, as a pandas or Dask DataFrame with
-reordered columns is refused by its column names.  An input without labels (NumPy, Dask, a
-DataArray without a feature coordinate) is taken by position, as always.  The labels are not
-``feature_names_in_``: scikit-learn would then warn at every call on NumPy input.  A model
-fitted on a frame (``feature_names_in_``, no ``feature_coords_``) has its column names
-compared in the same way with xarray labels that are all text.
+labels (:func:`record_feature_coords`; a fit on an input without them forgets them), and
+every later input with labels (xarray labels, or a pandas or Dask DataFrame's text column
+names) is checked against them (:func:`check_feature_coords`): the same labels in another
+order, or other labels, are refused with a :class:`~ooc_kernels.exceptions.ValidationError`
+that names the first mismatch and how to select the features in fit's order, as a pandas or
+Dask DataFrame with reordered columns is refused by its column names.  An input without
+labels (NumPy, Dask, a DataArray without a feature coordinate) is taken by position, as
+always.  The labels are not ``feature_names_in_``: scikit-learn would then warn at every call
+on NumPy input.  A model fitted on a frame (``feature_names_in_``, no ``feature_coords_``)
+has its column names compared in the same way with xarray labels that are all text.
 
 Examples
 --------
@@ -37,7 +38,8 @@ import math
 
 import numpy as np
 
-from ooc_kernels.data._feature_coords import KEPT_KINDS, feature_coords, opened_input
+from ooc_kernels.data._feature_coords import (KEPT_KINDS, feature_coords, frame_columns,
+                                              opened_input)
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
 
 __all__ = ["ATTRIBUTE", "check_feature_coords", "opened_input", "record_feature_coords",
@@ -64,12 +66,43 @@ def _short(values: list, limit: int = 8) -> str:
     return f"[{shown}{', ...' if len(values) > limit else ''}]"
 
 
+def _labels_to_check(estimator, X):
+    """``(fitted labels, attribute, dim, given labels)``, or None when there is nothing to
+    compare: the model's ``feature_coords_`` against an xarray input's labels or a frame's
+    column names; without them, its ``feature_names_in_`` against xarray labels that are all
+    text (``dim`` None: a frame's columns)."""
+    fitted = getattr(estimator, ATTRIBUTE, None)
+    if fitted is not None:
+        found = feature_coords(X)
+        if found is None:
+            columns = frame_columns(X)
+            found = None if columns is None else (None, columns)
+        return None if found is None else (fitted, ATTRIBUTE, *found)
+    fitted = getattr(estimator, "feature_names_in_", None)
+    found = None if fitted is None else feature_coords(X)
+    if found is None or not all(isinstance(v, str) for v in found[1].tolist()):
+        return None
+    return fitted, "feature_names_in_", *found
+
+
+def _wording(name: str, dim, attribute: str) -> tuple[str, str, str, str]:
+    """``(has, does not have, the fix, the labels dropped)`` of the messages."""
+    if dim is None:   # a frame's columns against the labels of an xarray fit
+        return (f"{name}'s columns have", f"{name}'s columns do not have",
+                f"{name}[list(model.{attribute})]", f"{name}.to_numpy()")
+    labels = f"model.{attribute}" if attribute == ATTRIBUTE else f"list(model.{attribute})"
+    return (f"{name}'s feature coordinate {dim!r} has",
+            f"{name}'s feature coordinate {dim!r} does not have",
+            f"{name}.sel({{{dim!r}: {labels}}})", f"{name}.drop_vars({dim!r})")
+
+
 def check_feature_coords(estimator, X, name: str = "X") -> None:
-    """Refuse an input ``X`` whose feature labels are not ``estimator.feature_coords_`` in
-    the same order; accept an input without labels, or any input of a model fitted without
-    them.  A model fitted on a frame (``feature_names_in_``, no ``feature_coords_``) has
-    its column names compared with labels that are all text.  Call it after the number of
-    features was checked.
+    """Refuse an input ``X`` whose feature labels (xarray) or column names (a pandas or Dask
+    DataFrame) are not ``estimator.feature_coords_`` in the same order; accept an input
+    without them, or any input of a model fitted without labels.  A model fitted on a frame
+    (``feature_names_in_``, no ``feature_coords_``) has its column names compared in the
+    same way with xarray labels that are all text.  Call it after the number of features
+    was checked.
 
     Raises
     ------
@@ -78,40 +111,32 @@ def check_feature_coords(estimator, X, name: str = "X") -> None:
         differs), or other labels (it names the first one the model was not fitted with);
         either way it says how to select the features as in fit.
     """
-    fitted, attribute = getattr(estimator, ATTRIBUTE, None), ATTRIBUTE
-    if fitted is None:
-        fitted, attribute = getattr(estimator, "feature_names_in_", None), \
-            "feature_names_in_"
-    found = None if fitted is None else feature_coords(X)
-    if found is None or (attribute != ATTRIBUTE
-                         and not all(isinstance(v, str) for v in found[1].tolist())):
+    compared = _labels_to_check(estimator, X)
+    if compared is None:
         return
     import pandas as pd
 
-    dim, given = found
+    fitted, attribute, dim, given = compared
     want, got = pd.Index(fitted), pd.Index(given)
     if want.equals(got):
         return
     cls = type(estimator).__name__
-    select = f"{name}.sel({{{dim!r}: " + ("model.feature_coords_})" if attribute == ATTRIBUTE
-                                          else "list(model.feature_names_in_)})")
+    has, lacks, select, drop = _wording(name, dim, attribute)
     both = f"fitted with {_short(list(want))}, got {_short(list(got))}"
     if len(want) == len(got) and want.is_unique and got.is_unique \
             and want.isin(got).all() and got.isin(want).all():
         i = next(i for i, (a, b) in enumerate(zip(want, got)) if not a == b)
         raise ValidationError(
-            f"{name}'s feature coordinate {dim!r} has the labels the model was fitted with "
-            f"in another order: position {i} is {got[i]!r}, where {cls} was fitted with "
-            f"{want[i]!r} ({both}); features are read by position, so order them as in "
-            f"fit, e.g. {select}.")
+            f"{has} the labels the model was fitted with in another order: position {i} is "
+            f"{got[i]!r}, where {cls} was fitted with {want[i]!r} ({both}); features are "
+            f"read by position, so order them as in fit, e.g. {select}.")
     unknown = [v for v, known in zip(got, got.isin(want)) if not known]
     which = (f"{unknown[0]!r} (position {list(got).index(unknown[0])}) is not one of "
              "them" if unknown else "some are repeated or missing")
     raise ValidationError(
-        f"{name}'s feature coordinate {dim!r} does not have the labels {cls} was fitted "
-        f"with: {which} ({both}); give the features the model was fitted with, in fit's "
-        f"order, e.g. {select}, or drop the labels ({name}.drop_vars({dim!r})) if these "
-        "are the same features under other names.")
+        f"{lacks} the labels {cls} was fitted with: {which} ({both}); give the features "
+        f"the model was fitted with, in fit's order, e.g. {select}, or drop the labels "
+        f"({drop}) if these are the same features under other names.")
 
 
 def saved_feature_coords(estimator) -> dict | None:

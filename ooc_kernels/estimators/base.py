@@ -269,6 +269,7 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
                 self._check_lazy_features(data)
             check_feature_coords(self, X, name)   # xarray feature labels in fit's order
             return data
+        raw = X   # a frame's column names, against the labels of an xarray fit
         if reset is None:
             from sklearn.utils.validation import check_array
 
@@ -279,6 +280,10 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
         else:
             X = sklearn_validated(validate_data, self, X, reset=reset,
                                   dtype=[np.float64, np.float32], ensure_all_finite=not skip)
+        if reset:
+            record_feature_coords(self, raw)   # none in memory: a refit forgets them
+        else:
+            check_feature_coords(self, raw, name)
         chunk = self.chunk_size
         if getattr(self, "early_stopping", False):  # enough whole chunks to hold some out
             chunk = min(chunk, max(1, math.ceil(len(X) * self.validation_fraction)))
@@ -320,9 +325,10 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
             self._check_lazy_features(data)
             check_feature_coords(self, X)
             return data, True
-        X = sklearn_validated(validate_data, self, X, reset=False,
-                              dtype=[np.float64, np.float32])
-        return X, False
+        checked = sklearn_validated(validate_data, self, X, reset=False,
+                                    dtype=[np.float64, np.float32])
+        check_feature_coords(self, X)
+        return checked, False
 
     def _split_validation(self, data: ChunkedData) -> tuple[ChunkedData, ChunkedData | None]:
         """``(training chunks, held-out chunks)``: whole chunks, chosen from the seed."""
