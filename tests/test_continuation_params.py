@@ -93,7 +93,7 @@ def test_projected_kernel_ridge_solves_a_continuation_with_a_new_alpha(tmp_path)
     gives the model of a stream fitted with that alpha throughout."""
     params = dict(basis="nystrom-fixed", n_components=32, chunks_per_round=1,
                   random_state=0, progress=False, scheduler="sync")
-    est = ok.ProjectedKernelRidge(**params).partial_fit(X[:150], X[:150, 0])
+    est = ok.ProjectedKernelRidge(alpha=1.0, **params).partial_fit(X[:150], X[:150, 0])
     est.set_params(alpha=3.0).partial_fit(X[150:], X[150:, 0])
     ref = ok.ProjectedKernelRidge(**dict(params, alpha=3.0))
     ref.partial_fit(X[:150], X[:150, 0]).partial_fit(X[150:], X[150:, 0])

@@ -145,7 +145,7 @@ def test_lazy_fit_on_other_schedulers_equals_the_in_memory_solve(scheduler, requ
     X, y = _data(n=250, d=2, seed=9)
     Xd, yd = da.from_array(X, chunks=(23, 2)), da.from_array(y, chunks=23)
     model = ok.ProjectedKernelRidge(degree=4, bandwidth=1.0, center=False, chunks_per_round=4,
-                                    standardize=False,
+                                    standardize=False, alpha=1.0,
                                     random_state=0, scheduler=sched).fit(Xd, yd)
     expected = _taylor_solve(X, y, degree=4, bandwidth=1.0, alpha=1.0, center=0.0)
     np.testing.assert_allclose(model.coef_, expected, rtol=1e-10, atol=1e-12)
@@ -157,7 +157,7 @@ def test_lazy_fit_on_other_schedulers_equals_the_in_memory_solve(scheduler, requ
 def test_partial_fit_stream_equals_one_fit_on_the_concatenation():
     X, y = _data(n=240, seed=10)
     params = dict(degree=3, bandwidth=0.9, center=False, standardize=False, chunk_size=25,
-                  scheduler="sync")
+                  alpha=1.0, scheduler="sync")
     stream = ok.ProjectedKernelRidge(**params)
     for lo in range(0, 240, 80):
         stream.partial_fit(X[lo:lo + 80], y[lo:lo + 80])
@@ -183,7 +183,7 @@ def test_skipped_rows_give_the_fit_of_the_clean_rows():
     Xbad[[5, 60], 1] = np.nan
     keep = np.setdiff1d(np.arange(100), [5, 60])
     params = dict(degree=2, bandwidth=1.0, center=False, standardize=False, chunk_size=30,
-                  scheduler="sync")
+                  alpha=1.0, scheduler="sync")
     Xd = da.from_array(Xbad, chunks=(30, 3))
     with pytest.raises(InvalidDataError, match=r"row (5|0) of the group of chunks \[(0|2)\] has NaN or inf in X"):
         ok.ProjectedKernelRidge(**params).fit(Xd, da.from_array(y, chunks=30))

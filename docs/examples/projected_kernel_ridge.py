@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> dict:
                                                         n_components=60))):
             # the raw inputs and targets and the median width: one kernel for every model
             model = ok.ProjectedKernelRidge(**params, bandwidth="median", standardize=False,
-                                            random_state=0, scheduler="sync",
+                                            alpha=1.0, random_state=0, scheduler="sync",
                                             progress=False).fit(ds)
             models[label] = model
             curves[label] = model.predict(grid)

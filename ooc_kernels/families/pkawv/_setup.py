@@ -30,7 +30,8 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._moments import weighted_moments
 
 __all__ = ["SETUP_ROWS", "TRIAL_ROWS", "BANDWIDTH_MULTIPLES", "moments", "unit_range",
-           "scale_rows", "scaled_data", "gcv_error", "bandwidth_trials"]
+           "scale_rows", "scaled_data", "gcv_error", "gcv_errors", "bandwidth_trials",
+           "ALPHAS"]
 
 #: Rows drawn for the statistics, the bandwidth and the Taylor centre.
 SETUP_ROWS = 2000
@@ -39,6 +40,9 @@ TRIAL_ROWS = 1000
 #: ``bandwidth="auto"`` tries these multiples of the median pairwise distance (in the units
 #: the model sees), as the DSG estimators' trials do.
 BANDWIDTH_MULTIPLES = (0.125, 0.25, 0.5, 1.0, 2.0)
+#: ``alpha="auto"`` tries these values of ``alpha`` (for the whole data: the trials, on
+#: ``m`` of the ``n`` rows, use ``alpha * m / n``).
+ALPHAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 
 
 def moments(values, weights=None) -> tuple[np.ndarray, np.ndarray]:
@@ -134,22 +138,66 @@ def gcv_error(Phi: np.ndarray, y: np.ndarray, weights, alpha: float) -> float:
     return float(np.sum((z - fitted) ** 2) / total) / max(1.0 - trace / total, 1e-12) ** 2
 
 
-def bandwidth_trials(rows, y, weights, median: float, alpha: float, features):
-    """``(bandwidth, {multiple: score})``: of the :data:`BANDWIDTH_MULTIPLES` of
-    ``median``, the one whose model has the smallest generalized cross-validation error
-    (:func:`gcv_error`) on the first :data:`TRIAL_ROWS` of ``rows`` (``features(sigma,
-    rows)``: the features the fit would use at width ``sigma``); a score is ``1 - GCV
-    error / variance`` of the targets.  A
-    trial whose solve fails (not positive definite) scores ``-inf``."""
+def gcv_errors(Phi: np.ndarray, y: np.ndarray, weights, alphas) -> np.ndarray:
+    """:func:`gcv_error` at every ``alpha`` of ``alphas``, from one eigendecomposition of
+    ``B^T B`` (``r x r``) or ``B B^T`` (``m x m``), the smaller (``B`` the rows
+    ``sqrt(s_i) phi_i``): with its eigenvalues ``e`` and ``c`` the targets in its
+    eigenbasis, the fitted values are ``sum_j e_j / (e_j + alpha) c_j u_j`` and ``tr(H) =
+    sum_j e_j / (e_j + alpha)``.
+
+    >>> rng = np.random.default_rng(0)
+    >>> alphas = [0.01, 1.0, 100.0]
+    >>> for r in (3, 40):                         # the primal and the dual forms
+    ...     Phi, y, w = rng.normal(size=(30, r)), rng.normal(size=30), rng.uniform(size=30)
+    ...     print(bool(np.allclose(gcv_errors(Phi, y, w, alphas),
+    ...                            [gcv_error(Phi, y, w, a) for a in alphas])))
+    True
+    True
+    """
+    s = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    root = np.sqrt(s)
+    B, z = Phi * root[:, None], y * root
+    m, r = B.shape
+    with single_threaded_blas():
+        if r <= m:
+            e, V = np.linalg.eigh(B.T @ B)
+            U = B @ V          # (m, r): columns sqrt(e_j) u_j
+            c = V.T @ (B.T @ z)
+        else:
+            e, U = np.linalg.eigh(B @ B.T)
+            c = e * (U.T @ z)
+    e = np.clip(e, 0.0, None)
+    total = float(np.sum(s))
+    out = []
+    for alpha in alphas:
+        fitted = U @ (c / (e + alpha))
+        trace = float(np.sum(e / (e + alpha)))
+        out.append(float(np.sum((z - fitted) ** 2) / total)
+                   / max(1.0 - trace / total, 1e-12) ** 2)
+    return np.array(out)
+
+
+def bandwidth_trials(rows, y, weights, median: float, alphas, features,
+                     multiples=BANDWIDTH_MULTIPLES):
+    """``(bandwidth, alpha, {multiple: score})``: of the ``multiples`` of ``median`` (by
+    default :data:`BANDWIDTH_MULTIPLES`) and the ``alphas``, the pair whose model has the
+    smallest generalized cross-validation error (:func:`gcv_errors`) on the first
+    :data:`TRIAL_ROWS` of ``rows`` (``features(sigma, rows)``: the features the fit would
+    use at width ``sigma``); a score is ``1 - GCV error / variance`` of the targets, a
+    multiple's the best of its alphas.  Ties go to the wider kernel, then the larger
+    alpha.  A trial whose solve fails scores ``-inf``."""
     rows, y = rows[:TRIAL_ROWS], np.asarray(y, dtype=np.float64)[:TRIAL_ROWS]
     w = None if weights is None else np.asarray(weights, dtype=np.float64)[:TRIAL_ROWS]
     var = float(np.average((y - np.average(y, weights=w)) ** 2, weights=w)) or 1.0
-    scores = {}
-    for mult in BANDWIDTH_MULTIPLES:
+    alphas = [float(a) for a in alphas]
+    table = {}
+    for mult in multiples:
         try:
-            mse = gcv_error(features(mult * median, rows), y, w, alpha)
+            mse = gcv_errors(features(mult * median, rows), y, w, alphas)
         except (np.linalg.LinAlgError, ValueError):
-            mse = np.inf
-        scores[mult] = 1.0 - mse / var if np.isfinite(mse) else -np.inf
-    best = max(scores, key=lambda k: (scores[k], k))   # ties: the wider kernel
-    return best * median, scores
+            mse = np.full(len(alphas), np.inf)
+        for alpha, err in zip(alphas, mse):
+            table[mult, alpha] = float(1.0 - err / var) if np.isfinite(err) else -np.inf
+    best = max(table, key=lambda k: (table[k], k))
+    scores = {mult: max(table[mult, a] for a in alphas) for mult in multiples}
+    return best[0] * median, best[1], scores

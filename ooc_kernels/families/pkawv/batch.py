@@ -64,7 +64,8 @@ from ooc_kernels.estimators.base import (
     ChunkedRegressorMixin,
 )
 from ooc_kernels.exceptions import InvalidDataError, ModelFormatError, ValidationError
-from ooc_kernels.families.pkawv._setup import (SETUP_ROWS, TRIAL_ROWS, bandwidth_trials,
+from ooc_kernels.families.pkawv._setup import (ALPHAS, SETUP_ROWS, TRIAL_ROWS,
+                                                bandwidth_trials,
                                                 scale_rows, scaled_data)
 from ooc_kernels.families.pkawv._setup_pass import setup_pass
 from ooc_kernels.families.pkawv.nystrom_fixed import FixedNystromBasis, sample_dictionary
@@ -209,13 +210,19 @@ _PARAMS_DOC = """
         distance of 2000 rows drawn uniformly among all the rows at setup, the pairs
         weighted by the rows' sample weights (1.0 when fewer than two distinct rows are drawn).
         ``"auto"``: of 0.125, 0.25, 0.5, 1 and 2 times that median, the width whose model
-        (the same basis, its own ``degree="auto"``, ``alpha`` scaled to the rows) has the
-        smallest generalized cross-validation error on 1000 of those rows (in closed form,
-        no extra pass; a weight counts as that many copies of its row); the scores are
+        (the same basis, its own ``degree="auto"``, ``alpha`` scaled to the rows; with
+        ``alpha="auto"`` the best of its alphas) has the smallest generalized
+        cross-validation error on 1000 of those rows (in closed form, no extra pass; a
+        weight counts as that many copies of its row); the scores are
         ``bandwidth_scores_``.  The value used is ``bandwidth_``.
-    alpha : float, default=1.0
+    alpha : float or "auto", default="auto"
         ``lambda``, the ridge on ``sum_i s_i (y_i - f(x_i))^2`` (not divided by the number
-        of rows, as in scikit-learn's ``KernelRidge`` and in the paper).
+        of rows, as in scikit-learn's ``KernelRidge`` and in the paper).  ``"auto"``: of
+        ``1e-4, 1e-3, ..., 100``, the value of the smallest generalized cross-validation
+        error on the rows of the bandwidth trials (jointly with the width when
+        ``bandwidth="auto"``, at the width given otherwise; on those ``m`` of the ``n``
+        rows the trials use ``alpha * m / n``); 1.0 when fewer than two rows are drawn.
+        A continuation with ``"auto"`` keeps ``alpha_``.  The value used is ``alpha_``.
     standardize : bool, default=True
         The model sees every input centred and scaled to unit variance, and learns the
         targets centred and scaled to unit variance (means and standard deviations of all
@@ -265,6 +272,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         The Taylor degree used (None for the Nystrom basis).
     bandwidth_ : float
         ``sigma``, in the units the model sees.
+    alpha_ : float
+        ``lambda`` of the solve (``alpha``, or the choice of ``alpha="auto"``).
     bandwidth_scores_ : dict or None
         With ``bandwidth="auto"``: ``{multiple of the median distance: generalized
         cross-validation R^2}`` of the trials (None otherwise, and after :func:`ooc_kernels.load`).
@@ -313,7 +322,7 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         "n_components": [Interval(Integral, 1, MAX_COMPONENTS, closed="both")],
         "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both"),
                       StrOptions({"median", "auto"})],
-        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "standardize": ["boolean"],
         "center": ["boolean"],
     }
@@ -327,7 +336,7 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
 
     def __init__(self, basis="taylor", *, degree="auto", n_components=1000,
                  bandwidth="auto",
-                 alpha=1.0, standardize=True, center=True, max_iter=1, chunks_per_round=4,
+                 alpha="auto", standardize=True, center=True, max_iter=1, chunks_per_round=4,
                  chunk_size=10_000,
                  shuffle=False, shuffle_chunks="auto", on_invalid="error", random_state=None,
                  scheduler=None, progress=None):
@@ -366,8 +375,8 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                 f"features, more than the {MAX_COMPONENTS} whose {r} x {r} statistics a "
                 "task may hold; lower degree, or use basis='nystrom-fixed' with "
                 "n_components <= 10000.")
-        needs_rows = self.standardize or isinstance(self.bandwidth, str) or (
-            taylor and (self.center or self.degree == "auto"))
+        needs_rows = self.standardize or isinstance(self.bandwidth, str) or \
+            self.alpha == "auto" or (taylor and (self.center or self.degree == "auto"))
         stats = self._setup_rows(data, sched) if needs_rows else None
         rows, y, weights = (stats.rows, stats.y, stats.weights) if needs_rows else \
             (np.zeros((0, d)), np.zeros(0), np.ones(0))
@@ -389,21 +398,30 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
                 _auto_degree(offsets, sigma, self.n_components)
 
         self.bandwidth_scores_ = None
+        auto_alpha = self.alpha == "auto"
+        alpha = 1.0 if auto_alpha else float(self.alpha)
         if isinstance(self.bandwidth, str):
             bandwidth = _median_bandwidth(rows, weights, derive_seed(self.random_seed_, 4))
-            if self.bandwidth == "auto" and len(rows) >= 2:
-                def features(sigma, trial_rows):
-                    if taylor:
-                        return TaylorBasis(d, degree_for(sigma), sigma).transform(trial_rows)
-                    return FixedNystromBasis(trial_rows[:self.n_components],
-                                             sigma).transform(trial_rows)
-
-                m = min(len(rows), TRIAL_ROWS)
-                bandwidth, self.bandwidth_scores_ = bandwidth_trials(
-                    offsets, (y - y_shift) / y_scale, unit, bandwidth,
-                    self.alpha * m / max(data.n_samples, m), features)
         else:
             bandwidth = float(self.bandwidth)
+        if (self.bandwidth == "auto" or auto_alpha) and len(rows) >= 2:
+            def features(sigma, trial_rows):
+                if taylor:
+                    return TaylorBasis(d, degree_for(sigma), sigma).transform(trial_rows)
+                return FixedNystromBasis(trial_rows[:self.n_components],
+                                         sigma).transform(trial_rows)
+
+            m = min(len(rows), TRIAL_ROWS)
+            share = m / max(data.n_samples, m)   # alpha on the trial's m of the n rows
+            candidates = ALPHAS if auto_alpha else (alpha,)
+            scaled = [a * share for a in candidates]
+            bandwidth, chosen, scores = bandwidth_trials(
+                offsets, (y - y_shift) / y_scale, unit, bandwidth, scaled, features,
+                **({} if self.bandwidth == "auto" else {"multiples": (1.0,)}))
+            alpha = candidates[scaled.index(chosen)]
+            if self.bandwidth == "auto":
+                self.bandwidth_scores_ = scores
+        self.alpha_ = alpha
         degree = degree_for(bandwidth) if taylor else None
         dictionary = None
         if self.basis == "nystrom-fixed":
@@ -445,14 +463,25 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
             raise ValidationError(
                 f"{type(self).__name__} read no valid row ({int(state['n_skipped'])} were "
                 "left out as non-finite); give it rows with finite X, y and sample_weight.")
-        a = state["gram"] + self.alpha * np.eye(len(state["rhs"]))
-        try:
-            with single_threaded_blas():   # the same coefficients wherever it runs
-                coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), state["rhs"])
-        except np.linalg.LinAlgError as exc:
+        if self.alpha != "auto":
+            self.alpha_ = float(self.alpha)
+        # "auto": a solve that is not numerically positive definite (features nearly
+        # collinear against a tiny ridge) moves on to the next larger alpha of the grid
+        tries = [self.alpha_] + ([a for a in ALPHAS if a > self.alpha_]
+                                 if self.alpha == "auto" else [])
+        for alpha in tries:
+            try:
+                with single_threaded_blas():   # the same coefficients wherever it runs
+                    a = state["gram"] + alpha * np.eye(len(state["rhs"]))
+                    coef = scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), state["rhs"])
+                break
+            except np.linalg.LinAlgError as exc:
+                error = exc
+        else:
             raise ValidationError(
                 f"Phi^T Phi + alpha I is not numerically positive definite with alpha="
-                f"{self.alpha!r} ({exc}); raise alpha.") from exc
+                f"{tries[-1]!r} ({error}); raise alpha.") from error
+        self.alpha_ = alpha
         return {**state, "coef": coef}
 
     def _publish(self) -> None:
@@ -488,23 +517,29 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         return out
 
     def _fitted_meta(self) -> dict:
-        return {"bandwidth": self.bandwidth_, "degree": self.degree_}
+        return {"bandwidth": self.bandwidth_, "degree": self.degree_, "alpha": self.alpha_}
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
         bandwidth, degree = meta.get("bandwidth"), meta.get("degree")
+        # a file without "alpha" holds a model solved with its numeric alpha parameter
+        alpha = meta.get("alpha", None if self.alpha == "auto" else self.alpha)
         nystrom = self.basis == "nystrom-fixed"
         degree_ok = degree is None if nystrom else (
             isinstance(degree, int) and not isinstance(degree, bool) and degree >= 0 and
             taylor_size(self.n_features_in_, degree) <= MAX_COMPONENTS)
-        if set(meta) != {"bandwidth", "degree"} or isinstance(bandwidth, bool) or \
-                not isinstance(bandwidth, (int, float)) \
+        alpha_ok = isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and \
+            np.isfinite(alpha) and alpha > 0
+        if not {"bandwidth", "degree"} <= set(meta) <= {"bandwidth", "degree", "alpha"} \
+                or isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) \
                 or not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH \
-                or not degree_ok:
+                or not degree_ok or not alpha_ok:
             raise ModelFormatError(
                 f"{where}: the fitted metadata must be {{'bandwidth': a number in "
                 f"[{MIN_BANDWIDTH:g}, {MAX_BANDWIDTH:g}], "
-                "'degree': the Taylor degree (None for the Nystrom basis)}, got "
+                "'degree': the Taylor degree (None for the Nystrom basis), 'alpha': the "
+                "positive alpha of the solve}, got "
                 f"{meta!r}; re-save the model or restore it from a backup.")
+        self.alpha_ = float(alpha)
         d = self.n_features_in_
         scaling = _restore_scaling(self, arrays, d, where)
         needed = "dictionary" if nystrom else (
