@@ -7,8 +7,11 @@ the first step of epoch ``e + 1``, global step ``e n / b + 1``."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+import ooc_kernels as ok
+from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg._large_data import large_data_average
 from ooc_kernels.families.dsg._schedule import resolve_schedule
 
@@ -57,3 +60,24 @@ def test_boolean_average_and_zero(average, start):
                             average=average, loss="squared", eigenvalue=1.0, batch_size=4,
                             n_samples=100)
     assert plan.average == start
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ok.DSGClassifier(alpha=1e-320),                   # subnormal: 1 / alpha = inf
+    lambda: ok.DSGRegressor(alpha=5e-324),
+    pytest.param(lambda: ok.DSGClassifier(class_weight={0: 1e308, 1: 1e308}),  # 'auto': 1 / inf
+                 marks=pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")),
+], ids=["classifier", "regressor", "weights"])
+def test_an_alpha_whose_inverse_overflows_is_refused_with_the_fix(make):
+    """learning_rate='optimal' takes theta = 1 / alpha: for an alpha below 1 / the largest
+    float (about 5.6e-309) theta is inf, which no step schedule can use (not Python's
+    'cannot convert float NaN to integer' from inside the fit).  A fit just above the bound
+    runs."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(np.int64)
+    with pytest.raises(ValidationError, match=r"1 / alpha finite \(alpha >= 5\.56e-309\)"):
+        make().set_params(n_features=256, max_iter=1, tol=None, scheduler="sync").fit(X, y)
+    assert 1.0 / 6e-309 < np.finfo(np.float64).max                   # the bound's reference
+    ok.DSGClassifier(alpha=6e-309, n_features=256, max_iter=1, tol=None,
+                     scheduler="sync").fit(X, y)

@@ -371,14 +371,18 @@ def resolve_schedule(*, learning_rate: str, eta0, t0, alpha, average, loss: str,
         ``learning_rate="optimal"`` with ``alpha=0`` or a numeric ``t0``, or
         ``learning_rate="inverse"`` with ``eta0="auto"``.
     """
+    given = alpha
     alpha = 1.0 / max(n_samples, 1e-12) if alpha == "auto" else float(alpha)
     step = None if eigenvalue is None else stable_step(loss=loss, eigenvalue=eigenvalue)
     if learning_rate == "optimal":
-        if alpha <= 0:
+        if alpha <= 0 or not math.isfinite(1.0 / alpha):   # a subnormal alpha: 1 / alpha = inf
+            auto = (f" (alpha='auto' is 1 / the rows' total weight, {n_samples!r}: rescale "
+                    "sample_weight or class_weight)" if given == "auto" else "")
             raise ValidationError(
-                f"learning_rate='optimal' sets theta = 1 / alpha, so alpha must be > 0, got "
-                f"{alpha!r}; set alpha > 0 (or 'auto'), or use learning_rate='inverse' with "
-                "eta0."
+                f"learning_rate='optimal' sets theta = 1 / alpha, so alpha must be > 0 with "
+                f"1 / alpha finite (alpha >= {1.0 / np.finfo(np.float64).max:.3g}), got "
+                f"{alpha!r}{auto}; set such an alpha (or 'auto'), or use "
+                "learning_rate='inverse' with eta0."
             )
         if t0 != "auto":
             raise ValidationError(
