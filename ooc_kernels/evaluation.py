@@ -28,6 +28,7 @@ from ooc_kernels._paths import user_path
 from ooc_kernels._progress import progress_bar
 from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
+from ooc_kernels.estimators._feature_coords import check_read_input, opened_input
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
 from ooc_kernels.parallel.cluster import active_client, compute
 from ooc_kernels.parallel.scheduler import scheduler_context
@@ -277,7 +278,9 @@ def evaluate(estimator, X, y=None, *, progress: bool | None = None,
         ``estimator`` is neither a classifier nor a regressor (see :func:`scored_task`).
     """
     scored_task(estimator)
+    X = opened_input(X)
     data = as_chunked(X, y, chunk_size=estimator.chunk_size, require_y=True)
+    check_read_input(estimator, data, X)   # names and labels: model_input has none
     stats, classifier = _chunk_stats(estimator, data)
     n_chunks = stats.numblocks[0]
     rows = []
@@ -347,7 +350,9 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False,
     """
     import xarray as xr
 
-    data = as_chunked(X, chunk_size=estimator.chunk_size)
+    opened = opened_input(X)
+    data = as_chunked(opened, chunk_size=estimator.chunk_size)
+    check_read_input(estimator, data, opened)   # names and labels: model_input has none
     pred = estimator.predict(model_input(data))
     like = wrap_prediction(X, pred)  # the input's sample dim and coordinates, if any
     sample = like.dims[0] if isinstance(like, xr.DataArray) else "sample"

@@ -259,3 +259,28 @@ def test_frames_with_the_labels_as_column_names_in_another_order_are_refused():
         fixed = frame[list(reg.feature_coords_)]
         np.testing.assert_array_equal(reg.predict(fixed), expected)
         np.testing.assert_array_equal(reg.predict(pd.DataFrame(X)), expected)  # no names
+
+
+def test_evaluate_and_write_predictions_check_names_and_labels(tmp_path):
+    import dask.dataframe as dd
+    import pandas as pd
+    from sklearn.metrics import r2_score
+
+    from ooc_kernels.evaluation import evaluate, write_predictions
+
+    cls = ESTIMATORS.get("DSGRegressor")
+    X, y = problem(cls)
+    reg = make(cls).fit(labelled(X), y)
+    moved = labelled(X).isel(channel=[1, 2, 0])
+    with pytest.raises(ValidationError, match="another order"):
+        evaluate(reg, moved, y, progress=False)
+    with pytest.raises(ValidationError, match="another order"):
+        write_predictions(reg, moved, tmp_path / "p.zarr", progress=False)
+    assert not (tmp_path / "p.zarr").exists()
+    got = evaluate(reg, moved.sel(channel=reg.feature_coords_), y, progress=False)
+    assert got["r2"] == pytest.approx(r2_score(y, reg.predict(X)), rel=1e-9)
+    # a model fitted on a Dask DataFrame: its column names, as predict checks them
+    frame = dd.from_pandas(pd.DataFrame(X, columns=CHANNELS), npartitions=3)
+    named = make(cls).fit(frame, dd.from_pandas(pd.Series(y), npartitions=3))
+    with pytest.raises(ValidationError, match="The feature names should match"):
+        evaluate(named, frame[["b", "a", "c"]], y, progress=False)

@@ -42,8 +42,8 @@ from ooc_kernels.data._feature_coords import (KEPT_KINDS, feature_coords, frame_
                                               opened_input)
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
 
-__all__ = ["ATTRIBUTE", "check_feature_coords", "opened_input", "record_feature_coords",
-           "restore_feature_coords", "saved_feature_coords"]
+__all__ = ["ATTRIBUTE", "check_feature_coords", "check_read_input", "opened_input",
+           "record_feature_coords", "restore_feature_coords", "saved_feature_coords"]
 
 #: The fitted attribute holding the labels.
 ATTRIBUTE = "feature_coords_"
@@ -137,6 +137,18 @@ def check_feature_coords(estimator, X, name: str = "X") -> None:
         f"{lacks} the labels {cls} was fitted with: {which} ({both}); give the features "
         f"the model was fitted with, in fit's order, e.g. {select}, or drop the labels "
         f"({drop}) if these are the same features under other names.")
+
+
+def check_read_input(estimator, data, X) -> None:
+    """What ``predict`` checks of an input ``X`` (opened with :func:`opened_input`) that a
+    caller read as ``data`` itself and gives the model as bare arrays
+    (:func:`~ooc_kernels.data.inputs.model_input`, which has no names or labels): its number
+    of features and column names (the estimator's ``_check_lazy_features``, where it has
+    one) and its feature labels (:func:`check_feature_coords`)."""
+    check = getattr(estimator, "_check_lazy_features", None)
+    if check is not None:
+        check(data)
+    check_feature_coords(estimator, X)
 
 
 def saved_feature_coords(estimator) -> dict | None:
