@@ -273,9 +273,11 @@ def test_the_chunks_scatters_are_merged_in_a_tree_of_a_few_at_a_time(monkeypatch
 
 
 def test_the_squared_loss_starts_above_the_newton_limit_and_the_logistic_loss_does_not():
-    """150 columns (151 with the intercept's): above the logistic loss's Newton limit and
-    under the squared loss's, in memory and out of core; the ridge start is the closed-form
-    solution of the standardized problem."""
+    """150 columns (151 with the intercept's): above the logistic loss's Newton limit for
+    any rows and under the squared loss's, in memory and out of core; the ridge start is the
+    closed-form solution of the standardized problem.  The logistic loss starts there only
+    from rows held in memory few per column (``_logistic_start.newton_applies``), not out
+    of core."""
     from ooc_kernels.families.dspdc._logistic_start import NEWTON_MAX_FEATURES
     from ooc_kernels.families.dspdc._squared_start import START_MAX_FEATURES
 
@@ -295,7 +297,9 @@ def test_the_squared_loss_starts_above_the_newton_limit_and_the_logistic_loss_do
         exact = np.linalg.solve(A.T @ A / 600 + 1e-2 * np.eye(151),
                                 A.T @ (y - y.mean()) / 600)   # the targets less their mean
         np.testing.assert_allclose(reg._config.start_x, exact, rtol=1e-8, atol=1e-10)
+    labels = (y > 0).astype(int)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = ok.DSPDCClassifier(**kw).fit(X, (y > 0).astype(int))
+        clf = ok.DSPDCClassifier(**kw).fit(da.from_array(X, chunks=(200, 150)),
+                                           da.from_array(labels, chunks=200))
     assert clf._config.start_x is None

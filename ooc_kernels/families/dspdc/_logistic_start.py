@@ -67,13 +67,24 @@ from ooc_kernels.families.dspdc.kernels_memory import margins_loss_sum
 from ooc_kernels.losses import LOSS_LOGISTIC
 
 __all__ = ["GAP_FRACTION", "HESSIAN_BLOCK", "MAX_NEWTON", "NEWTON_MAX_FEATURES",
-           "logistic_duals", "logistic_newton", "newton_pass"]
+           "NEWTON_ROWS_PER_COLUMN", "logistic_duals", "logistic_newton", "newton_applies",
+           "newton_pass"]
 
 #: The most solver columns (the intercept's included) for which a fit starts from Newton's
-#: solution: above about this, Newton's Hessian (``n p^2 / 4`` products an iteration) costs
-#: more than the DSPDC epochs it saves (also bounded by
+#: solution whatever its rows (also bounded by
 #: :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES`).
 NEWTON_MAX_FEATURES = 128
+#: Above :data:`NEWTON_MAX_FEATURES` solver columns (and up to
+#: :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES`), the rows held in
+#: memory start from Newton's solution where they are at most this many times the columns.
+#: A Newton iteration (the Hessian's ``n p^2`` products) costs about ``p`` times a DSPDC
+#: epoch's ``n p``, and the epochs from zero grow with the condition number ``p / (lam2
+#: n)`` (a row's squared norm is about ``p`` on standardized columns), so Newton pays
+#: where the rows are few per column: at 2,000 x 300 (``alpha = 1e-4``) the zero start can
+#: stop at ``max_iter`` and Newton's takes about half its CPU time; at 16 rows per column
+#: the two cost the same, and at 33 and 66 (10,000 and 20,000 x 300: 18 and 13 epochs from
+#: zero) the zero start is 1.1 to 1.4 times faster (``benchmarks/dspdc_newton_columns.py``).
+NEWTON_ROWS_PER_COLUMN = 16
 #: The most Newton iterations of the start (each one read of the rows at a full step).
 MAX_NEWTON = 20
 #: The iterations stop once the duality gap at the duals ``phi'(A x)`` is at most this times
@@ -94,6 +105,23 @@ SUBSAMPLE_ABOVE = 1.0
 NO_HESSIAN_BELOW = 0.1
 #: The rows scaled at a time for the Hessian (a buffer of this many rows, in the cache).
 HESSIAN_BLOCK = 8192
+
+
+def newton_applies(n: int | None, p: int) -> bool:
+    """Whether a logistic fit on ``p`` solver columns starts from Newton's solution in the
+    ``p``-space (the l2 part, the l1 part's absence and ``p`` at most
+    :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` aside): ``p``
+    at most :data:`NEWTON_MAX_FEATURES`, or ``n`` rows held in memory (None: out of core)
+    at most :data:`NEWTON_ROWS_PER_COLUMN` times ``p``.
+
+    >>> newton_applies(None, 128), newton_applies(2000, 301), newton_applies(20000, 301)
+    (True, True, False)
+    >>> newton_applies(None, 301)
+    False
+    """
+    if int(p) <= NEWTON_MAX_FEATURES:
+        return True
+    return n is not None and 0 < int(n) <= NEWTON_ROWS_PER_COLUMN * int(p)
 
 
 def newton_pass(rows: np.ndarray, b: np.ndarray, weights, x: np.ndarray, stride: int,

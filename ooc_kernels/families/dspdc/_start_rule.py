@@ -9,10 +9,14 @@ whatever ``chunks_per_round``:
   intercept's included): the solution of the problem from the scatter matrix of ``[A, b]``
   (:mod:`~ooc_kernels.families.dspdc._squared_start`);
 * the binary logistic loss with no l1 part on dense rows of at most
-  :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES` solver columns:
-  Newton's solution (:mod:`~ooc_kernels.families.dspdc._logistic_start`), computed by
-  rounds that run in memory; out of core, where each Newton iteration would be a read of
-  the rows, the logistic fit starts from zero;
+  :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES` solver columns,
+  and above that up to the same limit of solver columns as the squared loss where the rows
+  held in memory are at most
+  :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_ROWS_PER_COLUMN` times the
+  columns (:func:`~ooc_kernels.families.dspdc._logistic_start.newton_applies`): Newton's
+  solution (:mod:`~ooc_kernels.families.dspdc._logistic_start`), computed by rounds that
+  run in memory; out of core, where each Newton iteration would be a read of the rows, the
+  logistic fit starts from zero;
 * the same logistic start in memory on wide rows, fewer rows than columns (at most
   :data:`~ooc_kernels.families.dspdc._wide_newton.WIDE_MAX_ROWS` of them), at any number of
   columns: Newton's steps solved in the ``n``-space
@@ -34,6 +38,8 @@ Examples
 (None, None)
 >>> start_kind(LOSS_LOGISTIC, 0.0, 0.1, 1001, False, n=200), start_kind(LOSS_LOGISTIC, 0.0, 0.1, 1001, False)
 ('logistic', None)
+>>> start_kind(LOSS_LOGISTIC, 0.0, 0.1, 301, False, n=2000), start_kind(LOSS_LOGISTIC, 0.0, 0.1, 301, False, n=20000)
+('logistic', None)
 """
 
 from __future__ import annotations
@@ -50,8 +56,10 @@ def start_kind(loss_id: int, lam1: float, lam2: float, p: int, factorized: bool,
     takes; ``factorized`` rows take none.  ``n``: the rows of a fit whose rounds run in
     memory (None out of core), where the logistic loss also starts from Newton's solution
     on wide rows (:func:`~ooc_kernels.families.dspdc._wide_newton.wide_applies`: fewer rows
-    than columns, whatever their number).  The input's type and ``chunks_per_round`` do not
-    enter."""
+    than columns, whatever their number) and on rows few per column above
+    :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES` columns
+    (:func:`~ooc_kernels.families.dspdc._logistic_start.newton_applies`).  The input's type
+    and ``chunks_per_round`` do not enter."""
     from ooc_kernels.families.dspdc import _logistic_start, _squared_start
     from ooc_kernels.families.dspdc._wide_newton import wide_applies
 
@@ -62,11 +70,11 @@ def start_kind(loss_id: int, lam1: float, lam2: float, p: int, factorized: bool,
     if logistic and n is not None and wide_applies(n, p):
         return "logistic"                     # Newton in the n-space, at any p
     if p > _squared_start.START_MAX_FEATURES:
-        return None                           # every other start's limit; Newton's is lower
+        return None                           # every start's limit but the wide rows'
     if loss == LOSS_SQUARED:
         return "squared"
-    if logistic and p <= _logistic_start.NEWTON_MAX_FEATURES:
-        return "logistic"
+    if logistic and _logistic_start.newton_applies(n, p):
+        return "logistic"                     # Newton in the p-space
     return None
 
 
