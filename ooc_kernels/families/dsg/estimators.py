@@ -448,7 +448,10 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
         ``"balanced"``: ``n_samples / (n_classes * count(label))``, counted in one pass over
-        ``y``.
+        ``y`` (the fit with ``compute_sample_weight("balanced", y)`` as ``sample_weight``).
+        A class of a few percent of the rows or less needs it: with None the automatic
+        set-up scores accuracy, which such a class barely moves, and the fit may predict
+        none of it (``docs/defaults.md``, "A rare class").
 
     Attributes
     ----------
