@@ -35,6 +35,7 @@ from .declarations import (
     _plain,
     get_schema,
     infer_task,
+    not_a_label,
 )
 
 __all__ = ["ArrayInfo", "Resolved", "check_arrays"]
@@ -185,6 +186,12 @@ class _Checker:
                     self.problem(f"dataset attribute 'classes' must be sorted and unique, found "
                                  f"{classes!r}; " + fix.attribute(ctx, "classes",
                                                                   repr(good or [0, 1, ...])))
+                odd = [c for c in classes if not_a_label(c)]
+                if odd:
+                    self.problem(f"dataset attribute 'classes' must be labels, integers or "
+                                 f"strings, found {odd[0]!r} in {classes!r}; a label is not a "
+                                 "fraction, infinite, NaN or beyond 2**53; "
+                                 + fix.attribute(ctx, "classes", "[0, 1, ...]"))
 
     def check_declaration(self) -> None:
         self.names = {n: n for n in self.schema.names}

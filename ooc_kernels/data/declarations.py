@@ -35,7 +35,7 @@ __all__ = [
     "SCHEMA_VERSION", "SCHEMA_VERSION_ATTR", "SCHEMA_ATTR", "VARIABLES_ATTR",
     "DECLARATION_KEY", "X_NAME", "Y_NAME", "SAMPLE_DIM", "FEATURE_DIM", "TASKS",
     "Variable", "Schema", "SUPERVISED", "FACTORIZED", "TRIPLETS", "SCHEMAS",
-    "get_schema", "register_schema", "infer_task", "make_attrs",
+    "get_schema", "register_schema", "infer_task", "make_attrs", "not_a_label",
 ]
 
 #: Version of the on-disk layout written by this library.
@@ -329,3 +329,12 @@ def make_attrs(task: str, *, classes: Sequence[Any] | None = None, **provenance:
 def _plain(value: Any) -> Any:
     """NumPy scalars -> Python scalars (JSON-serialisable attributes)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def not_a_label(value: Any) -> bool:
+    """Whether a class label is a number no classifier can hold as a class: a float that is
+    NaN, infinite, a fraction or beyond 2**53 (scikit-learn reads such labels as continuous
+    targets).  Integers and strings are labels."""
+    value = _plain(value)
+    return isinstance(value, float) and not (
+        value == value and abs(value) <= 2.0**53 and value.is_integer())

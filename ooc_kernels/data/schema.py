@@ -93,6 +93,7 @@ from .declarations import (
     Variable,
     get_schema,
     infer_task,
+    not_a_label,
     make_attrs,
     register_schema,
 )
@@ -292,6 +293,13 @@ def make_declaration(variables: Mapping[str, str] | None = None, *, schema: str 
             raise SchemaError(f"{where}: classes must be a non-empty list of label values "
                               f"(numbers or strings), found {classes!r}; e.g. [0, 1]")
         values = [c.item() if isinstance(c, np.generic) else c for c in values]
+        odd = [c for c in values if not_a_label(c)]
+        if odd:   # a classifier's labels: NaN, inf, 0.5 or 1e300 is no class it can hold
+            raise SchemaError(
+                f"{where}: classes must be labels, integers or strings, found {odd[0]!r} in "
+                f"{values!r}; a label is not a fraction, infinite, NaN or beyond 2**53 "
+                "(a --classes value such as 1e400 is read as a number): write the labels "
+                "the store's y holds, e.g. [0, 1]")
         try:
             good = sorted(set(values))
         except TypeError:
