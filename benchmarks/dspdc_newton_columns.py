@@ -15,6 +15,15 @@ measure the wait for a core) of ``--repeats`` fits per seed.  One line per fit: 
 seconds, ``n_iter_``, the last relative gap and why the fit stopped.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/dspdc_newton_columns.py --n 2000 --p 300
+
+``--out-of-core``: the fit out of core instead (a Dask array of ``--chunks`` chunks of
+rows, ``scheduler="sync"``), which starts from zero at every size, its CPU seconds and
+epochs to ``tol``, beside the iterations Newton's start takes on the same standardized
+rows in memory (``_logistic_start.logistic_newton`` to the same ``tol``: each would be one
+read of the rows out of core), for judging a start out of core:
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/dspdc_newton_columns.py --out-of-core \
+        --n 2000 --p 300
 """
 
 from __future__ import annotations
@@ -39,7 +48,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--tol", type=float, default=1e-6)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out-of-core", action="store_true")
+    parser.add_argument("--chunks", type=int, default=4)
     args = parser.parse_args()
+    if args.out_of_core:
+        out_of_core(args)
+        return
     warnings.simplefilter("ignore")              # the zero start warns at max_iter
 
     limit = _logistic_start.NEWTON_ROWS_PER_COLUMN
@@ -77,6 +91,38 @@ def main() -> None:
                     print(f"{n}x{p} informative={informative} seed {seed} (rule: "
                           f"{'Newton' if rule else 'zero'}): " + " | ".join(cells)
                           + f" | LogisticRegression {seconds:.3f} s", flush=True)
+
+
+def out_of_core(args) -> None:
+    """The ``--out-of-core`` lines (module docstring)."""
+    import dask.array as da
+
+    warnings.simplefilter("ignore")
+    for n in args.n:
+        for p in args.p:
+            for informative in args.n_informative:
+                for seed in args.seeds:
+                    X, y = make_classification(n_samples=n, n_features=p,
+                                               n_informative=informative, random_state=seed)
+                    rows = -(-n // args.chunks)
+                    Xd, yd = da.from_array(X, chunks=(rows, p)), da.from_array(y, chunks=rows)
+                    seconds = []
+                    for _ in range(args.repeats):
+                        model = DSPDCClassifier(alpha=args.alpha, tol=args.tol, random_state=0,
+                                                scheduler="sync", progress=False)
+                        start = time.process_time()
+                        model.fit(Xd, yd)
+                        seconds.append(time.process_time() - start)
+                    A = np.column_stack([(X - X.mean(axis=0)) / X.std(axis=0), np.ones(n)])
+                    b = np.where(y == model.classes_[1], 1.0, -1.0)
+                    _, iterations = _logistic_start.logistic_newton(A, b, None, args.alpha,
+                                                                    args.tol)
+                    last = model.gap_history_[-1]
+                    print(f"{n}x{p} informative={informative} seed {seed}, {args.chunks} "
+                          f"chunks: zero start {np.median(seconds):.3f} CPU s, "
+                          f"{model.n_iter_} epochs, {last['relative_gap']:.2g}, "
+                          f"{model.stop_reason_.split(':')[0]} | Newton in memory: "
+                          f"{iterations} iterations", flush=True)
 
 
 if __name__ == "__main__":
