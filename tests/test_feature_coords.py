@@ -284,3 +284,21 @@ def test_evaluate_and_write_predictions_check_names_and_labels(tmp_path):
     named = make(cls).fit(frame, dd.from_pandas(pd.Series(y), npartitions=3))
     with pytest.raises(ValidationError, match="The feature names should match"):
         evaluate(named, frame[["b", "a", "c"]], y, progress=False)
+
+
+def test_a_resume_with_other_feature_labels_is_refused(tmp_path):
+    from ooc_kernels.exceptions import CheckpointMismatchError
+
+    cls = ESTIMATORS.get("DSGRegressor")
+    X, y = problem(cls)
+    Xl = labelled(X)
+    ckpt = tmp_path / "fit.ckpt.zarr"
+    done = make(cls, max_iter=2, tol=None).fit(Xl, y, checkpoint=ckpt)
+    # the same rows (the same data token), their columns named in another order
+    renamed = Xl.assign_coords(channel=["c1", "c0", "c2"])
+    with pytest.raises(CheckpointMismatchError, match=r"dataset feature labels: checkpoint "
+                       r"\['c0', 'c1', 'c2'\], this fit's input \['c1', 'c0', 'c2'\]"):
+        make(cls, max_iter=2, tol=None).fit(renamed, y, checkpoint=ckpt, resume=True)
+    resumed = make(cls, max_iter=2, tol=None).fit(Xl, y, checkpoint=ckpt, resume=True)
+    np.testing.assert_array_equal(resumed.coef_, done.coef_)
+    assert resumed.feature_coords_.tolist() == ["c0", "c1", "c2"]

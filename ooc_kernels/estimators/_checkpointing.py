@@ -33,6 +33,7 @@ import weakref
 from ooc_kernels._atomic import check_replaceable, expand_user
 from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
+from ooc_kernels.estimators._feature_coords import resumed_labels_problem
 from ooc_kernels.estimators.persistence import json_params, model_metadata, restore_model
 from ooc_kernels.exceptions import (
     CheckpointError,
@@ -326,6 +327,7 @@ def resume_position(estimator, ck: Checkpoint, data, path) -> tuple[int, int]:
         if recorded != now["token"] and recorded == data.token:
             now = dict(now, token=recorded)  # a token naming the stores by their path
         problems += differences(meta["dataset"], now, prefix="dataset ")
+        problems += resumed_labels_problem(model.get("base"), estimator)
         end = resume_end(estimator, meta, where)
         if position > (end, 0):
             problems.append(f"max_iter: the checkpoint is already at epoch {position[0]}, "

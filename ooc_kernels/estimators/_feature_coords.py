@@ -43,7 +43,8 @@ from ooc_kernels.data._feature_coords import (KEPT_KINDS, feature_coords, frame_
 from ooc_kernels.exceptions import ModelFormatError, ValidationError
 
 __all__ = ["ATTRIBUTE", "check_feature_coords", "check_read_input", "opened_input",
-           "record_feature_coords", "restore_feature_coords", "saved_feature_coords"]
+           "record_feature_coords", "restore_feature_coords", "resumed_labels_problem",
+           "saved_feature_coords"]
 
 #: The fitted attribute holding the labels.
 ATTRIBUTE = "feature_coords_"
@@ -160,6 +161,30 @@ def saved_feature_coords(estimator) -> dict | None:
     arr = np.asarray(labels)
     values = arr.astype(np.int64) if arr.dtype.kind in "Mm" else arr
     return {"dtype": arr.dtype.str, "values": values.tolist()}
+
+
+def resumed_labels_problem(saved_base, estimator) -> list[str]:
+    """The difference, if any, between the feature labels of a checkpoint's model
+    (``saved_base``: its metadata's ``base``) and those this fit recorded from its input:
+    a resumed fit continues the checkpoint's model, which keeps its labels.  Nothing to
+    compare for a checkpoint without the entry.
+
+    Examples
+    --------
+    >>> from sklearn.base import BaseEstimator
+    >>> resumed_labels_problem({"feature_coords_": None}, BaseEstimator())
+    []
+    """
+    if not isinstance(saved_base, dict) or ATTRIBUTE not in saved_base:
+        return []
+    then, now = saved_base[ATTRIBUTE], saved_feature_coords(estimator)
+    if then == now:
+        return []
+
+    def shown(entry):
+        return "none" if not isinstance(entry, dict) else _short(list(entry.get("values", [])))
+    return [f"dataset feature labels: checkpoint {shown(then)}, this fit's input "
+            f"{shown(now)}"]
 
 
 def _valid_value(kind: str):
