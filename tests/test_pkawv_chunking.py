@@ -1,4 +1,4 @@
-"""ProjectedKernelRidge's model does not depend on how the rows are chunked: the set-up
+"""The PKAWV models do not depend on how the rows are chunked: the set-up
 statistics (the Taylor centre, the standardization, the rows of the bandwidth trials) are
 those of all the rows, the same whatever the chunks, and the model equals kernel ridge
 regression on the truncated Taylor kernel written in closed form, solved by NumPy."""
@@ -88,4 +88,23 @@ def test_default_model_is_the_same_whatever_the_chunks(params):
         assert model.degree_ == models[-1].degree_
         np.testing.assert_allclose(model.bandwidth_, models[-1].bandwidth_, rtol=1e-12)
         np.testing.assert_allclose(model.coef_, models[-1].coef_, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(model.predict(X), models[-1].predict(X), rtol=1e-10)
+
+
+@pytest.mark.parametrize("standardize", ["auto", True])
+def test_online_learner_maps_the_inputs_by_the_range_of_all_rows_whatever_the_chunks(
+        standardize):
+    X, y, _ = _data()
+    models = [ok.OnlineKernelRidge(degree=3, standardize=standardize, scheduler="sync",
+                                   random_state=0).fit(da.from_array(X, chunks=(c, D)),
+                                                       da.from_array(y, chunks=c))
+              for c in CHUNKS]
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    for model in models:
+        np.testing.assert_allclose(model.x_shift_, (lo + hi) / 2, rtol=1e-12)
+        np.testing.assert_allclose(model.x_scale_, (hi - lo) / 2, rtol=1e-12)
+        np.testing.assert_allclose([model.y_shift_, model.y_scale_], [y.mean(), y.std()],
+                                   rtol=1e-12)
+        np.testing.assert_allclose(model.online_predictions_,
+                                   models[-1].online_predictions_, rtol=1e-10)
         np.testing.assert_allclose(model.predict(X), models[-1].predict(X), rtol=1e-10)

@@ -1,11 +1,11 @@
 """What the PKAWV estimators take from a sample of rows before training: the shifts and
 scales of the inputs and targets, and the bandwidth trials.
 
-``OnlineKernelRidge`` draws up to :data:`SETUP_ROWS` rows (with their targets and weights)
-from up to 8 chunks of the data of its first ``fit`` or ``partial_fit`` call, once;
-``ProjectedKernelRidge`` takes the moments of all the rows and a uniform draw of
-:data:`SETUP_ROWS` of them in one set-up pass (``_setup_pass``, the same whatever the
-chunking).  The statistics stay fixed for the model's life
+Both estimators read the data of their first ``fit`` or ``partial_fit`` call once in a
+set-up pass (``_setup_pass``, the same whatever the chunking): ``ProjectedKernelRidge``
+takes the moments of all the rows and a uniform draw of :data:`SETUP_ROWS` of them,
+``OnlineKernelRidge`` the ranges of the inputs and the moments of the target.  The
+statistics stay fixed for the model's life
 (every later ``partial_fit`` call, every continuation).  The model then sees
 ``(X - x_shift) / x_scale`` and ``(y - y_shift) / y_scale``, chunk by chunk
 (:func:`scaled_data`: a lazy map of the chunks, no copy of the data set), and predicts

@@ -36,8 +36,8 @@ from ooc_kernels.estimators.base import (
 from ooc_kernels._memory import physical_memory, size_text
 from ooc_kernels.exceptions import ModelFormatError, ModelTooLargeError, ValidationError
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
-from ooc_kernels.families.pkawv._setup import (SETUP_ROWS, moments, scale_rows,
-                                                scaled_data, unit_range)
+from ooc_kernels.families.pkawv._setup import scale_rows, scaled_data, unit_range
+from ooc_kernels.families.pkawv._setup_pass import setup_pass
 from ooc_kernels.families.pkawv.solver import (
     BASES,
     OnlineAlgorithm,
@@ -252,16 +252,16 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         ``sigma`` of the Gaussian kernel, in the units the model sees (the paper's sigma,
         for inputs in ``[-1, 1]``: see ``standardize``).
     standardize : bool or "auto", default="auto"
-        How the model sees the inputs and targets, decided once from up to 2000 rows drawn
-        from up to 8 chunks of the first ``fit`` or ``partial_fit`` call's data (a stream
-        cannot look ahead: later rows are mapped with the same numbers, and may fall a
-        little outside ``[-1, 1]``).  ``True``: every input mapped onto ``[-1, 1]`` by the
-        sampled rows' smallest and largest values (the paper's scaling, which ``bandwidth=1``
-        and the Taylor basis assume), and the targets centred and scaled to unit variance
-        (the forecaster's shrinkage goes towards their mean instead of 0); forecasts,
-        ``online_predictions_`` and the losses are in the original units.  ``"auto"``:
-        the inputs mapped only when a sampled input value lies outside ``[-1, 1]``, the
-        targets only when a sampled target does; data already scaled as the paper assumes
+        How the model sees the inputs and targets, decided once from all the finite rows
+        of the first ``fit`` or ``partial_fit`` call's data, read in a set-up pass (the
+        same whatever the chunking; rows of later calls are mapped with the same numbers,
+        and may fall a little outside ``[-1, 1]``).  ``True``: every input mapped onto
+        ``[-1, 1]`` by its smallest and largest values (the paper's scaling, which
+        ``bandwidth=1`` and the Taylor basis assume), and the targets centred and scaled to
+        unit variance (the forecaster's shrinkage goes towards their mean instead of 0);
+        forecasts, ``online_predictions_`` and the losses are in the original units.
+        ``"auto"``: the inputs mapped only when an input value lies outside ``[-1, 1]``,
+        the targets only when a target does; data already scaled as the paper assumes
         runs the paper's algorithm unchanged.  ``False``: the raw values.  The numbers
         used are ``x_shift_``, ``x_scale_``, ``y_shift_``, ``y_scale_``.
     alpha : float, default=1.0
@@ -431,28 +431,23 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
                             seed=derive_seed(self.random_seed_, 11))
 
     def _scaling(self, data, sched) -> tuple:
-        """``(x_shift, x_scale, y_shift, y_scale)`` from the setup rows (``standardize``)."""
+        """``(x_shift, x_scale, y_shift, y_scale)`` (``standardize``) from the ranges of
+        the inputs and the moments of the target over all the finite rows, read in one
+        set-up pass (:func:`~ooc_kernels.families.pkawv._setup_pass.setup_pass`): the same
+        whatever the chunking."""
         if self.standardize is False:
             return None, None, 0.0, 1.0
-        from ooc_kernels.parallel.sampling import sample_rows
-
-        rows, y = sample_rows(data, n_rows=SETUP_ROWS, max_chunks=8,
-                             seed=derive_seed(self.random_seed_, 13), scheduler=sched,
-                             var=("X", "y"))
-        rows = np.asarray(rows, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64).reshape(len(rows))
-        keep = np.isfinite(rows).all(axis=1) & np.isfinite(y)
-        rows, y = rows[keep], y[keep]
-        if not len(rows):
+        stats = setup_pass(data, n_rows=0, seed=derive_seed(self.random_seed_, 13),
+                           scheduler=sched)
+        if stats.weight_sum == 0:
             return None, None, 0.0, 1.0
         force = self.standardize is True
         x_shift = x_scale = None
         y_shift, y_scale = 0.0, 1.0
-        if force or np.abs(rows).max() > 1.0:
-            x_shift, x_scale = unit_range(rows)
-        if force or np.abs(y).max() > 1.0:
-            mean, sd = moments(y[:, None])
-            y_shift, y_scale = float(mean[0]), float(sd[0])
+        if force or max(np.abs(stats.x_min).max(), np.abs(stats.x_max).max()) > 1.0:
+            x_shift, x_scale = unit_range(np.stack([stats.x_min, stats.x_max]))
+        if force or stats.y_max_abs > 1.0:
+            y_shift, y_scale = stats.y_mean, stats.y_sd
         return x_shift, x_scale, y_shift, y_scale
 
     def _engine_data(self, data):
