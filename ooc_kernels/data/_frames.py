@@ -70,11 +70,13 @@ def _partition_lengths(*frames: Any) -> list[tuple[int, ...]]:
     its length (partitions shared by the frames, e.g. ``ddf[cols]`` and ``ddf["y"]``, are
     read once).
     """
+    from ooc_kernels.parallel.cluster import compute  # bounded waits on a Client
+
     with dask.config.set(_NO_FUSION):
         out = [_known_lengths(f) for f in frames]
         todo = [i for i, lengths in enumerate(out) if lengths is None]
-        counted = dask.compute(*[frames[i].map_partitions(len, enforce_metadata=False)
-                                 for i in todo]) if todo else ()
+        counted = compute(*[frames[i].map_partitions(len, enforce_metadata=False)
+                            for i in todo]) if todo else ()
     for i, lengths in zip(todo, counted):
         # Dask concatenates the per-partition results of several partitions into a Series,
         # but returns the result of a single partition as it is: one int

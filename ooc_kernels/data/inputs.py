@@ -598,7 +598,9 @@ def _from_factorized(F: Factorized, y: Any, schema: Any, variables: Any, chunk_s
             problems.append("U has unknown chunk sizes along samples; call "
                             "U.compute_chunk_sizes() first.")
     if V.ndim == 2 and V.dtype.kind in "biuf" and V.size:
-        V = np.asarray(V.compute() if isinstance(V, da.Array) else V)  # small: rank x p
+        from ooc_kernels.parallel.cluster import compute  # bounded waits on a Client
+
+        V = np.asarray(compute(V)[0])  # small: rank x p
         bad = ~np.isfinite(V)
         if bad.any():
             i, j = (int(k) for k in np.argwhere(bad)[0])

@@ -314,16 +314,16 @@ def materialize_chunks(source: Any, y: Any = None, *,
 
 
 def _materialized(data, chunk_size: int | None) -> Iterator[dict[str, np.ndarray]]:
-    import dask
+    from ooc_kernels.parallel.cluster import compute  # bounded waits on a Client
 
-    V = data.whole["V"]
-    V = np.asarray(V.compute() if hasattr(V, "compute") else V, dtype=np.float64)  # small
+    (V,) = compute(data.whole["V"])
+    V = np.asarray(V, dtype=np.float64)  # small
     n = data.n_samples
     size = min(chunk_size or data.chunk_sizes[0], n)
     names = [k for k in ("U", "y") if k in data.variables]
     for k in range(n_chunks(n, size)):
         lo, hi = chunk_bounds(k, n, size)
-        parts = dask.compute(*(data.variables[v][lo:hi] for v in names))  # one chunk
+        parts = compute(*(data.variables[v][lo:hi] for v in names))  # one chunk
         out = {"X": (np.asarray(parts[0], dtype=np.float64) @ V).astype(np.float32)}
         if len(parts) > 1:
             out["y"] = np.asarray(parts[1])

@@ -39,7 +39,7 @@ from ooc_kernels.families.dsg.kernels_gp import operator_steps
 from ooc_kernels.features.blocks import stacked_block_params
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import get_feature_map
-from ooc_kernels.parallel.scheduler import local_scheduler
+from ooc_kernels.parallel.cluster import compute
 
 __all__ = ["VarianceConfig", "VARIANCE_MODES", "variance_memory", "check_variance_memory",
            "variance_features", "FeatureStatistics", "statistics_pass", "gram_factor",
@@ -207,7 +207,7 @@ def statistics_pass(config: VarianceConfig, data, sched) -> FeatureStatistics:
     while len(parts) > 1:
         parts = [dask.delayed(np.add)(parts[i], parts[i + 1]) if i + 1 < len(parts)
                  else parts[i] for i in range(0, len(parts), 2)]
-    (S,) = dask.compute(parts[0], scheduler=local_scheduler(sched))
+    (S,) = compute(parts[0], scheduler=sched)
     S = np.asarray(S, dtype=np.float64)
     D = config.n_features
     return FeatureStatistics(gram=np.array(S[:D, :D]), rhs=np.array(S[:D, D]),
@@ -238,10 +238,9 @@ def operator_pass(config: VarianceConfig, data, sched, *, gammas_of, n_epochs: i
     theta = np.zeros((D, D))
     n_open, t = 0, 0
     chunks = _chunks(data)
-    scheduler = local_scheduler(sched)
     for epoch in range(n_epochs):
         for c, (xc, yc) in enumerate(chunks):
-            X, y = dask.compute(xc, yc, scheduler=scheduler)
+            X, y = compute(xc, yc, scheduler=sched)
             X = _valid_rows(config, X, y)
             X = X[task_rng(seed, epoch, 0, c).permutation(X.shape[0])]
             slab = max(1, SLAB_ROWS // config.batch_size) * config.batch_size

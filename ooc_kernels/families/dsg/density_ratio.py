@@ -51,7 +51,7 @@ from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features import Kernel
 from ooc_kernels.features.maps import available_kernels, kernel_spec
-from ooc_kernels.parallel.scheduler import local_scheduler
+from ooc_kernels.parallel.cluster import compute
 
 __all__ = ["DSGDensityRatio"]
 
@@ -71,7 +71,7 @@ def _sample(arr, n_rows: int, seed: int, sched) -> np.ndarray:
     picks = [np.sort(rng.choice(sizes[c], size=k, replace=False))
              for c, k in zip(chosen, per_chunk)]
     parts = [dask.delayed(_take)(blocks[c], p) for c, p in zip(chosen, picks)]
-    rows = dask.compute(*parts, scheduler=local_scheduler(sched))
+    rows = compute(*parts, scheduler=sched)
     return np.concatenate(rows)[:n_rows] if rows else np.zeros((0, arr.shape[1]))
 
 
@@ -347,7 +347,7 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
                                    chunks=((1,) * arr.numblocks[0], (3,)), dtype=np.float64,
                                    meta=np.empty((0, 0)))
             sums.append(terms.sum(axis=0))
-        sp, sq = dask.compute(*sums, scheduler=local_scheduler(sched))
+        sp, sq = compute(*sums, scheduler=sched)
         self.divergence_ = float(sp[0] / sp[2] - sq[1] / sq[2] + 1.0)
         return state
 

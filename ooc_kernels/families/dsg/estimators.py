@@ -70,6 +70,7 @@ from ooc_kernels.features import Kernel
 from ooc_kernels.features.maps import available_kernels, kernel_spec
 from ooc_kernels.losses import get_loss, losses_for
 from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.cluster import compute
 from ooc_kernels.families.dsg._setup_sample import sample_draw, setup_sample
 from ooc_kernels.families.dsg._update_param import (UPDATE_CONSTRAINTS, UPDATE_DOC,
                                                    UpdateMixin)
@@ -531,8 +532,8 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
             import dask.array as da
 
             read = self.__dict__.pop("_setup_label_counts", None)   # read with the classes
-            labels, counts = read if read is not None else da.compute(
-                *da.unique(data.y, return_counts=True), scheduler=sched)
+            labels, counts = read if read is not None else compute(
+                *da.unique(data.y, return_counts=True), scheduler=sched)   # bounded waits
             count = dict(zip(np.asarray(labels).tolist(), np.asarray(counts).tolist()))
             n = sum(count.values())
             return tuple(float(n / (len(classes) * count[c])) if count.get(c) else 1.0

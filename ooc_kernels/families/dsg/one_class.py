@@ -58,8 +58,8 @@ from ooc_kernels.features.cache import default_cache
 from ooc_kernels.features.maps import kernel_spec
 from ooc_kernels.losses import get_loss
 from ooc_kernels.parallel.chunked import ChunkedData
+from ooc_kernels.parallel.cluster import compute
 from ooc_kernels.parallel.sampling import sample_rows
-from ooc_kernels.parallel.scheduler import local_scheduler
 
 __all__ = ["DSGOneClassSVM", "nu_quantile"]
 
@@ -487,7 +487,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         # epochs: a limit entered inside a worker thread does not reach OpenBLAS, whose
         # threads then spin against the tasks' on shared cores (10 times slower)
         with single_threaded_blas():
-            pieces = dask.compute(*parts, scheduler=local_scheduler(sched))
+            pieces = compute(*parts, scheduler=sched)
         scores = np.concatenate([p[0] for p in pieces])
         w = np.concatenate([p[1] for p in pieces])
         if not len(scores) or not w.sum() > 0:  # nothing to place it on: the paper's tau

@@ -17,6 +17,7 @@ from ooc_kernels.exceptions import DivergenceError
 from ooc_kernels.families.dspdc._chunk_tasks import _delayed_weights, _sum_loss_chunk
 from ooc_kernels.families.dspdc._step_rule import (check_certifiable, gap_stalled,
                                                    judged_entries, predicted_rate)
+from ooc_kernels.parallel.cluster import compute
 
 __all__ = ["DualityGapReport"]
 
@@ -44,7 +45,7 @@ class DualityGapReport:
             rows, yk, V, x_raw, cfg.loss_id, cfg.classes, cfg.intercept_scaling,
             _delayed_weights(weighting, sw, yk), cfg.y_shift)
             for rows, yk, sw in zip(chunks["U" if factorized else "X"], chunks["y"], sws)]
-        total = dask.compute(dask.delayed(sum)(parts), scheduler=sched)[0]
+        total = compute(dask.delayed(sum)(parts), scheduler=sched)[0]   # bounded waits
         with np.errstate(over="ignore", invalid="ignore"):
             return float(total / cfg.n_samples
                          + np.sum(reg_value_ref(state.x, cfg.lam1, cfg.lam2)))

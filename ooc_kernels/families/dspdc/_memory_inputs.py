@@ -72,7 +72,9 @@ def memory_chunks(data, X, y, sample_weight, *, regression: bool) -> dict | None
 def setup_calls(lazy: bool, sched):
     """``(defer, value)`` for a set-up written once for both kinds of input:
     ``value(defer(f)(*args))`` is ``f(*args)``, through a Dask graph on ``sched`` when
-    ``lazy`` (``dask.delayed(f, pure=True)`` and ``dask.compute``), else called now.
+    ``lazy`` (``dask.delayed(f, pure=True)`` and ``dask.compute`` with the bounded waits of
+    :func:`~ooc_kernels.parallel.cluster.compute` on a Client: a lost scheduler is a
+    :class:`~ooc_kernels.exceptions.SchedulerLostError` within seconds), else called now.
 
     >>> defer, value = setup_calls(False, None)
     >>> value(defer(sum)([1, 2]))
@@ -82,8 +84,11 @@ def setup_calls(lazy: bool, sched):
         return (lambda fn: fn), (lambda result: result)
     import dask
 
+    from ooc_kernels.parallel.cluster import compute
+
+    # a tuple of delayed values is one delayed value (compute takes collections)
     return ((lambda fn: dask.delayed(fn, pure=True)),
-            (lambda result: dask.compute(result, scheduler=sched)[0]))
+            (lambda result: compute(dask.delayed(result), scheduler=sched)[0]))
 
 
 def fit_memory_chunks(estimator, data) -> dict | None:

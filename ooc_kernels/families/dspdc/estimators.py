@@ -26,7 +26,6 @@ import time
 import warnings
 from numbers import Integral, Real
 
-import dask
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -81,6 +80,7 @@ from ooc_kernels.exceptions import (
     ValidationError,
 )
 from ooc_kernels.losses import get_loss, losses_for
+from ooc_kernels.parallel.cluster import compute
 
 __all__ = ["DSPDCRegressor", "DSPDCClassifier"]
 
@@ -251,7 +251,7 @@ class _DSPDCEstimator(DualityGapReport, ChunkedEstimator):
                  for sw, yk in zip(sws, chunks["y"])]
         V = None
         if factorized:
-            V = np.asarray(dask.compute(whole["V"], scheduler=sched)[0], dtype=np.float64)
+            V = np.asarray(compute(whole["V"], scheduler=sched)[0], dtype=np.float64)
         # the column moments and Lambda's statistics: one read of the rows, or two (the
         # first checks a lazy X for NaN/inf; U is checked as its chunks are read)
         checked = factorized or _inputs.fit_memory_chunks(self, data) is not None
@@ -421,7 +421,7 @@ class _DSPDCEstimator(DualityGapReport, ChunkedEstimator):
         check_is_fitted(self, "_state")
         data, lazy = self._predict_data(X)    # factorized by its variables, whatever names
         if lazy and "U" in data:
-            V = np.asarray(dask.compute(data.delayed_whole()["V"])[0], dtype=np.float64)
+            V = np.asarray(compute(data.delayed_whole()["V"])[0], dtype=np.float64)
             U = data["U"]
             out = U.map_blocks(_factorized_block, V @ self.coef_, self.intercept_,
                                chunks=(U.chunks[0], (1,)), dtype=np.float64)

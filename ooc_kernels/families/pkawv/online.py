@@ -47,6 +47,7 @@ from ooc_kernels.families.pkawv.solver import (
     make_basis,
 )
 from ooc_kernels.families.pkawv.taylor import auto_degree, n_components
+from ooc_kernels.parallel.cluster import compute
 
 __all__ = ["OnlineKernelRidge"]
 
@@ -468,7 +469,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
                     ys = [None] * len(xs) if data.y is None else data.y.to_delayed().ravel()
                     parts = [dask.delayed(_chunk_radius)(x, y, k, skip)
                              for k, (x, y) in enumerate(zip(xs, ys))]
-                    return max(dask.compute(*parts, scheduler=sched), default=0.0)
+                    return max(compute(*parts, scheduler=sched), default=0.0)
                 degree = _taylor_auto_degree(data.n_samples, d, float(self.alpha),
                                              float(self.bandwidth), self.n_components,
                                              radius)
