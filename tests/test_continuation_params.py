@@ -101,3 +101,20 @@ def test_projected_kernel_ridge_solves_a_continuation_with_a_new_alpha(tmp_path)
     est.set_params(n_components=64)
     with pytest.raises(ValidationError, match=r"fitted with n_components=32"):
         est.partial_fit(X[:10], X[:10, 0])
+
+
+def test_a_continuation_on_new_labels_says_how_to_learn_them():
+    """A warm_start fit (and a later partial_fit) keeps the classes of the first fit;
+    scikit-learn's SGDClassifier refuses a new label to a continuation too (the reference
+    below).  The refusal names that rule and the fix, fit again with warm_start=False."""
+    from sklearn.linear_model import SGDClassifier
+
+    with pytest.raises(ValueError, match="classes should include all valid labels"):
+        SGDClassifier().partial_fit(X, Y, classes=[0, 1]).partial_fit(X, Y + 1)
+    est = ok.DSGClassifier(warm_start=True, **FAST).fit(X, Y)
+    with pytest.raises(ValidationError, match=r"label 2 .* not one of the classes \[0, 1\]; "
+                                              r".*keeps the classes of the first fit: to "
+                                              r"learn new ones, fit again with "
+                                              r"warm_start=False"):
+        est.fit(X, Y + 1)
+    assert ok.DSGClassifier(**FAST).fit(X, Y + 1).classes_.tolist() == [1, 2]

@@ -131,7 +131,9 @@ def _not_a_class(classes: np.ndarray, y: np.ndarray, row: int, origin: RowOrigin
         f"label {label!r} in chunk {where_chunk}, row {where_row} is "
         f"not one of the classes "
         f"{classes.tolist()}; pass the full list of classes (classes=... in partial_fit, "
-        "or the dataset's 'classes' attribute)."
+        "or the dataset's 'classes' attribute). A warm_start fit or a later partial_fit "
+        "call keeps the classes of the first fit: to learn new ones, fit again with "
+        "warm_start=False."
     )
 
 
