@@ -49,6 +49,7 @@ import dask
 
 from ooc_kernels._paths import user_path
 from ooc_kernels.exceptions import ValidationError
+from ooc_kernels.parallel.worker_exit import workers_exit_with_parent
 
 __all__ = ["SCHEDULER_CHOICES", "check_scheduler", "local_scheduler", "make_security",
            "scheduler_context", "task_worker"]
@@ -359,8 +360,9 @@ def scheduler_context(spec: Any = None, *, security: Any = None,
         if security is not None:
             raise ValidationError(_local_tls_message(spec))
         name = _ALIASES.get(spec, spec)
-        with _scheduler_set(name):
-            yield name
+        with _scheduler_set(name), (workers_exit_with_parent() if name == "processes"
+                                    else contextlib.nullcontext()):
+            yield name  # a killed process's pool workers end with it (worker_exit)
         return
     if "://" in spec:
         if security is not None and getattr(security, "require_encryption", False) \
