@@ -1,8 +1,8 @@
 """A Zarr store's path given where data goes (``fit("data.zarr")``, ``predict(path)``,
 ``evaluate(est, path)``, ``y="label"``) is an ``InputTypeError`` that says to open the
-store (``ooc_kernels.data.open_zarr_dataset``) or the catalog entry; scikit-learn's checks
-reported a missing ``y`` or a string that cannot be converted to float.  Opening the store
-as the message says fits."""
+store (``ooc_kernels.data.open_zarr_dataset``) or the catalog entry, not scikit-learn's
+'requires y to be passed' or 'could not convert string to float'.  Opening the store as
+the message says fits."""
 
 from __future__ import annotations
 
