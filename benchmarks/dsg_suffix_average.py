@@ -2,7 +2,7 @@
 against averaged from the first epoch the stopping rule counts as no gain (suffix
 averaging), and the last iterate, on 2,000 training rows.
 
-For each problem, loss and seed three fits of ``DSGRegressor(loss=..., random_state=seed)``,
+For each problem, loss and seed four fits of ``DSGRegressor(loss=..., random_state=seed)``,
 everything else at its default:
 
 * ``last``: ``average=False``; its ``history_`` gives the first epoch ``e`` whose training
@@ -10,10 +10,12 @@ everything else at its default:
   towards ``n_iter_no_change``; the last epoch when there is none);
 * ``from start``: ``average=True`` (what ``"auto"`` resolves to for these losses);
 * ``suffix``: ``average=e * n`` (an ``int``: the mean starts after ``e`` epochs, with the
-  first step of that no-gain epoch; epochs counted from 0 as in ``history_``).
+  first step of that no-gain epoch; epochs counted from 0 as in ``history_``);
+* ``late``: ``average=(e + 1) * n``, one epoch later (what a rule can do that reads the
+  no-gain epoch from ``history_`` once that epoch has ended).
 
 The averaging does not change the iterates nor the progressive loss the stopping rule
-watches, so the three fits run the same epochs.  Scores: mean squared error of the
+watches, so the four fits run the same epochs.  Scores: mean squared error of the
 predictions against the clean function on the test rows.
 
 Problems: ``gross`` (``benchmarks/dsg_regression_peers.py``: ``sin(x_1) + x_2^2 / 2 + x_3``
@@ -72,14 +74,16 @@ def main() -> None:
             out["epochs"] = int(last.n_iter_)
             out["from_epoch"] = first_no_gain(last.history_, last.tol)
             out["last"] = float(np.mean((last.predict(Xt) - ft) ** 2))
-            for label, average in (("from_start", True), ("suffix", out["from_epoch"] * len(y))):
+            for label, average in (("from_start", True), ("suffix", out["from_epoch"] * len(y)),
+                                   ("late", (out["from_epoch"] + 1) * len(y))):
                 model = ok.DSGRegressor(loss=loss, random_state=seed, progress=False,
                                         average=average).fit(X, y)
                 out[label] = float(np.mean((model.predict(Xt) - ft) ** 2))
             rows.append(out)
             print(f"{name:13s} {loss:20s} seed {seed} epochs {out['epochs']:3d} from "
                   f"{out['from_epoch']:3d}  last {out['last']:.4f}  from start "
-                  f"{out['from_start']:.4f}  suffix {out['suffix']:.4f}", flush=True)
+                  f"{out['from_start']:.4f}  suffix {out['suffix']:.4f}  late "
+                  f"{out['late']:.4f}", flush=True)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(rows, fh, indent=1)
