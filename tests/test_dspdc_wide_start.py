@@ -27,13 +27,15 @@ def _gradient(A, b, w, lam2, x):
 
 
 def _reference(A, b, w, lam2):
-    """scikit-learn's solution of the problem above (no intercept of its own) and the
-    bound ``||g(x_ref)|| / lam2`` on its distance to the optimum (strong convexity)."""
+    """scikit-learn's fit of the problem above (no intercept of its own), its solution and
+    the bound ``||g(x_ref)|| / lam2`` on its distance to the optimum (strong convexity).
+    Newton-CG: on 1,001 columns as exact as newton-cholesky (the bound is about 1e-8) and
+    hundreds of times faster."""
     ref = LogisticRegression(C=1.0 / (lam2 * len(b)), fit_intercept=False,
-                             solver="newton-cholesky", tol=1e-12, max_iter=1000)
+                             solver="newton-cg", tol=1e-12, max_iter=1000)
     ref.fit(A, b, sample_weight=w)
     x = ref.coef_.ravel()
-    return x, float(np.linalg.norm(_gradient(A, b, w, lam2, x))) / lam2
+    return ref, x, float(np.linalg.norm(_gradient(A, b, w, lam2, x))) / lam2
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -56,7 +58,7 @@ def test_default_classifier_on_wide_rows_is_certified_and_matches_logistic_regre
     scaler = StandardScaler().fit(X_train)
     A = np.hstack([scaler.transform(X_train), np.ones((200, 1))])
     b = np.where(y_train == model.classes_[1], 1.0, -1.0)
-    x_ref, ref_error = _reference(A, b, np.ones(200), model.alpha)
+    reference, x_ref, ref_error = _reference(A, b, np.ones(200), model.alpha)
     x_fit = np.append(model.coef_.ravel() * scaler.scale_,
                       float(np.ravel(model.intercept_)[0]) + model.coef_.ravel() @ scaler.mean_)
     # ||x - x*|| <= sqrt(2 gap / alpha) for the certified x, ||g(x_ref)|| / alpha for x_ref
@@ -64,9 +66,6 @@ def test_default_classifier_on_wide_rows_is_certified_and_matches_logistic_regre
     assert np.linalg.norm(x_fit - x_ref) <= bound
     assert bound < 1e-2 * np.linalg.norm(x_ref)
 
-    reference = LogisticRegression(C=1.0 / (model.alpha * 200), fit_intercept=False,
-                                   solver="newton-cholesky", tol=1e-12, max_iter=1000)
-    reference.fit(A, b)
     A_test = np.hstack([scaler.transform(X_test), np.ones((200, 1))])
     b_test = np.where(y_test == model.classes_[1], 1.0, -1.0)
     assert model.score(X_train, y_train) == reference.score(A, b) == 1.0
@@ -82,7 +81,7 @@ def test_wide_newton_matches_logistic_regression_with_weights_and_zero_weights()
     w = rng.uniform(0.2, 3.0, size=60)
     w[:5] = 0.0
     lam2 = 1e-3
-    x_ref, ref_error = _reference(A, b, w, lam2)
+    _, x_ref, ref_error = _reference(A, b, w, lam2)
     margins = np.empty(60)
     x, iterations = wide_newton(A, b, w, lam2, 1e-12, margins=margins)
     assert iterations < 20
