@@ -14,6 +14,7 @@ import importlib.util
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,3 +57,36 @@ def test_the_readme_example_quotes_the_quickstarts_test_accuracy():
     (full,) = _quoted(FULL, BENCHMARKS)
     (readme,) = _quoted(README_SCORE, README)
     assert readme == full
+
+
+def _number(pattern: str, path: Path) -> float:
+    """The number ``pattern``'s one group finds in ``path`` (commas of thousands dropped)."""
+    (text,) = _quoted(re.compile(pattern), path)
+    return float(text.replace(",", ""))
+
+
+def test_the_set_up_constants_quoted_in_the_docs_are_the_codes():
+    """The robust losses' target clip, ProjectedKernelRidge's set-up rows and alpha grid and
+    the DSPDC logistic start's limits, as the pages state them, against the constants the
+    code uses."""
+    from ooc_kernels.families.dsg._robust_targets import TARGET_CLIP
+    from ooc_kernels.families.dspdc._logistic_start import (NEWTON_MAX_FEATURES,
+                                                            NEWTON_ROWS_PER_COLUMN)
+    from ooc_kernels.families.dspdc._squared_start import START_MAX_FEATURES
+    from ooc_kernels.families.pkawv._setup import ALPHAS, SETUP_ROWS
+
+    docs = ROOT / "docs"
+    for page in (docs / "defaults.md", docs / "machines" / "regression.md"):
+        assert _number(r"targets clipped to \+-(\d+\.\d+)", page) == TARGET_CLIP, page.name
+    pkr = docs / "machines" / "projected_kernel_ridge.md"
+    assert _number(r"and draws ([\d,]+) rows", pkr) == SETUP_ROWS
+    grid = re.compile(r"of `([\d.e+-]+), ([\d.e+-]+), \.\.\., ([\d.e+-]+)` \(each scaled")
+    first, second, last = map(float, _quoted(grid, pkr))
+    assert (first, last) == (ALPHAS[0], ALPHAS[-1])
+    assert np.allclose(np.array(ALPHAS[1:]) / np.array(ALPHAS[:-1]), second / first)
+    dspdc = docs / "dspdc.md"
+    limits = re.compile(r"Above (\d+) solver columns and up to (\d+), the fit starts from the "
+                        r"same Newton solution in\s+the `p`-space where the rows are at most "
+                        r"(\d+) per column")
+    assert tuple(map(int, _quoted(limits, dspdc))) == (
+        NEWTON_MAX_FEATURES, START_MAX_FEATURES, NEWTON_ROWS_PER_COLUMN)
