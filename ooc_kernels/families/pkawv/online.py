@@ -34,7 +34,9 @@ from ooc_kernels.estimators.base import (
     ChunkedRegressorMixin,
 )
 from ooc_kernels._memory import physical_memory, size_text
-from ooc_kernels.exceptions import ModelFormatError, ModelTooLargeError, ValidationError
+from ooc_kernels.exceptions import (
+    DivergenceError, ModelFormatError, ModelTooLargeError, ValidationError,
+)
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 from ooc_kernels.families.pkawv._setup import scale_rows, scaled_data, unit_range
 from ooc_kernels.families.pkawv._setup_pass import setup_pass
@@ -46,7 +48,7 @@ from ooc_kernels.families.pkawv.solver import (
     initial_state,
     make_basis,
 )
-from ooc_kernels.families.pkawv.taylor import auto_degree, n_components
+from ooc_kernels.families.pkawv.taylor import auto_degree, check_alpha, n_components
 from ooc_kernels.parallel.cluster import compute
 
 __all__ = ["OnlineKernelRidge"]
@@ -266,7 +268,10 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         runs the paper's algorithm unchanged.  ``False``: the raw values.  The numbers
         used are ``x_shift_``, ``x_scale_``, ``y_shift_``, ``y_scale_``.
     alpha : float, default=1.0
-        The ridge ``lambda``.
+        The ridge ``lambda``, above ``1 / finfo(float64).max`` (about ``5.56e-309``, so
+        that ``1 / alpha`` is finite; a smaller one is refused with a ``ValidationError``).
+        A fit whose forecasts or state overflow (``A^-1`` starts at ``I / alpha``)
+        raises a ``DivergenceError``: raise ``alpha``.
     mode : {{"awv", "krr"}}, default="awv"
         Whether the current point enters the covariance before the forecast.
     n_components : int, default=500
@@ -423,6 +428,14 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
 
     def _after_round(self, state, info) -> None:
         self._online_parts.append(state["last_pred"])
+        # a tiny alpha makes A^-1 = I / alpha huge: the rank-one updates then overflow
+        if not (np.isfinite(state["loss_sum"])
+                and all(np.isfinite(state[k]).all() for k in _STATE[self._cfg.basis])):
+            raise DivergenceError(
+                f"the online fit produced non-finite forecasts or coefficients in epoch "
+                f"{info.epoch}, round {info.round} with alpha={float(self.alpha)!r} (the "
+                "updates start from A^-1 = I / alpha, and rounding grows with 1 / alpha); "
+                "raise alpha.")
 
     def _config(self, degree: int, dictionary=None) -> OnlineConfig:
         return OnlineConfig(basis=self.basis, mode=self.mode, alpha=float(self.alpha),
@@ -456,6 +469,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         return scaled_data(data, self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_)
 
     def _initialize(self, data, sched, classes=None) -> None:
+        check_alpha(self.alpha)   # before the set-up pass: 1 / alpha must be finite
         d = data.n_features
         self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_ = \
             self._scaling(data, sched)
@@ -496,6 +510,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
 
     def _make_algorithm(self):
         return self._algorithm
+
 
     def _training_loss(self, state):
         return float(state["loss_sum"]), float(state["n_seen"])

@@ -42,7 +42,7 @@ from ooc_kernels.families.pkawv.kernels_taylor import taylor_features, taylor_fe
 #: of state already, and the online state is ``r x r``).
 MAX_COMPONENTS = 2_000_000
 
-__all__ = ["MAX_COMPONENTS", "TaylorBasis", "auto_degree", "multi_indices", "n_components",
+__all__ = ["MAX_COMPONENTS", "TaylorBasis", "auto_degree", "check_alpha", "multi_indices", "n_components",
            "truncation_bound"]
 
 
@@ -57,6 +57,20 @@ def _check_positive(name: str, value) -> float:
             math.isfinite(value) and value > 0):
         raise ValidationError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
+
+
+def check_alpha(alpha) -> float:
+    """``alpha`` as a float, refused (:class:`ValidationError`) unless it is finite and
+    above ``1 / finfo(float64).max`` (about ``5.56e-309``): the online learners start from
+    ``A^-1 = I / alpha`` and :func:`auto_degree` takes ``log(n / alpha)``, both infinite
+    below it."""
+    alpha = _check_positive("alpha", alpha)
+    if not math.isfinite(1.0 / alpha):
+        raise ValidationError(
+            f"alpha must be above 1 / the largest float64 "
+            f"({1.0 / np.finfo(np.float64).max:.3g}) so that 1 / alpha is finite, got "
+            f"alpha={alpha!r}; raise alpha.")
+    return alpha
 
 
 def n_components(d: int, degree: int, ordered_tuples: bool = False) -> int:
@@ -145,12 +159,12 @@ def auto_degree(n: int, alpha: float, radius: float, bandwidth: float) -> int:
     32
     """
     n = _check_int("n", n, 1)
-    alpha = _check_positive("alpha", alpha)
+    alpha = check_alpha(alpha)
     bandwidth = _check_positive("bandwidth", bandwidth)
     radius = float(radius)
     if not (math.isfinite(radius) and radius >= 0):
         raise ValidationError(f"radius must be a finite number >= 0, got {radius!r}")
-    value = max(8.0 * radius ** 2 / bandwidth ** 2, 2.0 * math.log(n / min(alpha, 1.0)))
+    value = max(8.0 * radius ** 2 / bandwidth ** 2, 2.0 * (math.log(n) - math.log(min(alpha, 1.0))))
     return max(int(math.ceil(value - 1e-12)), 0)
 
 
