@@ -221,7 +221,9 @@ def _store_attrs(path: Path) -> dict | None:
             doc = json.loads(f.read())
     except (OSError, ValueError):
         return None
-    attrs = doc.get("attributes") if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):   # JSON that is not an object: no store's metadata
+        return None
+    attrs = doc.get("attributes")
     if doc.get("zarr_format") != 3 or not isinstance(attrs, dict):
         return None
     return attrs

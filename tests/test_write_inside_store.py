@@ -84,3 +84,19 @@ def test_outputs_inside_a_dataset_and_a_checkpoint_are_refused(tmp_path):
             est.save(os.path.join(store, "X", "m.zarr"))      # inside one of its arrays
     est.save(tmp_path / "beside.zarr")                          # beside them: written
     assert ok.load(tmp_path / "beside.zarr").n_features_in_ == 2
+
+
+@pytest.mark.parametrize("metadata", ["[]", "null", "3", '"zarr"'])
+def test_a_folder_whose_zarr_json_is_not_an_object_is_no_store(tmp_path, metadata):
+    """A user's folder holding a ``zarr.json`` that is JSON but not an object is no store
+    of this library: a model saved inside it is written, and a model saved over it is
+    refused as a folder that is not a store (not a Python AttributeError)."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "zarr.json").write_text(metadata)
+    est = ok.DSGClassifier(**FAST).fit(X, Y)
+    est.save(folder / "m.zarr")
+    assert ok.load(folder / "m.zarr").predict(X).tolist() == est.predict(X).tolist()
+    with pytest.raises(ModelPathError, match=r"refusing to replace .*mine'"):
+        est.save(folder)
+    assert (folder / "zarr.json").read_text() == metadata
