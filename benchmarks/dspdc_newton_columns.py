@@ -17,10 +17,10 @@ seconds, ``n_iter_``, the last relative gap and why the fit stopped.
     OPENBLAS_NUM_THREADS=1 python benchmarks/dspdc_newton_columns.py --n 2000 --p 300
 
 ``--out-of-core``: the fit out of core instead (a Dask array of ``--chunks`` chunks of
-rows, ``scheduler="sync"``), which starts from zero at every size, its CPU seconds and
+rows, ``scheduler="sync"``), its start (Newton's out of core, ``_ooc_newton``, or zero),
+CPU seconds, reads of the rows before the first epoch (the set-up's and the start's) and
 epochs to ``tol``, beside the iterations Newton's start takes on the same standardized
-rows in memory (``_logistic_start.logistic_newton`` to the same ``tol``: each would be one
-read of the rows out of core), for judging a start out of core:
+rows in memory (``_logistic_start.logistic_newton`` to the same ``tol``):
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/dspdc_newton_columns.py --out-of-core \
         --n 2000 --p 300
@@ -118,8 +118,10 @@ def out_of_core(args) -> None:
                     _, iterations = _logistic_start.logistic_newton(A, b, None, args.alpha,
                                                                     args.tol)
                     last = model.gap_history_[-1]
+                    begun = "Newton" if model._config.start_x is not None else "zero"
                     print(f"{n}x{p} informative={informative} seed {seed}, {args.chunks} "
-                          f"chunks: zero start {np.median(seconds):.3f} CPU s, "
+                          f"chunks: {begun} start {np.median(seconds):.3f} CPU s, "
+                          f"{model._setup_reads} set-up reads, "
                           f"{model.n_iter_} epochs, {last['relative_gap']:.2g}, "
                           f"{model.stop_reason_.split(':')[0]} | Newton in memory: "
                           f"{iterations} iterations", flush=True)

@@ -136,9 +136,13 @@ def test_the_certified_gap_is_the_gap_of_the_returned_model(name, tmp_path, monk
     assert primal - last["dual"] <= 1e-5 * abs(primal) * (1 + 1e-6)
 
 
-def test_a_fit_that_runs_out_of_epochs_certifies_its_last_iterate(tmp_path):
+def test_a_fit_that_runs_out_of_epochs_certifies_its_last_iterate(tmp_path, monkeypatch):
     """At ``max_iter`` the last iterate gets a pass of its own: the gap reported (and
-    warned about) is the returned model's."""
+    warned about) is the returned model's.  From the zero start (Newton's start out of
+    core certifies this problem at once)."""
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
     rng = np.random.default_rng(3)
     A, y = _problem("classification", rng)
     est = ok.DSPDCClassifier(alpha=1e-3, chunk_size=150, random_state=0, tol=1e-12,
@@ -182,10 +186,14 @@ def test_a_fit_resumed_within_the_certifying_epoch_stops_where_the_uninterrupted
         tmp_path, monkeypatch):
     """The checkpoint written inside the epoch whose tasks compute the certificate keeps the
     epoch's start (its iterate and duals' versions) and the partial sum of the losses: the
-    resumed fit certifies and returns the same iterate, bit for bit."""
+    resumed fit certifies and returns the same iterate, bit for bit.  From the zero start
+    (Newton's start out of core certifies this problem at once)."""
     import dask.array as da
 
     from ooc_kernels.estimators._checkpointing import CheckpointWriter
+    from ooc_kernels.families.dspdc import _squared_start
+
+    monkeypatch.setattr(_squared_start, "START_MAX_FEATURES", 0)
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(240, 6))

@@ -77,7 +77,9 @@ def test_the_start_above_128_columns_follows_the_rows_per_column():
     assert start_kind(LOSS_LOGISTIC, 1e-5, 1e-4, 301, False, n=2000) is None  # an l1 part
 
 
-def test_the_same_rows_out_of_core_start_from_zero():
+def test_the_same_rows_out_of_core_start_from_newton_too():
+    """Out of core the start is computed chunk by chunk (``_ooc_newton``): Newton's
+    solution of the same problem, to the fit's ``tol``."""
     X, y = make_classification(n_samples=600, n_features=150, random_state=0)
     kw = dict(max_iter=2, scheduler="sync", random_state=0, progress=False)
     with warnings.catch_warnings():
@@ -85,5 +87,7 @@ def test_the_same_rows_out_of_core_start_from_zero():
         held = DSPDCClassifier(**kw).fit(X, y)
         lazy = DSPDCClassifier(**kw).fit(da.from_array(X, chunks=(200, 150)),
                                          da.from_array(y, chunks=200))
-    assert held._config.start_x is not None
-    assert lazy._config.start_x is None
+    assert held._config.start_x is not None and lazy._config.start_x is not None
+    # both within sqrt(2 gap / alpha) of the solution, gap <= tol P <= tol log 2
+    bound = 2.0 * np.sqrt(2.0 * held.tol * np.log(2.0) / held.alpha)
+    assert np.linalg.norm(np.subtract(held._config.start_x, lazy._config.start_x)) <= bound

@@ -272,12 +272,11 @@ def test_the_chunks_scatters_are_merged_in_a_tree_of_a_few_at_a_time(monkeypatch
     np.testing.assert_allclose(M2, M20, rtol=1e-11, atol=1e-9)
 
 
-def test_the_squared_loss_starts_above_the_newton_limit_and_the_logistic_loss_does_not():
+def test_the_squared_loss_starts_above_the_newton_limit_and_the_logistic_loss_by_its_rows():
     """150 columns (151 with the intercept's): above the logistic loss's Newton limit for
     any rows and under the squared loss's, in memory and out of core; the ridge start is the
-    closed-form solution of the standardized problem.  The logistic loss starts there only
-    from rows held in memory few per column (``_logistic_start.newton_applies``), not out
-    of core."""
+    closed-form solution of the standardized problem.  The logistic loss starts there from
+    rows few per column (``_logistic_start.newton_applies``), out of core too."""
     from ooc_kernels.families.dspdc._logistic_start import NEWTON_MAX_FEATURES
     from ooc_kernels.families.dspdc._squared_start import START_MAX_FEATURES
 
@@ -302,4 +301,4 @@ def test_the_squared_loss_starts_above_the_newton_limit_and_the_logistic_loss_do
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf = ok.DSPDCClassifier(**kw).fit(da.from_array(X, chunks=(200, 150)),
                                            da.from_array(labels, chunks=200))
-    assert clf._config.start_x is None
+    assert clf._config.start_x is not None     # 600 rows: at most 16 per column

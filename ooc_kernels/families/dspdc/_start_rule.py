@@ -15,8 +15,9 @@ whatever ``chunks_per_round``:
   :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_ROWS_PER_COLUMN` times the
   columns (:func:`~ooc_kernels.families.dspdc._logistic_start.newton_applies`): Newton's
   solution (:mod:`~ooc_kernels.families.dspdc._logistic_start`), computed by rounds that
-  run in memory; out of core, where each Newton iteration would be a read of the rows, the
-  logistic fit starts from zero;
+  run in memory from the rows they hold, and out of core (``n`` the rows of the data) by
+  passes that read the rows chunk by chunk, one per Newton step
+  (:mod:`~ooc_kernels.families.dspdc._ooc_newton`);
 * the same logistic start in memory on wide rows, fewer rows than columns (at most
   :data:`~ooc_kernels.families.dspdc._wide_newton.WIDE_MAX_ROWS` of them), at any number of
   columns: Newton's steps solved in the ``n``-space
@@ -53,10 +54,13 @@ def start_kind(loss_id: int, lam1: float, lam2: float, p: int, factorized: bool,
                n: int | None = None) -> str | None:
     """``"squared"``, ``"logistic"`` or None: the start a fit of the loss ``loss_id`` with
     the penalties ``lam1``, ``lam2`` on ``p`` solver columns (the intercept's included)
-    takes; ``factorized`` rows take none.  ``n``: the rows of a fit whose rounds run in
-    memory (None out of core), where the logistic loss also starts from Newton's solution
-    on wide rows (:func:`~ooc_kernels.families.dspdc._wide_newton.wide_applies`: fewer rows
-    than columns, whatever their number) and on rows few per column above
+    takes; ``factorized`` rows take none.  ``n``: the fit's rows (None: the rule of ``p``
+    alone; the out-of-core start, :mod:`~ooc_kernels.families.dspdc._ooc_newton`, passes
+    them and takes the start only up to
+    :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` columns), where
+    the logistic loss also starts from Newton's solution on wide rows
+    (:func:`~ooc_kernels.families.dspdc._wide_newton.wide_applies`: fewer rows than
+    columns, whatever their number) and on rows few per column above
     :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES` columns
     (:func:`~ooc_kernels.families.dspdc._logistic_start.newton_applies`).  The input's type
     and ``chunks_per_round`` do not enter."""

@@ -58,6 +58,7 @@ from ooc_kernels.families.dspdc._saved import (
     _store_name,
     _tail_sums,
 )
+from ooc_kernels.families.dspdc._ooc_newton import logistic_start_out_of_core
 from ooc_kernels.families.dspdc._setup_pass import (
     resolve_local_passes,
     resolve_max_local_passes,
@@ -271,6 +272,8 @@ class _DSPDCEstimator(DualityGapReport, ChunkedEstimator):
             intercept_scaling=scaling, **weighting, **scaled,
             step_boost=STEP_BOOST[self.loss] if self.steps == "adaptive" else 1.0,
             mean_lambda=self.steps == "adaptive", permuted_rows=resolve_permuted_rows(self))
+        self._config = logistic_start_out_of_core(self, self._config, chunks[name],
+                                                  chunks["y"], row_w, defer, value)
         self._V = V
         rank = None if V is None else V.shape[0] + (1 if self.fit_intercept else 0)
         self._state = init_state(self._config, data.n_chunks, rank=rank)

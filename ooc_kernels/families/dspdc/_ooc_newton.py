@@ -1,0 +1,187 @@
+"""The logistic loss's start out of core: Newton's method in the ``p``-space, one read of the
+rows per pass.
+
+Where the rounds do not run in memory
+(:func:`~ooc_kernels.families.dspdc._memory_inputs.in_memory_rounds`) and
+:func:`~ooc_kernels.families.dspdc._start_rule.start_kind` gives ``"logistic"`` (the binary
+logistic loss, an l2 part, no l1 part, dense rows of at most
+:data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_MAX_FEATURES` solver columns, or
+up to :data:`~ooc_kernels.families.dspdc._squared_start.START_MAX_FEATURES` where the rows
+are at most :data:`~ooc_kernels.families.dspdc._logistic_start.NEWTON_ROWS_PER_COLUMN` per
+column), the fit starts from Newton's solution of
+
+    P(x) = 1/n sum_i w_i phi_i(a_i^T x) + lam2 / 2 ||x||^2,   phi_i(z) = log(1 + exp(-b_i z))
+
+computed after the set-up's statistics (the rows ``a_i`` are standardized with its column
+moments).  A pass at a point ``x`` reads every chunk once, as the set-up's passes do (the
+same chunk tasks, :func:`~ooc_kernels.families.dspdc._memory_inputs.setup_calls`: Dask
+tasks with bounded waits on a ``Client``), and each chunk gives its loss sum, ``A_c^T (w_c
+phi'(A_c x))``, ``A_c^T (w_c y_c)`` at the clipped duals ``y_c``
+(:func:`~ooc_kernels.families.dspdc._logistic_start.logistic_duals`), the sum of their
+conjugates and its Hessian sum ``A_c^T diag(w_c phi''(A_c x)) A_c`` (:func:`chunk_sums`);
+the chunks' sums are merged in a tree of
+:data:`~ooc_kernels.families.dspdc._setup_pass.SCATTER_FAN_IN` (a few ``p x p`` matrices
+held at a time) and the ``p x p`` system is solved on the driver.  Each iteration takes the
+step ``d = H^{-1} g`` with Armijo's backtracking as in memory
+(:mod:`~ooc_kernels.families.dspdc._logistic_start`: the largest ``s`` of ``1, 1/2, ...``
+that decreases ``P`` by at least ``ARMIJO s g^T d``), one pass per trial point, and stops
+once the duality gap ``||g||^2 / (2 lam2)`` is at most ``GAP_FRACTION`` times ``tol`` times
+``P(x)``, at the latest after ``MAX_NEWTON`` iterations.
+
+The pass at the last point gives the start's fields of the configuration, as the squared
+loss's start out of core: ``start_x``, ``start_w = A^T (w y)`` and ``start_conj = sum_i w_i
+phi_i*(y_i)`` at the duals ``y_i`` that the chunk tasks take as their initial duals
+(:func:`~ooc_kernels.families.dspdc._squared_start.initial_duals`), so the fit's first task
+certifies the start where its gap is within ``tol``.  The start is part of the
+configuration a checkpoint records: a resumed fit takes it from there and reads nothing for
+it.
+
+Examples
+--------
+>>> import numpy as np
+>>> from types import SimpleNamespace
+>>> from sklearn.linear_model import LogisticRegression
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(400, 3)); y = (X @ [1.0, -2.0, 0.5] + rng.normal(size=400) > 0) * 1
+>>> cfg = SimpleNamespace(x_shift=None, x_scale=None, factorized=False, intercept_scaling=0.0,
+...                       classes=(0, 1))
+>>> parts = [(X[:200], y[:200], None), (X[200:], y[200:], None)]
+>>> x, fields, passes = newton_passes(cfg, parts, lambda f: f, lambda r: r, 400, 0.01, 1e-12)
+>>> ref = LogisticRegression(C=1 / (0.01 * 400), fit_intercept=False, tol=1e-12).fit(X, y)
+>>> bool(np.allclose(x, ref.coef_.ravel(), atol=1e-6))
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ooc_kernels.losses import LOSS_LOGISTIC
+
+__all__ = ["chunk_sums", "logistic_start_out_of_core", "newton_passes"]
+
+
+def chunk_sums(config, rows, y, weights, x: np.ndarray, hessian: bool) -> tuple:
+    """``(loss, grad, aty, conj, H)`` of one chunk at ``x``: ``sum_i w_i phi_i(a_i^T x)``,
+    ``A^T (w phi'(A x))``, ``A^T (w y)`` at the clipped duals ``y``, ``sum_i w_i phi_i*(y_i)``
+    (rows of weight 0 add 0) and ``A^T diag(w phi''(A x)) A`` (None unless ``hessian``); the
+    rows ``A`` are the solver's (:func:`~ooc_kernels.families.dspdc._scaling.model_rows`)."""
+    from scipy.special import expit
+
+    from ooc_kernels.families.dspdc._logistic_start import logistic_duals
+    from ooc_kernels.families.dspdc._scaling import model_rows
+    from ooc_kernels.families.dspdc.kernels_memory import margins_loss_sum, row_conjugates
+
+    A = model_rows(config, rows)
+    yv = np.asarray(y).reshape(-1)
+    b = np.where(yv == config.classes[1], 1.0, -1.0)
+    w = None if weights is None else np.asarray(weights, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = A @ x
+        loss = float(margins_loss_sum(z, b, w, LOSS_LOGISTIC))
+        s = expit(-b * z)                        # phi'(z) = -b s, phi''(z) = s (1 - s)
+        duals = logistic_duals(z, b)
+        conj = np.empty(len(b))
+        row_conjugates(duals, b, LOSS_LOGISTIC, conj)
+        if w is None:
+            gy, wy, h = -b * s, duals, s * (1.0 - s)
+        else:
+            gy, wy, h = -w * b * s, w * duals, w * s * (1.0 - s)
+            conj = np.where(w > 0.0, w * conj, 0.0)
+        H = (A.T * h) @ A if hessian else None
+    return loss, A.T @ gy, A.T @ wy, float(conj.sum()), H
+
+
+def _merge(*parts) -> tuple:
+    """The sum of chunks' :func:`chunk_sums` (a Hessian None when one is)."""
+    loss = sum(p[0] for p in parts)
+    grad, aty = sum(p[1] for p in parts), sum(p[2] for p in parts)
+    conj = sum(p[3] for p in parts)
+    H = None if parts[0][4] is None else sum(p[4] for p in parts)
+    return loss, grad, aty, conj, H
+
+
+def newton_passes(config, parts, defer, value, n: int, lam2: float, tol: float):
+    """``(x, fields, passes)``: Newton's solution from ``x = 0`` (module docstring) on the
+    chunks ``parts`` (``(rows, y, weights)`` each, read by ``defer``/``value``), the start
+    fields of the configuration at that ``x`` (empty where a value is not finite) and the
+    reads of the rows it took."""
+    from ooc_kernels.families.dspdc._logistic_start import (
+        ARMIJO, GAP_FRACTION, MAX_HALVINGS, MAX_NEWTON)
+    from ooc_kernels.families.dspdc._setup_pass import SCATTER_FAN_IN
+
+    p = int(config.n_features) if hasattr(config, "n_features") else None
+    passes = 0
+
+    def read(x, hessian=True):
+        nonlocal passes
+        sums = [defer(chunk_sums)(config, rows, y, w, x, hessian) for rows, y, w in parts]
+        while len(sums) > 1:
+            sums = [defer(_merge)(*sums[i:i + SCATTER_FAN_IN])
+                    for i in range(0, len(sums), SCATTER_FAN_IN)]
+        passes += 1
+        loss, grad, aty, conj, H = value(sums[0])
+        P = loss / n + 0.5 * lam2 * float(x @ x)
+        return P, grad / n + lam2 * x, aty, conj, H
+
+    x = np.zeros(p if p is not None else _columns(config, parts))
+    P, g, aty, conj, H = read(x)
+    for _ in range(MAX_NEWTON):
+        if not (np.isfinite(P) and np.all(np.isfinite(g))):
+            return x, {}, passes
+        if float(g @ g) / (2.0 * lam2) <= GAP_FRACTION * tol * P:
+            break
+        M = H / n
+        M[np.diag_indices_from(M)] += lam2
+        try:
+            d = np.linalg.solve(M, g)
+        except np.linalg.LinAlgError:
+            break
+        decrease, step = float(g @ d), 1.0
+        for _ in range(MAX_HALVINGS):
+            trial = x - step * d
+            Pt, gt, atyt, conjt, Ht = read(trial)
+            if Pt <= P - ARMIJO * step * decrease:
+                x, P, g, aty, conj, H = trial, Pt, gt, atyt, conjt, Ht
+                break
+            step *= 0.5
+        else:
+            break
+    if not (np.all(np.isfinite(aty)) and np.isfinite(conj) and np.all(np.isfinite(x))):
+        return x, {}, passes
+    return x, {"start_x": tuple(float(v) for v in x), "start_w": tuple(float(v) for v in aty),
+               "start_conj": float(conj)}, passes
+
+
+def _columns(config, parts) -> int:
+    """The solver's columns of ``parts`` (a configuration without ``n_features``)."""
+    rows = parts[0][0]
+    return int(rows.shape[1]) + (1 if config.intercept_scaling else 0)
+
+
+def logistic_start_out_of_core(estimator, config, chunks, ys, row_w, defer, value):
+    """``config`` with the logistic loss's start out of core (module docstring) where it
+    applies: the loss is the logistic, :func:`~ooc_kernels.families.dspdc._start_rule.
+    start_kind` gives ``"logistic"`` out of core and the rounds do not run in memory
+    (``estimator._start_in_memory``, which start from Newton's solution on the rows they
+    hold); else ``config`` unchanged.  Adds the reads of the rows it took to
+    ``estimator._setup_reads``."""
+    from ooc_kernels.families.dspdc._logistic_start import DEFAULT_TOL
+    from ooc_kernels.families.dspdc._squared_start import START_MAX_FEATURES
+    from ooc_kernels.families.dspdc._start_rule import start_kind
+
+    p, n = int(config.n_features), int(config.n_samples)
+    if (int(config.loss_id) != LOSS_LOGISTIC or getattr(estimator, "_start_in_memory", False)
+            or config.start_x is not None or config.classes is None
+            or p > START_MAX_FEATURES
+            or start_kind(config.loss_id, config.lam1, config.lam2, p, config.factorized,
+                          n=n) != "logistic"):
+        return config
+    tol = getattr(estimator, "tol", None)
+    _, fields, passes = newton_passes(
+        config, list(zip(chunks, ys, row_w)), defer, value, n,
+        float(config.lam2), DEFAULT_TOL if tol is None else float(tol))
+    estimator._setup_reads = int(getattr(estimator, "_setup_reads", 0)) + passes
+    return dataclasses.replace(config, **fields) if fields else config

@@ -1,0 +1,113 @@
+"""The logistic fit out of core starts from Newton's solution in the p-space, one read of the
+rows per pass (``families/dspdc/_ooc_newton.py``): at its defaults on a Dask array of
+50,000 x 50 ``make_classification`` rows it is certified to ``tol`` where DSPDC's iterations
+from zero stopped at ``max_iter``, and it matches scikit-learn's ``LogisticRegression`` on
+the same problem (standardized columns and a penalized intercept column, ``C = 1 / (alpha
+n)``) within the distance the certified gap allows.  The start is part of the checkpoint: a
+fit killed after a checkpoint and resumed reads no rows for it and ends bit for bit where
+the uninterrupted fit does."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.datasets import make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from ooc_kernels.families.dspdc import DSPDCClassifier
+
+
+def _gradient(A, b, lam2, x):
+    """The gradient of ``sum_i log(1 + exp(-b_i a_i^T x)) / n + lam2 / 2 ||x||^2``."""
+    s = expit(-b * (A @ x))
+    return A.T @ (-b * s) / len(b) + lam2 * x
+
+
+def _lazy(X, y, chunks):
+    rows = -(-len(y) // chunks)
+    return da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+
+
+@pytest.mark.parametrize("n, p, seed", [(50_000, 50, 1), (2_000, 300, 0)])
+def test_out_of_core_defaults_are_certified_and_match_logistic_regression(n, p, seed):
+    X, y = make_classification(n_samples=n, n_features=p, random_state=seed)
+    model = DSPDCClassifier(random_state=0, scheduler="sync", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model.fit(*_lazy(X, y, 4))
+    assert model.stop_reason_.startswith("tol:"), model.stop_reason_
+    last = model.gap_history_[-1]
+    assert last["relative_gap"] <= model.tol
+    gap = float(last["gap"])
+
+    scaler = StandardScaler().fit(X)
+    A = np.hstack([scaler.transform(X), np.ones((n, 1))])
+    b = np.where(y == model.classes_[1], 1.0, -1.0)
+    reference = LogisticRegression(C=1.0 / (model.alpha * n), fit_intercept=False,
+                                   solver="newton-cholesky", tol=1e-12, max_iter=1000)
+    reference.fit(A, b)
+    x_ref = reference.coef_.ravel()
+    ref_error = float(np.linalg.norm(_gradient(A, b, model.alpha, x_ref))) / model.alpha
+    x_fit = np.append(model.coef_.ravel() * scaler.scale_,
+                      float(np.ravel(model.intercept_)[0]) + model.coef_.ravel() @ scaler.mean_)
+    # ||x - x*|| <= sqrt(2 gap / alpha) for the certified x, ||g(x_ref)|| / alpha for x_ref
+    bound = np.sqrt(2.0 * gap / model.alpha) + ref_error
+    assert np.linalg.norm(x_fit - x_ref) <= bound
+    assert bound < 1e-2 * np.linalg.norm(x_ref)
+
+
+def test_the_start_is_read_chunk_by_chunk_and_kept_by_a_resumed_fit(tmp_path, monkeypatch):
+    """Newton's start stopped after one iteration (not certified, so the fit's rounds go
+    on from it): killed after its first checkpoint and resumed, the fit reads no rows for
+    the start, and its model, gaps and passes are the uninterrupted fit's, bit for bit."""
+    from ooc_kernels.estimators._checkpointing import CheckpointWriter
+    from ooc_kernels.families.dspdc import _logistic_start, _ooc_newton
+
+    monkeypatch.setattr(_logistic_start, "MAX_NEWTON", 1)
+    calls = []
+    real_sums = _ooc_newton.chunk_sums
+
+    def counted(config, rows, *args):
+        calls.append(len(rows))
+        return real_sums(config, rows, *args)
+
+    monkeypatch.setattr(_ooc_newton, "chunk_sums", counted)
+    X, y = make_classification(n_samples=1_200, n_features=20, random_state=4)
+    kw = dict(tol=1e-10, max_iter=6, shuffle_chunks=2, scheduler="sync", random_state=2,
+              progress=False)
+    lazy = _lazy(X, y, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        whole = DSPDCClassifier(**kw).fit(*lazy)
+    assert whole._config.start_x is not None
+    assert len(calls) % 4 == 0 and len(calls) >= 8 and max(calls) == 300   # a chunk a task
+    x0 = np.asarray(whole._config.start_x)
+    assert np.linalg.norm(x0) > 0
+
+    real = CheckpointWriter.__call__
+
+    def call(self, state, info):
+        real(self, state, info)
+        raise KeyboardInterrupt("killed after round 1")
+
+    ck = tmp_path / "ck.zarr"
+    with monkeypatch.context() as m:
+        m.setattr(CheckpointWriter, "__call__", call)
+        with pytest.raises(KeyboardInterrupt, match="killed after round 1"):
+            DSPDCClassifier(**kw).fit(*lazy, checkpoint=ck)
+    calls.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        resumed = DSPDCClassifier(**kw).fit(*lazy, checkpoint=ck, resume=True)
+    assert calls == []
+    assert resumed._config.start_x == whole._config.start_x
+    np.testing.assert_array_equal(resumed.coef_, whole.coef_)
+    assert resumed.intercept_ == whole.intercept_
+    assert [(h["passes"], h["primal"], h["dual"]) for h in resumed.gap_history_] == \
+        [(h["passes"], h["primal"], h["dual"]) for h in whole.gap_history_]
