@@ -17,6 +17,21 @@ except ImportError:  # Windows
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+@pytest.fixture
+def resumed_at(monkeypatch):
+    """The positions (epoch, round) the fits of the test resumed from, in order."""
+    from ooc_kernels.estimators import _checkpointing
+
+    seen, real = [], _checkpointing.resume_position
+
+    def spy(*args, **kwargs):
+        seen.append(real(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(_checkpointing, "resume_position", spy)
+    return seen
+
+
 @pytest.fixture(scope="session")
 def dask_client():
     """A ``distributed`` cluster of 2 single-threaded worker processes, shared by the tests

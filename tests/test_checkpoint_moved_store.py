@@ -21,21 +21,6 @@ def _store(folder, random_state=0):
                         random_state=random_state, n_features=3)
 
 
-@pytest.fixture
-def resumed_at(monkeypatch):
-    """The positions the fits of the test resumed from."""
-    from ooc_kernels.estimators import _checkpointing
-
-    seen, real = [], _checkpointing.resume_position
-
-    def spy(*args, **kwargs):
-        seen.append(real(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(_checkpointing, "resume_position", spy)
-    return seen
-
-
 @pytest.mark.parametrize("how", ["copy", "move"])
 def test_a_fit_resumes_from_a_checkpoint_moved_with_its_store(tmp_path, resumed_at, how):
     project = tmp_path / "project"

@@ -69,21 +69,6 @@ def _check_own_run(project: Path, first: dict, again: dict, name="tiny"):
     return model
 
 
-@pytest.fixture
-def resumed_at(monkeypatch):
-    """The positions the fits of the test resumed from (epoch, round)."""
-    from ooc_kernels.estimators import _checkpointing
-
-    seen, real = [], _checkpointing.resume_position
-
-    def spy(*args, **kwargs):
-        seen.append(real(*args, **kwargs))
-        return seen[-1]
-
-    monkeypatch.setattr(_checkpointing, "resume_position", spy)
-    return seen
-
-
 def test_a_copied_project_resumes_and_replaces_its_own_outputs(tmp_path, resumed_at):
     project = _project(tmp_path)
     first = _run(project / "tiny.yaml")
