@@ -244,7 +244,12 @@ _PARAMS_DOC = """
         Passes over the data.  Every pass adds its rows' statistics, as every
         :meth:`partial_fit` call adds its batch's: a second pass over the same rows counts
         them twice (the model of rows repeated, i.e. ``alpha`` halved).  One pass is the
-        exact solution.
+        exact solution.  A stream of :meth:`partial_fit` calls equals one fit of the
+        concatenation only when the first call takes nothing from its rows (``"taylor"``,
+        ``standardize=False``, ``center=False``, numbers for ``bandwidth`` and ``alpha``,
+        an integer ``degree``); otherwise the first call's rows fix the standardization,
+        the centre, the width, ``alpha``, the degree and the Nystrom dictionary, and the
+        stream is the exact solve of all the rows with those.
 """ + BASE_PARAMS_DOC.replace(
     'chunks_per_round : int or "auto", default="auto"',
     'chunks_per_round : int or "auto", default=4').replace(
