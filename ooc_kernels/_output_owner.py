@@ -201,7 +201,7 @@ def _whose(found, owner: dict, folder: str) -> tuple[str, bool]:
                 f"{found['output_folder']!r}; this folder's id, in "
                 f"{os.path.join(folder, FOLDER_ID_FILE)!r}, is {owner['output_folder']!r}): "
                 "copied or moved here without the rest of its output folder", True)
-    return (f"by the pipeline {name!r} into the output folder {found.get('output_dir')!r}, "
+    return (f"by the pipeline {name!r} into the output folder {found.get('output_dir')!r} "
             "(a record of an ooc_kernels version that names the folder by its absolute "
             "path)", True)
 
