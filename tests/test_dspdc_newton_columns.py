@@ -13,20 +13,13 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
-from scipy.special import expit
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 
 from ooc_kernels.families.dspdc import DSPDCClassifier
 from ooc_kernels.losses import LOSS_LOGISTIC
 
-
-def _gradient(A, b, lam2, x):
-    """The gradient of ``sum_i log(1 + exp(-b_i a_i^T x)) / n + lam2 / 2 ||x||^2``."""
-    s = expit(-b * (A @ x))
-    return A.T @ (-b * s) / len(b) + lam2 * x
+from _logistic_reference import check_certified_fit
 
 
 @pytest.mark.parametrize("seed", [0, 2])
@@ -37,28 +30,7 @@ def test_default_classifier_on_300_columns_is_certified_and_matches_logistic_reg
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         model.fit(X, y)
-    assert model.stop_reason_.startswith("tol:"), model.stop_reason_
-    assert model.n_iter_ < model.max_iter
-    last = model.gap_history_[-1]
-    assert last["relative_gap"] <= model.tol
-    gap = float(last["gap"])
-
-    # the problem the gap certifies: standardized columns (ddof 0) and a penalized
-    # intercept on a constant column of intercept_scaling = 1
-    scaler = StandardScaler().fit(X)
-    A = np.hstack([scaler.transform(X), np.ones((n, 1))])
-    b = np.where(y == model.classes_[1], 1.0, -1.0)
-    reference = LogisticRegression(C=1.0 / (model.alpha * n), fit_intercept=False,
-                                   solver="newton-cholesky", tol=1e-12, max_iter=1000)
-    reference.fit(A, b)
-    x_ref = reference.coef_.ravel()
-    ref_error = float(np.linalg.norm(_gradient(A, b, model.alpha, x_ref))) / model.alpha
-    x_fit = np.append(model.coef_.ravel() * scaler.scale_,
-                      float(np.ravel(model.intercept_)[0]) + model.coef_.ravel() @ scaler.mean_)
-    # ||x - x*|| <= sqrt(2 gap / alpha) for the certified x, ||g(x_ref)|| / alpha for x_ref
-    bound = np.sqrt(2.0 * gap / model.alpha) + ref_error
-    assert np.linalg.norm(x_fit - x_ref) <= bound
-    assert bound < 1e-2 * np.linalg.norm(x_ref)
+    reference, _, A, _ = check_certified_fit(model, X, y)
     np.testing.assert_array_equal(model.predict(X), np.where(reference.predict(A) > 0,
                                                              model.classes_[1],
                                                              model.classes_[0]))

@@ -11,31 +11,12 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.special import expit
 from sklearn.datasets import make_classification
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 
 from ooc_kernels.families.dspdc import DSPDCClassifier
 
-
-def _gradient(A, b, w, lam2, x):
-    """The gradient of ``sum_i w_i log(1 + exp(-b_i a_i^T x)) / n + lam2 / 2 ||x||^2``."""
-    s = expit(-b * (A @ x))
-    return A.T @ (w * -b * s) / len(b) + lam2 * x
-
-
-def _reference(A, b, w, lam2):
-    """scikit-learn's fit of the problem above (no intercept of its own), its solution and
-    the bound ``||g(x_ref)|| / lam2`` on its distance to the optimum (strong convexity).
-    Newton-CG: on 1,001 columns as exact as newton-cholesky (the bound is about 1e-8) and
-    hundreds of times faster."""
-    ref = LogisticRegression(C=1.0 / (lam2 * len(b)), fit_intercept=False,
-                             solver="newton-cg", tol=1e-12, max_iter=1000)
-    ref.fit(A, b, sample_weight=w)
-    x = ref.coef_.ravel()
-    return ref, x, float(np.linalg.norm(_gradient(A, b, w, lam2, x))) / lam2
+from _logistic_reference import check_certified_fit, gradient, reference
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -47,29 +28,11 @@ def test_default_classifier_on_wide_rows_is_certified_and_matches_logistic_regre
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         model.fit(X_train, y_train)
-    assert model.stop_reason_.startswith("tol:"), model.stop_reason_
-    assert model.n_iter_ < model.max_iter
-    last = model.gap_history_[-1]
-    assert last["relative_gap"] <= model.tol
-    gap = float(last["gap"])
-
-    # the problem the gap certifies: standardized columns (ddof 0) and a penalized
-    # intercept on a constant column of intercept_scaling = 1
-    scaler = StandardScaler().fit(X_train)
-    A = np.hstack([scaler.transform(X_train), np.ones((200, 1))])
-    b = np.where(y_train == model.classes_[1], 1.0, -1.0)
-    reference, x_ref, ref_error = _reference(A, b, np.ones(200), model.alpha)
-    x_fit = np.append(model.coef_.ravel() * scaler.scale_,
-                      float(np.ravel(model.intercept_)[0]) + model.coef_.ravel() @ scaler.mean_)
-    # ||x - x*|| <= sqrt(2 gap / alpha) for the certified x, ||g(x_ref)|| / alpha for x_ref
-    bound = np.sqrt(2.0 * gap / model.alpha) + ref_error
-    assert np.linalg.norm(x_fit - x_ref) <= bound
-    assert bound < 1e-2 * np.linalg.norm(x_ref)
-
+    ref, scaler, A, b = check_certified_fit(model, X_train, y_train, solver="newton-cg")
     A_test = np.hstack([scaler.transform(X_test), np.ones((200, 1))])
     b_test = np.where(y_test == model.classes_[1], 1.0, -1.0)
-    assert model.score(X_train, y_train) == reference.score(A, b) == 1.0
-    assert model.score(X_test, y_test) == reference.score(A_test, b_test)
+    assert model.score(X_train, y_train) == ref.score(A, b) == 1.0
+    assert model.score(X_test, y_test) == ref.score(A_test, b_test)
 
 
 def test_wide_newton_matches_logistic_regression_with_weights_and_zero_weights():
@@ -81,12 +44,12 @@ def test_wide_newton_matches_logistic_regression_with_weights_and_zero_weights()
     w = rng.uniform(0.2, 3.0, size=60)
     w[:5] = 0.0
     lam2 = 1e-3
-    _, x_ref, ref_error = _reference(A, b, w, lam2)
+    _, x_ref, ref_error = reference(A, b, w, lam2, solver="newton-cg")
     margins = np.empty(60)
     x, iterations = wide_newton(A, b, w, lam2, 1e-12, margins=margins)
     assert iterations < 20
     # the stopping rule: the gap ||g||^2 / (2 lam2) at most 0.9 tol P, checked in NumPy
-    g = _gradient(A, b, w, lam2, x)
+    g = gradient(A, b, w, lam2, x)
     P = float(w @ np.logaddexp(0.0, -b * (A @ x))) / 60 + 0.5 * lam2 * float(x @ x)
     assert float(g @ g) / (2.0 * lam2) <= 0.9e-12 * P
     assert np.linalg.norm(x - x_ref) <= np.linalg.norm(g) / lam2 + ref_error
