@@ -19,6 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ooc_kernels.families.dspdc import DSPDCClassifier
 
+from _interrupt import _interrupt_after
 from _logistic_reference import check_certified_fit
 
 
@@ -41,7 +42,6 @@ def test_the_start_is_read_chunk_by_chunk_and_kept_by_a_resumed_fit(tmp_path, mo
     """Newton's start stopped after one iteration (not certified, so the fit's rounds go
     on from it): killed after its first checkpoint and resumed, the fit reads no rows for
     the start, and its model, gaps and passes are the uninterrupted fit's, bit for bit."""
-    from ooc_kernels.estimators._checkpointing import CheckpointWriter
     from ooc_kernels.families.dspdc import _logistic_start, _ooc_newton
 
     monkeypatch.setattr(_logistic_start, "MAX_NEWTON", 1)
@@ -65,15 +65,9 @@ def test_the_start_is_read_chunk_by_chunk_and_kept_by_a_resumed_fit(tmp_path, mo
     x0 = np.asarray(whole._config.start_x)
     assert np.linalg.norm(x0) > 0
 
-    real = CheckpointWriter.__call__
-
-    def call(self, state, info):
-        real(self, state, info)
-        raise KeyboardInterrupt("killed after round 1")
-
     ck = tmp_path / "ck.zarr"
     with monkeypatch.context() as m:
-        m.setattr(CheckpointWriter, "__call__", call)
+        _interrupt_after(m, 1, KeyboardInterrupt("killed after round 1"))
         with pytest.raises(KeyboardInterrupt, match="killed after round 1"):
             DSPDCClassifier(**kw).fit(*lazy, checkpoint=ck)
     calls.clear()
