@@ -52,6 +52,12 @@ class FamilyHooks:
         """Figures of the epoch that need the data, and a stop reason (or None)."""
         return {}, None
 
+    def _epoch_ended(self, state, monitor) -> None:
+        """Called at the end of every epoch, once ``monitor`` (the
+        :class:`~ooc_kernels.estimators._stopping.EpochMonitor`) has scored it and before
+        the epoch's checkpoint: a family may change its configuration here, for the next
+        epoch's tasks and the checkpoint."""
+
     def _on_checkpoint(self, state) -> None:
         """Called after a checkpoint of ``state`` was written."""
 

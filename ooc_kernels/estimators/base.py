@@ -475,6 +475,7 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
             now = time.perf_counter()
             stop = monitor.end_epoch(epoch, loss, score, now - clock["epoch"],
                                      **self._history_extra(state), **report)
+            self._epoch_ended(state, monitor)
             if reason is not None and monitor.stop_reason is None:
                 monitor.stop_reason, stop = reason, True
             clock.update(epoch=now, loss=self._training_loss(state))

@@ -85,9 +85,11 @@ _PARAMS_DOC = """
         Corollary 13): the mean of the models after every step (``True``), or (an int)
         from the step whose batch holds sample ``average + 1`` on (step
         ``average // batch_size + 1``; after ``average`` samples when it is a multiple of
-        ``batch_size``).  ``"auto"``: ``True``
-        for the huber, epsilon-insensitive and quantile losses (a derivative that is not
-        Lipschitz, or does not shrink on outliers: their last iterate stays noisy); with
+        ``batch_size``).  ``"auto"``: for the huber, epsilon-insensitive and quantile
+        losses (a derivative that is not Lipschitz, or does not shrink on outliers: their
+        last iterate stays noisy) the mean from one epoch after the first epoch the
+        stopping rule counts as no gain, decided by the fit and saved with it (with
+        ``tol=None`` or in ``partial_fit``, from the call's first step); with
         ``n_features="auto"`` on more than 50,000 rows, the mean of the iterates after 8
         epochs for the logistic and softmax losses; ``False`` otherwise (measured in
         ``docs/machines/regression.md`` and ``docs/defaults.md``, "Many rows").

@@ -35,7 +35,10 @@ a smaller top eigenvalue, so the step stays stable there.
 
 ``average="auto"`` predicts with the averaged iterate (Polyak-Ruppert, the setting of
 Corollary 13) for the losses of :data:`AVERAGED_LOSSES` when an epoch holds more than one
-mini-batch step, and with the last iterate for the others (and for data of one batch).  The
+mini-batch step, and with the last iterate for the others (and for data of one batch).  A
+fit with a stopping rule starts that mean one epoch after the first epoch the rule counts
+as no gain (:mod:`ooc_kernels.families.dsg._average_start`); the schedule resolved here
+averages from the first step (the bandwidth trials, ``partial_fit``, ``tol=None``).  The
 theory of Dai et al. (Assumption B, ``docs/specs/dsg.md`` §6.1) needs a Lipschitz derivative;
 the epsilon-insensitive and quantile losses have none (their derivative jumps by 1 at the
 kink, whatever the residual), and huber's gradient on an outlier stays at ``epsilon``

@@ -36,6 +36,8 @@ from ooc_kernels.families.dsg._common import (N_JOBS_CONSTRAINTS,
                                                with_run_settings)
 from ooc_kernels.families.dsg._estimator_docs import (_ATTRIBUTES_DOC, _CLASSIFIER_DOC,
                                                      _STANDARDIZE_AUTO_DOC)
+from ooc_kernels.families.dsg._average_start import (AVERAGE_START_DOC, AverageStartMixin,
+                                                     fit_average)
 from ooc_kernels.families.dsg._ard import (bandwidth_mode, check_bandwidth_param,
                                             fold_scales, per_input_shape)
 from ooc_kernels.families.dsg._bandwidth import (ALPHA_FACTORS, GCV_MAX_ROWS,
@@ -339,7 +341,9 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
                                input_bandwidths=None if shape is None else
                                tuple(float(v) for v in bandwidth * shape),
                                learning_rate=plan.learning_rate, eta0=plan.eta0, t0=plan.t0,
-                               average=plan.average, curvature=self._curvature(
+                               average=fit_average(plan.average, average=self.average,
+                                                   loss=loss_name, tol=self.tol),
+                               curvature=self._curvature(
                                    loss_name, n_outputs, seen, row_w, bandwidth)
                                if early is None else early[1])
         check_fit_memory(self, n_outputs=n_outputs, n_features_in=data.n_features,
@@ -563,7 +567,8 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
 
 
 @register_estimator
-class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstimator):
+class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, AverageStartMixin, UpdateMixin,
+                   _DSGEstimator):
     __doc__ = """Kernel regressor trained with doubly stochastic functional gradients.
 
     Parameters
@@ -576,7 +581,7 @@ class DSGRegressor(ChunkedRegressorMixin, RegressorMixin, UpdateMixin, _DSGEstim
         quantile``, ``max(-tau r, (1 - tau) r)``.  See ``docs/machines/regression.md``.
     """ + LOSS_PARAMS_DOC + _STANDARDIZE_AUTO_DOC + UPDATE_DOC + N_JOBS_DOC + """
     Attributes
-    ----------""" + _ATTRIBUTES_DOC + """
+    ----------""" + _ATTRIBUTES_DOC + AVERAGE_START_DOC + """
     Examples
     --------
     >>> import numpy as np
