@@ -79,7 +79,7 @@ from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelP
 __all__ = ["FILE_KIND_KEY", "FILE_KINDS", "KIND_ATTR", "KINDS", "atomic_dir", "write_failed",
            "check_replaceable", "check_replaceable_file", "check_target", "file_kind",
            "expand_user", "path_lock", "read_consistent",
-           "replace_dir", "store_kind", "sweep_stale", "write_json_atomic"]
+           "replace_dir", "store_around", "store_kind", "sweep_stale", "write_json_atomic"]
 
 #: The attribute of a store's ``zarr.json`` that names what kind of store the library wrote.
 KIND_ATTR = "ooc_kernels_store"
@@ -182,21 +182,32 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     return path
 
 
-def _check_outside_stores(path: Path, text: str, kind: str | None) -> None:
-    """Refuse ``path`` when a folder above it (links resolved) is a store this library
-    wrote: it would be written into that store, and removed with it when the library
-    replaces or removes the store."""
-    folder = Path(os.path.realpath(path.parent))
+def store_around(folder: str | os.PathLike) -> tuple[Path, str] | None:
+    """``(store, kind)``: the store this library wrote that ``folder`` (links resolved) is
+    or lies inside, with its kind (a key of :data:`KINDS`); None when there is none.  What
+    is written there goes with that store when the library replaces or removes it."""
+    folder = Path(os.path.realpath(folder))
     for above in (folder, *folder.parents):
         attrs = _store_attrs(above)
         found = None if attrs is None else _kind_of(attrs)
         if found is not None:
-            raise _ERRORS.get(kind, ForeignPathError)(
-                f"cannot write {text!r}: it lies inside {str(above)!r}, a {KINDS[found]} "
-                "that ooc_kernels wrote, and would be removed with it when that store is "
-                "replaced (overwrite=True, --overwrite, the next checkpoint) or removed; "
-                "choose a path outside every store, e.g. "
-                f"{os.path.join(os.path.dirname(above), path.name)!r}.")
+            return above, found
+    return None
+
+
+def _check_outside_stores(path: Path, text: str, kind: str | None) -> None:
+    """Refuse ``path`` when a folder above it (links resolved) is a store this library
+    wrote: it would be written into that store, and removed with it when the library
+    replaces or removes the store."""
+    inside = store_around(path.parent)
+    if inside is not None:
+        above, found = inside
+        raise _ERRORS.get(kind, ForeignPathError)(
+            f"cannot write {text!r}: it lies inside {str(above)!r}, a {KINDS[found]} "
+            "that ooc_kernels wrote, and would be removed with it when that store is "
+            "replaced (overwrite=True, --overwrite, the next checkpoint) or removed; "
+            "choose a path outside every store, e.g. "
+            f"{os.path.join(os.path.dirname(above), path.name)!r}.")
 
 
 def store_kind(path: str | os.PathLike) -> str | None:

@@ -100,3 +100,28 @@ def test_a_folder_whose_zarr_json_is_not_an_object_is_no_store(tmp_path, metadat
     with pytest.raises(ModelPathError, match=r"refusing to replace .*mine'"):
         est.save(folder)
     assert (folder / "zarr.json").read_text() == metadata
+
+
+@pytest.mark.parametrize("through_link", [False, True])
+def test_a_dspdc_work_dir_inside_a_store_is_refused(model, tmp_path, through_link):
+    """A DSPDC fit's work store (the duals of its rows, a folder of its own inside
+    ``work_dir``) inside a model would be removed with that model: refused before it is
+    written, the model left as it was."""
+    import dask.array as da
+
+    _, path = model
+    where = path
+    if through_link:
+        where = tmp_path / "link"
+        where.symlink_to(path, target_is_directory=True)
+    before = _listing(path)
+    lazy = da.from_array(X, chunks=(20, 2)), da.from_array(Y, chunks=20)
+    est = ok.DSPDCClassifier(max_iter=1, tol=None, random_state=0, scheduler="sync",
+                             work_dir=where / "work")
+    with pytest.raises(ForeignPathError, match=rf"work_dir .* lies inside '{path}', a model "
+                                               r"that ooc_kernels wrote"):
+        est.fit(*lazy, checkpoint=tmp_path / "c.zarr")
+    assert _listing(path) == before
+    ok.DSPDCClassifier(max_iter=1, tol=None, random_state=0, scheduler="sync",
+                       work_dir=tmp_path / "work").fit(*lazy, checkpoint=tmp_path / "c2.zarr")
+    assert any((tmp_path / "work").iterdir())                  # outside every store: used

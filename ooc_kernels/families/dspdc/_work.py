@@ -46,7 +46,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ooc_kernels._atomic import expand_user
+from ooc_kernels._atomic import KINDS, expand_user, store_around
 from ooc_kernels._paths import user_path
 from ooc_kernels._chunk_store import (
     WORK_MARKER,
@@ -161,6 +161,13 @@ class WorkStores:
         """A new store for a fresh fit: a unique folder in the parent folder, marked and
         locked."""
         parent = self._parent
+        inside = store_around(parent)
+        if inside is not None:
+            raise ForeignPathError(
+                f"work_dir {str(parent)!r} lies inside {str(inside[0])!r}, a "
+                f"{KINDS[inside[1]]} that ooc_kernels wrote: the fit's work store would be "
+                "removed with it when that store is replaced or removed. Give work_dir a "
+                "folder outside every store.")
         try:
             parent.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):   # a file on the way
