@@ -66,20 +66,26 @@ def _number(pattern: str, path: Path) -> float:
 
 
 def test_the_set_up_constants_quoted_in_the_docs_are_the_codes():
-    """The robust losses' target clip, ProjectedKernelRidge's set-up rows and alpha grid and
-    the DSPDC logistic start's limits, as the pages state them, against the constants the
+    """The robust losses' target clip, ProjectedKernelRidge's set-up rows, width multiples,
+    trial rows and alpha grid and the DSPDC logistic start's limits, as the pages state them, against the constants the
     code uses."""
     from ooc_kernels.families.dsg._robust_targets import TARGET_CLIP
     from ooc_kernels.families.dspdc._logistic_start import (NEWTON_MAX_FEATURES,
                                                             NEWTON_ROWS_PER_COLUMN)
     from ooc_kernels.families.dspdc._squared_start import START_MAX_FEATURES
-    from ooc_kernels.families.pkawv._setup import ALPHAS, SETUP_ROWS
+    from ooc_kernels.families.pkawv._setup import (ALPHAS, BANDWIDTH_MULTIPLES, SETUP_ROWS,
+                                                   TRIAL_ROWS)
 
     docs = ROOT / "docs"
     for page in (docs / "defaults.md", docs / "machines" / "regression.md"):
         assert _number(r"targets clipped to \+-(\d+\.\d+)", page) == TARGET_CLIP, page.name
     pkr = docs / "machines" / "projected_kernel_ridge.md"
     assert _number(r"and draws ([\d,]+) rows", pkr) == SETUP_ROWS
+    multiples = re.compile(r"picks `sigma` on those rows: of ([\d., ]+) and\s+(\d+) times")
+    listed, last_multiple = _quoted(multiples, pkr)
+    assert [float(v) for v in listed.split(", ")] + [float(last_multiple)] == \
+        list(BANDWIDTH_MULTIPLES)
+    assert _number(r"error on ([\d,]+) of them", pkr) == TRIAL_ROWS
     grid = re.compile(r"of `([\d.e+-]+), ([\d.e+-]+), \.\.\., ([\d.e+-]+)` \(each scaled")
     first, second, last = map(float, _quoted(grid, pkr))
     assert (first, last) == (ALPHAS[0], ALPHAS[-1])
