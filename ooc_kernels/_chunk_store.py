@@ -65,6 +65,7 @@ from pathlib import Path
 import numpy as np
 
 from ooc_kernels._atomic import write_failed
+from ooc_kernels._untrusted import open_regular
 from ooc_kernels.exceptions import CorruptChunkError, ForeignPathError, ValidationError
 
 __all__ = ["INITIAL", "WORK_MARKER", "ChunkStore", "ChunkVersions", "FolderLock",
@@ -153,12 +154,16 @@ def _read_version(where: Path) -> tuple[np.ndarray, int | None, bytes | None]:
     Versions of the earlier formats, a file of :data:`_MAGIC_UNTIED` or a Zarr array with
     the checksum in its attributes (ooc_kernels 0.2), have no identity (None); a file of
     neither magic has no checksum either."""
+    if where.is_symlink():   # never followed: a version is a file the store wrote itself
+        raise OSError(f"{str(where)!r} is a symbolic link, not a version file")
     if where.is_dir():
         import zarr
 
         arr = zarr.open_array(str(where), mode="r")
         return arr[...], arr.attrs.get(_CHECKSUM), None
-    raw = where.read_bytes()
+    # a regular file only: a named pipe or a device in its place is refused, never read
+    with open_regular(where, what=repr(str(where)), error=OSError) as f:
+        raw = f.read()
     if raw[:len(_MAGIC_UNTIED)] == _MAGIC_UNTIED:
         head = len(_MAGIC_UNTIED) + 4
         data = np.lib.format.read_array(io.BytesIO(raw[head:]), allow_pickle=False)

@@ -272,3 +272,47 @@ def test_a_lock_file_that_is_a_link_or_a_folder_is_refused_and_never_followed(tm
         FolderLock(folder).acquire()
     assert not target.exists()
     assert (folder / ".lock").is_symlink() == (what == "link")
+
+
+@pytest.mark.parametrize("what", ["named pipe", "link"])
+def test_a_pipe_or_a_link_in_place_of_a_version_is_refused_without_reading(tmp_path, what):
+    """A named pipe where a version file belongs would block a read until some process
+    writes to it (a device such as /dev/zero would be read without end), and a link leads
+    to a file the store did not write: the read is a CorruptChunkError at once, never a
+    wait, and the link's target is left as it was."""
+    import os
+    import threading
+
+    if what == "named pipe" and not hasattr(os, "mkfifo"):
+        pytest.skip("no named pipes here")
+    store = ChunkStore(tmp_path / "w")
+    store.write("y", 0, (0, 0), np.arange(4.0))
+    where = _version_file(tmp_path / "w", "y", 0, (0, 0))
+    target = tmp_path / "elsewhere"
+    target.write_bytes(where.read_bytes())
+    where.unlink()
+    if what == "named pipe":
+        os.mkfifo(where)
+    else:
+        where.symlink_to(target)
+    outcome = []
+
+    def read():
+        try:
+            store.read("y", 0, (0, 0), n_rows=4)
+            outcome.append("read")
+        except CorruptChunkError as err:
+            outcome.append(err)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():     # blocked on the pipe: let it end, then fail
+        with open(where, "wb"):
+            pass
+        reader.join(timeout=10)
+        pytest.fail(f"the read of a {what} in place of a version blocked")
+    (err,) = outcome
+    assert isinstance(err, CorruptChunkError), err
+    assert "cannot be read from the work store" in str(err)
+    assert target.read_bytes()[:8] == b"OOCKCHK2"
