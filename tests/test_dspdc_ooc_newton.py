@@ -80,3 +80,53 @@ def test_the_start_is_read_chunk_by_chunk_and_kept_by_a_resumed_fit(tmp_path, mo
     assert resumed.intercept_ == whole.intercept_
     assert [(h["passes"], h["primal"], h["dual"]) for h in resumed.gap_history_] == \
         [(h["passes"], h["primal"], h["dual"]) for h in whole.gap_history_]
+
+
+def _standardized(model, X):
+    """The solver's rows of ``X`` for the fitted ``model``: its standardization, then the
+    intercept's constant column."""
+    cfg = model._config
+    A = (X - np.asarray(cfg.x_shift)) / np.asarray(cfg.x_scale)
+    return np.hstack([A, np.full((len(X), 1), cfg.intercept_scaling)])
+
+
+def test_newtons_passes_start_from_the_solution_on_an_evenly_spread_sample(monkeypatch):
+    """Before its passes over every row, the start solves the problem on the chunks of
+    ``sample_chunks`` (here the middle one of 4: 50 rows per column need one chunk of
+    12,500), which matches ``LogisticRegression`` on those rows (``C = 1 / (alpha n_s)``)
+    within the two points' strong-convexity bounds; from there 3 passes over the rows
+    certify the fit, where 6 from zero did."""
+    from _logistic_reference import gradient, reference
+
+    from ooc_kernels.families.dspdc import _ooc_newton
+
+    n, p = 50_000, 50
+    assert _ooc_newton.sample_chunks(n, 4, p + 1) == [2]
+    X, y = make_classification(n_samples=n, n_features=p, random_state=1)
+    starts, runs = [], []
+    real_warm, real_passes = _ooc_newton.warm_start, _ooc_newton.newton_passes
+    monkeypatch.setattr(_ooc_newton, "warm_start",
+                        lambda *a: starts.append(real_warm(*a)) or starts[-1])
+
+    def recorded(config, parts, *args, **kw):
+        out = real_passes(config, parts, *args, **kw)
+        runs.append((len(parts), out[2]))
+        return out
+
+    monkeypatch.setattr(_ooc_newton, "newton_passes", recorded)
+    model = DSPDCClassifier(random_state=0, scheduler="sync", progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model.fit(*_lazy(X, y, 4))
+    check_certified_fit(model, X, y)
+    (x_s,) = starts
+    sample = slice(25_000, 37_500)
+    A, b = _standardized(model, X[sample]), np.where(y[sample] == 1, 1.0, -1.0)
+    lam2, w = model._config.lam2, np.ones(len(b))
+    _, x_ref, ref_err = reference(A, b, w, lam2)
+    own_err = float(np.linalg.norm(gradient(A, b, w, lam2, x_s))) / lam2
+    assert np.linalg.norm(x_s - x_ref) <= own_err + ref_err + 1e-9
+    assert own_err + ref_err < 1e-3 * np.linalg.norm(x_ref)
+    # the sample's iterations in memory (one part), then the passes over the 4 chunks
+    assert [parts for parts, _ in runs] == [1, 4]
+    assert runs[1][1] <= 3
