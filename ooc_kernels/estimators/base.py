@@ -285,7 +285,7 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
         else:
             check_feature_coords(self, raw, name)
         chunk = self.chunk_size
-        if getattr(self, "early_stopping", False):  # enough whole chunks to hold some out
+        if self._holds_out_validation():  # enough whole chunks to hold some out
             chunk = min(chunk, max(1, math.ceil(len(X) * self.validation_fraction)))
         if skip:  # invalid rows are dropped chunk by chunk by the solver
             X = da.from_array(X, chunks=(chunk, X.shape[1]))
@@ -330,9 +330,15 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
         check_feature_coords(self, X)
         return checked, False
 
+    def _holds_out_validation(self) -> bool:
+        """Whether the fit holds whole chunks out to stop early (``early_stopping``): in-memory
+        input is then cut into chunks of ``validation_fraction`` of the rows at most, and
+        :meth:`_split_validation` chooses the held-out ones."""
+        return bool(getattr(self, "early_stopping", False))
+
     def _split_validation(self, data: ChunkedData) -> tuple[ChunkedData, ChunkedData | None]:
         """``(training chunks, held-out chunks)``: whole chunks, chosen from the seed."""
-        if not getattr(self, "early_stopping", False):
+        if not self._holds_out_validation():
             return data, None
         if data.n_chunks < 2:
             raise ValidationError(

@@ -263,21 +263,10 @@ class DSGGaussianProcessRegressor(ChunkedRegressorMixin, RegressorMixin, _DSGEst
     def _features_mean(self) -> bool:
         return self.mean == "features"
 
-    def _split_validation(self, data):
-        if self._features_mean():  # no epochs to stop early: every row is used
-            return data, None
-        return super()._split_validation(data)
-
-    def _samples(self, X, y, *, reset, name="X"):
-        # mean="features" holds no chunk out: in-memory input keeps its chunk_size chunks
-        # (early_stopping would cut it into validation_fraction-sized ones)
-        if not (self._features_mean() and self.early_stopping):
-            return super()._samples(X, y, reset=reset, name=name)
-        early_stopping, self.early_stopping = self.early_stopping, False
-        try:
-            return super()._samples(X, y, reset=reset, name=name)
-        finally:
-            self.early_stopping = early_stopping
+    def _holds_out_validation(self) -> bool:
+        # mean="features" has no epochs to stop early: every row is used, and in-memory
+        # input keeps its chunk_size chunks
+        return not self._features_mean() and super()._holds_out_validation()
 
     def _run(self, data, sched, *, start, end_epoch, **kwargs):
         """The engine's rounds (``mean="dsg"``), or none (``mean="features"``: the finishing
