@@ -133,12 +133,15 @@ def claim_folder(folder: str | os.PathLike) -> str:
         tmp = folder / f".{FOLDER_ID_FILE}.tmp-{uuid.uuid4().hex}"
         try:
             tmp.write_text(text + "\n")
-            try:  # never replaces a file written meanwhile (os.link fails when it exists)
-                os.link(tmp, path)
-            except FileExistsError:
-                pass
-            except OSError:  # no hard links on this file system: create it exclusively
-                with contextlib.suppress(FileExistsError):
+            # never replaces a file there: linking and exclusive creation fail when one exists
+            # (written meanwhile by another first run, or not ours), which is kept and is
+            # read and checked below
+            with contextlib.suppress(FileExistsError):
+                try:
+                    os.link(tmp, path)
+                except FileExistsError:
+                    raise
+                except OSError:  # no hard links on this file system: create it exclusively
                     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
                                  | getattr(os, "O_NOFOLLOW", 0), 0o666)
                     with os.fdopen(fd, "w") as f:

@@ -293,6 +293,29 @@ def test_an_output_folder_id_file_it_did_not_write_is_refused(tmp_path, what):
     assert _digest(project / "out") == before
 
 
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_a_users_file_at_the_folder_id_path_before_any_run_is_kept(tmp_path, kind):
+    """A first run finds the user's own file (or link) where the output folder's id file
+    goes: it is neither replaced nor followed; the run is refused before any output and
+    the folder, the file and the link's target are left byte for byte."""
+    project = _project(tmp_path)
+    out = project / "out"
+    out.mkdir()
+    target = tmp_path / "users_notes.json"
+    target.write_text('{"mine": true}\n')
+    if kind == "file":
+        (out / _ID_FILE).write_text(target.read_text())
+    else:
+        (out / _ID_FILE).symlink_to(target)
+    before = _digest(out)
+    with pytest.raises(ForeignPathError, match="as the id of a pipeline's output folder"):
+        _run(project / "tiny.yaml")
+    assert _digest(out) == before
+    assert target.read_text() == '{"mine": true}\n'
+    assert (out / _ID_FILE).is_symlink() == (kind == "link")
+    assert sorted(p.name for p in out.iterdir()) == [_ID_FILE]
+
+
 def test_an_output_at_the_folder_id_file_is_refused(tmp_path):
     from ooc_kernels.exceptions import PipelineConfigError
 
