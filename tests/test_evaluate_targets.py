@@ -36,7 +36,7 @@ def test_a_label_outside_the_classes_is_refused_as_scikit_learn_refuses_it(data)
     X, y, clf = data
     y2 = y.copy()
     y2[50] = 2                                    # chunk 1, row 10
-    with pytest.raises(ValueError):               # the reference: log loss undefined
+    with pytest.raises(ValueError, match=r"not belonging to the passed labels"):  # reference
         log_loss(y2, clf.predict_proba(X), labels=clf.classes_)
     with pytest.raises(InvalidDataError, match=r"label 2 in chunk 1, row 10 is not one of "
                                                r"the classes \[0, 1\]"):
