@@ -28,6 +28,14 @@ CASES = (("gross", "huber"), ("gross", "epsilon_insensitive"), ("gross", "quanti
          ("heavy_tailed", "epsilon_insensitive"), ("clean", "huber"))
 
 
+def robust_problem(name: str, seed: int):
+    """``(X, y, X_test, clean function on X_test)`` of the problem ``name``: ``gross`` from
+    ``dsg_regression_peers.py``, the others from ``dsg_loss_defaults.py`` at 2,000 rows."""
+    if name == "gross":
+        return problem(name, seed)
+    return regression_problem(name, 2000, seed)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=3)
@@ -35,10 +43,7 @@ def main() -> None:
     warnings.simplefilter("ignore")
     for name, loss in CASES:
         for seed in range(args.seeds):
-            if name == "gross":
-                X, y, Xt, ft = problem(name, seed)
-            else:
-                X, y, Xt, ft = regression_problem(name, 2000, seed)
+            X, y, Xt, ft = robust_problem(name, seed)
             model = ok.DSGRegressor(loss=loss, random_state=seed, progress=False).fit(X, y)
             mse = float(np.mean((model.predict(Xt) - ft) ** 2))
             widths = np.round(np.atleast_1d(model.bandwidth_), 2).tolist()

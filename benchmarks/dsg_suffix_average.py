@@ -38,8 +38,7 @@ import math
 import numpy as np
 
 import ooc_kernels as ok
-from dsg_loss_defaults import regression_problem
-from dsg_regression_peers import problem
+from dsg_robust_clip import robust_problem
 
 CASES = (("gross", "huber"), ("gross", "epsilon_insensitive"), ("corrupted", "huber"),
          ("corrupted", "epsilon_insensitive"), ("corrupted", "quantile"),
@@ -67,10 +66,7 @@ def main() -> None:
     rows = []
     for name, loss in CASES:
         for seed in range(args.seeds):
-            if name == "gross":
-                X, y, Xt, ft = problem(name, seed)
-            else:
-                X, y, Xt, ft = regression_problem(name, 2000, seed)
+            X, y, Xt, ft = robust_problem(name, seed)
             out = {"problem": name, "loss": loss, "seed": seed}
             last = ok.DSGRegressor(loss=loss, random_state=seed, progress=False,
                                    average=False).fit(X, y)
