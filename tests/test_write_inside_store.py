@@ -26,6 +26,15 @@ Y = (X[:, 0] > 0).astype(np.int64)
 FAST = dict(n_features=256, max_iter=1, tol=None, random_state=0, scheduler="sync")
 
 
+def _reached(path, tmp_path, through_link: bool):
+    """``path`` itself, or a link to it in ``tmp_path`` (``through_link``)."""
+    if not through_link:
+        return path
+    link = tmp_path / "link"
+    link.symlink_to(path, target_is_directory=True)
+    return link
+
+
 def _listing(folder):
     return sorted(os.path.relpath(os.path.join(d, f), folder)
                   for d, _, files in os.walk(folder) for f in files)
@@ -49,10 +58,7 @@ def test_replacing_a_store_removes_what_lies_inside_it(model, tmp_path):
 @pytest.mark.parametrize("through_link", [False, True])
 def test_outputs_inside_a_model_are_refused_before_any_work(model, tmp_path, through_link):
     est, path = model
-    where = path
-    if through_link:
-        where = tmp_path / "link"
-        where.symlink_to(path, target_is_directory=True)
+    where = _reached(path, tmp_path, through_link)
     before = _listing(path)
     writes = {
         "a model": (ModelPathError, lambda: est.save(where / "inner.zarr")),
@@ -110,10 +116,7 @@ def test_a_dspdc_work_dir_inside_a_store_is_refused(model, tmp_path, through_lin
     import dask.array as da
 
     _, path = model
-    where = path
-    if through_link:
-        where = tmp_path / "link"
-        where.symlink_to(path, target_is_directory=True)
+    where = _reached(path, tmp_path, through_link)
     before = _listing(path)
     lazy = da.from_array(X, chunks=(20, 2)), da.from_array(Y, chunks=20)
     est = ok.DSPDCClassifier(max_iter=1, tol=None, random_state=0, scheduler="sync",
