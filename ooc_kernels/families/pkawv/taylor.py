@@ -118,6 +118,9 @@ def multi_indices(d: int, degree: int) -> np.ndarray:
     return out
 
 
+_LOG_MAX_FLOAT = math.log(np.finfo(np.float64).max)
+
+
 def truncation_bound(degree: int, radius: float, bandwidth: float) -> float:
     """Lemma 13's bound ``(R / sigma)^(2M + 2) / (M + 1)!`` on ``|k(x, x') - Phi(x) . Phi(x')|``.
 
@@ -130,8 +133,11 @@ def truncation_bound(degree: int, radius: float, bandwidth: float) -> float:
     """
     degree = _check_int("degree", degree, 0)
     ratio = float(radius) / _check_positive("bandwidth", bandwidth)
-    return math.exp((2 * degree + 2) * math.log(ratio) - math.lgamma(degree + 2)) \
-        if ratio > 0 else 0.0
+    if ratio <= 0:
+        return 0.0
+    log_bound = (2 * degree + 2) * math.log(ratio) - math.lgamma(degree + 2)
+    # a bound above the largest float64 (wide rows over a narrow width) is inf
+    return math.exp(log_bound) if log_bound < _LOG_MAX_FLOAT else math.inf
 
 
 def auto_degree(n: int, alpha: float, radius: float, bandwidth: float) -> int:
