@@ -238,6 +238,15 @@ class _Checker:
             self.problem(f"{self.label(v.name)}: expected {len(v.dims)} dims {v.dims}, found "
                          f"dims {info.dims}; {fix.dims(self.ctx, user, v.dims, info.dims)}")
             return False
+        if info.dims != v.dims and sorted(info.dims) == sorted(v.dims) \
+                and not any(c in self.dim_source for c in v.dims):
+            # the schema's own dim names in another order (X as 'feature' x 'sample'): read
+            # by position, the features would be taken for the samples (a variable whose
+            # dims another one named already gets the message below, which names that one)
+            self.problem(f"{self.label(v.name)}: expected dims {v.dims}, found dims "
+                         f"{info.dims}, the same names in another order; "
+                         f"{fix.dims(self.ctx, user, v.dims, info.dims)}")
+            return False
         inverse = {u: c for c, u in self.dims.items()}
         expected = tuple(self.dims.get(c, u if inverse.get(u, c) == c else c)
                          for c, u in zip(v.dims, info.dims))

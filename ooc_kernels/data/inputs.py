@@ -203,7 +203,9 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         The samples.  A Dataset holds the schema's variables under their names or under the
         names declared by ``variables`` or its ``ooc_kernels_variables`` attribute (a
         catalog entry's declaration lands there).  A DataArray may have any dim names: the
-        first is the sample axis and it must be chunked along it only.  An object with a
+        first is the sample axis and it must be chunked along it only (the schema's own
+        names in the other order, ``('feature', 'sample')``, are refused with the
+        transpose).  An object with a
         ``read()`` method (an Intake 2 reader) is read lazily first, its entry's
         ``ooc_kernels`` metadata applied.  A
         :class:`~ooc_kernels.data.factorized.Factorized` ``(U, V)`` gives the sample
