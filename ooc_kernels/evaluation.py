@@ -30,7 +30,7 @@ from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
 from ooc_kernels.estimators._feature_coords import check_read_input, opened_input
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
-from ooc_kernels.parallel.cluster import active_client, compute
+from ooc_kernels.parallel.cluster import active_client, compute, scheduler_lost
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["evaluate", "scored_task", "write_predictions"]
@@ -217,6 +217,10 @@ def _parallel_slots(sched) -> int:
     """How many chunks the scheduler works on at once: the Client's threads, 1 for the
     synchronous scheduler, else Dask's ``num_workers`` or the number of cores."""
     client = active_client(sched)
+    if client is not None and scheduler_lost(client):
+        # asking a lost scheduler waits out the Client's reconnection timeout; the
+        # computation that follows reports the loss at once (bounded waits of ``compute``)
+        return 1
     if client is not None:
         return max(1, sum(client.nthreads().values()))
     name = sched if sched is not None else dask.config.get("scheduler", None)

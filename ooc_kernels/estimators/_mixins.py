@@ -173,9 +173,10 @@ class ChunkedClassifierMixin:
     def _score_chunked(self, data: ChunkedData, sched) -> float:
         hits = (self.predict(model_input(data)) == data.y).astype(np.float64)
         w = data.get("sample_weight")
+        # the bounded waits of ``compute``: a lost scheduler is a SchedulerLostError
         if w is not None:
-            return float((da.sum(hits * w) / da.sum(w)).compute(scheduler=sched))
-        return float(hits.mean().compute(scheduler=sched))
+            return float(compute(da.sum(hits * w) / da.sum(w), scheduler=sched)[0])
+        return float(compute(hits.mean(), scheduler=sched)[0])
 
 
 class ChunkedRegressorMixin:
@@ -206,7 +207,7 @@ class ChunkedRegressorMixin:
         mean = da.sum(w * y_true) / sw
         ss_res = da.sum(w * (y_true - pred) ** 2)
         ss_tot = da.sum(w * (y_true - mean) ** 2)
-        ss_res, ss_tot = da.compute(ss_res, ss_tot, scheduler=sched)
+        ss_res, ss_tot = compute(ss_res, ss_tot, scheduler=sched)  # bounded waits
         return float(1.0 - ss_res / ss_tot) if ss_tot > 0 else 0.0
 
 
