@@ -35,6 +35,7 @@ from ooc_kernels.data._frames import (
     frame_feature_names,
     non_numeric_frame_error,
 )
+from ooc_kernels.data._zarr_arrays import as_dask, is_zarr_array
 from ooc_kernels.data.factorized import Factorized
 from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData, ContentName
@@ -59,7 +60,7 @@ def is_lazy_input(X: Any) -> bool:
     """
     if isinstance(X, Factorized):
         return is_lazy_input(X.U)
-    if isinstance(X, da.Array) or _dask_frame_kind(X) is not None:
+    if isinstance(X, da.Array) or _dask_frame_kind(X) is not None or is_zarr_array(X):
         return True
     try:
         import xarray as xr
@@ -199,7 +200,7 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
 
     Parameters
     ----------
-    X : array-like, DataFrame, Dask array or DataFrame, xarray object, reader or Factorized
+    X : array-like, DataFrame, Dask array/frame, xarray object, zarr.Array, reader, Factorized
         The samples.  A Dataset holds the schema's variables under their names or under the
         names declared by ``variables`` or its ``ooc_kernels_variables`` attribute (a
         catalog entry's declaration lands there).  A DataArray may have any dim names: the
@@ -210,7 +211,8 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
         ``ooc_kernels`` metadata applied.  A
         :class:`~ooc_kernels.data.factorized.Factorized` ``(U, V)`` gives the sample
         variables ``U`` (its chunks, or ``chunk_size`` rows of an in-memory ``U``) and
-        ``y``, and the whole variable ``V`` as a NumPy array (see Notes).
+        ``y``, and the whole variable ``V`` as a NumPy array (see Notes).  A ``zarr.Array``
+        (``X`` or ``y``) is its Dask array, with the store's chunks.
     y : array-like, dask.array.Array, xarray.DataArray or Dask Series, optional
         Targets.  Taken from the Dataset's ``y`` when ``X`` is a Dataset and ``y`` is None.
         A DataArray must lie along ``X``'s sample dim; when both have a coordinate there,
@@ -295,6 +297,7 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     import xarray as xr
 
     chunk_size = _check_chunk_size(chunk_size)
+    X, y = as_dask(X, "X"), as_dask(y, "y")   # a zarr.Array: read chunk by chunk
     if isinstance(X, Factorized):
         return _from_factorized(X, y, schema, variables, chunk_size, require_y, check_y)
     if (_dask_frame_kind(X) is None and hasattr(X, "read") and callable(X.read)
