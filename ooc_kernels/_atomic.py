@@ -71,6 +71,7 @@ from ooc_kernels._fsync import fsync as _fsync, fsync_tree as _fsync_tree
 from ooc_kernels._paths import expand_user
 from ooc_kernels._output_owner import OWNER_ATTR, check_owner, mark_store, owner_for
 from ooc_kernels._path_lock import path_lock
+from ooc_kernels._store_meta import MAX_STORE_META, read_store_attrs
 from ooc_kernels._untrusted import open_regular, special_file
 from ooc_kernels.exceptions import (DatasetExistsError, ForeignPathError, ModelPathError,
                                     WriteFailedError,
@@ -182,13 +183,23 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
     return path
 
 
-def store_around(folder: str | os.PathLike) -> tuple[Path, str] | None:
+def store_around(folder: str | os.PathLike, error: type[Exception] = ForeignPathError
+                 ) -> tuple[Path, str] | None:
     """``(store, kind)``: the store this library wrote that ``folder`` (links resolved) is
     or lies inside, with its kind (a key of :data:`KINDS`); None when there is none.  What
-    is written there goes with that store when the library replaces or removes it."""
+    is written there goes with that store when the library replaces or removes it.
+
+    Raises ``error`` when a folder on the way has a ``zarr.json`` too large to read
+    (:data:`~ooc_kernels._store_meta.MAX_STORE_META`): whether it is a store is unknown."""
     folder = Path(os.path.realpath(folder))
     for above in (folder, *folder.parents):
-        attrs = _store_attrs(above)
+        attrs = read_store_attrs(above)
+        if isinstance(attrs, int):
+            raise error(
+                f"cannot tell whether {str(above)!r} is a store that ooc_kernels wrote (what "
+                f"is written inside one goes with it when it is replaced): its zarr.json is "
+                f"{attrs} bytes, more than the {MAX_STORE_META} read to find out; write "
+                "outside that folder, or move that file aside.")
         found = None if attrs is None else _kind_of(attrs)
         if found is not None:
             return above, found
@@ -199,7 +210,7 @@ def _check_outside_stores(path: Path, text: str, kind: str | None) -> None:
     """Refuse ``path`` when a folder above it (links resolved) is a store this library
     wrote: it would be written into that store, and removed with it when the library
     replaces or removes the store."""
-    inside = store_around(path.parent)
+    inside = store_around(path.parent, _ERRORS.get(kind, ForeignPathError))
     if inside is not None:
         above, found = inside
         raise _ERRORS.get(kind, ForeignPathError)(
@@ -221,23 +232,11 @@ def store_kind(path: str | os.PathLike) -> str | None:
 
 
 def _store_attrs(path: Path) -> dict | None:
-    """The attributes of the Zarr 3 ``zarr.json`` of the folder ``path``, or ``None``: not a
-    folder, a symbolic link (never followed), or no such readable file (a named pipe or a
-    device there, also one swapped in while this looks, is never read)."""
-    meta = path / "zarr.json"
-    try:
-        if path.is_symlink() or not path.is_dir() or meta.is_symlink():
-            return None
-        with open_regular(meta, what=repr(str(meta)), error=ValueError) as f:
-            doc = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict):   # JSON that is not an object: no store's metadata
-        return None
-    attrs = doc.get("attributes")
-    if doc.get("zarr_format") != 3 or not isinstance(attrs, dict):
-        return None
-    return attrs
+    """The attributes of the Zarr 3 ``zarr.json`` of the folder ``path``, or ``None``
+    (:func:`~ooc_kernels._store_meta.read_store_attrs`; a file too large to read is no
+    store's either)."""
+    attrs = read_store_attrs(path)
+    return attrs if isinstance(attrs, dict) else None
 
 
 def _kind_of(attrs: dict) -> str | None:
