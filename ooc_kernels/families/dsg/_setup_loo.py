@@ -7,7 +7,10 @@ a few thousand or tens of thousands of rows more than the fit itself.  Up to
 :data:`~ooc_kernels.families.dsg._large_data.LARGE_DATA_ROWS` rows the same choices are
 made here:
 
-1. :data:`LOO_ROWS` of the sampled rows of positive weight are drawn (with the seed);
+1. :data:`LOO_ROWS` of the sampled rows of positive weight are drawn (with the seed); when
+   a class is rare, every sampled row of it and the rest from the other classes, each class
+   weighing the same in the model scored and in its score
+   (:mod:`~ooc_kernels.families.dsg._rare_class`);
 2. for a candidate multiple ``m`` of the median pairwise distance (that of the whole
    sample as the scaling sees it) the kernel is the one the fit's model has: the Gram
    matrix of the fit's own first :data:`LOO_FEATURES` random features
@@ -54,6 +57,7 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels.families.dsg._bandwidth import (CANDIDATES, TIE, _standardized,
                                                  class_row_weights, gcv_targets, score)
 from ooc_kernels.families.dsg import _large_data
+from ooc_kernels.families.dsg._rare_class import scored_rows
 from ooc_kernels.families.dsg._robust_targets import clip_targets
 from ooc_kernels.features.ard import solve_spd
 from ooc_kernels.features.bandwidth import median_heuristic
@@ -240,10 +244,12 @@ def select_setup_loo(base_config, common_config, sample, y, weights, *, classes,
         nothing but the per-input scaling at the fit's ``alpha`` to try).
     """
     w_all = class_row_weights(base_config, y, weights, classes)
-    kept = np.flatnonzero(w_all > 0)
-    rng = np.random.default_rng(seed % 2**63)
-    rows = np.sort(kept[rng.permutation(len(kept))[:LOO_ROWS]])
-    w = w_all[rows] / w_all[rows].mean()
+    # a rare class: all its sampled rows, each class weighing the same (_rare_class)
+    rows, factors = scored_rows(y, w_all, classes, LOO_ROWS,
+                                np.random.default_rng(seed % 2**63))
+    sample_w = np.asarray(weights)[rows] * (1.0 if factors is None else factors)
+    w = w_all[rows] * (1.0 if factors is None else factors)
+    w = w / w.mean()
     yr = np.asarray(y)[rows]
     if classes is None:
         t = (np.asarray(yr, dtype=np.float64) - base_config.y_shift) / base_config.y_scale
@@ -272,7 +278,7 @@ def select_setup_loo(base_config, common_config, sample, y, weights, *, classes,
         for factor in factors_:
             pred = loo_predictions(M, T, w, ridge=ridge * factor)
             F = pred * config.y_scale + config.y_shift if classes is None else pred
-            out[factor] = score(config, F, yr, weights[rows], classes)
+            out[factor] = score(config, F, yr, sample_w, classes)
         return out
 
     with single_threaded_blas():  # a few hundred rows: threads only spin on busy cores

@@ -454,9 +454,11 @@ class DSGClassifier(ChunkedClassifierMixin, ClassifierMixin, UpdateMixin, _DSGEs
         Weights of the classes (multiplying the sample weights): ``{label: weight}``, or
         ``"balanced"``: ``n_samples / (n_classes * count(label))``, counted in one pass over
         ``y`` (the fit with ``compute_sample_weight("balanced", y)`` as ``sample_weight``).
-        A class of a few percent of the rows or less needs it: with None the automatic
-        set-up scores accuracy, which such a class barely moves, and the fit may predict
-        none of it (``docs/defaults.md``, "A rare class").
+        With None a class of a few percent of the rows or less weighs that little in the
+        loss, and the fit predicts it on fewer rows than it holds; the automatic set-up
+        (1,001 to 50,000 rows) scores such a class with a balanced score, but pass
+        ``"balanced"`` when its recall counts more than accuracy (``docs/defaults.md``,
+        "A rare class").
 
     Attributes
     ----------
