@@ -23,7 +23,8 @@ from sklearn.utils.validation import (_get_feature_names, check_array,
 
 from ooc_kernels._checks import check_plain_array
 from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair_samples
-from ooc_kernels.exceptions import InputTypeError, OocKernelsWarning, ValidationError
+from ooc_kernels.exceptions import (InputTypeError, InvalidDataError, OocKernelsWarning,
+                                    ValidationError)
 from ooc_kernels.parallel.chunked import ChunkedData
 
 __all__ = ["check_row_input", "checked_class_weights", "named_sample", "sklearn_validated",
@@ -155,6 +156,20 @@ def _check_weight_dtype(dtype: np.dtype, values) -> None:
     )
 
 
+def _nonnegative_weights(w: np.ndarray, block_info=None) -> np.ndarray:
+    """One chunk of lazy sample weights, refused when one is negative (NaN and inf are
+    the family's to refuse or skip, as ``on_invalid`` says, with the rows of ``X``)."""
+    negative = w < 0
+    if negative.any():
+        row = int(np.flatnonzero(negative)[0])
+        chunk = block_info[0]["chunk-location"][0] if block_info else "?"
+        raise InvalidDataError(
+            f"sample_weight {float(w[row])!r} in chunk {chunk}, row {row} is not a finite "
+            "number >= 0; fix or drop that weight (a weight of 0 leaves its row out)."
+        )
+    return w
+
+
 def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
     """``data`` with a ``sample_weight`` variable chunked like its samples."""
     if sample_weight is None:
@@ -178,10 +193,14 @@ def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
                 f"sample_weight must have shape ({data.n_samples},), got {sw.shape}; give "
                 "one weight per sample."
             )
-        if not np.isfinite(sw).all() or (sw < 0).any():
+        bad = ~(np.isfinite(sw) & (sw >= 0))
+        if bad.any():
+            i, count = int(np.flatnonzero(bad)[0]), int(bad.sum())
             raise ValidationError(
-                "sample_weight must hold finite numbers >= 0; fix or drop the invalid "
-                "weights."
+                f"sample_weight[{i}] is {float(sw[i])!r} ({count} of the {sw.size} weights "
+                f"{'is' if count == 1 else 'are'} negative, NaN or infinite); sample weights "
+                "must be finite numbers >= 0: fix or drop the invalid weights (a weight of 0 "
+                "leaves its row out)."
             )
         if not (sw > 0).any():
             raise ValidationError(
@@ -196,6 +215,8 @@ def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
         )
     if sw.chunks[0] != data.chunk_sizes:
         sw = sw.rechunk((data.chunk_sizes,))
+    if isinstance(sample_weight, da.Array):  # the caller's lazy weights, checked when read
+        sw = sw.astype(np.float64).map_blocks(_nonnegative_weights, dtype=np.float64)
     return data.replace(variables={**data.variables, "sample_weight": sw.astype(np.float64)},
                         dims={**data.dims, "sample_weight": ("sample",)})
 

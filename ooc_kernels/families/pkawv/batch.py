@@ -468,6 +468,10 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
             raise ValidationError(
                 f"{type(self).__name__} read no valid row ({int(state['n_skipped'])} were "
                 "left out as non-finite); give it rows with finite X, y and sample_weight.")
+        if state["weight_sum"] == 0:
+            raise ValidationError(
+                f"sample_weight is 0 for every row read ({int(state['n_rows'])} rows), so "
+                "there is nothing to learn from; give some rows a positive weight.")
         if self.alpha != "auto":
             self.alpha_ = float(self.alpha)
         # "auto": a solve that is not numerically positive definite (features nearly

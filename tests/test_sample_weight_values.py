@@ -1,0 +1,82 @@
+"""Invalid sample weights are refused by one shared check, naming the offending weight:
+in memory before any work (its index and value), lazily chunk by chunk when read (its chunk,
+row and value), for every estimator that takes ``sample_weight``; weights that are all zero
+leave nothing to learn from and are refused rather than fitted into a model of zeros."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.linear_model import Ridge
+
+import ooc_kernels as ok
+from ooc_kernels.exceptions import InvalidDataError, ValidationError
+
+FAST = dict(random_state=0, scheduler="sync", progress=False, chunk_size=20)
+DSG = dict(n_features=128, block_size=32, batch_size=8, max_iter=2, tol=None)
+WEIGHTED = {
+    "DSGRegressor": lambda: ok.DSGRegressor(**DSG, **FAST),
+    "DSGClassifier": lambda: ok.DSGClassifier(**DSG, **FAST),
+    "DSGOneClassSVM": lambda: ok.DSGOneClassSVM(**DSG, **FAST),
+    "DSPDCRegressor": lambda: ok.DSPDCRegressor(max_iter=5, **FAST),
+    "ProjectedKernelRidge": lambda: ok.ProjectedKernelRidge(degree=2, **FAST),
+}
+N = 60
+
+
+def _data(lazy: bool):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=N)
+    if lazy:
+        return da.from_array(X, chunks=(20, 3)), da.from_array(y, chunks=20)
+    return X, y
+
+
+def _fit(name, X, y, w):
+    est = WEIGHTED[name]()
+    if name == "DSGOneClassSVM":
+        return est.fit(X, sample_weight=w)
+    return est.fit(X, (y > 0).astype(int) if name == "DSGClassifier" else y, sample_weight=w)
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+@pytest.mark.parametrize("value", [-2.5, np.nan, np.inf])
+def test_an_invalid_in_memory_weight_is_named_by_index_and_value(name, value):
+    X, y = _data(lazy=False)
+    w = np.ones(N)
+    w[[31, 40]] = value
+    with pytest.raises(ValidationError, match=rf"sample_weight\[31\] is {value!r} \(2 of "
+                                              rf"the 60 weights are\b.*\); .*fix or drop"):
+        _fit(name, X, y, w)
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+def test_a_negative_lazy_weight_is_named_by_chunk_and_row(name):
+    X, y = _data(lazy=True)
+    w = np.ones(N)
+    w[45] = -5.0
+    with pytest.raises(InvalidDataError, match=r"sample_weight -5.0 in chunk 2, row 5 is not "
+                                               r"a finite number >= 0; fix or drop"):
+        _fit(name, X, y, da.from_array(w, chunks=20))
+
+
+def test_lazy_weights_that_are_all_zero_are_refused():
+    X, y = _data(lazy=True)
+    with pytest.raises(ValidationError, match=r"sample_weight.*0 for every row|nothing to "
+                                              r"learn"):
+        _fit("ProjectedKernelRidge", X, y, da.zeros(N, chunks=20))
+
+
+def test_valid_lazy_weights_give_the_weighted_ridge():
+    """The shared check lets valid weights through unchanged: a zero-weight row is a row
+    left out, as scikit-learn's weighted Ridge on the same normal equations."""
+    X, y = _data(lazy=False)
+    w = np.r_[np.zeros(5), np.full(N - 5, 2.0)]
+    est = ok.DSPDCRegressor(alpha=0.1, standardize=False, fit_intercept=False, tol=1e-12,
+                            max_iter=2000, **FAST)
+    est.fit(da.from_array(X, chunks=(20, 3)), da.from_array(y, chunks=20),
+            sample_weight=da.from_array(w, chunks=20))
+    ref = Ridge(alpha=0.1 * w.sum(), fit_intercept=False).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(est.coef_.ravel(), ref.coef_, atol=1e-8)
