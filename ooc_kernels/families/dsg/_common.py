@@ -41,8 +41,32 @@ from ooc_kernels.features.structured import (centered_input_message, check_nonne
 
 __all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMixin",
            "TINY_VALUES", "check_bandwidth_sample", "check_dtype_scales",
-           "check_whole_blocks", "describe_steps",
+           "check_whole_blocks", "describe_steps", "float32_offset_column",
            "finite_sample_rows", "weighted_moments", "with_run_settings"]
+
+
+#: The farthest a column's values may lie from 0, in standard deviations of the column, for
+#: ``dtype="auto"`` to fit in float32: float32 values near ``1e6`` standard deviations are
+#: 0.06 of one apart (24 bits), near ``1e7`` 0.6, and the rows cast to float32 lose what
+#: sets them apart (docs/defaults.md, "Precision").
+FLOAT32_MAX_OFFSET = 1e6
+
+
+def float32_offset_column(sample) -> int | None:
+    """The first column of the set-up's ``sample`` whose values lie more than
+    :data:`FLOAT32_MAX_OFFSET` of their standard deviations from 0 (a spread that float32
+    cannot resolve at that magnitude), or None; constant columns do not count.
+
+    >>> rows = np.array([[1.0, 1e9 + 1.0], [2.0, 1e9 - 1.0], [3.0, 1e9]])
+    >>> float32_offset_column(rows), float32_offset_column(rows[:, :1] + 1e5)
+    (1, None)
+    """
+    X = np.asarray(sample, dtype=np.float64)
+    if X.ndim != 2 or len(X) < 2:
+        return None
+    spread = X.std(axis=0)
+    far = np.flatnonzero((spread > 0) & (np.abs(X.mean(axis=0)) > FLOAT32_MAX_OFFSET * spread))
+    return int(far[0]) if far.size else None
 
 
 def check_whole_blocks(name: str, value: int, block_size: int, why: str) -> None:
@@ -254,13 +278,16 @@ class DSGModelMixin:
                          n_features=auto_n_features(0, self.block_size)
                          if self.n_features == "auto" else None)
 
-    def _resolve_dtype(self, data) -> str:
+    def _resolve_dtype(self, data, sample=None) -> str:
         """``dtype`` resolved: ``"auto"`` is float64 when the data set is one batch (one
-        chunk of at most ``batch_size`` rows), float32 otherwise."""
+        chunk of at most ``batch_size`` rows) or when a column of the set-up's ``sample``
+        lies farther from 0 than float32 resolves its spread
+        (:func:`float32_offset_column`), float32 otherwise."""
         if self.dtype != "auto":
             return self.dtype
         one_batch = data.n_chunks == 1 and data.n_samples <= self.batch_size
-        return "float64" if one_batch else "float32"
+        far = sample is not None and float32_offset_column(sample) is not None
+        return "float64" if one_batch or far else "float32"
 
     # ------------------------------------------------------------------ fitting
     def _start(self, data, sched, classes=None) -> None:

@@ -43,7 +43,9 @@ _PARAMS_DOC = """
         converted chunk by chunk.  ``"auto"``: float64 when the whole data set is one batch
         (one chunk of at most ``batch_size`` rows: speed does not matter there, and the
         result then depends on the rows and weights only, not on their order, to 1e-12),
-        float32 otherwise.
+        or when an input of the set-up's sample lies more than 1e6 of its standard
+        deviations from 0 (float32 would round its rows together; ``docs/defaults.md``,
+        "Precision"), float32 otherwise.
     alpha : float or "auto", default="auto"
         Regularization strength (the paper's nu): every step multiplies the existing
         coefficients by ``1 - gamma_t * alpha``.  ``"auto"``: ``1 / n_samples``, or

@@ -208,13 +208,14 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         row_w = _row_weights(class_weight, w_sample, y_sample, classes)
         positive = row_w[row_w > 0]
         mean_w = float(row_w.mean()) if len(positive) else 1.0
+        dtype = self._resolve_dtype(data, sample)   # float64 where float32 loses the rows
         base = DSGConfig(
             loss_id=loss_id, target=target, n_outputs=n_outputs,
             n_features_in=data.n_features, block_size=self.block_size,
             n_blocks=n_features // self.block_size, bandwidth=1.0,
             feature_seed=derive_seed(self.random_seed_, 1), alpha=0.0,
             batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
-            dtype=self._resolve_dtype(data),
+            dtype=dtype,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
             class_weight=class_weight, weight_scale=1.0 / mean_w,
@@ -223,7 +224,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             feature_budget=default_cache().max_bytes, kernel=kernel_spec(self.kernel, self.kernel_params),
             n_jobs=getattr(self, "n_jobs", None),
             **check_dtype_scales(self._standardization(sample, y_sample, target, row_w),
-                                 self._resolve_dtype(data)))   # float32: scales it holds
+                                 dtype))   # float32: scales it holds
         if sampled and classes is not None:  # labels outside the classes: named where
             encode_targets(base, y_sample, origin)
         seen = _standardized(base, sample)
