@@ -66,6 +66,7 @@ try:  # POSIX
 except ImportError:  # pragma: no cover - Windows: renames are serialised in-process only
     fcntl = None
 
+from ooc_kernels._folder_pin import check_pinned
 from ooc_kernels._fsync import DIRECTORY as _DIRECTORY
 from ooc_kernels._fsync import fsync as _fsync, fsync_tree as _fsync_tree
 from ooc_kernels._paths import expand_user
@@ -180,6 +181,7 @@ def check_target(path: str | os.PathLike, kind: str | None = None) -> Path:
                 f"cannot write {text!r}: {str(parent)!r} is {what}, not a folder; choose a "
                 "path whose parents are folders, or move what is there aside yourself.")
     _check_outside_stores(path, text, kind)
+    check_pinned(path, _ERRORS.get(kind, ForeignPathError))  # a run's folder, swapped?
     return path
 
 
@@ -339,6 +341,7 @@ def replace_dir(tmp: Path, path: Path, *, kind: str, overwrite: bool = True) -> 
             "so that it can be told from what a user owns."
         )
     trash = None
+    check_pinned(path, _ERRORS.get(kind, ForeignPathError))
     with path_lock(path):
         if path.exists() or path.is_symlink():
             if not overwrite:

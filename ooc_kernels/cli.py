@@ -508,7 +508,9 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     """
     from sklearn.exceptions import ConvergenceWarning
 
+    from ooc_kernels._folder_pin import pin, pinning
     from ooc_kernels._params import unknown_key_hint
+    from ooc_kernels._paths import user_path
     from ooc_kernels._progress import warnings_to_log
     from ooc_kernels.exceptions import ValidationError
 
@@ -545,7 +547,10 @@ def train(catalog_file, entry, trusted, allow_outside, estimator, params, out, o
     est._validate_params()
     json_params(est)  # what cannot be saved is refused before the fit, not after it
     try:
-        with _scheduler(**sched), _log_lines(quiet):
+        with _scheduler(**sched), _log_lines(quiet), pinning():
+            for target in (out, checkpoint):   # never written through a folder swapped
+                if target is not None:         # for a link during the fit
+                    pin(user_path(target).parent)
             est.set_params(progress=_progress(quiet))
             if data is None:
                 data = _open(catalog_file, entry, trusted, allow_outside)

@@ -67,6 +67,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticVa
 from pydantic import field_validator
 
 from ooc_kernels._atomic import write_json_atomic
+from ooc_kernels._folder_pin import pin, pinning
 from ooc_kernels._output_owner import (FOLDER_ID_FILE, claim_folder, folder_id,
                                        new_folder_id, owned_by, pipeline_owner)
 from ooc_kernels._paths import is_path, user_path
@@ -572,7 +573,9 @@ def run_pipeline(path: str | os.PathLike, *, scheduler: Any = None, trusted: boo
     out_dir = paths["save.output_dir"]
     owner = pipeline_owner(spec.name, folder_id(out_dir) or new_folder_id())
     outputs = [paths[f"save.{name}"] for name in _OUTPUTS]
-    with owned_by(owner, outputs, folder=out_dir, adopt=adopt_outputs):
+    # pinning: the output folder, pinned once claimed, is checked at every write (never
+    # written through if it is swapped for a link during the run)
+    with owned_by(owner, outputs, folder=out_dir, adopt=adopt_outputs), pinning():
         try:
             with scheduler_context(scheduler):
                 metrics = _run(spec, paths, where, progress)
@@ -621,6 +624,7 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     if spec.data.test and spec.evaluate.predictions:
         check_replaceable(paths["save.predictions"], "predictions")
     claim_folder(out_dir)  # the folder's id, which its outputs record
+    pin(out_dir)
     logger.info("pipeline %s: data stage (catalog %s)", spec.name, catalog)
     _ensure_datasets(spec, catalog, progress, where)
     train = open_dataset(catalog, spec.data.train, variables=spec.data.variables, **where)

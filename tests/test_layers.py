@@ -27,7 +27,7 @@ LAYERS = [
               "ooc_kernels._capabilities", "ooc_kernels._threads", "ooc_kernels._memory",
               "ooc_kernels._fsync", "ooc_kernels._moments", "ooc_kernels._paths",
               "ooc_kernels._path_lock", "ooc_kernels._output_owner",
-              "ooc_kernels._store_meta"}),
+              "ooc_kernels._store_meta", "ooc_kernels._folder_pin"}),
     ("_jit", {"ooc_kernels._jit"}),
     ("features", {"ooc_kernels.features"}),
     ("losses", {"ooc_kernels.losses"}),
