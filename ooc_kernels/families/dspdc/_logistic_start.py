@@ -13,7 +13,8 @@ passes over the rows where DSPDC's coordinate steps take many: from ``x = 0``,
     x <- x - s H^{-1} g,
 
 ``s`` the largest of ``1, 1/2, 1/4, ...`` that decreases ``P`` by at least ``s g^T H^{-1} g
-/ 4`` (Armijo's backtracking; ``P`` never increases).  An iteration reads the rows once
+/ 4`` (Armijo's backtracking, :func:`armijo_step`, the one every Newton start takes; ``P``
+never increases).  An iteration reads the rows once
 where the full step is accepted: one pass at the trial point ``x - d``
 (:func:`newton_pass`, a numba kernel over the rows,
 :func:`~ooc_kernels.families.dspdc.kernels_newton.logistic_rows`) gives its objective, its
@@ -67,7 +68,7 @@ from ooc_kernels.families.dspdc.kernels_memory import margins_loss_sum
 from ooc_kernels.losses import LOSS_LOGISTIC
 
 __all__ = ["GAP_FRACTION", "HESSIAN_BLOCK", "MAX_NEWTON", "NEWTON_MAX_FEATURES",
-           "NEWTON_ROWS_PER_COLUMN", "logistic_duals", "logistic_newton", "newton_applies",
+           "NEWTON_ROWS_PER_COLUMN", "armijo_step", "logistic_duals", "logistic_newton", "newton_applies",
            "newton_pass"]
 
 #: The most solver columns (the intercept's included) for which a fit starts from Newton's
@@ -214,30 +215,54 @@ def logistic_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float,
                     * GAP_FRACTION * tol * abs(P):
                 stride = 0                           # likely the last pass: no Hessian
             last_gap = gap
-            trial_x = x - d
-            trial = newton_pass(rows, b, weights, trial_x, stride, trial_z, block)
-            if trial[0] / n + 0.5 * lam2 * float(trial_x @ trial_x) <= P - ARMIJO * decrease:
-                x, (loss, gsum, Hsum, count) = trial_x, trial    # the full step: one read
-                z, trial_z = trial_z, z
-                continue
-            ad = z - trial_z                         # the products' direction, A d
-            step = 0.5
-            for _ in range(MAX_HALVINGS - 1):
+            full = []
+
+            def value_at(step):
                 trial_x = x - step * d
-                losses = margins_loss_sum(z - step * ad, b, weights, LOSS_LOGISTIC)
-                if losses / n + 0.5 * lam2 * float(trial_x @ trial_x) \
-                        <= P - ARMIJO * step * decrease:
-                    break
-                step *= 0.5
-            else:
+                if step == 1.0:                      # the full step: a pass at x - d
+                    full.append(newton_pass(rows, b, weights, trial_x, stride, trial_z,
+                                            block))
+                    losses = full[0][0]
+                else:               # the shorter steps' losses from the margins of x, x - d
+                    if len(full) == 1:
+                        full.append(z - trial_z)     # the products' direction, A d
+                    losses = margins_loss_sum(z - step * full[1], b, weights, LOSS_LOGISTIC)
+                return losses / n + 0.5 * lam2 * float(trial_x @ trial_x)
+
+            step = armijo_step(value_at, P, decrease)
+            if step is None:
                 break                                # no decrease: x is the start
             x = x - step * d
-            loss, gsum, Hsum, count = newton_pass(rows, b, weights, x, stride, z, block)
+            if step == 1.0:                          # the full step: one read
+                loss, gsum, Hsum, count = full[0]
+                z, trial_z = trial_z, z
+            else:
+                loss, gsum, Hsum, count = newton_pass(rows, b, weights, x, stride, z, block)
     if not np.all(np.isfinite(x)):
         return None, k
     if margins is not None and z is not margins:
         margins[:] = z
     return x, k
+
+
+def armijo_step(value_at, P: float, decrease: float) -> float | None:
+    """Armijo's backtracking of every Newton start (in memory in the ``p``-space,
+    :func:`logistic_newton`; in the ``n``-space,
+    :func:`~ooc_kernels.families.dspdc._wide_newton.wide_newton`; out of core,
+    :func:`~ooc_kernels.families.dspdc._ooc_newton.newton_passes`): the largest step ``s``
+    of ``1, 1/2, 1/4, ...`` (at most :data:`MAX_HALVINGS` tried, in that order) whose
+    objective ``value_at(s)`` is at most ``P - ARMIJO s decrease``, or None where none is
+    (the iterations then stop where they are).
+
+    >>> armijo_step(lambda s: (1.0 - s) ** 2 + 4.0 * s ** 2, 1.0, 2.0)
+    0.25
+    """
+    step = 1.0
+    for _ in range(MAX_HALVINGS):
+        if value_at(step) <= P - ARMIJO * step * decrease:
+            return step
+        step *= 0.5
+    return None
 
 
 def logistic_duals(z: np.ndarray, b: np.ndarray) -> np.ndarray:

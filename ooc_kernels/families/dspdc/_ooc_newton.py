@@ -23,10 +23,10 @@ the chunks' sums are merged in a tree of
 :data:`~ooc_kernels.families.dspdc._setup_pass.SCATTER_FAN_IN` (a few ``p x p`` matrices
 held at a time) and the ``p x p`` system is solved on the driver.  Each iteration takes the
 step ``d = H^{-1} g`` with Armijo's backtracking as in memory
-(:mod:`~ooc_kernels.families.dspdc._logistic_start`: the largest ``s`` of ``1, 1/2, ...``
-that decreases ``P`` by at least ``ARMIJO s g^T d``), one pass per trial point, and stops
-once the duality gap ``||g||^2 / (2 lam2)`` is at most ``GAP_FRACTION`` times ``tol`` times
-``P(x)``, at the latest after ``MAX_NEWTON`` iterations.  The passes start from Newton's
+(:func:`~ooc_kernels.families.dspdc._logistic_start.armijo_step`: the largest ``s`` of
+``1, 1/2, ...`` that decreases ``P`` by at least ``ARMIJO s g^T d``), one pass per trial
+point, and stops once the duality gap ``||g||^2 / (2 lam2)`` is at most ``GAP_FRACTION``
+times ``tol`` times ``P(x)``, at the latest after ``MAX_NEWTON`` iterations.  The passes start from Newton's
 solution on a sample held in memory (:func:`warm_start`): the whole chunks of
 :func:`sample_chunks`, read once, with their mean loss; from there fewer passes over every
 row reach the gap (3 instead of 6 on 50,000 x 50 rows in 5 chunks).
@@ -120,7 +120,7 @@ def newton_passes(config, parts, defer, value, n: int, lam2: float, tol: float,
     ``defer``/``value``), the start fields of the configuration at that ``x`` (empty where a
     value is not finite) and the reads of the rows it took."""
     from ooc_kernels.families.dspdc._logistic_start import (
-        ARMIJO, GAP_FRACTION, MAX_HALVINGS, MAX_NEWTON)
+        GAP_FRACTION, MAX_NEWTON, armijo_step)
     from ooc_kernels.families.dspdc._setup_pass import SCATTER_FAN_IN
 
     p = int(config.n_features) if hasattr(config, "n_features") else None
@@ -152,16 +152,17 @@ def newton_passes(config, parts, defer, value, n: int, lam2: float, tol: float,
             d = np.linalg.solve(M, g)
         except np.linalg.LinAlgError:
             break
-        decrease, step = float(g @ d), 1.0
-        for _ in range(MAX_HALVINGS):
-            trial = x - step * d
-            Pt, gt, atyt, conjt, Ht = read(trial)
-            if Pt <= P - ARMIJO * step * decrease:
-                x, P, g, aty, conj, H = trial, Pt, gt, atyt, conjt, Ht
-                break
-            step *= 0.5
-        else:
+        tried = {}
+
+        def value_at(step):
+            tried[step] = read(x - step * d)
+            return tried[step][0]
+
+        step = armijo_step(value_at, P, float(g @ d))
+        if step is None:
             break
+        x = x - step * d
+        P, g, aty, conj, H = tried[step]
     if not (np.all(np.isfinite(aty)) and np.isfinite(conj) and np.all(np.isfinite(x))):
         return x, {}, passes
     return x, {"start_x": tuple(float(v) for v in x), "start_w": tuple(float(v) for v in aty),

@@ -135,16 +135,14 @@ def wide_newton(rows: np.ndarray, b: np.ndarray, weights, lam2: float, tol: floa
             if not (np.isfinite(decrease) and decrease > 0.0):
                 break
             ad = rows @ d
-            step = 1.0
-            for _ in range(ls.MAX_HALVINGS):
-                trial_x = x - step * d
-                trial_P, trial_s = _objective(z - step * ad, b, weights, trial_x, lam2, n)
-                if trial_P <= P - ls.ARMIJO * step * decrease:
-                    break
-                step *= 0.5
-            else:
+
+            def value_at(step):
+                return _objective(z - step * ad, b, weights, x - step * d, lam2, n)[0]
+
+            step = ls.armijo_step(value_at, P, decrease)
+            if step is None:
                 break                                # no decrease: x is the start
-            x = trial_x
+            x = x - step * d
             z = rows @ x                             # the margins of x itself, not a sum
             P, s = _objective(z, b, weights, x, lam2, n)
     if not np.all(np.isfinite(x)):
