@@ -29,7 +29,7 @@ from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._moments import weighted_moments
 
 __all__ = ["SETUP_ROWS", "TRIAL_ROWS", "BANDWIDTH_MULTIPLES", "moments", "unit_range",
-           "scale_rows", "scaled_data", "gcv_errors", "bandwidth_trials",
+           "scale_rows", "scaled_data", "loo_errors", "bandwidth_trials",
            "ALPHAS"]
 
 #: Rows drawn for the statistics, the bandwidth and the Taylor centre.
@@ -96,28 +96,33 @@ def scaled_data(data, x_shift, x_scale, y_shift: float, y_scale: float):
     return data.replace(variables=dict(data.variables, **changed), identities=identities)
 
 
-def gcv_errors(Phi: np.ndarray, y: np.ndarray, weights, alphas) -> np.ndarray:
-    """The generalized cross-validation error of ridge regression on the features ``Phi``,
+def loo_errors(Phi: np.ndarray, y: np.ndarray, weights, alphas) -> np.ndarray:
+    """The exact leave-one-out error of ridge regression on the features ``Phi``,
     ``min_w sum_i s_i (y_i - w . phi_i)^2 + alpha ||w||^2``, at every ``alpha`` of
-    ``alphas``: ``(sum_i s_i e_i^2 / S) / (1 - tr(H) / S)^2``, ``e`` the residuals, ``H``
-    the hat matrix of the rows ``sqrt(s_i) phi_i``, ``S = sum_i s_i``.  An integer weight
-    counts as that many copies of its row, exactly: ``tr(H) = tr((B^T B + alpha I)^-1 B^T
-    B)`` depends on the rows through ``B^T B`` only.  From one eigendecomposition of ``B^T
-    B`` (``r x r``) or ``B B^T`` (``m x m``), the smaller (``B`` the rows ``sqrt(s_i)
-    phi_i``): with its eigenvalues ``e`` and ``c`` the targets in its eigenbasis, the fitted
-    values are ``sum_j e_j / (e_j + alpha) c_j u_j`` and ``tr(H) = sum_j e_j / (e_j +
-    alpha)``.
+    ``alphas``: ``sum_i s_i (y_i - f_-i(x_i))^2 / S``, ``f_-i`` the ridge refitted with
+    ``u_i = min(s_i, 1)`` of row ``i``'s weight left out, ``S = sum_i s_i``.  With unit
+    weights that is each row left out; an integer weight counts exactly as that many copies
+    of its row (one copy is left out at a time).  From one eigendecomposition of ``B^T B``
+    (``r x r``) or ``B B^T`` (``m x m``), the smaller (``B`` the rows ``sqrt(s_i) phi_i``):
+    with ``H`` the hat matrix of ``B``, ``(y_i - f_-i(x_i)) = r_i / (1 - u_i H_ii / s_i)``
+    (Sherman-Morrison), ``r_i`` the residual of the fit on all the rows.
+
+    Not generalized cross-validation, which replaces every ``H_ii`` by their mean: on a few
+    dozen rows with some far from the rest (statsmodels' ``statecrime``, 38 training rows)
+    it takes a ridge that interpolates, and the model scores R^2 -3.8 on held-out rows.
 
     >>> rng = np.random.default_rng(0)
     >>> for r in (3, 40):                         # the primal and the dual forms
     ...     Phi, y = rng.normal(size=(30, r)), rng.normal(size=30)
-    ...     H = Phi @ np.linalg.solve(Phi.T @ Phi + 0.5 * np.eye(r), Phi.T)
-    ...     direct = np.mean((y - H @ y) ** 2) / (1 - np.trace(H) / 30) ** 2
+    ...     refit = [Phi[i] @ np.linalg.solve(np.delete(Phi, i, 0).T @ np.delete(Phi, i, 0)
+    ...                                       + 0.5 * np.eye(r), np.delete(Phi, i, 0).T
+    ...                                       @ np.delete(y, i)) for i in range(30)]
+    ...     direct = np.mean((y - np.array(refit)) ** 2)
     ...     w = np.arange(1.0, 31.0) % 3 + 1                   # weights 1, 2, 3 ...
     ...     copies = np.repeat(np.arange(30), w.astype(int))
-    ...     repeated = gcv_errors(Phi[copies], y[copies], None, [0.5])
-    ...     print(bool(np.isclose(gcv_errors(Phi, y, None, [0.5])[0], direct)),
-    ...           bool(np.allclose(gcv_errors(Phi, y, w, [0.5]), repeated)))
+    ...     repeated = loo_errors(Phi[copies], y[copies], None, [0.5])
+    ...     print(bool(np.isclose(loo_errors(Phi, y, None, [0.5])[0], direct)),
+    ...           bool(np.allclose(loo_errors(Phi, y, w, [0.5]), repeated)))
     True True
     True True
     """
@@ -125,6 +130,8 @@ def gcv_errors(Phi: np.ndarray, y: np.ndarray, weights, alphas) -> np.ndarray:
     root = np.sqrt(s)
     B, z = Phi * root[:, None], y * root
     m, r = B.shape
+    # the share of a row's weight left out: all of it up to 1, one copy above
+    share = np.divide(np.minimum(s, 1.0), s, out=np.ones_like(s), where=s > 0)
     with single_threaded_blas():
         if r <= m:
             e, V = np.linalg.eigh(B.T @ B)
@@ -132,15 +139,23 @@ def gcv_errors(Phi: np.ndarray, y: np.ndarray, weights, alphas) -> np.ndarray:
             c = V.T @ (B.T @ z)
         else:
             e, U = np.linalg.eigh(B @ B.T)
-            c = e * (U.T @ z)
+            c = U.T @ z
     e = np.clip(e, 0.0, None)
+    U2 = U ** 2
     total = float(np.sum(s))
     out = []
     for alpha in alphas:
-        fitted = U @ (c / (e + alpha))
-        trace = float(np.sum(e / (e + alpha)))
-        out.append(float(np.sum((z - fitted) ** 2) / total)
-                   / max(1.0 - trace / total, 1e-12) ** 2)
+        if r <= m:
+            residual = z - U @ (c / (e + alpha))
+            left = 1.0 - share * (U2 @ (1.0 / (e + alpha)))
+        else:
+            # in the eigenbasis of B B^T: z - H z = U (alpha / (e + alpha)) U^T z and
+            # 1 - H_ii = sum_j U_ij^2 alpha / (e_j + alpha) (alpha cancels in the ratio)
+            kept = 1.0 / (e + alpha)
+            residual = U @ (kept * c)
+            left = (1.0 - share) / alpha + share * (U2 @ kept)
+        ratio = residual / np.maximum(left, 1e-300)
+        out.append(float(np.sum(ratio ** 2) / total))
     return np.array(out)
 
 
@@ -148,9 +163,9 @@ def bandwidth_trials(rows, y, weights, median: float, alphas, features,
                      multiples=BANDWIDTH_MULTIPLES):
     """``(bandwidth, alpha, {multiple: score})``: of the ``multiples`` of ``median`` (by
     default :data:`BANDWIDTH_MULTIPLES`) and the ``alphas``, the pair whose model has the
-    smallest generalized cross-validation error (:func:`gcv_errors`) on the first
+    smallest exact leave-one-out error (:func:`loo_errors`) on the first
     :data:`TRIAL_ROWS` of ``rows`` (``features(sigma, rows)``: the features the fit would
-    use at width ``sigma``); a score is ``1 - GCV error / variance`` of the targets, a
+    use at width ``sigma``); a score is ``1 - error / variance`` of the targets, a
     multiple's the best of its alphas.  Ties go to the wider kernel, then the larger
     alpha.  A trial whose solve fails scores ``-inf``."""
     rows, y = rows[:TRIAL_ROWS], np.asarray(y, dtype=np.float64)[:TRIAL_ROWS]
@@ -160,7 +175,7 @@ def bandwidth_trials(rows, y, weights, median: float, alphas, features,
     table = {}
     for mult in multiples:
         try:
-            mse = gcv_errors(features(mult * median, rows), y, w, alphas)
+            mse = loo_errors(features(mult * median, rows), y, w, alphas)
         except (np.linalg.LinAlgError, ValueError):
             mse = np.full(len(alphas), np.inf)
         for alpha, err in zip(alphas, mse):

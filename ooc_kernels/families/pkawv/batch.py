@@ -211,15 +211,15 @@ _PARAMS_DOC = """
         weighted by the rows' sample weights (1.0 when fewer than two distinct rows are drawn).
         ``"auto"``: of 0.125, 0.25, 0.5, 1 and 2 times that median, the width whose model
         (the same basis, its own ``degree="auto"``, ``alpha`` scaled to the rows; with
-        ``alpha="auto"`` the best of its alphas) has the smallest generalized
-        cross-validation error on 1000 of those rows (in closed form, no extra pass; a
-        weight counts as that many copies of its row); the scores are
+        ``alpha="auto"`` the best of its alphas) has the smallest exact leave-one-out
+        error on 1000 of those rows (in closed form, no extra pass; an integer weight
+        counts as that many copies of its row, one left out at a time); the scores are
         ``bandwidth_scores_``.  The value used is ``bandwidth_``.
     alpha : float or "auto", default="auto"
         ``lambda``, the ridge on ``sum_i s_i (y_i - f(x_i))^2`` (not divided by the number
         of rows, as in scikit-learn's ``KernelRidge`` and in the paper).  ``"auto"``: of
-        ``1e-4, 1e-3, ..., 100``, the value of the smallest generalized cross-validation
-        error on the rows of the bandwidth trials (jointly with the width when
+        ``1e-4, 1e-3, ..., 100``, the value of the smallest exact leave-one-out error
+        on the rows of the bandwidth trials (jointly with the width when
         ``bandwidth="auto"``, at the width given otherwise; on those ``m`` of the ``n``
         rows the trials use ``alpha * m / n``); 1.0 when fewer than two rows are drawn.
         A continuation with ``"auto"`` keeps ``alpha_``.  The value used is ``alpha_``.
