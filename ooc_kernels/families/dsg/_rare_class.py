@@ -44,8 +44,8 @@ RARE_MIN_ROWS = 10
 def rare_classes(y: np.ndarray, weights: np.ndarray, classes, n_scored: int) -> np.ndarray:
     """The classes of ``classes`` that are rare among the rows ``y`` of weights
     ``weights`` (the fit's row weights) when ``n_scored`` of them are scored: a share of
-    the weight below ``RARE_ROWS / n_scored`` and below ``RARE_SHARE / len(classes)``.
-    None are for a regressor (``classes`` None)."""
+    the weight below ``RARE_ROWS / n_scored`` and below ``RARE_SHARE / len(classes)``;
+    none for a regressor (``classes`` None)."""
     if classes is None:
         return np.array([], dtype=np.asarray(y).dtype)
     classes = np.asarray(classes)
@@ -65,9 +65,10 @@ def scored_rows(y: np.ndarray, weights: np.ndarray, classes, n_scored: int,
     ``n_scored`` of those of positive weight, drawn with ``rng`` as the set-up draws them).
 
     When a class is rare (:func:`rare_classes`) and every rare class has at least
-    :data:`RARE_MIN_ROWS` rows of positive weight, every row of a rare class is kept, the rest of the ``n_scored`` rows are drawn with ``rng`` from the
-    other classes, and the factors make each class's rows weigh the same in all (each
-    class's weight in the rows kept is scaled to ``1 / n_classes`` of their total).
+    :data:`RARE_MIN_ROWS` rows of positive weight, every row of a rare class is kept, the
+    rest of the ``n_scored`` rows are drawn with ``rng`` from the other classes, and the
+    factors make each class's rows weigh the same in all (the weight of each class in the
+    rows kept is scaled to the same share of their total).
 
     Examples
     --------
@@ -86,8 +87,9 @@ def scored_rows(y: np.ndarray, weights: np.ndarray, classes, n_scored: int,
         return np.sort(kept[rng.permutation(len(kept))[:n_scored]]), None
     is_rare = np.isin(y[kept], rare)
     others = kept[~is_rare]
-    rows = np.sort(np.concatenate([
-        kept[is_rare], others[rng.permutation(len(others))[:max(0, n_scored - int(is_rare.sum()))]]]))
+    n_others = max(0, int(n_scored) - int(is_rare.sum()))
+    rows = np.sort(np.concatenate([kept[is_rare],
+                                   others[rng.permutation(len(others))[:n_others]]]))
     present = [c for c in np.asarray(classes) if np.any(y[rows] == c)]
     wr = w[rows]
     factors = np.ones(len(rows))
