@@ -66,7 +66,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError
 from pydantic import field_validator
 
-from ooc_kernels._atomic import write_json_atomic
+from ooc_kernels._atomic import write_failed, write_json_atomic
 from ooc_kernels._folder_pin import pin, pinning
 from ooc_kernels._output_owner import (FOLDER_ID_FILE, claim_folder, folder_id,
                                        new_folder_id, owned_by, pipeline_owner)
@@ -623,7 +623,13 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
     check_replaceable_file(paths["save.metrics"], "metrics")
     if spec.data.test and spec.evaluate.predictions:
         check_replaceable(paths["save.predictions"], "predictions")
-    claim_folder(out_dir)  # the folder's id, which its outputs record
+    try:
+        claim_folder(out_dir)  # the folder's id, which its outputs record
+    except OSError as err:     # a full disk, a read-only folder: the library's error
+        failed = write_failed(err, out_dir / FOLDER_ID_FILE, "output folder's id file", False)
+        if failed is err:
+            raise
+        raise failed from err
     pin(out_dir)
     logger.info("pipeline %s: data stage (catalog %s)", spec.name, catalog)
     _ensure_datasets(spec, catalog, progress, where)
