@@ -26,18 +26,29 @@ step ``d = H^{-1} g`` with Armijo's backtracking as in memory
 (:func:`~ooc_kernels.families.dspdc._logistic_start.armijo_step`: the largest ``s`` of
 ``1, 1/2, ...`` that decreases ``P`` by at least ``ARMIJO s g^T d``), one pass per trial
 point, and stops once the duality gap ``||g||^2 / (2 lam2)`` is at most ``GAP_FRACTION``
-times ``tol`` times ``P(x)``, at the latest after ``MAX_NEWTON`` iterations.  The passes start from Newton's
-solution on a sample held in memory (:func:`warm_start`): the whole chunks of
-:func:`sample_chunks`, read once, with their mean loss; from there fewer passes over every
-row reach the gap (3 instead of 6 on 50,000 x 50 rows in 5 chunks).
+times ``tol`` times ``P(x)``, at the latest after ``MAX_NEWTON`` iterations.  A pass that
+Newton's quadratic rate predicts to be the last (``gap^3 / (previous gap)^2`` below
+``NO_HESSIAN_BELOW`` times the gap the passes stop at, as in memory) sums no Hessian, which
+no step would use; where it is not the last, the next step takes the last Hessian again.
+The passes start from Newton's solution on a sample held in memory (:func:`warm_start`):
+the whole chunks of :func:`sample_chunks`, read once, with their mean loss, solved by the
+in-memory start
+(:func:`~ooc_kernels.families.dspdc._logistic_start.logistic_newton`); from there fewer
+passes over every row reach the gap (3 instead of 6 on 50,000 x 50 rows in 5 chunks to
+``tol = 1e-6``).
 
 The pass at the last point gives the start's fields of the configuration, as the squared
 loss's start out of core: ``start_x``, ``start_w = A^T (w y)`` and ``start_conj = sum_i w_i
 phi_i*(y_i)`` at the duals ``y_i`` that the chunk tasks take as their initial duals
-(:func:`~ooc_kernels.families.dspdc._squared_start.initial_duals`), so the fit's first task
-certifies the start where its gap is within ``tol``.  The start is part of the
-configuration a checkpoint records: a resumed fit takes it from there and reads nothing for
-it.
+(:func:`~ooc_kernels.families.dspdc._squared_start.initial_duals`), and its losses' sum
+``L = sum_i w_i phi_i(a_i^T x)``: the primal value the fit's first epoch would sum over the
+rows at the start, summed row by row the same way.  Where that gap certifies ``tol``
+(:func:`~ooc_kernels.families.dspdc._scatter_gap.setup_runner`, with ``L`` from
+``estimator._setup_losses``) the fit ends after the set-up's reads, as one certified by the
+squared loss's scatter (``n_iter_ = 1``, no iteration, the model ``x_0``); else the first
+epoch's first task certifies the start where its gap is within ``tol``.  The start is part
+of the configuration a checkpoint records: a resumed fit takes it from there and reads
+nothing for it.
 
 Examples
 --------
@@ -49,7 +60,8 @@ Examples
 >>> cfg = SimpleNamespace(x_shift=None, x_scale=None, factorized=False, intercept_scaling=0.0,
 ...                       classes=(0, 1))
 >>> parts = [(X[:200], y[:200], None), (X[200:], y[200:], None)]
->>> x, fields, passes = newton_passes(cfg, parts, lambda f: f, lambda r: r, 400, 0.01, 1e-12)
+>>> x, fields, passes, loss = newton_passes(cfg, parts, lambda f: f, lambda r: r, 400,
+...                                        0.01, 1e-12)
 >>> ref = LogisticRegression(C=1 / (0.01 * 400), fit_intercept=False, tol=1e-12).fit(X, y)
 >>> bool(np.allclose(x, ref.coef_.ravel(), atol=1e-6))
 True
@@ -115,12 +127,13 @@ def _merge(*parts) -> tuple:
 
 def newton_passes(config, parts, defer, value, n: int, lam2: float, tol: float,
                   x0: np.ndarray | None = None):
-    """``(x, fields, passes)``: Newton's solution from ``x0`` (default ``x = 0``; module
-    docstring) on the chunks ``parts`` (``(rows, y, weights)`` each, read by
+    """``(x, fields, passes, loss)``: Newton's solution from ``x0`` (default ``x = 0``;
+    module docstring) on the chunks ``parts`` (``(rows, y, weights)`` each, read by
     ``defer``/``value``), the start fields of the configuration at that ``x`` (empty where a
-    value is not finite) and the reads of the rows it took."""
+    value is not finite), the reads of the rows it took and the losses' sum ``sum_i w_i
+    phi_i(a_i^T x)`` of its last pass."""
     from ooc_kernels.families.dspdc._logistic_start import (
-        GAP_FRACTION, MAX_NEWTON, armijo_step)
+        GAP_FRACTION, MAX_NEWTON, NO_HESSIAN_BELOW, armijo_step)
     from ooc_kernels.families.dspdc._setup_pass import SCATTER_FAN_IN
 
     p = int(config.n_features) if hasattr(config, "n_features") else None
@@ -135,16 +148,18 @@ def newton_passes(config, parts, defer, value, n: int, lam2: float, tol: float,
         passes += 1
         loss, grad, aty, conj, H = value(sums[0])
         P = loss / n + 0.5 * lam2 * float(x @ x)
-        return P, grad / n + lam2 * x, aty, conj, H
+        return P, grad / n + lam2 * x, aty, conj, H, loss
 
     x = np.zeros(p if p is not None else _columns(config, parts))
     if x0 is not None and np.all(np.isfinite(x0)):
         x = np.array(x0, dtype=np.float64)
-    P, g, aty, conj, H = read(x)
+    P, g, aty, conj, H, loss = read(x)
+    last_gap = np.inf
     for _ in range(MAX_NEWTON):
         if not (np.isfinite(P) and np.all(np.isfinite(g))):
-            return x, {}, passes
-        if float(g @ g) / (2.0 * lam2) <= GAP_FRACTION * tol * P:
+            return x, {}, passes, loss
+        gap = float(g @ g) / (2.0 * lam2)
+        if gap <= GAP_FRACTION * tol * P:
             break
         M = H / n
         M[np.diag_indices_from(M)] += lam2
@@ -152,21 +167,28 @@ def newton_passes(config, parts, defer, value, n: int, lam2: float, tol: float,
             d = np.linalg.solve(M, g)
         except np.linalg.LinAlgError:
             break
-        tried = {}
+        # a pass that Newton's quadratic rate predicts to be the last (the gap ``gap^3 /
+        # last_gap^2`` below NO_HESSIAN_BELOW times the gap the passes stop at) sums no
+        # Hessian, which no step would use; where it is not the last, the next step takes
+        # the last Hessian again
+        hessian = not (gap < last_gap < np.inf and gap ** 3 / last_gap ** 2
+                       <= NO_HESSIAN_BELOW * GAP_FRACTION * tol * P)
+        last_gap, tried = gap, {}
 
         def value_at(step):
-            tried[step] = read(x - step * d)
+            tried[step] = read(x - step * d, hessian)
             return tried[step][0]
 
         step = armijo_step(value_at, P, float(g @ d))
         if step is None:
             break
         x = x - step * d
-        P, g, aty, conj, H = tried[step]
+        P, g, aty, conj, H_step, loss = tried[step]
+        H = H if H_step is None else H_step
     if not (np.all(np.isfinite(aty)) and np.isfinite(conj) and np.all(np.isfinite(x))):
-        return x, {}, passes
+        return x, {}, passes, loss
     return x, {"start_x": tuple(float(v) for v in x), "start_w": tuple(float(v) for v in aty),
-               "start_conj": float(conj)}, passes
+               "start_conj": float(conj)}, passes, loss
 
 
 def sample_chunks(n: int, n_chunks: int, p: int) -> list[int]:
@@ -190,25 +212,34 @@ def sample_chunks(n: int, n_chunks: int, p: int) -> list[int]:
     return sorted({int((j + 0.5) * n_chunks / m) for j in range(m)})
 
 
-def _held(rows, y, weights) -> tuple:
-    """One chunk's rows, targets and weights as NumPy arrays (weights None when none)."""
-    return (np.asarray(rows), np.asarray(y),
+def _sample_rows(config, rows, y, weights) -> tuple:
+    """One sampled chunk's solver rows (:func:`~ooc_kernels.families.dspdc._scaling.
+    model_rows`, float64), labels ``-1 / +1`` and weights (None when none)."""
+    from ooc_kernels.families.dspdc._scaling import model_rows
+
+    b = np.where(np.asarray(y).reshape(-1) == config.classes[1], 1.0, -1.0)
+    return (np.ascontiguousarray(model_rows(config, rows), dtype=np.float64), b,
             None if weights is None else np.asarray(weights, dtype=np.float64))
 
 
 def warm_start(config, parts, defer, value, lam2: float, tol: float):
     """Newton's solution on the rows of :func:`sample_chunks` (read once, held in memory,
-    the problem with their mean loss), or None where no chunks are sampled: the point the
-    passes over all the rows start from.  Only their number of passes depends on it: the
-    passes certify the start on every row."""
+    the problem with their mean loss, solved to the relative gap ``tol`` by
+    :func:`~ooc_kernels.families.dspdc._logistic_start.logistic_newton`), or None where no
+    chunks are sampled or a value is not finite: the point the passes over all the rows
+    start from.  Only their number of passes depends on it: the passes certify the start on every
+    row."""
+    from ooc_kernels.families.dspdc._logistic_start import logistic_newton
+
     chosen = sample_chunks(int(config.n_samples), len(parts), int(config.n_features))
     if not chosen:
         return None
-    held = value(tuple(defer(_held)(*parts[k]) for k in chosen))
-    n_sample = sum(len(h[1]) for h in held)
-    x, _, _ = newton_passes(config, list(held), lambda f: f, lambda r: r, n_sample, lam2,
-                            tol)
-    return x if np.all(np.isfinite(x)) else None
+    held = value(tuple(defer(_sample_rows)(config, *parts[k]) for k in chosen))
+    A = np.concatenate([h[0] for h in held]) if len(held) > 1 else held[0][0]
+    b = np.concatenate([h[1] for h in held])
+    w = None if held[0][2] is None else np.concatenate([h[2] for h in held])
+    x, _ = logistic_newton(A, b, w, lam2, tol)
+    return x
 
 
 def _columns(config, parts) -> int:
@@ -223,11 +254,14 @@ def logistic_start_out_of_core(estimator, config, chunks, ys, row_w, defer, valu
     start_kind` gives ``"logistic"`` out of core and the rounds do not run in memory
     (``estimator._start_in_memory``, which start from Newton's solution on the rows they
     hold); else ``config`` unchanged.  Adds the reads of the rows it took to
-    ``estimator._setup_reads``."""
+    ``estimator._setup_reads`` and records the losses' sum at the start with the start in
+    ``estimator._setup_losses`` (the start's certificate at the set-up, module
+    docstring)."""
     from ooc_kernels.families.dspdc._logistic_start import DEFAULT_TOL
     from ooc_kernels.families.dspdc._squared_start import START_MAX_FEATURES
     from ooc_kernels.families.dspdc._start_rule import start_kind
 
+    estimator.__dict__.pop("_setup_losses", None)    # another fit's
     p, n = int(config.n_features), int(config.n_samples)
     if (int(config.loss_id) != LOSS_LOGISTIC or getattr(estimator, "_start_in_memory", False)
             or config.start_x is not None or config.classes is None
@@ -239,8 +273,12 @@ def logistic_start_out_of_core(estimator, config, chunks, ys, row_w, defer, valu
     tol = DEFAULT_TOL if tol is None else float(tol)
     parts = list(zip(chunks, ys, row_w))
     x0 = warm_start(config, parts, defer, value, float(config.lam2), tol)
-    _, fields, passes = newton_passes(config, parts, defer, value, n, float(config.lam2),
-                                      tol, x0=x0)
+    _, fields, passes, loss = newton_passes(config, parts, defer, value, n,
+                                            float(config.lam2), tol, x0=x0)
     estimator._setup_reads = int(getattr(estimator, "_setup_reads", 0)) + passes + (
         x0 is not None)
-    return dataclasses.replace(config, **fields) if fields else config
+    if not fields:
+        return config
+    if np.isfinite(loss):   # the start's certificate at the set-up (_scatter_gap.setup_runner)
+        estimator._setup_losses = (float(loss), fields["start_x"])
+    return dataclasses.replace(config, **fields)

@@ -45,6 +45,12 @@ whose chunks' duals are at their initial version).  Otherwise, or where ``E`` is
 against ``tol n |P|`` (tiny ``tol``, or residuals small against ``b``), the first epoch's
 first task sums the losses over the rows and checks the start there.
 
+The logistic loss's start out of core ends its fits the same way
+(:mod:`~ooc_kernels.families.dspdc._ooc_newton`): the last of Newton's passes over the rows
+sums the losses at the start row by row, as the first epoch's tasks would, so that sum
+certifies the start with the state's duals (:func:`certified_loss`, no bound to add) and the
+fit ends after the set-up's reads.
+
 Examples
 --------
 >>> import numpy as np
@@ -63,7 +69,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["scatter_gap", "setup_runner"]
+__all__ = ["certified_loss", "scatter_gap", "setup_runner"]
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -117,35 +123,41 @@ def scatter_gap(scatter, scaled: dict, scaling: float, x0, lam1: float, lam2: fl
 
 
 def setup_runner(estimator, start):
-    """The rounds' runner of a fit that this fit's set-up gathered the scatter for
-    (``estimator._setup_scatter``, taken here) and that starts at its beginning from that
-    start with a ``tol``: where ``n (P - D) + E <= tol n |P|`` (:func:`scatter_gap`, with
+    """The rounds' runner of a fit whose set-up summed the losses at its start and that
+    starts at its beginning from that start with a ``tol``: the squared loss's scatter
+    (``estimator._setup_scatter``, :func:`scatter_gap`) or the logistic loss's losses from
+    the last of Newton's passes over the rows (``estimator._setup_losses``,
+    :mod:`~ooc_kernels.families.dspdc._ooc_newton`), both taken here.  Where the start's
+    gap certifies ``tol`` (:func:`certified_loss`; for the scatter with its bound ``E``,
     the data's chunks) it runs the first epoch's rounds without reading the rows (no
-    iterations, the losses ``L``) and ends the fit there; else it runs the rounds
-    (:func:`~ooc_kernels.parallel.engine.run_rounds`).  None (the usual runner) otherwise."""
-    setup = estimator.__dict__.pop("_setup_scatter", None)
+    iterations, those losses) and ends the fit there; else it runs the rounds
+    (:func:`~ooc_kernels.parallel.engine.run_rounds`).  None (the usual runner)
+    otherwise."""
+    scatter = estimator.__dict__.pop("_setup_scatter", None)
+    losses = estimator.__dict__.pop("_setup_losses", None)
+    setup = scatter if scatter is not None else losses
     cfg, state, tol = estimator._config, estimator._state, estimator.tol
     if (setup is None or tol is None or tuple(start) != (0, 0) or cfg.start_x is None
             or setup[1] != cfg.start_x or state.n_rounds or cfg.factorized):
         return None
-    return _runner(setup[0], float(tol), estimator._record_local_problems)
+    if scatter is not None:
+        def found(config, state, tol, data):
+            return _setup_loss(config, state, scatter[0], tol, data)
+    else:
+        def found(config, state, tol, data):
+            return certified_loss(config, state, float(losses[0]), 0.0, tol)
+    return _runner(found, float(tol), estimator._record_local_problems)
 
 
-def _setup_loss(config, state, scatter, tol: float, data):
-    """The start's losses ``L`` when the scatter's gap and its bound certify ``tol``, else
-    None."""
+def certified_loss(config, state, loss: float, bound: float, tol: float):
+    """``loss`` (the losses' sum ``L`` at ``state.x``, the start) where the start's gap,
+    ``P`` from ``L`` and ``D`` from the state's duals, less ``bound / n`` on ``D`` (a bound
+    on the error of ``n (P - D)``), certifies ``tol``; else None."""
     import dataclasses
 
     from ooc_kernels.families.dspdc.solver import _certified
 
     n = int(config.n_samples)
-    scaled = {"x_shift": config.x_shift, "x_scale": config.x_scale, "y_shift": config.y_shift}
-    found = scatter_gap(scatter, scaled, float(config.intercept_scaling), config.start_x,
-                        float(config.lam1), float(config.lam2), n,
-                        chunk_rows=max(data.chunk_sizes), n_chunks=int(data.n_chunks))
-    if found is None:
-        return None
-    loss, bound = found
     summed = dataclasses.replace(state, epoch_start=state, start_loss=loss, start_rows=n)
     primal = summed.start_primal_value(config)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -155,12 +167,26 @@ def _setup_loss(config, state, scatter, tol: float, data):
     return loss
 
 
-def _runner(scatter, tol: float, record):
-    """:func:`~ooc_kernels.parallel.engine.run_rounds`' signature: where the scatter
-    certifies the start, the first epoch's rounds with no reads and no iterations.  The
-    rounds before the last only ``record`` their tasks' steps (the estimator's
-    ``_record_local_problems``): no checkpoint is written inside that epoch, whose partial
-    sums would hold the scatter's losses of rows that no task summed."""
+def _setup_loss(config, state, scatter, tol: float, data):
+    """The start's losses ``L`` when the scatter's gap and its bound certify ``tol``, else
+    None."""
+    n = int(config.n_samples)
+    scaled = {"x_shift": config.x_shift, "x_scale": config.x_scale, "y_shift": config.y_shift}
+    found = scatter_gap(scatter, scaled, float(config.intercept_scaling), config.start_x,
+                        float(config.lam1), float(config.lam2), n,
+                        chunk_rows=max(data.chunk_sizes), n_chunks=int(data.n_chunks))
+    if found is None:
+        return None
+    return certified_loss(config, state, *found, tol)
+
+
+def _runner(found, tol: float, record):
+    """:func:`~ooc_kernels.parallel.engine.run_rounds`' signature: where ``found(config,
+    state, tol, data)`` gives the start's certified losses, the first epoch's rounds with no
+    reads and no iterations.  The rounds before the last only ``record`` their tasks' steps
+    (the estimator's ``_record_local_problems``): no checkpoint is written inside that
+    epoch, whose partial sums would hold the set-up's losses of rows that no task
+    summed."""
 
     def run(algorithm, state, data, *, n_epochs, chunks_per_round, seed, shuffle,
             shuffle_chunks, callback=None, epoch_callback=None, **engine):
@@ -174,7 +200,7 @@ def _runner(scatter, tol: float, record):
                       shuffle=shuffle, shuffle_chunks=shuffle_chunks, callback=callback,
                       epoch_callback=epoch_callback, **engine)
         cfg = algorithm.config
-        loss = _setup_loss(cfg, state, scatter, tol, data) if n_epochs >= 1 else None
+        loss = found(cfg, state, tol, data) if n_epochs >= 1 else None
         if loss is None:
             return run_rounds(algorithm, state, data, **kwargs)
         plan = plan_epoch(data.n_chunks, chunks_per_round=chunks_per_round, seed=seed,
