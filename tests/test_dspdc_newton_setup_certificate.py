@@ -116,3 +116,37 @@ def test_the_pass_predicted_to_be_the_last_sums_no_hessian(monkeypatch):
     every = DSPDCClassifier(**kw).fit(*_counted(X, y, 5_000, []))
     assert all(flags) and len(flags) == 4 * len(passes)
     np.testing.assert_array_equal(est.coef_, every.coef_)
+
+
+def test_a_resume_from_a_fit_certified_by_the_last_pass_is_that_of_a_fit_certified_on_rows(
+        tmp_path, monkeypatch):
+    """The checkpoint of a fit certified by Newton's last pass holds the start, its chunks'
+    duals at their initial version: resumed at the same ``tol`` it returns the same model,
+    and resumed with no ``tol`` it runs the epochs that the resume of a fit certified by the
+    rows runs, bit for bit (the theorems' steps: the adaptive steps' rule judges the gaps
+    evaluated, and the pass's losses of the start differ from the rows' in their last
+    digits)."""
+    X, y = make_classification(n_samples=4_000, n_features=10, random_state=6)
+    kw = dict(scheduler="sync", progress=False, random_state=1, shuffle_chunks=2,
+              steps="theorem")
+    fits, reads = [], []
+    for path, runner in ((tmp_path / "a.zarr", _scatter_gap.setup_runner),
+                         (tmp_path / "b.zarr", lambda est, start: None)):
+        monkeypatch.setattr(_scatter_gap, "setup_runner", runner)
+        counted = []
+        lazy = _counted(X, y, 1_000, counted)
+        first = DSPDCClassifier(tol=1e-6, **kw).fit(*lazy, checkpoint=path)
+        reads.append(sum(counted))
+        again = DSPDCClassifier(tol=1e-6, **kw).fit(*lazy, checkpoint=path, resume=True)
+        np.testing.assert_array_equal(again.coef_, first.coef_)
+        more = DSPDCClassifier(tol=None, max_iter=3, **kw).fit(   # two more epochs
+            *lazy, checkpoint=path, resume=True)
+        fits.append((first, more))
+    (a, a_more), (b, b_more) = fits
+    assert reads[0] + len(y) == reads[1]     # the rows' certificate reads them once more
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.n_iter_ == b.n_iter_ == 1 and a.intercept_ == b.intercept_
+    assert a_more.n_iter_ == b_more.n_iter_ == 3
+    np.testing.assert_array_equal(a_more.coef_, b_more.coef_)
+    assert [(h["passes"], h["primal"], h["dual"]) for h in a_more.gap_history_[1:]] == \
+        [(h["passes"], h["primal"], h["dual"]) for h in b_more.gap_history_[1:]]
