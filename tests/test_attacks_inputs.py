@@ -74,9 +74,8 @@ def test_the_exact_kernel_refuses_an_unusable_width_and_keeps_the_edge_ones():
 
 @pytest.mark.parametrize("labels", [
     np.array([{}] * 60 + [{"a": 1}] * 60, dtype=object),
-    np.array([None] * 60 + [1] * 60, dtype=object),
     np.array([1] * 60 + ["a"] * 60, dtype=object),
-], ids=["dicts", "None and int", "int and str"])
+], ids=["dicts", "int and str"])   # None among labels: a missing label, test_missing_labels.py
 def test_class_labels_that_cannot_be_sorted_are_an_input_type_error(labels):
     with pytest.raises(InputTypeError, match=r"class labels cannot be sorted .* all "
                                              r"numbers or all strings"):

@@ -23,6 +23,7 @@ from sklearn.utils.validation import (_get_feature_names, check_array,
 
 from ooc_kernels._checks import check_plain_array
 from ooc_kernels.data.inputs import is_lazy_input, non_numeric_frame_error, pair_samples
+from ooc_kernels.estimators._labels import check_missing_labels
 from ooc_kernels.exceptions import (InputTypeError, InvalidDataError, OocKernelsWarning,
                                     ValidationError)
 from ooc_kernels.parallel.chunked import ChunkedData
@@ -77,6 +78,8 @@ def validated_xy(estimator, X, y, *, reset: bool, skip: bool):
     dtype = [np.float64, np.float32]
     numeric = not estimator._is_classifier
     _check_one_target(estimator, y)
+    if estimator._is_classifier:
+        check_missing_labels(y)
     if not skip or y is None:
         return sklearn_validated(validate_data, estimator, X, y, reset=reset, dtype=dtype,
                                  y_numeric=numeric, multi_output=False,

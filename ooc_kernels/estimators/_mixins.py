@@ -31,6 +31,7 @@ from ooc_kernels.estimators._inputs import (
     check_row_input,
     sklearn_validated,
 )
+from ooc_kernels.estimators._labels import any_missing, check_lazy_missing_labels
 from ooc_kernels.exceptions import InputTypeError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.cluster import compute
@@ -82,10 +83,14 @@ class ChunkedClassifierMixin:
             else:  # a small reduction over y (never X): the distinct labels
                 found = self._read_classes(data, sched)
         except TypeError as err:  # labels that cannot be ordered: dicts, None, str and int
+            if classes is None:   # a missing label among text ones: named by chunk and row
+                check_lazy_missing_labels(data.y, sched)
             raise InputTypeError(
                 f"the class labels cannot be sorted ({err}); labels must be all numbers or "
                 "all strings: convert y, e.g. y.astype(str)."
             ) from None
+        if classes is None and found.dtype.kind == "O" and any_missing(found):
+            check_lazy_missing_labels(data.y, sched)   # a pass over y to say where
         if getattr(self, "on_invalid", "error") == "skip" and found.dtype.kind == "f":
             found = found[np.isfinite(found)]  # NaN/inf labels are skipped rows, not classes
         _check_object_labels(found)
