@@ -129,9 +129,26 @@ def check_finite(values: np.ndarray, var: str, chunk) -> None:
                            hint=hint)
 
 
+def _dates_as_data(value: np.ndarray, name: str) -> InputTypeError:
+    """The error for a NumPy array of dates or durations given as data: NumPy would make
+    them counts of their unit, a scale no one chose."""
+    unit = np.datetime_data(value.dtype)[0]
+    unit = unit if unit != "generic" else "s"
+    if value.dtype.kind == "M":
+        what, how = "dates", (f"{name} = ({name} - np.datetime64('1970-01-01')) / "
+                              f"np.timedelta64(1, '{unit}') ({unit} since 1970)")
+    else:
+        what, how = "durations", f"{name} = {name} / np.timedelta64(1, '{unit}') (in {unit})"
+    return InputTypeError(
+        f"{name} must hold numbers, but it holds {what} (dtype {value.dtype}): convert "
+        f"them to numbers of a unit you choose, e.g. {how}."
+    )
+
+
 def check_plain_array(value, name: str) -> None:
     """Refuse a NumPy masked array with masked values (NumPy's conversions drop the mask
-    and keep the values under it, which would be read as data), a structured (record)
+    and keep the values under it, which would be read as data), a NumPy array of dates or
+    durations (NumPy would read them as counts of their unit), a structured (record)
     array (named fields, not columns), and a path or other text given as data (a Zarr
     store's path as ``X``: scikit-learn's checks would report a missing ``y`` or a string
     that cannot be converted to float, never how to read the store).
@@ -147,6 +164,8 @@ def check_plain_array(value, name: str) -> None:
     if isinstance(value, (str, bytes, os.PathLike)):
         raise _path_as_data(value, name)
     fields = getattr(getattr(value, "dtype", None), "names", None)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "mM":
+        raise _dates_as_data(value, name)
     if isinstance(value, np.ndarray) and fields:
         raise ValidationError(
             f"{name} is a structured array with fields {list(fields)}; the estimators take "
