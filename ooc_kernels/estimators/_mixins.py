@@ -108,7 +108,7 @@ class ChunkedClassifierMixin:
         if len(found) < 2:
             later = ("; if the others come in later data, pass every class to the first "
                      "partial_fit call: partial_fit(X, y, classes=[...])"
-                     if classes is None else "")
+                     if classes is None and hasattr(self, "partial_fit") else "")
             raise ValidationError(
                 f"{'classes' if classes is not None else 'y'} has only 1 class "
                 f"({found.tolist()}); a classifier needs samples of at least two "
