@@ -193,6 +193,7 @@ def write_chunks(
         dtypes.setdefault("y", y_dtype)
     plan = _plan(schema, n_samples, chunk_size, sizes, dtypes, dict(whole or {}), attrs)
     target = user_path(path).absolute()
+    _check_chunk_limits(plan, target)
     if (target.exists() or target.is_symlink()) and not overwrite:
         raise DatasetExistsError(
             f"dataset path {str(target)!r} already exists; pass overwrite=True "
@@ -206,6 +207,29 @@ def write_chunks(
         _write_store(tmp, chunks, plan, n_samples=n_samples, chunk_size=chunk_size,
                      attrs=attrs, total=total, progress=progress, desc=desc or target.name)
     return target
+
+
+def _check_chunk_limits(plan: list, target: Path) -> None:
+    """Refuse, before anything is written, a store that could not be opened: an array of
+    more than :data:`~ooc_kernels.data._store_limits.MAX_CHUNKS` chunks, or one chunk of
+    more bytes than the machine's memory (a chunk is built in memory to be written, and
+    read whole)."""
+    from .._memory import physical_memory, size_text
+    from ._store_limits import MAX_CHUNKS
+
+    limit = physical_memory()
+    for p in plan:
+        count = int(np.prod([-(-n // c) for n, c in zip(p.shape, p.chunks)], dtype=object))
+        n_bytes = p.dtype.itemsize * int(np.prod(p.chunks, dtype=object))
+        if count > MAX_CHUNKS or (limit is not None and n_bytes > limit):
+            why = (f"{count} chunks, more than the {MAX_CHUNKS} a dataset may have"
+                   if count > MAX_CHUNKS else f"chunks of {size_text(n_bytes)}, more than "
+                   f"the {size_text(limit)} of memory of this machine (a chunk is built "
+                   "and read whole)")
+            raise ValidationError(
+                f"cannot write the dataset {str(target)!r}: {p.var.name!r} of shape "
+                f"{p.shape} in chunks of shape {p.chunks} would have {why}; nothing was "
+                "written. Give another chunk_size, or smaller sizes (n_features ...)")
 
 
 class _Planned:
