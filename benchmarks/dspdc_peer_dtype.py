@@ -6,7 +6,7 @@ chunks of 10,000 rows.  ``shuffle_chunks="auto"`` groups as many chunks per task
 float64 Dask array 2 (``shuffle_chunks_``); the fit from zero then needs a different number
 of epochs.  The fits here start from zero: the script sets
 ``_squared_start.START_MAX_FEATURES = 0``, which turns off every start out of core
-(Newton's start out of core, ``_ooc_newton``, certifies this problem at its first epoch);
+(Newton's start out of core, ``_ooc_newton``, certifies this problem at the set-up);
 ``--with-start`` keeps the starts and prints the reads of the set-up and the start too.  This script fits
 ``ok.DSPDCClassifier`` at its defaults (``alpha=1e-4``) on the conditioned classification
 store written by :func:`dspdc_peers.write_store`, as the store's ``xarray.Dataset``
