@@ -119,3 +119,32 @@ def test_every_newton_start_backtracks_through_the_one_helper(monkeypatch):
     assert 0 < counts[0] < counts[1] < counts[2]      # each start halved some steps
     for _, problem in found.values():
         _close(*problem)
+
+
+def test_the_passes_keep_the_sums_of_the_last_trial_only():
+    """Out of core, from a start far from the solution (steps halved up to 10 times in an
+    iteration): when a pass is read, at most two earlier passes' Hessians are alive, the
+    point's and the last trial's, however many trials the backtracking makes (each ``p x
+    p``, up to 512 x 512); and the solution is scipy's."""
+    import weakref
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(35)
+    A = rng.normal(size=(300, 4)) * 10.0 ** rng.uniform(0, 2, size=4)
+    b = np.sign(A @ rng.normal(size=4) + 0.3 * rng.normal(size=300))
+    x0 = rng.normal(size=4) * 30 / np.abs(A).mean(axis=0)
+    cfg = SimpleNamespace(x_shift=None, x_scale=None, factorized=False, intercept_scaling=0.0,
+                          classes=(-1.0, 1.0))
+    parts = [(A[k:k + 100], b[k:k + 100], None) for k in range(0, 300, 100)]
+    held, alive = [], []
+
+    def value(sums):
+        alive.append(sum(h() is not None for h in held))
+        if sums[4] is not None:
+            held.append(weakref.ref(sums[4]))
+        return sums
+
+    x, fields, passes, _ = _ooc_newton.newton_passes(cfg, parts, lambda f: f, value, 300,
+                                                     1e-3, 1e-12, x0=x0)
+    assert fields and passes > 20 and max(alive) <= 2
+    _close(A, b, None, 1e-3, x)

@@ -173,17 +173,17 @@ def newton_passes(config, parts, defer, value, n: int, lam2: float, tol: float,
         # the last Hessian again
         hessian = not (gap < last_gap < np.inf and gap ** 3 / last_gap ** 2
                        <= NO_HESSIAN_BELOW * GAP_FRACTION * tol * P)
-        last_gap, tried = gap, {}
+        last_gap, tried = gap, []
 
         def value_at(step):
-            tried[step] = read(x - step * d, hessian)
-            return tried[step][0]
+            tried[:] = [read(x - step * d, hessian)]   # the last trial's sums only: the
+            return tried[0][0]                         # one a step taken was read at
 
         step = armijo_step(value_at, P, float(g @ d))
         if step is None:
             break
         x = x - step * d
-        P, g, aty, conj, H_step, loss = tried[step]
+        P, g, aty, conj, H_step, loss = tried[0]
         H = H if H_step is None else H_step
     if not (np.all(np.isfinite(aty)) and np.isfinite(conj) and np.all(np.isfinite(x))):
         return x, {}, passes, loss
