@@ -139,11 +139,11 @@ def parse_param_value(text: str) -> Any:
     """
     import yaml
 
-    from ooc_kernels._untrusted import load_yaml
+    from ooc_kernels._untrusted import load_yaml, short_repr
     from ooc_kernels.exceptions import ValidationError
 
     try:  # no aliases, no key set twice (``{nu: 0.5, nu: 1.5}``): a ValidationError
-        value = load_yaml(text, source=f"the value {text!r}", error=ValidationError)
+        value = load_yaml(text, source=f"the value {short_repr(text)}", error=ValidationError)
     except yaml.YAMLError:
         value = text  # e.g. "a: b: c": not YAML, so a plain string
     return coerce_number(value)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from typing import IO, Any
 
 import yaml
@@ -304,6 +305,20 @@ def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str)
                         )
             return super().construct_mapping(node, deep=deep)
 
+        def construct_yaml_int(self, node):
+            try:
+                return super().construct_yaml_int(node)
+            except ValueError:  # more digits than Python converts (int_max_str_digits)
+                mark = node.start_mark
+                raise error(
+                    f"{source} holds the integer {short_repr(node.value, 40)} at line "
+                    f"{mark.line + 1}, column {mark.column + 1}: more than the "
+                    f"{sys.get_int_max_str_digits()} digits Python reads in a number, which "
+                    "no value needs; write a smaller one"
+                ) from None
+
+    # the table of constructors holds functions, not method names: register the override
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     return Loader
 
 
