@@ -61,11 +61,12 @@ def float32_offset_column(sample) -> int | None:
     >>> float32_offset_column(rows), float32_offset_column(rows[:, :1] + 1e5)
     (1, None)
     """
-    X = np.asarray(sample, dtype=np.float64)
+    X = np.asarray(sample)   # moments summed in float64, without a float64 copy
     if X.ndim != 2 or len(X) < 2:
         return None
-    spread = X.std(axis=0)
-    far = np.flatnonzero((spread > 0) & (np.abs(X.mean(axis=0)) > FLOAT32_MAX_OFFSET * spread))
+    spread = X.std(axis=0, dtype=np.float64)
+    far = np.flatnonzero((spread > 0) & (np.abs(X.mean(axis=0, dtype=np.float64))
+                                         > FLOAT32_MAX_OFFSET * spread))
     return int(far[0]) if far.size else None
 
 
