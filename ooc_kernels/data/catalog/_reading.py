@@ -13,7 +13,7 @@ import xarray as xr
 import yaml
 
 from ..._paths import is_path, user_path
-from ..._untrusted import load_yaml, open_regular, short_repr as _r
+from ..._untrusted import clip, load_yaml, open_regular, short_repr as _r
 from ...exceptions import CatalogError, SchemaError, UnknownEntryError
 from ..declarations import SCHEMAS
 from ..schema import (
@@ -430,7 +430,7 @@ def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
     except FileNotFoundError as err:
         raise CatalogError(
             f"catalog entry {_r(name)} points at {_r(_entry_url(cat, entry))}, which "
-            f"does not exist ({err}); create it with `ooc-kernels data make` or "
+            f"does not exist ({clip(err, 500)}); create it with `ooc-kernels data make` or "
             "ooc_kernels.data.make_dataset"
         ) from None
     except (CatalogError, KeyboardInterrupt):
@@ -438,7 +438,7 @@ def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
     except Exception as err:
         raise CatalogError(
             f"catalog entry {_r(name)} (data {_r(_entry_url(cat, entry))}) could not "
-            f"be opened: {type(err).__name__}: {err}"
+            f"be opened: {type(err).__name__}: {clip(err, 500)}"
         ) from None
     if not isinstance(ds, xr.Dataset):
         raise CatalogError(

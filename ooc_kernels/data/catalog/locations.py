@@ -430,7 +430,7 @@ class _LocationCheck:
         One walk of the directory tree with ``os.scandir`` (no file is opened or read); a
         link to a folder inside the allowed folders is walked as well, each folder once.
         """
-        if store in self.walked or not store.is_dir():
+        if store in self.walked or not os.path.isdir(store):  # any OSError: not a folder
             return
         self.walked.add(store)
         stack, seen = [store], set()
