@@ -29,15 +29,13 @@ import json
 import os
 from pathlib import Path
 
-from ooc_kernels._untrusted import open_regular
+from ooc_kernels._untrusted import MAX_METADATA_BYTES, open_regular
 
 __all__ = ["MAX_STORE_META", "read_store_attrs"]
 
-#: Largest ``zarr.json`` read to tell what a folder is, in bytes.  A store's metadata holds
-#: its attributes (a model's: its configuration, classes, feature names and the per-epoch
-#: history of its fit, about 110 bytes an epoch), tens of kilobytes for the library's own
-#: stores; 64 MiB leaves room for half a million epochs or classes.
-MAX_STORE_META = 64 * 2**20
+#: Largest ``zarr.json`` read to tell what a folder is, in bytes: the bound of every Zarr
+#: metadata file the library reads (:data:`~ooc_kernels._untrusted.MAX_METADATA_BYTES`).
+MAX_STORE_META = MAX_METADATA_BYTES
 
 
 def read_store_attrs(folder: str | os.PathLike) -> dict | int | None:

@@ -41,7 +41,8 @@ from typing import IO, Any
 import yaml
 from yaml.events import AliasEvent, CollectionStartEvent
 
-__all__ = ["MAX_DEPTH", "MAX_FILES", "MAX_REPR", "clip", "load_yaml", "open_regular",
+__all__ = ["MAX_DEPTH", "MAX_FILES", "MAX_METADATA_BYTES", "MAX_REPR", "METADATA_NAMES",
+           "clip", "load_yaml", "open_regular", "refuse_large_metadata",
            "refuse_special_files", "scan_once", "short_repr", "special_file"]
 
 #: Deepest nesting of mappings and sequences accepted in a YAML file (a catalog needs
@@ -49,6 +50,13 @@ __all__ = ["MAX_DEPTH", "MAX_FILES", "MAX_REPR", "clip", "load_yaml", "open_regu
 MAX_DEPTH = 100
 #: Longest quotation of a value in an error message, in characters.
 MAX_REPR = 200
+#: The names of Zarr's metadata files (format 3, and format 2 with its consolidated file).
+METADATA_NAMES = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
+#: Largest Zarr metadata file read, in bytes.  A store's metadata holds its attributes (a
+#: model's: its configuration, classes, feature names and the per-epoch history of its fit,
+#: about 110 bytes an epoch), tens of kilobytes for the library's own stores; 64 MiB
+#: leaves room for half a million epochs or classes.
+MAX_METADATA_BYTES = 64 * 2**20
 
 
 def short_repr(value: Any, limit: int = MAX_REPR) -> str:
@@ -240,14 +248,59 @@ def refuse_special_files(folder: Any, *, what: str, error: type[Exception],
                 raise error(f"{what} holds more than {MAX_FILES} files and folders, far more "
                             f"than the library writes; {fix}.")
             try:
-                mode = os.stat(item.path).st_mode  # where a link leads
+                info = os.stat(item.path)  # where a link leads
             except OSError:
                 continue  # a dangling link: the reader reports what it misses
-            if stat.S_ISDIR(mode):
+            if stat.S_ISDIR(info.st_mode):
                 stack.append(item.path)
-            elif special_file(mode) is not None:
-                raise error(f"{what} holds {short_repr(item.path)}, {special_file(mode)}: "
-                            f"reading it could wait for a writer or never end; {fix}.")
+            elif special_file(info.st_mode) is not None:
+                raise error(f"{what} holds {short_repr(item.path)}, "
+                            f"{special_file(info.st_mode)}: reading it could wait for a "
+                            f"writer or never end; {fix}.")
+            else:
+                _refuse_large_metadata(item.name, item.path, info.st_size, what, error, fix)
+
+
+def _refuse_large_metadata(name: str, path: str, size: int, what: str,
+                           error: type[Exception], fix: str) -> None:
+    if name in METADATA_NAMES and size > MAX_METADATA_BYTES:
+        raise error(f"{what} holds {short_repr(path)}, a metadata file of {size} bytes, "
+                    f"more than the {MAX_METADATA_BYTES} read of one (Zarr reads it whole "
+                    f"into memory); {fix}.")
+
+
+def refuse_large_metadata(folder: Any, *, what: str, error: type[Exception],
+                          fix: str) -> None:
+    """Refuse a Zarr metadata file (:data:`METADATA_NAMES`) larger than
+    :data:`MAX_METADATA_BYTES` in the store folder ``folder`` or in a folder right below it
+    (its arrays), before Zarr reads it whole: a sparse file of terabytes takes no disk.
+    Looks at the sizes only (``os.stat``); chunk files are not listed past the first level.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> os.mkdir(os.path.join(d, "X"))
+    >>> with open(os.path.join(d, "X", "zarr.json"), "wb") as f:
+    ...     _ = f.truncate(2**40)
+    >>> refuse_large_metadata(d, what="dataset 'd.zarr'", error=ValueError, fix="rewrite it")
+    Traceback (most recent call last):
+    ...
+    ValueError: dataset 'd.zarr' holds '.../X/zarr.json', a metadata file of 1099511627776 bytes, ...
+    """
+    top = os.fspath(folder)
+    for entry in scan_once(top, set()):
+        places = [entry.path]
+        if entry.name not in METADATA_NAMES:
+            places = [os.path.join(entry.path, name) for name in sorted(METADATA_NAMES)]
+        for place in places:
+            try:
+                info = os.stat(place)
+            except OSError:   # missing, not in a folder: the reader reports it
+                continue
+            if stat.S_ISREG(info.st_mode):
+                _refuse_large_metadata(os.path.basename(place), place, info.st_size, what,
+                                       error, fix)
 
 
 def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str):

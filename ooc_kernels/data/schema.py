@@ -70,7 +70,7 @@ import xarray as xr
 
 from .._atomic import sweep_stale
 from .._paths import user_path
-from .._untrusted import clip
+from .._untrusted import clip, refuse_large_metadata
 from ..exceptions import SchemaError, ValidationError
 from ._checker import ArrayInfo, Resolved, check_arrays
 from ._fixes import Context
@@ -429,6 +429,10 @@ def open_zarr_dataset(path: str | os.PathLike, *, require_y: bool = True,
         )
     import zarr
 
+    # a metadata file of terabytes (a sparse file) is refused before zarr reads it whole
+    refuse_large_metadata(p, what=f"dataset {str(p)!r}", error=SchemaError,
+                          fix="the store's metadata was edited or damaged: rewrite the store "
+                              "with ooc_kernels.data.write_chunks or restore it from a backup")
     try:
         group = zarr.open_group(str(p), mode="r")
     except Exception as err:  # zarr raises several types for "not a group"

@@ -13,7 +13,7 @@ import xarray as xr
 import yaml
 
 from ..._paths import is_path, user_path
-from ..._untrusted import clip, load_yaml, open_regular, short_repr as _r
+from ..._untrusted import clip, load_yaml, open_regular, refuse_large_metadata, short_repr as _r
 from ...exceptions import CatalogError, SchemaError, UnknownEntryError
 from ..declarations import SCHEMAS
 from ..schema import (
@@ -402,6 +402,9 @@ def _check_store_limits(url: Any, name: str, chunks: Any) -> None:
     from .._store_limits import check_store_limits
     from ..schema import _check_arrays_present
 
+    # a metadata file of terabytes (a sparse file) is refused before zarr reads it whole
+    refuse_large_metadata(url, what=f"catalog entry {_r(name)} (data {_r(url)})",
+                          error=SchemaError, fix=_METADATA_FIX)
     try:
         group = zarr.open_group(url, mode="r")
         check_store_limits(group, chunks=chunks,
@@ -411,6 +414,10 @@ def _check_store_limits(url: Any, name: str, chunks: Any) -> None:
         raise
     except Exception:  # noqa: BLE001 - not a group, a damaged array: the reader says so
         return
+
+
+_METADATA_FIX = ("the store's metadata was edited or damaged: rewrite the store with "
+                 "ooc_kernels.data.write_chunks or restore it from a backup")
 
 
 def _read_entry(cat, name: str, variables: Mapping[str, str] | None = None
