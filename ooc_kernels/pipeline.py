@@ -652,7 +652,6 @@ def _run(spec: PipelineSpec, paths: dict[str, Path], where: dict,
                 resume=spec.fit.resume)
     fit_seconds = time.perf_counter() - t0
     logger.info("pipeline %s: fit done in %.1f s", spec.name, fit_seconds)
-    out_dir.mkdir(parents=True, exist_ok=True)
     est.save(paths["save.model"])
     logger.info("pipeline %s: saved the model to %s", spec.name, paths["save.model"])
     metrics = {"pipeline": spec.name, "estimator": spec.model.estimator,

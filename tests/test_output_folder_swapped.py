@@ -182,3 +182,34 @@ def test_train_writes_through_a_link_the_user_named(tmp_path):
     assert r.exit_code == 0, r.output
     assert sorted(os.listdir(target)) == ["m.zarr"]
     assert ok.load(target / "m.zarr").n_features_in_ == 2
+
+
+@pytest.mark.parametrize("swap", ["dangling-link", "removed"])
+def test_a_pipeline_output_folder_gone_after_the_fit_is_a_library_error(tmp_path, monkeypatch,
+                                                                       swap):
+    """The output folder replaced by a link to nothing, or removed, while the model is fit:
+    the save says so (``ModelPathError``), and nothing is created in its place."""
+    path = _pipeline(tmp_path)
+    out = tmp_path / "out"
+    build = pipeline_module._build_estimator
+
+    def built(spec, **kwargs):
+        est = build(spec, **kwargs)
+        if est is not None:
+            fit = est.fit
+
+            def fit_then_swap(*args, **kw):
+                result = fit(*args, **kw)
+                os.rename(out, tmp_path / "out_moved")
+                if swap == "dangling-link":
+                    os.symlink(tmp_path / "nowhere", out)
+                return result
+
+            est.fit = fit_then_swap
+        return est
+
+    monkeypatch.setattr(pipeline_module, "_build_estimator", built)
+    with pytest.raises(ModelPathError, match=rf"'{out / 'model.zarr'}'"):
+        run_pipeline(path, scheduler="sync", progress=False)
+    assert not (tmp_path / "nowhere").exists()
+    assert out.is_symlink() if swap == "dangling-link" else not os.path.lexists(out)
