@@ -516,7 +516,7 @@ class _LocationCheck:
         try:
             with stream:
                 spec = json.load(stream)
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):   # nested past the parser's depth too
             return []  # fsspec cannot load it either
         if not isinstance(spec, dict):
             return []
