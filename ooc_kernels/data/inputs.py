@@ -35,6 +35,7 @@ from ooc_kernels.data._frames import (
     frame_feature_names,
     non_numeric_frame_error,
 )
+from ooc_kernels.data._fill_values import warn_masked_zeros
 from ooc_kernels.data._zarr_arrays import as_dask, is_zarr_array
 from ooc_kernels.data.factorized import Factorized
 from ooc_kernels.exceptions import InvalidDataError, SchemaError, ValidationError
@@ -417,6 +418,7 @@ def _dask_of(var: Any, name: str, chunks: tuple) -> da.Array:
     A variable of a Dataset opened without Dask (``xr.open_dataset(path)``) is read lazily,
     chunk by chunk, through xarray's own ``chunk`` (``.data`` would load it whole).
     """
+    warn_masked_zeros(var, name)   # a Zarr 2 fill value 0 decoded as a missing value
     if var.chunks is None:
         spec = {d: (chunks[0] if i == 0 else -1) for i, d in enumerate(var.dims)}
         return var.chunk(spec).data
