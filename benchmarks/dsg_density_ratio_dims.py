@@ -21,8 +21,16 @@ padded with identical N(0, 1) columns) and ``all`` (``q = N(0.7 / sqrt(d) 1, 1.1
 Reported: the RMSE of ``f`` against ``log(p / q)`` at held-out draws of p and the held-out
 bound (medians of seeds 0, 1, 2).
 
-Settings: ``before`` is ``alpha = 1 / sqrt(n_p + n_q)``, ``max_iter=20`` (given
-explicitly), ``defaults`` the estimator's defaults, and the two changes alone.
+Settings: ``before`` is ``alpha = 1 / sqrt(n_p + n_q)``, ``max_iter=20``, ``tol=1e-3`` (given
+explicitly), ``defaults`` the estimator's defaults, the two changes of ``alpha`` and
+``max_iter`` alone (``tol=1e-3``), and the defaults with ``tol=1e-3``.
+
+``--shifts NAME ...`` runs only the covariate-shift table (``shifted``): the ratio known
+for real and statsmodels-shipped data, ``DSGDensityRatio`` at its defaults against
+``Nystroem`` + ``LogisticRegression``, a linear ``LogisticRegression`` and uLSIF written in
+NumPy (CPU seconds of each fit)::
+
+    python benchmarks/dsg_density_ratio_dims.py --shifts "diabetes, by bmi" ...
 
     python benchmarks/dsg_density_ratio_dims.py
 """
@@ -33,7 +41,7 @@ import argparse
 import time
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, load_digits, load_wine
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_wine
 from sklearn.kernel_approximation import Nystroem
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -52,10 +60,11 @@ SETS = {
 
 
 def settings(n):
-    before = dict(alpha=1 / np.sqrt(n), max_iter=20)
+    before = dict(alpha=1 / np.sqrt(n), max_iter=20, tol=1e-3)
     return {"before (1/sqrt(n), max_iter=20)": before,
-            "max_iter=100 only": dict(alpha=1 / np.sqrt(n), max_iter=100),
-            "alpha rule only (max_iter=20)": dict(max_iter=20),
+            "max_iter=100 only": dict(alpha=1 / np.sqrt(n), max_iter=100, tol=1e-3),
+            "alpha rule only (max_iter=20)": dict(max_iter=20, tol=1e-3),
+            "tol=1e-3": dict(tol=1e-3),
             "defaults": {}}
 
 
@@ -63,15 +72,16 @@ def bound(fp, fq):
     return float(np.mean(fp) - np.mean(np.exp(fq)) + 1)
 
 
-def dsg(Xp, Xq, seed, **kw):
-    t = time.perf_counter()
+def dsg(Xp, Xq, seed, clock=time.perf_counter, **kw):
+    t = clock()
+    kw = {"chunk_size": max(1, len(Xp) // 8), **kw}
     est = ok.DSGDensityRatio(random_state=seed, scheduler="sync", progress=False,
-                             chunk_size=max(1, len(Xp) // 8), **kw).fit(Xp, Xq)
-    return est.decision_function, est.n_iter_, time.perf_counter() - t
+                             **kw).fit(Xp, Xq)
+    return est.decision_function, est.n_iter_, clock() - t
 
 
-def peer(Xp, Xq, seed):
-    t = time.perf_counter()
+def peer(Xp, Xq, seed, clock=time.perf_counter):
+    t = clock()
     X = np.concatenate([Xp, Xq])
     y = np.r_[np.ones(len(Xp)), np.zeros(len(Xq))]
     scaler = StandardScaler().fit(X)
@@ -84,7 +94,7 @@ def peer(Xp, Xq, seed):
     def f(T):
         return (clf.decision_function(ny.transform(scaler.transform(T)))
                 + np.log(len(Xq) / len(Xp)))
-    return f, 0, time.perf_counter() - t
+    return f, 0, clock() - t
 
 
 def real(seeds):
@@ -148,14 +158,148 @@ def gaussians(seeds, cases):
                   f"{m[3]:.0f} |", flush=True)
 
 
+def _statsmodels(name):
+    """``(X, None)`` of a data set statsmodels ships (no download): every column numeric."""
+    import statsmodels.api as sm
+
+    return getattr(sm.datasets, name).load_pandas().data.to_numpy(np.float64), None
+
+
+def _with_traits(X):
+    from dsg_one_class_real import _traits  # benchmarks/dsg_one_class_real.py
+
+    return _traits((X, None))[0]
+
+
+#: Covariate-shift sets: ``name -> (load, z)``; ``z(X)`` is the value the selection
+#: depends on (standardized on the whole set).
+SHIFTS = {
+    "diabetes, by bmi": (lambda: load_diabetes(return_X_y=True), lambda X: X[:, 2]),
+    "breast cancer, by mean radius": (lambda: load_breast_cancer(return_X_y=True),
+                                      lambda X: X[:, 0]),
+    "wine, by alcohol": (lambda: load_wine(return_X_y=True), lambda X: X[:, 0]),
+    "digits, by ink": (lambda: load_digits(return_X_y=True), lambda X: X.sum(1)),
+    "fair (statsmodels), by age": (lambda: _statsmodels("fair"), lambda X: X[:, 1]),
+    "randhie (statsmodels), by log income": (lambda: _statsmodels("randhie"),
+                                             lambda X: X[:, 3]),
+    "breast cancer + traits, by radius": (
+        lambda: (_with_traits(load_breast_cancer(return_X_y=True)[0]), None),
+        lambda X: np.log(X[:, 0])),                   # the heavy-tailed exp(2 z) column
+}
+
+
+def ulsif(Xp, Xq, seed, centers=100, widths=(0.25, 0.5, 1, 2, 4),
+          lambdas=(1e-3, 1e-2, 1e-1, 1.0)):
+    """uLSIF (Kanamori, Hido and Sugiyama 2009) in NumPy: ``r(x) = sum_l a_l k(x, c_l)``
+    with ``centers`` rows of ``X_p`` as centres, Gaussian widths (multiples of the median
+    distance on the pooled standardized rows) and the ridge ``lambda`` chosen by the
+    closed-form leave-one-out score; returns ``log(max(r, 1e-3))``."""
+    t = time.process_time()
+    scaler = StandardScaler().fit(np.concatenate([Xp, Xq]))
+    P, Q = scaler.transform(Xp), scaler.transform(Xq)
+    rng = np.random.default_rng(seed)
+    C = P[rng.choice(len(P), min(centers, len(P)), replace=False)]
+    med = median_heuristic(np.concatenate([P, Q]), random_state=seed)
+    n = min(len(P), len(Q))
+    Pn, Qn = P[rng.choice(len(P), n, replace=False)], Q[rng.choice(len(Q), n, replace=False)]
+
+    def gram(X, width):
+        d2 = (X ** 2).sum(1)[:, None] - 2 * X @ C.T + (C ** 2).sum(1)[None]
+        return np.exp(-np.maximum(d2, 0) / (2 * (width * med) ** 2))
+
+    best = (np.inf, None)
+    for w in widths:
+        Kp, Kq = gram(P, w), gram(Q, w)
+        H, h = Kq.T @ Kq / len(Q), Kp.mean(0)
+        Xde, Xnu = gram(Qn, w).T, gram(Pn, w).T       # (b, n): the LOO points
+        nq, n_p = len(Q), len(P)    # Kanamori et al.'s n_de and n_nu
+        for lam in lambdas:
+            Binv = np.linalg.inv(H + lam * (nq - 1) / nq * np.eye(len(C)))
+            BinvX = Binv @ Xde
+            denom = nq - (Xde * BinvX).sum(0)
+            B0 = Binv @ h[:, None] @ np.ones((1, n)) + BinvX * (h @ BinvX / denom)
+            B1 = Binv @ Xnu + BinvX * ((Xnu * BinvX).sum(0) / denom)
+            B2 = np.maximum(0, (nq - 1) * (n_p * B0 - B1) / (nq * (n_p - 1)))
+            rde, rnu = (Xde * B2).sum(0), (Xnu * B2).sum(0)
+            score = (rde @ rde) / (2 * n) - rnu.mean()
+            if score < best[0]:
+                best = (score, (w, lam))
+    w, lam = best[1]
+    Kp, Kq = gram(P, w), gram(Q, w)
+    a = np.maximum(0, np.linalg.solve(Kq.T @ Kq / len(Q) + lam * np.eye(len(C)), Kp.mean(0)))
+
+    def f(T):
+        return np.log(np.maximum(gram(scaler.transform(T), w) @ a, 1e-3))
+    return f, 0, time.process_time() - t
+
+
+def logistic(Xp, Xq, seed):
+    """``StandardScaler`` + ``LogisticRegression`` (linear, scikit-learn's defaults) separating
+    the two samples; ``log(p / q) = decision + log(n_q / n_p)``."""
+    t = time.process_time()
+    X = np.concatenate([Xp, Xq])
+    scaler = StandardScaler().fit(X)
+    clf = LogisticRegression(max_iter=2000).fit(scaler.transform(X),
+                                                np.r_[np.ones(len(Xp)), np.zeros(len(Xq))])
+
+    def f(T):
+        return clf.decision_function(scaler.transform(T)) + np.log(len(Xq) / len(Xp))
+    return f, 0, time.process_time() - t
+
+
+def shifted(seeds, names, beta=1.5):
+    """Covariate shift with the ratio known: the rows split 50/50 (by the seed); ``X_q`` is
+    the training half, ``X_p`` its rows kept with probability ``s(x) = sigmoid(beta z(x))``,
+    so ``p / q = s(x) / E_q[s]`` (``E_q`` the mean over the whole set)."""
+    print("| data, selected by | n_q x d | method | log-ratio RMSE | ratio RMSE | held-out KL "
+          "bound (true) | epochs | CPU s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        (X, _), z_of = SHIFTS[name][0](), SHIFTS[name][1]
+        z = z_of(X)
+        s = 1 / (1 + np.exp(-beta * (z - z.mean()) / z.std()))
+        log_r = np.log(s / s.mean())
+        rows = {}
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            order = rng.permutation(len(X))
+            tr, te = order[: len(X) // 2], order[len(X) // 2:]
+            Xq = X[tr]
+            Xp = Xq[rng.random(len(tr)) < s[tr]]
+            cpu = time.process_time
+            runs = {"DSGDensityRatio defaults": dsg(Xp, Xq, seed, cpu, chunk_size=10_000),
+                    "DSGDensityRatio tol=1e-3": dsg(Xp, Xq, seed, cpu, chunk_size=10_000,
+                                                    tol=1e-3),
+                    "Nystroem + LogisticRegression": peer(Xp, Xq, seed, cpu),
+                    "LogisticRegression (linear)": logistic(Xp, Xq, seed),
+                    "uLSIF (NumPy, LOO-CV)": ulsif(Xp, Xq, seed)}
+            Tq, lt = X[te], log_r[te]
+            w = np.exp(lt)   # held-out p: the held-out q rows weighted by the true ratio
+            for k, (f, it, sec) in runs.items():
+                fq = f(Tq)
+                rows.setdefault(k, []).append((
+                    np.sqrt(np.mean((fq - lt) ** 2)), np.sqrt(np.mean((np.exp(fq) - w) ** 2)),
+                    np.mean(w * fq) - np.mean(np.exp(fq)) + 1, np.mean(w * lt), it, sec))
+        for k, vals in rows.items():
+            m = np.median(np.asarray(vals), axis=0)
+            epochs = "-" if not k.startswith("DSG") else f"{m[4]:.0f}"
+            print(f"| {name} | {len(tr)} x {X.shape[1]} | {k} | {m[0]:.3f} | {m[1]:.3f} | "
+                  f"{m[2]:.3f} ({m[3]:.3f}) | {epochs} | {m[5]:.2f} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--shifts", nargs="*", default=[], choices=list(SHIFTS),
+                    help="covariate-shift sets to run (alone: the other tables are skipped)")
     ap.add_argument("--gaussians", nargs="+",
                     default=["shift1:5:2000", "all:5:2000", "shift1:5:8000", "shift1:20:2000",
                              "all:20:2000", "all:20:8000"],
                     help="KIND:D:N cases (KIND shift1 or all)")
     args = ap.parse_args()
+    if args.shifts:
+        shifted(args.seeds, args.shifts)
+        return
     real(args.seeds)
     print()
     gaussians(args.seeds, args.gaussians)
