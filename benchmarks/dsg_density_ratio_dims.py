@@ -180,7 +180,7 @@ SHIFTS = {
     "wine, by alcohol": (lambda: load_wine(return_X_y=True), lambda X: X[:, 0]),
     "digits, by ink": (lambda: load_digits(return_X_y=True), lambda X: X.sum(1)),
     "fair (statsmodels), by age": (lambda: _statsmodels("fair"), lambda X: X[:, 1]),
-    "randhie (statsmodels), by log income": (lambda: _statsmodels("randhie"),
+    "randhie (statsmodels), by log incentive payment": (lambda: _statsmodels("randhie"),
                                              lambda X: X[:, 3]),
     "breast cancer + traits, by radius": (
         lambda: (_with_traits(load_breast_cancer(return_X_y=True)[0]), None),
