@@ -54,7 +54,13 @@ def read_store_attrs(folder: str | os.PathLike) -> dict | int | None:
             size = os.fstat(f.fileno()).st_size
             if size > MAX_STORE_META:
                 return size
-            raw = f.read(MAX_STORE_META + 1)
+            # read(n) allocates n bytes first: ask for the file's size, and in pieces past it
+            raw = f.read(size + 1)
+            while len(raw) > size and len(raw) <= MAX_STORE_META:   # grew since fstat
+                piece = f.read(min(1 << 16, MAX_STORE_META + 1 - len(raw)))
+                if not piece:
+                    break
+                raw += piece
         if len(raw) > MAX_STORE_META:   # grew while it was read
             return len(raw)
         doc = json.loads(raw)

@@ -69,6 +69,21 @@ def test_a_huge_zarr_json_above_the_target_is_refused_clearly_without_being_read
     assert peak < 2**20, peak
 
 
+def test_reading_a_small_zarr_json_costs_its_size_not_the_bound(tmp_path):
+    """``read(n)`` allocates ``n`` bytes before it reads: a read of a store's small
+    ``zarr.json`` asked for the whole bound (64 MiB) on every write below a store."""
+    est = ok.DSGClassifier(**FAST).fit(X, Y)
+    est.save(tmp_path / "m.zarr")
+    assert os.path.getsize(tmp_path / "m.zarr" / "zarr.json") < 2**16
+    tracemalloc.start()
+    try:
+        assert store_kind(tmp_path / "m.zarr") == "model"
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak
+
+
 def test_a_huge_zarr_json_is_not_taken_for_a_store_to_replace(tmp_path):
     big = tmp_path / "big.zarr"
     _sparse_meta(big, MAX_STORE_META + 1)
