@@ -30,7 +30,12 @@ from ooc_kernels.data.zarr_io import consolidate
 from ooc_kernels.data.inputs import as_chunked, model_input, wrap_prediction
 from ooc_kernels.estimators._feature_coords import check_read_input, opened_input
 from ooc_kernels.exceptions import InvalidDataError, ValidationError
-from ooc_kernels.parallel.cluster import active_client, compute, scheduler_lost
+from ooc_kernels.parallel.cluster import (
+    active_client,
+    compute,
+    scheduler_loss_during,
+    scheduler_lost,
+)
 from ooc_kernels.parallel.scheduler import scheduler_context
 
 __all__ = ["evaluate", "scored_task", "write_predictions"]
@@ -289,6 +294,7 @@ def evaluate(estimator, X, y=None, *, progress: bool | None = None,
     n_chunks = stats.numblocks[0]
     rows = []
     with scheduler_context(getattr(estimator, "scheduler", None)) as sched, \
+            scheduler_loss_during("evaluate"), \
             progress_bar(total=n_chunks, desc=desc, enabled=progress, unit="chunk",
                          log_lines=10) as bar:
         for first, stop in _batches(n_chunks, sched):
@@ -373,6 +379,7 @@ def write_predictions(estimator, X, path, *, overwrite: bool = False,
     path = user_path(path)
     with atomic_dir(path, kind="predictions", overwrite=overwrite) as tmp, \
             scheduler_context(getattr(estimator, "scheduler", None)) as sched, \
+            scheduler_loss_during("write_predictions"), \
             progress_bar(total=len(chunks), desc=desc, enabled=progress, unit="chunk",
                          log_lines=10) as bar:
         # the store's layout and coordinates; the lazy variables' values come below

@@ -2,7 +2,7 @@
 (``write_predictions``) on lazy data through a ``distributed.Client`` whose scheduler is
 already gone raises the library's ``SchedulerLostError`` within seconds, as a fit does,
 rather than waiting out the Client's reconnection timeout (20 s here) and then raising
-Dask's ``FutureCancelledError``; lazy predictions (``predict``, ``predict_proba``,
+Dask's ``FutureCancelledError``, its message naming the call (not a fit); lazy predictions (``predict``, ``predict_proba``,
 ``decision_function``) send nothing to the Client and come back at once."""
 
 import time
@@ -56,6 +56,10 @@ CALLS = {
                                                                   progress=False),
 }
 
+#: The operation each call's error names (``ooc-kernels predict --out`` is write_predictions).
+OPERATION = {"score": "score", "score-weighted": "score", "evaluate": "evaluate",
+             "write_predictions": "write_predictions"}
+
 
 def _with_a_lost_scheduler(est, call, out=None):
     """``call(est, X, y, out)`` on lazy data, ``est`` set to a Client whose scheduler has just
@@ -92,6 +96,9 @@ def test_scoring_with_a_lost_scheduler_is_reported_promptly(tmp_path, task, call
     _, err, seconds = _with_a_lost_scheduler(FITTED[task](), CALLS[call], out)
     assert isinstance(err, SchedulerLostError), repr(err)
     assert "the Dask scheduler at inproc://" in str(err)
+    # the message names the call that lost it, not a fit
+    with pytest.raises(SchedulerLostError, match=f"was lost during {OPERATION[call]} "):
+        raise err
     assert seconds < 10, seconds
     # nothing half-written is left where the predictions were to go
     assert list(tmp_path.iterdir()) == []

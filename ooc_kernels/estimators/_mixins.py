@@ -34,7 +34,7 @@ from ooc_kernels.estimators._inputs import (
 from ooc_kernels.estimators._labels import any_missing, check_lazy_missing_labels
 from ooc_kernels.exceptions import InputTypeError, ValidationError
 from ooc_kernels.parallel.chunked import ChunkedData
-from ooc_kernels.parallel.cluster import compute
+from ooc_kernels.parallel.cluster import compute, scheduler_loss_during
 from ooc_kernels.parallel.sampling import labels_and_rows
 from ooc_kernels.parallel.scheduler import scheduler_context
 
@@ -172,7 +172,7 @@ class ChunkedClassifierMixin:
 
             return _in_memory_score(ClassifierMixin.score, self, X, y, sample_weight)
         data = _scored_data(self, X, y, sample_weight)
-        with scheduler_context(self.scheduler) as sched:
+        with scheduler_context(self.scheduler) as sched, scheduler_loss_during("score"):
             return self._score_chunked(data, sched)
 
     def _score_chunked(self, data: ChunkedData, sched) -> float:
@@ -200,7 +200,7 @@ class ChunkedRegressorMixin:
 
             return _in_memory_score(RegressorMixin.score, self, X, y, sample_weight)
         data = _scored_data(self, X, y, sample_weight)
-        with scheduler_context(self.scheduler) as sched:
+        with scheduler_context(self.scheduler) as sched, scheduler_loss_during("score"):
             return self._score_chunked(data, sched)
 
     def _score_chunked(self, data: ChunkedData, sched) -> float:

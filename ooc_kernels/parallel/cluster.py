@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import contextvars
 import sys
 import threading
 import time
@@ -84,7 +85,7 @@ register_defaults()  # the ooc-kernels.cluster.* keys read below
 __all__ = ["POLL_SECONDS", "ClusterRounds", "active_client", "auto_tasks_per_round",
            "cluster_rounds",
            "compute", "compute_on_client", "reporting_scheduler_loss", "run_on_client",
-           "scheduler_lost"]
+           "scheduler_loss_during", "scheduler_lost"]
 
 #: Seconds between two looks at the Client's connection while the client waits for tasks:
 #: a lost scheduler is reported within about this long of the Client noticing it.
@@ -361,13 +362,45 @@ def scheduler_lost(client) -> bool:
     return getattr(client, "status", "running") != "running"
 
 
+#: The operation a lost scheduler's error names (:func:`scheduler_loss_during`); None: a fit.
+_DURING: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "ooc_kernels_scheduler_loss_during", default=None)
+
+
+@contextlib.contextmanager
+def scheduler_loss_during(operation: str):
+    """Inside the block, a lost scheduler's :class:`SchedulerLostError` says it was lost
+    during ``operation`` (``"score"``, ``"evaluate"`` ...) instead of during the fit.  The
+    outermost block wins: a fit's scoring of its own validation rows is still the fit.
+
+    Examples
+    --------
+    >>> with scheduler_loss_during("score"), scheduler_loss_during("evaluate"):
+    ...     _during()
+    'score'
+    >>> _during()
+    'the fit'
+    """
+    token = _DURING.set(_DURING.get() or operation)
+    try:
+        yield
+    finally:
+        _DURING.reset(token)
+
+
+def _during() -> str:
+    """What the scheduler is lost during: the operation of :func:`scheduler_loss_during`,
+    else the fit."""
+    return _DURING.get() or "the fit"
+
+
 def _lost_error(client) -> SchedulerLostError:
     try:
         address = client.scheduler.address
     except Exception:  # noqa: BLE001 - a Client without an address: say so
         address = "(address unknown)"
     return SchedulerLostError(
-        f"the Dask scheduler at {address} was lost during the fit (the Client's connection "
+        f"the Dask scheduler at {address} was lost during {_during()} (the Client's connection "
         f"is {getattr(client, 'status', '?')!r}): start a scheduler again (or connect to a "
         "running one), then rerun")
 
