@@ -155,7 +155,8 @@ def test_string_targets_for_a_regressor(lazy):
     X, _, _ = _data()
     y = np.array(["a"] * 30)
     with pytest.raises(InvalidDataError, match=r"y holds values that are not numbers "
-                                               r"\(dtype <U1, e.g. 'a'\).*a regressor needs"):
+                                               r"\(dtype <U1, e.g. 'a' in chunk \d+, row \d+\).*a "
+                                               r"regressor needs"):
         _reg(bandwidth=1.0).fit(_lazy(X) if lazy else X, _lazy(y) if lazy else y)
 
 

@@ -28,8 +28,8 @@ from ooc_kernels.exceptions import (InputTypeError, InvalidDataError, OocKernels
                                     ValidationError)
 from ooc_kernels.parallel.chunked import ChunkedData
 
-__all__ = ["check_row_input", "checked_class_weights", "named_sample", "sklearn_validated",
-           "two_sample_data", "unsupervised_data", "validated_xy"]
+__all__ = ["check_row_input", "checked_class_weights", "named_sample", "numeric_targets",
+           "sklearn_validated", "two_sample_data", "unsupervised_data", "validated_xy"]
 
 
 def sklearn_validated(func, *args, **kwargs):
@@ -157,6 +157,42 @@ def _check_weight_dtype(dtype: np.dtype, values) -> None:
         f"sample_weight must hold numbers, got dtype {dtype}{first}; give the weights as "
         "numbers, e.g. np.asarray(weights, dtype=float) for weights read as text."
     )
+
+
+def numeric_targets(estimator, data: ChunkedData) -> ChunkedData:
+    """``data`` with a regressor's targets held as text or Python objects read as float64,
+    chunk by chunk when read (text that spells numbers, ``'0.25'``, is those numbers);
+    a value that is not a number is an :class:`InvalidDataError` naming it, its chunk and
+    row.  Numeric targets, and a classifier's labels, are left as they are."""
+    y = data.y
+    if estimator._is_classifier or y is None or y.dtype.kind not in "USO":
+        return data
+    numbers = y.map_blocks(_numeric_block, y.dtype, dtype=np.float64)
+    if getattr(estimator, "on_invalid", "error") != "skip":
+        from ooc_kernels.data.integrity import check_finite_blocks
+
+        numbers = check_finite_blocks(numbers, "y")  # 'nan' and 'inf' spelled out
+    return data.replace(variables={**data.variables, "y": numbers})
+
+
+def _numeric_block(y: np.ndarray, dtype, block_info=None) -> np.ndarray:
+    """One chunk of text (or object) targets as float64, or the error naming the first
+    value that is not a number."""
+    try:
+        return np.asarray(y).astype(np.float64)
+    except (TypeError, ValueError):
+        pass
+    for row, value in enumerate(np.asarray(y).tolist()):
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            chunk = block_info[0]["chunk-location"][0] if block_info else "?"
+            raise InvalidDataError(
+                f"y holds values that are not numbers (dtype {dtype}, e.g. {value!r} in "
+                f"chunk {chunk}, row {row}); a regressor needs numeric targets: convert "
+                "them, e.g. y.astype('float32'), or use a classifier for labels."
+            ) from None
+    return np.asarray(y).astype(np.float64)  # pragma: no cover - each value converts
 
 
 def _nonnegative_weights(w: np.ndarray, block_info=None) -> np.ndarray:

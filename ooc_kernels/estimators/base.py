@@ -92,6 +92,7 @@ from ooc_kernels.estimators._inputs import (
     _with_sample_weight,
     check_row_input,
     named_sample,
+    numeric_targets,
     sklearn_validated,
     two_sample_data,
     unsupervised_data,
@@ -240,7 +241,8 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
         if inputs == "unsupervised":
             return _with_sample_weight(unsupervised_data(self._samples(X, None, reset=reset)),
                                        sample_weight)
-        return _with_sample_weight(self._samples(X, y, reset=reset), sample_weight)
+        return _with_sample_weight(numeric_targets(self, self._samples(X, y, reset=reset)),
+                                   sample_weight)
 
     def _samples(self, X, y, *, reset: bool | None, name: str = "X") -> ChunkedData:
         """One input (with its targets ``y`` for supervised families) as
@@ -569,6 +571,9 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
             existing ``checkpoint`` is replaced only if it is a checkpoint of this library;
             anything else there (a folder of other files, a file, a model, a symbolic
             link) raises :class:`~ooc_kernels.exceptions.ForeignPathError` before any work.
+            A fit holds its checkpoint while it runs: a second fit on the same path (another
+            process, thread or estimator) raises
+            :class:`~ooc_kernels.exceptions.CheckpointInUseError` before any work.
         checkpoint_every : int, default=1
             Rounds between checkpoints.
         resume : bool, default=False
@@ -582,8 +587,8 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
         """
         from ooc_kernels.estimators._checkpointing import (
             CheckpointWriter,
-            check_checkpoint_target,
             expand_user,
+            holding_checkpoint,
             lost_scheduler_hint,
             read_resume_checkpoint,
             resume_end,
@@ -596,11 +601,11 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
             raise ValidationError(
                 "resume=True needs the checkpoint path: pass checkpoint=PATH as well."
             )
-        if checkpoint is not None and not resume:  # before any work: never a user's folder
-            check_checkpoint_target(checkpoint)
         warm = bool(getattr(self, "warm_start", False)) and hasattr(self, "_state")
         writer = ck = None  # a lost scheduler's error says which checkpoint to resume from
-        with scheduler_context(self.scheduler) as sched, reporting_scheduler_loss(
+        # before any work: never a user's folder, never a checkpoint another fit writes
+        with holding_checkpoint(checkpoint, resume), \
+                scheduler_context(self.scheduler) as sched, reporting_scheduler_loss(
                 sched, lambda: lost_scheduler_hint(writer, checkpoint, ck is not None)):
             data = self._fit_data(X, y, reset=not warm, sample_weight=sample_weight)
             ck = read_resume_checkpoint(checkpoint) if (checkpoint is not None and resume) \
