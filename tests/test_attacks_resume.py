@@ -15,7 +15,11 @@ import zarr
 
 import ooc_kernels as ok
 from ooc_kernels.estimators._checkpointing import resume_end
-from ooc_kernels.exceptions import CheckpointError, CheckpointMismatchError
+from ooc_kernels.exceptions import (
+    CheckpointError,
+    CheckpointInUseError,
+    CheckpointMismatchError,
+)
 from ooc_kernels.parallel.checkpoint import read_checkpoint
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -107,6 +111,9 @@ def test_a_checkpoint_edited_to_end_elsewhere_is_refused(two_epochs, tmp_path, m
 
 
 def test_two_fits_writing_one_checkpoint_at_once_leave_one_complete_checkpoint(tmp_path):
+    """Two threads fit with one checkpoint path: while one fit holds it the other is refused
+    (CheckpointInUseError, tests/test_checkpoint_in_use.py); fits that do not overlap both
+    run.  Either way one fit's whole last checkpoint is left."""
     ck = tmp_path / "ck.zarr"
     params = {"a": dict(alpha=1e-2), "b": dict(alpha=1e-3)}
     models, errors = {}, []
@@ -123,13 +130,14 @@ def test_two_fits_writing_one_checkpoint_at_once_leave_one_complete_checkpoint(t
         t.start()
     for t in threads:
         t.join()
-    assert not errors, errors
+    assert len(errors) <= 1 and all(isinstance(e, CheckpointInUseError) for e in errors), \
+        errors
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ck.zarr"]   # no leftovers
     assert read_checkpoint(ck) is not None
     # the checkpoint is one fit's last one, whole: that fit resumes to its own model, the
     # other is told that it belongs to other hyperparameters
     outcomes = {}
-    for name in params:
+    for name in models:  # the fits that ran
         try:
             resumed = ok.DSGClassifier(max_iter=3, **params[name], **P).fit(
                 X, Y, checkpoint=ck, checkpoint_every=1, resume=True)
@@ -137,4 +145,5 @@ def test_two_fits_writing_one_checkpoint_at_once_leave_one_complete_checkpoint(t
         except CheckpointMismatchError as err:
             assert "alpha" in str(err)
             outcomes[name] = None
-    assert sorted(outcomes.values(), key=str) == [None, True], outcomes
+    assert sorted(outcomes.values(), key=str) == ([True] if errors else [None, True]), \
+        outcomes

@@ -27,16 +27,19 @@ checks of :func:`~ooc_kernels.estimators.persistence.restore_model`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import weakref
+from pathlib import Path
 
-from ooc_kernels._atomic import check_replaceable, expand_user
+from ooc_kernels._atomic import check_replaceable, expand_user, path_lock
 from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._feature_coords import resumed_labels_problem
 from ooc_kernels.estimators.persistence import json_params, model_metadata, restore_model
 from ooc_kernels.exceptions import (
     CheckpointError,
+    CheckpointInUseError,
     CheckpointMismatchError,
     ModelFormatError,
     ValidationError,
@@ -51,9 +54,11 @@ from ooc_kernels.parallel.checkpoint import (
 )
 
 __all__ = ["CheckpointWriter", "check_checkpoint_target", "dataset_fingerprint", "expand_user",
-           "read_resume_checkpoint", "resume_end", "resume_position"]
+           "holding_checkpoint", "read_resume_checkpoint", "resume_end", "resume_position"]
 
 _FIX = f"remove the checkpoint (or pass {START_OVER}) to start the fit again"
+#: The suffix of the lock a fit holds on its checkpoint: ``.NAME.fit-lock`` beside it.
+_HOLD = ".fit-lock"
 
 # id(data) -> (weak reference to data, its fingerprint): the writer and the resume check of
 # one fit share one computation.  An entry goes when its data is garbage-collected.
@@ -131,6 +136,44 @@ def check_checkpoint_target(path) -> None:
         store; the message names it and says to choose another path.
     """
     check_replaceable(path, "checkpoint")
+
+
+@contextlib.contextmanager
+def holding_checkpoint(path, resume: bool):
+    """Hold the checkpoint ``path`` for one fit (nothing when ``path`` is None): refuse it
+    when it holds anything but a checkpoint (:func:`check_checkpoint_target`, unless the
+    fit resumes), then take its lock, ``.NAME.fit-lock`` beside it, for the whole block.
+
+    The lock is :func:`~ooc_kernels._path_lock.path_lock`'s ``flock``, taken without
+    waiting: a second fit on the same path, in another process or another thread, is
+    refused before it reads or writes anything.  It is let go when the block ends (the fit
+    returns or raises) and with the process that holds it (a killed fit's lock file blocks
+    nobody).
+
+    Raises
+    ------
+    CheckpointInUseError
+        Another fit holds the checkpoint; the message names it and how to go on.
+    ForeignPathError
+        ``path`` (when not resuming) or its lock file's name holds something that is not
+        the library's.
+    """
+    if path is None:
+        yield
+        return
+    if not resume:  # before any work: never a user's folder
+        check_checkpoint_target(path)
+    path = Path(path)
+    with path_lock(path, suffix=_HOLD, wait=False) as lock:
+        if lock is None:
+            held = path.with_name(f".{path.name}{_HOLD}")
+            raise CheckpointInUseError(
+                f"checkpoint {str(path)!r} is in use by another fit, in this process or "
+                f"another (that fit holds the lock {str(held)!r}); two fits writing one "
+                "checkpoint would overwrite each other's. Wait until that fit ends (and "
+                "resume from the checkpoint if it stopped early), or give this fit another "
+                "checkpoint path.")
+        yield
 
 
 def _meta(estimator, data, position, end_epoch) -> dict:
