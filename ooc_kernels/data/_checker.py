@@ -221,9 +221,17 @@ class _Checker:
         names = list(have)[:12]
         more = f" and {len(have) - 12} more" if len(have) > 12 else ""
         shown = {n: have[n] for n in names}
+        stack = ""
+        if len(v.dims) == 2 and not candidates:   # one 1-D variable per feature?
+            columns = [n for n, d in have.items() if len(d) == 1 and n not in used]
+            dim = have[columns[0]][0] if columns else None
+            columns = [n for n in columns if have[n] == (dim,)]
+            if len(columns) >= 2:
+                stack = "; " + fix.stack(self.ctx, v.name, columns, dim)
         self.problem(f"{self.label(v.name)}: expected a data variable ({v.doc}), found "
                      f"variables {names}{more} (dims {shown}); {need}: "
-                     + fix.missing(self.ctx, v.name, candidates, v.name == self.schema.target))
+                     + fix.missing(self.ctx, v.name, candidates, v.name == self.schema.target)
+                     + stack)
 
     def check_dims(self, v: Variable, info: ArrayInfo) -> bool:
         user = self.names[v.name]

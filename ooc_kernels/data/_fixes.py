@@ -143,6 +143,15 @@ def missing(ctx: Context, name: str, candidates: list[str], target: bool) -> str
     return f"name it ({rename}) or {declare}"
 
 
+def stack(ctx: Context, name: str, columns: list[str], dim: str) -> str:
+    """Fix for a dataset of one 1-D variable per feature and no 2-D variable ``name``."""
+    line = (f"ds[{name!r}] = ds[{columns!r}].to_array('feature').transpose({dim!r}, "
+            "'feature')")
+    opened = f"ds = xr.open_zarr({ctx._store()}); " if ctx.on_disk else ""
+    return (f"its 1-D variables along {dim!r} ({', '.join(map(repr, columns))}) look like one "
+            f"feature each: stack them into {name}, e.g. {opened}{line}")
+
+
 def dims(ctx: Context, name: str, expected: tuple, found: tuple) -> str:
     """Fix for a variable with other dimensions than expected."""
     if len(expected) != len(found):
