@@ -49,7 +49,8 @@ def _foreign_lock(lock: Path, path: Path, what: str) -> ForeignPathError:
     return ForeignPathError(
         f"refusing to use {str(lock)!r} as the lock of {str(path)!r}: it is {what}, not an "
         "ooc_kernels lock file (an empty file the library creates there while it writes "
-        f"{path.name!r} or a fit uses it, and removes). Move it away, or write {path.name!r} under another name."
+        f"{path.name!r} or a fit uses it, and removes). Move it away, or write "
+        f"{path.name!r} under another name."
     )
 
 

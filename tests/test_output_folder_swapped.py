@@ -1,5 +1,6 @@
 """An output folder replaced by a symbolic link while a run writes into it (a pipeline's
-``save.output_dir``, the folder of ``ooc-kernels train --out`` or ``--checkpoint``) is never
+``save.output_dir``, the folder of ``ooc-kernels train --out`` or ``--checkpoint``, the
+folder of a Python ``fit(checkpoint=...)``) is never
 written through: the run's next write (a checkpoint during the fit, the model after it, a
 write whose folder is swapped between its start and its final rename) is refused with
 ``ForeignPathError`` (``ModelPathError`` for the model), naming the folder and the link, and
@@ -213,3 +214,41 @@ def test_a_pipeline_output_folder_gone_after_the_fit_is_a_library_error(tmp_path
         run_pipeline(path, scheduler="sync", progress=False)
     assert not (tmp_path / "nowhere").exists()
     assert out.is_symlink() if swap == "dangling-link" else not os.path.lexists(out)
+
+
+def test_an_api_fit_never_writes_its_checkpoint_through_its_folder_swapped_for_a_link(
+        tmp_path, monkeypatch):
+    """``fit(checkpoint=...)`` from Python: the checkpoint's folder moved aside and replaced
+    by a link after the first checkpoint; the next checkpoint is refused, the link's target
+    stays as it was, and the first checkpoint is in the folder moved aside."""
+    import numpy as np
+
+    from ooc_kernels.estimators._checkpointing import CheckpointWriter
+    from ooc_kernels.parallel.checkpoint import read_checkpoint
+
+    out = tmp_path / "out"
+    ck = out / "ck.zarr"
+    elsewhere, before = _elsewhere(tmp_path)
+    real, writes = CheckpointWriter.write, []
+
+    def write_then_swap(self, state, position):
+        real(self, state, position)
+        writes.append(tuple(position))
+        if len(writes) == 1:
+            _swap_for_a_link(out, elsewhere)
+
+    monkeypatch.setattr(CheckpointWriter, "write", write_then_swap)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4))
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    est = ok.DSGClassifier(n_features=64, block_size=32, batch_size=16, chunk_size=50,
+                           max_iter=2, tol=None, random_state=0, progress=False,
+                           scheduler="sync")
+    with pytest.raises(ForeignPathError, match=rf"refusing to write '{ck}': the folder "
+                                               rf"'{out}' is no longer the folder it was "
+                                               "when the run began .*symbolic link"):
+        est.fit(X, y, checkpoint=str(ck))
+    assert len(writes) == 1
+    assert _digest(elsewhere) == before
+    moved = read_checkpoint(tmp_path / "out_moved" / "ck.zarr")
+    assert moved.meta["position"] == dict(zip(("epoch", "round"), writes[0]))

@@ -33,6 +33,7 @@ import weakref
 from pathlib import Path
 
 from ooc_kernels._atomic import check_replaceable, expand_user, path_lock
+from ooc_kernels._folder_pin import pin, pinning
 from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
 from ooc_kernels.estimators._feature_coords import resumed_labels_problem
@@ -148,7 +149,9 @@ def holding_checkpoint(path, resume: bool):
     waiting: a second fit on the same path, in another process or another thread, is
     refused before it reads or writes anything.  It is let go when the block ends (the fit
     returns or raises) and with the process that holds it (a killed fit's lock file blocks
-    nobody).
+    nobody).  The checkpoint's folder is pinned for the block (:mod:`ooc_kernels._folder_pin`):
+    swapped for a symbolic link (or another folder) during the fit, it is never written
+    through.
 
     Raises
     ------
@@ -156,7 +159,8 @@ def holding_checkpoint(path, resume: bool):
         Another fit holds the checkpoint; the message names it and how to go on.
     ForeignPathError
         ``path`` (when not resuming) or its lock file's name holds something that is not
-        the library's.
+        the library's; raised by a checkpoint write when the checkpoint's folder was
+        swapped since the fit began.
     """
     if path is None:
         yield
@@ -173,7 +177,9 @@ def holding_checkpoint(path, resume: bool):
                 "checkpoint would overwrite each other's. Wait until that fit ends (and "
                 "resume from the checkpoint if it stopped early), or give this fit another "
                 "checkpoint path.")
-        yield
+        with pinning():  # the checkpoint's folder swapped during the fit: never written through
+            pin(path.parent)
+            yield
 
 
 def _meta(estimator, data, position, end_epoch) -> dict:
