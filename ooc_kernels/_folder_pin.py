@@ -1,8 +1,8 @@
 """Output folders pinned for a run: nothing is written through a folder swapped meanwhile.
 
 A run names its output folder at its start (a pipeline's ``save.output_dir``, the folder of
-``ooc-kernels train --out``, the folder of a fit's ``checkpoint``) and writes into it minutes or hours later (checkpoints during
-the fit, then the model, predictions and metrics).  A folder path is looked up again at
+``ooc-kernels train --out``, the folder of a fit's ``checkpoint``) and writes into it minutes
+or hours later (checkpoints during the fit, then the model, predictions and metrics).  A folder path is looked up again at
 every write, so a folder replaced meanwhile by a symbolic link (or another folder renamed
 there) sends the writes to wherever the link points, a place nobody named.
 
