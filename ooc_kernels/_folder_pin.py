@@ -2,9 +2,10 @@
 
 A run names its output folder at its start (a pipeline's ``save.output_dir``, the folder of
 ``ooc-kernels train --out``, the folder of a fit's ``checkpoint``) and writes into it minutes
-or hours later (checkpoints during the fit, then the model, predictions and metrics).  A folder path is looked up again at
-every write, so a folder replaced meanwhile by a symbolic link (or another folder renamed
-there) sends the writes to wherever the link points, a place nobody named.
+or hours later (checkpoints during the fit, then the model, predictions and metrics).  A
+folder path is looked up again at every write, so a folder replaced meanwhile by a symbolic
+link (or another folder renamed there) sends the writes to wherever the link points, a
+place nobody named.
 
 Inside :func:`pinning`, :func:`pin` records the identity (device and inode) of a folder as
 it is now.  Every write of :mod:`ooc_kernels._atomic` into a pinned folder or below it calls
