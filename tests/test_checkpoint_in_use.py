@@ -153,3 +153,34 @@ def test_a_killed_holder_blocks_nobody(tmp_path):
     reference = ok.DSGClassifier(**PARAMS).fit(X, y)
     np.testing.assert_array_equal(resumed.coef_, reference.coef_)
     assert not _lock_file(ck).exists()
+
+
+def test_ooc_kernels_train_is_refused_while_a_fit_holds_its_checkpoint(tmp_path):
+    """``ooc-kernels train --checkpoint`` goes through the same hold: a path that a fit in
+    another process holds ends the command with the library's error, before any work."""
+    from click.testing import CliRunner
+
+    from ooc_kernels.cli import main
+    from ooc_kernels.data.catalog import register_dataset
+
+    proc, ck, go = _start_holder(tmp_path)
+    try:
+        cat = tmp_path / "c.yaml"
+        store = ok.make_dataset("synthetic_krr_2d", tmp_path / "data" / "k.zarr", 200,
+                                chunk_size=100, progress=False)
+        register_dataset(cat, "k", store)
+        result = CliRunner().invoke(main, [
+            "train", "--catalog", str(cat), "--entry", "k", "--estimator", "DSGRegressor",
+            "-p", "n_features=64", "-p", "block_size=32", "-p", "max_iter=1",
+            "--scheduler", "sync", "-q", "--out", str(tmp_path / "m.zarr"),
+            "--checkpoint", str(ck)])
+        assert result.exit_code == 1, result.output
+        assert "CheckpointInUseError" in result.output, result.output
+        assert f"checkpoint {str(ck)!r} is in use by another fit" in result.output.replace(
+            "\n", " "), result.output
+        assert read_checkpoint(ck).meta["model"]["estimator"] == "DSGClassifier"
+        assert not (tmp_path / "m.zarr").exists()
+    finally:
+        go.touch()
+        output = proc.communicate(timeout=180)[0]
+    assert proc.returncode == 0, output[-2000:]
