@@ -80,3 +80,47 @@ def test_valid_lazy_weights_give_the_weighted_ridge():
             sample_weight=da.from_array(w, chunks=20))
     ref = Ridge(alpha=0.1 * w.sum(), fit_intercept=False).fit(X, y, sample_weight=w)
     np.testing.assert_allclose(est.coef_.ravel(), ref.coef_, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["DSGClassifier", "DSGOneClassSVM", "DSGRegressor"])
+@pytest.mark.parametrize("bandwidth", [1.0, "measured"])
+def test_lazy_weights_that_are_all_zero_are_refused_by_the_dsg_estimators(name, bandwidth):
+    """A data set the set-up reads whole: refused there, with a numeric bandwidth (no
+    constant model) and a measured one (not a median heuristic short of rows)."""
+    X, y = _data(lazy=True)
+    est = WEIGHTED[name]()
+    if bandwidth == "measured":
+        bandwidth = "median" if name == "DSGOneClassSVM" else "auto"
+    est.set_params(bandwidth=bandwidth)
+    with pytest.raises(ValidationError, match=r"sample_weight is 0 on every row read "
+                                              r"\(.*\): every weight read is 0.*give some "
+                                              r"rows a positive weight"):
+        est.fit(X, *(() if name == "DSGOneClassSVM" else
+                     ((y > 0).astype(int) if name == "DSGClassifier" else y,)),
+                sample_weight=da.zeros(N, chunks=20))
+
+
+def _large(n=1300):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(n, 3))
+    return da.from_array(X, chunks=(100, 3)), da.from_array((X[:, 0] > 0).astype(int),
+                                                            chunks=100)
+
+
+@pytest.mark.parametrize("cls", [ok.DSGClassifier, ok.DSGRegressor])
+def test_lazy_all_zero_weights_on_data_the_set_up_samples_end_the_first_epoch(cls):
+    """More rows than the set-up reads: the first epoch sums every weight and refuses 0."""
+    X, y = _large()
+    est = cls(bandwidth=1.0, **DSG, **FAST)
+    with pytest.raises(ValidationError, match=r"sample_weight is 0 on every row read "
+                                              r"\(epoch 1, a pass over every chunk"):
+        est.fit(X, y, sample_weight=da.zeros(X.shape[0], chunks=100))
+
+
+def test_a_bandwidth_measured_on_sampled_rows_of_weight_0_names_sample_weight():
+    X, y = _large()
+    with pytest.raises(ValidationError, match=r"sample_weight is 0 for every one of the "
+                                              r"\d+ rows sampled to measure "
+                                              r"bandwidth='auto'.*numeric bandwidth"):
+        ok.DSGClassifier(bandwidth="auto", **DSG, **FAST).fit(
+            X, y, sample_weight=da.zeros(X.shape[0], chunks=100))

@@ -209,6 +209,15 @@ def _nonnegative_weights(w: np.ndarray, block_info=None) -> np.ndarray:
     return w
 
 
+def zero_weights_error(rows: str) -> ValidationError:
+    """The error of sample weights that are 0 on every row read, ``rows`` saying which
+    rows were read (e.g. ``"all 200 samples"``)."""
+    return ValidationError(
+        f"sample_weight is 0 on every row read ({rows}): every weight read is 0, so there is "
+        "nothing to learn from; give some rows a positive weight (only the weights' "
+        "ratios matter; a weight of 0 leaves its row out).")
+
+
 def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
     """``data`` with a ``sample_weight`` variable chunked like its samples."""
     if sample_weight is None:
@@ -242,10 +251,7 @@ def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
                 "leaves its row out)."
             )
         if not (sw > 0).any():
-            raise ValidationError(
-                "sample_weight is zero for every sample, so there is nothing to learn from; "
-                "give some samples a positive weight."
-            )
+            raise zero_weights_error(f"all {sw.size} samples")
         sw = da.from_array(sw, chunks=(data.chunk_sizes,))
     if sw.ndim != 1 or sw.shape[0] != data.n_samples:
         raise ValidationError(

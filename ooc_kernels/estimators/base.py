@@ -97,6 +97,7 @@ from ooc_kernels.estimators._inputs import (
     two_sample_data,
     unsupervised_data,
     validated_xy,
+    zero_weights_error,
 )
 from ooc_kernels.estimators._continuation import check_unchanged_params, model_params
 from ooc_kernels.estimators._feature_coords import (check_feature_coords, opened_input,
@@ -467,7 +468,7 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
             self.stop_reason_ = monitor.stop_reason
             self._end_fit(data, sched, writer, finish)
             return
-        clock = {"epoch": time.perf_counter(), "loss": totals}
+        clock = {"epoch": time.perf_counter(), "loss": totals, "whole": start[1] == 0}
 
         def after_round(state, info):
             self._after_round(state, info)
@@ -477,6 +478,11 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
         def after_epoch(state, epoch):
             self._state = state
             loss = _epoch_loss(clock["loss"], self._training_loss(state))
+            if loss is None and clock["whole"] and "sample_weight" in data \
+                    and _epoch_weight(clock["loss"], self._training_loss(state)) == 0:
+                # lazy weights are read with their rows: the first whole epoch sees them all
+                raise zero_weights_error(f"epoch {epoch + 1}, a pass over every chunk; "
+                                         "rows left out as non-finite not counted")
             score = self._validation_score(validation, sched) if validation is not None \
                 else None
             report, reason = self._epoch_report(state, epoch, data, sched)
@@ -486,7 +492,7 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
             self._epoch_ended(state, monitor)
             if reason is not None and monitor.stop_reason is None:
                 monitor.stop_reason, stop = reason, True
-            clock.update(epoch=now, loss=self._training_loss(state))
+            clock.update(epoch=now, loss=self._training_loss(state), whole=True)
             monitor.begin_epoch(clock["loss"])
             self._n_epochs_done = epoch + 1
             self._monitor_state = monitor.to_json()
@@ -712,6 +718,11 @@ class ChunkedEstimator(FamilyHooks, ChunkedPrediction, BaseEstimator):
 
         self._check_unchanged_params("save")
         save_model(self, path)
+
+
+def _epoch_weight(before, after) -> float | None:
+    """The weight of one epoch's rows from two running ``(loss_sum, weight_sum)`` totals."""
+    return None if before is None or after is None else after[1] - before[1]
 
 
 def _epoch_loss(before, after) -> float | None:

@@ -8,13 +8,15 @@ import numpy as np
 
 from ooc_kernels._checks import SampleOrigin
 from ooc_kernels._seeds import derive_seed
+from ooc_kernels.estimators._inputs import zero_weights_error
+from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg._ard import bandwidth_mode
 from ooc_kernels.families.dsg._bandwidth import GCV_MAX_ROWS, SAMPLE_ROWS
 from ooc_kernels.families.dsg._common import finite_sample_rows
 from ooc_kernels.parallel.chunked import ChunkedData
 from ooc_kernels.parallel.sampling import RowDraw, draw_rows
 
-__all__ = ["sample_draw", "setup_sample"]
+__all__ = ["check_sampled_weights", "sample_draw", "setup_sample"]
 
 
 def sample_draw(est, data: ChunkedData) -> RowDraw:
@@ -41,9 +43,26 @@ def setup_sample(est, data: ChunkedData, sched, read=None):
     sample, y = rows[:2]
     # the sampled rows' weights (at most the set-up sample's rows), already read
     w = np.asarray(rows[2], dtype=np.float64) if len(rows) > 2 else np.ones(len(sample))
+    check_sampled_weights(est, data, w, every_row=data.n_samples <= GCV_MAX_ROWS)
     origin = SampleOrigin(chunk_of, row_of,
                           "the rows sampled for the bandwidth and the step size")
     keep = finite_sample_rows(sample, y, chunk_of, row_of, est.on_invalid)
     if keep is not None:
         return sample[keep], y[keep], w[keep], origin.keep(keep)
     return sample, y, w, origin
+
+
+def check_sampled_weights(est, data: ChunkedData, w: np.ndarray, *, every_row: bool) -> None:
+    """Refuse weights ``w`` of the set-up's rows that are all 0: when ``every_row`` (the
+    set-up read every row), the data has nothing to learn from; otherwise a bandwidth
+    measured from the data (a string ``bandwidth``) has no row to measure on.  Other
+    lazy weights are summed by the fit's first epoch, which refuses a sum of 0."""
+    if "sample_weight" not in data or (w > 0).any():
+        return
+    if every_row:
+        raise zero_weights_error(f"all {data.n_samples} rows, read by the set-up")
+    if isinstance(est.bandwidth, str):
+        raise ValidationError(
+            f"sample_weight is 0 for every one of the {len(w)} rows sampled to measure "
+            f"bandwidth={est.bandwidth!r}, so no row is left to measure distances on; give "
+            "some rows of every chunk a positive weight, or pass a numeric bandwidth.")

@@ -42,6 +42,7 @@ from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, check_bandwidth
                                                finite_sample_rows, with_run_settings)
 from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._schedule import growth_step_eigenvalue, resolve_schedule
+from ooc_kernels.families.dsg._setup_sample import check_sampled_weights
 from ooc_kernels.families.dsg.one_class_basis import (check_basis, draw_nystroem_basis,
                                                       restore_basis, saved_basis)
 from ooc_kernels.families.dsg.one_class_defaults import (MIN_STEPS_BEFORE_TOL, resolve_basis,
@@ -386,6 +387,7 @@ class DSGOneClassSVM(OutlierMixin, _DSGEstimator):
         sample = rows[0]   # the rows and their weights in one computation: one round trip
         # the sampled rows' weights, already read with them
         w = np.asarray(rows[1], dtype=np.float64) if weighted else np.ones(len(sample))
+        check_sampled_weights(self, data, w, every_row=data.n_samples <= _SAMPLE_ROWS)
         keep = finite_sample_rows(sample, None, chunk_of, row_of, self.on_invalid)
         return (sample, w) if keep is None else (sample[keep], w[keep])
 
