@@ -11,10 +11,14 @@ their size:
 
 A key set twice in one mapping is refused too: PyYAML keeps the last value, other readers
 the first or neither, so a reviewer of the file may read another value than the one used.
+So are the plain scalars that YAML 1.1 (PyYAML) reads otherwise than YAML 1.2 and than
+a reader of the file would: ``1:20`` (80, base 60), ``017`` (15, octal), ``yes``, ``no``,
+``on``, ``off`` (booleans) and ``2026-11-28`` (a date); quoted, each is the text written.
+``1_000`` stays 1000, ``0x1F`` 31, ``.inf`` and ``.nan`` floats (a count refuses them).
 
 :func:`load_yaml` parses with ``yaml.SafeLoader`` (no Python objects), refuses aliases unless
-the caller allows them, refuses nesting deeper than :data:`MAX_DEPTH` and duplicate keys,
-naming the line, before anything walks the document.  :func:`short_repr` quotes a value from such a file in
+the caller allows them, refuses nesting deeper than :data:`MAX_DEPTH`, duplicate keys and
+those YAML 1.1 scalars, naming the line, before anything walks the document.  :func:`short_repr` quotes a value from such a file in
 an error message without letting the message grow with the value.
 
 Examples
@@ -303,6 +307,50 @@ def refuse_large_metadata(folder: Any, *, what: str, error: type[Exception],
                                        error, fix)
 
 
+#: The words YAML 1.1 (PyYAML) reads as booleans and YAML 1.2 as text (any case).
+_YAML11_BOOLS = frozenset({"yes", "no", "on", "off"})
+
+
+def _yaml11_surprise(node) -> str | None:
+    """Why the plain scalar ``node`` is refused, or ``None`` for one read as written."""
+    text = str(node.value)
+    plain = text.lstrip("+-").replace("_", "")
+    if node.tag.endswith(":bool") and text.lower() in _YAML11_BOOLS:
+        value = text.lower() in ("yes", "on")
+        return (f"YAML 1.1 reads {text!r} as the boolean {str(value).lower()}, YAML 1.2 as "
+                f"the text {text!r}; write {str(value).lower()} for a yes/no value, or "
+                f"quote it ('{text}') for the text")
+    if node.tag.endswith((":int", ":float")) and ":" in text:
+        return (f"YAML 1.1 reads {text!r} as a number in base 60 ({_base60(text)}), "
+                f"YAML 1.2 as the text {text!r}; write the number in decimal, or quote it "
+                f"('{text}') for the text")
+    if node.tag.endswith(":int") and plain[:1] == "0" and plain.isdigit() \
+            and int(plain, 8) != int(plain):  # '017'; '00' and '07' are the same either way
+        written = text.replace("_", "")
+        return (f"YAML 1.1 reads {text!r} as an octal number ({int(written, 8)}), YAML 1.2 "
+                f"as the decimal {int(written)}; write it without the leading zeros")
+    if node.tag.endswith(":timestamp"):
+        return (f"YAML 1.1 reads {text!r} as a date or time, not as text or a number; "
+                f"quote it ('{text}') for the text")
+    return None
+
+
+def _base60(text: str) -> str:
+    """The value YAML 1.1 gives the base-60 number ``text`` (``'1:20'`` is 80)."""
+    value = 0.0
+    for part in text.lstrip("+-").replace("_", "").split(":"):
+        value = value * 60 + float(part)
+    return f"{-value if text.startswith('-') else value:g}"
+
+
+def _refuse_yaml11(node, source: str, error: type[Exception]) -> None:
+    why = _yaml11_surprise(node)
+    if why is not None:
+        mark = node.start_mark
+        raise error(f"{source} holds {short_repr(node.value, 40)} at line {mark.line + 1}, "
+                    f"column {mark.column + 1}, which is ambiguous: {why}")
+
+
 def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str):
     class Loader(yaml.SafeLoader):
         """``SafeLoader`` that refuses aliases (unless allowed) and deep nesting."""
@@ -359,6 +407,7 @@ def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str)
             return super().construct_mapping(node, deep=deep)
 
         def construct_yaml_int(self, node):
+            _refuse_yaml11(node, source, error)
             try:
                 return super().construct_yaml_int(node)
             except ValueError:  # more digits than Python converts (int_max_str_digits)
@@ -370,8 +419,24 @@ def _loader(source: str, error: type[Exception], allow_aliases: bool, hint: str)
                     "no value needs; write a smaller one"
                 ) from None
 
-    # the table of constructors holds functions, not method names: register the override
-    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+        def construct_yaml_float(self, node):
+            _refuse_yaml11(node, source, error)
+            return super().construct_yaml_float(node)
+
+        def construct_yaml_bool(self, node):
+            _refuse_yaml11(node, source, error)
+            return super().construct_yaml_bool(node)
+
+        def construct_yaml_timestamp(self, node, values=None):
+            _refuse_yaml11(node, source, error)
+            return super().construct_yaml_timestamp(node, values)  # pragma: no cover
+
+    # the table of constructors holds functions, not method names: register the overrides
+    for tag, method in (("int", Loader.construct_yaml_int),
+                        ("float", Loader.construct_yaml_float),
+                        ("bool", Loader.construct_yaml_bool),
+                        ("timestamp", Loader.construct_yaml_timestamp)):
+        Loader.add_constructor(f"tag:yaml.org,2002:{tag}", method)
     return Loader
 
 
@@ -386,8 +451,9 @@ def load_yaml(text: Any, *, source: str, error: type[Exception],
     source : str
         How error messages name the file (e.g. ``"catalog file '/x/c.yaml'"``).
     error : type of exception
-        Raised for an alias, too deep a nesting or a key set twice in a mapping (a class of
-        :mod:`ooc_kernels.exceptions`); invalid YAML raises ``yaml.YAMLError`` as usual.
+        Raised for an alias, too deep a nesting, a key set twice in a mapping or a YAML 1.1
+        scalar read otherwise by YAML 1.2 (a class of :mod:`ooc_kernels.exceptions`);
+        invalid YAML raises ``yaml.YAMLError`` as usual.
     allow_aliases : bool, default False
         Accept anchors and aliases (for files the caller trusts).
     hint : str, default ""
@@ -396,13 +462,16 @@ def load_yaml(text: Any, *, source: str, error: type[Exception],
     Returns
     -------
     object
-        Plain Python data: mappings, lists, strings, numbers, booleans, None, dates.
+        Plain Python data: mappings, lists, strings, numbers, booleans (``true`` and
+        ``false``), None.
 
     Raises
     ------
     error
-        An alias (unless ``allow_aliases``), nesting deeper than :data:`MAX_DEPTH`, or a key
-        set twice in one mapping, with the line and column.
+        An alias (unless ``allow_aliases``), nesting deeper than :data:`MAX_DEPTH`, a key
+        set twice in one mapping, or a base-60 number (``1:20``), an octal number with a
+        leading zero (``017``), ``yes``/``no``/``on``/``off`` or a date, with the line and
+        column.
     yaml.YAMLError
         The text is not valid YAML.
     """
