@@ -57,7 +57,9 @@ Examples
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -465,18 +467,50 @@ def _check_not_in_store(spec: PipelineSpec, out_dir: Path, base: Path) -> None:
             return
 
 
+def _make_command(entry: str, gen: GenerateSpec, catalog: Path, store: Path) -> str:
+    """The ``ooc-kernels data make`` command that writes ``gen`` to ``store`` and adds it to
+    ``catalog`` as ``entry``, quoted for a POSIX shell."""
+    words = ["ooc-kernels", "data", "make", gen.generator, "--n", str(gen.n_samples),
+             "--split", gen.split, "--seed", str(gen.random_state), "--chunk-size",
+             str(gen.chunk_size)]
+    for key, value in gen.params.items():
+        words += ["-p", f"{key}={json.dumps(value)}"]
+    words += ["--out", str(store), "--catalog", str(catalog), "--entry", entry]
+    return "`" + " ".join(shlex.quote(w) for w in words) + "`"
+
+
 def _ensure_datasets(spec: PipelineSpec, catalog: Path, progress, where: dict) -> None:
     """Generate every catalog entry named under ``data.generate`` whose store is missing.
+
+    A catalog file that does not exist is created listing these entries, each in
+    ``data/ENTRY.zarr`` next to it.  A catalog that exists is never rewritten: an entry it
+    lacks is a :class:`PipelineConfigError` giving the ``ooc-kernels data make`` command
+    that adds it.
 
     An existing store is kept when it is the dataset its entry describes (generator,
     parameters, seed, split, size, chunk size: ``make_dataset(..., exist_ok=True)``), and
     refused otherwise: a pipeline never trains on, or replaces, another dataset.
     """
-    from ooc_kernels.data.catalog import entry_path
+    from ooc_kernels.data.catalog import create_catalog, entry_path
     from ooc_kernels.data.generators import make_dataset
+    from ooc_kernels.exceptions import UnknownEntryError
 
+    stores = {entry: catalog.parent / "data" / f"{entry}.zarr" for entry in spec.data.generate}
+    if stores and create_catalog(catalog, stores):  # only where no file is
+        logger.info("pipeline %s: created the catalog %s with the entries %s", spec.name,
+                    catalog, ", ".join(stores))
     for entry, gen in spec.data.generate.items():
-        store = entry_path(catalog, entry, **where)
+        try:
+            store = entry_path(catalog, entry, **where)
+        except UnknownEntryError:
+            raise PipelineConfigError(
+                f"pipeline key 'data.generate.{entry}': the catalog {str(catalog)!r} exists "
+                f"and has no entry {short_repr(entry)}, and a pipeline never rewrites a "
+                f"catalog that exists; to add the entry and write its data, run "
+                f"{_make_command(entry, gen, catalog, stores[entry])} (or add a store you "
+                f"have with `ooc-kernels catalog add {shlex.quote(str(catalog))} "
+                f"{shlex.quote(entry)} STORE`), then run the pipeline again"
+            ) from None
         try:  # an existing store is kept only when it is the dataset the entry describes
             make_dataset(gen.generator, store, gen.n_samples, chunk_size=gen.chunk_size,
                          random_state=gen.random_state, split=gen.split, progress=progress,

@@ -116,7 +116,8 @@ ooc_kernels.exceptions.UntrustedCatalogError: catalog ...: data ... reads the en
 from ...exceptions import PathEscapeError
 from ._names import check_entry_name
 from ._reading import describe_catalog, entry_path, list_datasets, load_catalog, open_dataset
-from ._registering import check_catalog_target, declare_dataset, register_dataset
+from ._registering import (check_catalog_target, create_catalog, declare_dataset,
+                           register_dataset)
 from .locations import (
     ALLOWED_ENGINES,
     LOCAL_PROTOCOLS,
@@ -151,6 +152,7 @@ __all__ = [
     "open_dataset",
     "register_dataset",
     "check_catalog_target",
+    "create_catalog",
     "declare_dataset",
     "check_entry_name",
 ]

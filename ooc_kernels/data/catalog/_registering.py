@@ -346,6 +346,67 @@ def register_dataset(catalog_path: str | os.PathLike, entry: str,
                   allow_outside=allow_outside)
 
 
+def create_catalog(catalog_path: str | os.PathLike,
+                   stores: Mapping[str, str | os.PathLike]) -> bool:
+    """Write a new catalog file listing ``stores``, only where no file is: a catalog that
+    exists is never rewritten.
+
+    Parameters
+    ----------
+    catalog_path : str, bytes or path-like
+        The YAML file (created with its folder if missing).
+    stores : mapping of str to path-like
+        Entry name -> Zarr store inside the catalog's folder (it need not exist yet),
+        written relative to the catalog's folder as :func:`register_dataset` does.
+
+    Returns
+    -------
+    bool
+        True when the file was written; False when a file (or a link) is at
+        ``catalog_path`` already, which is left as it is, byte for byte.
+
+    Raises
+    ------
+    CatalogError
+        An invalid entry name.
+    PathEscapeError
+        A store outside the catalog's folder (nothing is written).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> f = os.path.join(d, "c.yaml")
+    >>> create_catalog(f, {"a": os.path.join(d, "data", "a.zarr")})
+    True
+    >>> create_catalog(f, {"b": os.path.join(d, "data", "b.zarr")})
+    False
+    """
+    cat_path = user_path(catalog_path, "catalog_path").absolute()
+    base = cat_path.parent.resolve()
+    urls = {}
+    for entry, store in stores.items():
+        entry = check_entry_name(entry)
+        data_abs = user_path(store, "store").absolute()
+        if _outside(data_abs.resolve(), [base]):
+            raise PathEscapeError(
+                f"cannot create catalog {str(cat_path)!r}: the store of entry {_r(entry)}, "
+                f"{str(data_abs)!r}, resolves to {str(data_abs.resolve())!r}, outside the "
+                f"catalog's folder {str(base)!r}; write it under that folder"
+            )
+        urls[entry] = _relative_url(data_abs, cat_path.parent)
+    with path_lock(cat_path):  # a file written meanwhile by anyone is kept as it is
+        if os.path.lexists(cat_path):
+            return False
+        spec = _read_spec(cat_path)
+        for entry, url in urls.items():
+            new_entries, new_data = _entry_dicts(entry, url, None, {})
+            spec["entries"].update(new_entries)
+            spec["data"].update(new_data)
+        _write_spec(cat_path, spec)
+    return True
+
+
 def _register(cat_path: Path, *, spec: dict, entry: str, data_abs: Path,
               description: str | None, declaration: dict,
               allow_outside: AllowOutside) -> None:
