@@ -124,3 +124,30 @@ def test_a_bandwidth_measured_on_sampled_rows_of_weight_0_names_sample_weight():
                                               r"bandwidth='auto'.*numeric bandwidth"):
         ok.DSGClassifier(bandwidth="auto", **DSG, **FAST).fit(
             X, y, sample_weight=da.zeros(X.shape[0], chunks=100))
+
+
+@pytest.mark.parametrize("name", ["DSGClassifier", "DSGOneClassSVM", "DSGRegressor",
+                                  "DSPDCRegressor"])
+@pytest.mark.parametrize("value, why", [(1e308, "the sum of the weights overflows float64"),
+                                        (1e-320, r"weights this small \(subnormal")])
+@pytest.mark.parametrize("lazy", [False, True])
+def test_weights_whose_sum_overflows_or_are_subnormal_name_sample_weight(name, value, why,
+                                                                         lazy):
+    """Not column 0 of X, a zero Lambda or non-finite coefficients: the weights' scale."""
+    X, y = _data(lazy=False)
+    w = np.full(N, value)
+    with pytest.raises(ValidationError, match=rf"^sample_weight sums to \S+ over all 60 rows"
+                                              rf"\b.*: {why}.*; rescale the weights"):
+        _fit(name, X, y, da.from_array(w, chunks=20) if lazy else w)
+
+
+@pytest.mark.parametrize("c", [1e300, 1e-300])
+def test_dspdc_weights_scaled_by_a_constant_give_the_same_weighted_ridge(c):
+    """Only the weights' ratios matter to DSPDC (as the refusal above says): weights times
+    1e300 or 1e-300 give scikit-learn's Ridge of the unscaled weights."""
+    X, y = _data(lazy=False)
+    w = np.r_[np.zeros(5), np.linspace(0.5, 2.0, N - 5)]
+    est = ok.DSPDCRegressor(alpha=0.1, standardize=False, fit_intercept=False, tol=1e-12,
+                            max_iter=2000, **FAST).fit(X, y, sample_weight=w * c)
+    ref = Ridge(alpha=0.1 * w.sum(), fit_intercept=False).fit(X, y, sample_weight=w)
+    np.testing.assert_allclose(est.coef_.ravel(), ref.coef_, atol=1e-8)

@@ -218,6 +218,25 @@ def zero_weights_error(rows: str) -> ValidationError:
         "ratios matter; a weight of 0 leaves its row out).")
 
 
+def weight_scale(total: float, n_rows: int, rows: str, fix: str) -> float:
+    """``n_rows / total``, the factor that scales row weights of sum ``total`` to mean 1;
+    refused, naming ``sample_weight``, where the sum overflows float64 or is so small
+    (subnormal weights) that the factor does.  ``rows`` says which rows the sum is over
+    (e.g. ``"all 200 rows"``), ``fix`` how to rescale the family's weights."""
+    if not np.isfinite(total):
+        raise ValidationError(
+            f"sample_weight sums to {float(total)!r} over {rows}: the sum of the weights "
+            f"overflows float64 (above {np.finfo(np.float64).max:.3g}); {fix}")
+    with np.errstate(over="ignore", divide="ignore"):
+        scale = n_rows / float(total)
+    if total > 0 and not np.isfinite(scale):
+        raise ValidationError(
+            f"sample_weight sums to {float(total)!r} over {rows}: weights this small "
+            f"(subnormal, below {np.finfo(np.float64).tiny:.3g}) have a mean whose "
+            f"inverse overflows float64, so they cannot be scaled to mean 1; {fix}")
+    return scale
+
+
 def _with_sample_weight(data: ChunkedData, sample_weight) -> ChunkedData:
     """``data`` with a ``sample_weight`` variable chunked like its samples."""
     if sample_weight is None:

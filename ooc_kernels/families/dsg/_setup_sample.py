@@ -8,7 +8,7 @@ import numpy as np
 
 from ooc_kernels._checks import SampleOrigin
 from ooc_kernels._seeds import derive_seed
-from ooc_kernels.estimators._inputs import zero_weights_error
+from ooc_kernels.estimators._inputs import weight_scale, zero_weights_error
 from ooc_kernels.exceptions import ValidationError
 from ooc_kernels.families.dsg._ard import bandwidth_mode
 from ooc_kernels.families.dsg._bandwidth import GCV_MAX_ROWS, SAMPLE_ROWS
@@ -52,12 +52,27 @@ def setup_sample(est, data: ChunkedData, sched, read=None):
     return sample, y, w, origin
 
 
+#: How to rescale DSG weights: they count as copies of their rows (alpha="auto" and the
+#: step size follow their total), so their scale is part of the model.
+_RESCALE = ("rescale the weights to the numbers of copies of their rows they stand for, "
+            "e.g. divide them by their mean (alpha='auto' and the step size follow their "
+            "total, so their scale is part of the model, not only their ratios)")
+
+
 def check_sampled_weights(est, data: ChunkedData, w: np.ndarray, *, every_row: bool) -> None:
     """Refuse weights ``w`` of the set-up's rows that are all 0: when ``every_row`` (the
     set-up read every row), the data has nothing to learn from; otherwise a bandwidth
     measured from the data (a string ``bandwidth``) has no row to measure on.  Other
-    lazy weights are summed by the fit's first epoch, which refuses a sum of 0."""
-    if "sample_weight" not in data or (w > 0).any():
+    lazy weights are summed by the fit's first epoch, which refuses a sum of 0.  Weights
+    the set-up scales to mean 1 by the inverse of their mean are refused where their sum
+    overflows or is too small for that inverse (:func:`weight_scale`)."""
+    if "sample_weight" not in data:
+        return
+    if (w > 0).any():
+        with np.errstate(over="ignore"):
+            total = float(np.sum(w))
+        weight_scale(total, len(w), f"all {len(w)} rows, read by the set-up" if every_row
+                     else f"the {len(w)} rows the set-up sampled", _RESCALE)
         return
     if every_row:
         raise zero_weights_error(f"all {data.n_samples} rows, read by the set-up")

@@ -73,10 +73,18 @@ def _weight_sums(sample_weight, y, positive, chunk: int) -> np.ndarray:
                 f"sample_weight {float(w[row])!r} in chunk {chunk}, row {row} is not a finite "
                 "number >= 0; fix or drop that weight."
             )
-    if positive is None:
-        return np.array([w.sum(), 0.0])
-    is_pos = y == positive
-    return np.array([w[~is_pos].sum(), w[is_pos].sum()])
+    with np.errstate(over="ignore"):  # a sum of inf is refused, naming the weights' scale
+        if positive is None:
+            return np.array([w.sum(), 0.0])
+        is_pos = y == positive
+        return np.array([w[~is_pos].sum(), w[is_pos].sum()])
+
+
+def _summed_weights(parts) -> np.ndarray:
+    """The chunks' :func:`_weight_sums` added up (an overflow is inf, refused by the fit's
+    weighting as weights whose sum overflows)."""
+    with np.errstate(over="ignore"):
+        return sum(parts)
 
 
 def _chunk_weights(weighting: dict, sample_weight, y):

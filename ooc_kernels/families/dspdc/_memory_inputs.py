@@ -140,14 +140,14 @@ def weight_sums(estimator, data, classes, sched) -> np.ndarray:
     (regression: the whole sum, then 0), one pass over ``sample_weight`` and ``y``
     (:func:`~ooc_kernels.families.dspdc._chunk_tasks._weight_sums` per chunk, summed in
     chunk order)."""
-    from ooc_kernels.families.dspdc._chunk_tasks import _weight_sums
+    from ooc_kernels.families.dspdc._chunk_tasks import _summed_weights, _weight_sums
 
     chunks, defer, value = setup_inputs(estimator, data, sched)
     sws = chunks.get("sample_weight", [None] * data.n_chunks)
     pos = None if classes is None else np.asarray(classes).tolist()[1]
     parts = [defer(_weight_sums)(sw, yk, pos, k)
              for k, (sw, yk) in enumerate(zip(sws, chunks["y"]))]
-    return np.asarray(value(defer(sum)(parts)), dtype=np.float64)
+    return np.asarray(value(defer(_summed_weights)(parts)), dtype=np.float64)
 
 
 def one_group_in_memory(estimator, data) -> bool:

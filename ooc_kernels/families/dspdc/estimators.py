@@ -36,7 +36,7 @@ from ooc_kernels._capabilities import Capabilities
 from ooc_kernels._paths import PATH_TYPES
 from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._hyperparams import TOL_CONSTRAINT
-from ooc_kernels.estimators._inputs import checked_class_weights
+from ooc_kernels.estimators._inputs import checked_class_weights, weight_scale
 from ooc_kernels.families.dspdc._chunk_tasks import (
     _chunk_weights,
     _factorized_block,
@@ -311,8 +311,12 @@ class _DSPDCEstimator(DualityGapReport, ChunkedEstimator):
                 + ") sum to 0, so there is nothing to learn from; give some samples a "
                 "positive weight."
             )
-        return {"weighted": True, "class_weight": class_weight,
-                "weight_scale": data.n_samples / total}
+        scale = weight_scale(
+            total, data.n_samples, f"all {data.n_samples} rows"
+            + ("" if class_weight is None else f", times class_weight {list(class_weight)}"),
+            "rescale the weights, e.g. divide them by their largest: only their ratios "
+            "matter to the model")
+        return {"weighted": True, "class_weight": class_weight, "weight_scale": scale}
 
     def _make_algorithm(self):
         from ooc_kernels.families.dspdc.solver import DSPDCAlgorithm
