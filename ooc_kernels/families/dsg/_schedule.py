@@ -103,7 +103,8 @@ from ooc_kernels.losses import get_loss, losses_for
 
 __all__ = ["Schedule", "resolve_schedule", "resolve_average", "AVERAGED_LOSSES",
            "BOUNDED_LOSSES", "SMALL_DATA_ROWS", "SMALL_DATA_STEP_FACTOR",
-           "small_data_step_factor",
+           "small_data_step_factor", "ONE_BATCH_STEPS", "ONE_BATCH_MIN_SIZE", "ONE_BATCH_MIN_ROWS",
+           "robust_batch_size",
            "stable_step", "theory_range",
            "growth_step_eigenvalue", "top_eigenvalue", "curvature_estimate", "CURVATURE", "STEP_DRAWS",
            "CURVATURE_ROWS"]
@@ -150,6 +151,48 @@ def small_data_step_factor(*, loss: str, n_rows: int, batch_size: int, learning_
     if small and loss in BOUNDED_LOSSES and learning_rate == "optimal" and eta0 == "auto":
         return SMALL_DATA_STEP_FACTOR
     return 1.0
+
+
+#: Steps per epoch of a robust loss's fit on a data set of at most one batch of rows.
+ONE_BATCH_STEPS = 8
+#: The smallest batch :func:`robust_batch_size` takes.
+ONE_BATCH_MIN_SIZE = 16
+#: Data sets of fewer rows keep one batch in :func:`robust_batch_size`.
+ONE_BATCH_MIN_ROWS = 64
+
+
+def robust_batch_size(*, loss: str, n_rows: int, batch_size: int) -> int:
+    """The batch size of a fit: for a loss of :data:`AVERAGED_LOSSES` on
+    :data:`ONE_BATCH_MIN_ROWS` to ``batch_size`` rows, ``ceil(n_rows / ONE_BATCH_STEPS)``
+    rows (at least :data:`ONE_BATCH_MIN_SIZE`), else ``batch_size``.
+
+    One batch of every row makes each epoch one full subgradient step, and the stopping
+    rule counts epochs: the epsilon-insensitive fit of statsmodels' ``macrodata`` (152
+    rows) stopped after 8 to 10 steps at training R^2 0.66 to 0.77 (held out 0.577 / 0.723
+    / 0.742; with 8 steps an epoch 0.969 / 0.975 / 0.987).  The squared and the
+    classifiers' losses keep one batch: their full gradient steps at the stable step
+    converge.  So do data sets of fewer than :data:`ONE_BATCH_MIN_ROWS` rows: a full step
+    counts an integer sample weight exactly as that many copies of its row (scikit-learn's
+    ``check_sample_weight_equivalence_on_dense_data``, a few dozen rows), and on
+    statsmodels' ``statecrime`` (38 rows) batches of 16 scored lower.
+
+    Examples
+    --------
+    >>> robust_batch_size(loss="quantile", n_rows=152, batch_size=256)
+    19
+    >>> robust_batch_size(loss="quantile", n_rows=100, batch_size=256)
+    16
+    >>> robust_batch_size(loss="quantile", n_rows=63, batch_size=256)
+    256
+    >>> robust_batch_size(loss="squared", n_rows=152, batch_size=256)
+    256
+    >>> robust_batch_size(loss="huber", n_rows=300, batch_size=256)
+    256
+    """
+    n_rows, batch_size = int(n_rows), int(batch_size)
+    if loss not in AVERAGED_LOSSES or not ONE_BATCH_MIN_ROWS <= n_rows <= batch_size:
+        return batch_size
+    return max(-(-n_rows // ONE_BATCH_STEPS), ONE_BATCH_MIN_SIZE)
 
 
 def resolve_average(average, loss: str, steps_per_epoch: int | None = None):

@@ -54,7 +54,8 @@ from ooc_kernels.families.dsg._memory import check_fit_memory
 from ooc_kernels.families.dsg._robust_targets import clip_targets, target_moments
 from ooc_kernels.families.dsg._saved_config import check_saved_config
 from ooc_kernels.families.dsg._schedule import (curvature_estimate, growth_step_eigenvalue,
-                                                  resolve_schedule, small_data_step_factor)
+                                                  resolve_schedule, robust_batch_size,
+                                                  small_data_step_factor)
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators._stopping import TOL_LOSS_SCALE
 from ooc_kernels.estimators.base import (
@@ -202,6 +203,9 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             y_sample = numeric_targets(y_sample, np.float64, origin.describe())
         check_bandwidth_sample(self.bandwidth, len(sample))
         loss_name = "softmax" if target == "softmax" else self.loss
+        # a robust loss on one batch of rows: several steps an epoch (robust_batch_size)
+        batch_size = robust_batch_size(loss=loss_name, n_rows=data.n_samples,
+                                       batch_size=self.batch_size)
         class_weight = self._class_weights(data, classes, sched)
         # Row weights are relative: scaled to mean 1 on the sample, and alpha="auto" counts
         # their sum (n times that mean), so weights act as numbers of copies of a row.
@@ -214,7 +218,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
             n_features_in=data.n_features, block_size=self.block_size,
             n_blocks=n_features // self.block_size, bandwidth=1.0,
             feature_seed=derive_seed(self.random_seed_, 1), alpha=0.0,
-            batch_size=self.batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
+            batch_size=batch_size, learning_rate="constant", eta0=1.0, t0=0.0,
             dtype=dtype,
             classes=None if classes is None else tuple(np.asarray(classes).tolist()),
             shuffle=bool(self.shuffle), on_invalid=self.on_invalid,
@@ -248,7 +252,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
 
         def eigenvalues(answer):  # on the scan's thread, once its answer is known
             rows = _standardized(answer[0], sample)
-            return (step_eigenvalue(rows, answer[1], self.batch_size),
+            return (step_eigenvalue(rows, answer[1], batch_size),
                     self._curvature(loss_name, n_outputs, rows, row_w, answer[1]))
         loo = None if mode not in ("auto", "ard") or every_row or not use_loo_setup(
             data.n_samples, len(positive)) else SetupLOOAhead(  # beside the width decision
@@ -290,14 +294,14 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         # small data, bounded-derivative loss: a larger first step (the fit's rows decide,
         # for the trials too)
         step_factor = small_data_step_factor(
-            loss=loss_name, n_rows=data.n_samples, batch_size=self.batch_size,
+            loss=loss_name, n_rows=data.n_samples, batch_size=batch_size,
             learning_rate=self.learning_rate, eta0=self.eta0)
 
         self.bandwidth_scores_ = self.setup_scores_ = None
         alpha_factor = 1.0
         if mode in ("auto", "ard") and every_row:
             median = median_heuristic(seen, 1.0, sample_weight=row_w)
-            alpha = schedule(median, data.n_samples, self.batch_size).alpha
+            alpha = schedule(median, data.n_samples, batch_size).alpha
             bandwidth, self.bandwidth_scores_, alpha_factor, self.setup_scores_ = select_setup_gcv(
                 seen, targets, row_w, alpha=alpha, median=median, kernel=kernel_spec(self.kernel, self.kernel_params),
                 alpha_factors=ALPHA_FACTORS if isinstance(self.alpha, str) else (1.0,), scoring=(
@@ -334,7 +338,7 @@ class _DSGEstimator(DSGModelMixin, ChunkedEstimator):
         else:
             bandwidth = 1.0 if mode == "array" else float(self.bandwidth)
         early = None if loo is None else loo.then_value  # the scan's thread computed them
-        plan = schedule(bandwidth, data.n_samples, self.batch_size, alpha_factor,
+        plan = schedule(bandwidth, data.n_samples, batch_size, alpha_factor,
                         eigenvalue=None if early is None else early[0], average=self.average
                         if self.n_features != "auto" else large_data_average(
                             self.average, data.n_samples, loss=loss_name))
