@@ -63,7 +63,10 @@ _PARAMS_DOC = """
     block_size : int, default=256
         Random features per block (one block per mini-batch step).
     batch_size : int, default=256
-        Samples per step.
+        Samples per step.  The huber, epsilon-insensitive and quantile losses on 64 to
+        ``batch_size`` rows take ``ceil(n / 8)`` rows (at least 16), so that an epoch is
+        eight steps rather than one
+        (:func:`~ooc_kernels.families.dsg._schedule.robust_batch_size`).
     learning_rate : {"optimal", "inverse", "constant"}, default="optimal"
         ``"optimal"``: ``gamma_t = theta / (t + t0)`` with ``theta = 1 / alpha`` (``theta
         nu = 1``: the range of the paper's Theorems 4-5 and Corollary 13) and ``t0`` such
