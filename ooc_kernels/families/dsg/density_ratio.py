@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import dask
@@ -38,7 +39,7 @@ from ooc_kernels.estimators._constraints import Interval, StrOptions
 from ooc_kernels.estimators._hyperparams import TOL_CONSTRAINT
 from ooc_kernels.estimators._registry import register_estimator
 from ooc_kernels.estimators.base import BASE_CONSTRAINTS, BASE_PARAMS_DOC, ChunkedEstimator
-from ooc_kernels.exceptions import ModelFormatError, ValidationError
+from ooc_kernels.exceptions import ModelFormatError, OocKernelsWarning, ValidationError
 from ooc_kernels.families.dsg._common import (KERNEL_PARAMS_DOC, DSGModelMixin,
                                              check_dtype_scales, weighted_moments,
                                              with_run_settings)
@@ -169,7 +170,11 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
     divergence_ : float
         ``KL(p || q)`` estimate ``mean_p f - mean_q e^f + 1`` (the variational bound of
         Nguyen et al. at the fitted ``f``), over every training row, computed in one pass
-        over both samples after the last epoch.
+        over both samples after the last epoch.  The means over the rows stand for
+        expectations: on a sample of few rows (tens, or one) the estimate can lie far above
+        the divergence or below 0, which the fit reports with an
+        :class:`~ooc_kernels.exceptions.OocKernelsWarning` (docs/machines/density_ratio.md,
+        "Few rows").
     bandwidth_, alpha_, eta0_, t0_, dtype_, feature_seed_ : the settings used
     coef_ : ndarray of shape (n_blocks_used, block_size, 1)
     n_iter_, t_, history_, stop_reason_, n_blocks_seen_, n_samples_seen_,
@@ -354,6 +359,13 @@ class DSGDensityRatio(DSGModelMixin, ChunkedEstimator):
             sums.append(terms.sum(axis=0))
         sp, sq = compute(*sums, scheduler=sched)
         self.divergence_ = float(sp[0] / sp[2] - sq[1] / sq[2] + 1.0)
+        if self.divergence_ < 0:
+            warnings.warn(
+                f"divergence_ is {self.divergence_:.4g}, below 0, which no KL divergence is: "
+                "it is the bound mean_p f - mean_q e^f + 1 on the training rows (X_p "
+                f"{int(sp[2])} rows, X_q {int(sq[2])}), too few for their means to estimate "
+                "it; fit on more rows of both samples for an estimate of KL(p || q).",
+                OocKernelsWarning, stacklevel=2)
         return state
 
     # ------------------------------------------------------------------ prediction
