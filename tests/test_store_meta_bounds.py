@@ -61,7 +61,7 @@ def test_a_huge_zarr_json_above_the_target_is_refused_clearly_without_being_read
     # the check reads nothing of such a file: its memory is a tiny part of the file's size
     tracemalloc.start()
     try:
-        with pytest.raises(ModelPathError):
+        with pytest.raises(ModelPathError, match=rf"its zarr\.json is {size} bytes"):
             check_target(big / "m.zarr", "model")
         _, peak = tracemalloc.get_traced_memory()
     finally:
