@@ -92,7 +92,7 @@ def test_lazy_weights_that_are_all_zero_are_refused_by_the_dsg_estimators(name, 
     if bandwidth == "measured":
         bandwidth = "median" if name == "DSGOneClassSVM" else "auto"
     est.set_params(bandwidth=bandwidth)
-    with pytest.raises(ValidationError, match=r"sample_weight is 0 on every row read "
+    with pytest.raises(ValidationError, match=r"sample_weight is zero on every row read "
                                               r"\(.*\): every weight read is 0.*give some "
                                               r"rows a positive weight"):
         est.fit(X, *(() if name == "DSGOneClassSVM" else
@@ -112,14 +112,14 @@ def test_lazy_all_zero_weights_on_data_the_set_up_samples_end_the_first_epoch(cl
     """More rows than the set-up reads: the first epoch sums every weight and refuses 0."""
     X, y = _large()
     est = cls(bandwidth=1.0, **DSG, **FAST)
-    with pytest.raises(ValidationError, match=r"sample_weight is 0 on every row read "
+    with pytest.raises(ValidationError, match=r"sample_weight is zero on every row read "
                                               r"\(epoch 1, a pass over every chunk"):
         est.fit(X, y, sample_weight=da.zeros(X.shape[0], chunks=100))
 
 
 def test_a_bandwidth_measured_on_sampled_rows_of_weight_0_names_sample_weight():
     X, y = _large()
-    with pytest.raises(ValidationError, match=r"sample_weight is 0 for every one of the "
+    with pytest.raises(ValidationError, match=r"sample_weight is zero on every one of the "
                                               r"\d+ rows sampled to measure "
                                               r"bandwidth='auto'.*numeric bandwidth"):
         ok.DSGClassifier(bandwidth="auto", **DSG, **FAST).fit(

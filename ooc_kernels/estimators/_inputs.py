@@ -213,9 +213,9 @@ def zero_weights_error(rows: str) -> ValidationError:
     """The error of sample weights that are 0 on every row read, ``rows`` saying which
     rows were read (e.g. ``"all 200 samples"``)."""
     return ValidationError(
-        f"sample_weight is 0 on every row read ({rows}): every weight read is 0, so there is "
-        "nothing to learn from; give some rows a positive weight (only the weights' "
-        "ratios matter; a weight of 0 leaves its row out).")
+        f"sample_weight is zero on every row read ({rows}): every weight read is 0, so "
+        "there is nothing to learn from; give some rows a positive weight (a weight of 0 "
+        "leaves its row out).")
 
 
 def weight_scale(total: float, n_rows: int, rows: str, fix: str) -> float:

@@ -78,6 +78,6 @@ def check_sampled_weights(est, data: ChunkedData, w: np.ndarray, *, every_row: b
         raise zero_weights_error(f"all {data.n_samples} rows, read by the set-up")
     if isinstance(est.bandwidth, str):
         raise ValidationError(
-            f"sample_weight is 0 for every one of the {len(w)} rows sampled to measure "
+            f"sample_weight is zero on every one of the {len(w)} rows sampled to measure "
             f"bandwidth={est.bandwidth!r}, so no row is left to measure distances on; give "
             "some rows of every chunk a positive weight, or pass a numeric bandwidth.")
