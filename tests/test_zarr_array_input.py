@@ -11,7 +11,6 @@ import pytest
 import zarr
 
 import ooc_kernels as ok
-from ooc_kernels.exceptions import SchemaError
 
 FAST = dict(n_features=128, block_size=32, batch_size=8, max_iter=2, tol=None,
             random_state=0, scheduler="sync", progress=False, chunk_size=20)
@@ -62,11 +61,22 @@ def test_a_zarr_array_is_fitted_chunk_by_chunk_like_its_rows(tmp_path, zarr_form
     assert largest_read[0] == CHUNK
 
 
-def test_a_zarr_array_chunked_along_its_features_is_refused_with_the_fix(tmp_path):
-    X = np.zeros((ROWS, 3))
-    z = zarr.open_array(tmp_path / "cols.zarr", mode="w", shape=X.shape, chunks=(CHUNK, 1),
-                        dtype="f8")
-    with pytest.raises(SchemaError, match=r"X is a zarr.Array chunked along its features "
-                                          r"\(chunks \(20, 1\), shape \(60, 3\)\).*"
-                                          r"X = dask.array.from_zarr\(X\).rechunk"):
-        ok.DSGOneClassSVM(**FAST).fit(z)
+@pytest.mark.parametrize("chunks", [(500, 10), "auto"])   # "auto": zarr's default, (1000, 25)
+def test_a_zarr_array_chunked_along_its_features_is_fitted_row_block_by_row_block(
+        chunks, largest_read):
+    """Zarr's default chunks split the features of most arrays (``(2000, 50)`` float64:
+    ``(1000, 25)``); such an array is read a row block at a time, every feature of it, and
+    fits the model of its rows in memory cut into the same row blocks."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 50))
+    y = X[:, 0] - X[:, 1] + 0.1 * rng.normal(size=2000)
+    z = zarr.create_array(store={}, shape=X.shape, chunks=chunks, dtype="f8")
+    z[:] = X
+    assert z.chunks[1] < X.shape[1]
+    rows = z.chunks[0]
+    kw = {**FAST, "chunk_size": rows}
+    largest_read[0] = 0
+    reg = ok.DSGRegressor(**kw).fit(z, y)
+    assert 0 < largest_read[0] <= rows       # a row block, never the whole array
+    ref = ok.DSGRegressor(**kw).fit(X, y)    # the same rows in memory, the same chunks
+    np.testing.assert_array_equal(np.asarray(reg.predict(z)), ref.predict(X))

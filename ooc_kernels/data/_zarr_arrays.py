@@ -3,22 +3,25 @@
 NumPy-style validation would read a ``zarr.Array`` whole (``np.asarray``), which defeats
 out-of-core training on a store larger than memory; :func:`as_dask` wraps it with
 ``dask.array.from_zarr`` instead, keeping the store's own chunks along the samples, so it
-is fitted and predicted like the Dask array of the same store.
+is fitted and predicted like the Dask array of the same store.  Zarr's default chunks split
+the features of most arrays (``(2000, 50)`` float64 is stored in chunks of ``(1000, 25)``):
+such an array is read a row block at a time, each block joining its chunks along the
+features (``rechunk({1: -1})``), as the library's readers need.
 
 Examples
 --------
 >>> import numpy as np, zarr
 >>> z = zarr.create_array(store={}, shape=(5, 2), chunks=(2, 2), dtype="f8")
 >>> z[:] = np.arange(10.0).reshape(5, 2)
->>> is_zarr_array(z), as_dask(z, "X").chunks
+>>> is_zarr_array(z), as_dask(z).chunks
 (True, ((2, 2, 1), (2,)))
+>>> as_dask(zarr.create_array(store={}, shape=(5, 4), chunks=(2, 2), dtype="f8")).chunks
+((2, 2, 1), (4,))
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from ooc_kernels.exceptions import SchemaError
 
 __all__ = ["as_dask", "is_zarr_array"]
 
@@ -32,25 +35,14 @@ def is_zarr_array(obj: Any) -> bool:
     return isinstance(obj, zarr.Array)
 
 
-def as_dask(obj: Any, name: str) -> Any:
-    """The Dask array of a ``zarr.Array`` (its chunks kept); any other input as it is.
-
-    Raises
-    ------
-    SchemaError
-        A 2-D array chunked along its second axis (the features), naming its chunks and
-        the rechunk that fixes it (a ``zarr.Array`` has no ``rechunk`` of its own).
-    """
+def as_dask(obj: Any) -> Any:
+    """The Dask array of a ``zarr.Array`` (its chunks along the samples kept, and each row
+    block's chunks along the features joined); any other input as it is."""
     if not is_zarr_array(obj):
         return obj
     import dask.array as da
 
-    if obj.ndim == 2 and obj.chunks[1] < obj.shape[1]:
-        raise SchemaError(
-            f"{name} is a zarr.Array chunked along its features (chunks {obj.chunks}, shape "
-            f"{obj.shape}); chunks must span all features. Fix: pass "
-            f"{name} = dask.array.from_zarr({name}).rechunk({{1: -1}}), which reads the "
-            "store's chunks row block by row block, or rewrite the store with chunks "
-            f"({obj.chunks[0]}, {obj.shape[1]})."
-        )
-    return da.from_zarr(obj)
+    arr = da.from_zarr(obj)
+    if arr.ndim == 2 and arr.numblocks[1] > 1:
+        arr = arr.rechunk({1: -1})   # a row block of every feature, read chunk by chunk
+    return arr

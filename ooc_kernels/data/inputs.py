@@ -298,7 +298,7 @@ def as_chunked(X: Any, y: Any = None, *, chunk_size: int | None = None,
     import xarray as xr
 
     chunk_size = _check_chunk_size(chunk_size)
-    X, y = as_dask(X, "X"), as_dask(y, "y")   # a zarr.Array: read chunk by chunk
+    X, y = as_dask(X), as_dask(y)   # a zarr.Array: read chunk by chunk
     if isinstance(X, Factorized):
         return _from_factorized(X, y, schema, variables, chunk_size, require_y, check_y)
     if (_dask_frame_kind(X) is None and hasattr(X, "read") and callable(X.read)
