@@ -53,3 +53,25 @@ def test_the_offset_rule_against_float32_rounding():
     rows = np.column_stack([np.arange(10.0), np.full(10, 1e12), 1e8 + np.arange(10.0)])
     assert float32_offset_column(rows) == 2   # the constant column does not count
     assert float32_offset_column(rows[:, :2]) is None
+
+
+def test_the_offset_rule_reads_a_float32_sample_without_a_float64_copy():
+    """The rule's moments are float64 sums over a float32 sample, a block of rows at a time:
+    its traced memory stays below the sample's own size (a float64 copy is twice that), and
+    its decision is the one of the same moments computed in float64 by NumPy."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    sample = rng.normal(size=(20_000, 100)).astype(np.float32)
+    sample[:, 7] += np.float32(3e7)        # about 3e7 spreads from 0
+    tracemalloc.start()
+    try:
+        found = float32_offset_column(sample)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < sample.nbytes / 2, (peak, sample.nbytes)
+    X = sample.astype(np.float64)
+    far = np.flatnonzero((X.std(axis=0) > 0)
+                         & (np.abs(X.mean(axis=0)) > FLOAT32_MAX_OFFSET * X.std(axis=0)))
+    assert found == int(far[0]) == 7

@@ -51,6 +51,9 @@ __all__ = ["KERNEL_PARAMS_DOC", "N_JOBS_CONSTRAINTS", "N_JOBS_DOC", "DSGModelMix
 #: sets them apart (docs/defaults.md, "Precision").
 FLOAT32_MAX_OFFSET = 1e6
 
+#: Values of one block of rows that :func:`float32_offset_column` holds in float64.
+_MOMENT_BLOCK = 2**16
+
 
 def float32_offset_column(sample) -> int | None:
     """The first column of the set-up's ``sample`` whose values lie more than
@@ -61,12 +64,18 @@ def float32_offset_column(sample) -> int | None:
     >>> float32_offset_column(rows), float32_offset_column(rows[:, :1] + 1e5)
     (1, None)
     """
-    X = np.asarray(sample)   # moments summed in float64, without a float64 copy
+    X = np.asarray(sample)
     if X.ndim != 2 or len(X) < 2:
         return None
-    spread = X.std(axis=0, dtype=np.float64)
-    far = np.flatnonzero((spread > 0) & (np.abs(X.mean(axis=0, dtype=np.float64))
-                                         > FLOAT32_MAX_OFFSET * spread))
+    # moments summed in float64 a block of rows at a time: never a float64 copy of X
+    mean = X.mean(axis=0, dtype=np.float64)
+    squares = np.zeros(X.shape[1])
+    step = max(1, _MOMENT_BLOCK // max(X.shape[1], 1))
+    for start in range(0, len(X), step):
+        centered = X[start:start + step].astype(np.float64) - mean
+        squares += np.einsum("ij,ij->j", centered, centered)
+    spread = np.sqrt(squares / len(X))
+    far = np.flatnonzero((spread > 0) & (np.abs(mean) > FLOAT32_MAX_OFFSET * spread))
     return int(far[0]) if far.size else None
 
 
