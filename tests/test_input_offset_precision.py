@@ -75,3 +75,15 @@ def test_the_offset_rule_reads_a_float32_sample_without_a_float64_copy():
     far = np.flatnonzero((X.std(axis=0) > 0)
                          & (np.abs(X.mean(axis=0)) > FLOAT32_MAX_OFFSET * X.std(axis=0)))
     assert found == int(far[0]) == 7
+
+
+@pytest.mark.parametrize("value", [0.1, 0.3, 7.7, 123.456])
+def test_a_constant_column_whose_mean_rounds_does_not_count(value):
+    """A constant column's float64 mean need not be its value (``0.1`` summed 1,000 times
+    and divided is not ``0.1``): its centered values are then ``1e-17``-sized, not 0, yet
+    the column is constant (``np.ptp`` is 0) and keeps float32, as any constant column."""
+    X, y, _, _ = _problem(0.0)
+    X = np.column_stack([X, np.full(len(X), value)])
+    assert np.ptp(X[:, -1]) == 0
+    assert float32_offset_column(X) is None
+    assert ok.DSGClassifier(random_state=0, max_iter=2, tol=None).fit(X, y).dtype_ == "float32"

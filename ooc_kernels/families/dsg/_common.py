@@ -75,7 +75,10 @@ def float32_offset_column(sample) -> int | None:
         centered = X[start:start + step].astype(np.float64) - mean
         squares += np.einsum("ij,ij->j", centered, centered)
     spread = np.sqrt(squares / len(X))
-    far = np.flatnonzero((spread > 0) & (np.abs(mean) > FLOAT32_MAX_OFFSET * spread))
+    # constant: all values equal (a constant's float64 mean may not be its value, leaving
+    # a spread of rounding errors)
+    varies = X.max(axis=0) > X.min(axis=0)
+    far = np.flatnonzero(varies & (np.abs(mean) > FLOAT32_MAX_OFFSET * spread))
     return int(far[0]) if far.size else None
 
 
