@@ -143,9 +143,9 @@ _PARAMS_DOC = """
         Stop when the epoch's estimate of ``R(f)`` (without the penalty, at the progressive
         predictions) improved by less than ``tol`` for ``n_iter_no_change`` epochs.
         ``None``: run ``max_iter`` epochs.  ``R(f)`` is about ``-KL(p || q)``, often a few
-        tenths, so 1e-3 ended fits while the ratio still moved: on covariate shifts of
-        real data with the ratio known (docs/benchmarks.md, "Density ratio under a known
-        covariate shift") 1e-4 lowers the log-ratio RMSE by 0.004 to 0.06, on the Gaussian
+        tenths, so ``tol=1e-3`` ends fits while the ratio still moves: on covariate shifts
+        of real data with the ratio known (docs/benchmarks.md, "Density ratio under a known
+        covariate shift") 1e-4 has a log-ratio RMSE 0.004 to 0.06 lower, on the Gaussian
         pairs of ``benchmarks/dsg_density_ratio.py`` it is as low or lower, for 1.4 to 2
         times the epochs.
     n_iter_no_change : int, default=3
