@@ -4,6 +4,7 @@ anything (the two would otherwise overwrite each other's checkpoints, the last w
 winning).  The hold ends with the fit, and with its process: a killed holder blocks
 nobody."""
 
+import errno
 import re
 import subprocess
 import sys
@@ -184,3 +185,33 @@ def test_ooc_kernels_train_is_refused_while_a_fit_holds_its_checkpoint(tmp_path)
         go.touch()
         output = proc.communicate(timeout=180)[0]
     assert proc.returncode == 0, output[-2000:]
+
+
+@pytest.mark.parametrize("code", [errno.EROFS, errno.EACCES, errno.ENOSPC])
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_lock_file_the_file_system_refuses_is_a_write_failed_error(tmp_path, monkeypatch,
+                                                                    code, resume):
+    """The checkpoint's folder refuses new files (read-only, forbidden, full): taking the
+    fit's hold is the first write, and its refusal is the library's WriteFailedError with
+    the system's errno naming the checkpoint, as a checkpoint write's refusal is."""
+    import os
+
+    from ooc_kernels.exceptions import WriteFailedError
+
+    X, y = _data()
+    ck = tmp_path / "ck.zarr"
+    if resume:
+        ok.DSGClassifier(**PARAMS).fit(X, y, checkpoint=ck)
+    real_open = os.open
+
+    def refusing(path, flags, *args, **kwargs):
+        if str(path).endswith(".fit-lock"):
+            raise OSError(code, os.strerror(code), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing)
+    with pytest.raises(WriteFailedError, match=re.escape(repr(str(ck))) +
+                       rf": {re.escape(os.strerror(code))} \({errno.errorcode[code]}\)") as info:
+        ok.DSGClassifier(**PARAMS).fit(X, y, checkpoint=ck, resume=resume)
+    assert info.value.errno == code
+    assert not _lock_file(ck).exists()

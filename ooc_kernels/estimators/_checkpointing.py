@@ -32,7 +32,7 @@ import copy
 import weakref
 from pathlib import Path
 
-from ooc_kernels._atomic import check_replaceable, expand_user, path_lock
+from ooc_kernels._atomic import check_replaceable, expand_user, path_lock, write_failed
 from ooc_kernels._folder_pin import pin, pinning
 from ooc_kernels._untrusted import refuse_special_files
 from ooc_kernels._version import __version__
@@ -161,6 +161,9 @@ def holding_checkpoint(path, resume: bool):
         ``path`` (when not resuming) or its lock file's name holds something that is not
         the library's; raised by a checkpoint write when the checkpoint's folder was
         swapped since the fit began.
+    WriteFailedError
+        The file system refuses the lock file (a full disk, a read-only or forbidden
+        folder), naming the checkpoint and the system's error.
     """
     if path is None:
         yield
@@ -168,7 +171,14 @@ def holding_checkpoint(path, resume: bool):
     if not resume:  # before any work: never a user's folder
         check_checkpoint_target(path)
     path = Path(path)
-    with path_lock(path, suffix=_HOLD, wait=False) as lock:
+    with contextlib.ExitStack() as stack:
+        try:
+            lock = stack.enter_context(path_lock(path, suffix=_HOLD, wait=False))
+        except OSError as err:   # the hold is the fit's first write: a full or read-only folder
+            failed = write_failed(err, path, "checkpoint", path.exists())
+            if failed is err:
+                raise
+            raise failed from err
         if lock is None:
             held = path.with_name(f".{path.name}{_HOLD}")
             raise CheckpointInUseError(
