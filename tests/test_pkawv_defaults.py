@@ -146,11 +146,12 @@ def test_online_kernel_ridge_standardize_is_the_paper_learner_on_prescaled_data(
     """The online forecasts with the targets far from 0 and inputs in other units are the
     paper's learner run on the inputs mapped onto [-1, 1] and the standardized targets."""
     X, y = _problem(300)
-    model = ok.OnlineKernelRidge(degree=3, chunk_size=70, scheduler="sync").fit(X, y)
+    model = ok.OnlineKernelRidge(degree=3, bandwidth=1.0, chunk_size=70,
+                                 scheduler="sync").fit(X, y)
     lo, hi = X.min(0), X.max(0)
     mid, half = (lo + hi) / 2, (hi - lo) / 2
     my, sy = y.mean(), y.std()
-    ref = ok.OnlineKernelRidge(degree=3, chunk_size=70, standardize=False,
+    ref = ok.OnlineKernelRidge(degree=3, bandwidth=1.0, chunk_size=70, standardize=False,
                                scheduler="sync").fit((X - mid) / half, (y - my) / sy)
     np.testing.assert_allclose(model.online_predictions_,
                                ref.online_predictions_ * sy + my, rtol=1e-10)
@@ -158,7 +159,8 @@ def test_online_kernel_ridge_standardize_is_the_paper_learner_on_prescaled_data(
                                rtol=1e-9)
     np.testing.assert_allclose(model.predict(X), ref.predict((X - mid) / half) * sy + my,
                                rtol=1e-10)
-    shifted = ok.OnlineKernelRidge(degree=3, chunk_size=70, scheduler="sync").fit(X, y - 1e4)
+    shifted = ok.OnlineKernelRidge(degree=3, bandwidth=1.0, chunk_size=70,
+                                   scheduler="sync").fit(X, y - 1e4)
     np.testing.assert_allclose(shifted.predict(X) + 1e4, model.predict(X), rtol=1e-10)
 
 
@@ -166,8 +168,9 @@ def test_online_kernel_ridge_auto_leaves_data_in_the_unit_box_as_it_is():
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, size=(200, 2))
     y = np.sin(2 * X[:, 0]) * X[:, 1]
-    auto = ok.OnlineKernelRidge(degree=4, scheduler="sync").fit(X, y)
-    raw = ok.OnlineKernelRidge(degree=4, standardize=False, scheduler="sync").fit(X, y)
+    auto = ok.OnlineKernelRidge(degree=4, bandwidth=1.0, scheduler="sync").fit(X, y)
+    raw = ok.OnlineKernelRidge(degree=4, bandwidth=1.0, standardize=False,
+                               scheduler="sync").fit(X, y)
     np.testing.assert_array_equal(auto.online_predictions_, raw.online_predictions_)
     assert auto.x_shift_ is None and (auto.y_shift_, auto.y_scale_) == (0.0, 1.0)
 

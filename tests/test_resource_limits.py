@@ -75,7 +75,8 @@ def test_online_kernel_ridge_state_beyond_memory_is_refused_before_allocating():
     float64 matrices, 1.3 TiB."""
     X = np.random.default_rng(0).normal(size=(200, 3))
     y = X[:, 0]
-    est = ok.OnlineKernelRidge(n_components=300_000, standardize=False, scheduler="sync")
+    est = ok.OnlineKernelRidge(n_components=300_000, bandwidth=1.0, standardize=False,
+                               scheduler="sync")
     with pytest.raises(ModelTooLargeError, match=r"n_components=300000 gives a state of "
                                                  r"1\.3 TiB \(basis='taylor': 295240 "
                                                  r"features .*Lower n_components \(at most "

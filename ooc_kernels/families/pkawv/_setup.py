@@ -4,7 +4,8 @@ scales of the inputs and targets, and the bandwidth trials.
 Both estimators read the data of their first ``fit`` or ``partial_fit`` call once in a
 set-up pass (``_setup_pass``, the same whatever the chunking): ``ProjectedKernelRidge``
 takes the moments of all the rows and a uniform draw of :data:`SETUP_ROWS` of them,
-``OnlineKernelRidge`` the ranges of the inputs and the moments of the target.  The
+``OnlineKernelRidge`` the ranges of the inputs and the moments of the target (and with
+``bandwidth="auto"`` the same draw: both run :func:`bandwidth_trials` on it).  The
 statistics stay fixed for the model's life
 (every later ``partial_fit`` call, every continuation).  The model then sees
 ``(X - x_shift) / x_scale`` and ``(y - y_shift) / y_scale``, chunk by chunk
@@ -27,10 +28,11 @@ import numpy as np
 
 from ooc_kernels._blas import single_threaded_blas
 from ooc_kernels._moments import weighted_moments
+from ooc_kernels.features.bandwidth import median_heuristic
 
 __all__ = ["SETUP_ROWS", "TRIAL_ROWS", "BANDWIDTH_MULTIPLES", "moments", "unit_range",
            "scale_rows", "scaled_data", "loo_errors", "bandwidth_trials",
-           "ALPHAS"]
+           "median_bandwidth", "ALPHAS"]
 
 #: Rows drawn for the statistics, the bandwidth and the Taylor centre.
 SETUP_ROWS = 2000
@@ -94,6 +96,17 @@ def scaled_data(data, x_shift, x_scale, y_shift: float, y_scale: float):
         return data
     identities = {k: v for k, v in data.identities.items() if k not in changed}
     return data.replace(variables=dict(data.variables, **changed), identities=identities)
+
+
+def median_bandwidth(rows: np.ndarray, weights: np.ndarray, seed: int) -> float:
+    """The median pairwise distance of ``rows`` weighted by ``weights`` (numbers of copies),
+    1.0 when it is not positive (fewer than two distinct rows): the centre of the
+    bandwidth trials."""
+    if len(rows) < 2 or not (rows != rows[0]).any():
+        return 1.0
+    unit = bool(np.all(weights == 1.0))   # the plain median: no pair weights to sort
+    return float(median_heuristic(rows, 1.0, random_state=seed % 2**32,
+                                  sample_weight=None if unit else weights)) or 1.0
 
 
 def loo_errors(Phi: np.ndarray, y: np.ndarray, weights, alphas) -> np.ndarray:

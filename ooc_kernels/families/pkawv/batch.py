@@ -65,14 +65,13 @@ from ooc_kernels.estimators.base import (
 )
 from ooc_kernels.exceptions import InvalidDataError, ModelFormatError, ValidationError
 from ooc_kernels.families.pkawv._setup import (ALPHAS, SETUP_ROWS, TRIAL_ROWS,
-                                                bandwidth_trials,
+                                                bandwidth_trials, median_bandwidth,
                                                 scale_rows, scaled_data)
 from ooc_kernels.families.pkawv._setup_pass import setup_pass
 from ooc_kernels.families.pkawv.nystrom_fixed import FixedNystromBasis, sample_dictionary
 from ooc_kernels.families.pkawv.taylor import TaylorBasis
 from ooc_kernels.families.pkawv.taylor import n_components as taylor_size
 from ooc_kernels.families.pkawv.taylor import truncation_bound
-from ooc_kernels.features.bandwidth import median_heuristic
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
 
 __all__ = ["ProjectedKernelRidge", "CenteredBasis", "basis_statistics", "MAX_COMPONENTS"]
@@ -406,7 +405,7 @@ class ProjectedKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimat
         auto_alpha = self.alpha == "auto"
         alpha = 1.0 if auto_alpha else float(self.alpha)
         if isinstance(self.bandwidth, str):
-            bandwidth = _median_bandwidth(rows, weights, derive_seed(self.random_seed_, 4))
+            bandwidth = median_bandwidth(rows, weights, derive_seed(self.random_seed_, 4))
         else:
             bandwidth = float(self.bandwidth)
         if (self.bandwidth == "auto" or auto_alpha) and len(rows) >= 2:
@@ -627,16 +626,6 @@ def _auto_degree(offsets: np.ndarray, bandwidth: float, budget: int) -> int:
             truncation_bound(degree, radius, bandwidth) > TAYLOR_TOL:
         degree += 1
     return degree
-
-
-def _median_bandwidth(rows: np.ndarray, weights: np.ndarray, seed: int) -> float:
-    """The median pairwise distance of ``rows`` weighted by ``weights`` (numbers of copies),
-    1.0 when it is not positive (fewer than two distinct rows)."""
-    if len(rows) < 2 or not (rows != rows[0]).any():
-        return 1.0
-    unit = bool(np.all(weights == 1.0))   # the plain median: no pair weights to sort
-    return float(median_heuristic(rows, 1.0, random_state=seed % 2**32,
-                                  sample_weight=None if unit else weights)) or 1.0
 
 
 def _state_arrays(state) -> dict:

@@ -38,7 +38,10 @@ from ooc_kernels.exceptions import (
     DivergenceError, ModelFormatError, ModelTooLargeError, ValidationError,
 )
 from ooc_kernels.features.rbf import MAX_BANDWIDTH, MIN_BANDWIDTH
-from ooc_kernels.families.pkawv._setup import scale_rows, scaled_data, unit_range
+from ooc_kernels.families.pkawv._setup import (
+    BANDWIDTH_MULTIPLES, SETUP_ROWS, TRIAL_ROWS, bandwidth_trials, median_bandwidth, scale_rows, scaled_data,
+    unit_range,
+)
 from ooc_kernels.families.pkawv._setup_pass import setup_pass
 from ooc_kernels.families.pkawv.solver import (
     BASES,
@@ -251,9 +254,24 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         or ``partial_fit`` call and ``R`` their largest norm (one pass over them, only when
         the budget below does not decide), capped at the largest ``M`` with at most
         ``n_components`` features.
-    bandwidth : float, default=1.0
-        ``sigma`` of the Gaussian kernel, in the units the model sees (the paper's sigma,
-        for inputs in ``[-1, 1]``: see ``standardize``).
+    bandwidth : float or "auto", default="auto"
+        ``sigma`` of the Gaussian kernel, in the units the model sees (see
+        ``standardize``).  ``"auto"``: of 0.125, 0.25, 0.5, 1 and 2 times the median
+        pairwise distance of 2000 rows drawn uniformly in the set-up pass of the first
+        ``fit`` or ``partial_fit`` call, and the paper's sigma of 1, the width whose ridge
+        regression on the learner's own features (the Taylor basis of the degree
+        ``degree`` gives at that width, the fixed Nystrom dictionary's first
+        ``n_components`` of the rows, or the exact kernel for ``"nystrom"`` and
+        ``"exact"``), with ``alpha`` scaled to the rows, has the smallest exact
+        leave-one-out error on 1000 of those rows: the trials of
+        :class:`~ooc_kernels.ProjectedKernelRidge`'s ``bandwidth="auto"``, which with the
+        same ``random_state`` and rows in the same units takes the same width unless
+        sigma = 1 scores better.  A Taylor width whose degree gives a state beyond the
+        machine's memory is not tried.  The scores are ``bandwidth_scores_``; the width
+        stays fixed for the rest of the stream.  A number: that width; ``1.0`` is the
+        paper's sigma, for a few inputs in ``[-1, 1]`` (with many inputs the kernel
+        between two rows is near 0 at that width, and the learner forecasts about the
+        mean).  The value used is ``bandwidth_``.
     standardize : bool or "auto", default="auto"
         How the model sees the inputs and targets, decided once from all the finite rows
         of the first ``fit`` or ``partial_fit`` call's data, read in a set-up pass (the
@@ -294,6 +312,12 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         (``"nystrom"``), the rows seen (``"exact"``).
     degree_ : int
         ``M`` (``basis="taylor"``).
+    bandwidth_ : float
+        ``sigma`` of the kernel, in the units the model sees (``bandwidth``, or the choice
+        of ``bandwidth="auto"``).
+    bandwidth_scores_ : dict or None
+        With ``bandwidth="auto"``: ``{{multiple of the median distance: leave-one-out
+        R^2}}`` of the trials (None otherwise, and after :func:`ooc_kernels.load`).
     n_samples_seen_ : int
         Rows consumed since the model started.
     n_samples_skipped_ : int
@@ -349,7 +373,8 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         **SEQUENTIAL_CONSTRAINTS,
         "basis": [StrOptions(set(BASES))],
         "degree": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
-        "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both")],
+        "bandwidth": [Interval(Real, MIN_BANDWIDTH, MAX_BANDWIDTH, closed="both"),
+                      StrOptions({"auto"})],
         "standardize": ["boolean", StrOptions({"auto"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "mode": [StrOptions({"awv", "krr"})],
@@ -364,7 +389,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
                      **{name: False for names in _STATE.values() for name in names}}
     _test_params = {"chunk_size": 40, "degree": 4}
 
-    def __init__(self, basis="taylor", *, degree="auto", bandwidth=1.0, standardize="auto",
+    def __init__(self, basis="taylor", *, degree="auto", bandwidth="auto", standardize="auto",
                  alpha=1.0, mode="awv", n_components=500, mu=1.0, beta=1.0, epsilon=0.5,
                  max_iter=1,
                  chunk_size=10_000, on_invalid="error", random_state=None, scheduler=None,
@@ -439,21 +464,28 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
 
     def _config(self, degree: int, dictionary=None) -> OnlineConfig:
         return OnlineConfig(basis=self.basis, mode=self.mode, alpha=float(self.alpha),
-                            bandwidth=float(self.bandwidth), n_features=self.n_features_in_,
+                            bandwidth=float(self.bandwidth_), n_features=self.n_features_in_,
                             degree=int(degree), dictionary=dictionary, mu=float(self.mu),
                             beta=float(self.beta), epsilon=float(self.epsilon),
                             seed=derive_seed(self.random_seed_, 11))
 
-    def _scaling(self, data, sched) -> tuple:
-        """``(x_shift, x_scale, y_shift, y_scale)`` (``standardize``) from the ranges of
-        the inputs and the moments of the target over all the finite rows, read in one
-        set-up pass (:func:`~ooc_kernels.families.pkawv._setup_pass.setup_pass`): the same
-        whatever the chunking."""
-        if self.standardize is False:
-            return None, None, 0.0, 1.0
-        stats = setup_pass(data, n_rows=0, seed=derive_seed(self.random_seed_, 13),
-                           scheduler=sched)
-        if stats.weight_sum == 0:
+    def _setup_stats(self, data, sched):
+        """The set-up pass (:func:`~ooc_kernels.families.pkawv._setup_pass.setup_pass`),
+        when ``standardize`` or ``bandwidth="auto"`` needs it (else None): the ranges of the
+        inputs and the moments of the target over all the finite rows, and with
+        ``bandwidth="auto"`` :data:`~ooc_kernels.families.pkawv._setup.SETUP_ROWS` rows
+        drawn uniformly (the draw of :class:`~ooc_kernels.ProjectedKernelRidge` with the
+        same ``random_state``); the same whatever the chunking."""
+        auto = self.bandwidth == "auto"
+        if self.standardize is False and not auto:
+            return None
+        return setup_pass(data, n_rows=SETUP_ROWS if auto else 0,
+                          seed=derive_seed(self.random_seed_, 3), scheduler=sched)
+
+    def _scaling(self, stats) -> tuple:
+        """``(x_shift, x_scale, y_shift, y_scale)`` (``standardize``) from the set-up
+        pass's ranges of the inputs and moments of the target."""
+        if self.standardize is False or stats.weight_sum == 0:
             return None, None, 0.0, 1.0
         force = self.standardize is True
         x_shift = x_scale = None
@@ -464,6 +496,42 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
             y_shift, y_scale = stats.y_mean, stats.y_sd
         return x_shift, x_scale, y_shift, y_scale
 
+    def _auto_bandwidth(self, stats, n: int, degree_for) -> float:
+        """``bandwidth="auto"``: the trials of
+        :func:`~ooc_kernels.families.pkawv._setup.bandwidth_trials` on the set-up pass's
+        rows in the units the model sees, the features those of the learner's basis at
+        each width (``degree_for(sigma)``: the Taylor degree), ``alpha`` scaled to the
+        trial's ``m`` of the ``n`` rows; sets ``bandwidth_scores_``."""
+        from ooc_kernels.families.pkawv.nystrom_fixed import FixedNystromBasis
+        from ooc_kernels.families.pkawv.taylor import TaylorBasis
+
+        rows = scale_rows(stats.rows, self.x_shift_, self.x_scale_)
+        y = (stats.y - self.y_shift_) / self.y_scale_
+        median = median_bandwidth(rows, np.ones(len(rows)),
+                                  derive_seed(self.random_seed_, 4))
+        if len(rows) < 2:
+            return median
+        d = rows.shape[1]
+
+        def features(sigma, trial_rows):
+            if self.basis == "taylor":
+                degree = degree_for(sigma)
+                try:   # a width whose state would not fit is not tried (scored -inf)
+                    check_state_memory(self, n_components(d, degree), degree=degree)
+                except ModelTooLargeError as exc:
+                    raise ValueError(str(exc)) from exc
+                return TaylorBasis(d, degree, sigma).transform(trial_rows)
+            keep = len(trial_rows) if self.basis != "nystrom-fixed" else self.n_components
+            return FixedNystromBasis(trial_rows[:keep], sigma).transform(trial_rows)
+
+        m = min(len(rows), TRIAL_ROWS)
+        share = m / max(n, m)   # alpha on the trial's m of the n rows
+        paper = 1.0 / median    # the paper's sigma = 1 is one of the widths tried
+        multiples = tuple(sorted({*BANDWIDTH_MULTIPLES, paper}))
+        best, _, self.bandwidth_scores_ = bandwidth_trials(
+            rows, y, None, median, [float(self.alpha) * share], features, multiples)
+        return 1.0 if best == paper * median else float(best)
+
     def _engine_data(self, data):
         """The data as the model sees it (``standardize``), chunk by chunk (lazy)."""
         return scaled_data(data, self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_)
@@ -471,24 +539,34 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
     def _initialize(self, data, sched, classes=None) -> None:
         check_alpha(self.alpha)   # before the set-up pass: 1 / alpha must be finite
         d = data.n_features
+        stats = self._setup_stats(data, sched)
         self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_ = \
-            self._scaling(data, sched)
+            self._scaling(stats)
         data = self._engine_data(data)
+        found = []
+
+        def radius():  # one pass over X, a float per chunk, at most once
+            if not found:
+                skip = self.on_invalid == "skip"
+                xs = data.X.to_delayed().ravel()
+                ys = [None] * len(xs) if data.y is None else data.y.to_delayed().ravel()
+                parts = [dask.delayed(_chunk_radius)(x, y, k, skip)
+                         for k, (x, y) in enumerate(zip(xs, ys))]
+                found.append(max(compute(*parts, scheduler=sched), default=0.0))
+            return found[0]
+
+        def degree_for(sigma):
+            if self.degree != "auto":
+                return int(self.degree)
+            return _taylor_auto_degree(data.n_samples, d, float(self.alpha), sigma,
+                                       self.n_components, radius)
+
+        self.bandwidth_scores_ = None
+        self.bandwidth_ = float(self.bandwidth) if self.bandwidth != "auto" else \
+            self._auto_bandwidth(stats, data.n_samples, degree_for)
         degree, dictionary = 0, None
         if self.basis == "taylor":
-            if self.degree == "auto":
-                def radius():  # one pass over X, a float per chunk
-                    skip = self.on_invalid == "skip"
-                    xs = data.X.to_delayed().ravel()
-                    ys = [None] * len(xs) if data.y is None else data.y.to_delayed().ravel()
-                    parts = [dask.delayed(_chunk_radius)(x, y, k, skip)
-                             for k, (x, y) in enumerate(zip(xs, ys))]
-                    return max(compute(*parts, scheduler=sched), default=0.0)
-                degree = _taylor_auto_degree(data.n_samples, d, float(self.alpha),
-                                             float(self.bandwidth), self.n_components,
-                                             radius)
-            else:
-                degree = int(self.degree)
+            degree = degree_for(self.bandwidth_)
             if n_components(d, degree) <= 4 * self.n_components or self.degree == "auto":
                 check_state_memory(self, n_components(d, degree), degree=degree)
             else:
@@ -581,14 +659,21 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         return out
 
     def _fitted_meta(self) -> dict:
-        return {"basis": self._cfg.basis, "degree": self._cfg.degree}
+        return {"basis": self._cfg.basis, "degree": self._cfg.degree,
+                "bandwidth": self._cfg.bandwidth}
 
     def _restore_fitted(self, arrays: dict, meta: dict, where: str) -> None:
-        if set(meta) != {"basis", "degree"} or meta["basis"] != self.basis \
-                or not isinstance(meta["degree"], int) or meta["degree"] < 0:
+        # a model saved without its width has the number of its ``bandwidth`` parameter
+        bandwidth = meta.get("bandwidth", self.bandwidth)
+        if not {"basis", "degree"} <= set(meta) <= {"basis", "degree", "bandwidth"} \
+                or meta["basis"] != self.basis \
+                or not isinstance(meta["degree"], int) or meta["degree"] < 0 \
+                or isinstance(bandwidth, bool) or not isinstance(bandwidth, (int, float)) \
+                or not MIN_BANDWIDTH <= bandwidth <= MAX_BANDWIDTH:
             raise ModelFormatError(
                 f"{where}: the fitted metadata must be {{'basis': {self.basis!r}, 'degree': "
-                f"an integer >= 0}}, found {meta!r}; re-save the model.")
+                f"an integer >= 0, 'bandwidth': a number in [{MIN_BANDWIDTH}, "
+                f"{MAX_BANDWIDTH}]}}, found {meta!r}; re-save the model.")
         needed = {"n_seen", "loss_sum", "loss_history", *_STATE[self.basis]}
         if self.basis == "nystrom-fixed":
             needed.add("dictionary")
@@ -608,6 +693,7 @@ class OnlineKernelRidge(ChunkedRegressorMixin, RegressorMixin, ChunkedEstimator)
         state["loss_sum"] = np.float64(state["loss_sum"])
         dictionary = state.pop("dictionary", None)
         self.x_shift_, self.x_scale_, self.y_shift_, self.y_scale_ = scaling
+        self.bandwidth_, self.bandwidth_scores_ = float(bandwidth), None
         self._cfg = self._config(meta["degree"], dictionary)
         self._algorithm = OnlineAlgorithm(self._cfg)
         self._state = state
