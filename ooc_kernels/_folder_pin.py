@@ -108,4 +108,5 @@ def check_pinned(path: str | os.PathLike, error: type[Exception] | None = None) 
                 f"folder it was when the run began (it is now {_what(changed)}); it was "
                 "replaced or moved during the run, and nothing is written through it to a "
                 "place that was not named. Put the folder back where it was and run again "
-                "(a pipeline resumes from its checkpoint), or name the new place yourself.")
+                "(a pipeline resumes from its checkpoint, a fit with checkpoint=... and "
+                "resume=True), or name the new place yourself.")

@@ -73,7 +73,8 @@ def _refused(ck):
     X, y = _data()
     with pytest.raises(CheckpointInUseError, match=re.escape(repr(str(ck))) +
                        ".* is in use by another fit.*Wait until that fit ends.*another "
-                       "checkpoint path"):
+                       "checkpoint path.*GridSearchCV with n_jobs.*give each fit its own "
+                       "path, or none"):
         ok.DSGClassifier(**dict(PARAMS, random_state=1)).fit(X, y, checkpoint=ck)
 
 

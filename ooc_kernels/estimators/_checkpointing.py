@@ -186,7 +186,9 @@ def holding_checkpoint(path, resume: bool):
                 f"another (that fit holds the lock {str(held)!r}); two fits writing one "
                 "checkpoint would overwrite each other's. Wait until that fit ends (and "
                 "resume from the checkpoint if it stopped early), or give this fit another "
-                "checkpoint path.")
+                "checkpoint path. A parallel search (GridSearchCV with n_jobs) that passes "
+                "one checkpoint to every candidate's fit meets this: give each fit its own "
+                "path, or none.")
         with pinning():  # the checkpoint's folder swapped during the fit: never written through
             pin(path.parent)
             yield
