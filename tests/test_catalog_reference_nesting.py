@@ -22,7 +22,7 @@ DEEP = 100_000
                                   '{"version": 1, "refs": ' + "[" * DEEP + "]" * DEEP + "}"])
 def test_a_reference_file_nested_too_deep_is_a_catalog_error(tmp_path, text):
     # the reference: Python's own parser cannot read it
-    with pytest.raises(RecursionError):
+    with pytest.raises(RecursionError, match="maximum recursion depth"):
         json.loads(text)
     store = ok.make_dataset("nonlinear_binary", tmp_path / "d.zarr", 20, progress=False)
     register_dataset(tmp_path / "cat.yaml", "d", store)

@@ -178,21 +178,27 @@ def numeric_targets(estimator, data: ChunkedData) -> ChunkedData:
 def _numeric_block(y: np.ndarray, dtype, block_info=None) -> np.ndarray:
     """One chunk of text (or object) targets as float64, or the error naming the first
     value that is not a number."""
+    values = np.asarray(y)  # one chunk of targets
     try:
-        return np.asarray(y).astype(np.float64)
+        return values.astype(np.float64)
+    except (TypeError, ValueError) as exc:
+        row, value = next(((row, value) for row, value in enumerate(values.tolist())
+                           if not _is_number(value)), ("?", exc))
+        chunk = block_info[0]["chunk-location"][0] if block_info else "?"
+        raise InvalidDataError(
+            f"y holds values that are not numbers (dtype {dtype}, e.g. {value!r} in "
+            f"chunk {chunk}, row {row}); a regressor needs numeric targets: convert "
+            "them, e.g. y.astype('float32'), or use a classifier for labels."
+        ) from None
+
+
+def _is_number(value) -> bool:
+    """Whether ``float(value)`` reads ``value``."""
+    try:
+        float(value)
     except (TypeError, ValueError):
-        pass
-    for row, value in enumerate(np.asarray(y).tolist()):
-        try:
-            float(value)
-        except (TypeError, ValueError):
-            chunk = block_info[0]["chunk-location"][0] if block_info else "?"
-            raise InvalidDataError(
-                f"y holds values that are not numbers (dtype {dtype}, e.g. {value!r} in "
-                f"chunk {chunk}, row {row}); a regressor needs numeric targets: convert "
-                "them, e.g. y.astype('float32'), or use a classifier for labels."
-            ) from None
-    return np.asarray(y).astype(np.float64)  # pragma: no cover - each value converts
+        return False
+    return True
 
 
 def _nonnegative_weights(w: np.ndarray, block_info=None) -> np.ndarray:
