@@ -77,8 +77,6 @@ def test_every_newton_start_backtracks_through_the_one_helper(monkeypatch):
     """In memory in the ``p``-space and the ``n``-space and out of core (from a far start),
     on problems whose full steps are rejected: each start halves its steps through
     ``armijo_step``, and its solution matches scipy's."""
-    from types import SimpleNamespace
-
     from ooc_kernels.families.dspdc._wide_newton import wide_newton
 
     real, halved = _logistic_start.armijo_step, []
@@ -103,13 +101,7 @@ def test_every_newton_start_backtracks_through_the_one_helper(monkeypatch):
     x, _ = wide_newton(Aw, bw, ww, 1e-2, 1e-12)
     found["n"] = (len(halved), (Aw, bw, ww, 1e-2, x))
     # out of core, in 3 chunks, from a point far from the solution
-    rng = np.random.default_rng(5)
-    Ao = rng.normal(size=(300, 4)) * 10.0 ** rng.uniform(0, 2, size=4)
-    bo = np.sign(Ao @ rng.normal(size=4) + 0.3 * rng.normal(size=300))
-    x0 = rng.normal(size=4) * 3 / np.abs(Ao).mean(axis=0)
-    cfg = SimpleNamespace(x_shift=None, x_scale=None, factorized=False, intercept_scaling=0.0,
-                          classes=(-1.0, 1.0))
-    parts = [(Ao[k:k + 100], bo[k:k + 100], None) for k in range(0, 300, 100)]
+    Ao, bo, x0, cfg, parts = _far_ooc_problem(5, 3.0)
     found_o = _ooc_newton.newton_passes(cfg, parts, lambda f: f, lambda r: r, 300, 1e-3,
                                         1e-12, x0=x0)
     x, fields = found_o[0], found_o[1]
@@ -121,21 +113,29 @@ def test_every_newton_start_backtracks_through_the_one_helper(monkeypatch):
         _close(*problem)
 
 
+def _far_ooc_problem(seed, far):
+    """300 rows of 4 columns on scales 1 .. 100 in 3 chunks of the out-of-core passes, their
+    configuration, and a start ``far`` times a typical coefficient away from 0."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(300, 4)) * 10.0 ** rng.uniform(0, 2, size=4)
+    b = np.sign(A @ rng.normal(size=4) + 0.3 * rng.normal(size=300))
+    x0 = rng.normal(size=4) * far / np.abs(A).mean(axis=0)
+    cfg = SimpleNamespace(x_shift=None, x_scale=None, factorized=False, intercept_scaling=0.0,
+                          classes=(-1.0, 1.0))
+    parts = [(A[k:k + 100], b[k:k + 100], None) for k in range(0, 300, 100)]
+    return A, b, x0, cfg, parts
+
+
 def test_the_passes_keep_the_sums_of_the_last_trial_only():
     """Out of core, from a start far from the solution (steps halved up to 10 times in an
     iteration): when a pass is read, at most two earlier passes' Hessians are alive, the
     point's and the last trial's, however many trials the backtracking makes (each ``p x
     p``, up to 512 x 512); and the solution is scipy's."""
     import weakref
-    from types import SimpleNamespace
 
-    rng = np.random.default_rng(35)
-    A = rng.normal(size=(300, 4)) * 10.0 ** rng.uniform(0, 2, size=4)
-    b = np.sign(A @ rng.normal(size=4) + 0.3 * rng.normal(size=300))
-    x0 = rng.normal(size=4) * 30 / np.abs(A).mean(axis=0)
-    cfg = SimpleNamespace(x_shift=None, x_scale=None, factorized=False, intercept_scaling=0.0,
-                          classes=(-1.0, 1.0))
-    parts = [(A[k:k + 100], b[k:k + 100], None) for k in range(0, 300, 100)]
+    A, b, x0, cfg, parts = _far_ooc_problem(35, 30.0)
     held, alive = [], []
 
     def value(sums):

@@ -19,6 +19,8 @@ from ooc_kernels.families.dspdc import _scatter_gap
 from ooc_kernels.families.dspdc._scaling import combine_moments, standardization
 from ooc_kernels.families.dspdc._squared_start import chunk_scatter, squared_start
 
+from _interrupt import assert_same_continuations
+
 
 def _data(n=1200, p=4, seed=0, offset=0.0):
     rng = np.random.default_rng(seed)
@@ -191,14 +193,8 @@ def test_a_resume_from_a_fit_certified_at_the_set_up_is_that_of_a_fit_certified_
         more = ok.DSPDCRegressor(tol=None, max_iter=3, **kw).fit(   # two more epochs
             *lazy, checkpoint=path, resume=True)
         fits.append((first, more))
-    (a, a_more), (b, b_more) = fits
     assert reads[0] == len(y) < reads[1]     # one read; the rows' certificate reads more
-    np.testing.assert_array_equal(a.coef_, b.coef_)
-    assert a.n_iter_ == b.n_iter_ == 1 and a.intercept_ == b.intercept_
-    assert a_more.n_iter_ == b_more.n_iter_ == 3
-    np.testing.assert_array_equal(a_more.coef_, b_more.coef_)
-    assert [(h["passes"], h["primal"], h["dual"]) for h in a_more.gap_history_[1:]] == \
-        [(h["passes"], h["primal"], h["dual"]) for h in b_more.gap_history_[1:]]
+    assert_same_continuations(fits)
 
 
 @pytest.mark.skipif(np.finfo(np.longdouble).eps > 1e-18,
