@@ -216,3 +216,33 @@ def test_a_lock_file_the_file_system_refuses_is_a_write_failed_error(tmp_path, m
         ok.DSGClassifier(**PARAMS).fit(X, y, checkpoint=ck, resume=resume)
     assert info.value.errno == code
     assert not _lock_file(ck).exists()
+
+
+@pytest.mark.parametrize("what", ["a file with content", "a symbolic link", "a folder"])
+def test_what_is_at_the_name_of_a_fits_hold_is_refused_and_left_alone(tmp_path, what):
+    """A fit holds its checkpoint through the empty file ``.NAME.fit-lock``, which it
+    creates and removes: a user's file of that name is neither removed nor written, a link
+    there is not followed (nothing is created where it leads), and no checkpoint is
+    written."""
+    import os
+
+    from ooc_kernels.exceptions import ForeignPathError
+
+    ck = tmp_path / "ck.zarr"
+    lock = _lock_file(ck)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if what == "a file with content":
+        lock.write_text("my notes")
+    elif what == "a symbolic link":
+        lock.symlink_to(elsewhere / "created")
+    else:
+        lock.mkdir()
+    X, y = _data()
+    with pytest.raises(ForeignPathError, match=rf"'.*\.ck\.zarr\.fit-lock' as the lock of "
+                                               rf".*: it is {what}"):
+        ok.DSGClassifier(**PARAMS).fit(X, y, checkpoint=ck)
+    assert not ck.exists() and os.listdir(elsewhere) == []
+    if what == "a file with content":
+        assert lock.read_text() == "my notes"
+    assert lock.is_symlink() if what == "a symbolic link" else lock.exists()
